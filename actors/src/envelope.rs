@@ -1,0 +1,265 @@
+//! Traced delivery: every actor message travels in an [`Envelope`] stamped when it was sent, and is
+//! handled inside a `tracing` span.
+//!
+//! actix 0.13 exposes neither the time a message waited nor the length of a mailbox, so the
+//! sender side ([`Mailbox`], [`TracedRecipient`]) stamps the envelope and bumps a per-actor depth
+//! gauge; the handler side opens a span with `actor`, `message`, `mailbox_wait_us` and
+//! `queue_depth` (the messages still waiting behind this one) and decrements the gauge. Spans are
+//! children of the actor's own span ([`TracedActor::span`]), so they nest run → turn → batch → call.
+
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix::dev::ToEnvelope;
+use actix::{Actor, Addr, Handler, MailboxError, Message, Recipient};
+
+/// An actor whose handled messages are traced as children of its own span.
+pub trait TracedActor: Actor {
+    /// The span of this actor (a run, a batch, a call); message spans are its children.
+    fn span(&self) -> &tracing::Span;
+}
+
+/// A message `M` stamped with the moment it was sent and the mailbox depth gauge of its receiver.
+pub struct Envelope<M> {
+    message: M,
+    sent_at: Instant,
+    depth: Arc<AtomicUsize>,
+}
+
+impl<M> Envelope<M> {
+    fn new(message: M, depth: &Arc<AtomicUsize>) -> Self {
+        depth.fetch_add(1, Ordering::Relaxed);
+        Envelope {
+            message,
+            sent_at: Instant::now(),
+            depth: Arc::clone(depth),
+        }
+    }
+
+    /// Opens the envelope: returns the message and the span its handling runs in.
+    ///
+    /// `actor` and `message` name the receiver and the message type in the span.
+    pub fn open(
+        self,
+        parent: &tracing::Span,
+        actor: &'static str,
+        message: &'static str,
+    ) -> (M, tracing::Span) {
+        let behind = self
+            .depth
+            .fetch_sub(1, Ordering::Relaxed)
+            .saturating_sub(1);
+        let span = tracing::debug_span!(
+            parent: parent,
+            "actor_message",
+            actor,
+            message,
+            mailbox_wait_us = self.sent_at.elapsed().as_micros() as u64,
+            queue_depth = behind,
+        );
+        (self.message, span)
+    }
+}
+
+impl<M> fmt::Debug for Envelope<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Envelope")
+            .field("message", &std::any::type_name::<M>())
+            .field("sent_at", &self.sent_at)
+            .finish()
+    }
+}
+
+impl<M> Message for Envelope<M>
+where
+    M: Message,
+    M::Result: 'static,
+{
+    type Result = M::Result;
+}
+
+/// The address of an actor whose messages are traced: stamps each message on send.
+pub struct Mailbox<A: Actor> {
+    addr: Addr<A>,
+    depth: Arc<AtomicUsize>,
+}
+
+impl<A: Actor> Clone for Mailbox<A> {
+    fn clone(&self) -> Self {
+        Mailbox {
+            addr: self.addr.clone(),
+            depth: Arc::clone(&self.depth),
+        }
+    }
+}
+
+impl<A: Actor> fmt::Debug for Mailbox<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mailbox")
+            .field("actor", &std::any::type_name::<A>())
+            .field("depth", &self.depth.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl<A: Actor> Mailbox<A> {
+    /// Wraps the address of a freshly started actor.
+    pub fn new(addr: Addr<A>) -> Self {
+        Mailbox {
+            addr,
+            depth: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Messages sent but not yet handled.
+    pub fn depth(&self) -> usize {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    /// Whether the actor is still alive to receive messages.
+    pub fn connected(&self) -> bool {
+        self.addr.connected()
+    }
+
+    /// Sends `message` without waiting for it to be handled; dropped if the actor has stopped.
+    pub fn do_send<M>(&self, message: M)
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<Envelope<M>>,
+        A::Context: ToEnvelope<A, Envelope<M>>,
+    {
+        self.addr.do_send(Envelope::new(message, &self.depth));
+    }
+
+    /// Sends `message` and resolves with the handler's reply.
+    ///
+    /// # Errors
+    /// [`MailboxError::Closed`] if the actor stopped before handling it.
+    pub async fn send<M>(&self, message: M) -> Result<M::Result, MailboxError>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<Envelope<M>>,
+        A::Context: ToEnvelope<A, Envelope<M>>,
+    {
+        self.addr.send(Envelope::new(message, &self.depth)).await
+    }
+
+    /// A type-erased sender of one message type to this actor, still traced.
+    pub fn recipient<M>(&self) -> TracedRecipient<M>
+    where
+        M: Message + Send + 'static,
+        M::Result: Send,
+        A: Handler<Envelope<M>>,
+        A::Context: ToEnvelope<A, Envelope<M>>,
+    {
+        TracedRecipient {
+            recipient: self.addr.clone().recipient(),
+            depth: Arc::clone(&self.depth),
+        }
+    }
+}
+
+/// A traced sender of one message type `M`, whatever actor receives it.
+pub struct TracedRecipient<M>
+where
+    M: Message + Send,
+    M::Result: Send,
+{
+    recipient: Recipient<Envelope<M>>,
+    depth: Arc<AtomicUsize>,
+}
+
+impl<M> Clone for TracedRecipient<M>
+where
+    M: Message + Send,
+    M::Result: Send,
+{
+    fn clone(&self) -> Self {
+        TracedRecipient {
+            recipient: self.recipient.clone(),
+            depth: Arc::clone(&self.depth),
+        }
+    }
+}
+
+impl<M> fmt::Debug for TracedRecipient<M>
+where
+    M: Message + Send,
+    M::Result: Send,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TracedRecipient")
+            .field("message", &std::any::type_name::<M>())
+            .finish()
+    }
+}
+
+impl<M> TracedRecipient<M>
+where
+    M: Message + Send + 'static,
+    M::Result: Send,
+{
+    /// Sends `message` without waiting; dropped if the receiver has stopped.
+    pub fn do_send(&self, message: M) {
+        self.recipient.do_send(Envelope::new(message, &self.depth));
+    }
+
+    /// Sends `message` and resolves with the handler's reply.
+    ///
+    /// # Errors
+    /// [`MailboxError::Closed`] if the receiver stopped before handling it.
+    pub async fn send(&self, message: M) -> Result<M::Result, MailboxError> {
+        self.recipient
+            .send(Envelope::new(message, &self.depth))
+            .await
+    }
+}
+
+/// Implements `Handler<Envelope<M>>` for a (non-generic) [`TracedActor`] that implements
+/// `Handler<M>`, for each listed message type: the envelope is opened in a span and the plain
+/// handler runs inside it.
+///
+/// ```
+/// use actix::{Actor, Context, Handler, Message};
+/// use golato_actors::{traced_handlers, TracedActor};
+///
+/// struct Counter { count: u64, span: tracing::Span }
+/// impl Actor for Counter { type Context = Context<Self>; }
+/// impl TracedActor for Counter { fn span(&self) -> &tracing::Span { &self.span } }
+///
+/// #[derive(Message)]
+/// #[rtype(result = "u64")]
+/// struct Add(u64);
+///
+/// impl Handler<Add> for Counter {
+///     type Result = u64;
+///     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u64 { self.count += n; self.count }
+/// }
+/// traced_handlers!(Counter { Add });
+/// ```
+#[macro_export]
+macro_rules! traced_handlers {
+    ($actor:ty { $($message:ty),+ $(,)? }) => {$(
+        impl ::actix::Handler<$crate::Envelope<$message>> for $actor {
+            type Result = <$actor as ::actix::Handler<$message>>::Result;
+
+            fn handle(
+                &mut self,
+                envelope: $crate::Envelope<$message>,
+                ctx: &mut <$actor as ::actix::Actor>::Context,
+            ) -> Self::Result {
+                let (message, span) = envelope.open(
+                    $crate::TracedActor::span(self),
+                    stringify!($actor),
+                    stringify!($message),
+                );
+                let _entered = span.enter();
+                <$actor as ::actix::Handler<$message>>::handle(self, message, ctx)
+            }
+        }
+    )+};
+}

@@ -1,0 +1,35 @@
+//! How golato's work runs: an actor runtime on actix and tokio that knows nothing about models or
+//! tools.
+//!
+//! The crate gives its users (the `golato` crate first) four things:
+//!
+//! - [`Host`]: a library-owned actix `System` on a dedicated thread, over a library-owned
+//!   multi-thread tokio runtime. Actors live on the host's arbiter threads; the work they start
+//!   runs on the runtime's workers ([`Host::spawn`]) or its blocking pool
+//!   ([`Host::spawn_blocking`]). Because the host owns its threads, callers may be a plain
+//!   `fn main`, any tokio runtime or another actix system.
+//! - [`batch`]: a [`BatchSupervisor`](batch::BatchSupervisor) that runs a batch of jobs, in parallel
+//!   or one after another, through one [`CallActor`](batch::CallActor) per job, and reports each
+//!   outcome by source index. A panic or a lost actor becomes an outcome, never a hang.
+//! - [`envelope`]: every message between actors travels in an [`Envelope`] stamped at send time,
+//!   and is handled inside a `tracing` span naming the actor, the message type, the time it waited
+//!   in the mailbox and the queue depth behind it.
+//!
+//! # Example
+//!
+//! ```
+//! use golato_actors::Host;
+//!
+//! let host = Host::global()?;
+//! let (tx, rx) = std::sync::mpsc::channel();
+//! host.spawn(async move { tx.send(40 + 2) });
+//! assert_eq!(rx.recv()?, 42);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod batch;
+pub mod envelope;
+mod host;
+
+pub use envelope::{Envelope, Mailbox, TracedActor, TracedRecipient};
+pub use host::{Host, HostConfig, HostError, WorkGuard};

@@ -1,0 +1,89 @@
+//! The documentation page's first example: register a `lookup_customer` tool and watch it run.
+//!
+//! The model is the offline `Scripted` generator, so this runs anywhere:
+//!
+//! ```text
+//! cargo run --example registering_a_tool
+//! ```
+
+use std::sync::Arc;
+
+use golato::agent::{self, Agent, Event, Input};
+use golato::generator::{Model, Scripted};
+use golato::message::{AssistantMessage, ToolCall, UserMessage};
+use golato::tool::{Tool, ToolContext, ToolResult};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Arguments of `lookup_customer`.
+#[derive(Debug, Deserialize, JsonSchema)]
+struct LookupArgs {
+    /// The customer ID, such as `C-100`.
+    customer_id: String,
+}
+
+/// The `lookupTool` from "Defining tools": finds a customer's plan, publishing progress.
+fn lookup_tool() -> Tool {
+    Tool::typed(
+        "lookup_customer",
+        "Looks up a customer by ID and returns their plan.",
+        |ctx: ToolContext, args: LookupArgs| async move {
+            ctx.update(ToolResult::text(format!("Searching for {}…", args.customer_id)));
+            match args.customer_id.as_str() {
+                "C-100" => Ok(ToolResult::text("Customer C-100 (Acme Corp) is on the Pro plan.")
+                    .with_details(serde_json::json!({"customer_id": "C-100", "plan": "pro"}))),
+                other => Err(format!("no customer with ID {other}").into()),
+            }
+        },
+    )
+}
+
+/// What a real model would answer: one call, then the final text.
+fn scripted_model() -> Scripted {
+    Scripted::new([
+        AssistantMessage::with_tool_calls([ToolCall::new(
+            "call-1",
+            "lookup_customer",
+            r#"{"customer_id":"C-100"}"#,
+        )]),
+        AssistantMessage::with_text("C-100 uses the Pro plan."),
+    ])
+}
+
+fn main() -> anyhow::Result<()> {
+    let assistant = Agent::new(agent::Config {
+        generator: Some(Arc::new(scripted_model())),
+        model: Model::new("scripted-demo"),
+        tools: vec![lookup_tool()],
+        ..Default::default()
+    })?;
+
+    let run = assistant.start(Input {
+        prompts: vec![UserMessage::new("Which plan does C-100 use?")],
+        ..Default::default()
+    });
+
+    for event in run.events() {
+        match event {
+            Event::ToolExecutionStart(event) => {
+                println!("[start] {} {}", event.call.name, event.call.arguments)
+            }
+            Event::ToolExecutionUpdate(event) => println!(
+                "[update] {} parts={}",
+                event.call.name,
+                event.partial_result.content.len()
+            ),
+            Event::ToolExecutionEnd(event) => println!(
+                "[end] {} error={} result={:?}",
+                event.call.name,
+                event.result.is_error,
+                event.result.text()
+            ),
+            _ => {}
+        }
+    }
+
+    let result = run.wait()?;
+    println!("{}", result.final_message.text());
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! Why an agent could not be built, or why a run did not end normally.
+
+use crate::message::Message;
+use crate::{generator, tool};
+
+/// Why an agent could not be built, or why a run did not end normally.
+///
+/// Tool failures are not errors here: they are error results the model sees. A run that does not
+/// end normally carries its transcript so far ([`Error::messages`]), so nothing that happened is
+/// lost and the run can be resumed from it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// `agent::Config::generator` was `None`.
+    #[error("no generator configured; set agent::Config::generator to a model client or a Scripted generator")]
+    NoGenerator,
+    /// A tool cannot be registered.
+    #[error(transparent)]
+    InvalidTool(#[from] tool::Error),
+    /// The actor host could not be reached.
+    #[error(transparent)]
+    Host(#[from] golato_actors::HostError),
+    /// The input has neither prompts nor a transcript.
+    #[error("the input is empty; give at least one prompt in agent::Input::prompts, or a transcript to resume")]
+    EmptyInput,
+    /// The transcript cannot be continued as given.
+    #[error("the transcript cannot be continued: {reason}")]
+    NotContinuable {
+        /// What is wrong and what to do.
+        reason: String,
+    },
+    /// The run was cancelled. Started tools were waited for; calls that never started got error
+    /// results.
+    #[error("the run was cancelled")]
+    Cancelled {
+        /// The transcript up to the cancellation.
+        messages: Vec<Message>,
+    },
+    /// The generator failed (after its own retries).
+    #[error("the generator failed: {source}")]
+    Generator {
+        /// What the generator said.
+        #[source]
+        source: generator::Error,
+        /// The transcript up to the failure.
+        messages: Vec<Message>,
+    },
+    /// The run reached `agent::Config::max_turns` and needed another turn.
+    #[error("the run reached its limit of {limit} turn(s); raise agent::Config::max_turns or resume from the transcript")]
+    MaxTurns {
+        /// The limit.
+        limit: usize,
+        /// The transcript so far.
+        messages: Vec<Message>,
+    },
+    /// The run's actor stopped before the run ended (the host is shutting down).
+    #[error("the run's actor stopped before the run ended (the actor host is shutting down); resume from the transcript on a running host")]
+    Lost {
+        /// The transcript so far.
+        messages: Vec<Message>,
+    },
+}
+
+impl Error {
+    /// The transcript so far, for the errors that end a started run.
+    pub fn messages(&self) -> Option<&[Message]> {
+        match self {
+            Error::Cancelled { messages }
+            | Error::Generator { messages, .. }
+            | Error::MaxTurns { messages, .. }
+            | Error::Lost { messages } => Some(messages),
+            _ => None,
+        }
+    }
+}

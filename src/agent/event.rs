@@ -1,0 +1,139 @@
+//! What a run reports while it happens.
+
+use crate::generator::Delta;
+use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
+use crate::tool::ToolResult;
+
+/// Something that happened in a run, delivered live.
+///
+/// Order: `RunStart`; per turn `TurnStart`, `MessageStart`, `MessageUpdate`s, `MessageEnd`, then
+/// for a message with tool calls the tool events of its batch, then `TurnEnd`; finally `RunEnd`.
+/// Each tool call gets exactly one `ToolExecutionStart`, zero or more `ToolExecutionUpdate`s and
+/// exactly one `ToolExecutionEnd`, invalid calls included. In a parallel batch every start comes
+/// first, in source order (an invalid call's end right after its start), then the ends of the
+/// executed calls in completion order; in a sequential batch each call's start, updates and end
+/// come before the next call's start.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// The run began.
+    RunStart(RunStartEvent),
+    /// A turn (one model request and the batch it asks for) began.
+    TurnStart(TurnStartEvent),
+    /// The model began answering.
+    MessageStart(MessageStartEvent),
+    /// More of the answer arrived.
+    MessageUpdate(MessageUpdateEvent),
+    /// The answer is complete.
+    MessageEnd(MessageEndEvent),
+    /// A tool call began (or, for an invalid call, is about to get its error result).
+    ToolExecutionStart(ToolExecutionStartEvent),
+    /// A running tool published a partial result.
+    ToolExecutionUpdate(ToolExecutionUpdateEvent),
+    /// A tool call has its result.
+    ToolExecutionEnd(ToolExecutionEndEvent),
+    /// The turn is over.
+    TurnEnd(TurnEndEvent),
+    /// The run is over; `Run::wait` returns its outcome.
+    RunEnd(RunEndEvent),
+}
+
+/// The run began.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunStartEvent {
+    /// The run's process-unique ID, as in its tracing span.
+    pub run_id: u64,
+}
+
+/// A turn began.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TurnStartEvent {
+    /// 1-based turn number within this run.
+    pub turn: usize,
+}
+
+/// The model began answering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MessageStartEvent {
+    /// The turn it answers.
+    pub turn: usize,
+}
+
+/// More of the answer arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MessageUpdateEvent {
+    /// The turn it answers.
+    pub turn: usize,
+    /// The fragments since the previous update: usually one; several, merged where they continue
+    /// one another, when the consumer fell behind and updates were coalesced.
+    pub deltas: Vec<Delta>,
+}
+
+/// The answer is complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MessageEndEvent {
+    /// The turn it answers.
+    pub turn: usize,
+    /// The whole message, as recorded in the transcript.
+    pub message: AssistantMessage,
+}
+
+/// A tool call began.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolExecutionStartEvent {
+    /// Position of the call in the assistant message.
+    pub index: usize,
+    /// The call.
+    pub call: ToolCall,
+}
+
+/// A running tool published a partial result.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolExecutionUpdateEvent {
+    /// Position of the call in the assistant message.
+    pub index: usize,
+    /// The call.
+    pub call: ToolCall,
+    /// The newest partial result.
+    pub partial_result: ToolResult,
+}
+
+/// A tool call has its result.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolExecutionEndEvent {
+    /// Position of the call in the assistant message.
+    pub index: usize,
+    /// The call.
+    pub call: ToolCall,
+    /// The result message, exactly as recorded and sent to the next request.
+    pub result: ToolResultMessage,
+}
+
+/// The turn is over.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TurnEndEvent {
+    /// 1-based turn number.
+    pub turn: usize,
+    /// The assistant message of the turn.
+    pub message: AssistantMessage,
+    /// Its tool results, in source order.
+    pub tool_results: Vec<ToolResultMessage>,
+}
+
+/// The run is over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunEndEvent {
+    /// `None` when the run ended normally, else the error's text (the error itself comes from
+    /// `Run::wait`).
+    pub error: Option<String>,
+}

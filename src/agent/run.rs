@@ -1,0 +1,348 @@
+//! The caller's handle on a run: its events and its outcome.
+//!
+//! The run actor is the only writer of a run's [`Channel`]; the [`Run`] handle the only reader.
+//! The channel is bounded for updates only: when the consumer has fallen so far behind that the
+//! buffer is full, a new update of a call (or of the streaming message) is merged into the
+//! pending one instead of queued. Lifecycle events are always queued, so none is ever lost, and
+//! memory stays bounded by the run's own size however slowly the consumer reads.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::{Error, Event, RunResult};
+
+type Outcome = Result<RunResult, Error>;
+
+struct State {
+    events: VecDeque<Event>,
+    capacity: usize,
+    /// Set once the run ended; events may still be queued.
+    outcome: Option<Outcome>,
+    finished: bool,
+    /// Nobody will read events (`Agent::run`): drop them on arrival.
+    discard: bool,
+}
+
+/// Events and outcome of one run, shared by the run actor and the [`Run`] handle.
+pub(crate) struct Channel {
+    state: Mutex<State>,
+    changed: Condvar,
+    notify: Notify,
+}
+
+impl Channel {
+    pub(crate) fn new(capacity: usize) -> Arc<Channel> {
+        Arc::new(Channel {
+            state: Mutex::new(State {
+                events: VecDeque::with_capacity(capacity.min(64)),
+                capacity: capacity.max(1),
+                outcome: None,
+                finished: false,
+                discard: false,
+            }),
+            changed: Condvar::new(),
+            notify: Notify::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wake(&self) {
+        self.changed.notify_all();
+        self.notify.notify_waiters();
+    }
+
+    /// Queues `event`, coalescing it into a pending update when the buffer is full.
+    pub(crate) fn push(&self, event: Event) {
+        let mut state = self.lock();
+        if state.discard {
+            return;
+        }
+        let event = if state.events.len() >= state.capacity {
+            match coalesce(&mut state.events, event) {
+                Some(event) => event,
+                None => return,
+            }
+        } else {
+            event
+        };
+        state.events.push_back(event);
+        drop(state);
+        self.wake();
+    }
+
+    /// Records the outcome; the first one wins.
+    pub(crate) fn finish(&self, outcome: Outcome) {
+        let mut state = self.lock();
+        if state.finished {
+            return;
+        }
+        state.finished = true;
+        state.outcome = Some(outcome);
+        drop(state);
+        self.wake();
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.lock().finished
+    }
+
+    fn discard_events(&self) {
+        let mut state = self.lock();
+        state.discard = true;
+        state.events.clear();
+    }
+
+    fn try_next(&self) -> Poll<Event> {
+        let mut state = self.lock();
+        match state.events.pop_front() {
+            Some(event) => Poll::Ready(Some(event)),
+            None if state.finished => Poll::Ready(None),
+            None => Poll::Pending,
+        }
+    }
+
+    fn next_blocking(&self) -> Option<Event> {
+        let mut state = self.lock();
+        loop {
+            if let Some(event) = state.events.pop_front() {
+                return Some(event);
+            }
+            if state.finished {
+                return None;
+            }
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    async fn next_async(&self) -> Option<Event> {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Poll::Ready(event) = self.try_next() {
+                return event;
+            }
+            notified.await;
+        }
+    }
+
+    fn take_outcome(state: &mut State) -> Option<Outcome> {
+        state.outcome.take()
+    }
+
+    fn wait_blocking(&self) -> Outcome {
+        let mut state = self.lock();
+        loop {
+            if let Some(outcome) = Channel::take_outcome(&mut state) {
+                return outcome;
+            }
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    async fn wait_async(&self) -> Outcome {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(outcome) = Channel::take_outcome(&mut self.lock()) {
+                return outcome;
+            }
+            notified.await;
+        }
+    }
+}
+
+enum Poll<T> {
+    Ready(Option<T>),
+    Pending,
+}
+
+/// Merges `event` into a pending event of the same stream if it is an update; returns it back
+/// if it must be queued (lifecycle events, or an update with nothing pending to merge into).
+fn coalesce(events: &mut VecDeque<Event>, event: Event) -> Option<Event> {
+    match event {
+        Event::ToolExecutionUpdate(update) => {
+            let pending = events.iter_mut().rev().find_map(|queued| match queued {
+                Event::ToolExecutionUpdate(queued) if queued.index == update.index && queued.call.id == update.call.id => Some(queued),
+                _ => None,
+            });
+            match pending {
+                Some(pending) => {
+                    pending.partial_result = update.partial_result;
+                    None
+                }
+                None => Some(Event::ToolExecutionUpdate(update)),
+            }
+        }
+        Event::MessageUpdate(mut update) => {
+            let pending = events.iter_mut().rev().find_map(|queued| match queued {
+                Event::MessageUpdate(queued) if queued.turn == update.turn => Some(queued),
+                _ => None,
+            });
+            match pending {
+                Some(pending) => {
+                    for delta in update.deltas.drain(..) {
+                        let unmerged = match pending.deltas.last_mut() {
+                            Some(last) => last.merge(delta),
+                            None => Some(delta),
+                        };
+                        pending.deltas.extend(unmerged);
+                    }
+                    None
+                }
+                None => Some(Event::MessageUpdate(update)),
+            }
+        }
+        lifecycle => Some(lifecycle),
+    }
+}
+
+/// A started run: its live events, its outcome, and a way to cancel it.
+///
+/// Read the events with the blocking iterator [`Run::events`] or with [`Run::next_event`] from
+/// async code, then take the outcome with [`Run::wait`] or [`Run::finish`]. Neither is
+/// required: a run proceeds whether or not its events are read, and a consumer that never
+/// reads them does not make memory grow without bound (updates are coalesced).
+///
+/// `Run` is `Send`, so it can move to another thread or task. Dropping it cancels the run
+/// (started tools are still waited for, by the runtime, in the background).
+///
+/// ```
+/// use golato::agent::{self, Agent, Event, Input};
+/// use golato::generator::Scripted;
+/// use golato::message::{AssistantMessage, UserMessage};
+/// use std::sync::Arc;
+///
+/// let agent = Agent::new(agent::Config {
+///     generator: Some(Arc::new(Scripted::new([AssistantMessage::with_text("Hello!")]))),
+///     ..Default::default()
+/// })?;
+/// let run = agent.start(Input::from(UserMessage::new("Hi")));
+/// let mut saw_end = false;
+/// for event in run.events() {
+///     saw_end |= matches!(event, Event::RunEnd(_));
+/// }
+/// assert!(saw_end);
+/// assert_eq!(run.wait()?.final_message.text(), "Hello!");
+/// # Ok::<(), golato::agent::Error>(())
+/// ```
+pub struct Run {
+    channel: Arc<Channel>,
+    cancel: CancellationToken,
+    id: u64,
+}
+
+impl fmt::Debug for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Run")
+            .field("id", &self.id)
+            .field("finished", &self.channel.is_finished())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Run {
+    pub(crate) fn new(channel: Arc<Channel>, cancel: CancellationToken, id: u64) -> Run {
+        Run {
+            channel,
+            cancel,
+            id,
+        }
+    }
+
+    /// The run's process-unique ID (also in its tracing span and its `RunStart` event).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// A blocking iterator over the run's events; it ends after the run's last event.
+    ///
+    /// Blocking: from async code use [`Run::next_event`] instead.
+    pub fn events(&self) -> Events<'_> {
+        Events { run: self }
+    }
+
+    /// The next event, or `None` once the run is over and every event was read.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: an event is taken only when the future completes.
+    pub async fn next_event(&self) -> Option<Event> {
+        self.channel.next_async().await
+    }
+
+    /// Waits for the run to end and returns its outcome. Events not read yet stay readable
+    /// until the `Run` is dropped, which this does.
+    ///
+    /// Blocking: from async code use [`Run::finish`] instead.
+    ///
+    /// # Errors
+    /// An [`Error`] carrying the transcript so far when the run was cancelled, its generator
+    /// failed, it reached `max_turns`, or its input could not be run.
+    pub fn wait(self) -> Result<RunResult, Error> {
+        self.channel.wait_blocking()
+    }
+
+    /// Waits for the run to end and returns its outcome.
+    ///
+    /// # Errors
+    /// As [`Run::wait`].
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropping the future drops the `Run`, which cancels the run.
+    pub async fn finish(self) -> Result<RunResult, Error> {
+        self.channel.wait_async().await
+    }
+
+    /// Waits for the outcome and drops events as they arrive ([`Agent::run`](super::Agent::run)).
+    pub(crate) async fn finish_discarding_events(self) -> Result<RunResult, Error> {
+        self.channel.discard_events();
+        self.channel.wait_async().await
+    }
+
+    /// Cancels the run: the generator request is dropped and every started tool is signalled.
+    /// The run still waits for started tools to return, then ends with [`Error::Cancelled`].
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The run's cancellation token, to cancel it from elsewhere.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !self.channel.is_finished() {
+            self.cancel.cancel();
+        }
+    }
+}
+
+/// Blocking iterator over a run's events, from [`Run::events`].
+#[derive(Debug)]
+pub struct Events<'a> {
+    run: &'a Run,
+}
+
+impl Iterator for Events<'_> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        self.run.channel.next_blocking()
+    }
+}

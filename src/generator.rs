@@ -1,0 +1,180 @@
+//! Generators: where assistant messages come from.
+//!
+//! A [`Generator`] answers one [`Request`] (system prompt, transcript, tool definitions, model)
+//! with a stream of [`StreamEvent`]s: [`Delta`]s as the text and tool-call fragments arrive, then
+//! one [`StreamEvent::Done`] with the whole [`AssistantMessage`]. The agent turns the deltas into
+//! `MessageUpdate` events while the message streams in, so a provider client only has to parse
+//! its wire format into this stream.
+//!
+//! [`Scripted`] replays assistant messages given in advance (tests, demos, record and replay).
+
+mod scripted;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures::stream::BoxStream;
+
+use crate::message::{AssistantMessage, Message};
+use crate::tool::ToolDefinition;
+
+pub use scripted::Scripted;
+
+/// The model to ask, and what it can do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Model {
+    /// The provider's model ID, such as `gpt-4o-mini`.
+    pub id: String,
+    /// Whether the model accepts image input (tool results with images).
+    pub supports_images: bool,
+    /// The most tokens one response may have; `None` leaves it to the provider.
+    pub max_output_tokens: Option<u32>,
+}
+
+impl Model {
+    /// A model with the given ID, accepting images, with the provider's output limit.
+    pub fn new(id: impl Into<String>) -> Self {
+        Model {
+            id: id.into(),
+            supports_images: true,
+            max_output_tokens: None,
+        }
+    }
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model::new("scripted")
+    }
+}
+
+/// One request for the next assistant message.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The model to ask.
+    pub model: Model,
+    /// Instructions that precede the transcript.
+    pub system_prompt: Option<String>,
+    /// The transcript so far.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Arc<[ToolDefinition]>,
+}
+
+/// A fragment of the message being generated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delta {
+    /// More answer text.
+    Text(String),
+    /// More reasoning text, kept apart from the answer.
+    Reasoning(String),
+    /// A fragment of tool call number `index` (0-based, in the message's call order).
+    ToolCall {
+        /// Which call of the message this fragment belongs to.
+        index: usize,
+        /// The call's ID, on the fragment that carries it.
+        id: Option<String>,
+        /// The tool's name, on the fragment that carries it.
+        name: Option<String>,
+        /// More of the raw JSON arguments.
+        arguments: String,
+    },
+}
+
+impl Delta {
+    /// Appends `next` to `self` when both continue the same piece of the message, returning
+    /// `next` back when they do not.
+    pub(crate) fn merge(&mut self, next: Delta) -> Option<Delta> {
+        match (self, next) {
+            (Delta::Text(text), Delta::Text(more)) | (Delta::Reasoning(text), Delta::Reasoning(more)) => {
+                text.push_str(&more);
+                None
+            }
+            (
+                Delta::ToolCall {
+                    index,
+                    id,
+                    name,
+                    arguments,
+                },
+                Delta::ToolCall {
+                    index: next_index,
+                    id: next_id,
+                    name: next_name,
+                    arguments: more,
+                },
+            ) if *index == next_index && (next_id.is_none() || *id == next_id) && (next_name.is_none() || *name == next_name) => {
+                arguments.push_str(&more);
+                None
+            }
+            (_, next) => Some(next),
+        }
+    }
+}
+
+/// An item of a generator's stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// A fragment, as it arrives.
+    Delta(Delta),
+    /// The whole message; the stream ends after it.
+    Done(AssistantMessage),
+}
+
+/// The stream a generator returns: deltas, then exactly one `Done`, or an error that ends it.
+pub type EventStream = BoxStream<'static, Result<StreamEvent, Error>>;
+
+/// A source of assistant messages.
+///
+/// Implementations must be cheap to share: one generator serves every run of an agent,
+/// concurrently. The stream is polled on the host runtime's worker threads and dropped when
+/// the run is cancelled.
+pub trait Generator: Send + Sync + 'static {
+    /// Streams the answer to `request`.
+    fn stream(&self, request: Request) -> EventStream;
+}
+
+/// Why a generator could not produce a message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A [`Scripted`] generator was asked for more messages than its script has.
+    #[error(
+        "the script has {available} assistant message(s) but the run asked for message #{requested}; \
+         add entries to the script, or make its last entry a message without tool calls so the run ends"
+    )]
+    ScriptExhausted {
+        /// 1-based number of the message asked for.
+        requested: usize,
+        /// Entries in the script.
+        available: usize,
+    },
+    /// A script file could not be read.
+    #[error("could not read the script {path}: {source}")]
+    ReadScript {
+        /// The file.
+        path: PathBuf,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A script entry is not an assistant message.
+    #[error("script {origin}, entry {entry}: {reason}; each entry must be an assistant message such as {{\"text\": \"...\"}} or {{\"tool_calls\": [{{\"id\": \"1\", \"name\": \"read\", \"arguments\": {{}}}}]}}")]
+    InvalidScript {
+        /// The file, or `<inline>`.
+        origin: String,
+        /// 1-based entry (line, for JSONL) number.
+        entry: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The stream ended without a final message.
+    #[error("the generator's stream ended without a final message; the provider closed the response early")]
+    IncompleteStream,
+    /// The generator panicked.
+    #[error("the generator panicked: {message}")]
+    Panicked {
+        /// The panic message.
+        message: String,
+    },
+}

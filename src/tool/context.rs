@@ -1,0 +1,93 @@
+//! What a tool function gets besides its arguments.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use super::ToolResult;
+use crate::message::ToolCall;
+
+/// Receives the partial results a running tool publishes.
+pub(crate) trait UpdateSink: Send + Sync {
+    fn publish(&self, partial: ToolResult);
+}
+
+/// The context of one tool call: the call itself, the run's cancellation, and a way to publish
+/// partial results while the function runs. Cheap to clone.
+#[derive(Clone)]
+pub struct ToolContext {
+    call: Arc<ToolCall>,
+    cancel: CancellationToken,
+    updates: Option<Arc<dyn UpdateSink>>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call", &self.call)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    pub(crate) fn new(
+        call: Arc<ToolCall>,
+        cancel: CancellationToken,
+        updates: Arc<dyn UpdateSink>,
+    ) -> Self {
+        ToolContext {
+            call,
+            cancel,
+            updates: Some(updates),
+        }
+    }
+
+    /// A context for calling a tool function outside an agent (tests, the `golato tool`
+    /// command): partial results are discarded.
+    pub fn detached(call: ToolCall, cancel: CancellationToken) -> Self {
+        ToolContext {
+            call: Arc::new(call),
+            cancel,
+            updates: None,
+        }
+    }
+
+    /// The call being executed (ID, tool name, raw arguments).
+    pub fn call(&self) -> &ToolCall {
+        &self.call
+    }
+
+    /// The token cancelled when the run is cancelled (or when this call published an invalid
+    /// update). The agent waits for the function to return either way, so a function that
+    /// ignores it delays the run's end.
+    pub fn cancellation_token(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the call has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Resolves when the call is cancelled.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping the future loses nothing.
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+
+    /// Publishes a partial result; observers see it as a `ToolExecutionUpdate` event.
+    ///
+    /// The partial result is checked like a final one: an invalid one (say, an image part with
+    /// an unsupported MIME type) is not forwarded, cancels the function, and becomes the call's
+    /// error result. Updates published after the function returned are dropped. When the
+    /// event consumer falls behind, pending updates of one call are coalesced into the newest.
+    pub fn update(&self, partial: ToolResult) {
+        if let Some(updates) = &self.updates {
+            updates.publish(partial);
+        }
+    }
+}
