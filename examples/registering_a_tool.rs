@@ -28,10 +28,15 @@ fn lookup_tool() -> Tool {
         "lookup_customer",
         "Looks up a customer by ID and returns their plan.",
         |ctx: ToolContext, args: LookupArgs| async move {
-            ctx.update(ToolResult::text(format!("Searching for {}…", args.customer_id)));
+            ctx.update(ToolResult::text(format!(
+                "Searching for {}…",
+                args.customer_id
+            )));
             match args.customer_id.as_str() {
-                "C-100" => Ok(ToolResult::text("Customer C-100 (Acme Corp) is on the Pro plan.")
-                    .with_details(serde_json::json!({"customer_id": "C-100", "plan": "pro"}))),
+                "C-100" => Ok(
+                    ToolResult::text("Customer C-100 (Acme Corp) is on the Pro plan.")
+                        .with_details(serde_json::json!({"customer_id": "C-100", "plan": "pro"})),
+                ),
                 other => Err(format!("no customer with ID {other}").into()),
             }
         },

@@ -121,7 +121,10 @@ impl Default for Config {
 impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Config")
-            .field("generator", &self.generator.as_ref().map(|_| "dyn Generator"))
+            .field(
+                "generator",
+                &self.generator.as_ref().map(|_| "dyn Generator"),
+            )
             .field("model", &self.model)
             .field("tools", &self.tools)
             .field("tool_execution", &self.tool_execution)
@@ -162,7 +165,8 @@ impl Input {
         match messages.last() {
             None => Err(Error::EmptyInput),
             Some(Message::Assistant(last)) if no_prompts => {
-                let pending = run_actor::pending_calls(&messages).map_or(0, |(_, calls)| calls.len());
+                let pending =
+                    run_actor::pending_calls(&messages).map_or(0, |(_, calls)| calls.len());
                 if pending == 0 {
                     Err(Error::NotContinuable {
                         reason: format!(
@@ -224,7 +228,10 @@ impl fmt::Debug for Agent {
 
 impl AgentInner {
     fn registry_names(&self) -> Vec<&str> {
-        self.definitions.iter().map(|tool| tool.name.as_str()).collect()
+        self.definitions
+            .iter()
+            .map(|tool| tool.name.as_str())
+            .collect()
     }
 }
 

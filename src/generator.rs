@@ -86,7 +86,8 @@ impl Delta {
     /// `next` back when they do not.
     pub(crate) fn merge(&mut self, next: Delta) -> Option<Delta> {
         match (self, next) {
-            (Delta::Text(text), Delta::Text(more)) | (Delta::Reasoning(text), Delta::Reasoning(more)) => {
+            (Delta::Text(text), Delta::Text(more))
+            | (Delta::Reasoning(text), Delta::Reasoning(more)) => {
                 text.push_str(&more);
                 None
             }
@@ -103,7 +104,10 @@ impl Delta {
                     name: next_name,
                     arguments: more,
                 },
-            ) if *index == next_index && (next_id.is_none() || *id == next_id) && (next_name.is_none() || *name == next_name) => {
+            ) if *index == next_index
+                && (next_id.is_none() || *id == next_id)
+                && (next_name.is_none() || *name == next_name) =>
+            {
                 arguments.push_str(&more);
                 None
             }

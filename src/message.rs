@@ -177,7 +177,11 @@ pub struct ToolCall {
 
 impl ToolCall {
     /// A call with the given ID, tool name and raw JSON arguments.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
         ToolCall {
             id: id.into(),
             name: name.into(),

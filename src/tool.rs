@@ -115,10 +115,9 @@ impl ToolResult {
     }
 }
 
-type AsyncFunction =
-    dyn Fn(ToolContext, Value) -> BoxFuture<'static, std::result::Result<ToolResult, BoxError>>
-        + Send
-        + Sync;
+type AsyncFunction = dyn Fn(ToolContext, Value) -> BoxFuture<'static, std::result::Result<ToolResult, BoxError>>
+    + Send
+    + Sync;
 type BlockingFunction =
     dyn Fn(ToolContext, Value) -> std::result::Result<ToolResult, BoxError> + Send + Sync;
 
@@ -205,7 +204,11 @@ impl Tool {
 
     /// A tool whose schema derives from the argument type `A` (with `schemars`), and whose
     /// function receives the arguments deserialized into `A`.
-    pub fn typed<A, F, Fut>(name: impl Into<String>, description: impl Into<String>, function: F) -> Tool
+    pub fn typed<A, F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        function: F,
+    ) -> Tool
     where
         A: JsonSchema + DeserializeOwned + Send + 'static,
         F: Fn(ToolContext, A) -> Fut + Send + Sync + 'static,
@@ -214,8 +217,8 @@ impl Tool {
         let name = name.into();
         let parameters = Value::from(schemars::schema_for!(A));
         let tool_name = name.clone();
-        let function: Arc<AsyncFunction> = Arc::new(move |ctx, args| {
-            match serde_json::from_value::<A>(args) {
+        let function: Arc<AsyncFunction> =
+            Arc::new(move |ctx, args| match serde_json::from_value::<A>(args) {
                 Ok(args) => function(ctx, args).boxed(),
                 Err(error) => {
                     let message = format!(
@@ -223,8 +226,7 @@ impl Tool {
                     );
                     async move { Err(message.into()) }.boxed()
                 }
-            }
-        });
+            });
         Tool::with_function(name, description, parameters, Function::Async(function))
     }
 
@@ -299,7 +301,9 @@ pub enum Error {
         name: String,
     },
     /// A tool's schema is not a valid JSON schema.
-    #[error("the parameter schema of tool {name:?} does not compile: {reason}; fix the JSON schema")]
+    #[error(
+        "the parameter schema of tool {name:?} does not compile: {reason}; fix the JSON schema"
+    )]
     InvalidSchema {
         /// The tool.
         name: String,

@@ -47,10 +47,7 @@ impl<M> Envelope<M> {
         actor: &'static str,
         message: &'static str,
     ) -> (M, tracing::Span) {
-        let behind = self
-            .depth
-            .fetch_sub(1, Ordering::Relaxed)
-            .saturating_sub(1);
+        let behind = self.depth.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
         let span = tracing::debug_span!(
             parent: parent,
             "actor_message",

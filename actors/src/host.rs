@@ -42,7 +42,9 @@ impl Default for HostConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// The host's threads or runtime could not be created.
-    #[error("could not start golato's actor host: {0}; check the process's thread and memory limits")]
+    #[error(
+        "could not start golato's actor host: {0}; check the process's thread and memory limits"
+    )]
     Start(#[source] std::io::Error),
     /// The host thread ended before it reported that it was ready.
     #[error("golato's actor host thread exited during start-up; see the log for a panic message")]
@@ -184,10 +186,7 @@ impl Host {
             Ok(Err(error)) => return Err(HostError::Start(error)),
             Err(_) => return Err(HostError::StartAborted),
         };
-        tracing::debug!(
-            arbiters = arbiters.len(),
-            "golato actor host started"
-        );
+        tracing::debug!(arbiters = arbiters.len(), "golato actor host started");
         Ok(Host {
             inner: Arc::new(Inner {
                 runtime: handle,

@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::run_actor::{CallUpdate, RunActor};
 use crate::message::{ToolCall, ToolResultMessage};
-use crate::tool::{check_result, BoxError, CompiledSchema, Function, Tool, ToolContext, ToolResult, UpdateSink};
+use crate::tool::{
+    check_result, BoxError, CompiledSchema, Function, Tool, ToolContext, ToolResult, UpdateSink,
+};
 
 /// A tool with its schema compiled at `Agent::new`.
 pub(crate) struct Registered {
@@ -80,7 +82,13 @@ pub(crate) fn prepare(registry: &Registry, calls: &[ToolCall]) -> Vec<Prepared> 
     }
     calls
         .iter()
-        .map(|call| prepare_one(registry, call, id_counts.get(call.id.as_str()).copied().unwrap_or(0)))
+        .map(|call| {
+            prepare_one(
+                registry,
+                call,
+                id_counts.get(call.id.as_str()).copied().unwrap_or(0),
+            )
+        })
         .collect()
 }
 
@@ -107,7 +115,11 @@ fn prepare_one(registry: &Registry, call: &ToolCall, id_count: usize) -> Prepare
     let Some(registered) = registry.get(name) else {
         return Prepared::Invalid(format!(
             "Tool {name:?} not found. Available tools: {}.",
-            if registry.names.is_empty() { "none".to_owned() } else { registry.names.join(", ") }
+            if registry.names.is_empty() {
+                "none".to_owned()
+            } else {
+                registry.names.join(", ")
+            }
         ));
     };
     let arguments: Value = match serde_json::from_str(&call.arguments) {
@@ -214,7 +226,10 @@ impl CallSink {
         if let Some(reason) = invalid_update {
             return CallOutcome::error(
                 call,
-                format!("Tool {} published an invalid partial result, so it was stopped: {reason}", call.name),
+                format!(
+                    "Tool {} published an invalid partial result, so it was stopped: {reason}",
+                    call.name
+                ),
             );
         }
         match returned {

@@ -177,7 +177,11 @@ fn coalesce(events: &mut VecDeque<Event>, event: Event) -> Option<Event> {
     match event {
         Event::ToolExecutionUpdate(update) => {
             let pending = events.iter_mut().rev().find_map(|queued| match queued {
-                Event::ToolExecutionUpdate(queued) if queued.index == update.index && queued.call.id == update.call.id => Some(queued),
+                Event::ToolExecutionUpdate(queued)
+                    if queued.index == update.index && queued.call.id == update.call.id =>
+                {
+                    Some(queued)
+                }
                 _ => None,
             });
             match pending {

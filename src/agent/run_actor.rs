@@ -84,7 +84,9 @@ impl Actor for RunActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         let span = self.plan.span.clone();
         let _entered = span.enter();
-        self.emit(Event::RunStart(RunStartEvent { run_id: self.plan.id }));
+        self.emit(Event::RunStart(RunStartEvent {
+            run_id: self.plan.id,
+        }));
         self.proceed(ctx);
     }
 }
@@ -199,7 +201,9 @@ impl RunActor {
                     item = stream.next() => item,
                 };
                 match item {
-                    Some(Ok(StreamEvent::Delta(delta))) => mailbox.do_send(GeneratorDelta { turn, delta }),
+                    Some(Ok(StreamEvent::Delta(delta))) => {
+                        mailbox.do_send(GeneratorDelta { turn, delta })
+                    }
                     Some(Ok(StreamEvent::Done(message))) => return Generated::Message(message),
                     Some(Err(error)) => return Generated::Failed(error),
                     None => return Generated::Failed(generator::Error::IncompleteStream),
@@ -230,7 +234,9 @@ impl RunActor {
         }));
         let calls = message.tool_calls.clone();
         let stop_reason = message.stop_reason;
-        self.plan.messages.push(TranscriptMessage::Assistant(message.clone()));
+        self.plan
+            .messages
+            .push(TranscriptMessage::Assistant(message.clone()));
         if calls.is_empty() {
             self.emit(Event::TurnEnd(TurnEndEvent {
                 turn: self.turn,
@@ -285,20 +291,31 @@ impl RunActor {
         let argument_bytes: usize = batch.calls.iter().map(|call| call.arguments.len()).sum();
         if argument_bytes <= INLINE_VALIDATION_BYTES {
             let prepared = {
-                let calls: Vec<ToolCall> = batch.calls.iter().map(|call| ToolCall::clone(call)).collect();
+                let calls: Vec<ToolCall> = batch
+                    .calls
+                    .iter()
+                    .map(|call| ToolCall::clone(call))
+                    .collect();
                 calls::prepare(&self.plan.agent.registry, &calls)
             };
             self.batch = Some(batch);
             self.dispatch(prepared, ctx);
         } else {
             let agent = Arc::clone(&self.plan.agent);
-            let calls: Vec<ToolCall> = batch.calls.iter().map(|call| ToolCall::clone(call)).collect();
+            let calls: Vec<ToolCall> = batch
+                .calls
+                .iter()
+                .map(|call| ToolCall::clone(call))
+                .collect();
             let mailbox = self.mailbox.clone();
             let id = batch.id;
             self.batch = Some(batch);
             self.plan.agent.host.spawn_blocking(move || {
                 let prepared = calls::prepare(&agent.registry, &calls);
-                mailbox.do_send(Validated { batch: id, prepared });
+                mailbox.do_send(Validated {
+                    batch: id,
+                    prepared,
+                });
             });
         }
     }
@@ -326,7 +343,11 @@ impl RunActor {
                     .get(&call.name)
                     .is_some_and(|registered| registered.tool.execution() == Execution::Sequential)
             });
-        let mode = if sequential { Mode::Sequential } else { Mode::Parallel };
+        let mode = if sequential {
+            Mode::Sequential
+        } else {
+            Mode::Parallel
+        };
         let batch_cancel = self.plan.cancel.child_token();
         let mut jobs = Vec::with_capacity(calls.len());
         for (index, (call, prepared)) in calls.iter().zip(prepared).enumerate() {
@@ -381,7 +402,8 @@ impl RunActor {
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
-        let (Some(started), Some(call)) = (batch.started.get_mut(index), batch.calls.get(index)) else {
+        let (Some(started), Some(call)) = (batch.started.get_mut(index), batch.calls.get(index))
+        else {
             return;
         };
         if *started {
@@ -389,7 +411,10 @@ impl RunActor {
         }
         *started = true;
         let call = ToolCall::clone(call);
-        self.emit(Event::ToolExecutionStart(ToolExecutionStartEvent { index, call }));
+        self.emit(Event::ToolExecutionStart(ToolExecutionStartEvent {
+            index,
+            call,
+        }));
     }
 
     /// Records a call's result (emitting its start first if it was not emitted) and its end
@@ -399,7 +424,8 @@ impl RunActor {
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
-        let (Some(slot), Some(call)) = (batch.results.get_mut(index), batch.calls.get(index)) else {
+        let (Some(slot), Some(call)) = (batch.results.get_mut(index), batch.calls.get(index))
+        else {
             return;
         };
         if slot.is_some() {
@@ -431,7 +457,10 @@ impl RunActor {
             && outcomes
                 .iter()
                 .all(|outcome| outcome.terminate && !outcome.message.is_error);
-        let results: Vec<_> = outcomes.into_iter().map(|outcome| outcome.message).collect();
+        let results: Vec<_> = outcomes
+            .into_iter()
+            .map(|outcome| outcome.message)
+            .collect();
         self.plan
             .messages
             .extend(results.iter().cloned().map(TranscriptMessage::ToolResult));
@@ -457,7 +486,10 @@ impl RunActor {
 fn not_started(call: &ToolCall) -> CallOutcome {
     CallOutcome::error(
         call,
-        format!("The run was cancelled before this call to {} ran.", call.name),
+        format!(
+            "The run was cancelled before this call to {} ran.",
+            call.name
+        ),
     )
 }
 
@@ -465,7 +497,11 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<String>()
         .cloned()
-        .or_else(|| payload.downcast_ref::<&'static str>().map(|text| (*text).to_owned()))
+        .or_else(|| {
+            payload
+                .downcast_ref::<&'static str>()
+                .map(|text| (*text).to_owned())
+        })
         .unwrap_or_else(|| "a panic with a non-string payload".to_owned())
 }
 
@@ -576,7 +612,11 @@ impl Handler<Validated> for RunActor {
     type Result = ();
 
     fn handle(&mut self, message: Validated, ctx: &mut Context<Self>) {
-        if self.batch.as_ref().is_some_and(|batch| batch.id == message.batch) {
+        if self
+            .batch
+            .as_ref()
+            .is_some_and(|batch| batch.id == message.batch)
+        {
             self.dispatch(message.prepared, ctx);
         }
     }
@@ -586,11 +626,18 @@ impl Handler<CallUpdate> for RunActor {
     type Result = ();
 
     fn handle(&mut self, message: CallUpdate, _: &mut Context<Self>) {
-        let Some(batch) = self.batch.as_ref().filter(|batch| batch.id == message.batch) else {
+        let Some(batch) = self
+            .batch
+            .as_ref()
+            .filter(|batch| batch.id == message.batch)
+        else {
             return;
         };
         let running = batch.started.get(message.index) == Some(&true)
-            && batch.results.get(message.index).is_some_and(Option::is_none);
+            && batch
+                .results
+                .get(message.index)
+                .is_some_and(Option::is_none);
         let Some(call) = batch.calls.get(message.index).filter(|_| running) else {
             return;
         };

@@ -84,7 +84,11 @@ impl Scripted {
         let entries: Vec<(usize, Value)> = if text.trim_start().starts_with('[') {
             let values: Vec<Value> =
                 serde_json::from_str(text).map_err(|error| invalid(1, error.to_string()))?;
-            values.into_iter().enumerate().map(|(i, v)| (i + 1, v)).collect()
+            values
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| (i + 1, v))
+                .collect()
         } else {
             text.lines()
                 .enumerate()
@@ -190,14 +194,23 @@ fn deltas_of(message: &AssistantMessage) -> Vec<Delta> {
         deltas.push(Delta::Reasoning(message.reasoning.clone()));
     }
     for text in message.content.iter().filter_map(Content::as_text) {
-        deltas.extend(text.split_inclusive(' ').map(|word| Delta::Text(word.to_owned())));
+        deltas.extend(
+            text.split_inclusive(' ')
+                .map(|word| Delta::Text(word.to_owned())),
+        );
     }
-    deltas.extend(message.tool_calls.iter().enumerate().map(|(index, call)| Delta::ToolCall {
-        index,
-        id: Some(call.id.clone()),
-        name: Some(call.name.clone()),
-        arguments: call.arguments.clone(),
-    }));
+    deltas.extend(
+        message
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(index, call)| Delta::ToolCall {
+                index,
+                id: Some(call.id.clone()),
+                name: Some(call.name.clone()),
+                arguments: call.arguments.clone(),
+            }),
+    );
     deltas
 }
 
@@ -211,7 +224,9 @@ impl Generator for Scripted {
         let items: Vec<Result<StreamEvent, Error>> = match self.entries.get(answered) {
             Some(message) => {
                 let mut message = message.clone();
-                message.model.get_or_insert_with(|| request.model.id.clone());
+                message
+                    .model
+                    .get_or_insert_with(|| request.model.id.clone());
                 let mut items: Vec<_> = deltas_of(&message)
                     .into_iter()
                     .map(|delta| Ok(StreamEvent::Delta(delta)))

@@ -29,10 +29,11 @@ impl CompiledSchema {
                 found: root_type.map_or_else(|| "no type".to_owned(), Value::to_string),
             });
         }
-        let validator = jsonschema::validator_for(schema).map_err(|error| Error::InvalidSchema {
-            name: name.to_owned(),
-            reason: error.to_string(),
-        })?;
+        let validator =
+            jsonschema::validator_for(schema).map_err(|error| Error::InvalidSchema {
+                name: name.to_owned(),
+                reason: error.to_string(),
+            })?;
         Ok(CompiledSchema { validator })
     }
 
@@ -46,7 +47,11 @@ impl CompiledSchema {
         let mut text = String::from("Validation failed:");
         for error in errors {
             let path = error.instance_path().to_string();
-            let path = if path.is_empty() { "/".to_owned() } else { path };
+            let path = if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path
+            };
             let _ = write!(text, "\n  - at {path}: {error}");
         }
         let _ = write!(text, "\n\nReceived arguments:\n{arguments}");

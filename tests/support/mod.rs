@@ -1,0 +1,171 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use golato::agent::{self, Agent, Event, Input, Run};
+use golato::generator::{EventStream, Generator, Request, Scripted};
+use golato::message::{AssistantMessage, ToolCall, UserMessage};
+use golato::tool::{Tool, ToolResult};
+use serde_json::{json, Value};
+
+/// How long a test waits for something that should happen at once before failing instead of
+/// hanging. Only a guard against hangs; no test asserts on time.
+pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+pub fn prompt(text: &str) -> Input {
+    Input::from(UserMessage::new(text))
+}
+
+pub fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall::new(id, name, arguments)
+}
+
+/// A script: one message with `calls`, then a final text.
+pub fn script(calls: Vec<ToolCall>) -> Scripted {
+    Scripted::new([
+        AssistantMessage::with_tool_calls(calls),
+        AssistantMessage::with_text("done"),
+    ])
+}
+
+pub fn agent_with(generator: impl Generator, tools: Vec<Tool>) -> Agent {
+    Agent::new(agent::Config {
+        generator: Some(Arc::new(generator)),
+        tools,
+        ..Default::default()
+    })
+    .expect("agent builds")
+}
+
+pub fn object_schema(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// A tool that echoes its `text` argument.
+pub fn echo_tool() -> Tool {
+    Tool::new(
+        "echo",
+        "Echoes text.",
+        object_schema(json!({"text": {"type": "string"}}), &["text"]),
+        |_ctx, args| async move {
+            let text = args["text"].as_str().unwrap_or_default().to_owned();
+            Ok(ToolResult::text(text))
+        },
+    )
+}
+
+/// A tool that counts how often its function ran.
+pub fn counting_tool(name: &str, counter: Arc<AtomicUsize>) -> Tool {
+    Tool::new(
+        name,
+        "Counts calls.",
+        json!({"type": "object"}),
+        move |_ctx, _args| {
+            let counter = Arc::clone(&counter);
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(ToolResult::text("counted"))
+            }
+        },
+    )
+}
+
+/// Runs to the end on the calling thread, returning every event and the outcome.
+pub fn collect(run: Run) -> (Vec<Event>, Result<agent::RunResult, agent::Error>) {
+    let events: Vec<Event> = run.events().collect();
+    (events, run.wait())
+}
+
+/// A compact trace of the tool events: `start:i`, `update:i`, `end:i`.
+pub fn tool_trace(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolExecutionStart(e) => Some(format!("start:{}", e.index)),
+            Event::ToolExecutionUpdate(e) => Some(format!("update:{}", e.index)),
+            Event::ToolExecutionEnd(e) => Some(format!("end:{}", e.index)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `ToolExecutionEnd` results, in event order.
+pub fn end_results(events: &[Event]) -> Vec<golato::message::ToolResultMessage> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolExecutionEnd(e) => Some(e.result.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The tool results recorded in a transcript, in order.
+pub fn transcript_results(
+    messages: &[golato::message::Message],
+) -> Vec<golato::message::ToolResultMessage> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            golato::message::Message::ToolResult(result) => Some(result.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+type Gate = Box<dyn Fn(usize) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// Wraps a generator so that, before answering request *n* (0-based count of assistant messages
+/// in the transcript), it awaits `gate(n)`: a handshake point for tests.
+pub struct Gated {
+    inner: Scripted,
+    gate: Gate,
+}
+
+impl Gated {
+    pub fn new<F, Fut>(inner: Scripted, gate: F) -> Gated
+    where
+        F: Fn(usize) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        Gated {
+            inner,
+            gate: Box::new(move |n| Box::pin(gate(n))),
+        }
+    }
+}
+
+impl Generator for Gated {
+    fn stream(&self, request: Request) -> EventStream {
+        use futures::StreamExt;
+        let n = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, golato::message::Message::Assistant(_)))
+            .count();
+        let gate = (self.gate)(n);
+        let inner = self.inner.stream(request);
+        futures::stream::once(gate)
+            .filter_map(|()| async { None })
+            .chain(inner)
+            .boxed()
+    }
+}
+
+/// A log that tool functions append to from any thread.
+#[derive(Clone, Default)]
+pub struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    pub fn push(&self, entry: impl Into<String>) {
+        self.0.lock().unwrap().push(entry.into());
+    }
+    pub fn entries(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
