@@ -1,1 +1,123 @@
-fn main() {}
+//! Dispatch overhead: a batch of 8 trivial calls through the full pipeline (a whole run: two
+//! generator turns, validation, supervisor, per-call actors, events), against the same per-call
+//! work (parse, schema check, call, result message) done with plain `tokio::spawn` + join.
+//! Also: two 200 ms CPU-bound calls in one batch, which must overlap.
+//!
+//! `cargo bench --bench dispatch`
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use golato::agent::{self, Agent};
+use golato::generator::Scripted;
+use golato::message::{AssistantMessage, ToolCall, ToolResultMessage};
+use golato::tool::{Tool, ToolContext, ToolResult};
+use golato::{Host, HostConfig};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+const CALLS: usize = 8;
+
+fn pipeline(c: &mut Criterion) {
+    let host = Host::new(HostConfig::default()).unwrap();
+    let agent = support::agent(CALLS, host);
+    let mut group = c.benchmark_group("dispatch");
+    group.throughput(Throughput::Elements(CALLS as u64));
+    group.bench_function("golato_run_8_calls", |b| {
+        b.iter(|| black_box(agent.start(support::input()).wait().unwrap()))
+    });
+
+    // The same per-call work without golato's runtime.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let validator = Arc::new(jsonschema::validator_for(&support::schema()).unwrap());
+    let tool = support::trivial_tool();
+    let calls: Vec<ToolCall> = (0..CALLS)
+        .map(|i| ToolCall::new(format!("call-{i}"), "noop", format!("{{\"n\":{i}}}")))
+        .collect();
+    group.bench_function("tokio_spawn_join_8_calls", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let handles: Vec<_> = calls
+                    .iter()
+                    .cloned()
+                    .map(|call| {
+                        let validator = Arc::clone(&validator);
+                        let tool = tool.clone();
+                        tokio::spawn(async move { run_plain(call, &tool, &validator).await })
+                    })
+                    .collect();
+                let mut results = Vec::with_capacity(CALLS);
+                for handle in handles {
+                    results.push(handle.await.unwrap());
+                }
+                black_box(results)
+            })
+        })
+    });
+    group.finish();
+}
+
+/// What the pipeline does for one valid call, minus the actors: parse, check, call, record.
+async fn run_plain(
+    call: ToolCall,
+    tool: &Tool,
+    validator: &jsonschema::Validator,
+) -> ToolResultMessage {
+    let arguments: Value = serde_json::from_str(&call.arguments).unwrap();
+    assert!(validator.is_valid(&arguments));
+    let context = ToolContext::detached(call.clone(), CancellationToken::new());
+    let result = tool.invoke(context, arguments).await.unwrap();
+    ToolResultMessage {
+        tool_call_id: call.id,
+        tool_name: call.name,
+        content: result.content,
+        details: result.details,
+        is_error: result.is_error,
+    }
+}
+
+fn cpu_bound(c: &mut Criterion) {
+    let spin = Tool::blocking(
+        "spin",
+        "Computes for 200 ms.",
+        json!({"type": "object"}),
+        |_ctx, _args| {
+            let started = Instant::now();
+            let mut x = 0u64;
+            while started.elapsed() < Duration::from_millis(200) {
+                x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            Ok(ToolResult::text(x.to_string()))
+        },
+    );
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(Scripted::new([
+            AssistantMessage::with_tool_calls([
+                ToolCall::new("a", "spin", "{}"),
+                ToolCall::new("b", "spin", "{}"),
+            ]),
+            AssistantMessage::with_text("done"),
+        ]))),
+        tools: vec![spin],
+        ..Default::default()
+    })
+    .unwrap();
+    let mut group = c.benchmark_group("cpu_bound");
+    group.sample_size(10);
+    group.bench_function("two_200ms_calls_in_one_batch", |b| {
+        b.iter(|| black_box(agent.start(support::input()).wait().unwrap()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, pipeline, cpu_bound);
+criterion_main!(benches);

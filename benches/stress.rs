@@ -1,1 +1,53 @@
-fn main() {}
+//! Concurrency stress: 10,000 concurrent runs × 8 trivial calls with the Scripted generator, all
+//! started before any is awaited. Reports tool calls per second (criterion's throughput) and the
+//! process's peak resident memory.
+//!
+//! `cargo bench --bench stress`
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use golato::{Host, HostConfig};
+
+const RUNS: usize = 10_000;
+const CALLS: usize = 8;
+
+fn stress(c: &mut Criterion) {
+    let mut group = c.benchmark_group("stress");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.throughput(Throughput::Elements((RUNS * CALLS) as u64));
+    for arbiters in [1, 2] {
+        let host = Host::new(HostConfig {
+            arbiters,
+            ..HostConfig::default()
+        })
+        .unwrap();
+        let agent = support::agent(CALLS, host);
+        group.bench_function(format!("10k_runs_x_8_calls/arbiters_{arbiters}"), |b| {
+            b.iter_custom(|iterations| {
+                let started = Instant::now();
+                for _ in 0..iterations {
+                    let runs: Vec<_> = (0..RUNS).map(|_| agent.start(support::input())).collect();
+                    for run in runs {
+                        let result = run.wait().unwrap();
+                        assert_eq!(result.messages.len(), 2 + CALLS + 1);
+                    }
+                }
+                started.elapsed()
+            })
+        });
+        eprintln!(
+            "stress/arbiters_{arbiters}: peak RSS so far {:.1} MiB",
+            support::peak_rss_mib()
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, stress);
+criterion_main!(benches);

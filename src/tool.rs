@@ -280,6 +280,34 @@ impl Tool {
         }
     }
 
+    /// Calls the tool's function directly, without validation, events or the actor runtime
+    /// (tests, benchmarks, one-off calls). `arguments` are not checked against the schema; a
+    /// typed tool still reports arguments that do not deserialize. A blocking function runs on
+    /// the current tokio runtime's blocking pool when there is one, else on this thread.
+    ///
+    /// # Errors
+    /// What the function returned as an error; a panic of a blocking function run on the
+    /// blocking pool is reported as an error too.
+    pub async fn invoke(
+        &self,
+        context: ToolContext,
+        arguments: Value,
+    ) -> std::result::Result<ToolResult, BoxError> {
+        match &self.function {
+            Function::Async(function) => function(context, arguments).await,
+            Function::Blocking(function) => match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    let function = Arc::clone(function);
+                    runtime
+                        .spawn_blocking(move || function(context, arguments))
+                        .await
+                        .unwrap_or_else(|error| Err(format!("tool panicked: {error}").into()))
+                }
+                Err(_) => function(context, arguments),
+            },
+        }
+    }
+
     pub(crate) fn function(&self) -> &Function {
         &self.function
     }

@@ -2,6 +2,8 @@
 //! source order, event order, late updates, the terminate rule and `StopReason::Length`.
 //! Concurrency is proven with barriers and handshakes, never with sleeps.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,0 +1,63 @@
+//! Shared pieces of the benches: trivial tools, scripts and memory readings.
+#![allow(dead_code, unreachable_pub, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use golato::agent::{self, Agent, Input};
+use golato::generator::Scripted;
+use golato::message::{AssistantMessage, ToolCall, UserMessage};
+use golato::tool::{Tool, ToolResult};
+use golato::Host;
+use serde_json::{json, Value};
+
+/// The schema every trivial tool uses.
+pub fn schema() -> Value {
+    json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+}
+
+/// A tool that does nothing but answer.
+pub fn trivial_tool() -> Tool {
+    Tool::new("noop", "Does nothing.", schema(), |_ctx, _args| async {
+        Ok(ToolResult::text("ok"))
+    })
+}
+
+/// One message with `calls` trivial calls, then a final answer.
+pub fn script(calls: usize) -> Scripted {
+    let calls =
+        (0..calls).map(|i| ToolCall::new(format!("call-{i}"), "noop", format!("{{\"n\":{i}}}")));
+    Scripted::new([
+        AssistantMessage::with_tool_calls(calls),
+        AssistantMessage::with_text("done"),
+    ])
+}
+
+/// An agent with the trivial tool on `host`.
+pub fn agent(calls: usize, host: Host) -> Agent {
+    Agent::new(agent::Config {
+        generator: Some(Arc::new(script(calls))),
+        tools: vec![trivial_tool()],
+        host: Some(host),
+        ..Default::default()
+    })
+    .expect("bench agent builds")
+}
+
+/// The prompt every bench run starts from.
+pub fn input() -> Input {
+    Input::from(UserMessage::new("go"))
+}
+
+/// Peak resident memory of this process so far, in MiB (Linux; 0 elsewhere).
+pub fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|line| line.starts_with("VmHWM:"))
+                .and_then(|line| line.split_whitespace().nth(1))
+                .and_then(|kib| kib.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
