@@ -30,7 +30,11 @@ struct State {
 /// Events and outcome of one run, shared by the run actor and the [`Run`] handle.
 pub(crate) struct Channel {
     state: Mutex<State>,
-    changed: Condvar,
+    /// Signalled when an event is queued or the run ends (blocking event readers).
+    event_ready: Condvar,
+    /// Signalled when the run ends (blocking `wait`); kept apart from `event_ready` so that a
+    /// caller waiting for the outcome is not woken by every event.
+    outcome_ready: Condvar,
     notify: Notify,
 }
 
@@ -44,7 +48,8 @@ impl Channel {
                 finished: false,
                 discard: false,
             }),
-            changed: Condvar::new(),
+            event_ready: Condvar::new(),
+            outcome_ready: Condvar::new(),
             notify: Notify::new(),
         })
     }
@@ -53,8 +58,8 @@ impl Channel {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wake(&self) {
-        self.changed.notify_all();
+    fn wake_event_readers(&self) {
+        self.event_ready.notify_all();
         self.notify.notify_waiters();
     }
 
@@ -74,7 +79,7 @@ impl Channel {
         };
         state.events.push_back(event);
         drop(state);
-        self.wake();
+        self.wake_event_readers();
     }
 
     /// Records the outcome; the first one wins.
@@ -86,7 +91,8 @@ impl Channel {
         state.finished = true;
         state.outcome = Some(outcome);
         drop(state);
-        self.wake();
+        self.outcome_ready.notify_all();
+        self.wake_event_readers();
     }
 
     pub(crate) fn is_finished(&self) -> bool {
@@ -118,7 +124,7 @@ impl Channel {
                 return None;
             }
             state = self
-                .changed
+                .event_ready
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
         }
@@ -147,7 +153,7 @@ impl Channel {
                 return outcome;
             }
             state = self
-                .changed
+                .outcome_ready
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
         }

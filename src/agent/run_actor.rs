@@ -8,7 +8,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message};
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, WrapFuture};
 use futures::{FutureExt, StreamExt};
 use golato_actors::batch::{
     BatchDone, BatchObserver, BatchSupervisor, Job, JobFinished, JobOutcome, JobStarting, Mode,
@@ -210,20 +210,20 @@ impl RunActor {
                 }
             }
         };
+        // The stream is polled on this actor's thread: a generator is I/O plus light parsing,
+        // and polling it here saves two thread hops per turn (see BENCHMARKS.md). Its deltas
+        // still go through the mailbox, so they are ordered with everything else.
         let mailbox = self.mailbox.clone();
-        self.plan.agent.host.spawn(
-            async move {
-                let generated = match AssertUnwindSafe(streaming).catch_unwind().await {
-                    Ok(generated) => generated,
-                    Err(payload) => Generated::Failed(generator::Error::Panicked {
-                        message: panic_text(payload.as_ref()),
-                    }),
-                };
-                mailbox.do_send(GeneratorDone { turn, generated });
-            }
-            .instrument(self.turn_span.clone()),
-        );
-        let _ = ctx;
+        let generate = async move {
+            let generated = match AssertUnwindSafe(streaming).catch_unwind().await {
+                Ok(generated) => generated,
+                Err(payload) => Generated::Failed(generator::Error::Panicked {
+                    message: panic_text(payload.as_ref()),
+                }),
+            };
+            mailbox.do_send(GeneratorDone { turn, generated });
+        };
+        ctx.spawn(generate.instrument(self.turn_span.clone()).into_actor(self));
     }
 
     fn on_message(&mut self, message: AssistantMessage, ctx: &mut Context<Self>) {
