@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 const CALLS: usize = 8;
+const IN_FLIGHT: usize = 256;
 
 fn pipeline(c: &mut Criterion) {
     let host = Host::new(HostConfig::default()).unwrap();
@@ -60,6 +61,53 @@ fn pipeline(c: &mut Criterion) {
                     results.push(handle.await.unwrap());
                 }
                 black_box(results)
+            })
+        })
+    });
+    group.finish();
+
+    // The same comparison with many batches in flight, so that thread wake-up latency overlaps
+    // and what is left is the CPU cost per call.
+    let mut group = c.benchmark_group("dispatch_in_flight");
+    group.throughput(Throughput::Elements((IN_FLIGHT * CALLS) as u64));
+    group.bench_function("golato_256_runs_x_8_calls", |b| {
+        b.iter(|| {
+            let runs: Vec<_> = (0..IN_FLIGHT)
+                .map(|_| agent.start(support::input()))
+                .collect();
+            for run in runs {
+                black_box(run.wait().unwrap());
+            }
+        })
+    });
+    group.bench_function("tokio_256_batches_x_8_spawn_join", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let batches: Vec<_> = (0..IN_FLIGHT)
+                    .map(|_| {
+                        let (calls, validator, tool) =
+                            (calls.clone(), Arc::clone(&validator), tool.clone());
+                        tokio::spawn(async move {
+                            let handles: Vec<_> = calls
+                                .into_iter()
+                                .map(|call| {
+                                    let (validator, tool) = (Arc::clone(&validator), tool.clone());
+                                    tokio::spawn(
+                                        async move { run_plain(call, &tool, &validator).await },
+                                    )
+                                })
+                                .collect();
+                            let mut results = Vec::with_capacity(CALLS);
+                            for handle in handles {
+                                results.push(handle.await.unwrap());
+                            }
+                            results
+                        })
+                    })
+                    .collect();
+                for batch in batches {
+                    black_box(batch.await.unwrap());
+                }
             })
         })
     });

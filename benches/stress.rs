@@ -1,6 +1,8 @@
 //! Concurrency stress: 10,000 concurrent runs × 8 trivial calls with the Scripted generator, all
 //! started before any is awaited. Reports tool calls per second (criterion's throughput) and the
-//! process's peak resident memory.
+//! process's peak resident memory. Two ways of waiting: `Agent::run` (events are neither built
+//! nor kept) awaited together, and `Agent::start` + `Run::wait` (every event is buffered, unread,
+//! until the run is dropped).
 //!
 //! `cargo bench --bench stress`
 
@@ -28,19 +30,35 @@ fn stress(c: &mut Criterion) {
         })
         .unwrap();
         let agent = support::agent(CALLS, host);
-        group.bench_function(format!("10k_runs_x_8_calls/arbiters_{arbiters}"), |b| {
+        group.bench_function(format!("agent_run/arbiters_{arbiters}"), |b| {
             b.iter_custom(|iterations| {
                 let started = Instant::now();
                 for _ in 0..iterations {
-                    let runs: Vec<_> = (0..RUNS).map(|_| agent.start(support::input())).collect();
-                    for run in runs {
-                        let result = run.wait().unwrap();
-                        assert_eq!(result.messages.len(), 2 + CALLS + 1);
+                    let runs = (0..RUNS).map(|_| agent.run(support::input()));
+                    for result in futures::executor::block_on(futures::future::join_all(runs)) {
+                        assert_eq!(result.unwrap().messages.len(), 2 + CALLS + 1);
                     }
                 }
                 started.elapsed()
             })
         });
+        group.bench_function(
+            format!("start_wait_events_buffered/arbiters_{arbiters}"),
+            |b| {
+                b.iter_custom(|iterations| {
+                    let started = Instant::now();
+                    for _ in 0..iterations {
+                        let runs: Vec<_> =
+                            (0..RUNS).map(|_| agent.start(support::input())).collect();
+                        for run in runs {
+                            let result = run.wait().unwrap();
+                            assert_eq!(result.messages.len(), 2 + CALLS + 1);
+                        }
+                    }
+                    started.elapsed()
+                })
+            },
+        );
         eprintln!(
             "stress/arbiters_{arbiters}: peak RSS so far {:.1} MiB",
             support::peak_rss_mib()

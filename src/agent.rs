@@ -290,7 +290,7 @@ impl Agent {
             agent: Arc::clone(&self.inner),
             channel: Arc::clone(&channel),
             cancel,
-            messages,
+            messages: Arc::new(messages),
             _work: host.track(),
             span,
             id,

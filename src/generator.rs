@@ -55,8 +55,8 @@ pub struct Request {
     pub model: Model,
     /// Instructions that precede the transcript.
     pub system_prompt: Option<String>,
-    /// The transcript so far.
-    pub messages: Vec<Message>,
+    /// The transcript so far: a snapshot shared with the run, so asking costs no copy.
+    pub messages: Arc<Vec<Message>>,
     /// The tools the model may call.
     pub tools: Arc<[ToolDefinition]>,
 }

@@ -8,6 +8,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
@@ -23,8 +24,10 @@ struct State {
     /// Set once the run ended; events may still be queued.
     outcome: Option<Outcome>,
     finished: bool,
-    /// Nobody will read events (`Agent::run`): drop them on arrival.
-    discard: bool,
+    /// Threads blocked on `event_ready` / `outcome_ready`. Notifying a condvar is a system call
+    /// even when nobody waits, and a run pushes dozens of events.
+    event_waiters: usize,
+    outcome_waiters: usize,
 }
 
 /// Events and outcome of one run, shared by the run actor and the [`Run`] handle.
@@ -36,21 +39,26 @@ pub(crate) struct Channel {
     /// caller waiting for the outcome is not woken by every event.
     outcome_ready: Condvar,
     notify: Notify,
+    /// Cleared when nobody will read events (`Agent::run`): they are then neither built nor
+    /// kept.
+    wanted: AtomicBool,
 }
 
 impl Channel {
     pub(crate) fn new(capacity: usize) -> Arc<Channel> {
         Arc::new(Channel {
             state: Mutex::new(State {
-                events: VecDeque::with_capacity(capacity.min(64)),
+                events: VecDeque::new(),
                 capacity: capacity.max(1),
                 outcome: None,
                 finished: false,
-                discard: false,
+                event_waiters: 0,
+                outcome_waiters: 0,
             }),
             event_ready: Condvar::new(),
             outcome_ready: Condvar::new(),
             notify: Notify::new(),
+            wanted: AtomicBool::new(true),
         })
     }
 
@@ -58,15 +66,17 @@ impl Channel {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wake_event_readers(&self) {
-        self.event_ready.notify_all();
+    fn wake_event_readers(&self, blocked_readers: usize) {
+        if blocked_readers > 0 {
+            self.event_ready.notify_all();
+        }
         self.notify.notify_waiters();
     }
 
     /// Queues `event`, coalescing it into a pending update when the buffer is full.
     pub(crate) fn push(&self, event: Event) {
         let mut state = self.lock();
-        if state.discard {
+        if !self.wants_events() {
             return;
         }
         let event = if state.events.len() >= state.capacity {
@@ -78,8 +88,9 @@ impl Channel {
             event
         };
         state.events.push_back(event);
+        let blocked_readers = state.event_waiters;
         drop(state);
-        self.wake_event_readers();
+        self.wake_event_readers(blocked_readers);
     }
 
     /// Records the outcome; the first one wins.
@@ -90,19 +101,26 @@ impl Channel {
         }
         state.finished = true;
         state.outcome = Some(outcome);
+        let (blocked_readers, blocked_waiters) = (state.event_waiters, state.outcome_waiters);
         drop(state);
-        self.outcome_ready.notify_all();
-        self.wake_event_readers();
+        if blocked_waiters > 0 {
+            self.outcome_ready.notify_all();
+        }
+        self.wake_event_readers(blocked_readers);
     }
 
     pub(crate) fn is_finished(&self) -> bool {
         self.lock().finished
     }
 
+    /// Whether events may still be read.
+    pub(crate) fn wants_events(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed)
+    }
+
     fn discard_events(&self) {
-        let mut state = self.lock();
-        state.discard = true;
-        state.events.clear();
+        self.wanted.store(false, Ordering::Relaxed);
+        self.lock().events.clear();
     }
 
     fn try_next(&self) -> Poll<Event> {
@@ -123,10 +141,12 @@ impl Channel {
             if state.finished {
                 return None;
             }
+            state.event_waiters += 1;
             state = self
                 .event_ready
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
+            state.event_waiters -= 1;
         }
     }
 
@@ -152,10 +172,12 @@ impl Channel {
             if let Some(outcome) = Channel::take_outcome(&mut state) {
                 return outcome;
             }
+            state.outcome_waiters += 1;
             state = self
                 .outcome_ready
                 .wait(state)
                 .unwrap_or_else(PoisonError::into_inner);
+            state.outcome_waiters -= 1;
         }
     }
 

@@ -35,7 +35,9 @@ pub(crate) struct RunPlan {
     pub(crate) agent: Arc<AgentInner>,
     pub(crate) channel: Arc<Channel>,
     pub(crate) cancel: CancellationToken,
-    pub(crate) messages: Vec<TranscriptMessage>,
+    /// The transcript, shared with the generator's request without copying (copied on write
+    /// only if a generator still holds a request when the run appends).
+    pub(crate) messages: Arc<Vec<TranscriptMessage>>,
     /// Held until the run actor is gone, so `Host::shutdown` waits for the run.
     pub(crate) _work: WorkGuard,
     pub(crate) span: tracing::Span,
@@ -84,9 +86,11 @@ impl Actor for RunActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         let span = self.plan.span.clone();
         let _entered = span.enter();
-        self.emit(Event::RunStart(RunStartEvent {
-            run_id: self.plan.id,
-        }));
+        self.emit(|| {
+            Event::RunStart(RunStartEvent {
+                run_id: self.plan.id,
+            })
+        });
         self.proceed(ctx);
     }
 }
@@ -100,7 +104,7 @@ impl TracedActor for RunActor {
 impl Drop for RunActor {
     fn drop(&mut self) {
         if !self.ended {
-            let messages = std::mem::take(&mut self.plan.messages);
+            let messages = self.take_messages();
             self.plan.channel.finish(Err(Error::Lost { messages }));
         }
     }
@@ -110,15 +114,19 @@ impl Drop for RunPlan {
     fn drop(&mut self) {
         // A plan dropped before it became an actor: the host stopped before the run began.
         if !self.channel.is_finished() {
-            let messages = std::mem::take(&mut self.messages);
+            let messages = unshare(std::mem::take(&mut self.messages));
             self.channel.finish(Err(Error::Lost { messages }));
         }
     }
 }
 
 impl RunActor {
-    fn emit(&self, event: Event) {
-        self.plan.channel.push(event);
+    /// Queues the event `build` makes, building it only if someone may read it (`Agent::run`
+    /// reads none, and building events clones messages).
+    fn emit(&self, build: impl FnOnce() -> Event) {
+        if self.plan.channel.wants_events() {
+            self.plan.channel.push(build());
+        }
     }
 
     fn end(&mut self, outcome: Result<RunResult, Error>, ctx: &mut Context<Self>) {
@@ -131,13 +139,17 @@ impl RunActor {
             Some(error) => tracing::debug!(%error, turns = self.turn, "run ended with an error"),
             None => tracing::debug!(turns = self.turn, "run ended"),
         }
-        self.emit(Event::RunEnd(RunEndEvent { error }));
+        self.emit(|| Event::RunEnd(RunEndEvent { error }));
         self.plan.channel.finish(outcome);
         ctx.stop();
     }
 
     fn take_messages(&mut self) -> Vec<TranscriptMessage> {
-        std::mem::take(&mut self.plan.messages)
+        unshare(std::mem::take(&mut self.plan.messages))
+    }
+
+    fn append(&mut self, messages: impl IntoIterator<Item = TranscriptMessage>) {
+        Arc::make_mut(&mut self.plan.messages).extend(messages);
     }
 
     fn succeed(&mut self, final_message: AssistantMessage, ctx: &mut Context<Self>) {
@@ -180,18 +192,19 @@ impl RunActor {
         self.turn += 1;
         let turn = self.turn;
         self.turn_span = tracing::debug_span!(parent: &self.plan.span, "turn", turn);
-        self.emit(Event::TurnStart(TurnStartEvent { turn }));
-        self.emit(Event::MessageStart(MessageStartEvent { turn }));
+        self.emit(|| Event::TurnStart(TurnStartEvent { turn }));
+        self.emit(|| Event::MessageStart(MessageStartEvent { turn }));
 
         let request = Request {
             model: self.plan.agent.model.clone(),
             system_prompt: self.plan.agent.system_prompt.clone(),
-            messages: self.plan.messages.clone(),
+            messages: Arc::clone(&self.plan.messages),
             tools: Arc::clone(&self.plan.agent.definitions),
         };
         let generator = Arc::clone(&self.plan.agent.generator);
         let mailbox = self.mailbox.clone();
         let cancel = self.plan.cancel.clone();
+        let channel = Arc::clone(&self.plan.channel);
         let streaming = async move {
             let mut stream = generator.stream(request);
             loop {
@@ -202,7 +215,10 @@ impl RunActor {
                 };
                 match item {
                     Some(Ok(StreamEvent::Delta(delta))) => {
-                        mailbox.do_send(GeneratorDelta { turn, delta })
+                        // Deltas only become events; skip the message when none is read.
+                        if channel.wants_events() {
+                            mailbox.do_send(GeneratorDelta { turn, delta });
+                        }
                     }
                     Some(Ok(StreamEvent::Done(message))) => return Generated::Message(message),
                     Some(Err(error)) => return Generated::Failed(error),
@@ -228,21 +244,23 @@ impl RunActor {
 
     fn on_message(&mut self, message: AssistantMessage, ctx: &mut Context<Self>) {
         self.usage += message.usage;
-        self.emit(Event::MessageEnd(MessageEndEvent {
-            turn: self.turn,
-            message: message.clone(),
-        }));
-        let calls = message.tool_calls.clone();
-        let stop_reason = message.stop_reason;
-        self.plan
-            .messages
-            .push(TranscriptMessage::Assistant(message.clone()));
-        if calls.is_empty() {
-            self.emit(Event::TurnEnd(TurnEndEvent {
+        self.emit(|| {
+            Event::MessageEnd(MessageEndEvent {
                 turn: self.turn,
                 message: message.clone(),
-                tool_results: Vec::new(),
-            }));
+            })
+        });
+        let calls = message.tool_calls.clone();
+        let stop_reason = message.stop_reason;
+        self.append([TranscriptMessage::Assistant(message.clone())]);
+        if calls.is_empty() {
+            self.emit(|| {
+                Event::TurnEnd(TurnEndEvent {
+                    turn: self.turn,
+                    message: message.clone(),
+                    tool_results: Vec::new(),
+                })
+            });
             return self.succeed(message, ctx);
         }
         let message_index = self.plan.messages.len() - 1;
@@ -290,23 +308,12 @@ impl RunActor {
         let batch = self.open_batch(message_index, calls);
         let argument_bytes: usize = batch.calls.iter().map(|call| call.arguments.len()).sum();
         if argument_bytes <= INLINE_VALIDATION_BYTES {
-            let prepared = {
-                let calls: Vec<ToolCall> = batch
-                    .calls
-                    .iter()
-                    .map(|call| ToolCall::clone(call))
-                    .collect();
-                calls::prepare(&self.plan.agent.registry, &calls)
-            };
+            let prepared = calls::prepare(&self.plan.agent.registry, &batch.calls);
             self.batch = Some(batch);
             self.dispatch(prepared, ctx);
         } else {
             let agent = Arc::clone(&self.plan.agent);
-            let calls: Vec<ToolCall> = batch
-                .calls
-                .iter()
-                .map(|call| ToolCall::clone(call))
-                .collect();
+            let calls = batch.calls.clone();
             let mailbox = self.mailbox.clone();
             let id = batch.id;
             self.batch = Some(batch);
@@ -411,10 +418,7 @@ impl RunActor {
         }
         *started = true;
         let call = ToolCall::clone(call);
-        self.emit(Event::ToolExecutionStart(ToolExecutionStartEvent {
-            index,
-            call,
-        }));
+        self.emit(|| Event::ToolExecutionStart(ToolExecutionStartEvent { index, call }));
     }
 
     /// Records a call's result (emitting its start first if it was not emitted) and its end
@@ -432,13 +436,19 @@ impl RunActor {
             return;
         }
         let outcome = outcome(call);
-        let event = ToolExecutionEndEvent {
-            index,
-            call: ToolCall::clone(call),
-            result: outcome.message.clone(),
-        };
+        let event = self
+            .plan
+            .channel
+            .wants_events()
+            .then(|| ToolExecutionEndEvent {
+                index,
+                call: ToolCall::clone(call),
+                result: outcome.message.clone(),
+            });
         *slot = Some(outcome);
-        self.emit(Event::ToolExecutionEnd(event));
+        if let Some(event) = event {
+            self.emit(|| Event::ToolExecutionEnd(event));
+        }
     }
 
     /// Every call has its result: record them in source order and decide what comes next.
@@ -461,18 +471,18 @@ impl RunActor {
             .into_iter()
             .map(|outcome| outcome.message)
             .collect();
-        self.plan
-            .messages
-            .extend(results.iter().cloned().map(TranscriptMessage::ToolResult));
+        self.append(results.iter().cloned().map(TranscriptMessage::ToolResult));
         let message = match self.plan.messages.get(batch.message_index) {
             Some(TranscriptMessage::Assistant(message)) => message.clone(),
             _ => AssistantMessage::default(),
         };
-        self.emit(Event::TurnEnd(TurnEndEvent {
-            turn: self.turn,
-            message: message.clone(),
-            tool_results: results,
-        }));
+        self.emit(|| {
+            Event::TurnEnd(TurnEndEvent {
+                turn: self.turn,
+                message: message.clone(),
+                tool_results: results,
+            })
+        });
         if self.plan.cancel.is_cancelled() {
             return self.cancelled(ctx);
         }
@@ -481,6 +491,11 @@ impl RunActor {
         }
         self.request_turn(ctx);
     }
+}
+
+/// The transcript out of its `Arc`, copied only if a request still shares it.
+fn unshare(messages: Arc<Vec<TranscriptMessage>>) -> Vec<TranscriptMessage> {
+    Arc::try_unwrap(messages).unwrap_or_else(|shared| Vec::clone(&shared))
 }
 
 fn not_started(call: &ToolCall) -> CallOutcome {
@@ -582,10 +597,12 @@ impl Handler<GeneratorDelta> for RunActor {
         if self.ended || message.turn != self.turn {
             return;
         }
-        self.emit(Event::MessageUpdate(MessageUpdateEvent {
-            turn: message.turn,
-            deltas: vec![message.delta],
-        }));
+        self.emit(|| {
+            Event::MessageUpdate(MessageUpdateEvent {
+                turn: message.turn,
+                deltas: vec![message.delta],
+            })
+        });
     }
 }
 
@@ -641,11 +658,13 @@ impl Handler<CallUpdate> for RunActor {
         let Some(call) = batch.calls.get(message.index).filter(|_| running) else {
             return;
         };
-        self.emit(Event::ToolExecutionUpdate(ToolExecutionUpdateEvent {
-            index: message.index,
-            call: ToolCall::clone(call),
-            partial_result: message.partial,
-        }));
+        self.emit(|| {
+            Event::ToolExecutionUpdate(ToolExecutionUpdateEvent {
+                index: message.index,
+                call: ToolCall::clone(call),
+                partial_result: message.partial,
+            })
+        });
     }
 }
 
