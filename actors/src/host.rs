@@ -20,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 pub struct HostConfig {
     /// Worker threads of the tokio runtime that runs tool functions. `None` uses one per core.
     pub worker_threads: Option<usize>,
-    /// Threads that host actors (actix arbiters). Runs are spread over them round-robin. One
-    /// arbiter handles tens of thousands of trivial runs per second; add more only when the
-    /// benches show the actor thread is the bottleneck. Values below 1 are treated as 1.
+    /// Threads that host actors (actix arbiters). Runs are spread over them round-robin. The
+    /// default is one per core: with trivial tools the actor thread is the bottleneck, and a
+    /// second arbiter doubled the stress bench's throughput on two cores (see BENCHMARKS.md).
+    /// Values below 1 are treated as 1.
     pub arbiters: usize,
     /// Prefix of the names of the host's threads, as shown by debuggers and `top -H`.
     pub thread_name: String,
@@ -32,7 +33,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
             worker_threads: None,
-            arbiters: 1,
+            arbiters: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
             thread_name: "golato".to_owned(),
         }
     }

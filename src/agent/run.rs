@@ -378,3 +378,7 @@ impl Iterator for Events<'_> {
         self.run.channel.next_blocking()
     }
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

@@ -1,0 +1,254 @@
+//! The batch supervisor and the host, without any notion of models or tools.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use actix::{Actor, Context, Handler};
+use futures::FutureExt;
+use golato_actors::batch::{
+    BatchDone, BatchObserver, BatchSupervisor, Job, JobFinished, JobOutcome, JobStarting, Mode,
+    RunBatch, Work,
+};
+use golato_actors::{traced_handlers, Host, HostConfig, HostError, Mailbox, TracedActor};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Starting(usize),
+    Finished(usize, String),
+    Done,
+}
+
+struct Observer {
+    seen: mpsc::Sender<Seen>,
+    span: tracing::Span,
+}
+
+impl Actor for Observer {
+    type Context = Context<Self>;
+}
+
+impl TracedActor for Observer {
+    fn span(&self) -> &tracing::Span {
+        &self.span
+    }
+}
+
+impl Handler<JobStarting> for Observer {
+    type Result = ();
+    fn handle(&mut self, message: JobStarting, _: &mut Context<Self>) {
+        self.seen.send(Seen::Starting(message.index)).unwrap();
+    }
+}
+
+impl Handler<JobFinished<String>> for Observer {
+    type Result = ();
+    fn handle(&mut self, message: JobFinished<String>, _: &mut Context<Self>) {
+        let outcome = match message.outcome {
+            JobOutcome::Completed(value) => value,
+            JobOutcome::Panicked(text) => format!("panicked: {text}"),
+            JobOutcome::Lost => "lost".to_owned(),
+            JobOutcome::NotStarted => "not started".to_owned(),
+        };
+        self.seen
+            .send(Seen::Finished(message.index, outcome))
+            .unwrap();
+    }
+}
+
+impl Handler<BatchDone> for Observer {
+    type Result = ();
+    fn handle(&mut self, _: BatchDone, _: &mut Context<Self>) {
+        self.seen.send(Seen::Done).unwrap();
+    }
+}
+
+traced_handlers!(Observer { JobStarting, JobFinished<String>, BatchDone });
+
+/// Runs `jobs` on a fresh supervisor and returns everything the observer saw, in order.
+fn run_batch(
+    host: &Host,
+    jobs: Vec<Job<String>>,
+    mode: Mode,
+    cancel: CancellationToken,
+) -> Vec<Seen> {
+    let (seen_tx, seen_rx) = mpsc::channel();
+    let runtime = host.runtime().clone();
+    let observer = host
+        .start(move |ctx: &mut Context<Observer>| {
+            let mailbox = Mailbox::new(actix::AsyncContext::address(ctx));
+            let supervisor = BatchSupervisor::spawn(runtime, tracing::Span::none());
+            supervisor.do_send(RunBatch {
+                jobs,
+                mode,
+                cancel,
+                observer: BatchObserver {
+                    starting: Some(mailbox.recipient()),
+                    finished: mailbox.recipient(),
+                    done: mailbox.recipient(),
+                },
+            });
+            Observer {
+                seen: seen_tx,
+                span: tracing::Span::none(),
+            }
+        })
+        .unwrap();
+    let mut seen = Vec::new();
+    loop {
+        let next = seen_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the batch reports");
+        let done = next == Seen::Done;
+        seen.push(next);
+        if done {
+            drop(observer);
+            return seen;
+        }
+    }
+}
+
+fn job(index: usize, work: Work<String>) -> Job<String> {
+    Job {
+        index,
+        work,
+        span: tracing::Span::none(),
+    }
+}
+
+fn async_job(index: usize, value: &str) -> Job<String> {
+    let value = value.to_owned();
+    job(
+        index,
+        Work::Async(Box::new(move || async move { value }.boxed())),
+    )
+}
+
+#[test]
+fn a_parallel_batch_reports_every_outcome_by_index_then_done() {
+    let host = Host::global().unwrap();
+    let jobs = vec![
+        async_job(0, "zero"),
+        job(1, Work::Blocking(Box::new(|| "one".to_owned()))),
+        job(2, Work::Ready("two".to_owned())),
+        job(
+            3,
+            Work::Async(Box::new(|| async { panic!("job three broke") }.boxed())),
+        ),
+        job(4, Work::Blocking(Box::new(|| panic!("job four broke")))),
+    ];
+    let mut seen = run_batch(&host, jobs, Mode::Parallel, CancellationToken::new());
+    assert_eq!(seen.pop(), Some(Seen::Done));
+    seen.sort_by_key(|s| match s {
+        Seen::Finished(index, _) => *index,
+        _ => usize::MAX,
+    });
+    assert_eq!(
+        seen,
+        [
+            Seen::Finished(0, "zero".into()),
+            Seen::Finished(1, "one".into()),
+            Seen::Finished(2, "two".into()),
+            Seen::Finished(3, "panicked: job three broke".into()),
+            Seen::Finished(4, "panicked: job four broke".into()),
+        ]
+    );
+}
+
+#[test]
+fn a_sequential_batch_announces_each_job_and_runs_them_in_order() {
+    let host = Host::global().unwrap();
+    let jobs = vec![
+        async_job(0, "a"),
+        job(1, Work::Ready("b".into())),
+        async_job(2, "c"),
+    ];
+    let seen = run_batch(&host, jobs, Mode::Sequential, CancellationToken::new());
+    assert_eq!(
+        seen,
+        [
+            Seen::Starting(0),
+            Seen::Finished(0, "a".into()),
+            Seen::Starting(1),
+            Seen::Finished(1, "b".into()),
+            Seen::Starting(2),
+            Seen::Finished(2, "c".into()),
+            Seen::Done,
+        ]
+    );
+}
+
+#[test]
+fn a_cancelled_sequential_batch_starts_nothing_more_but_waits_for_the_running_job() {
+    let host = Host::global().unwrap();
+    let cancel = CancellationToken::new();
+    let first = {
+        let cancel = cancel.clone();
+        job(
+            0,
+            Work::Async(Box::new(move || {
+                async move {
+                    cancel.cancel();
+                    "finished after cancelling".to_owned()
+                }
+                .boxed()
+            })),
+        )
+    };
+    let seen = run_batch(
+        &host,
+        vec![first, async_job(1, "never"), async_job(2, "never")],
+        Mode::Sequential,
+        cancel,
+    );
+    assert_eq!(
+        seen,
+        [
+            Seen::Starting(0),
+            Seen::Finished(0, "finished after cancelling".into()),
+            Seen::Finished(1, "not started".into()),
+            Seen::Finished(2, "not started".into()),
+            Seen::Done,
+        ]
+    );
+}
+
+#[test]
+fn an_empty_batch_is_done_at_once() {
+    let host = Host::global().unwrap();
+    assert_eq!(
+        run_batch(&host, vec![], Mode::Parallel, CancellationToken::new()),
+        [Seen::Done]
+    );
+}
+
+#[test]
+fn shutdown_waits_for_tracked_work_then_refuses_new_actors() {
+    let host = Host::new(HostConfig {
+        arbiters: 2,
+        worker_threads: Some(1),
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let guard = host.track();
+    let token = host.shutdown_token().clone();
+    let (released_tx, released_rx) = mpsc::channel();
+    // The "work" ends when it sees the shutdown signal.
+    host.spawn(async move {
+        token.cancelled().await;
+        drop(guard);
+        released_tx.send(()).unwrap();
+    });
+    host.shutdown();
+    released_rx
+        .try_recv()
+        .expect("shutdown returned only after the work ended");
+    assert!(!host.is_running());
+    let refused = host.start(|_: &mut Context<Observer>| Observer {
+        seen: mpsc::channel().0,
+        span: tracing::Span::none(),
+    });
+    assert!(matches!(refused, Err(HostError::Stopped)));
+}
