@@ -6,6 +6,7 @@
 //! cargo run --example registering_a_tool
 //! ```
 
+use std::io::Write;
 use std::sync::Arc;
 
 use golato::agent::{self, Agent, Event, Input};
@@ -56,6 +57,11 @@ fn scripted_model() -> Scripted {
 }
 
 fn main() -> anyhow::Result<()> {
+    run(&mut std::io::stdout().lock())
+}
+
+/// The example proper, writing what the page prints to `out` (the tests read it).
+pub(crate) fn run(out: &mut impl Write) -> anyhow::Result<()> {
     let assistant = Agent::new(agent::Config {
         generator: Some(Arc::new(scripted_model())),
         model: Model::new("scripted-demo"),
@@ -71,24 +77,26 @@ fn main() -> anyhow::Result<()> {
     for event in run.events() {
         match event {
             Event::ToolExecutionStart(event) => {
-                println!("[start] {} {}", event.call.name, event.call.arguments)
+                writeln!(out, "[start] {} {}", event.call.name, event.call.arguments)?
             }
-            Event::ToolExecutionUpdate(event) => println!(
+            Event::ToolExecutionUpdate(event) => writeln!(
+                out,
                 "[update] {} parts={}",
                 event.call.name,
                 event.partial_result.content.len()
-            ),
-            Event::ToolExecutionEnd(event) => println!(
+            )?,
+            Event::ToolExecutionEnd(event) => writeln!(
+                out,
                 "[end] {} error={} result={:?}",
                 event.call.name,
                 event.result.is_error,
                 event.result.text()
-            ),
+            )?,
             _ => {}
         }
     }
 
     let result = run.wait()?;
-    println!("{}", result.final_message.text());
+    writeln!(out, "{}", result.final_message.text())?;
     Ok(())
 }
