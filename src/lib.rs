@@ -4,12 +4,11 @@
 //!
 //! # Tour
 //! - [`message`]: the transcript (user, assistant and tool-result messages), serde-stable.
-//! - [`tool`]: [`Tool`](tool::Tool), its [`ToolResult`](tool::ToolResult) and
-//!   [`ToolContext`](tool::ToolContext); typed tools derive their schema from a Rust type.
+//! - [`tool`]: [`Tool`], its [`ToolResult`] and [`ToolContext`](tool::ToolContext); typed tools
+//!   derive their schema from a Rust type.
 //! - [`generator`]: the streaming [`Generator`](generator::Generator) trait and the offline
 //!   [`Scripted`](generator::Scripted) generator.
-//! - [`agent`]: [`Agent`](agent::Agent), its [`Run`](agent::Run) handle and
-//!   [`Event`](agent::Event)s.
+//! - [`agent`]: [`Agent`], its [`Run`] handle and [`Event`]s.
 //!
 //! # Threads
 //! Runs are actors on a library-owned host (an actix system on its own thread over a
