@@ -60,7 +60,7 @@ fn stress(c: &mut Criterion) {
             },
         );
         eprintln!(
-            "stress/arbiters_{arbiters}: peak RSS so far {:.1} MiB",
+            "stress/start_wait/arbiters_{arbiters}: peak RSS so far {:.1} MiB",
             support::peak_rss_mib()
         );
     }

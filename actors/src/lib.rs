@@ -14,6 +14,8 @@
 //! - [`envelope`]: every message between actors travels in an [`Envelope`] stamped at send time,
 //!   and is handled inside a `tracing` span naming the actor, the message type, the time it waited
 //!   in the mailbox and the queue depth behind it.
+//! - [`path_lock`]: a [`PathLock`](path_lock::PathLock) actor granting FIFO leases per path, for
+//!   serializing work on one file across concurrent runs.
 //!
 //! # Example
 //!
@@ -30,6 +32,7 @@
 pub mod batch;
 pub mod envelope;
 mod host;
+pub mod path_lock;
 
 pub use envelope::{Envelope, Mailbox, TracedActor, TracedRecipient};
 pub use host::{Host, HostConfig, HostError, WorkGuard};
