@@ -22,6 +22,7 @@
 //! See [`agent`] for a complete run, and `examples/registering_a_tool.rs`.
 
 pub mod agent;
+pub mod builtin;
 pub mod generator;
 pub mod message;
 pub mod tool;

@@ -169,3 +169,18 @@ impl Log {
         self.0.lock().unwrap().clone()
     }
 }
+
+/// Runs one call of `name` with `arguments` through a whole agent run (validation included) and
+/// returns its result message.
+pub fn call_tool(
+    tools: &[Tool],
+    name: &str,
+    arguments: &str,
+) -> golato::message::ToolResultMessage {
+    let agent = agent_with(script(vec![call("only", name, arguments)]), tools.to_vec());
+    let result = agent
+        .start(prompt("go"))
+        .wait()
+        .expect("the run ends normally");
+    transcript_results(&result.messages).remove(0)
+}

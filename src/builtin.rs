@@ -1,0 +1,153 @@
+//! The built-in tools a coding agent needs: `read`, `bash`, `edit` and `write`.
+//!
+//! # These tools are not a sandbox
+//! They run with the hosting process's file, process, environment and network permissions; `bash`
+//! inherits the process environment, exported credentials included. Give them to trusted work
+//! only; anything else needs process isolation (a container, a virtual machine or an isolated
+//! host).
+//!
+//! [`new`] returns the selected tools, built-ins first (so far `read` and `write`; `bash` and
+//! `edit` join them in the order read, bash, edit, write), then the custom tools; the list goes to `agent::Config::tools`. Relative paths resolve against the
+//! working directory captured by `new` (the process's current directory when it is empty);
+//! absolute and `..` paths stay usable. Within one set returned by `new`, `edit` and `write` on
+//! the same file (by canonical path, so symlink aliases share a key) are serialized across
+//! concurrent runs in FIFO order; another call to `new` makes a separate set with separate
+//! coordination.
+//!
+//! ```
+//! use golato::builtin;
+//!
+//! let workspace = tempfile::tempdir()?;
+//! let tools = builtin::new(builtin::Config {
+//!     working_directory: workspace.path().into(),
+//!     allowed_tool_names: Some(vec!["read".into(), "write".into()]),
+//!     ..Default::default()
+//! })?;
+//! let names: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
+//! assert_eq!(names, ["read", "write"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod paths;
+mod read;
+mod write;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use golato_actors::path_lock::PathLock;
+use golato_actors::{Host, HostError};
+
+use crate::tool::Tool;
+
+pub(crate) use paths::Workspace;
+
+/// The names of the built-in tools, in the order [`new`] returns them.
+pub const BUILTIN_TOOL_NAMES: [&str; 2] = ["read", "write"];
+
+/// Which tools [`new`] returns.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// Directory relative paths resolve against; empty means the process's current directory at
+    /// the time of [`new`].
+    pub working_directory: PathBuf,
+    /// `None` selects every candidate; `Some(vec![])` selects none. Every name listed must be a
+    /// built-in or a custom tool; repeats are ignored.
+    pub allowed_tool_names: Option<Vec<String>>,
+    /// Names removed after the allowlist; exclusions always win. Every name listed must exist.
+    pub excluded_tool_names: Vec<String>,
+    /// Tools of the application, returned after the built-ins.
+    pub custom_tools: Vec<Tool>,
+    /// Leaves out the built-ins (custom tools are kept).
+    pub disable_builtin_tools: bool,
+    /// The actor host of the set's path lock; `None` uses [`Host::global`].
+    pub host: Option<Host>,
+}
+
+/// Why [`new`] could not build the set.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A name in `allowed_tool_names` or `excluded_tool_names` is neither a built-in nor a
+    /// custom tool.
+    #[error("builtin::Config names the tool {name:?}, which does not exist; known tools: {known}")]
+    UnknownToolName {
+        /// The name.
+        name: String,
+        /// The built-in and custom tool names, comma-separated.
+        known: String,
+    },
+    /// The working directory could not be determined.
+    #[error("could not determine the working directory {path:?}: {source}; pass an existing directory in builtin::Config::working_directory")]
+    WorkingDirectory {
+        /// The directory asked for (empty: the process's current directory).
+        path: PathBuf,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The path lock's actor could not start.
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
+
+/// Builds the selected tools: built-ins (read, write) then custom tools.
+///
+/// # Errors
+/// [`Error::UnknownToolName`] for a listed name that does not exist, [`Error::WorkingDirectory`]
+/// when the working directory cannot be resolved, [`Error::Host`] when the actor host is down.
+pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
+    let workspace = Arc::new(Workspace::new(&config.working_directory).map_err(|source| {
+        Error::WorkingDirectory {
+            path: config.working_directory.clone(),
+            source,
+        }
+    })?);
+    let host = match config.host {
+        Some(host) => host,
+        None => Host::global()?,
+    };
+    let lock = PathLock::new(&host)?;
+    let builtins = if config.disable_builtin_tools {
+        Vec::new()
+    } else {
+        vec![
+            read::tool(Arc::clone(&workspace)),
+            write::tool(Arc::clone(&workspace), lock),
+        ]
+    };
+    select(
+        builtins,
+        config.custom_tools,
+        config.allowed_tool_names.as_deref(),
+        &config.excluded_tool_names,
+    )
+}
+
+/// Applies the allowlist, then the exclusions, keeping the candidates' order.
+fn select(
+    builtins: Vec<Tool>,
+    custom: Vec<Tool>,
+    allowed: Option<&[String]>,
+    excluded: &[String],
+) -> Result<Vec<Tool>, Error> {
+    let known: Vec<String> = BUILTIN_TOOL_NAMES
+        .iter()
+        .map(|name| (*name).to_owned())
+        .chain(custom.iter().map(|tool| tool.name().to_owned()))
+        .collect();
+    for name in allowed.unwrap_or_default().iter().chain(excluded) {
+        if !known.contains(name) {
+            return Err(Error::UnknownToolName {
+                name: name.clone(),
+                known: known.join(", "),
+            });
+        }
+    }
+    Ok(builtins
+        .into_iter()
+        .chain(custom)
+        .filter(|tool| allowed.is_none_or(|allowed| allowed.iter().any(|name| name == tool.name())))
+        .filter(|tool| !excluded.iter().any(|name| name == tool.name()))
+        .collect())
+}

@@ -1,0 +1,287 @@
+//! The built-in tools through the whole pipeline: selection, write and read.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+
+use golato::builtin::{self, Error};
+use golato::tool::{Execution, Tool};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use support::*;
+
+fn tools_in(dir: &std::path::Path) -> Vec<Tool> {
+    builtin::new(builtin::Config {
+        working_directory: dir.into(),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn names(tools: &[Tool]) -> Vec<&str> {
+    tools.iter().map(Tool::name).collect()
+}
+
+fn lookup() -> Tool {
+    echo_tool()
+}
+
+#[test]
+fn selection_follows_the_config_rules() {
+    let base = || builtin::Config {
+        custom_tools: vec![lookup()],
+        ..Default::default()
+    };
+    assert_eq!(
+        names(&builtin::new(base()).unwrap()),
+        ["read", "write", "echo"],
+        "None selects every candidate in order"
+    );
+    let none = builtin::new(builtin::Config {
+        allowed_tool_names: Some(vec![]),
+        ..base()
+    })
+    .unwrap();
+    assert!(none.is_empty(), "an empty allowlist selects none");
+    let some = builtin::new(builtin::Config {
+        allowed_tool_names: Some(vec!["echo".into(), "read".into(), "read".into()]),
+        excluded_tool_names: vec!["echo".into()],
+        ..base()
+    })
+    .unwrap();
+    assert_eq!(
+        names(&some),
+        ["read"],
+        "repeats ignored, exclusions win, order kept"
+    );
+    let custom_only = builtin::new(builtin::Config {
+        disable_builtin_tools: true,
+        ..base()
+    })
+    .unwrap();
+    assert_eq!(names(&custom_only), ["echo"]);
+    golato::tool::validate(&custom_only).unwrap();
+}
+
+#[test]
+fn unknown_names_in_the_config_are_errors() {
+    for config in [
+        builtin::Config {
+            allowed_tool_names: Some(vec!["reed".into()]),
+            ..Default::default()
+        },
+        builtin::Config {
+            excluded_tool_names: vec!["rm".into()],
+            ..Default::default()
+        },
+    ] {
+        let error = builtin::new(config).unwrap_err();
+        assert!(matches!(error, Error::UnknownToolName { .. }), "{error:?}");
+        assert!(
+            error.to_string().contains("known tools: read, write"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_working_directory_is_an_error() {
+    let error = builtin::new(builtin::Config {
+        working_directory: "/no/such/dir".into(),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(matches!(error, Error::WorkingDirectory { .. }));
+    assert!(error.to_string().contains("/no/such/dir"));
+}
+
+#[test]
+fn write_is_sequential_and_creates_parents_verbatim() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = tools_in(dir.path());
+    assert_eq!(tools[1].execution(), Execution::Sequential);
+    let content = "héllo\r\nworld\n\ttabs and ünïcode\n";
+    let result = call_tool(
+        &tools,
+        "write",
+        &json!({"path": "a/b/c.txt", "content": content}).to_string(),
+    );
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(
+        result.text(),
+        format!("Successfully wrote {} bytes to a/b/c.txt", content.len())
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("a/b/c.txt")).unwrap(),
+        content.as_bytes()
+    );
+}
+
+#[test]
+fn write_overwrites_atomically_keeping_permissions_and_symlinks() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("script.sh");
+    std::fs::write(&target, "old").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let link = dir.path().join("link.sh");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let tools = tools_in(dir.path());
+    let result = call_tool(
+        &tools,
+        "write",
+        &json!({"path": "link.sh", "content": "new"}).to_string(),
+    );
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link is still a link"
+    );
+    assert_eq!(
+        std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o750
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        2,
+        "no temporary file left behind: {leftovers:?}"
+    );
+}
+
+#[test]
+fn read_pages_through_a_text_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let text: String = (1..=2500).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(dir.path().join("long.txt"), text).unwrap();
+    let tools = tools_in(dir.path());
+    let first = call_tool(&tools, "read", r#"{"path": "long.txt"}"#);
+    assert!(first.text().starts_with("line 1\nline 2\n"));
+    assert!(first
+        .text()
+        .ends_with("line 2000\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]"));
+    let next = call_tool(
+        &tools,
+        "read",
+        r#"{"path": "long.txt", "offset": 2001, "limit": 3}"#,
+    );
+    assert_eq!(
+        next.text(),
+        "line 2001\nline 2002\nline 2003\n\n[497 more lines in file. Use offset=2004 to continue.]"
+    );
+    let beyond = call_tool(&tools, "read", r#"{"path": "long.txt", "offset": 3000}"#);
+    assert!(beyond.is_error);
+    assert_eq!(
+        beyond.text(),
+        "Offset 3000 is beyond end of file (2500 lines total)"
+    );
+}
+
+#[test]
+fn read_stops_at_fifty_kilobytes_of_whole_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = "x".repeat(99);
+    let text: String = (0..1000).map(|_| format!("{line}\n")).collect();
+    std::fs::write(dir.path().join("wide.txt"), text).unwrap();
+    let result = call_tool(&tools_in(dir.path()), "read", r#"{"path": "wide.txt"}"#);
+    // 512 lines of 100 bytes (99 + newline) fit in 51,200 bytes.
+    assert!(
+        result.text().ends_with(
+            "\n\n[Showing lines 1-512 of 1000 (50.0KB limit). Use offset=513 to continue.]"
+        ),
+        "{}",
+        &result.text()[result.text().len() - 120..]
+    );
+    let one_long = "y".repeat(60_000);
+    std::fs::write(dir.path().join("one.txt"), format!("{one_long}\nshort\n")).unwrap();
+    let result = call_tool(&tools_in(dir.path()), "read", r#"{"path": "one.txt"}"#);
+    assert_eq!(
+        result.text(),
+        "[Line 1 is 58.6KB, exceeds 50.0KB limit. Use bash: sed -n '1p' one.txt | head -c 51200]"
+    );
+}
+
+#[test]
+fn read_errors_name_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "x").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let tools = tools_in(dir.path());
+    let missing = call_tool(&tools, "read", r#"{"path": "nope.txt"}"#);
+    assert_eq!(
+        (missing.is_error, missing.text()),
+        (true, "File not found: nope.txt".to_owned())
+    );
+    let directory = call_tool(&tools, "read", r#"{"path": "sub"}"#);
+    assert!(
+        directory.is_error && directory.text().contains("sub is a directory"),
+        "{}",
+        directory.text()
+    );
+    let offset_zero = call_tool(&tools, "read", r#"{"path": "secret.txt", "offset": 0}"#);
+    assert!(
+        offset_zero.is_error && offset_zero.text().contains("/offset"),
+        "{}",
+        offset_zero.text()
+    );
+    // Root reads anything; only check the permission error when it applies.
+    if std::fs::read(&secret).is_err() {
+        let denied = call_tool(&tools, "read", r#"{"path": "secret.txt"}"#);
+        assert_eq!(denied.text(), "Permission denied: cannot read secret.txt");
+    }
+}
+
+#[test]
+fn read_resolves_absolute_and_parent_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    std::fs::write(dir.path().join("outside.txt"), "beyond").unwrap();
+    let tools = tools_in(&dir.path().join("work"));
+    assert_eq!(
+        call_tool(&tools, "read", r#"{"path": "../outside.txt"}"#).text(),
+        "beyond"
+    );
+    let absolute = json!({"path": dir.path().join("outside.txt")}).to_string();
+    assert_eq!(call_tool(&tools, "read", &absolute).text(), "beyond");
+}
+
+#[test]
+fn read_returns_images_detected_by_content() {
+    let dir = tempfile::tempdir().unwrap();
+    // A 1×1 PNG, saved without an extension.
+    let png: &[u8] = &[
+        0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1F,
+        0x15, 0xC4, 0x89, 0x00, 0x00, 0x00, 0x0D, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9C, 0x63, 0x00,
+        0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0D, 0x0A, 0x2D, 0xB4, 0x00, 0x00, 0x00, 0x00, 0x49,
+        0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82,
+    ];
+    std::fs::write(dir.path().join("pixel"), png).unwrap();
+    let result = call_tool(&tools_in(dir.path()), "read", r#"{"path": "pixel"}"#);
+    assert!(!result.is_error);
+    assert_eq!(result.content.len(), 2);
+    assert!(result.text().contains("image/png"));
+    match &result.content[1] {
+        golato::message::Content::Image { mime_type, data } => {
+            assert_eq!(mime_type, "image/png");
+            use base64::Engine as _;
+            assert_eq!(
+                base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .unwrap(),
+                png
+            );
+        }
+        other => panic!("expected an image, got {other:?}"),
+    }
+}
