@@ -36,7 +36,7 @@ fn selection_follows_the_config_rules() {
     };
     assert_eq!(
         names(&builtin::new(base()).unwrap()),
-        ["read", "write", "echo"],
+        ["read", "edit", "write", "echo"],
         "None selects every candidate in order"
     );
     let none = builtin::new(builtin::Config {
@@ -80,7 +80,7 @@ fn unknown_names_in_the_config_are_errors() {
         let error = builtin::new(config).unwrap_err();
         assert!(matches!(error, Error::UnknownToolName { .. }), "{error:?}");
         assert!(
-            error.to_string().contains("known tools: read, write"),
+            error.to_string().contains("known tools: read, edit, write"),
             "{error}"
         );
     }
@@ -102,6 +102,7 @@ fn write_is_sequential_and_creates_parents_verbatim() {
     let dir = tempfile::tempdir().unwrap();
     let tools = tools_in(dir.path());
     assert_eq!(tools[1].execution(), Execution::Sequential);
+    assert_eq!(tools[2].execution(), Execution::Sequential);
     let content = "héllo\r\nworld\n\ttabs and ünïcode\n";
     let result = call_tool(
         &tools,
@@ -284,4 +285,88 @@ fn read_returns_images_detected_by_content() {
         }
         other => panic!("expected an image, got {other:?}"),
     }
+}
+
+#[test]
+fn edit_reports_the_diff_and_the_first_changed_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.md"), "# Title\n\nold line\nrest\n").unwrap();
+    let result = call_tool(
+        &tools_in(dir.path()),
+        "edit",
+        &json!({"path": "notes.md", "edits": [{"oldText": "old line", "newText": "new line"}]})
+            .to_string(),
+    );
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(
+        result.text(),
+        "Successfully replaced 1 block(s) in notes.md."
+    );
+    let details = result.details.unwrap();
+    assert_eq!(details["first_changed_line"], 3);
+    let diff = details["diff"].as_str().unwrap();
+    assert!(diff.contains("-old line\n+new line\n"), "{diff}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("notes.md")).unwrap(),
+        "# Title\n\nnew line\nrest\n"
+    );
+}
+
+#[test]
+fn a_failing_edit_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "a\nb\n").unwrap();
+    let result = call_tool(
+        &tools_in(dir.path()),
+        "edit",
+        &json!({"path": "f.txt", "edits": [{"oldText": "a", "newText": "A"}, {"oldText": "zzz", "newText": "Z"}]}).to_string(),
+    );
+    assert!(result.is_error);
+    assert!(
+        result.text().contains("edits[1].oldText was not found"),
+        "{}",
+        result.text()
+    );
+    assert!(
+        result.text().contains("No change was made to f.txt."),
+        "{}",
+        result.text()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+        "a\nb\n"
+    );
+}
+
+#[test]
+fn concurrent_runs_editing_one_file_lose_no_edit() {
+    const RUNS: usize = 50;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("shared.txt");
+    let original: String = (0..RUNS).map(|i| format!("slot {i}: empty\n")).collect();
+    std::fs::write(&file, &original).unwrap();
+    // Half the runs reach the file through a symlink: aliases share one lock key.
+    std::os::unix::fs::symlink(&file, dir.path().join("alias.txt")).unwrap();
+    let tools = tools_in(dir.path());
+    let runs: Vec<_> = (0..RUNS)
+        .map(|i| {
+            let path = if i % 2 == 0 { "shared.txt" } else { "alias.txt" };
+            let arguments = json!({"path": path, "edits": [{"oldText": format!("slot {i}: empty"), "newText": format!("slot {i}: filled by run {i}")}]});
+            let agent = agent_with(script(vec![call("e", "edit", &arguments.to_string())]), tools.clone());
+            agent.start(prompt("edit"))
+        })
+        .collect();
+    for run in runs {
+        let result = run.wait().unwrap();
+        let edit = transcript_results(&result.messages).remove(0);
+        assert!(!edit.is_error, "{}", edit.text());
+    }
+    let expected: String = (0..RUNS)
+        .map(|i| format!("slot {i}: filled by run {i}\n"))
+        .collect();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), expected);
+    assert!(std::fs::symlink_metadata(dir.path().join("alias.txt"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }

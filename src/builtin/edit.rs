@@ -1,0 +1,288 @@
+//! `edit`: unique replacements, all matched against the original file.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use golato_actors::path_lock::PathLock;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::paths::lock_key;
+use super::write::replace_atomically;
+use super::Workspace;
+use crate::tool::{BoxError, Execution, Tool, ToolContext, ToolResult};
+
+/// Arguments of `edit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EditArgs {
+    /// Path of the file to edit, relative to the working directory or absolute.
+    path: String,
+    /// Replacements, each matched against the original file.
+    edits: Vec<Replacement>,
+}
+
+/// One replacement.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Replacement {
+    /// Text to find; it must occur exactly once in the file.
+    #[serde(rename = "oldText")]
+    old_text: String,
+    /// Text to put in its place.
+    #[serde(rename = "newText")]
+    new_text: String,
+}
+
+pub(super) fn tool(workspace: Arc<Workspace>, lock: PathLock) -> Tool {
+    Tool::typed(
+        "edit",
+        "Edit a file by replacing exact text. Each edits[i].oldText must occur exactly once in the \
+         original file (include surrounding lines to make it unique); all edits are matched \
+         against the original, must not overlap, and are applied together or not at all. When \
+         the exact text is absent, differences in trailing whitespace, Unicode quotes, dashes and \
+         spaces are tolerated.",
+        move |ctx: ToolContext, args: EditArgs| {
+            let (workspace, lock) = (Arc::clone(&workspace), lock.clone());
+            async move {
+                let path = workspace.resolve(&args.path);
+                let _lease = tokio::select! {
+                    lease = lock.acquire(lock_key(&path)) => lease?,
+                    () = ctx.cancelled() => return Err("edit was cancelled before it started".into()),
+                };
+                tokio::task::spawn_blocking(move || edit_file(&path, &args))
+                    .await
+                    .map_err(|error| format!("edit did not finish: {error}"))?
+            }
+        },
+    )
+    .with_execution(Execution::Sequential)
+}
+
+fn edit_file(path: &Path, args: &EditArgs) -> Result<ToolResult, BoxError> {
+    let shown = &args.path;
+    let target = path.canonicalize().unwrap_or_else(|_| path.to_owned());
+    let bytes = std::fs::read(&target).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => format!("File not found: {shown}"),
+        std::io::ErrorKind::PermissionDenied => format!("Permission denied: cannot read {shown}"),
+        _ => format!("Could not read {shown}: {error}"),
+    })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("{shown} is not UTF-8 text; edit only changes text files"))?;
+    let edits: Vec<(&str, &str)> = args
+        .edits
+        .iter()
+        .map(|edit| (edit.old_text.as_str(), edit.new_text.as_str()))
+        .collect();
+    let edited =
+        apply(&text, &edits).map_err(|error| format!("{error} No change was made to {shown}."))?;
+    replace_atomically(&target, edited.text.as_bytes())
+        .map_err(|error| format!("could not write {shown}: {error}"))?;
+    let diff = similar::TextDiff::from_lines(&text, &edited.text)
+        .unified_diff()
+        .context_radius(3)
+        .header(shown, shown)
+        .to_string();
+    Ok(ToolResult::text(format!(
+        "Successfully replaced {} block(s) in {shown}.",
+        edits.len()
+    ))
+    .with_details(json!({"diff": diff, "first_changed_line": edited.first_changed_line})))
+}
+
+/// A file's new text and the first line (1-based) that changed.
+#[derive(Debug, PartialEq)]
+pub(super) struct Edited {
+    pub(super) text: String,
+    pub(super) first_changed_line: usize,
+}
+
+const BOM: char = '\u{feff}';
+
+/// Applies every `(old, new)` replacement to `original`, each matched against `original`.
+///
+/// # Errors
+/// A message naming the failing `edits[i]` and why.
+pub(super) fn apply(original: &str, edits: &[(&str, &str)]) -> Result<Edited, String> {
+    if edits.is_empty() {
+        return Err("edits is empty; give at least one {oldText, newText}.".to_owned());
+    }
+    let (bom, content) = match original.strip_prefix(BOM) {
+        Some(rest) => (true, rest),
+        None => (false, original),
+    };
+    let crlf = content
+        .find('\n')
+        .is_some_and(|at| content[..at].ends_with('\r'));
+    let convert = |text: &str| {
+        let lf = text.replace("\r\n", "\n");
+        if crlf {
+            lf.replace('\n', "\r\n")
+        } else {
+            lf
+        }
+    };
+    let mut normalized: Option<Normalized> = None;
+    let mut regions: Vec<(usize, usize, usize, String)> = Vec::with_capacity(edits.len());
+    for (index, (old, new)) in edits.iter().enumerate() {
+        let (old, new) = (convert(old), convert(new));
+        if old.is_empty() {
+            return Err(format!(
+                "edits[{index}].oldText is empty; give the exact text to replace."
+            ));
+        }
+        if old == new {
+            return Err(format!(
+                "edits[{index}] changes nothing: newText equals oldText."
+            ));
+        }
+        if let Some(first) = edits[..index]
+            .iter()
+            .position(|(earlier, _)| convert(earlier) == old)
+        {
+            return Err(format!(
+                "edits[{index}] duplicates edits[{first}]: both replace the same oldText."
+            ));
+        }
+        let (start, end) = locate(content, &old, &mut normalized).map_err(|problem| match problem {
+            Locate::Missing => format!(
+                "edits[{index}].oldText was not found in the file (nor with whitespace, quotes and dashes normalized); copy it exactly from the file."
+            ),
+            Locate::Repeated(count) => format!(
+                "edits[{index}].oldText occurs {count} times in the file; include more surrounding lines so it matches exactly once."
+            ),
+        })?;
+        regions.push((start, end, index, new));
+    }
+    regions.sort_by_key(|(start, ..)| *start);
+    for pair in regions.windows(2) {
+        if let [(_, end, earlier, _), (start, _, later, _)] = pair {
+            if start < end {
+                let (first, second) = ((*earlier).min(*later), (*earlier).max(*later));
+                return Err(format!(
+                    "edits[{second}] overlaps edits[{first}]; merge them into one edit."
+                ));
+            }
+        }
+    }
+    let mut text = String::with_capacity(original.len());
+    if bom {
+        text.push(BOM);
+    }
+    let mut copied = 0;
+    for (start, end, _, new) in &regions {
+        text.push_str(&content[copied..*start]);
+        text.push_str(new);
+        copied = *end;
+    }
+    text.push_str(&content[copied..]);
+    let first_start = regions.first().map_or(0, |(start, ..)| *start);
+    let first_changed_line = content[..first_start].matches('\n').count() + 1;
+    Ok(Edited {
+        text,
+        first_changed_line,
+    })
+}
+
+enum Locate {
+    Missing,
+    Repeated(usize),
+}
+
+/// The byte range of `old` in `content`: an exact unique match, else a unique match with
+/// whitespace, quotes and dashes normalized (mapped back to the original bytes).
+fn locate(
+    content: &str,
+    old: &str,
+    normalized: &mut Option<Normalized>,
+) -> Result<(usize, usize), Locate> {
+    let mut exact = content.match_indices(old);
+    match (exact.next(), exact.next()) {
+        (Some((start, _)), None) => return Ok((start, start + old.len())),
+        (Some(_), Some(_)) => return Err(Locate::Repeated(2 + exact.count())),
+        (None, _) => {}
+    }
+    let normalized = normalized.get_or_insert_with(|| Normalized::new(content));
+    let needle = Normalized::new(old).text;
+    if needle.is_empty() {
+        return Err(Locate::Missing);
+    }
+    let mut found = normalized.text.match_indices(needle.as_str());
+    match (found.next(), found.next()) {
+        (Some((start, _)), None) => {
+            let end = start + needle.len();
+            match (normalized.starts.get(start), normalized.ends.get(end - 1)) {
+                (Some(&from), Some(&to)) => Ok((from, to)),
+                _ => Err(Locate::Missing),
+            }
+        }
+        (Some(_), Some(_)) => Err(Locate::Repeated(2 + found.count())),
+        (None, _) => Err(Locate::Missing),
+    }
+}
+
+/// Text with the fuzzy differences folded away, and for each of its bytes the original range of
+/// the character it came from.
+struct Normalized {
+    text: String,
+    starts: Vec<usize>,
+    ends: Vec<usize>,
+}
+
+fn fold(c: char) -> char {
+    match c {
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' | '\u{2035}' => '\'',
+        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' | '\u{2036}' => '"',
+        '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE58}' | '\u{FE63}' | '\u{FF0D}' => '-',
+        '\u{00A0}'
+        | '\u{1680}'
+        | '\u{2000}'..='\u{200A}'
+        | '\u{202F}'
+        | '\u{205F}'
+        | '\u{3000}' => ' ',
+        other => other,
+    }
+}
+
+impl Normalized {
+    fn new(source: &str) -> Normalized {
+        let mut normalized = Normalized {
+            text: String::with_capacity(source.len()),
+            starts: Vec::with_capacity(source.len()),
+            ends: Vec::with_capacity(source.len()),
+        };
+        // Spaces and tabs are held back until something other than a line end follows them, so
+        // trailing whitespace never reaches the normalized text.
+        let mut held: Vec<(char, usize, usize)> = Vec::new();
+        for (at, c) in source.char_indices() {
+            let folded = fold(c);
+            let end = at + c.len_utf8();
+            if folded == ' ' || folded == '\t' {
+                held.push((folded, at, end));
+                continue;
+            }
+            if folded == '\n' || folded == '\r' {
+                held.clear();
+            } else {
+                for (space, from, to) in held.drain(..) {
+                    normalized.push(space, from, to);
+                }
+            }
+            normalized.push(folded, at, end);
+        }
+        normalized
+    }
+
+    fn push(&mut self, c: char, from: usize, to: usize) {
+        self.text.push(c);
+        for _ in 0..c.len_utf8() {
+            self.starts.push(from);
+            self.ends.push(to);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "edit_tests.rs"]
+mod tests;

@@ -1,0 +1,75 @@
+#![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+
+use super::*;
+
+fn edited(original: &str, edits: &[(&str, &str)]) -> String {
+    apply(original, edits).unwrap().text
+}
+
+fn failure(original: &str, edits: &[(&str, &str)]) -> String {
+    apply(original, edits).unwrap_err()
+}
+
+#[test]
+fn replaces_several_regions_matched_against_the_original() {
+    let original = "alpha\nbeta\ngamma\n";
+    // The second edit's oldText only exists in the original, not after the first edit.
+    let result = apply(original, &[("gamma", "GAMMA beta"), ("beta", "BETA")]).unwrap();
+    assert_eq!(result.text, "alpha\nBETA\nGAMMA beta\n");
+    assert_eq!(result.first_changed_line, 2);
+}
+
+#[test]
+fn rejects_bad_edits_naming_them() {
+    let original = "one two two\nthree\n";
+    assert!(failure(original, &[]).contains("edits is empty"));
+    assert!(failure(original, &[("", "x")]).contains("edits[0].oldText is empty"));
+    assert!(failure(original, &[("one", "one")]).contains("edits[0] changes nothing"));
+    assert!(failure(original, &[("two", "2")]).contains("edits[0].oldText occurs 2 times"));
+    assert!(failure(original, &[("one", "1"), ("four", "4")])
+        .contains("edits[1].oldText was not found"));
+    assert!(failure(original, &[("three", "3"), ("three", "III")])
+        .contains("edits[1] duplicates edits[0]"));
+    assert!(failure(original, &[("one two", "x"), ("two two", "y")])
+        .contains("edits[1] overlaps edits[0]"));
+}
+
+#[test]
+fn fuzzy_matching_tolerates_trailing_whitespace_quotes_dashes_and_spaces() {
+    let original = "let s = \u{201C}hi\u{201D};   \nx \u{2014} y\u{00A0}z\n";
+    assert_eq!(
+        edited(original, &[("let s = \"hi\";\nx - y z", "replaced")]),
+        "replaced\n",
+    );
+    // Only the matched region changes: the trailing spaces after a match stay.
+    assert_eq!(
+        edited("keep  \nnext\n", &[("keep", "kept")]),
+        "kept  \nnext\n"
+    );
+    assert_eq!(
+        edited("a \u{2018}q\u{2019} b\n", &[("'q'", "Q")]),
+        "a Q b\n"
+    );
+}
+
+#[test]
+fn fuzzy_uniqueness_is_judged_in_the_normalized_text() {
+    let original = "x \u{2013} y\nx \u{2014} y\n";
+    assert!(failure(original, &[("x - y", "z")]).contains("occurs 2 times"));
+}
+
+#[test]
+fn keeps_the_bom_and_the_first_newline_convention() {
+    let original = "\u{feff}first\r\nsecond\r\nthird\r\n";
+    let result = edited(original, &[("first\nsecond", "1\n2")]);
+    assert_eq!(result, "\u{feff}1\r\n2\r\nthird\r\n");
+    let lf = edited("a\nb\n", &[("a\r\nb", "c\r\nd")]);
+    assert_eq!(lf, "c\nd\n");
+}
+
+#[test]
+fn bytes_outside_the_region_stay_exactly_as_they_were() {
+    let original = "  indented\t\n\u{201C}quoted\u{201D}\n trailing \n";
+    let result = edited(original, &[("\"quoted\"", "plain")]);
+    assert_eq!(result, "  indented\t\nplain\n trailing \n");
+}
