@@ -6,8 +6,8 @@
 //! only; anything else needs process isolation (a container, a virtual machine or an isolated
 //! host).
 //!
-//! [`new`] returns the selected tools, built-ins first (so far `read`, `edit` and `write`; `bash`
-//! joins them in the order read, bash, edit, write), then the custom tools; the list goes to `agent::Config::tools`. Relative paths resolve against the
+//! [`new`] returns the selected tools, built-ins first in the order read, bash, edit, write, then
+//! the custom tools; the list goes to `agent::Config::tools`. Relative paths resolve against the
 //! working directory captured by `new` (the process's current directory when it is empty);
 //! absolute and `..` paths stay usable. Within one set returned by `new`, `edit` and `write` on
 //! the same file (by canonical path, so symlink aliases share a key) are serialized across
@@ -28,6 +28,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bash;
 mod edit;
 mod paths;
 mod read;
@@ -44,7 +45,7 @@ use crate::tool::Tool;
 pub(crate) use paths::Workspace;
 
 /// The names of the built-in tools, in the order [`new`] returns them.
-pub const BUILTIN_TOOL_NAMES: [&str; 3] = ["read", "edit", "write"];
+pub const BUILTIN_TOOL_NAMES: [&str; 4] = ["read", "bash", "edit", "write"];
 
 /// Which tools [`new`] returns.
 #[derive(Debug, Clone, Default)]
@@ -92,7 +93,7 @@ pub enum Error {
     Host(#[from] HostError),
 }
 
-/// Builds the selected tools: built-ins (read, edit, write) then custom tools.
+/// Builds the selected tools: built-ins (read, bash, edit, write) then custom tools.
 ///
 /// # Errors
 /// [`Error::UnknownToolName`] for a listed name that does not exist, [`Error::WorkingDirectory`]
@@ -114,6 +115,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
     } else {
         vec![
             read::tool(Arc::clone(&workspace)),
+            bash::tool(Arc::clone(&workspace)),
             edit::tool(Arc::clone(&workspace), lock.clone()),
             write::tool(Arc::clone(&workspace), lock),
         ]

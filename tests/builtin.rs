@@ -36,7 +36,7 @@ fn selection_follows_the_config_rules() {
     };
     assert_eq!(
         names(&builtin::new(base()).unwrap()),
-        ["read", "edit", "write", "echo"],
+        ["read", "bash", "edit", "write", "echo"],
         "None selects every candidate in order"
     );
     let none = builtin::new(builtin::Config {
@@ -80,7 +80,9 @@ fn unknown_names_in_the_config_are_errors() {
         let error = builtin::new(config).unwrap_err();
         assert!(matches!(error, Error::UnknownToolName { .. }), "{error:?}");
         assert!(
-            error.to_string().contains("known tools: read, edit, write"),
+            error
+                .to_string()
+                .contains("known tools: read, bash, edit, write"),
             "{error}"
         );
     }
@@ -101,8 +103,9 @@ fn a_missing_working_directory_is_an_error() {
 fn write_is_sequential_and_creates_parents_verbatim() {
     let dir = tempfile::tempdir().unwrap();
     let tools = tools_in(dir.path());
-    assert_eq!(tools[1].execution(), Execution::Sequential);
+    assert_eq!(tools[1].execution(), Execution::Parallel);
     assert_eq!(tools[2].execution(), Execution::Sequential);
+    assert_eq!(tools[3].execution(), Execution::Sequential);
     let content = "héllo\r\nworld\n\ttabs and ünïcode\n";
     let result = call_tool(
         &tools,

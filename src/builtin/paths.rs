@@ -27,6 +27,11 @@ impl Workspace {
         Ok(Workspace { cwd })
     }
 
+    /// The working directory.
+    pub(crate) fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+
     /// `path` as an absolute path: relative paths join the working directory; `~` and `~/…`
     /// expand to the home directory; `..` components are kept (they stay usable).
     pub(crate) fn resolve(&self, path: &str) -> PathBuf {

@@ -1,0 +1,305 @@
+//! `bash`: run a command non-interactively, keep the tail of its combined output.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+use super::Workspace;
+use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
+
+/// Most lines of output returned (the tail).
+const MAX_LINES: usize = 2_000;
+/// Most bytes of output returned (the tail, whole lines where possible): 50 KiB.
+const MAX_BYTES: usize = 50 * 1024;
+/// Output kept in memory to render the tail from.
+const TAIL_KEEP: usize = 2 * MAX_BYTES;
+/// Shortest time between two progress updates (at most ten per second).
+const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
+/// How long output is still read after the shell exited, for a background child that keeps the
+/// pipe open (`sleep 30 & echo done` must return promptly).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(100);
+
+/// Arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct BashArgs {
+    /// The command line, run with `bash -c` in the working directory.
+    command: String,
+    /// Seconds after which the command and every process it started are killed; none by default.
+    #[schemars(range(min = 0))]
+    timeout: Option<f64>,
+}
+
+pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
+    Tool::typed(
+        "bash",
+        "Run a bash command in the working directory, non-interactively (stdin is closed). \
+         Returns the combined stdout and stderr, cut to the last 2000 lines or 50KB (the full \
+         output is saved to a file named in the result), and the exit code. No timeout unless \
+         given in seconds.",
+        move |ctx: ToolContext, args: BashArgs| {
+            let workspace = Arc::clone(&workspace);
+            async move { run(workspace.cwd().to_owned(), ctx, args).await }
+        },
+    )
+}
+
+/// How the command ended.
+enum Ending {
+    Exited(std::process::ExitStatus),
+    TimedOut(f64),
+    Aborted,
+}
+
+async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResult, BoxError> {
+    let timeout = match args.timeout {
+        Some(seconds) if !seconds.is_finite() || seconds <= 0.0 => {
+            return Err(
+                format!("timeout must be a positive number of seconds, got {seconds}").into(),
+            )
+        }
+        other => other,
+    };
+    let (reader, writer) = std::io::pipe()?;
+    let mut command = tokio::process::Command::new("bash");
+    command
+        .arg("-c")
+        .arg(&args.command)
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "bash was not found on PATH (or the working directory {} is gone)",
+            cwd.display()
+        ),
+        _ => format!("could not start bash: {error}"),
+    })?;
+    // The command keeps copies of the pipe's write end; the pipe reaches end-of-file only once
+    // every writer is gone.
+    drop(command);
+    let group = child
+        .id()
+        .and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
+    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())?;
+
+    let mut output = Output::default();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let deadline = timeout.map(|seconds| Instant::now() + Duration::from_secs_f64(seconds));
+    // The first output is published at once; later ones at most once per interval, the last
+    // one in an interval once it is over.
+    let mut next_update = Instant::now();
+    let mut update_pending = false;
+    let mut exited: Option<std::process::ExitStatus> = None;
+    let mut drain_until: Option<Instant> = None;
+    let mut end_of_output = false;
+    let ending = loop {
+        if let (true, Some(status)) = (end_of_output, exited) {
+            break Ending::Exited(status);
+        }
+        tokio::select! {
+            read = pipe.read(&mut chunk), if !end_of_output => match read {
+                Ok(0) | Err(_) => end_of_output = true,
+                Ok(count) => {
+                    output.push(&chunk[..count])?;
+                    update_pending = true;
+                }
+            },
+            () = tokio::time::sleep_until(next_update), if update_pending => {
+                update_pending = false;
+                next_update = Instant::now() + UPDATE_INTERVAL;
+                ctx.update(ToolResult::text(output.tail_text()));
+            }
+            status = child.wait(), if exited.is_none() => {
+                exited = Some(status?);
+                drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
+            }
+            () = sleep_until(drain_until), if drain_until.is_some() => {
+                if let Some(status) = exited {
+                    break Ending::Exited(status);
+                }
+            }
+            () = sleep_until(deadline), if deadline.is_some() && exited.is_none() => {
+                break Ending::TimedOut(timeout.unwrap_or_default());
+            }
+            () = ctx.cancelled(), if exited.is_none() => break Ending::Aborted,
+        }
+    };
+    if !matches!(ending, Ending::Exited(_)) {
+        if let Some(group) = group {
+            // Kill the whole group, grandchildren too; "already gone" is fine.
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+        let _ = child.wait().await;
+    }
+    Ok(output.finish(ending)?)
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Everything the command printed: a bounded tail in memory, the whole output in a temporary
+/// file once it outgrows what a result shows.
+#[derive(Default)]
+struct Output {
+    total_bytes: u64,
+    newlines: u64,
+    last_byte: Option<u8>,
+    /// All output while it is small; emptied into `file` when it outgrows the limits.
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    file: Option<(std::fs::File, PathBuf)>,
+}
+
+impl Output {
+    fn push(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.total_bytes += bytes.len() as u64;
+        self.newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        self.last_byte = bytes.last().copied().or(self.last_byte);
+        self.tail.extend(bytes);
+        let excess = self.tail.len().saturating_sub(TAIL_KEEP);
+        self.tail.drain(..excess);
+        match &mut self.file {
+            Some((file, _)) => file.write_all(bytes)?,
+            None if self.total_bytes as usize > MAX_BYTES || self.newlines as usize > MAX_LINES => {
+                let (mut file, path) = tempfile::Builder::new()
+                    .prefix("golato-bash-")
+                    .suffix(".log")
+                    .tempfile()?
+                    .keep()
+                    .map_err(|error| error.error)?;
+                file.write_all(&self.head)?;
+                file.write_all(bytes)?;
+                self.head = Vec::new();
+                self.file = Some((file, path));
+            }
+            None => self.head.extend_from_slice(bytes),
+        }
+        Ok(())
+    }
+
+    fn total_lines(&self) -> u64 {
+        self.newlines + u64::from(self.last_byte.is_some_and(|byte| byte != b'\n'))
+    }
+
+    /// The last lines that fit the limits, and how many lines they are.
+    fn tail_lines(&self) -> (String, usize, bool) {
+        let (front, back) = self.tail.as_slices();
+        let mut bytes = Vec::with_capacity(self.tail.len());
+        bytes.extend_from_slice(front);
+        bytes.extend_from_slice(back);
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        let mut kept: Vec<&str> = Vec::new();
+        let mut size = 0;
+        let mut line_cut = false;
+        for line in text.rsplit('\n') {
+            let cost = line.len() + usize::from(!kept.is_empty());
+            if kept.len() == MAX_LINES {
+                break;
+            }
+            if size + cost > MAX_BYTES {
+                if kept.is_empty() {
+                    // The last line alone is too long: keep its end.
+                    let mut start = line.len() - MAX_BYTES.min(line.len());
+                    while !line.is_char_boundary(start) {
+                        start += 1;
+                    }
+                    kept.push(&line[start..]);
+                    line_cut = true;
+                }
+                break;
+            }
+            size += cost;
+            kept.push(line);
+        }
+        let count = kept.len();
+        kept.reverse();
+        (kept.join("\n"), count, line_cut)
+    }
+
+    fn tail_text(&self) -> String {
+        self.tail_lines().0
+    }
+
+    fn finish(mut self, ending: Ending) -> std::io::Result<ToolResult> {
+        let (mut text, shown, line_cut) = self.tail_lines();
+        let total = self.total_lines();
+        let full_output = match self.file.take() {
+            Some((mut file, path)) => {
+                file.flush()?;
+                Some(path)
+            }
+            None => None,
+        };
+        let truncated = line_cut || (shown as u64) < total;
+        if text.is_empty() {
+            text.push_str("(no output)");
+        }
+        if let (true, Some(path)) = (truncated, &full_output) {
+            let notice = if line_cut {
+                format!(
+                    "[Showing the last {}KB of line {total}. Full output: {}]",
+                    MAX_BYTES / 1024,
+                    path.display()
+                )
+            } else {
+                format!(
+                    "[Showing lines {}-{total} of {total}. Full output: {}]",
+                    total - shown as u64 + 1,
+                    path.display()
+                )
+            };
+            text.push_str("\n\n");
+            text.push_str(&notice);
+        }
+        let (is_error, exit_code) = match &ending {
+            Ending::Exited(status) => match status.code() {
+                Some(0) => (false, Some(0)),
+                Some(code) => {
+                    text.push_str(&format!("\n\nCommand exited with code {code}"));
+                    (true, Some(code))
+                }
+                None => {
+                    use std::os::unix::process::ExitStatusExt;
+                    let signal = status.signal().unwrap_or_default();
+                    text.push_str(&format!("\n\nCommand was killed by signal {signal}"));
+                    (true, None)
+                }
+            },
+            Ending::TimedOut(seconds) => {
+                text.push_str(&format!("\n\nCommand timed out after {seconds} seconds"));
+                (true, None)
+            }
+            Ending::Aborted => {
+                text.push_str("\n\nCommand aborted");
+                (true, None)
+            }
+        };
+        Ok(ToolResult {
+            is_error,
+            ..ToolResult::text(text).with_details(json!({
+                "exit_code": exit_code,
+                "truncated": truncated,
+                "total_lines": total,
+                "total_bytes": self.total_bytes,
+                "full_output_path": full_output,
+            }))
+        })
+    }
+}

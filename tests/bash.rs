@@ -1,0 +1,236 @@
+//! The built-in `bash` tool through the whole pipeline.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::time::Duration;
+
+use golato::agent::Event;
+use golato::builtin;
+use golato::tool::Tool;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use support::*;
+
+fn tools_in(dir: &std::path::Path) -> Vec<Tool> {
+    builtin::new(builtin::Config {
+        working_directory: dir.into(),
+        allowed_tool_names: Some(vec!["bash".into()]),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn bash(dir: &std::path::Path, arguments: serde_json::Value) -> golato::message::ToolResultMessage {
+    call_tool(&tools_in(dir), "bash", &arguments.to_string())
+}
+
+#[test]
+fn combines_stdout_and_stderr_in_order_in_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = bash(
+        dir.path(),
+        json!({"command": "echo out; echo err >&2; echo out2; pwd; cat"}),
+    );
+    assert!(!result.is_error, "{}", result.text());
+    let canonical = dir.path().canonicalize().unwrap();
+    assert_eq!(
+        result.text(),
+        format!("out\nerr\nout2\n{}", canonical.display())
+    );
+    assert_eq!(result.details.unwrap()["exit_code"], 0);
+}
+
+#[test]
+fn a_non_zero_exit_is_an_error_result_with_the_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = bash(dir.path(), json!({"command": "echo failing; exit 3"}));
+    assert!(result.is_error);
+    assert_eq!(result.text(), "failing\n\nCommand exited with code 3");
+    let quiet = bash(dir.path(), json!({"command": "true"}));
+    assert_eq!(quiet.text(), "(no output)");
+}
+
+#[test]
+fn long_output_keeps_the_tail_and_saves_the_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = bash(dir.path(), json!({"command": "seq 1 5000"}));
+    let text = result.text();
+    assert!(text.starts_with("3001\n3002\n"), "{}", &text[..40]);
+    let notice = text.rsplit("\n\n").next().unwrap();
+    assert!(
+        notice.starts_with("[Showing lines 3001-5000 of 5000. Full output: "),
+        "{notice}"
+    );
+    let path = notice
+        .trim_start_matches("[Showing lines 3001-5000 of 5000. Full output: ")
+        .trim_end_matches(']');
+    let full = std::fs::read_to_string(path).unwrap();
+    let expected: String = (1..=5000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(full, expected);
+    std::fs::remove_file(path).unwrap();
+}
+
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        // A zombie is dead; only its exit status waits to be collected.
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+fn wait_until_gone(pid: u32) -> bool {
+    let started = std::time::Instant::now();
+    while started.elapsed() < HANG_GUARD {
+        if process_gone(pid) {
+            return true;
+        }
+        std::thread::yield_now();
+    }
+    false
+}
+
+#[test]
+fn a_timeout_kills_the_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = bash(
+        dir.path(),
+        json!({"command": "sleep 300 & echo $! > grandchild.pid; sleep 300", "timeout": 0.5}),
+    );
+    assert!(result.is_error);
+    assert!(
+        result
+            .text()
+            .ends_with("Command timed out after 0.5 seconds"),
+        "{}",
+        result.text()
+    );
+    let pid: u32 = std::fs::read_to_string(dir.path().join("grandchild.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        wait_until_gone(pid),
+        "the grandchild {pid} survived the timeout"
+    );
+}
+
+#[test]
+fn cancelling_the_run_aborts_the_command_and_kills_its_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    let command = "sleep 300 & echo $! > grandchild.pid; echo started; sleep 300";
+    let agent = agent_with(
+        script(vec![call(
+            "b",
+            "bash",
+            &json!({"command": command}).to_string(),
+        )]),
+        tools_in(dir.path()),
+    );
+    let run = agent.start(prompt("go"));
+    // Cancel once the command has printed (an update carries its output).
+    for event in run.events() {
+        if let Event::ToolExecutionUpdate(update) = &event {
+            if update.partial_result.text_content().contains("started") {
+                run.cancel();
+            }
+        }
+        if let Event::ToolExecutionEnd(end) = &event {
+            assert!(
+                end.result.text().ends_with("Command aborted"),
+                "{}",
+                end.result.text()
+            );
+        }
+    }
+    assert!(run.wait().is_err());
+    let pid: u32 = std::fs::read_to_string(pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        wait_until_gone(pid),
+        "the grandchild {pid} survived the cancellation"
+    );
+}
+
+#[test]
+fn a_background_child_holding_the_pipe_does_not_hang_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    // Were the tool to wait for the pipe, this would take 100 s, past the hang guard.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let path = dir.path().to_owned();
+    std::thread::spawn(move || {
+        let result = bash(&path, json!({"command": "sleep 100 & echo done"}));
+        let _ = done_tx.send(result);
+    });
+    let result = done_rx
+        .recv_timeout(HANG_GUARD)
+        .expect("bash returned after the shell exited");
+    assert_eq!(result.text(), "done");
+}
+
+#[test]
+fn invalid_timeouts_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let zero = bash(dir.path(), json!({"command": "true", "timeout": 0}));
+    assert!(
+        zero.is_error && zero.text().contains("timeout must be a positive number"),
+        "{}",
+        zero.text()
+    );
+    let negative = bash(dir.path(), json!({"command": "true", "timeout": -1}));
+    assert!(
+        negative.is_error && negative.text().contains("/timeout"),
+        "{}",
+        negative.text()
+    );
+    let text = bash(dir.path(), json!({"command": "true", "timeout": "soon"}));
+    assert!(
+        text.is_error && text.text().contains("/timeout"),
+        "{}",
+        text.text()
+    );
+}
+
+#[test]
+fn progress_updates_carry_the_tail_and_are_throttled() {
+    let dir = tempfile::tempdir().unwrap();
+    // The command prints 200 lines as fast as it can, then a line every ~0.25 s.
+    let command = "seq 1 200; for i in 1 2 3; do sleep 0.25; echo tick $i; done";
+    let agent = agent_with(
+        script(vec![call(
+            "b",
+            "bash",
+            &json!({"command": command}).to_string(),
+        )]),
+        tools_in(dir.path()),
+    );
+    let (events, outcome) = collect(agent.start(prompt("go")));
+    outcome.unwrap();
+    let updates: Vec<String> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolExecutionUpdate(update) => Some(update.partial_result.text_content()),
+            _ => None,
+        })
+        .collect();
+    assert!(!updates.is_empty(), "no progress update");
+    assert!(
+        updates.len() <= 8,
+        "{} updates for about 0.75 s of output",
+        updates.len()
+    );
+    assert!(
+        updates.iter().any(|update| update.contains("tick")),
+        "{updates:?}"
+    );
+    let _ = Duration::ZERO;
+}
