@@ -12,37 +12,9 @@ use std::sync::Arc;
 use golato::agent::{self, Agent, Event, Input};
 use golato::generator::{Model, Scripted};
 use golato::message::{AssistantMessage, ToolCall, UserMessage};
-use golato::tool::{Tool, ToolContext, ToolResult};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
-/// Arguments of `lookup_customer`.
-#[derive(Debug, Deserialize, JsonSchema)]
-struct LookupArgs {
-    /// The customer ID, such as `C-100`.
-    customer_id: String,
-}
-
-/// The `lookupTool` from "Defining tools": finds a customer's plan, publishing progress.
-fn lookup_tool() -> Tool {
-    Tool::typed(
-        "lookup_customer",
-        "Looks up a customer by ID and returns their plan.",
-        |ctx: ToolContext, args: LookupArgs| async move {
-            ctx.update(ToolResult::text(format!(
-                "Searching for {}…",
-                args.customer_id
-            )));
-            match args.customer_id.as_str() {
-                "C-100" => Ok(
-                    ToolResult::text("Customer C-100 (Acme Corp) is on the Pro plan.")
-                        .with_details(serde_json::json!({"customer_id": "C-100", "plan": "pro"})),
-                ),
-                other => Err(format!("no customer with ID {other}").into()),
-            }
-        },
-    )
-}
+mod support;
+use support::lookup_tool;
 
 /// What a real model would answer: one call, then the final text.
 fn scripted_model() -> Scripted {

@@ -1,10 +1,20 @@
 //! The examples, run by the tests: each is included as a module and its output checked.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Each example brings its own copy of examples/support, as it does when built alone.
+#![allow(clippy::duplicate_mod)]
 
 #[path = "../examples/registering_a_tool.rs"]
 #[allow(dead_code)]
 mod registering_a_tool;
+
+#[path = "../examples/using_builtin_tools.rs"]
+#[allow(dead_code)]
+mod using_builtin_tools;
+
+#[path = "../examples/selecting_tools.rs"]
+#[allow(dead_code)]
+mod selecting_tools;
 
 #[test]
 fn registering_a_tool_prints_the_lifecycle_and_the_answer() {
@@ -18,5 +28,30 @@ fn registering_a_tool_prints_the_lifecycle_and_the_answer() {
             "[end] lookup_customer error=false result=\"Customer C-100 (Acme Corp) is on the Pro plan.\"\n",
             "C-100 uses the Pro plan.\n",
         )
+    );
+}
+
+#[tokio::test]
+async fn using_builtin_tools_lists_the_project() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Cargo.toml"), "").unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    let mut out = Vec::new();
+    using_builtin_tools::run(dir.path(), &mut out)
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "bash:\nCargo.toml\nsrc\nThose are the files at the top of the project.\n"
+    );
+}
+
+#[test]
+fn selecting_tools_keeps_read_and_the_custom_tool() {
+    let mut out = Vec::new();
+    selecting_tools::run(std::path::Path::new("."), &mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "selected: read, lookup_customer\n"
     );
 }
