@@ -1,0 +1,69 @@
+//! The `golato` binary: `golato tool NAME JSON_ARGS [--cwd DIR]`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::{Command, Output};
+
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+fn golato(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_golato"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn printed(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn a_successful_call_prints_its_result_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hello\nworld\n").unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let output = golato(&["tool", "read", r#"{"path": "hello.txt"}"#, "--cwd", cwd]);
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(stdout, "{\"content\":[{\"type\":\"text\",\"text\":\"hello\\nworld\"}],\"is_error\":false,\"details\":null}\n");
+}
+
+#[test]
+fn an_error_result_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let output = golato(&[
+        "tool",
+        "bash",
+        r#"{"command": "echo oops; exit 7"}"#,
+        "--cwd",
+        cwd,
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let value = printed(&output);
+    assert_eq!(value["is_error"], true);
+    assert_eq!(value["details"]["exit_code"], 7);
+    // Validation failures come from the same pipeline.
+    let output = golato(&["tool", "read", r#"{"path": 5}"#, "--cwd", cwd]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(printed(&output)["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("/path"));
+    let output = golato(&["tool", "nope", "{}", "--cwd", cwd]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        printed(&output)["content"],
+        json!([{"type": "text", "text": "Tool \"nope\" not found. Available tools: read, bash, edit, write."}])
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(golato(&["tool", "read"]).status.code(), Some(2));
+    assert_eq!(golato(&["frobnicate"]).status.code(), Some(2));
+    let output = golato(&["tool", "read", "{}", "--cwd", "/no/such/dir"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/no/such/dir"));
+}
