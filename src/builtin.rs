@@ -30,6 +30,7 @@
 
 mod bash;
 mod edit;
+mod images;
 mod paths;
 mod read;
 mod write;

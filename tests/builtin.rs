@@ -373,3 +373,88 @@ fn concurrent_runs_editing_one_file_lose_no_edit() {
         .file_type()
         .is_symlink());
 }
+
+fn noisy_png(width: u32, height: u32) -> Vec<u8> {
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let image = image::RgbImage::from_fn(width, height, |_, _| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let [r, g, b, ..] = state.to_le_bytes();
+        image::Rgb([r, g, b])
+    });
+    let mut bytes = Vec::new();
+    image
+        .write_to(
+            &mut std::io::Cursor::new(&mut bytes),
+            image::ImageFormat::Png,
+        )
+        .unwrap();
+    bytes
+}
+
+fn image_part(result: &golato::message::ToolResultMessage) -> (String, image::DynamicImage) {
+    use base64::Engine as _;
+    match &result.content[1] {
+        golato::message::Content::Image { mime_type, data } => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap();
+            assert!(data.len() <= 4 * 1024 * 1024);
+            (mime_type.clone(), image::load_from_memory(&bytes).unwrap())
+        }
+        other => panic!("expected an image, got {other:?}"),
+    }
+}
+
+#[test]
+fn read_resizes_oversized_images_keeping_the_aspect() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("wide.png"), noisy_png(3000, 1000)).unwrap();
+    let result = call_tool(&tools_in(dir.path()), "read", r#"{"path": "wide.png"}"#);
+    assert!(!result.is_error, "{}", result.text());
+    assert!(
+        result.text().contains("resized from 3000x1000 to 2000x667"),
+        "{}",
+        result.text()
+    );
+    let (_, image) = image_part(&result);
+    assert_eq!((image.width(), image.height()), (2000, 667));
+}
+
+#[test]
+fn read_re_encodes_images_over_the_base64_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1500×1500 of noise is about 6.7 MB as PNG: within the pixel limit, over the byte limit.
+    std::fs::write(dir.path().join("noise.png"), noisy_png(1500, 1500)).unwrap();
+    let result = call_tool(&tools_in(dir.path()), "read", r#"{"path": "noise.png"}"#);
+    assert!(!result.is_error, "{}", result.text());
+    let (mime_type, image) = image_part(&result);
+    assert_eq!(mime_type, "image/jpeg");
+    assert!(
+        result.text().contains("resized from 1500x1500 to"),
+        "{}",
+        result.text()
+    );
+    assert!(image.width() <= 1500);
+}
+
+#[test]
+fn an_image_that_cannot_be_decoded_is_omitted_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("broken.png"),
+        b"\x89PNG\r\n\x1a\nnot really",
+    )
+    .unwrap();
+    let result = call_tool(&tools_in(dir.path()), "read", r#"{"path": "broken.png"}"#);
+    assert!(!result.is_error);
+    assert_eq!(result.content.len(), 1, "text only");
+    assert!(
+        result
+            .text()
+            .contains("Image omitted: it could not be decoded"),
+        "{}",
+        result.text()
+    );
+}

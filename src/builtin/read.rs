@@ -5,11 +5,10 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 
-use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::Workspace;
+use super::{images, Workspace};
 use crate::message::Content;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 
@@ -17,8 +16,6 @@ use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 pub(super) const MAX_LINES: usize = 2_000;
 /// Most bytes of whole lines one read returns (50 KiB).
 pub(super) const MAX_BYTES: usize = 50 * 1024;
-/// Largest base64 image payload returned (4 MiB).
-pub(super) const MAX_IMAGE_BASE64_BYTES: usize = 4 * 1024 * 1024;
 
 /// Arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -266,27 +263,42 @@ fn image_type(head: &[u8]) -> Option<&'static str> {
     }
 }
 
-fn read_image(mut reader: impl Read, mime_type: &str, shown: &str) -> Result<ToolResult, BoxError> {
-    // Read at most what could still fit once encoded; a larger file cannot be returned as is.
-    let limit = (MAX_IMAGE_BASE64_BYTES / 4 * 3) as u64;
+fn read_image(
+    mut reader: impl Read,
+    mime_type: &'static str,
+    shown: &str,
+) -> Result<ToolResult, BoxError> {
     let mut bytes = Vec::new();
     reader
         .by_ref()
-        .take(limit + 1)
+        .take(images::MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|error| describe(error, shown))?;
-    if bytes.len() as u64 > limit {
-        return Ok(ToolResult::text(format!(
-            "[Image {shown} ({mime_type}) omitted: it is larger than the {} base64 limit.]",
-            format_size(MAX_IMAGE_BASE64_BYTES)
+    let omitted = |reason: String| {
+        ToolResult::text(format!(
+            "Read image file {shown} [{mime_type}]\n[Image omitted: {reason}.]"
+        ))
+    };
+    if bytes.len() as u64 > images::MAX_FILE_BYTES {
+        return Ok(omitted(format!(
+            "the file is larger than {}",
+            format_size(images::MAX_FILE_BYTES as usize)
         )));
     }
-    let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let (text, mime_type, data) = match images::fit(&bytes, mime_type) {
+        images::Fitted::Original { mime_type, data } => (format!("Read image file {shown} [{mime_type}]"), mime_type, data),
+        images::Fitted::Reduced { mime_type, data, original, displayed } => (
+            format!(
+                "Read image file {shown} [{mime_type}]\n[Image resized from {}x{} to {}x{} to fit the {}x{} and 4MB limits.]",
+                original.0, original.1, displayed.0, displayed.1, images::MAX_DIMENSION, images::MAX_DIMENSION
+            ),
+            mime_type,
+            data,
+        ),
+        images::Fitted::Omitted { reason } => return Ok(omitted(reason)),
+    };
     Ok(ToolResult {
-        content: vec![
-            Content::text(format!("Read image file {shown} [{mime_type}]")),
-            Content::image(mime_type, data),
-        ],
+        content: vec![Content::text(text), Content::image(mime_type, data)],
         ..ToolResult::default()
     })
 }
