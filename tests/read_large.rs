@@ -12,7 +12,10 @@ use support::*;
 
 fn peak_rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|line| line.starts_with("VmHWM:")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmHWM:"))
+        .unwrap();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
@@ -43,5 +46,8 @@ fn reading_the_end_of_a_sparse_gigabyte_file_keeps_memory_low() {
     assert!(!result.is_error, "{}", result.text());
     assert_eq!(result.text(), "second to last\nlast line");
     let grown_mib = after.saturating_sub(before) / 1024;
-    assert!(grown_mib < 32, "peak resident memory grew by {grown_mib} MiB reading a 1 GiB file");
+    assert!(
+        grown_mib < 32,
+        "peak resident memory grew by {grown_mib} MiB reading a 1 GiB file"
+    );
 }
