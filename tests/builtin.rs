@@ -458,3 +458,15 @@ fn an_image_that_cannot_be_decoded_is_omitted_with_a_reason() {
         result.text()
     );
 }
+
+#[test]
+fn an_empty_working_directory_means_the_process_directory() {
+    // cargo runs integration tests in the package's root.
+    let tools = builtin::new(builtin::Config::default()).unwrap();
+    let result = call_tool(&tools, "read", r#"{"path": "Cargo.toml", "limit": 1}"#);
+    assert!(
+        result.text().starts_with("[workspace]\n\n["),
+        "{}",
+        result.text()
+    );
+}
