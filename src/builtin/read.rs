@@ -103,12 +103,17 @@ fn scan(
     max_lines: usize,
     max_bytes: usize,
 ) -> io::Result<Window> {
-    let mut window = Window::default();
-    let mut line_number = 1;
-    let mut current: Vec<u8> = Vec::new();
-    let mut current_len = 0usize;
-    let mut window_bytes = 0usize;
-    let mut collecting = true;
+    let mut scanner = Scanner {
+        window: Window::default(),
+        start,
+        max_lines,
+        max_bytes,
+        line_number: 1,
+        current: Vec::new(),
+        current_len: 0,
+        window_bytes: 0,
+        collecting: true,
+    };
     let mut pending = false;
     loop {
         let buffer = reader.fill_buf()?;
@@ -122,81 +127,75 @@ fn scan(
                 Some(at) => (&rest[..at], true),
                 None => (rest, false),
             };
-            let wanted = collecting && line_number >= start;
-            if wanted && current.len() <= max_bytes {
-                let room = max_bytes + 1 - current.len();
-                current.extend_from_slice(&segment[..segment.len().min(room)]);
-            }
-            current_len += segment.len();
-            pending = true;
-            rest = &rest[segment.len()..];
+            scanner.extend(segment);
+            pending = !ends_line;
+            rest = &rest[segment.len() + usize::from(ends_line)..];
             if ends_line {
-                rest = &rest[1..];
-                finish_line(
-                    &mut window,
-                    &mut current,
-                    current_len,
-                    wanted,
-                    &mut collecting,
-                    &mut window_bytes,
-                    max_lines,
-                    max_bytes,
-                );
-                line_number += 1;
-                current_len = 0;
-                pending = false;
+                scanner.finish_line();
             }
         }
         reader.consume(filled);
     }
     if pending {
-        let wanted = collecting && line_number >= start;
-        finish_line(
-            &mut window,
-            &mut current,
-            current_len,
-            wanted,
-            &mut collecting,
-            &mut window_bytes,
-            max_lines,
-            max_bytes,
-        );
-        line_number += 1;
+        scanner.finish_line();
     }
-    window.total_lines = line_number - 1;
-    Ok(window)
+    scanner.window.total_lines = scanner.line_number - 1;
+    Ok(scanner.window)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn finish_line(
-    window: &mut Window,
-    current: &mut Vec<u8>,
-    len: usize,
-    wanted: bool,
-    collecting: &mut bool,
-    window_bytes: &mut usize,
+/// The state of one pass of [`scan`].
+struct Scanner {
+    window: Window,
+    start: usize,
     max_lines: usize,
     max_bytes: usize,
-) {
-    if wanted {
-        let separator = usize::from(!window.lines.is_empty());
-        if window.lines.len() >= max_lines {
-            *collecting = false;
-        } else if *window_bytes + separator + len > max_bytes {
-            if window.lines.is_empty() {
-                window.first_line_too_long = Some(len);
-            }
-            window.stopped_by_bytes = true;
-            *collecting = false;
-        } else {
-            *window_bytes += separator + len;
-            let line = String::from_utf8_lossy(current);
-            window
-                .lines
-                .push(line.strip_suffix('\r').unwrap_or(&line).to_owned());
-        }
+    line_number: usize,
+    /// The current line's bytes, kept only while it may join the window (and never more than
+    /// one byte past the limit).
+    current: Vec<u8>,
+    current_len: usize,
+    window_bytes: usize,
+    collecting: bool,
+}
+
+impl Scanner {
+    fn wanted(&self) -> bool {
+        self.collecting && self.line_number >= self.start
     }
-    current.clear();
+
+    fn extend(&mut self, segment: &[u8]) {
+        if self.wanted() && self.current.len() <= self.max_bytes {
+            let room = self.max_bytes + 1 - self.current.len();
+            self.current
+                .extend_from_slice(&segment[..segment.len().min(room)]);
+        }
+        self.current_len += segment.len();
+    }
+
+    fn finish_line(&mut self) {
+        if self.wanted() {
+            let len = self.current_len;
+            let separator = usize::from(!self.window.lines.is_empty());
+            if self.window.lines.len() >= self.max_lines {
+                self.collecting = false;
+            } else if self.window_bytes + separator + len > self.max_bytes {
+                if self.window.lines.is_empty() {
+                    self.window.first_line_too_long = Some(len);
+                }
+                self.window.stopped_by_bytes = true;
+                self.collecting = false;
+            } else {
+                self.window_bytes += separator + len;
+                let line = String::from_utf8_lossy(&self.current);
+                self.window
+                    .lines
+                    .push(line.strip_suffix('\r').unwrap_or(&line).to_owned());
+            }
+        }
+        self.current.clear();
+        self.current_len = 0;
+        self.line_number += 1;
+    }
 }
 
 fn format_size(bytes: usize) -> String {

@@ -184,3 +184,13 @@ pub fn call_tool(
         .expect("the run ends normally");
     transcript_results(&result.messages).remove(0)
 }
+
+/// Peak resident memory of this test process so far, in KiB (Linux).
+pub fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmHWM:"))
+        .unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
