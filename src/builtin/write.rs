@@ -68,8 +68,11 @@ pub(super) fn replace_atomically(path: &Path, content: &[u8]) -> std::io::Result
         _ => Path::new("."),
     };
     std::fs::create_dir_all(parent)?;
+    // Created with the mode a plain create would use (0o666 less the umask); tempfile's default
+    // of 0o600 would make every new file private.
     let mut temporary = tempfile::Builder::new()
         .prefix(".golato-write-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(parent)?;
     temporary.write_all(content)?;
     temporary.as_file().sync_data()?;
