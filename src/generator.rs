@@ -8,7 +8,10 @@
 //!
 //! [`Scripted`] replays assistant messages given in advance (tests, demos, record and replay).
 
+pub mod anthropic;
+pub mod openai;
 mod scripted;
+pub mod sse;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -180,5 +183,19 @@ pub enum Error {
     Panicked {
         /// The panic message.
         message: String,
+    },
+    /// The provider answered with an error.
+    #[error("the provider answered with an error{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Provider {
+        /// The HTTP status, when the error came as a response rather than in the stream.
+        status: Option<u16>,
+        /// The provider's own message.
+        message: String,
+    },
+    /// The stream is not in the provider's format.
+    #[error("the provider's stream is malformed: {reason}")]
+    MalformedStream {
+        /// What was wrong.
+        reason: String,
     },
 }

@@ -1,0 +1,214 @@
+//! OpenAI-compatible Chat Completions: the streaming decoder (the HTTP client builds on it).
+
+use serde_json::Value;
+
+use super::{Delta, Error};
+use crate::message::{AssistantMessage, Content, StopReason, ToolCall, Usage};
+
+/// Assembles a streamed Chat Completions response (`chat.completion.chunk` objects, the `data:`
+/// of each server-sent event) into [`Delta`]s as they arrive and the final [`AssistantMessage`].
+///
+/// It is lenient with the servers that speak this dialect (OpenAI, Ollama, vLLM, llama.cpp,
+/// LM Studio, OpenRouter, Groq, DeepSeek, xAI): unknown fields are ignored; `data: [DONE]` is
+/// optional; a tool call without an `index` continues the last call unless it brings a new ID;
+/// arguments may come in fragments or whole; reasoning (`reasoning_content` or `reasoning`) is kept
+/// apart from the text; a `stop` (or missing) finish reason after tool calls means `ToolCalls`.
+#[derive(Debug, Default)]
+pub struct ChatStreamDecoder {
+    text: String,
+    reasoning: String,
+    calls: Vec<ToolCall>,
+    finish_reason: Option<String>,
+    usage: Usage,
+    model: Option<String>,
+    done: bool,
+}
+
+impl ChatStreamDecoder {
+    /// Decodes the data of one event; returns the deltas it carries.
+    ///
+    /// # Errors
+    /// [`Error::Provider`] for an error object in the stream, [`Error::MalformedStream`] for
+    /// data that is not JSON.
+    pub fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(Vec::new());
+        }
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(Vec::new());
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|error| Error::MalformedStream {
+            reason: format!("a chunk is not JSON ({error}): {}", excerpt(data)),
+        })?;
+        if let Some(error) = chunk.get("error") {
+            return Err(Error::Provider {
+                status: None,
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| error.to_string(), str::to_owned),
+            });
+        }
+        if let Some(model) = chunk.get("model").and_then(Value::as_str) {
+            self.model = Some(model.to_owned());
+        }
+        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
+            self.usage = usage_of(usage);
+        }
+        let mut deltas = Vec::new();
+        let choices = chunk.get("choices").and_then(Value::as_array);
+        // One choice is asked for; a server that sends more gets its first one read.
+        let Some(choice) = choices.and_then(|choices| choices.first()) else {
+            return Ok(deltas);
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            if !reason.is_empty() {
+                self.finish_reason = Some(reason.to_owned());
+            }
+        }
+        let Some(delta) = choice.get("delta") else {
+            return Ok(deltas);
+        };
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(reasoning) = delta
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+            {
+                self.reasoning.push_str(reasoning);
+                deltas.push(Delta::Reasoning(reasoning.to_owned()));
+            }
+        }
+        if let Some(text) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            self.text.push_str(text);
+            deltas.push(Delta::Text(text.to_owned()));
+        }
+        for call in delta
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            deltas.push(self.tool_call_fragment(call));
+        }
+        Ok(deltas)
+    }
+
+    fn tool_call_fragment(&mut self, fragment: &Value) -> Delta {
+        let id = fragment
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty());
+        let function = fragment.get("function");
+        let name = function
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty());
+        let arguments = match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(whole) => whole.to_string(),
+        };
+        let index = match fragment.get("index").and_then(Value::as_u64) {
+            Some(index) => usize::try_from(index)
+                .unwrap_or(usize::MAX)
+                .min(self.calls.len()),
+            // No index: a new ID starts a call, anything else continues the last one.
+            None => match (id, self.calls.last()) {
+                (Some(id), Some(last)) if last.id != id => self.calls.len(),
+                (_, Some(_)) => self.calls.len() - 1,
+                (_, None) => 0,
+            },
+        };
+        if index == self.calls.len() {
+            self.calls.push(ToolCall::new("", "", ""));
+        }
+        if let Some(call) = self.calls.get_mut(index) {
+            if let Some(id) = id {
+                id.clone_into(&mut call.id);
+            }
+            if let Some(name) = name {
+                name.clone_into(&mut call.name);
+            }
+            call.arguments.push_str(&arguments);
+        }
+        Delta::ToolCall {
+            index,
+            id: id.map(str::to_owned),
+            name: name.map(str::to_owned),
+            arguments,
+        }
+    }
+
+    /// Whether `data: [DONE]` was seen.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The assembled message.
+    pub fn finish(self) -> AssistantMessage {
+        let has_calls = !self.calls.is_empty();
+        let (stop_reason, error_message) = match self.finish_reason.as_deref() {
+            Some("tool_calls" | "function_call") => (StopReason::ToolCalls, None),
+            Some("length" | "max_tokens") => (StopReason::Length, None),
+            Some("content_filter") => (
+                StopReason::Error,
+                Some("the provider's content filter stopped the response".to_owned()),
+            ),
+            _ if has_calls => (StopReason::ToolCalls, None),
+            _ => (StopReason::Stop, None),
+        };
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .map(|mut call| {
+                if call.arguments.trim().is_empty() {
+                    call.arguments = "{}".to_owned();
+                }
+                call
+            })
+            .collect();
+        AssistantMessage {
+            content: if self.text.is_empty() {
+                Vec::new()
+            } else {
+                vec![Content::text(self.text)]
+            },
+            reasoning: self.reasoning,
+            tool_calls,
+            stop_reason,
+            usage: self.usage,
+            model: self.model,
+            error_message,
+        }
+    }
+}
+
+fn number(value: &Value, key: &str) -> u64 {
+    value.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+fn usage_of(usage: &Value) -> Usage {
+    let cached = usage
+        .get("prompt_tokens_details")
+        .map_or(0, |details| number(details, "cached_tokens"));
+    Usage {
+        input_tokens: number(usage, "prompt_tokens").saturating_sub(cached),
+        output_tokens: number(usage, "completion_tokens"),
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+    }
+}
+
+pub(super) fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

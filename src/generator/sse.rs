@@ -1,0 +1,94 @@
+//! An incremental Server-Sent Events decoder: bytes in, events out, however the bytes are cut.
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SseEvent {
+    /// The `event:` field, if any.
+    pub event: Option<String>,
+    /// The `data:` lines, joined with `\n`.
+    pub data: String,
+}
+
+/// Decodes a `text/event-stream` body fed in arbitrary pieces.
+///
+/// Lines end with `\n` or `\r\n`; a blank line ends an event; `:` starts a comment (a keep-alive);
+/// unknown fields are ignored; the last event counts even without a trailing blank line (call
+/// [`SseDecoder::finish`]). Text is decoded per whole line, so a UTF-8 character cut between two
+/// pieces comes out whole.
+///
+/// ```
+/// use golato::generator::sse::SseDecoder;
+///
+/// let mut decoder = SseDecoder::default();
+/// let mut events = decoder.feed(b"event: ping\ndata: {\"a\":");
+/// events.extend(decoder.feed(b"1}\n\ndata: last"));
+/// events.extend(decoder.finish());
+/// assert_eq!(events.len(), 2);
+/// assert_eq!(events[0].data, "{\"a\":1}");
+/// assert_eq!(events[1].data, "last");
+/// ```
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    line: Vec<u8>,
+    event: Option<String>,
+    data: Option<String>,
+}
+
+impl SseDecoder {
+    /// Feeds the next piece of the body; returns the events it completed.
+    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        let mut rest = bytes;
+        while let Some(at) = memchr::memchr(b'\n', rest) {
+            self.line.extend_from_slice(&rest[..at]);
+            rest = &rest[at + 1..];
+            let line = std::mem::take(&mut self.line);
+            events.extend(self.on_line(&line));
+        }
+        self.line.extend_from_slice(rest);
+        events
+    }
+
+    /// Ends the body: returns the last event if it was not closed by a blank line.
+    pub fn finish(&mut self) -> Option<SseEvent> {
+        let line = std::mem::take(&mut self.line);
+        let from_line = if line.is_empty() {
+            None
+        } else {
+            self.on_line(&line)
+        };
+        from_line.or_else(|| self.dispatch())
+    }
+
+    fn on_line(&mut self, line: &[u8]) -> Option<SseEvent> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return self.dispatch();
+        }
+        if line.starts_with(b":") {
+            return None;
+        }
+        let text = String::from_utf8_lossy(line);
+        let (field, value) = match text.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (text.as_ref(), ""),
+        };
+        match field {
+            "event" => self.event = Some(value.to_owned()),
+            "data" => match &mut self.data {
+                Some(data) => {
+                    data.push('\n');
+                    data.push_str(value);
+                }
+                None => self.data = Some(value.to_owned()),
+            },
+            _ => {}
+        }
+        None
+    }
+
+    fn dispatch(&mut self) -> Option<SseEvent> {
+        let event = self.event.take();
+        self.data.take().map(|data| SseEvent { event, data })
+    }
+}
