@@ -9,6 +9,7 @@
 //! [`Scripted`] replays assistant messages given in advance (tests, demos, record and replay).
 
 pub mod anthropic;
+mod http;
 pub mod openai;
 mod scripted;
 pub mod sse;
@@ -21,6 +22,9 @@ use futures::stream::BoxStream;
 use crate::message::{AssistantMessage, Message};
 use crate::tool::ToolDefinition;
 
+pub use anthropic::Anthropic;
+pub use http::{RetryPolicy, DEFAULT_IDLE_TIMEOUT};
+pub use openai::OpenAiChat;
 pub use scripted::Scripted;
 
 /// The model to ask, and what it can do.
@@ -191,6 +195,24 @@ pub enum Error {
         status: Option<u16>,
         /// The provider's own message.
         message: String,
+    },
+    /// The HTTP request failed, or the response stream broke.
+    #[error("{reason}; check the base URL and the network, then retry")]
+    Http {
+        /// What failed.
+        reason: String,
+    },
+    /// The response stream went silent.
+    #[error("the provider's stream sent nothing for {seconds} s; it is treated as broken (raise the idle timeout for slow models)")]
+    IdleTimeout {
+        /// The idle timeout.
+        seconds: f64,
+    },
+    /// An API key is required and was not given.
+    #[error("no API key: set {variable} or pass one to the client")]
+    MissingApiKey {
+        /// The environment variable that would hold it.
+        variable: &'static str,
     },
     /// The stream is not in the provider's format.
     #[error("the provider's stream is malformed: {reason}")]

@@ -210,6 +210,11 @@ impl MessagesStreamDecoder {
         self.done
     }
 
+    /// Whether `message_delta` reported the stop reason.
+    pub fn has_stop_reason(&self) -> bool {
+        self.stop_reason.is_some()
+    }
+
     /// The assembled message.
     pub fn finish(self) -> AssistantMessage {
         let has_calls = !self.calls.is_empty();
@@ -247,4 +252,165 @@ impl MessagesStreamDecoder {
             error_message,
         }
     }
+}
+
+/// A generator for Anthropic's Messages API.
+///
+/// Streams; retries HTTP 429 and 5xx (including 529 overloaded) per its
+/// [`RetryPolicy`](super::RetryPolicy), honouring `Retry-After`; other errors end the run with the
+/// provider's message. Images of tool results go inside the `tool_result` content (or, for a model
+/// without image input, a note says they were left out).
+///
+/// ```no_run
+/// use golato::generator::Anthropic;
+///
+/// // ANTHROPIC_BASE_URL (default https://api.anthropic.com) and ANTHROPIC_API_KEY.
+/// let client = Anthropic::from_env()?;
+/// # Ok::<(), golato::generator::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    base_url: String,
+    api_key: String,
+    transport: super::http::Transport,
+}
+
+/// Where Anthropic's API lives when `ANTHROPIC_BASE_URL` is not set.
+pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The output limit sent when the model sets none (the API requires one).
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+
+impl Anthropic {
+    /// A client for `base_url` with `api_key`.
+    ///
+    /// # Errors
+    /// [`Error::Http`] if the HTTP client cannot be built.
+    pub fn new(base_url: impl Into<String>, api_key: impl Into<String>) -> Result<Self, Error> {
+        Ok(Anthropic {
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key: api_key.into(),
+            transport: super::http::Transport::new()?,
+        })
+    }
+
+    /// A client configured by `ANTHROPIC_BASE_URL` (default [`ANTHROPIC_DEFAULT_BASE_URL`]) and
+    /// `ANTHROPIC_API_KEY`.
+    ///
+    /// # Errors
+    /// [`Error::MissingApiKey`] without `ANTHROPIC_API_KEY`.
+    pub fn from_env() -> Result<Self, Error> {
+        let base_url = std::env::var("ANTHROPIC_BASE_URL")
+            .unwrap_or_else(|_| ANTHROPIC_DEFAULT_BASE_URL.to_owned());
+        let api_key = std::env::var("ANTHROPIC_API_KEY")
+            .ok()
+            .filter(|key| !key.is_empty())
+            .ok_or(Error::MissingApiKey {
+                variable: "ANTHROPIC_API_KEY",
+            })?;
+        Anthropic::new(base_url, api_key)
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: super::RetryPolicy) -> Self {
+        self.transport.retry = retry;
+        self
+    }
+
+    /// Sets how long the stream may stay silent before it counts as broken.
+    pub fn with_idle_timeout(mut self, idle_timeout: std::time::Duration) -> Self {
+        self.transport.idle_timeout = idle_timeout;
+        self
+    }
+}
+
+impl super::Generator for Anthropic {
+    fn stream(&self, request: super::Request) -> super::EventStream {
+        let body = request_body(&request).to_string().into_bytes();
+        let headers = vec![
+            ("x-api-key", self.api_key.clone()),
+            ("anthropic-version", "2023-06-01".to_owned()),
+        ];
+        self.transport.stream::<MessagesStreamDecoder>(
+            format!("{}/v1/messages", self.base_url),
+            headers,
+            body,
+        )
+    }
+}
+
+fn parts(content: &[Content], images_allowed: bool) -> Vec<Value> {
+    content
+        .iter()
+        .map(|part| match part {
+            Content::Text { text } => serde_json::json!({"type": "text", "text": text}),
+            Content::Image { mime_type, data } if images_allowed => {
+                serde_json::json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}})
+            }
+            Content::Image { .. } => serde_json::json!({"type": "text", "text": "[image left out: the model does not accept images]"}),
+        })
+        .collect()
+}
+
+/// The Messages request for `request`. Consecutive tool results go into one user message.
+pub(crate) fn request_body(request: &super::Request) -> Value {
+    use crate::message::Message;
+    let images = request.model.supports_images;
+    let mut messages: Vec<Value> = Vec::new();
+    for message in request.messages.iter() {
+        match message {
+            Message::User(user) => messages
+                .push(serde_json::json!({"role": "user", "content": parts(&user.content, images)})),
+            Message::Assistant(assistant) => {
+                let mut content = parts(&assistant.content, false);
+                content.retain(|part| part["text"].as_str().is_none_or(|text| !text.is_empty()));
+                for call in &assistant.tool_calls {
+                    let input: Value = serde_json::from_str(&call.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| serde_json::json!({}));
+                    content.push(serde_json::json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+                }
+                messages.push(serde_json::json!({"role": "assistant", "content": content}));
+            }
+            Message::ToolResult(result) => {
+                let block = serde_json::json!({
+                    "type": "tool_result",
+                    "tool_use_id": result.tool_call_id,
+                    "content": parts(&result.content, images),
+                    "is_error": result.is_error,
+                });
+                let continues_run = messages.last().is_some_and(|last| {
+                    last["role"] == "user"
+                        && last["content"]
+                            .as_array()
+                            .and_then(|c| c.last())
+                            .is_some_and(|p| p["type"] == "tool_result")
+                });
+                match messages
+                    .last_mut()
+                    .and_then(|last| last["content"].as_array_mut())
+                {
+                    Some(content) if continues_run => content.push(block),
+                    _ => messages.push(serde_json::json!({"role": "user", "content": [block]})),
+                }
+            }
+        }
+    }
+    let mut body = serde_json::json!({
+        "model": request.model.id,
+        "max_tokens": request.model.max_output_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
+        "messages": messages,
+        "stream": true,
+    });
+    if let Some(system) = &request.system_prompt {
+        body["system"] = system.clone().into();
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|tool| serde_json::json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters}))
+            .collect();
+    }
+    body
 }

@@ -151,6 +151,11 @@ impl ChatStreamDecoder {
         self.done
     }
 
+    /// Whether a choice reported its finish reason.
+    pub fn has_finish_reason(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
     /// The assembled message.
     pub fn finish(self) -> AssistantMessage {
         let has_calls = !self.calls.is_empty();
@@ -211,4 +216,181 @@ pub(super) fn excerpt(text: &str) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
+}
+
+/// A generator for any OpenAI-compatible Chat Completions endpoint: OpenAI, Ollama, vLLM,
+/// llama.cpp server, LM Studio, OpenRouter.
+///
+/// Streams with `stream_options.include_usage`; retries HTTP 429 and 5xx per its
+/// [`RetryPolicy`](super::RetryPolicy) (honouring `Retry-After`); other errors end the run with
+/// the provider's message. Tool messages are text-only in this API, so the images of a run of
+/// tool results follow it in one user message (or, for a model without image input, a note says
+/// they were left out).
+///
+/// ```no_run
+/// use golato::generator::OpenAiChat;
+///
+/// // OPENAI_BASE_URL (default https://api.openai.com/v1) and OPENAI_API_KEY.
+/// let client = OpenAiChat::from_env()?;
+/// # Ok::<(), golato::generator::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct OpenAiChat {
+    base_url: String,
+    api_key: Option<String>,
+    transport: super::http::Transport,
+}
+
+/// Where OpenAI's API lives when `OPENAI_BASE_URL` is not set.
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+impl OpenAiChat {
+    /// A client for `base_url` (such as `http://localhost:11434/v1` for Ollama); `api_key` is
+    /// sent as a bearer token when given.
+    ///
+    /// # Errors
+    /// [`Error::Http`] if the HTTP client cannot be built.
+    pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Result<Self, Error> {
+        Ok(OpenAiChat {
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            api_key,
+            transport: super::http::Transport::new()?,
+        })
+    }
+
+    /// A client configured by `OPENAI_BASE_URL` (default [`OPENAI_DEFAULT_BASE_URL`]) and
+    /// `OPENAI_API_KEY` (required for the default URL; local servers may need none).
+    ///
+    /// # Errors
+    /// [`Error::MissingApiKey`] for OpenAI's own URL without a key.
+    pub fn from_env() -> Result<Self, Error> {
+        let base_url =
+            std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| OPENAI_DEFAULT_BASE_URL.to_owned());
+        let api_key = std::env::var("OPENAI_API_KEY")
+            .ok()
+            .filter(|key| !key.is_empty());
+        if api_key.is_none() && base_url.trim_end_matches('/') == OPENAI_DEFAULT_BASE_URL {
+            return Err(Error::MissingApiKey {
+                variable: "OPENAI_API_KEY",
+            });
+        }
+        OpenAiChat::new(base_url, api_key)
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: super::RetryPolicy) -> Self {
+        self.transport.retry = retry;
+        self
+    }
+
+    /// Sets how long the stream may stay silent before it counts as broken.
+    pub fn with_idle_timeout(mut self, idle_timeout: std::time::Duration) -> Self {
+        self.transport.idle_timeout = idle_timeout;
+        self
+    }
+}
+
+impl super::Generator for OpenAiChat {
+    fn stream(&self, request: super::Request) -> super::EventStream {
+        let body = request_body(&request).to_string().into_bytes();
+        let mut headers = Vec::new();
+        if let Some(key) = &self.api_key {
+            headers.push(("authorization", format!("Bearer {key}")));
+        }
+        self.transport.stream::<ChatStreamDecoder>(
+            format!("{}/chat/completions", self.base_url),
+            headers,
+            body,
+        )
+    }
+}
+
+/// The Chat Completions request for `request`.
+pub(crate) fn request_body(request: &super::Request) -> Value {
+    use crate::message::Message;
+    let mut messages = Vec::new();
+    if let Some(system) = &request.system_prompt {
+        messages.push(serde_json::json!({"role": "system", "content": system}));
+    }
+    // Images of the current run of tool results, sent after it in one user message.
+    let mut pending_images: Vec<Value> = Vec::new();
+    let flush = |messages: &mut Vec<Value>, images: &mut Vec<Value>| {
+        if !images.is_empty() {
+            let mut parts = vec![
+                serde_json::json!({"type": "text", "text": "Images returned by the tool calls above:"}),
+            ];
+            parts.append(images);
+            messages.push(serde_json::json!({"role": "user", "content": parts}));
+        }
+    };
+    for message in request.messages.iter() {
+        if !matches!(message, Message::ToolResult(_)) {
+            flush(&mut messages, &mut pending_images);
+        }
+        match message {
+            Message::User(user) => messages.push(serde_json::json!({"role": "user", "content": content_parts(&user.content, request.model.supports_images)})),
+            Message::Assistant(assistant) => {
+                let mut entry = serde_json::json!({"role": "assistant", "content": assistant.text()});
+                if !assistant.tool_calls.is_empty() {
+                    entry["tool_calls"] = assistant
+                        .tool_calls
+                        .iter()
+                        .map(|call| serde_json::json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
+                        .collect();
+                }
+                messages.push(entry);
+            }
+            Message::ToolResult(result) => {
+                let images: Vec<Value> = result
+                    .content
+                    .iter()
+                    .filter_map(|part| match part {
+                        Content::Image { mime_type, data } => Some(serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})),
+                        Content::Text { .. } => None,
+                    })
+                    .collect();
+                let mut text = result.text();
+                if !images.is_empty() && !request.model.supports_images {
+                    text.push_str(&format!("\n[{} image(s) left out: the model does not accept images]", images.len()));
+                } else {
+                    pending_images.extend(images);
+                }
+                messages.push(serde_json::json!({"role": "tool", "tool_call_id": result.tool_call_id, "content": text}));
+            }
+        }
+    }
+    flush(&mut messages, &mut pending_images);
+    let mut body = serde_json::json!({
+        "model": request.model.id,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|tool| serde_json::json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}))
+            .collect();
+    }
+    if let Some(limit) = request.model.max_output_tokens {
+        body["max_tokens"] = limit.into();
+    }
+    body
+}
+
+fn content_parts(content: &[Content], images_allowed: bool) -> Value {
+    if let [Content::Text { text }] = content {
+        return Value::String(text.clone());
+    }
+    content
+        .iter()
+        .map(|part| match part {
+            Content::Text { text } => serde_json::json!({"type": "text", "text": text}),
+            Content::Image { mime_type, data } if images_allowed => {
+                serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})
+            }
+            Content::Image { .. } => serde_json::json!({"type": "text", "text": "[image left out: the model does not accept images]"}),
+        })
+        .collect()
 }

@@ -1,0 +1,431 @@
+//! The provider clients against a loopback HTTP server that replays recorded streams and
+//! injects faults; the server records what the clients sent.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use futures::StreamExt;
+use golato::generator::{
+    self, Anthropic, Generator, Model, OpenAiChat, Request, RetryPolicy, StreamEvent,
+};
+use golato::message::{
+    AssistantMessage, Content, Message, StopReason, ToolResultMessage, UserMessage,
+};
+use serde_json::{json, Value};
+use support::*;
+
+/// One canned reply: a status, extra headers, and the body in pieces (`None`: stall forever).
+#[derive(Clone)]
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    chunks: Vec<Vec<u8>>,
+    stall: bool,
+}
+
+impl Reply {
+    fn ok(body: Vec<u8>, pieces: usize) -> Reply {
+        let size = body.len().div_ceil(pieces.max(1)).max(1);
+        Reply {
+            status: 200,
+            headers: vec![],
+            chunks: body.chunks(size).map(<[u8]>::to_vec).collect(),
+            stall: false,
+        }
+    }
+    fn status(status: u16, body: &str) -> Reply {
+        Reply {
+            status,
+            headers: vec![],
+            chunks: vec![body.as_bytes().to_vec()],
+            stall: false,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Server {
+    replies: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<(HeaderMap, Value)>>,
+}
+
+async fn answer(State(server): State<Arc<Server>>, headers: HeaderMap, body: Bytes) -> Response {
+    server.requests.lock().unwrap().push((
+        headers,
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+    ));
+    let reply = server
+        .replies
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or_else(|| Reply::status(500, "no reply scripted"));
+    let chunks = reply
+        .chunks
+        .into_iter()
+        .map(|chunk| Ok::<_, std::io::Error>(Bytes::from(chunk)));
+    let stream = futures::stream::iter(chunks);
+    let body = if reply.stall {
+        Body::from_stream(stream.chain(futures::stream::pending()))
+    } else {
+        Body::from_stream(stream)
+    };
+    let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
+    for (name, value) in reply.headers {
+        response = response.header(name, value);
+    }
+    response.body(body).unwrap()
+}
+
+async fn serve(replies: Vec<Reply>) -> (String, Arc<Server>) {
+    let server = Arc::new(Server {
+        replies: Mutex::new(replies.into()),
+        ..Default::default()
+    });
+    let app = Router::new()
+        .route("/v1/chat/completions", post(answer))
+        .route("/v1/messages", post(answer))
+        .with_state(Arc::clone(&server));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{address}"), server)
+}
+
+fn fixture(path: &str) -> Vec<u8> {
+    let full = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/llm")
+        .join(path);
+    std::fs::read(&full)
+        .unwrap_or_else(|error| panic!("fixture {} is missing ({error})", full.display()))
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 2,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(20),
+    }
+}
+
+fn request(model: Model) -> Request {
+    Request {
+        model,
+        system_prompt: Some("Be brief.".into()),
+        messages: Arc::new(vec![Message::User(UserMessage::new("Weather in Paris?"))]),
+        tools: vec![golato::tool::ToolDefinition {
+            name: "get_weather".into(),
+            description: "Weather.".into(),
+            parameters: json!({"type": "object"}),
+        }]
+        .into(),
+    }
+}
+
+async fn collect_stream(
+    generator: &dyn Generator,
+    request: Request,
+) -> Result<(usize, AssistantMessage), generator::Error> {
+    let mut stream = generator.stream(request);
+    let mut deltas = 0;
+    while let Some(item) = stream.next().await {
+        match item? {
+            StreamEvent::Delta(_) => deltas += 1,
+            StreamEvent::Done(message) => return Ok((deltas, message)),
+        }
+    }
+    panic!("the stream ended without a message")
+}
+
+#[tokio::test]
+async fn openai_chat_replays_recorded_streams_in_any_pieces() {
+    for pieces in [1, 3, 50] {
+        let (url, server) = serve(vec![Reply::ok(
+            fixture("openai-chat/parallel-tool-calls.sse"),
+            pieces,
+        )])
+        .await;
+        let client = OpenAiChat::new(format!("{url}/v1"), Some("sk-test".into())).unwrap();
+        let (deltas, message) = collect_stream(&client, request(Model::new("gpt-4o")))
+            .await
+            .unwrap();
+        assert!(deltas > 10);
+        assert_eq!(message.stop_reason, StopReason::ToolCalls);
+        assert_eq!(message.tool_calls.len(), 2);
+        assert_eq!(message.usage.output_tokens, 60);
+        let (headers, body) = server.requests.lock().unwrap().remove(0);
+        assert_eq!(headers["authorization"], "Bearer sk-test");
+        assert_eq!(body["model"], "gpt-4o");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "Be brief."})
+        );
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "user", "content": "Weather in Paris?"})
+        );
+        assert_eq!(body["tools"][0]["function"]["name"], "get_weather");
+    }
+}
+
+#[tokio::test]
+async fn anthropic_replays_recorded_streams_in_any_pieces() {
+    for pieces in [1, 7, 64] {
+        let (url, server) = serve(vec![Reply::ok(fixture("anthropic/tool-use.sse"), pieces)]).await;
+        let client = Anthropic::new(url, "ant-key").unwrap();
+        let mut model = Model::new("claude-sonnet-4-20250514");
+        model.max_output_tokens = Some(1024);
+        let (_, message) = collect_stream(&client, request(model)).await.unwrap();
+        assert_eq!(
+            message.text(),
+            "I'll check the current weather in Paris for you."
+        );
+        assert_eq!(message.tool_calls[0].arguments, r#"{"location": "Paris"}"#);
+        let (headers, body) = server.requests.lock().unwrap().remove(0);
+        assert_eq!(headers["x-api-key"], "ant-key");
+        assert_eq!(headers["anthropic-version"], "2023-06-01");
+        assert_eq!(body["max_tokens"], 1024);
+        assert_eq!(body["system"], "Be brief.");
+        assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+    }
+}
+
+#[tokio::test]
+async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
+    let mut limited = Reply::status(429, r#"{"error": {"message": "slow down"}}"#);
+    limited.headers.push(("retry-after", "0".into()));
+    let (url, server) = serve(vec![
+        limited,
+        Reply::status(503, "busy"),
+        Reply::ok(fixture("openai-chat/text-stop.sse"), 4),
+    ])
+    .await;
+    let client = OpenAiChat::new(url + "/v1", None)
+        .unwrap()
+        .with_retry(fast_retries());
+    let (_, message) = collect_stream(&client, request(Model::new("m")))
+        .await
+        .unwrap();
+    assert_eq!(message.stop_reason, StopReason::Stop);
+    assert_eq!(server.requests.lock().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn retries_are_bounded_and_client_errors_are_not_retried() {
+    let (url, server) = serve(vec![
+        Reply::status(500, "a"),
+        Reply::status(500, "b"),
+        Reply::status(500, r#"{"error": {"message": "still down"}}"#),
+    ])
+    .await;
+    let client = OpenAiChat::new(url + "/v1", None)
+        .unwrap()
+        .with_retry(fast_retries());
+    let error = collect_stream(&client, request(Model::new("m")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            generator::Error::Provider {
+                status: Some(500),
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("still down"), "{error}");
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        3,
+        "one try and two retries"
+    );
+
+    let (url, server) = serve(vec![Reply::status(400, r#"{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: too large"}}"#)]).await;
+    let client = Anthropic::new(url, "k").unwrap().with_retry(fast_retries());
+    let error = collect_stream(&client, request(Model::new("m")))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the provider answered with an error (HTTP 400): max_tokens: too large"
+    );
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn broken_malformed_and_silent_streams_are_errors() {
+    let (url, _) = serve(vec![Reply::ok(b"data: {not json}\n\n".to_vec(), 1)]).await;
+    let client = OpenAiChat::new(url + "/v1", None).unwrap();
+    let error = collect_stream(&client, request(Model::new("m")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, generator::Error::MalformedStream { .. }),
+        "{error:?}"
+    );
+
+    // Cut between two events: a stream that ends without saying it is complete.
+    let whole = fixture("anthropic/tool-use.sse");
+    let boundary = whole
+        .windows(2)
+        .enumerate()
+        .filter(|(_, pair)| pair == b"\n\n")
+        .map(|(at, _)| at + 2)
+        .find(|at| *at > whole.len() / 2)
+        .unwrap();
+    let (url, _) = serve(vec![Reply::ok(whole[..boundary].to_vec(), 2)]).await;
+    let client = Anthropic::new(url, "k").unwrap();
+    let error = collect_stream(&client, request(Model::new("m")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, generator::Error::IncompleteStream),
+        "{error:?}"
+    );
+    // Cut inside an event: what arrived of it is not JSON.
+    let (url, _) = serve(vec![Reply::ok(whole[..boundary + 40].to_vec(), 2)]).await;
+    let client = Anthropic::new(url, "k").unwrap();
+    let error = collect_stream(&client, request(Model::new("m")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, generator::Error::MalformedStream { .. }),
+        "{error:?}"
+    );
+
+    let mut stalled = Reply::ok(fixture("openai-chat/text-stop.sse")[..200].to_vec(), 1);
+    stalled.stall = true;
+    let (url, _) = serve(vec![stalled]).await;
+    let client = OpenAiChat::new(url + "/v1", None)
+        .unwrap()
+        .with_idle_timeout(Duration::from_millis(200));
+    let error = collect_stream(&client, request(Model::new("m")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, generator::Error::IdleTimeout { .. }),
+        "{error:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_run_against_the_server_sends_tool_results_back() {
+    let (url, server) = serve(vec![
+        Reply::ok(fixture("openai-chat/single-tool-call-non-strict.sse"), 5),
+        Reply::ok(fixture("openai-chat/text-stop.sse"), 5),
+    ])
+    .await;
+    let weather = golato::Tool::new(
+        "get_weather",
+        "Weather.",
+        json!({"type": "object"}),
+        |_ctx, _args| async { Ok(golato::ToolResult::text("Sunny, 21 °C")) },
+    );
+    let client = OpenAiChat::new(url + "/v1", None).unwrap();
+    let agent = agent_with(client, vec![weather]);
+    let result = agent.run(prompt("Weather in New York?")).await.unwrap();
+    assert!(result.final_message.text().starts_with("I'm unable"));
+    let requests = server.requests.lock().unwrap();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].1["messages"].as_array().unwrap().clone();
+    let tool_message = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool_message["content"], "Sunny, 21 °C");
+    assert!(tool_message["tool_call_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("call_"));
+    let assistant = messages.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(
+        assistant["tool_calls"][0]["function"]["arguments"],
+        r#"{"city":"New York City"}"#
+    );
+}
+
+fn with_image_result(model: Model) -> Request {
+    let mut request = request(model);
+    request.messages = Arc::new(vec![
+        Message::User(UserMessage::new("Look")),
+        Message::Assistant(AssistantMessage::with_tool_calls([
+            golato::message::ToolCall::new("c1", "shot", "{}"),
+        ])),
+        Message::ToolResult(ToolResultMessage {
+            tool_call_id: "c1".into(),
+            tool_name: "shot".into(),
+            content: vec![
+                Content::text("a picture"),
+                Content::image("image/png", "iVBORw0KGgo="),
+            ],
+            details: None,
+            is_error: false,
+        }),
+    ]);
+    request
+}
+
+#[tokio::test]
+async fn images_in_tool_results_follow_each_providers_rules() {
+    let (url, server) = serve(vec![
+        Reply::ok(fixture("openai-chat/text-stop.sse"), 1),
+        Reply::ok(fixture("openai-chat/text-stop.sse"), 1),
+    ])
+    .await;
+    let client = OpenAiChat::new(url + "/v1", None).unwrap();
+    collect_stream(&client, with_image_result(Model::new("vision")))
+        .await
+        .unwrap();
+    let mut blind = Model::new("text-only");
+    blind.supports_images = false;
+    collect_stream(&client, with_image_result(blind))
+        .await
+        .unwrap();
+    {
+        let requests = server.requests.lock().unwrap();
+        let messages = requests[0].1["messages"].as_array().unwrap();
+        assert_eq!(messages[3]["role"], "tool");
+        assert_eq!(messages[3]["content"], "a picture");
+        assert_eq!(
+            messages[4]["role"], "user",
+            "images follow the tool results in a user message"
+        );
+        assert_eq!(
+            messages[4]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,iVBORw0KGgo="
+        );
+        let blind_messages = requests[1].1["messages"].as_array().unwrap();
+        assert_eq!(
+            blind_messages.len(),
+            4,
+            "no image message for a model without image input"
+        );
+        assert!(blind_messages[3]["content"]
+            .as_str()
+            .unwrap()
+            .contains("left out"));
+    }
+
+    let (url, server) = serve(vec![Reply::ok(fixture("anthropic/basic-text.sse"), 1)]).await;
+    let client = Anthropic::new(url, "k").unwrap();
+    collect_stream(&client, with_image_result(Model::new("claude")))
+        .await
+        .unwrap();
+    let requests = server.requests.lock().unwrap();
+    let result = &requests[0].1["messages"][2]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], "c1");
+    assert_eq!(result["content"][1]["type"], "image");
+    assert_eq!(result["content"][1]["source"]["media_type"], "image/png");
+}
