@@ -429,3 +429,29 @@ async fn images_in_tool_results_follow_each_providers_rules() {
     assert_eq!(result["content"][1]["type"], "image");
     assert_eq!(result["content"][1]["source"]["media_type"], "image/png");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_mid_stream_ends_the_run_with_its_transcript() {
+    let mut stalled = Reply::ok(fixture("openai-chat/text-stop.sse")[..2000].to_vec(), 1);
+    stalled.stall = true;
+    let (url, server) = serve(vec![stalled]).await;
+    let agent = agent_with(
+        OpenAiChat::new(url + "/v1", None)
+            .unwrap()
+            .with_idle_timeout(HANG_GUARD),
+        vec![],
+    );
+    let run = agent.start(prompt("hello"));
+    // Cancel once some of the answer has streamed in.
+    while let Some(event) = run.next_event().await {
+        if matches!(event, golato::Event::MessageUpdate(_)) {
+            run.cancel();
+            break;
+        }
+    }
+    match run.finish().await {
+        Err(golato::agent::Error::Cancelled { messages }) => assert_eq!(messages.len(), 1),
+        other => panic!("expected Cancelled, got {other:?}"),
+    }
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
+}
