@@ -455,3 +455,125 @@ async fn cancelling_mid_stream_ends_the_run_with_its_transcript() {
     }
     assert_eq!(server.requests.lock().unwrap().len(), 1);
 }
+
+/// A fixture's HTTP body: raw SSE as recorded, or JSON lines framed as `data:` events.
+fn fixture_body(path: &str, done_marker: bool) -> Vec<u8> {
+    let bytes = fixture(path);
+    if !path.ends_with(".jsonl") {
+        return bytes;
+    }
+    let mut framed: String = String::from_utf8(bytes)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| format!("data: {line}\n\n"))
+        .collect();
+    if done_marker {
+        framed.push_str("data: [DONE]\n\n");
+    }
+    framed.into_bytes()
+}
+
+/// The body in pieces of random sizes (seeded, so a failure can be replayed).
+fn random_pieces(body: &[u8], seed: u64) -> Reply {
+    let mut state = seed | 1;
+    let mut chunks = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let size = (state % 97 + 1) as usize;
+        let (chunk, tail) = rest.split_at(size.min(rest.len()));
+        chunks.push(chunk.to_vec());
+        rest = tail;
+    }
+    Reply {
+        status: 200,
+        headers: vec![],
+        chunks,
+        stall: false,
+    }
+}
+
+#[tokio::test]
+async fn every_recorded_stream_replays_through_the_real_clients() {
+    let openai_streams = [
+        "openai-chat/parallel-tool-calls.sse",
+        "openai-chat/single-tool-call-non-strict.sse",
+        "openai-chat/single-tool-call-strict.sse",
+        "openai-chat/strict-tool-call.sse",
+        "openai-chat/finish-length.sse",
+        "openai-chat/finish-length-2.sse",
+        "openai-chat/text-stop.sse",
+        "openai-chat/text-long.jsonl",
+        "openai-compatible/groq-tool-call.jsonl",
+        "openai-compatible/xai-tool-call.jsonl",
+        "openai-compatible/deepseek-tool-call.jsonl",
+        "openai-compatible/deepseek-text.jsonl",
+    ];
+    let anthropic_streams = [
+        "anthropic/tool-use.sse",
+        "anthropic/basic-text.sse",
+        "anthropic/text-after-tool-results.sse",
+        "anthropic/parallel-tool-use-no-args.sse",
+        "anthropic/text-then-tool-no-args.jsonl",
+        "anthropic/tool-quoted-input.jsonl",
+    ];
+    for path in openai_streams {
+        let body = fixture_body(path, true);
+        let (url, _) = serve(vec![
+            Reply::ok(body.clone(), 1),
+            random_pieces(&body, 7),
+            random_pieces(&body, 42),
+        ])
+        .await;
+        let client = OpenAiChat::new(url + "/v1", None).unwrap();
+        let whole = collect_stream(&client, request(Model::new("m")))
+            .await
+            .unwrap()
+            .1;
+        for _ in 0..2 {
+            assert_eq!(
+                collect_stream(&client, request(Model::new("m")))
+                    .await
+                    .unwrap()
+                    .1,
+                whole,
+                "{path}"
+            );
+        }
+        assert!(
+            !whole.tool_calls.is_empty() || !whole.text().is_empty(),
+            "{path}: empty message"
+        );
+    }
+    for path in anthropic_streams {
+        let body = fixture_body(path, false);
+        let (url, _) = serve(vec![
+            Reply::ok(body.clone(), 1),
+            random_pieces(&body, 7),
+            random_pieces(&body, 42),
+        ])
+        .await;
+        let client = Anthropic::new(url, "k").unwrap();
+        let whole = collect_stream(&client, request(Model::new("m")))
+            .await
+            .unwrap()
+            .1;
+        for _ in 0..2 {
+            assert_eq!(
+                collect_stream(&client, request(Model::new("m")))
+                    .await
+                    .unwrap()
+                    .1,
+                whole,
+                "{path}"
+            );
+        }
+        assert!(
+            !whole.tool_calls.is_empty() || !whole.text().is_empty(),
+            "{path}: empty message"
+        );
+    }
+}
