@@ -9,6 +9,7 @@
 //! [`Scripted`] replays assistant messages given in advance (tests, demos, record and replay).
 
 pub mod anthropic;
+mod assembly;
 mod http;
 pub mod openai;
 mod scripted;

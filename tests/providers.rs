@@ -520,50 +520,39 @@ async fn every_recorded_stream_replays_through_the_real_clients() {
         "anthropic/text-then-tool-no-args.jsonl",
         "anthropic/tool-quoted-input.jsonl",
     ];
-    for path in openai_streams {
-        let body = fixture_body(path, true);
+    replay_all(&openai_streams, true, |url| {
+        Box::new(OpenAiChat::new(url + "/v1", None).unwrap())
+    })
+    .await;
+    replay_all(&anthropic_streams, false, |url| {
+        Box::new(Anthropic::new(url, "k").unwrap())
+    })
+    .await;
+}
+
+/// Serves each stream whole and in random pieces to a client made by `client`; the three
+/// messages must be equal and not empty.
+async fn replay_all(
+    paths: &[&str],
+    done_marker: bool,
+    client: impl Fn(String) -> Box<dyn Generator>,
+) {
+    for path in paths {
+        let body = fixture_body(path, done_marker);
         let (url, _) = serve(vec![
             Reply::ok(body.clone(), 1),
             random_pieces(&body, 7),
             random_pieces(&body, 42),
         ])
         .await;
-        let client = OpenAiChat::new(url + "/v1", None).unwrap();
-        let whole = collect_stream(&client, request(Model::new("m")))
+        let client = client(url);
+        let whole = collect_stream(client.as_ref(), request(Model::new("m")))
             .await
             .unwrap()
             .1;
         for _ in 0..2 {
             assert_eq!(
-                collect_stream(&client, request(Model::new("m")))
-                    .await
-                    .unwrap()
-                    .1,
-                whole,
-                "{path}"
-            );
-        }
-        assert!(
-            !whole.tool_calls.is_empty() || !whole.text().is_empty(),
-            "{path}: empty message"
-        );
-    }
-    for path in anthropic_streams {
-        let body = fixture_body(path, false);
-        let (url, _) = serve(vec![
-            Reply::ok(body.clone(), 1),
-            random_pieces(&body, 7),
-            random_pieces(&body, 42),
-        ])
-        .await;
-        let client = Anthropic::new(url, "k").unwrap();
-        let whole = collect_stream(&client, request(Model::new("m")))
-            .await
-            .unwrap()
-            .1;
-        for _ in 0..2 {
-            assert_eq!(
-                collect_stream(&client, request(Model::new("m")))
+                collect_stream(client.as_ref(), request(Model::new("m")))
                     .await
                     .unwrap()
                     .1,

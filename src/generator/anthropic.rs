@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 
+use super::assembly::Assembly;
 use super::openai::excerpt;
 use super::{Delta, Error};
-use crate::message::{AssistantMessage, Content, StopReason, ToolCall, Usage};
+use crate::message::{AssistantMessage, Content, StopReason, ToolCall};
 
 /// What a content block of the stream is.
 #[derive(Debug)]
@@ -24,14 +25,10 @@ enum Block {
 /// [`Error::Provider`].
 #[derive(Debug, Default)]
 pub struct MessagesStreamDecoder {
-    text: String,
-    reasoning: String,
-    calls: Vec<ToolCall>,
+    parts: Assembly,
     /// Block index → what it is.
     blocks: Vec<(u64, Block)>,
     stop_reason: Option<String>,
-    usage: Usage,
-    model: Option<String>,
     done: bool,
 }
 
@@ -58,7 +55,7 @@ impl MessagesStreamDecoder {
             "message_start" => {
                 if let Some(message) = event.get("message") {
                     if let Some(model) = message.get("model").and_then(Value::as_str) {
-                        self.model = Some(model.to_owned());
+                        self.parts.model = Some(model.to_owned());
                     }
                     if let Some(usage) = message.get("usage") {
                         self.read_usage(usage);
@@ -97,16 +94,16 @@ impl MessagesStreamDecoder {
     fn read_usage(&mut self, usage: &Value) {
         let number = |key: &str| usage.get(key).and_then(Value::as_u64);
         if let Some(input) = number("input_tokens") {
-            self.usage.input_tokens = input;
+            self.parts.usage.input_tokens = input;
         }
         if let Some(output) = number("output_tokens") {
-            self.usage.output_tokens = output;
+            self.parts.usage.output_tokens = output;
         }
         if let Some(read) = number("cache_read_input_tokens") {
-            self.usage.cache_read_tokens = read;
+            self.parts.usage.cache_read_tokens = read;
         }
         if let Some(written) = number("cache_creation_input_tokens") {
-            self.usage.cache_write_tokens = written;
+            self.parts.usage.cache_write_tokens = written;
         }
     }
 
@@ -123,7 +120,7 @@ impl MessagesStreamDecoder {
                     .and_then(Value::as_str)
                     .filter(|t| !t.is_empty())
                 {
-                    self.text.push_str(text);
+                    self.parts.text.push_str(text);
                     deltas.push(Delta::Text(text.to_owned()));
                 }
                 Block::Text
@@ -137,8 +134,9 @@ impl MessagesStreamDecoder {
                         .unwrap_or_default()
                         .to_owned()
                 };
-                let call = self.calls.len();
-                self.calls
+                let call = self.parts.calls.len();
+                self.parts
+                    .calls
                     .push(ToolCall::new(field("id"), field("name"), ""));
                 deltas.push(Delta::ToolCall {
                     index: call,
@@ -180,18 +178,18 @@ impl MessagesStreamDecoder {
         ) {
             ("text_delta", _) => {
                 let text = text_of("text");
-                self.text.push_str(&text);
+                self.parts.text.push_str(&text);
                 vec![Delta::Text(text)]
             }
             ("thinking_delta", _) => {
                 let thinking = text_of("thinking");
-                self.reasoning.push_str(&thinking);
+                self.parts.reasoning.push_str(&thinking);
                 vec![Delta::Reasoning(thinking)]
             }
             ("input_json_delta", Some(Block::ToolUse(call))) => {
                 let call = *call;
                 let fragment = text_of("partial_json");
-                if let Some(tool_call) = self.calls.get_mut(call) {
+                if let Some(tool_call) = self.parts.calls.get_mut(call) {
                     tool_call.arguments.push_str(&fragment);
                 }
                 vec![Delta::ToolCall {
@@ -217,7 +215,7 @@ impl MessagesStreamDecoder {
 
     /// The assembled message.
     pub fn finish(self) -> AssistantMessage {
-        let has_calls = !self.calls.is_empty();
+        let has_calls = !self.parts.calls.is_empty();
         let (stop_reason, error_message) = match self.stop_reason.as_deref() {
             Some("tool_use") => (StopReason::ToolCalls, None),
             Some("max_tokens" | "model_context_window_exceeded") => (StopReason::Length, None),
@@ -228,29 +226,7 @@ impl MessagesStreamDecoder {
             _ if has_calls => (StopReason::ToolCalls, None),
             _ => (StopReason::Stop, None),
         };
-        let tool_calls = self
-            .calls
-            .into_iter()
-            .map(|mut call| {
-                if call.arguments.trim().is_empty() {
-                    call.arguments = "{}".to_owned();
-                }
-                call
-            })
-            .collect();
-        AssistantMessage {
-            content: if self.text.is_empty() {
-                Vec::new()
-            } else {
-                vec![Content::text(self.text)]
-            },
-            reasoning: self.reasoning,
-            tool_calls,
-            stop_reason,
-            usage: self.usage,
-            model: self.model,
-            error_message,
-        }
+        self.parts.into_message(stop_reason, error_message)
     }
 }
 

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use super::assembly::Assembly;
 use super::{Delta, Error};
 use crate::message::{AssistantMessage, Content, StopReason, ToolCall, Usage};
 
@@ -15,12 +16,8 @@ use crate::message::{AssistantMessage, Content, StopReason, ToolCall, Usage};
 /// apart from the text; a `stop` (or missing) finish reason after tool calls means `ToolCalls`.
 #[derive(Debug, Default)]
 pub struct ChatStreamDecoder {
-    text: String,
-    reasoning: String,
-    calls: Vec<ToolCall>,
+    parts: Assembly,
     finish_reason: Option<String>,
-    usage: Usage,
-    model: Option<String>,
     done: bool,
 }
 
@@ -52,10 +49,10 @@ impl ChatStreamDecoder {
             });
         }
         if let Some(model) = chunk.get("model").and_then(Value::as_str) {
-            self.model = Some(model.to_owned());
+            self.parts.model = Some(model.to_owned());
         }
         if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
-            self.usage = usage_of(usage);
+            self.parts.usage = usage_of(usage);
         }
         let mut deltas = Vec::new();
         let choices = chunk.get("choices").and_then(Value::as_array);
@@ -77,7 +74,7 @@ impl ChatStreamDecoder {
                 .and_then(Value::as_str)
                 .filter(|r| !r.is_empty())
             {
-                self.reasoning.push_str(reasoning);
+                self.parts.reasoning.push_str(reasoning);
                 deltas.push(Delta::Reasoning(reasoning.to_owned()));
             }
         }
@@ -86,7 +83,7 @@ impl ChatStreamDecoder {
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
         {
-            self.text.push_str(text);
+            self.parts.text.push_str(text);
             deltas.push(Delta::Text(text.to_owned()));
         }
         for call in delta
@@ -118,18 +115,18 @@ impl ChatStreamDecoder {
         let index = match fragment.get("index").and_then(Value::as_u64) {
             Some(index) => usize::try_from(index)
                 .unwrap_or(usize::MAX)
-                .min(self.calls.len()),
+                .min(self.parts.calls.len()),
             // No index: a new ID starts a call, anything else continues the last one.
-            None => match (id, self.calls.last()) {
-                (Some(id), Some(last)) if last.id != id => self.calls.len(),
-                (_, Some(_)) => self.calls.len() - 1,
+            None => match (id, self.parts.calls.last()) {
+                (Some(id), Some(last)) if last.id != id => self.parts.calls.len(),
+                (_, Some(_)) => self.parts.calls.len() - 1,
                 (_, None) => 0,
             },
         };
-        if index == self.calls.len() {
-            self.calls.push(ToolCall::new("", "", ""));
+        if index == self.parts.calls.len() {
+            self.parts.calls.push(ToolCall::new("", "", ""));
         }
-        if let Some(call) = self.calls.get_mut(index) {
+        if let Some(call) = self.parts.calls.get_mut(index) {
             if let Some(id) = id {
                 id.clone_into(&mut call.id);
             }
@@ -158,7 +155,7 @@ impl ChatStreamDecoder {
 
     /// The assembled message.
     pub fn finish(self) -> AssistantMessage {
-        let has_calls = !self.calls.is_empty();
+        let has_calls = !self.parts.calls.is_empty();
         let (stop_reason, error_message) = match self.finish_reason.as_deref() {
             Some("tool_calls" | "function_call") => (StopReason::ToolCalls, None),
             Some("length" | "max_tokens") => (StopReason::Length, None),
@@ -169,29 +166,7 @@ impl ChatStreamDecoder {
             _ if has_calls => (StopReason::ToolCalls, None),
             _ => (StopReason::Stop, None),
         };
-        let tool_calls = self
-            .calls
-            .into_iter()
-            .map(|mut call| {
-                if call.arguments.trim().is_empty() {
-                    call.arguments = "{}".to_owned();
-                }
-                call
-            })
-            .collect();
-        AssistantMessage {
-            content: if self.text.is_empty() {
-                Vec::new()
-            } else {
-                vec![Content::text(self.text)]
-            },
-            reasoning: self.reasoning,
-            tool_calls,
-            stop_reason,
-            usage: self.usage,
-            model: self.model,
-            error_message,
-        }
+        self.parts.into_message(stop_reason, error_message)
     }
 }
 
