@@ -48,7 +48,10 @@ impl<M> Envelope<M> {
         message: &'static str,
     ) -> (M, tracing::Span) {
         let behind = self.depth.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
+        // Under the `golato` target, so that `RUST_LOG=golato=debug` shows the actors' work with
+        // the rest of a run's story.
         let span = tracing::debug_span!(
+            target: "golato",
             parent: parent,
             "actor_message",
             actor,

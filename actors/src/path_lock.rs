@@ -46,7 +46,7 @@ impl PathLock {
     pub fn new(host: &Host) -> Result<PathLock, HostError> {
         let addr = host.start(|_: &mut Context<PathLockActor>| PathLockActor {
             keys: HashMap::new(),
-            span: tracing::debug_span!("path_lock"),
+            span: tracing::debug_span!(target: "golato", "path_lock"),
         })?;
         Ok(PathLock {
             mailbox: Mailbox::new(addr),
