@@ -9,15 +9,6 @@ use golato::builtin;
 use serde_json::json;
 use support::*;
 
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status
-        .lines()
-        .find(|line| line.starts_with("VmHWM:"))
-        .unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 #[test]
 fn printing_200_megabytes_keeps_resident_memory_low() {
     let dir = tempfile::tempdir().unwrap();

@@ -10,15 +10,6 @@ use std::io::{Seek, SeekFrom, Write};
 use golato::builtin;
 use support::*;
 
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status
-        .lines()
-        .find(|line| line.starts_with("VmHWM:"))
-        .unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 #[test]
 fn reading_the_end_of_a_sparse_gigabyte_file_keeps_memory_low() {
     let dir = tempfile::tempdir().unwrap();
