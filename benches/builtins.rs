@@ -1,6 +1,7 @@
 //! The built-in tools under load: read at the end of a 1 GiB sparse file, bash printing 100 MB,
 //! a fuzzy edit of a 10 MB file, and the path-lock lease against a plain
-//! `DashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>` and against a small-file edit. Peak resident
+//! `DashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>` (alone and with 8 tasks contending for one
+//! key) and against a small-file edit. Peak resident
 //! memory is printed after the read and bash benches.
 //!
 //! `cargo bench --bench builtins`
@@ -127,6 +128,54 @@ fn path_lock(c: &mut Criterion) {
             runtime.block_on(async {
                 let mutex = Arc::clone(&baseline.entry(key.clone()).or_default());
                 black_box(mutex.lock_owned().await)
+            })
+        })
+    });
+    // Contention: 8 tasks take turns on one key, 64 leases each; the lease is held across a
+    // yield so that the others queue behind it.
+    const TASKS: usize = 8;
+    const LEASES: usize = 64;
+    group.bench_function("path_lock_actor_contended_8x64", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let tasks: Vec<_> = (0..TASKS)
+                    .map(|_| {
+                        let (lock, key) = (lock.clone(), key.clone());
+                        tokio::spawn(async move {
+                            for _ in 0..LEASES {
+                                let lease = lock.acquire(key.clone()).await.unwrap();
+                                tokio::task::yield_now().await;
+                                drop(lease);
+                            }
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await.unwrap();
+                }
+            })
+        })
+    });
+    let baseline = Arc::new(baseline);
+    group.bench_function("dashmap_mutex_contended_8x64", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let tasks: Vec<_> = (0..TASKS)
+                    .map(|_| {
+                        let (baseline, key) = (Arc::clone(&baseline), key.clone());
+                        tokio::spawn(async move {
+                            for _ in 0..LEASES {
+                                let mutex = Arc::clone(&baseline.entry(key.clone()).or_default());
+                                let guard = mutex.lock_owned().await;
+                                tokio::task::yield_now().await;
+                                drop(guard);
+                            }
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await.unwrap();
+                }
             })
         })
     });

@@ -4,12 +4,21 @@
 //! released it, in the order the requests arrived; different keys never wait for each other.
 //! Dropping a lease (or the future still waiting for one) lets the next waiter in, and an idle
 //! key leaves no entry behind.
+//!
+//! # How it is cheap when nobody waits
+//! A shared table, behind a short-held mutex, records which keys are taken and how many requests
+//! for each are queued at the actor. Taking a free key, or releasing one nobody waits for, is a
+//! table update and never a message: no thread wakes. Only contention goes to the actor, which
+//! keeps the FIFO queues and hands a released key to the oldest waiter still waiting. A key
+//! stays in the table while anyone holds or waits for it, so a newcomer can never overtake the
+//! queue.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use actix::{Actor, Context, Handler, Message};
 use tokio::sync::oneshot;
@@ -28,6 +37,7 @@ pub enum LockError {
 /// `PathLock` has separate coordination.
 #[derive(Clone)]
 pub struct PathLock {
+    taken: Arc<TakenKeys>,
     mailbox: Mailbox<PathLockActor>,
     next_ticket: Arc<AtomicU64>,
 }
@@ -44,11 +54,15 @@ impl PathLock {
     /// # Errors
     /// [`HostError::Stopped`] after the host shut down.
     pub fn new(host: &Host) -> Result<PathLock, HostError> {
-        let addr = host.start(|_: &mut Context<PathLockActor>| PathLockActor {
-            keys: HashMap::new(),
+        let taken = Arc::new(TakenKeys::default());
+        let actor_taken = Arc::clone(&taken);
+        let addr = host.start(move |_: &mut Context<PathLockActor>| PathLockActor {
+            taken: actor_taken,
+            queues: HashMap::new(),
             span: tracing::debug_span!(target: "golato", "path_lock"),
         })?;
         Ok(PathLock {
+            taken,
             mailbox: Mailbox::new(addr),
             next_ticket: Arc::new(AtomicU64::new(0)),
         })
@@ -56,44 +70,97 @@ impl PathLock {
 
     /// Waits for the lease on `key`, after every earlier request for the same key.
     ///
+    /// A free key is granted at once, without a message to the actor.
+    ///
     /// # Errors
-    /// [`LockError::Stopped`] if the actor stopped.
+    /// [`LockError::Stopped`] if the key was taken and the actor that queues waiters stopped.
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future gives up the place in the queue (or the lease, if it
     /// was granted meanwhile).
     pub async fn acquire(&self, key: PathBuf) -> Result<Lease, LockError> {
+        {
+            let mut taken = self.taken.lock();
+            match taken.entry(key.clone()) {
+                Entry::Vacant(free) => {
+                    free.insert(0);
+                    drop(taken);
+                    return Ok(self.lease(key));
+                }
+                Entry::Occupied(mut held) => *held.get_mut() += 1,
+            }
+        }
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         let (granted_tx, granted_rx) = oneshot::channel();
-        // Built before asking, so that dropping this future while it waits releases the place.
-        let mut lease = Lease {
+        // Built before asking, so that dropping this future while it waits gives the place up.
+        let mut waiting = Waiting {
             key: Some(key.clone()),
             ticket,
-            mailbox: self.mailbox.clone(),
+            granted: granted_rx,
+            lock: self.clone(),
         };
-        self.mailbox.do_send(Acquire {
+        self.mailbox.do_send(Enqueue {
             key,
             ticket,
             granted: granted_tx,
         });
-        match granted_rx.await {
-            Ok(()) => Ok(lease),
-            Err(_) => {
-                lease.key = None;
-                Err(LockError::Stopped)
-            }
+        let granted = (&mut waiting.granted).await;
+        let key = waiting.key.take();
+        match (granted, key) {
+            (Ok(()), Some(key)) => Ok(self.lease(key)),
+            _ => Err(LockError::Stopped),
         }
     }
 
-    /// Keys currently held (for tests and metrics): an idle key leaves no entry.
+    /// Keys currently held or waited for (for tests and metrics): an idle key leaves no entry.
+    ///
+    /// Answered after the actor has handled every request sent before this call, so a test can
+    /// use it to know that earlier waiters are queued.
     ///
     /// # Errors
     /// [`LockError::Stopped`] if the actor stopped.
     pub async fn held_keys(&self) -> Result<usize, LockError> {
         self.mailbox
-            .send(HeldKeys)
+            .send(Flush)
             .await
-            .map_err(|_| LockError::Stopped)
+            .map_err(|_| LockError::Stopped)?;
+        Ok(self.taken.lock().len())
+    }
+
+    fn lease(&self, key: PathBuf) -> Lease {
+        Lease {
+            key: Some(key),
+            lock: self.clone(),
+        }
+    }
+
+    /// Frees `key`, or hands it to the actor when someone waits for it.
+    fn release(&self, key: PathBuf) {
+        let mut taken = self.taken.lock();
+        match taken.get(&key) {
+            Some(0) => {
+                taken.remove(&key);
+            }
+            Some(_) => {
+                drop(taken);
+                self.mailbox.do_send(HandOver { key });
+            }
+            None => {
+                tracing::warn!(target: "golato", ?key, "released a path lease that was not held")
+            }
+        }
+    }
+}
+
+/// Keys taken, each with the number of its requests queued at the actor and not yet settled
+/// (granted, skipped or given up). No entry: the key is free.
+#[derive(Default)]
+struct TakenKeys(Mutex<HashMap<PathBuf, usize>>);
+
+impl TakenKeys {
+    fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, usize>> {
+        // Nothing panics while the table is held, and a count is consistent after any update.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -101,8 +168,7 @@ impl PathLock {
 #[must_use = "the lease is released as soon as it is dropped"]
 pub struct Lease {
     key: Option<PathBuf>,
-    ticket: u64,
-    mailbox: Mailbox<PathLockActor>,
+    lock: PathLock,
 }
 
 impl fmt::Debug for Lease {
@@ -114,7 +180,29 @@ impl fmt::Debug for Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if let Some(key) = self.key.take() {
-            self.mailbox.do_send(Release {
+            self.lock.release(key);
+        }
+    }
+}
+
+/// A queued request; dropping it before the grant gives the place up.
+struct Waiting {
+    key: Option<PathBuf>,
+    ticket: u64,
+    granted: oneshot::Receiver<()>,
+    lock: PathLock,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let Some(key) = self.key.take() else { return };
+        // After `close`, either the grant already arrived (and is ours to release) or it can no
+        // longer be sent: never both, so a key is never lost or doubly held.
+        self.granted.close();
+        if self.granted.try_recv().is_ok() {
+            self.lock.release(key);
+        } else {
+            self.lock.mailbox.do_send(GiveUp {
                 key,
                 ticket: self.ticket,
             });
@@ -123,14 +211,57 @@ impl Drop for Lease {
 }
 
 struct PathLockActor {
-    /// Per held key: who holds it and who waits, oldest first. No entry: nobody holds it.
-    keys: HashMap<PathBuf, KeyState>,
+    taken: Arc<TakenKeys>,
+    /// Per contended key: the requests waiting, oldest first, and whether the key is free for
+    /// the next request to arrive.
+    queues: HashMap<PathBuf, Queue>,
     span: tracing::Span,
 }
 
-struct KeyState {
-    holder: u64,
+#[derive(Default)]
+struct Queue {
     waiters: VecDeque<(u64, oneshot::Sender<()>)>,
+    /// Released while the requests counted in the table were still on their way here.
+    owed: bool,
+}
+
+impl PathLockActor {
+    /// Gives `key` to the oldest waiter still waiting, or frees it.
+    fn hand_over(&mut self, key: PathBuf) {
+        let queue = self.queues.entry(key.clone()).or_default();
+        queue.owed = false;
+        loop {
+            let next = queue.waiters.pop_front();
+            let mut taken = self.taken.lock();
+            let Some(waiting) = taken.get_mut(&key) else {
+                tracing::warn!(target: "golato", ?key, "handed over a path lease that was not held");
+                break;
+            };
+            match next {
+                Some((_, granted)) => {
+                    *waiting = waiting.saturating_sub(1);
+                    drop(taken);
+                    // A waiter that gave up has closed its receiver: skip it.
+                    if granted.send(()).is_ok() {
+                        break;
+                    }
+                }
+                None if *waiting == 0 => {
+                    taken.remove(&key);
+                    break;
+                }
+                None => {
+                    // Requests counted in the table whose Enqueue has not arrived yet: the first
+                    // of them gets the key.
+                    queue.owed = true;
+                    break;
+                }
+            }
+        }
+        if queue.waiters.is_empty() && !queue.owed {
+            self.queues.remove(&key);
+        }
+    }
 }
 
 impl Actor for PathLockActor {
@@ -143,83 +274,89 @@ impl TracedActor for PathLockActor {
     }
 }
 
+/// A request for a taken key, to be granted in turn.
 #[derive(Message)]
 #[rtype(result = "()")]
-struct Acquire {
+struct Enqueue {
     key: PathBuf,
     ticket: u64,
     granted: oneshot::Sender<()>,
 }
 
+/// A holder released a key that has waiters.
 #[derive(Message)]
 #[rtype(result = "()")]
-struct Release {
+struct HandOver {
+    key: PathBuf,
+}
+
+/// A waiter stopped waiting before it was granted.
+#[derive(Message)]
+#[rtype(result = "()")]
+struct GiveUp {
     key: PathBuf,
     ticket: u64,
 }
 
+/// Answered once every earlier message was handled.
 #[derive(Message)]
-#[rtype(result = "usize")]
-struct HeldKeys;
+#[rtype(result = "()")]
+struct Flush;
 
-impl Handler<Acquire> for PathLockActor {
+impl Handler<Enqueue> for PathLockActor {
     type Result = ();
 
-    fn handle(&mut self, acquire: Acquire, _: &mut Context<Self>) {
-        match self.keys.get_mut(&acquire.key) {
-            Some(state) => state.waiters.push_back((acquire.ticket, acquire.granted)),
-            None => {
-                // Held from now on even if the requester is gone: its lease's release, already
-                // on its way, frees it.
-                let _ = acquire.granted.send(());
-                self.keys.insert(
-                    acquire.key,
-                    KeyState {
-                        holder: acquire.ticket,
-                        waiters: VecDeque::new(),
-                    },
-                );
-            }
+    fn handle(&mut self, enqueue: Enqueue, _: &mut Context<Self>) {
+        let queue = self.queues.entry(enqueue.key.clone()).or_default();
+        queue.waiters.push_back((enqueue.ticket, enqueue.granted));
+        if queue.owed {
+            self.hand_over(enqueue.key);
         }
     }
 }
 
-impl Handler<Release> for PathLockActor {
+impl Handler<HandOver> for PathLockActor {
     type Result = ();
 
-    fn handle(&mut self, release: Release, _: &mut Context<Self>) {
-        let Some(state) = self.keys.get_mut(&release.key) else {
+    fn handle(&mut self, hand_over: HandOver, _: &mut Context<Self>) {
+        self.hand_over(hand_over.key);
+    }
+}
+
+impl Handler<GiveUp> for PathLockActor {
+    type Result = ();
+
+    fn handle(&mut self, give_up: GiveUp, _: &mut Context<Self>) {
+        let Some(queue) = self.queues.get_mut(&give_up.key) else {
             return;
         };
-        if state.holder != release.ticket {
-            // A waiter that gave up before its turn.
-            state
-                .waiters
-                .retain(|(ticket, _)| *ticket != release.ticket);
+        // Absent: it was already granted (and released through its lease) or skipped.
+        let Some(position) = queue
+            .waiters
+            .iter()
+            .position(|(ticket, _)| *ticket == give_up.ticket)
+        else {
             return;
+        };
+        queue.waiters.remove(position);
+        if let Some(waiting) = self.taken.lock().get_mut(&give_up.key) {
+            *waiting = waiting.saturating_sub(1);
         }
-        // Pass the lease to the oldest waiter still waiting. One whose future was dropped is
-        // skipped; its own release, when it comes, matches nothing and is ignored.
-        while let Some((ticket, waiter)) = state.waiters.pop_front() {
-            if waiter.send(()).is_ok() {
-                state.holder = ticket;
-                return;
-            }
+        if queue.waiters.is_empty() && !queue.owed {
+            self.queues.remove(&give_up.key);
         }
-        self.keys.remove(&release.key);
     }
 }
 
-impl Handler<HeldKeys> for PathLockActor {
-    type Result = usize;
+impl Handler<Flush> for PathLockActor {
+    type Result = ();
 
-    fn handle(&mut self, _: HeldKeys, _: &mut Context<Self>) -> usize {
-        self.keys.len()
-    }
+    fn handle(&mut self, _: Flush, _: &mut Context<Self>) {}
 }
 
 traced_handlers!(PathLockActor {
-    Acquire,
-    Release,
-    HeldKeys
+    Enqueue,
+    HandOver,
+    GiveUp,
+    Flush
 });
