@@ -81,7 +81,14 @@ where
 }
 
 /// The address of an actor whose messages are traced: stamps each message on send.
+///
+/// Cloning is one reference-count increment: clones share one actix address, whose own clone
+/// allocates (every run clones its mailbox for each call).
 pub struct Mailbox<A: Actor> {
+    shared: Arc<MailboxShared<A>>,
+}
+
+struct MailboxShared<A: Actor> {
     addr: Addr<A>,
     depth: Arc<AtomicUsize>,
 }
@@ -89,8 +96,7 @@ pub struct Mailbox<A: Actor> {
 impl<A: Actor> Clone for Mailbox<A> {
     fn clone(&self) -> Self {
         Mailbox {
-            addr: self.addr.clone(),
-            depth: Arc::clone(&self.depth),
+            shared: Arc::clone(&self.shared),
         }
     }
 }
@@ -99,7 +105,7 @@ impl<A: Actor> fmt::Debug for Mailbox<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Mailbox")
             .field("actor", &std::any::type_name::<A>())
-            .field("depth", &self.depth.load(Ordering::Relaxed))
+            .field("depth", &self.depth())
             .finish()
     }
 }
@@ -108,19 +114,21 @@ impl<A: Actor> Mailbox<A> {
     /// Wraps the address of a freshly started actor.
     pub fn new(addr: Addr<A>) -> Self {
         Mailbox {
-            addr,
-            depth: Arc::new(AtomicUsize::new(0)),
+            shared: Arc::new(MailboxShared {
+                addr,
+                depth: Arc::new(AtomicUsize::new(0)),
+            }),
         }
     }
 
     /// Messages sent but not yet handled.
     pub fn depth(&self) -> usize {
-        self.depth.load(Ordering::Relaxed)
+        self.shared.depth.load(Ordering::Relaxed)
     }
 
     /// Whether the actor is still alive to receive messages.
     pub fn connected(&self) -> bool {
-        self.addr.connected()
+        self.shared.addr.connected()
     }
 
     /// Sends `message` without waiting for it to be handled; dropped if the actor has stopped.
@@ -131,7 +139,8 @@ impl<A: Actor> Mailbox<A> {
         A: Handler<Envelope<M>>,
         A::Context: ToEnvelope<A, Envelope<M>>,
     {
-        self.addr.do_send(Envelope::new(message, &self.depth));
+        let shared = &self.shared;
+        shared.addr.do_send(Envelope::new(message, &shared.depth));
     }
 
     /// Sends `message` and resolves with the handler's reply.
@@ -145,7 +154,11 @@ impl<A: Actor> Mailbox<A> {
         A: Handler<Envelope<M>>,
         A::Context: ToEnvelope<A, Envelope<M>>,
     {
-        self.addr.send(Envelope::new(message, &self.depth)).await
+        let shared = &self.shared;
+        shared
+            .addr
+            .send(Envelope::new(message, &shared.depth))
+            .await
     }
 
     /// A type-erased sender of one message type to this actor, still traced.
@@ -157,20 +170,21 @@ impl<A: Actor> Mailbox<A> {
         A::Context: ToEnvelope<A, Envelope<M>>,
     {
         TracedRecipient {
-            recipient: self.addr.clone().recipient(),
-            depth: Arc::clone(&self.depth),
+            shared: Arc::new((
+                self.shared.addr.clone().recipient(),
+                Arc::clone(&self.shared.depth),
+            )),
         }
     }
 }
 
-/// A traced sender of one message type `M`, whatever actor receives it.
+/// A traced sender of one message type `M`, whatever actor receives it. Clones share it.
 pub struct TracedRecipient<M>
 where
     M: Message + Send,
     M::Result: Send,
 {
-    recipient: Recipient<Envelope<M>>,
-    depth: Arc<AtomicUsize>,
+    shared: Arc<(Recipient<Envelope<M>>, Arc<AtomicUsize>)>,
 }
 
 impl<M> Clone for TracedRecipient<M>
@@ -180,8 +194,7 @@ where
 {
     fn clone(&self) -> Self {
         TracedRecipient {
-            recipient: self.recipient.clone(),
-            depth: Arc::clone(&self.depth),
+            shared: Arc::clone(&self.shared),
         }
     }
 }
@@ -205,7 +218,8 @@ where
 {
     /// Sends `message` without waiting; dropped if the receiver has stopped.
     pub fn do_send(&self, message: M) {
-        self.recipient.do_send(Envelope::new(message, &self.depth));
+        let (recipient, depth) = &*self.shared;
+        recipient.do_send(Envelope::new(message, depth));
     }
 
     /// Sends `message` and resolves with the handler's reply.
@@ -213,9 +227,8 @@ where
     /// # Errors
     /// [`MailboxError::Closed`] if the receiver stopped before handling it.
     pub async fn send(&self, message: M) -> Result<M::Result, MailboxError> {
-        self.recipient
-            .send(Envelope::new(message, &self.depth))
-            .await
+        let (recipient, depth) = &*self.shared;
+        recipient.send(Envelope::new(message, depth)).await
     }
 }
 

@@ -173,6 +173,7 @@ impl RunActor {
         let pending = pending_calls(&self.plan.messages);
         match pending {
             Some((message_index, calls)) if !calls.is_empty() => {
+                let calls = calls.into_iter().map(Arc::new).collect();
                 self.execute(message_index, calls, ctx);
             }
             _ => self.request_turn(ctx),
@@ -250,10 +251,7 @@ impl RunActor {
                 message: message.clone(),
             })
         });
-        let calls = message.tool_calls.clone();
-        let stop_reason = message.stop_reason;
-        self.append([TranscriptMessage::Assistant(message.clone())]);
-        if calls.is_empty() {
+        if message.tool_calls.is_empty() {
             self.emit(|| {
                 Event::TurnEnd(TurnEndEvent {
                     turn: self.turn,
@@ -261,8 +259,12 @@ impl RunActor {
                     tool_results: Vec::new(),
                 })
             });
+            self.append([TranscriptMessage::Assistant(message.clone())]);
             return self.succeed(message, ctx);
         }
+        let calls = message.tool_calls.iter().cloned().map(Arc::new).collect();
+        let stop_reason = message.stop_reason;
+        self.append([TranscriptMessage::Assistant(message)]);
         let message_index = self.plan.messages.len() - 1;
         if stop_reason == StopReason::Length {
             let batch = self.open_batch(message_index, calls);
@@ -271,13 +273,13 @@ impl RunActor {
         self.execute(message_index, calls, ctx);
     }
 
-    fn open_batch(&mut self, message_index: usize, calls: Vec<ToolCall>) -> Batch {
+    fn open_batch(&mut self, message_index: usize, calls: Vec<Arc<ToolCall>>) -> Batch {
         self.batch_id += 1;
         let count = calls.len();
         Batch {
             id: self.batch_id,
             message_index,
-            calls: calls.into_iter().map(Arc::new).collect(),
+            calls,
             started: vec![false; count],
             results: (0..count).map(|_| None).collect(),
         }
@@ -304,7 +306,12 @@ impl RunActor {
         self.conclude_batch(ctx);
     }
 
-    fn execute(&mut self, message_index: usize, calls: Vec<ToolCall>, ctx: &mut Context<Self>) {
+    fn execute(
+        &mut self,
+        message_index: usize,
+        calls: Vec<Arc<ToolCall>>,
+        ctx: &mut Context<Self>,
+    ) {
         let batch = self.open_batch(message_index, calls);
         let argument_bytes: usize = batch.calls.iter().map(|call| call.arguments.len()).sum();
         if argument_bytes <= INLINE_VALIDATION_BYTES {
@@ -471,22 +478,23 @@ impl RunActor {
             .into_iter()
             .map(|outcome| outcome.message)
             .collect();
-        self.append(results.iter().cloned().map(TranscriptMessage::ToolResult));
-        let message = match self.plan.messages.get(batch.message_index) {
+        let assistant = |messages: &[TranscriptMessage]| match messages.get(batch.message_index) {
             Some(TranscriptMessage::Assistant(message)) => message.clone(),
             _ => AssistantMessage::default(),
         };
         self.emit(|| {
             Event::TurnEnd(TurnEndEvent {
                 turn: self.turn,
-                message: message.clone(),
-                tool_results: results,
+                message: assistant(&self.plan.messages),
+                tool_results: results.clone(),
             })
         });
+        self.append(results.into_iter().map(TranscriptMessage::ToolResult));
         if self.plan.cancel.is_cancelled() {
             return self.cancelled(ctx);
         }
         if terminate {
+            let message = assistant(&self.plan.messages);
             return self.succeed(message, ctx);
         }
         self.request_turn(ctx);

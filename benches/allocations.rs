@@ -1,0 +1,100 @@
+//! Heap allocations per run: a run of 8 trivial calls through the whole pipeline, with and
+//! without events, against the same per-call work done with `tokio::spawn` + join. Counted by
+//! dhat's allocator (every thread's allocations); the figures are exact and do not vary with the
+//! machine, so they show what a change to the pipeline costs in allocations.
+//!
+//! `cargo bench --bench allocations`
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use golato::message::ToolCall;
+use golato::tool::ToolContext;
+use golato::{Host, HostConfig};
+use tokio_util::sync::CancellationToken;
+
+#[global_allocator]
+static ALLOCATOR: dhat::Alloc = dhat::Alloc;
+
+const CALLS: usize = 8;
+const RUNS: u64 = 300;
+
+/// Allocations and bytes per iteration of `work`, after a warm-up.
+fn per_iteration(mut work: impl FnMut()) -> (f64, f64) {
+    for _ in 0..100 {
+        work();
+    }
+    let before = dhat::HeapStats::get();
+    for _ in 0..RUNS {
+        work();
+    }
+    let after = dhat::HeapStats::get();
+    let count = after.total_blocks - before.total_blocks;
+    let bytes = after.total_bytes - before.total_bytes;
+    (count as f64 / RUNS as f64, bytes as f64 / RUNS as f64)
+}
+
+fn main() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let host = Host::new(HostConfig::default()).unwrap();
+    let agent = support::agent(CALLS, host.clone());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let rows = [
+        (
+            "golato Agent::run (no events)",
+            per_iteration(|| {
+                runtime.block_on(agent.run(support::input())).unwrap();
+            }),
+        ),
+        (
+            "golato start + wait (events buffered)",
+            per_iteration(|| {
+                agent.start(support::input()).wait().unwrap();
+            }),
+        ),
+        ("tokio spawn + join", {
+            let validator =
+                std::sync::Arc::new(jsonschema::validator_for(&support::schema()).unwrap());
+            let tool = support::trivial_tool();
+            let calls: Vec<ToolCall> = (0..CALLS)
+                .map(|i| ToolCall::new(format!("call-{i}"), "noop", format!("{{\"n\":{i}}}")))
+                .collect();
+            per_iteration(|| {
+                runtime.block_on(async {
+                    let handles: Vec<_> = calls
+                        .iter()
+                        .cloned()
+                        .map(|call| {
+                            let (validator, tool) =
+                                (std::sync::Arc::clone(&validator), tool.clone());
+                            tokio::spawn(async move {
+                                let arguments: serde_json::Value =
+                                    serde_json::from_str(&call.arguments).unwrap();
+                                assert!(validator.is_valid(&arguments));
+                                let context =
+                                    ToolContext::detached(call.clone(), CancellationToken::new());
+                                tool.invoke(context, arguments).await.unwrap()
+                            })
+                        })
+                        .collect();
+                    for handle in handles {
+                        handle.await.unwrap();
+                    }
+                })
+            })
+        }),
+    ];
+    println!("allocations per run of {CALLS} trivial calls ({RUNS} runs each):");
+    for (name, (count, bytes)) in rows {
+        println!(
+            "  {name:<40} {count:>8.1} allocations ({:.1} per call), {bytes:>9.0} bytes",
+            count / CALLS as f64
+        );
+    }
+    host.shutdown();
+}
