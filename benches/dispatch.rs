@@ -1,6 +1,9 @@
 //! Dispatch overhead: a batch of 8 trivial calls through the full pipeline (a whole run: two
-//! generator turns, validation, supervisor, per-call actors, events), against the same per-call
+//! generator turns, validation, supervisor, per-call actors; `Run::wait` called at once, so no
+//! event is built, or every event read first), against the same per-call
 //! work (parse, schema check, call, result message) done with plain `tokio::spawn` + join.
+//! Between the two, `actix_floor_*`: the bare actor mechanics the architecture asks for (an actor
+//! per batch on an arbiter, an actor per call, the work on the runtime), with no golato logic.
 //! Also: two 200 ms CPU-bound calls in one batch, which must overlap.
 //!
 //! `cargo bench --bench dispatch`
@@ -13,6 +16,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use actix::fut::ActorFutureExt;
+use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, WrapFuture};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use golato::agent::{self, Agent};
 use golato::generator::Scripted;
@@ -27,11 +32,20 @@ const IN_FLIGHT: usize = 256;
 
 fn pipeline(c: &mut Criterion) {
     let host = Host::new(HostConfig::default()).unwrap();
-    let agent = support::agent(CALLS, host);
+    let agent = support::agent(CALLS, host.clone());
     let mut group = c.benchmark_group("dispatch");
     group.throughput(Throughput::Elements(CALLS as u64));
     group.bench_function("golato_run_8_calls", |b| {
         b.iter(|| black_box(agent.start(support::input()).wait().unwrap()))
+    });
+    group.bench_function("golato_run_8_calls_reading_events", |b| {
+        b.iter(|| {
+            let run = agent.start(support::input());
+            for event in run.events() {
+                black_box(event);
+            }
+            black_box(run.wait().unwrap())
+        })
     });
 
     // The same per-call work without golato's runtime.
@@ -64,6 +78,13 @@ fn pipeline(c: &mut Criterion) {
             })
         })
     });
+    group.bench_function("actix_floor_8_calls", |b| {
+        b.iter(|| {
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            start_floor_batch(&host, &calls, &tool, &validator, done_tx);
+            done_rx.recv().unwrap();
+        })
+    });
     group.finish();
 
     // The same comparison with many batches in flight, so that thread wake-up latency overlaps
@@ -77,6 +98,17 @@ fn pipeline(c: &mut Criterion) {
                 .collect();
             for run in runs {
                 black_box(run.wait().unwrap());
+            }
+        })
+    });
+    group.bench_function("actix_floor_256_batches_x_8_calls", |b| {
+        b.iter(|| {
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            for _ in 0..IN_FLIGHT {
+                start_floor_batch(&host, &calls, &tool, &validator, done_tx.clone());
+            }
+            for _ in 0..IN_FLIGHT {
+                done_rx.recv().unwrap();
             }
         })
     });
@@ -112,6 +144,104 @@ fn pipeline(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// The floor the architecture sets: the bare actor mechanics of a batch with no golato logic.
+/// A parent actor on a host arbiter (standing in for the run actor and the batch supervisor
+/// at once) starts one actor per call; each runs the same per-call work as the tokio baseline
+/// on the host runtime and reports back; the parent tells the caller when all have. No
+/// generator, transcript, validation order, events, cancellation or tracing.
+struct FloorBatch {
+    calls: Vec<ToolCall>,
+    tool: Tool,
+    validator: Arc<jsonschema::Validator>,
+    runtime: tokio::runtime::Handle,
+    remaining: usize,
+    done: std::sync::mpsc::Sender<()>,
+}
+
+impl Actor for FloorBatch {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        for call in std::mem::take(&mut self.calls) {
+            FloorCall {
+                call: Some(call),
+                tool: self.tool.clone(),
+                validator: Arc::clone(&self.validator),
+                runtime: self.runtime.clone(),
+                batch: ctx.address(),
+            }
+            .start();
+        }
+    }
+}
+
+struct FloorCall {
+    call: Option<ToolCall>,
+    tool: Tool,
+    validator: Arc<jsonschema::Validator>,
+    runtime: tokio::runtime::Handle,
+    batch: actix::Addr<FloorBatch>,
+}
+
+impl Actor for FloorCall {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let (Some(call), tool, validator) = (
+            self.call.take(),
+            self.tool.clone(),
+            Arc::clone(&self.validator),
+        ) else {
+            return;
+        };
+        let work = self
+            .runtime
+            .spawn(async move { run_plain(call, &tool, &validator).await });
+        ctx.wait(work.into_actor(self).map(|result, this, ctx| {
+            this.batch.do_send(FloorResult(result.unwrap()));
+            ctx.stop();
+        }));
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct FloorResult(ToolResultMessage);
+
+impl Handler<FloorResult> for FloorBatch {
+    type Result = ();
+
+    fn handle(&mut self, result: FloorResult, ctx: &mut Context<Self>) {
+        black_box(result.0);
+        self.remaining -= 1;
+        if self.remaining == 0 {
+            self.done.send(()).unwrap();
+            ctx.stop();
+        }
+    }
+}
+
+/// Starts a [`FloorBatch`] of `calls` on `host`; it signals `done` when every call reported.
+fn start_floor_batch(
+    host: &Host,
+    calls: &[ToolCall],
+    tool: &Tool,
+    validator: &Arc<jsonschema::Validator>,
+    done: std::sync::mpsc::Sender<()>,
+) {
+    let (calls, tool, validator) = (calls.to_vec(), tool.clone(), Arc::clone(validator));
+    let runtime = host.runtime().clone();
+    host.start(move |_: &mut Context<FloorBatch>| FloorBatch {
+        remaining: calls.len(),
+        calls,
+        tool,
+        validator,
+        runtime,
+        done,
+    })
+    .unwrap();
 }
 
 /// What the pipeline does for one valid call, minus the actors: parse, check, call, record.

@@ -310,7 +310,7 @@ impl Agent {
     /// Dropping the future cancels the run (started tools are still waited for, in the
     /// background).
     pub async fn run(&self, input: impl Into<Input>) -> Result<RunResult, Error> {
-        self.start(input).finish_discarding_events().await
+        self.start(input).finish().await
     }
 
     /// The tools the model may call, as sent to it.

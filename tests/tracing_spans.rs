@@ -63,7 +63,10 @@ fn actor_messages_are_traced_with_mailbox_wait_and_nested_spans() {
         script(vec![call("1", "echo", r#"{"text":"hi"}"#)]),
         vec![echo_tool()],
     );
-    agent.start(prompt("go")).wait().unwrap();
+    // Events are read, so that the generator's deltas reach the run actor as messages too.
+    let run = agent.start(prompt("go"));
+    run.events().for_each(drop);
+    run.wait().unwrap();
 
     let spans = recorder.0.lock().unwrap().clone();
     let handled: Vec<(String, String)> = spans

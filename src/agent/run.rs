@@ -316,8 +316,9 @@ impl Run {
         self.channel.next_async().await
     }
 
-    /// Waits for the run to end and returns its outcome. Events not read yet stay readable
-    /// until the `Run` is dropped, which this does.
+    /// Waits for the run to end and returns its outcome. Events not read yet are dropped: this
+    /// consumes the `Run`, so nobody can read them any more, and from here on the run does not
+    /// build them at all.
     ///
     /// Blocking: from async code use [`Run::finish`] instead.
     ///
@@ -325,10 +326,12 @@ impl Run {
     /// An [`Error`] carrying the transcript so far when the run was cancelled, its generator
     /// failed, it reached `max_turns`, or its input could not be run.
     pub fn wait(self) -> Result<RunResult, Error> {
+        self.channel.discard_events();
         self.channel.wait_blocking()
     }
 
-    /// Waits for the run to end and returns its outcome.
+    /// Waits for the run to end and returns its outcome. Events not read yet are dropped, as
+    /// with [`Run::wait`].
     ///
     /// # Errors
     /// As [`Run::wait`].
@@ -336,11 +339,6 @@ impl Run {
     /// # Cancel safety
     /// Not cancel safe: dropping the future drops the `Run`, which cancels the run.
     pub async fn finish(self) -> Result<RunResult, Error> {
-        self.channel.wait_async().await
-    }
-
-    /// Waits for the outcome and drops events as they arrive ([`Agent::run`](super::Agent::run)).
-    pub(crate) async fn finish_discarding_events(self) -> Result<RunResult, Error> {
         self.channel.discard_events();
         self.channel.wait_async().await
     }
