@@ -101,6 +101,16 @@ fn pipeline(c: &mut Criterion) {
             }
         })
     });
+    group.bench_function("golato_256_agent_runs_x_8_calls", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let runs: Vec<_> = (0..IN_FLIGHT)
+                    .map(|_| agent.run(support::input()))
+                    .collect();
+                black_box(futures::future::join_all(runs).await)
+            })
+        })
+    });
     group.bench_function("actix_floor_256_batches_x_8_calls", |b| {
         b.iter(|| {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
