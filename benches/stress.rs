@@ -1,8 +1,8 @@
 //! Concurrency stress: 10,000 concurrent runs × 8 trivial calls with the Scripted generator, all
 //! started before any is awaited. Reports tool calls per second (criterion's throughput) and the
 //! process's peak resident memory. Two ways of waiting: `Agent::run` (events are neither built
-//! nor kept) awaited together, and `Agent::start` + `Run::wait` (every event is buffered, unread,
-//! until the run is dropped).
+//! nor kept) awaited together, and `Agent::start` + `Run::wait` (a run's events are built and
+//! buffered, unread, until `wait` is called on it; the runs are waited for one after another).
 //!
 //! `cargo bench --bench stress`
 

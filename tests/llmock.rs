@@ -1,4 +1,4 @@
-//! The provider clients against llmock (PyPI), a third-party fake of the OpenAI and Anthropic APIs
+//! The provider clients against llmock (a Python package), a third-party fake of the OpenAI and Anthropic APIs
 //! with injectable faults and a verdict on how the client behaved. `.ci/run` installs and starts
 //! it and runs these tests with `--ignored`; by hand:
 //!
