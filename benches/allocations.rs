@@ -1,7 +1,8 @@
 //! Heap allocations per run: a run of 8 trivial calls through the whole pipeline, with and
-//! without events, against the same per-call work done with `tokio::spawn` + join. Counted by
-//! dhat's allocator (every thread's allocations); the figures are exact and do not vary with the
-//! machine, so they show what a change to the pipeline costs in allocations.
+//! without events, against the architecture's bare actor floor and the same per-call work done
+//! with `tokio::spawn` + join. Counted by dhat's allocator (every thread's allocations); the
+//! counts vary by a few per run with scheduling, not with the machine, so they show what a change
+//! to the pipeline costs in allocations.
 //!
 //! `cargo bench --bench allocations`
 
@@ -9,10 +10,10 @@
 
 mod support;
 
+use std::sync::Arc;
+
 use golato::message::ToolCall;
-use golato::tool::ToolContext;
 use golato::{Host, HostConfig};
-use tokio_util::sync::CancellationToken;
 
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
@@ -44,6 +45,11 @@ fn main() {
         .build()
         .unwrap();
 
+    let validator = Arc::new(jsonschema::validator_for(&support::schema()).unwrap());
+    let tool = support::trivial_tool();
+    let calls: Vec<ToolCall> = (0..CALLS)
+        .map(|i| ToolCall::new(format!("call-{i}"), "noop", format!("{{\"n\":{i}}}")))
+        .collect();
     let rows = [
         (
             "golato Agent::run (no events)",
@@ -57,28 +63,25 @@ fn main() {
                 agent.start(support::input()).wait().unwrap();
             }),
         ),
-        ("tokio spawn + join", {
-            let validator =
-                std::sync::Arc::new(jsonschema::validator_for(&support::schema()).unwrap());
-            let tool = support::trivial_tool();
-            let calls: Vec<ToolCall> = (0..CALLS)
-                .map(|i| ToolCall::new(format!("call-{i}"), "noop", format!("{{\"n\":{i}}}")))
-                .collect();
+        (
+            "bare actor floor (no golato logic)",
+            per_iteration(|| {
+                let (done_tx, done_rx) = std::sync::mpsc::channel();
+                support::floor::start_batch(&host, &calls, &tool, &validator, done_tx);
+                done_rx.recv().unwrap();
+            }),
+        ),
+        (
+            "tokio spawn + join",
             per_iteration(|| {
                 runtime.block_on(async {
                     let handles: Vec<_> = calls
                         .iter()
                         .cloned()
                         .map(|call| {
-                            let (validator, tool) =
-                                (std::sync::Arc::clone(&validator), tool.clone());
+                            let (validator, tool) = (Arc::clone(&validator), tool.clone());
                             tokio::spawn(async move {
-                                let arguments: serde_json::Value =
-                                    serde_json::from_str(&call.arguments).unwrap();
-                                assert!(validator.is_valid(&arguments));
-                                let context =
-                                    ToolContext::detached(call.clone(), CancellationToken::new());
-                                tool.invoke(context, arguments).await.unwrap()
+                                support::floor::run_plain(call, &tool, &validator).await
                             })
                         })
                         .collect();
@@ -86,8 +89,8 @@ fn main() {
                         handle.await.unwrap();
                     }
                 })
-            })
-        }),
+            }),
+        ),
     ];
     println!("allocations per run of {CALLS} trivial calls ({RUNS} runs each):");
     for (name, (count, bytes)) in rows {

@@ -16,16 +16,13 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::fut::ActorFutureExt;
-use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, WrapFuture};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use golato::agent::{self, Agent};
 use golato::generator::Scripted;
-use golato::message::{AssistantMessage, ToolCall, ToolResultMessage};
-use golato::tool::{Tool, ToolContext, ToolResult};
+use golato::message::{AssistantMessage, ToolCall};
+use golato::tool::{Tool, ToolResult};
 use golato::{Host, HostConfig};
-use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
+use serde_json::json;
 
 const CALLS: usize = 8;
 const IN_FLIGHT: usize = 256;
@@ -67,7 +64,9 @@ fn pipeline(c: &mut Criterion) {
                     .map(|call| {
                         let validator = Arc::clone(&validator);
                         let tool = tool.clone();
-                        tokio::spawn(async move { run_plain(call, &tool, &validator).await })
+                        tokio::spawn(async move {
+                            support::floor::run_plain(call, &tool, &validator).await
+                        })
                     })
                     .collect();
                 let mut results = Vec::with_capacity(CALLS);
@@ -81,7 +80,7 @@ fn pipeline(c: &mut Criterion) {
     group.bench_function("actix_floor_8_calls", |b| {
         b.iter(|| {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
-            start_floor_batch(&host, &calls, &tool, &validator, done_tx);
+            support::floor::start_batch(&host, &calls, &tool, &validator, done_tx);
             done_rx.recv().unwrap();
         })
     });
@@ -115,7 +114,7 @@ fn pipeline(c: &mut Criterion) {
         b.iter(|| {
             let (done_tx, done_rx) = std::sync::mpsc::channel();
             for _ in 0..IN_FLIGHT {
-                start_floor_batch(&host, &calls, &tool, &validator, done_tx.clone());
+                support::floor::start_batch(&host, &calls, &tool, &validator, done_tx.clone());
             }
             for _ in 0..IN_FLIGHT {
                 done_rx.recv().unwrap();
@@ -134,9 +133,9 @@ fn pipeline(c: &mut Criterion) {
                                 .into_iter()
                                 .map(|call| {
                                     let (validator, tool) = (Arc::clone(&validator), tool.clone());
-                                    tokio::spawn(
-                                        async move { run_plain(call, &tool, &validator).await },
-                                    )
+                                    tokio::spawn(async move {
+                                        support::floor::run_plain(call, &tool, &validator).await
+                                    })
                                 })
                                 .collect();
                             let mut results = Vec::with_capacity(CALLS);
@@ -154,123 +153,6 @@ fn pipeline(c: &mut Criterion) {
         })
     });
     group.finish();
-}
-
-/// The floor the architecture sets: the bare actor mechanics of a batch with no golato logic.
-/// A parent actor on a host arbiter (standing in for the run actor and the batch supervisor
-/// at once) starts one actor per call; each runs the same per-call work as the tokio baseline
-/// on the host runtime and reports back; the parent tells the caller when all have. No
-/// generator, transcript, validation order, events, cancellation or tracing.
-struct FloorBatch {
-    calls: Vec<ToolCall>,
-    tool: Tool,
-    validator: Arc<jsonschema::Validator>,
-    runtime: tokio::runtime::Handle,
-    remaining: usize,
-    done: std::sync::mpsc::Sender<()>,
-}
-
-impl Actor for FloorBatch {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        for call in std::mem::take(&mut self.calls) {
-            FloorCall {
-                call: Some(call),
-                tool: self.tool.clone(),
-                validator: Arc::clone(&self.validator),
-                runtime: self.runtime.clone(),
-                batch: ctx.address(),
-            }
-            .start();
-        }
-    }
-}
-
-struct FloorCall {
-    call: Option<ToolCall>,
-    tool: Tool,
-    validator: Arc<jsonschema::Validator>,
-    runtime: tokio::runtime::Handle,
-    batch: actix::Addr<FloorBatch>,
-}
-
-impl Actor for FloorCall {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        let (Some(call), tool, validator) = (
-            self.call.take(),
-            self.tool.clone(),
-            Arc::clone(&self.validator),
-        ) else {
-            return;
-        };
-        let work = self
-            .runtime
-            .spawn(async move { run_plain(call, &tool, &validator).await });
-        ctx.wait(work.into_actor(self).map(|result, this, ctx| {
-            this.batch.do_send(FloorResult(result.unwrap()));
-            ctx.stop();
-        }));
-    }
-}
-
-#[derive(Message)]
-#[rtype(result = "()")]
-struct FloorResult(ToolResultMessage);
-
-impl Handler<FloorResult> for FloorBatch {
-    type Result = ();
-
-    fn handle(&mut self, result: FloorResult, ctx: &mut Context<Self>) {
-        black_box(result.0);
-        self.remaining -= 1;
-        if self.remaining == 0 {
-            self.done.send(()).unwrap();
-            ctx.stop();
-        }
-    }
-}
-
-/// Starts a [`FloorBatch`] of `calls` on `host`; it signals `done` when every call reported.
-fn start_floor_batch(
-    host: &Host,
-    calls: &[ToolCall],
-    tool: &Tool,
-    validator: &Arc<jsonschema::Validator>,
-    done: std::sync::mpsc::Sender<()>,
-) {
-    let (calls, tool, validator) = (calls.to_vec(), tool.clone(), Arc::clone(validator));
-    let runtime = host.runtime().clone();
-    host.start(move |_: &mut Context<FloorBatch>| FloorBatch {
-        remaining: calls.len(),
-        calls,
-        tool,
-        validator,
-        runtime,
-        done,
-    })
-    .unwrap();
-}
-
-/// What the pipeline does for one valid call, minus the actors: parse, check, call, record.
-async fn run_plain(
-    call: ToolCall,
-    tool: &Tool,
-    validator: &jsonschema::Validator,
-) -> ToolResultMessage {
-    let arguments: Value = serde_json::from_str(&call.arguments).unwrap();
-    assert!(validator.is_valid(&arguments));
-    let context = ToolContext::detached(call.clone(), CancellationToken::new());
-    let result = tool.invoke(context, arguments).await.unwrap();
-    ToolResultMessage {
-        tool_call_id: call.id,
-        tool_name: call.name,
-        content: result.content,
-        details: result.details,
-        is_error: result.is_error,
-    }
 }
 
 fn cpu_bound(c: &mut Criterion) {

@@ -1,6 +1,8 @@
 //! Shared pieces of the benches: trivial tools, scripts and memory readings.
 #![allow(dead_code, unreachable_pub, clippy::expect_used)]
 
+pub mod floor;
+
 use std::sync::Arc;
 
 use golato::agent::{self, Agent, Input};
