@@ -424,8 +424,13 @@ impl RunActor {
             return;
         }
         *started = true;
-        let call = ToolCall::clone(call);
-        self.emit(|| Event::ToolExecutionStart(ToolExecutionStartEvent { index, call }));
+        let call = Arc::clone(call);
+        self.emit(|| {
+            Event::ToolExecutionStart(ToolExecutionStartEvent {
+                index,
+                call: ToolCall::clone(&call),
+            })
+        });
     }
 
     /// Records a call's result (emitting its start first if it was not emitted) and its end
