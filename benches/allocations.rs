@@ -66,9 +66,7 @@ fn main() {
         (
             "bare actor floor (no golato logic)",
             per_iteration(|| {
-                let (done_tx, done_rx) = std::sync::mpsc::channel();
-                support::floor::start_batch(&host, &calls, &tool, &validator, done_tx);
-                done_rx.recv().unwrap();
+                support::floor::run_batches(true, 1, &host, &calls, &tool, &validator)
             }),
         ),
         (

@@ -3,7 +3,9 @@
 //! event is built, or every event read first), against the same per-call
 //! work (parse, schema check, call, result message) done with plain `tokio::spawn` + join.
 //! Between the two, `actix_floor_*`: the bare actor mechanics the architecture asks for (an actor
-//! per batch on an arbiter, an actor per call, the work on the runtime), with no golato logic.
+//! per batch on an arbiter, an actor per call, the work on the runtime), with no golato logic;
+//! and `actix_supervisor_only_*`: the same without per-call actors (the batch's actor spawns the
+//! work and awaits the join handles), the alternative design.
 //! Also: two 200 ms CPU-bound calls in one batch, which must overlap.
 //!
 //! `cargo bench --bench dispatch`
@@ -77,12 +79,11 @@ fn pipeline(c: &mut Criterion) {
             })
         })
     });
+    group.bench_function("actix_supervisor_only_8_calls", |b| {
+        b.iter(|| support::floor::run_batches(false, 1, &host, &calls, &tool, &validator))
+    });
     group.bench_function("actix_floor_8_calls", |b| {
-        b.iter(|| {
-            let (done_tx, done_rx) = std::sync::mpsc::channel();
-            support::floor::start_batch(&host, &calls, &tool, &validator, done_tx);
-            done_rx.recv().unwrap();
-        })
+        b.iter(|| support::floor::run_batches(true, 1, &host, &calls, &tool, &validator))
     });
     group.finish();
 
@@ -110,16 +111,11 @@ fn pipeline(c: &mut Criterion) {
             })
         })
     });
+    group.bench_function("actix_supervisor_only_256_batches_x_8_calls", |b| {
+        b.iter(|| support::floor::run_batches(false, IN_FLIGHT, &host, &calls, &tool, &validator))
+    });
     group.bench_function("actix_floor_256_batches_x_8_calls", |b| {
-        b.iter(|| {
-            let (done_tx, done_rx) = std::sync::mpsc::channel();
-            for _ in 0..IN_FLIGHT {
-                support::floor::start_batch(&host, &calls, &tool, &validator, done_tx.clone());
-            }
-            for _ in 0..IN_FLIGHT {
-                done_rx.recv().unwrap();
-            }
-        })
+        b.iter(|| support::floor::run_batches(true, IN_FLIGHT, &host, &calls, &tool, &validator))
     });
     group.bench_function("tokio_256_batches_x_8_spawn_join", |b| {
         b.iter(|| {

@@ -16,7 +16,11 @@ use tokio_util::sync::CancellationToken;
 /// at once) starts one actor per call; each runs the same per-call work as the tokio baseline
 /// on the host runtime and reports back; the parent tells the caller when all have. No
 /// generator, transcript, validation order, events, cancellation or tracing.
+///
+/// Without per-call actors (`per_call_actors: false`) the parent spawns each call's work itself
+/// and awaits its join handle: the alternative design, measured for comparison.
 struct FloorBatch {
+    per_call_actors: bool,
     calls: Vec<ToolCall>,
     tool: Tool,
     validator: Arc<jsonschema::Validator>,
@@ -30,6 +34,16 @@ impl Actor for FloorBatch {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         for call in std::mem::take(&mut self.calls) {
+            if !self.per_call_actors {
+                let (tool, validator) = (self.tool.clone(), Arc::clone(&self.validator));
+                let work = self
+                    .runtime
+                    .spawn(async move { run_plain(call, &tool, &validator).await });
+                ctx.spawn(work.into_actor(self).map(|result, this, ctx| {
+                    this.handle(FloorResult(result.unwrap()), ctx);
+                }));
+                continue;
+            }
             FloorCall {
                 call: Some(call),
                 tool: self.tool.clone(),
@@ -88,8 +102,10 @@ impl Handler<FloorResult> for FloorBatch {
     }
 }
 
-/// Starts a [`FloorBatch`] of `calls` on `host`; it signals `done` when every call reported.
-pub fn start_batch(
+/// Starts a [`FloorBatch`] of `calls` on `host`, with or without an actor per call; it signals
+/// `done` when every call reported.
+fn start_batch(
+    per_call_actors: bool,
     host: &Host,
     calls: &[ToolCall],
     tool: &Tool,
@@ -99,6 +115,7 @@ pub fn start_batch(
     let (calls, tool, validator) = (calls.to_vec(), tool.clone(), Arc::clone(validator));
     let runtime = host.runtime().clone();
     host.start(move |_: &mut Context<FloorBatch>| FloorBatch {
+        per_call_actors,
         remaining: calls.len(),
         calls,
         tool,
@@ -107,6 +124,31 @@ pub fn start_batch(
         done,
     })
     .unwrap();
+}
+
+/// Runs `batches` [`FloorBatch`]es of `calls` at once on `host` and waits for all of them.
+pub fn run_batches(
+    per_call_actors: bool,
+    batches: usize,
+    host: &Host,
+    calls: &[ToolCall],
+    tool: &Tool,
+    validator: &Arc<jsonschema::Validator>,
+) {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    for _ in 0..batches {
+        start_batch(
+            per_call_actors,
+            host,
+            calls,
+            tool,
+            validator,
+            done_tx.clone(),
+        );
+    }
+    for _ in 0..batches {
+        done_rx.recv().unwrap();
+    }
 }
 
 /// What the pipeline does for one valid call, minus the actors: parse, check, call, record.
