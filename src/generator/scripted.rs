@@ -187,31 +187,78 @@ impl ScriptEntry {
     }
 }
 
-/// The deltas a provider would have streamed for `message`.
-fn deltas_of(message: &AssistantMessage) -> Vec<Delta> {
-    let mut deltas = Vec::new();
-    if !message.reasoning.is_empty() {
-        deltas.push(Delta::Reasoning(message.reasoning.clone()));
+/// Streams `message` as a provider would: reasoning, then the text word by word, then each tool
+/// call as one fragment, then the message itself. Each item is made when it is polled, so a
+/// replay allocates no list of them up front.
+struct Replay {
+    message: Option<AssistantMessage>,
+    step: Step,
+}
+
+enum Step {
+    Reasoning,
+    Text { part: usize, offset: usize },
+    Call(usize),
+    Done,
+}
+
+impl Iterator for Replay {
+    type Item = Result<StreamEvent, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let message = self.message.as_ref()?;
+            let delta = match self.step {
+                Step::Reasoning => {
+                    self.step = Step::Text { part: 0, offset: 0 };
+                    if message.reasoning.is_empty() {
+                        continue;
+                    }
+                    Delta::Reasoning(message.reasoning.clone())
+                }
+                Step::Text { part, offset } => {
+                    let Some(content) = message.content.get(part) else {
+                        self.step = Step::Call(0);
+                        continue;
+                    };
+                    let rest = content.as_text().and_then(|text| text.get(offset..));
+                    let Some(rest) = rest.filter(|rest| !rest.is_empty()) else {
+                        self.step = Step::Text {
+                            part: part + 1,
+                            offset: 0,
+                        };
+                        continue;
+                    };
+                    let word = rest.find(' ').map_or(rest.len(), |space| space + 1);
+                    self.step = Step::Text {
+                        part,
+                        offset: offset + word,
+                    };
+                    Delta::Text(rest[..word].to_owned())
+                }
+                Step::Call(index) => {
+                    let Some(call) = message.tool_calls.get(index) else {
+                        self.step = Step::Done;
+                        continue;
+                    };
+                    self.step = Step::Call(index + 1);
+                    Delta::ToolCall {
+                        index,
+                        id: Some(call.id.clone()),
+                        name: Some(call.name.clone()),
+                        arguments: call.arguments.clone(),
+                    }
+                }
+                Step::Done => {
+                    return self
+                        .message
+                        .take()
+                        .map(|message| Ok(StreamEvent::Done(message)))
+                }
+            };
+            return Some(Ok(StreamEvent::Delta(delta)));
+        }
     }
-    for text in message.content.iter().filter_map(Content::as_text) {
-        deltas.extend(
-            text.split_inclusive(' ')
-                .map(|word| Delta::Text(word.to_owned())),
-        );
-    }
-    deltas.extend(
-        message
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(index, call)| Delta::ToolCall {
-                index,
-                id: Some(call.id.clone()),
-                name: Some(call.name.clone()),
-                arguments: call.arguments.clone(),
-            }),
-    );
-    deltas
 }
 
 impl Generator for Scripted {
@@ -221,24 +268,85 @@ impl Generator for Scripted {
             .iter()
             .filter(|message| matches!(message, Message::Assistant(_)))
             .count();
-        let items: Vec<Result<StreamEvent, Error>> = match self.entries.get(answered) {
+        match self.entries.get(answered) {
             Some(message) => {
                 let mut message = message.clone();
                 message
                     .model
                     .get_or_insert_with(|| request.model.id.clone());
-                let mut items: Vec<_> = deltas_of(&message)
-                    .into_iter()
-                    .map(|delta| Ok(StreamEvent::Delta(delta)))
-                    .collect();
-                items.push(Ok(StreamEvent::Done(message)));
-                items
+                Box::pin(futures::stream::iter(Replay {
+                    message: Some(message),
+                    step: Step::Reasoning,
+                }))
             }
-            None => vec![Err(Error::ScriptExhausted {
+            None => Box::pin(futures::stream::iter([Err(Error::ScriptExhausted {
                 requested: answered + 1,
                 available: self.entries.len(),
-            })],
+            })])),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+
+    use std::sync::Arc;
+
+    use futures::StreamExt;
+
+    use super::*;
+    use crate::generator::Model;
+
+    #[test]
+    fn a_replay_streams_reasoning_words_and_calls_then_the_message() {
+        let mut message = AssistantMessage::with_tool_calls([
+            ToolCall::new("c1", "first", "{}"),
+            ToolCall::new("c2", "second", r#"{"n":1}"#),
+        ]);
+        message.reasoning = "think".to_owned();
+        message.content = vec![
+            Content::text("a  b"),
+            Content::image("image/png", "AAAA"),
+            Content::text(""),
+            Content::text("c"),
+        ];
+        let request = Request {
+            model: Model::new("m"),
+            system_prompt: None,
+            messages: Arc::new(Vec::new()),
+            tools: Arc::from(Vec::new()),
         };
-        Box::pin(futures::stream::iter(items))
+        let items: Vec<_> = futures::executor::block_on(
+            Scripted::new([message.clone()]).stream(request).collect(),
+        );
+        let mut deltas = Vec::new();
+        let mut done = None;
+        for item in items {
+            match item.unwrap() {
+                StreamEvent::Delta(delta) => deltas.push(delta),
+                StreamEvent::Done(message) => done = Some(message),
+            }
+        }
+        let call = |index: usize, id: &str, name: &str, arguments: &str| Delta::ToolCall {
+            index,
+            id: Some(id.to_owned()),
+            name: Some(name.to_owned()),
+            arguments: arguments.to_owned(),
+        };
+        assert_eq!(
+            deltas,
+            [
+                Delta::Reasoning("think".to_owned()),
+                Delta::Text("a ".to_owned()),
+                Delta::Text(" ".to_owned()),
+                Delta::Text("b".to_owned()),
+                Delta::Text("c".to_owned()),
+                call(0, "c1", "first", "{}"),
+                call(1, "c2", "second", r#"{"n":1}"#),
+            ]
+        );
+        message.model = Some("m".to_owned());
+        assert_eq!(done, Some(message));
     }
 }
