@@ -317,9 +317,8 @@ mod tests {
             messages: Arc::new(Vec::new()),
             tools: Arc::from(Vec::new()),
         };
-        let items: Vec<_> = futures::executor::block_on(
-            Scripted::new([message.clone()]).stream(request).collect(),
-        );
+        let items: Vec<_> =
+            futures::executor::block_on(Scripted::new([message.clone()]).stream(request).collect());
         let mut deltas = Vec::new();
         let mut done = None;
         for item in items {
