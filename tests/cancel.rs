@@ -7,9 +7,10 @@ mod support;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use golato::agent::{self, Agent, Error};
-use golato::generator::Scripted;
-use golato::message::{AssistantMessage, Message};
+use futures::StreamExt;
+use golato::agent::{self, Agent, Error, Event};
+use golato::generator::{Delta, EventStream, Generator, Request, Scripted, StreamEvent};
+use golato::message::{AssistantMessage, Message, StopReason};
 use golato::tool::{Execution, Tool, ToolResult};
 use serde_json::json;
 use support::*;
@@ -233,4 +234,139 @@ fn concurrent_runs_on_one_agent_execute_at_the_same_time() {
             .iter()
             .all(|r| !r.is_error));
     }
+}
+
+/// Streams `deltas`, then either fails (the stream ends without a message) or hangs.
+struct CutShort {
+    deltas: Vec<Delta>,
+    hang: bool,
+}
+
+impl Generator for CutShort {
+    fn stream(&self, _request: Request) -> EventStream {
+        let deltas = futures::stream::iter(
+            self.deltas
+                .clone()
+                .into_iter()
+                .map(|delta| Ok(StreamEvent::Delta(delta))),
+        );
+        if self.hang {
+            deltas.chain(futures::stream::pending()).boxed()
+        } else {
+            deltas.boxed()
+        }
+    }
+}
+
+fn text_and_a_cut_call() -> Vec<Delta> {
+    vec![
+        Delta::Reasoning("hmm".to_owned()),
+        Delta::Text("Hello ".to_owned()),
+        Delta::Text("wor".to_owned()),
+        Delta::ToolCall {
+            index: 0,
+            id: Some("c1".to_owned()),
+            name: Some("echo".to_owned()),
+            arguments: r#"{"te"#.to_owned(),
+        },
+    ]
+}
+
+/// The kinds of the events from the turn's `MessageEnd` on.
+fn ending(events: &[Event]) -> Vec<&'static str> {
+    let from = events
+        .iter()
+        .position(|event| matches!(event, Event::MessageEnd(_)))
+        .unwrap_or(events.len());
+    events[from..]
+        .iter()
+        .map(|event| match event {
+            Event::MessageEnd(_) => "MessageEnd",
+            Event::TurnEnd(_) => "TurnEnd",
+            Event::RunEnd(_) => "RunEnd",
+            _ => "other",
+        })
+        .collect()
+}
+
+fn assert_partial(message: &Message, stop_reason: StopReason) -> &AssistantMessage {
+    let Message::Assistant(partial) = message else {
+        panic!("expected the partial answer, got {message:?}");
+    };
+    assert_eq!(partial.text(), "Hello wor");
+    assert_eq!(partial.reasoning, "hmm");
+    assert_eq!(partial.stop_reason, stop_reason);
+    assert!(
+        partial.tool_calls.is_empty(),
+        "a call cut short must not be recorded, or it would run on resume"
+    );
+    partial
+}
+
+#[test]
+fn a_generator_failing_mid_answer_records_what_had_streamed_in() {
+    let agent = agent_with(
+        CutShort {
+            deltas: text_and_a_cut_call(),
+            hang: false,
+        },
+        vec![echo_tool()],
+    );
+    let (events, outcome) = collect(agent.start(prompt("go")));
+    let Err(Error::Generator { source, messages }) = outcome else {
+        panic!("expected a generator error, got {outcome:?}");
+    };
+    assert_eq!(messages.len(), 2, "prompt, partial answer");
+    let partial = assert_partial(&messages[1], StopReason::Error);
+    assert_eq!(partial.error_message, Some(source.to_string()));
+    assert_eq!(ending(&events), ["MessageEnd", "TurnEnd", "RunEnd"]);
+}
+
+#[test]
+fn cancelling_mid_answer_records_what_had_streamed_in() {
+    let agent = agent_with(
+        CutShort {
+            deltas: text_and_a_cut_call(),
+            hang: true,
+        },
+        vec![echo_tool()],
+    );
+    let run = agent.start(prompt("go"));
+    let mut events = Vec::new();
+    for event in run.events() {
+        // The last delta (the call fragment) has arrived: the generator now hangs.
+        if matches!(&event, Event::MessageUpdate(update)
+            if update.deltas.iter().any(|delta| matches!(delta, Delta::ToolCall { .. })))
+        {
+            run.cancel();
+        }
+        events.push(event);
+    }
+    let Err(Error::Cancelled { messages }) = run.wait() else {
+        panic!("expected the run to be cancelled");
+    };
+    assert_eq!(messages.len(), 2, "prompt, partial answer");
+    assert_partial(&messages[1], StopReason::Aborted);
+    assert_eq!(ending(&events), ["MessageEnd", "TurnEnd", "RunEnd"]);
+}
+
+#[test]
+fn cancelling_before_any_answer_arrived_records_nothing_more() {
+    let agent = agent_with(
+        CutShort {
+            deltas: Vec::new(),
+            hang: true,
+        },
+        vec![echo_tool()],
+    );
+    let run = agent.start(prompt("go"));
+    for event in run.events() {
+        if matches!(event, Event::MessageStart(_)) {
+            run.cancel();
+        }
+    }
+    let Err(Error::Cancelled { messages }) = run.wait() else {
+        panic!("expected the run to be cancelled");
+    };
+    assert_eq!(messages.len(), 1, "the prompt only");
 }

@@ -430,6 +430,32 @@ async fn images_in_tool_results_follow_each_providers_rules() {
     assert_eq!(result["content"][1]["source"]["media_type"], "image/png");
 }
 
+#[tokio::test]
+async fn an_assistant_message_without_content_is_left_out_for_anthropic() {
+    let (url, server) = serve(vec![Reply::ok(fixture("anthropic/basic-text.sse"), 1)]).await;
+    let client = Anthropic::new(url, "k").unwrap();
+    let mut request = request(Model::new("claude"));
+    let cut_short = AssistantMessage {
+        reasoning: "thinking about it".into(),
+        stop_reason: golato::message::StopReason::Aborted,
+        ..AssistantMessage::default()
+    };
+    request.messages = Arc::new(vec![
+        Message::User(UserMessage::new("Hi")),
+        Message::Assistant(cut_short),
+        Message::User(UserMessage::new("Go on")),
+    ]);
+    collect_stream(&client, request).await.unwrap();
+    let requests = server.requests.lock().unwrap();
+    let roles: Vec<&str> = requests[0].1["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "user"]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_mid_stream_ends_the_run_with_its_transcript() {
     let mut stalled = Reply::ok(fixture("openai-chat/text-stop.sse")[..2000].to_vec(), 1);
@@ -443,14 +469,27 @@ async fn cancelling_mid_stream_ends_the_run_with_its_transcript() {
     );
     let run = agent.start(prompt("hello"));
     // Cancel once some of the answer has streamed in.
+    let mut first_text = String::new();
     while let Some(event) = run.next_event().await {
-        if matches!(event, golato::Event::MessageUpdate(_)) {
+        if let golato::Event::MessageUpdate(update) = event {
+            for delta in update.deltas {
+                if let golato::generator::Delta::Text(text) = delta {
+                    first_text.push_str(&text);
+                }
+            }
             run.cancel();
             break;
         }
     }
     match run.finish().await {
-        Err(golato::agent::Error::Cancelled { messages }) => assert_eq!(messages.len(), 1),
+        Err(golato::agent::Error::Cancelled { messages }) => {
+            assert_eq!(messages.len(), 2, "the prompt and the partial answer");
+            let golato::message::Message::Assistant(partial) = &messages[1] else {
+                panic!("expected the partial answer, got {:?}", messages[1]);
+            };
+            assert_eq!(partial.stop_reason, golato::message::StopReason::Aborted);
+            assert!(partial.text().starts_with(&first_text), "{partial:?}");
+        }
         other => panic!("expected Cancelled, got {other:?}"),
     }
     assert_eq!(server.requests.lock().unwrap().len(), 1);

@@ -33,7 +33,8 @@ pub enum Error {
     /// results.
     #[error("the run was cancelled")]
     Cancelled {
-        /// The transcript up to the cancellation.
+        /// The transcript up to the cancellation. An answer cut short ends it, with what had
+        /// streamed in (text and reasoning, no tool calls) and `StopReason::Aborted`.
         messages: Vec<Message>,
     },
     /// The generator failed (after its own retries).
@@ -42,7 +43,9 @@ pub enum Error {
         /// What the generator said.
         #[source]
         source: generator::Error,
-        /// The transcript up to the failure.
+        /// The transcript up to the failure. An answer cut short ends it, with what had
+        /// streamed in (text and reasoning, no tool calls), `StopReason::Error` and the error's
+        /// text.
         messages: Vec<Message>,
     },
     /// The run reached `agent::Config::max_turns` and needed another turn.

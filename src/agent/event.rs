@@ -12,7 +12,10 @@ use crate::tool::ToolResult;
 /// exactly one `ToolExecutionEnd`, invalid calls included. In a parallel batch every start comes
 /// first, in source order (an invalid call's end right after its start), then the ends of the
 /// executed calls in completion order; in a sequential batch each call's start, updates and end
-/// come before the next call's start.
+/// come before the next call's start. When a turn's answer is cut short by cancellation or a
+/// generator failure after some text or reasoning streamed in, that part is recorded (with
+/// `StopReason::Aborted` or `StopReason::Error`) and gets its `MessageEnd` and `TurnEnd` before
+/// `RunEnd`; with nothing streamed in, the turn ends with `RunEnd` alone.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Event {

@@ -23,7 +23,9 @@ use super::event::*;
 use super::run::Channel;
 use super::{AgentInner, Error, RunResult};
 use crate::generator::{self, Delta, Request, StreamEvent};
-use crate::message::{AssistantMessage, Message as TranscriptMessage, StopReason, ToolCall, Usage};
+use crate::message::{
+    AssistantMessage, Content, Message as TranscriptMessage, StopReason, ToolCall, Usage,
+};
 use crate::tool::{Execution, ToolResult};
 
 /// Argument bytes above which a batch is validated on the blocking pool rather than inline,
@@ -208,22 +210,24 @@ impl RunActor {
         let channel = Arc::clone(&self.plan.channel);
         let streaming = async move {
             let mut stream = generator.stream(request);
+            let mut partial = Partial::default();
             loop {
                 let item = tokio::select! {
                     biased;
-                    () = cancel.cancelled() => return Generated::Cancelled,
+                    () = cancel.cancelled() => return Generated::Cancelled(partial),
                     item = stream.next() => item,
                 };
                 match item {
                     Some(Ok(StreamEvent::Delta(delta))) => {
+                        partial.absorb(&delta);
                         // Deltas only become events; skip the message when none is read.
                         if channel.wants_events() {
                             mailbox.do_send(GeneratorDelta { turn, delta });
                         }
                     }
                     Some(Ok(StreamEvent::Done(message))) => return Generated::Message(message),
-                    Some(Err(error)) => return Generated::Failed(error),
-                    None => return Generated::Failed(generator::Error::IncompleteStream),
+                    Some(Err(error)) => return Generated::Failed(error, partial),
+                    None => return Generated::Failed(generator::Error::IncompleteStream, partial),
                 }
             }
         };
@@ -234,9 +238,12 @@ impl RunActor {
         let generate = async move {
             let generated = match AssertUnwindSafe(streaming).catch_unwind().await {
                 Ok(generated) => generated,
-                Err(payload) => Generated::Failed(generator::Error::Panicked {
-                    message: panic_text(payload.as_ref()),
-                }),
+                Err(payload) => Generated::Failed(
+                    generator::Error::Panicked {
+                        message: panic_text(payload.as_ref()),
+                    },
+                    Partial::default(),
+                ),
             };
             mailbox.do_send(GeneratorDone { turn, generated });
         };
@@ -271,6 +278,46 @@ impl RunActor {
             return self.truncated(batch, ctx);
         }
         self.execute(message_index, calls, ctx);
+    }
+
+    /// Records the part of an answer that had streamed in when the request was cancelled or
+    /// failed, so that nothing seen in events is missing from the transcript. Its tool-call
+    /// fragments are left out: a call cut short must never run, also not on resume.
+    fn record_partial(
+        &mut self,
+        partial: Partial,
+        stop_reason: StopReason,
+        error_message: Option<String>,
+    ) {
+        if partial.text.is_empty() && partial.reasoning.is_empty() {
+            return;
+        }
+        let message = AssistantMessage {
+            content: if partial.text.is_empty() {
+                Vec::new()
+            } else {
+                vec![Content::text(partial.text)]
+            },
+            reasoning: partial.reasoning,
+            stop_reason,
+            model: Some(self.plan.agent.model.id.clone()),
+            error_message,
+            ..AssistantMessage::default()
+        };
+        self.emit(|| {
+            Event::MessageEnd(MessageEndEvent {
+                turn: self.turn,
+                message: message.clone(),
+            })
+        });
+        self.emit(|| {
+            Event::TurnEnd(TurnEndEvent {
+                turn: self.turn,
+                message: message.clone(),
+                tool_results: Vec::new(),
+            })
+        });
+        self.append([TranscriptMessage::Assistant(message)]);
     }
 
     fn open_batch(&mut self, message_index: usize, calls: Vec<Arc<ToolCall>>) -> Batch {
@@ -568,8 +615,27 @@ pub(crate) fn pending_calls(messages: &[TranscriptMessage]) -> Option<(usize, Ve
 /// What became of a generator request.
 enum Generated {
     Message(AssistantMessage),
-    Failed(generator::Error),
-    Cancelled,
+    /// The request failed, with what had streamed in before.
+    Failed(generator::Error, Partial),
+    /// The run was cancelled, with what had streamed in before.
+    Cancelled(Partial),
+}
+
+/// The answer's text and reasoning streamed so far.
+#[derive(Default)]
+struct Partial {
+    text: String,
+    reasoning: String,
+}
+
+impl Partial {
+    fn absorb(&mut self, delta: &Delta) {
+        match delta {
+            Delta::Text(text) => self.text.push_str(text),
+            Delta::Reasoning(text) => self.reasoning.push_str(text),
+            Delta::ToolCall { .. } => {}
+        }
+    }
 }
 
 #[derive(Message)]
@@ -629,8 +695,12 @@ impl Handler<GeneratorDone> for RunActor {
         let _entered = self.turn_span.clone().entered();
         match message.generated {
             Generated::Message(assistant) => self.on_message(assistant, ctx),
-            Generated::Cancelled => self.cancelled(ctx),
-            Generated::Failed(source) => {
+            Generated::Cancelled(partial) => {
+                self.record_partial(partial, StopReason::Aborted, None);
+                self.cancelled(ctx);
+            }
+            Generated::Failed(source, partial) => {
+                self.record_partial(partial, StopReason::Error, Some(source.to_string()));
                 let messages = self.take_messages();
                 self.end(Err(Error::Generator { source, messages }), ctx);
             }

@@ -346,7 +346,11 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
                         .unwrap_or_else(|| serde_json::json!({}));
                     content.push(serde_json::json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
                 }
-                messages.push(serde_json::json!({"role": "assistant", "content": content}));
+                // The API rejects an empty message (an answer cut short before any text, say);
+                // leaving it out changes nothing the model would read.
+                if !content.is_empty() {
+                    messages.push(serde_json::json!({"role": "assistant", "content": content}));
+                }
             }
             Message::ToolResult(result) => {
                 let block = serde_json::json!({
