@@ -60,7 +60,7 @@ use std::sync::Arc;
 use golato_actors::Host;
 
 use crate::generator::{Generator, Model};
-use crate::message::{AssistantMessage, Message, Usage, UserMessage};
+use crate::message::{AssistantMessage, Message, StopReason, Usage, UserMessage};
 use crate::tool::{self, Execution, Tool, ToolDefinition};
 
 pub use error::Error;
@@ -167,7 +167,15 @@ impl Input {
             Some(Message::Assistant(last)) if no_prompts => {
                 let pending =
                     run_actor::pending_calls(&messages).map_or(0, |(_, calls)| calls.len());
-                if pending == 0 {
+                let cut_short = matches!(last.stop_reason, StopReason::Aborted | StopReason::Error);
+                if pending == 0 && cut_short {
+                    Err(Error::NotContinuable {
+                        reason: format!(
+                            "it ends with an answer cut short (stop reason {:?}); add a prompt to agent::Input::prompts (for example, asking the model to go on), or drop that message from the transcript to ask again",
+                            last.stop_reason
+                        ),
+                    })
+                } else if pending == 0 {
                     Err(Error::NotContinuable {
                         reason: format!(
                             "it ends with an assistant message without tool calls (stop reason {:?}), so the model has already answered; add a prompt to agent::Input::prompts",

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use golato::agent::{Error, Input};
 use golato::generator::Scripted;
-use golato::message::{AssistantMessage, Message, UserMessage};
+use golato::message::{AssistantMessage, Message, StopReason, UserMessage};
 use pretty_assertions::assert_eq;
 use support::*;
 
@@ -153,4 +153,29 @@ fn a_transcript_ending_in_a_final_answer_cannot_continue_without_a_prompt() {
         .unwrap_err();
     assert!(matches!(error, Error::NotContinuable { .. }), "{error:?}");
     assert!(error.to_string().contains("add a prompt"), "{error}");
+}
+
+#[test]
+fn a_transcript_ending_in_an_answer_cut_short_says_how_to_go_on() {
+    let agent = agent_with(two_step_script(), vec![]);
+    let transcript = vec![
+        Message::User(UserMessage::new("hi")),
+        Message::Assistant(AssistantMessage {
+            stop_reason: StopReason::Aborted,
+            ..AssistantMessage::with_text("hel")
+        }),
+    ];
+    let error = agent
+        .start(Input {
+            transcript,
+            ..Default::default()
+        })
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, Error::NotContinuable { .. }), "{error:?}");
+    let text = error.to_string();
+    assert!(
+        text.contains("cut short") && text.contains("add a prompt"),
+        "{text}"
+    );
 }
