@@ -139,43 +139,38 @@ fn empty_input_is_a_clear_error() {
 
 #[test]
 fn a_transcript_ending_in_a_final_answer_cannot_continue_without_a_prompt() {
-    let agent = agent_with(two_step_script(), vec![]);
-    let transcript = vec![
+    let error = resuming_without_a_prompt(vec![
         Message::User(UserMessage::new("hi")),
         Message::Assistant(AssistantMessage::with_text("hello")),
-    ];
-    let error = agent
-        .start(Input {
-            transcript,
-            ..Default::default()
-        })
-        .wait()
-        .unwrap_err();
+    ]);
     assert!(matches!(error, Error::NotContinuable { .. }), "{error:?}");
     assert!(error.to_string().contains("add a prompt"), "{error}");
 }
 
 #[test]
 fn a_transcript_ending_in_an_answer_cut_short_says_how_to_go_on() {
-    let agent = agent_with(two_step_script(), vec![]);
-    let transcript = vec![
+    let error = resuming_without_a_prompt(vec![
         Message::User(UserMessage::new("hi")),
         Message::Assistant(AssistantMessage {
             stop_reason: StopReason::Aborted,
             ..AssistantMessage::with_text("hel")
         }),
-    ];
-    let error = agent
-        .start(Input {
-            transcript,
-            ..Default::default()
-        })
-        .wait()
-        .unwrap_err();
+    ]);
     assert!(matches!(error, Error::NotContinuable { .. }), "{error:?}");
     let text = error.to_string();
     assert!(
         text.contains("cut short") && text.contains("add a prompt"),
         "{text}"
     );
+}
+
+/// The error of a run resumed from `transcript` with no new prompt.
+fn resuming_without_a_prompt(transcript: Vec<Message>) -> Error {
+    agent_with(two_step_script(), vec![])
+        .start(Input {
+            transcript,
+            ..Default::default()
+        })
+        .wait()
+        .unwrap_err()
 }
