@@ -12,7 +12,6 @@ mod support;
 
 use std::sync::Arc;
 
-use golato::message::ToolCall;
 use golato::{Host, HostConfig};
 
 #[global_allocator]
@@ -45,11 +44,9 @@ fn main() {
         .build()
         .unwrap();
 
-    let validator = Arc::new(jsonschema::validator_for(&support::schema()).unwrap());
+    let validator = support::floor::validator();
     let tool = support::trivial_tool();
-    let calls: Vec<ToolCall> = (0..CALLS)
-        .map(|i| ToolCall::new(format!("call-{i}"), "noop", format!("{{\"n\":{i}}}")))
-        .collect();
+    let calls = support::floor::calls(CALLS);
     let rows = [
         (
             "golato Agent::run (no events)",
@@ -72,21 +69,12 @@ fn main() {
         (
             "tokio spawn + join",
             per_iteration(|| {
-                runtime.block_on(async {
-                    let handles: Vec<_> = calls
-                        .iter()
-                        .cloned()
-                        .map(|call| {
-                            let (validator, tool) = (Arc::clone(&validator), tool.clone());
-                            tokio::spawn(async move {
-                                support::floor::run_plain(call, &tool, &validator).await
-                            })
-                        })
-                        .collect();
-                    for handle in handles {
-                        handle.await.unwrap();
-                    }
-                })
+                let batch = support::floor::tokio_batch(
+                    calls.iter().cloned(),
+                    tool.clone(),
+                    Arc::clone(&validator),
+                );
+                runtime.block_on(batch);
             }),
         ),
     ];

@@ -52,31 +52,17 @@ fn pipeline(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let validator = Arc::new(jsonschema::validator_for(&support::schema()).unwrap());
+    let validator = support::floor::validator();
     let tool = support::trivial_tool();
-    let calls: Vec<ToolCall> = (0..CALLS)
-        .map(|i| ToolCall::new(format!("call-{i}"), "noop", format!("{{\"n\":{i}}}")))
-        .collect();
+    let calls = support::floor::calls(CALLS);
     group.bench_function("tokio_spawn_join_8_calls", |b| {
         b.iter(|| {
-            runtime.block_on(async {
-                let handles: Vec<_> = calls
-                    .iter()
-                    .cloned()
-                    .map(|call| {
-                        let validator = Arc::clone(&validator);
-                        let tool = tool.clone();
-                        tokio::spawn(async move {
-                            support::floor::run_plain(call, &tool, &validator).await
-                        })
-                    })
-                    .collect();
-                let mut results = Vec::with_capacity(CALLS);
-                for handle in handles {
-                    results.push(handle.await.unwrap());
-                }
-                black_box(results)
-            })
+            let batch = support::floor::tokio_batch(
+                calls.iter().cloned(),
+                tool.clone(),
+                Arc::clone(&validator),
+            );
+            black_box(runtime.block_on(batch))
         })
     });
     group.bench_function("actix_supervisor_only_8_calls", |b| {
@@ -122,24 +108,11 @@ fn pipeline(c: &mut Criterion) {
             runtime.block_on(async {
                 let batches: Vec<_> = (0..IN_FLIGHT)
                     .map(|_| {
-                        let (calls, validator, tool) =
-                            (calls.clone(), Arc::clone(&validator), tool.clone());
-                        tokio::spawn(async move {
-                            let handles: Vec<_> = calls
-                                .into_iter()
-                                .map(|call| {
-                                    let (validator, tool) = (Arc::clone(&validator), tool.clone());
-                                    tokio::spawn(async move {
-                                        support::floor::run_plain(call, &tool, &validator).await
-                                    })
-                                })
-                                .collect();
-                            let mut results = Vec::with_capacity(CALLS);
-                            for handle in handles {
-                                results.push(handle.await.unwrap());
-                            }
-                            results
-                        })
+                        tokio::spawn(support::floor::tokio_batch(
+                            calls.clone(),
+                            tool.clone(),
+                            Arc::clone(&validator),
+                        ))
                     })
                     .collect();
                 for batch in batches {

@@ -151,6 +151,40 @@ pub fn run_batches(
     }
 }
 
+/// `count` calls of the trivial tool, each with valid arguments, as the script of
+/// [`super::agent`] asks for them.
+pub fn calls(count: usize) -> Vec<ToolCall> {
+    (0..count)
+        .map(|i| ToolCall::new(format!("call-{i}"), "noop", format!("{{\"n\":{i}}}")))
+        .collect()
+}
+
+/// The trivial tool's schema, compiled.
+pub fn validator() -> Arc<jsonschema::Validator> {
+    Arc::new(jsonschema::validator_for(&super::schema()).unwrap())
+}
+
+/// The plain-tokio baseline for one batch: each call's work spawned on the current runtime,
+/// then the join handles awaited in order.
+pub async fn tokio_batch(
+    calls: impl IntoIterator<Item = ToolCall>,
+    tool: Tool,
+    validator: Arc<jsonschema::Validator>,
+) -> Vec<ToolResultMessage> {
+    let handles: Vec<_> = calls
+        .into_iter()
+        .map(|call| {
+            let (tool, validator) = (tool.clone(), Arc::clone(&validator));
+            tokio::spawn(async move { run_plain(call, &tool, &validator).await })
+        })
+        .collect();
+    let mut results = Vec::with_capacity(handles.len());
+    for handle in handles {
+        results.push(handle.await.unwrap());
+    }
+    results
+}
+
 /// What the pipeline does for one valid call, minus the actors: parse, check, call, record.
 pub async fn run_plain(
     call: ToolCall,
