@@ -23,7 +23,9 @@ use crate::message::{AssistantMessage, Content, Message, StopReason, ToolCall, U
 /// lines are skipped). An entry is an [`AssistantMessage`] in its serde form, with two
 /// conveniences: `"text": "..."` for a single text part, and `arguments` given either as the raw
 /// JSON string or as any JSON value. `stop_reason` defaults to `tool_calls` when the entry has
-/// calls and to `stop` otherwise.
+/// calls and to `stop` otherwise. An entry may also carry `tool_results`, the results its calls
+/// got when it was recorded (`golato run --record` writes them, `golato run --script` compares a
+/// replay against them); the generator ignores them.
 ///
 /// ```json
 /// {"tool_calls": [{"id": "call-1", "name": "lookup_customer", "arguments": {"customer_id": "C-100"}}]}
@@ -141,6 +143,10 @@ struct ScriptEntry {
     model: Option<String>,
     #[serde(default)]
     error_message: Option<String>,
+    /// What the tools returned when the script was recorded (`golato run --record`): the
+    /// command line compares a replay against it; the generator ignores it.
+    #[serde(default, rename = "tool_results")]
+    _tool_results: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,119 @@
+//! The command line's shape (clap derive).
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Runs LLM agents with the read, bash, edit and write tools.
+///
+/// These tools are not a sandbox: they run with this process's file, process, environment and
+/// network permissions. Use them on trusted work only.
+#[derive(Debug, Parser)]
+#[command(name = "golato", version, about, long_about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Runs an agent with the built-in tools in a directory, showing what happens live.
+    Run(RunArgs),
+    /// Copies the bundled demo project to a fresh directory and replays a recorded session that
+    /// fixes its bug there (no key or network needed).
+    Demo(DemoArgs),
+    /// Calls one built-in tool through the validation pipeline and prints the result as JSON.
+    Tool(ToolArgs),
+}
+
+/// Which API a real model is reached through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProviderKind {
+    /// OpenAI Chat Completions, or any compatible server (Ollama, vLLM, llama.cpp, LM Studio).
+    Openai,
+    /// Anthropic's Messages API.
+    Anthropic,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// What to ask the agent.
+    pub(crate) prompt: String,
+    /// Directory the tools work in; relative paths resolve against it.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub(crate) cwd: PathBuf,
+    /// The model's API [default: anthropic when ANTHROPIC_API_KEY is set, else openai].
+    #[arg(long, value_enum)]
+    pub(crate) provider: Option<ProviderKind>,
+    /// The model ID [default: OPENAI_MODEL or ANTHROPIC_MODEL, else gpt-4o-mini or
+    /// claude-sonnet-4-5].
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// The API's base URL, e.g. http://localhost:11434/v1 for Ollama [default: OPENAI_BASE_URL or
+    /// ANTHROPIC_BASE_URL, else the provider's own].
+    #[arg(long, value_name = "URL")]
+    pub(crate) base_url: Option<String>,
+    /// Instructions sent before the conversation: the text itself, or @FILE to read them from a
+    /// file.
+    #[arg(long, value_name = "TEXT|@FILE")]
+    pub(crate) system: Option<String>,
+    /// Only these tools, comma-separated (e.g. read,bash) [default: read,bash,edit,write].
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub(crate) tools: Option<Vec<String>>,
+    /// Leave these tools out, comma-separated; wins over --tools.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub(crate) exclude: Vec<String>,
+    /// Run the calls of each batch one after another instead of in parallel.
+    #[arg(long)]
+    pub(crate) sequential: bool,
+    /// Stop with an error (exit 1) when the run needs more model requests than this.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_turns: Option<NonZeroUsize>,
+    /// Replay a recorded model (a script written by --record, or by hand) instead of calling
+    /// one; differences between the recorded and the replayed tool results are reported.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) script: Option<PathBuf>,
+    /// Write what the model said, turn by turn, as a script that --script replays.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) record: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) view: ViewArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Where to put the demo project (a new or empty directory) [default: a fresh temporary
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// Write the replayed session as a script, as `golato run --record` does.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) record: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) view: ViewArgs,
+}
+
+/// How a run is shown.
+#[derive(Debug, Clone, Copy, Args)]
+pub(crate) struct ViewArgs {
+    /// Print one JSON object per event, one per line, the last line the outcome (see the
+    /// README's "JSON lines" section for the schema).
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Show every actor message on stderr (span, mailbox wait, queue depth), nested run → turn
+    /// → batch → call; RUST_LOG filters it [default: golato=debug].
+    #[arg(long)]
+    pub(crate) trace: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ToolArgs {
+    /// The tool: read, bash, edit or write.
+    pub(crate) name: String,
+    /// The arguments, a JSON object, e.g. '{"path": "README.md"}'.
+    pub(crate) json_args: String,
+    /// Directory relative paths resolve against.
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub(crate) cwd: PathBuf,
+}

@@ -1,0 +1,114 @@
+//! `golato demo`: the main job on a fresh machine, with no key and no network. The bundled
+//! project (`examples/demo/project/`, a shell library with a bug and a failing check) is copied
+//! into a fresh directory, and the recorded session (`examples/demo/session.jsonl`, written by
+//! `golato run --record`) is replayed there with the live view: the agent reads the files, runs
+//! the check, edits the bug, writes a note and runs the check again, green.
+//!
+//! The files are compiled into the binary, so the demo works wherever the binary is.
+
+use std::path::{Path, PathBuf};
+
+use golato::agent::{self, Agent};
+use golato::builtin;
+
+use crate::args::DemoArgs;
+use crate::record::{Recorder, Recording};
+use crate::run::{drive, Session};
+use crate::{CliError, Exit};
+
+/// The prompt the session was recorded with.
+pub(crate) const PROMPT: &str =
+    "`bash check.sh` fails in this project. Find out why, fix it, and leave a note of the fix in NOTES.md.";
+
+/// The project, file by file (path, contents).
+const PROJECT: [(&str, &str); 3] = [
+    (
+        "README.md",
+        include_str!("../../../examples/demo/project/README.md"),
+    ),
+    (
+        "stats.sh",
+        include_str!("../../../examples/demo/project/stats.sh"),
+    ),
+    (
+        "check.sh",
+        include_str!("../../../examples/demo/project/check.sh"),
+    ),
+];
+
+/// The recorded session.
+const SESSION: &str = include_str!("../../../examples/demo/session.jsonl");
+
+pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
+    let workspace = match args.dir {
+        Some(dir) => prepare(&dir)?,
+        None => fresh_directory()?,
+    };
+    for (name, contents) in PROJECT {
+        let path = workspace.join(name);
+        std::fs::write(&path, contents).map_err(|error| {
+            CliError::Failed(format!(
+                "could not copy the demo project to {}: {error}",
+                path.display()
+            ))
+        })?;
+    }
+    let script = golato::generator::Scripted::from_json(SESSION).map_err(|error| {
+        CliError::Failed(format!("the bundled demo session is broken: {error}"))
+    })?;
+    let recording = Recording::parse(SESSION, Path::new("examples/demo/session.jsonl"))?;
+    let tools = builtin::new(builtin::Config {
+        working_directory: workspace.clone(),
+        ..Default::default()
+    })
+    .map_err(|error| CliError::Failed(error.to_string()))?;
+    let agent = Agent::new(agent::Config {
+        generator: Some(std::sync::Arc::new(script)),
+        tools,
+        ..Default::default()
+    })
+    .map_err(|error| CliError::Failed(error.to_string()))?;
+    let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
+    drive(Session {
+        agent,
+        prompt: PROMPT.to_owned(),
+        view: args.view,
+        recorder,
+        recording: Some(recording),
+        workspace: Some(workspace),
+    })
+    .await
+}
+
+/// A new directory under the system's temporary directory, kept after the demo so the result
+/// can be looked at.
+fn fresh_directory() -> Result<PathBuf, CliError> {
+    tempfile::Builder::new()
+        .prefix("golato-demo-")
+        .tempdir()
+        .map(tempfile::TempDir::keep)
+        .map_err(|error| {
+            CliError::Failed(format!(
+                "could not make a temporary directory for the demo: {error}; pass --dir DIR"
+            ))
+        })
+}
+
+/// `--dir`: created if missing; it must be empty, so the demo never overwrites anyone's files.
+fn prepare(dir: &Path) -> Result<PathBuf, CliError> {
+    std::fs::create_dir_all(dir).map_err(|error| {
+        CliError::usage(format!("cannot create --dir {}: {error}", dir.display()))
+    })?;
+    let mut entries = std::fs::read_dir(dir).map_err(|error| {
+        CliError::usage(format!("cannot read --dir {}: {error}", dir.display()))
+    })?;
+    if entries.next().is_some() {
+        return Err(CliError::usage(format!(
+            "--dir {} is not empty; give a new or empty directory (the demo writes its project there)",
+            dir.display()
+        )));
+    }
+    dir.canonicalize().map_err(|error| {
+        CliError::usage(format!("cannot resolve --dir {}: {error}", dir.display()))
+    })
+}

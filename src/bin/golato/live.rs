@@ -1,0 +1,374 @@
+//! The terminal view: streamed answer text, a line per tool call (a spinner with its elapsed
+//! time and latest output line while it runs, then ✓ or ✗ with the first lines of its result),
+//! and a one-line summary.
+//!
+//! On a terminal the spinners are indicatif progress bars, one line each, so parallel calls show
+//! at once. Without one (piped or redirected, or `TERM=dumb`) the same story is told in plain
+//! lines with no spinner and no escape codes; colours also honour `NO_COLOR` and `CLICOLOR`
+//! (through anstream).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use anstyle::{AnsiColor, Style};
+use golato::agent::Event;
+use golato::generator::Delta;
+use golato::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use crate::interrupt::Signal;
+use crate::record::Mismatch;
+use crate::report::{Ending, View};
+
+const GREEN: Style = AnsiColor::Green.on_default();
+const RED: Style = AnsiColor::Red.on_default();
+const YELLOW: Style = AnsiColor::Yellow.on_default();
+const DIM: Style = Style::new().dimmed();
+const BOLD: Style = Style::new().bold();
+
+/// Lines of a result shown under its ✓ or ✗.
+const RESULT_LINES: usize = 3;
+/// Characters of one shown line (an argument summary, a result line, the latest output).
+const LINE_WIDTH: usize = 100;
+
+/// The terminal view.
+pub(crate) struct Live {
+    /// The spinners, when stdout is a terminal.
+    bars: Option<MultiProgress>,
+    /// Calls of the current batch that have started and not ended, by index.
+    calls: HashMap<usize, Running>,
+    /// What the current message has streamed so far.
+    stream: Streamed,
+    /// Whether the cursor is at the start of a line.
+    at_line_start: bool,
+}
+
+struct Running {
+    label: String,
+    started: Instant,
+    bar: Option<ProgressBar>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Streamed {
+    #[default]
+    Nothing,
+    Reasoning,
+    Text,
+}
+
+impl Live {
+    /// A view drawing spinners through `bars` when given (stdout is a terminal), plain lines
+    /// otherwise.
+    pub(crate) fn new(bars: Option<MultiProgress>) -> Live {
+        Live {
+            bars,
+            calls: HashMap::new(),
+            stream: Streamed::Nothing,
+            at_line_start: true,
+        }
+    }
+
+    /// Writes to stdout with the spinners cleared, so text never lands inside a bar.
+    fn write(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.at_line_start = text.ends_with('\n');
+        let write = || {
+            let mut out = anstream::stdout().lock();
+            // A closed stdout (a pipe whose reader left) must not stop the run.
+            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        };
+        match &self.bars {
+            Some(bars) => bars.suspend(write),
+            None => write(),
+        }
+    }
+
+    /// Writes `line` on a line of its own.
+    fn line(&mut self, line: &str) {
+        let mut text = String::new();
+        if !self.at_line_start {
+            text.push('\n');
+        }
+        text.push_str(line);
+        text.push('\n');
+        self.write(&text);
+    }
+
+    fn delta(&mut self, delta: &Delta) {
+        match delta {
+            Delta::Text(text) => {
+                if self.stream == Streamed::Reasoning {
+                    self.line("");
+                }
+                self.stream = Streamed::Text;
+                self.write(text);
+            }
+            Delta::Reasoning(text) => {
+                self.stream = Streamed::Reasoning;
+                self.write(&format!("{DIM}{text}{DIM:#}"));
+            }
+            // A call is shown when it starts, with its whole arguments.
+            Delta::ToolCall { .. } => {}
+        }
+    }
+
+    fn message_end(&mut self, message: &AssistantMessage) {
+        let text = message.text();
+        if self.stream != Streamed::Text && !text.is_empty() {
+            self.write(&text);
+        }
+        if !self.at_line_start {
+            self.write("\n");
+        }
+        let note = match message.stop_reason {
+            StopReason::Length => Some("the answer hit the output token limit".to_owned()),
+            StopReason::Aborted => Some("the answer was cut short by cancellation".to_owned()),
+            StopReason::Error => Some(format!(
+                "the answer was cut short: {}",
+                message.error_message.as_deref().unwrap_or("provider error")
+            )),
+            StopReason::Stop | StopReason::ToolCalls => None,
+        };
+        if let Some(note) = note {
+            self.line(&format!("{YELLOW}({note}){YELLOW:#}"));
+        }
+        self.stream = Streamed::Nothing;
+    }
+
+    fn tool_start(&mut self, index: usize, call: &ToolCall) {
+        let label = call_label(call);
+        let bar = match &self.bars {
+            Some(bars) => {
+                let bar = bars.add(ProgressBar::new_spinner());
+                bar.set_style(spinner_style());
+                bar.set_prefix(label.clone());
+                bar.enable_steady_tick(Duration::from_millis(100));
+                Some(bar)
+            }
+            None => {
+                self.line(&format!("{DIM}→{DIM:#} {}", styled(&label)));
+                None
+            }
+        };
+        let started = Instant::now();
+        self.calls.insert(
+            index,
+            Running {
+                label,
+                started,
+                bar,
+            },
+        );
+    }
+
+    fn tool_update(&mut self, index: usize, text: &str) {
+        let latest = text.lines().rev().find(|line| !line.trim().is_empty());
+        if let (Some(running), Some(latest)) = (self.calls.get(&index), latest) {
+            if let Some(bar) = &running.bar {
+                bar.set_message(clip(latest.trim_end()));
+            }
+        }
+    }
+
+    fn tool_end(&mut self, index: usize, call: &ToolCall, result: &ToolResultMessage) {
+        let (label, elapsed) = match self.calls.remove(&index) {
+            Some(running) => {
+                if let Some(bar) = &running.bar {
+                    bar.finish_and_clear();
+                    if let Some(bars) = &self.bars {
+                        bars.remove(bar);
+                    }
+                }
+                (running.label, running.started.elapsed())
+            }
+            None => (call_label(call), Duration::ZERO),
+        };
+        let mark = if result.is_error {
+            format!("{RED}✗{RED:#}")
+        } else {
+            format!("{GREEN}✓{GREEN:#}")
+        };
+        let mut text = format!(
+            "{mark} {} {DIM}{:.1}s{DIM:#}",
+            styled(&label),
+            elapsed.as_secs_f64()
+        );
+        let body = result.text();
+        let lines: Vec<&str> = body.lines().collect();
+        for line in lines.iter().take(RESULT_LINES) {
+            text.push_str(&format!("\n  {DIM}│{DIM:#} {}", clip(line)));
+        }
+        if lines.len() > RESULT_LINES {
+            let more = lines.len() - RESULT_LINES;
+            text.push_str(&format!("\n  {DIM}│ … {more} more line(s){DIM:#}"));
+        }
+        self.line(&text);
+    }
+
+    fn clear_bars(&mut self) {
+        for (_, running) in self.calls.drain() {
+            if let Some(bar) = running.bar {
+                bar.finish_and_clear();
+            }
+        }
+    }
+}
+
+impl View for Live {
+    fn event(&mut self, event: &Event) {
+        match event {
+            Event::MessageStart(_) => self.stream = Streamed::Nothing,
+            Event::MessageUpdate(update) => update.deltas.iter().for_each(|d| self.delta(d)),
+            Event::MessageEnd(end) => self.message_end(&end.message),
+            Event::ToolExecutionStart(start) => self.tool_start(start.index, &start.call),
+            Event::ToolExecutionUpdate(update) => {
+                let mut parts = update.partial_result.content.iter().rev();
+                let text = parts.find_map(golato::message::Content::as_text);
+                self.tool_update(update.index, text.unwrap_or_default())
+            }
+            Event::ToolExecutionEnd(end) => self.tool_end(end.index, &end.call, &end.result),
+            _ => {}
+        }
+    }
+
+    fn mismatch(&mut self, mismatch: &Mismatch) {
+        self.line(&format!(
+            "{YELLOW}! the replay differs from the recording at turn {}, call {} ({} {}): {}{YELLOW:#}",
+            mismatch.turn,
+            mismatch.index + 1,
+            mismatch.tool_name,
+            mismatch.call_id,
+            mismatch.difference
+        ));
+    }
+
+    fn interrupted(&mut self, signal: Signal) {
+        self.line(&format!(
+            "{YELLOW}{} received: cancelling the run, waiting for started tools (press Ctrl-C again to exit at once){YELLOW:#}",
+            signal.name()
+        ));
+    }
+
+    fn end(&mut self, ending: &Ending<'_>) {
+        self.clear_bars();
+        let tally = ending.tally;
+        let mut parts = vec![
+            format!("{} turn(s)", tally.turns),
+            format!("{} tool call(s)", tally.tool_calls),
+        ];
+        if tally.tool_errors > 0 {
+            parts.push(format!("{} error result(s)", tally.tool_errors));
+        }
+        if tally.replay_mismatches > 0 {
+            parts.push(format!("{} replay difference(s)", tally.replay_mismatches));
+        }
+        parts.push(format!("{:.2} s", ending.wall.as_secs_f64()));
+        let usage = tally.usage;
+        if usage.input_tokens + usage.output_tokens > 0 {
+            parts.push(format!(
+                "{} in / {} out tokens",
+                usage.input_tokens + usage.cache_read_tokens,
+                usage.output_tokens
+            ));
+        }
+        let (style, status) = match ending.status() {
+            "completed" => (GREEN, "done"),
+            "interrupted" => (YELLOW, "interrupted"),
+            _ => (RED, "failed"),
+        };
+        self.line(&format!(
+            "{BOLD}{style}{status}{style:#}{BOLD:#}: {}",
+            parts.join(", ")
+        ));
+        if let Some(workspace) = &ending.workspace {
+            self.line(&format!(
+                "The demo project is in {}; run `bash check.sh` there to see it pass.",
+                workspace.display()
+            ));
+        }
+    }
+
+    fn abandon(&mut self) {
+        self.clear_bars();
+        if !self.at_line_start {
+            self.write("\n");
+        }
+    }
+}
+
+fn spinner_style() -> ProgressStyle {
+    // No styles in the template: indicatif's colours would not honour NO_COLOR. A fixed template
+    // cannot fail to parse; the fallback keeps a bare spinner if it did.
+    ProgressStyle::with_template("{spinner} {prefix} {elapsed} {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+/// The call in one line, without styles: its tool and what it acts on.
+pub(crate) fn call_label(call: &ToolCall) -> String {
+    let args: Option<serde_json::Map<String, Value>> = serde_json::from_str(&call.arguments).ok();
+    let field = |name: &str| args.as_ref().and_then(|args| args.get(name));
+    let text = |name: &str| field(name).and_then(Value::as_str).map(str::to_owned);
+    let summary = match call.name.as_str() {
+        "bash" => text("command").map(|command| {
+            let first = command.lines().next().unwrap_or_default().to_owned();
+            let more = if command.lines().nth(1).is_some() {
+                " …"
+            } else {
+                ""
+            };
+            match field("timeout").and_then(Value::as_f64) {
+                Some(seconds) => format!("$ {first}{more} (timeout {seconds}s)"),
+                None => format!("$ {first}{more}"),
+            }
+        }),
+        "read" => text("path").map(|path| {
+            let offset = field("offset").and_then(Value::as_u64);
+            let limit = field("limit").and_then(Value::as_u64);
+            match (offset, limit) {
+                (None, None) => path,
+                (offset, Some(limit)) => {
+                    format!("{path} (from line {}, {limit} lines)", offset.unwrap_or(1))
+                }
+                (Some(offset), None) => format!("{path} (from line {offset})"),
+            }
+        }),
+        "edit" => text("path").map(|path| {
+            let edits = field("edits").and_then(Value::as_array).map_or(0, Vec::len);
+            format!("{path} ({edits} edit(s))")
+        }),
+        "write" => text("path").map(|path| {
+            let bytes = text("content").map_or(0, |content| content.len());
+            format!("{path} ({bytes} bytes)")
+        }),
+        _ => None,
+    };
+    let summary = summary.unwrap_or_else(|| {
+        // Any other tool, or arguments a built-in will reject: show them as sent.
+        call.arguments
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    format!("{} {}", call.name, clip(&summary))
+}
+
+/// The label with the tool's name in bold.
+fn styled(label: &str) -> String {
+    match label.split_once(' ') {
+        Some((name, rest)) => format!("{BOLD}{name}{BOLD:#} {rest}"),
+        None => format!("{BOLD}{label}{BOLD:#}"),
+    }
+}
+
+/// At most [`LINE_WIDTH`] characters of `text`.
+pub(crate) fn clip(text: &str) -> String {
+    match text.char_indices().nth(LINE_WIDTH) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

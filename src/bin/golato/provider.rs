@@ -1,0 +1,79 @@
+//! Which model `golato run` talks to: flags first, then the environment.
+
+use std::sync::Arc;
+
+use golato::generator::{
+    anthropic::ANTHROPIC_DEFAULT_BASE_URL, openai::OPENAI_DEFAULT_BASE_URL, Anthropic, Generator,
+    Model, OpenAiChat,
+};
+
+use crate::args::{ProviderKind, RunArgs};
+use crate::CliError;
+
+const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
+const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+
+/// A real model client, chosen by `--provider`, `--model` and `--base-url`, falling back to
+/// `ANTHROPIC_API_KEY` (its presence picks Anthropic), `OPENAI_BASE_URL`, `OPENAI_MODEL`,
+/// `ANTHROPIC_BASE_URL` and `ANTHROPIC_MODEL`.
+///
+/// # Errors
+/// A usage error naming the variable to set when the key the provider needs is missing.
+pub(crate) fn from_args(args: &RunArgs) -> Result<(Arc<dyn Generator>, Model), CliError> {
+    let kind = args
+        .provider
+        .unwrap_or(if env("ANTHROPIC_API_KEY").is_some() {
+            ProviderKind::Anthropic
+        } else {
+            ProviderKind::Openai
+        });
+    match kind {
+        ProviderKind::Openai => {
+            let base_url = args
+                .base_url
+                .clone()
+                .or_else(|| env("OPENAI_BASE_URL"))
+                .unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_owned());
+            let key = env("OPENAI_API_KEY");
+            if key.is_none() && base_url.trim_end_matches('/') == OPENAI_DEFAULT_BASE_URL {
+                return Err(CliError::usage(
+                    "no API key for OpenAI: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at an OpenAI-compatible server such as Ollama (http://localhost:11434/v1), or use --provider anthropic with ANTHROPIC_API_KEY",
+                ));
+            }
+            let model = model_id(args, "OPENAI_MODEL", OPENAI_DEFAULT_MODEL);
+            let client = OpenAiChat::new(base_url, key).map_err(client_error)?;
+            Ok((Arc::new(client), Model::new(model)))
+        }
+        ProviderKind::Anthropic => {
+            let key = env("ANTHROPIC_API_KEY").ok_or_else(|| {
+                CliError::usage(
+                    "no API key for Anthropic: set ANTHROPIC_API_KEY, or use --provider openai",
+                )
+            })?;
+            let base_url = args
+                .base_url
+                .clone()
+                .or_else(|| env("ANTHROPIC_BASE_URL"))
+                .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE_URL.to_owned());
+            let model = model_id(args, "ANTHROPIC_MODEL", ANTHROPIC_DEFAULT_MODEL);
+            let client = Anthropic::new(base_url, key).map_err(client_error)?;
+            Ok((Arc::new(client), Model::new(model)))
+        }
+    }
+}
+
+/// A variable's value, treating an empty one as unset.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+fn model_id(args: &RunArgs, variable: &str, default: &str) -> String {
+    args.model
+        .clone()
+        .or_else(|| env(variable))
+        .unwrap_or_else(|| default.to_owned())
+}
+
+fn client_error(error: golato::generator::Error) -> CliError {
+    CliError::Failed(format!("could not build the HTTP client: {error}"))
+}

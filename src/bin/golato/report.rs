@@ -1,0 +1,80 @@
+//! What a view of a run is told: its events, the differences from a recording, notices, and
+//! how it ended. The terminal view ([`crate::live`]) and the JSON lines view ([`crate::json`])
+//! both implement [`View`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use golato::agent::Event;
+use golato::message::Usage;
+
+use crate::record::Mismatch;
+use crate::Exit;
+
+/// Shows a run as it happens.
+pub(crate) trait View {
+    /// An event of the run, as it arrives.
+    fn event(&mut self, event: &Event);
+    /// A replayed tool result differs from the recorded one.
+    fn mismatch(&mut self, mismatch: &Mismatch);
+    /// The run was interrupted by a signal and is being cancelled.
+    fn interrupted(&mut self, signal: crate::interrupt::Signal);
+    /// The run is over.
+    fn end(&mut self, ending: &Ending<'_>);
+    /// The program exits at once (a second signal): leave the terminal clean.
+    fn abandon(&mut self);
+}
+
+/// Counts of a run, kept from its events.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Tally {
+    /// Model requests made.
+    pub(crate) turns: usize,
+    /// Tool calls that got a result.
+    pub(crate) tool_calls: usize,
+    /// Of those, the error results.
+    pub(crate) tool_errors: usize,
+    /// Tokens, where the provider reports them.
+    pub(crate) usage: Usage,
+    /// Tool results that differ from the recording being replayed.
+    pub(crate) replay_mismatches: usize,
+}
+
+impl Tally {
+    pub(crate) fn observe(&mut self, event: &Event) {
+        match event {
+            Event::TurnStart(_) => self.turns += 1,
+            Event::MessageEnd(end) => self.usage += end.message.usage,
+            Event::ToolExecutionEnd(end) => {
+                self.tool_calls += 1;
+                self.tool_errors += usize::from(end.result.is_error);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// How a run ended, for the last thing a view shows.
+#[derive(Debug)]
+pub(crate) struct Ending<'a> {
+    pub(crate) exit: Exit,
+    /// Why the run did not end normally (also printed on stderr).
+    pub(crate) error: Option<String>,
+    /// The final answer's text, when the run ended normally.
+    pub(crate) final_text: Option<String>,
+    pub(crate) tally: &'a Tally,
+    pub(crate) wall: Duration,
+    /// Where the demo's project is (for `golato demo`).
+    pub(crate) workspace: Option<PathBuf>,
+}
+
+impl Ending<'_> {
+    /// `completed`, `failed` or `interrupted`.
+    pub(crate) fn status(&self) -> &'static str {
+        match self.exit {
+            Exit::Success => "completed",
+            Exit::Interrupted(_) => "interrupted",
+            Exit::Failure | Exit::Usage => "failed",
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! `golato run`: builds the agent from the flags, then drives one run to its end while a view
+//! shows it, a recorder writes it down and a recording it replays is checked against it.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use golato::agent::{self, Agent, Event, Input};
+use golato::builtin;
+use golato::generator::{Generator, Model, Scripted};
+use golato::message::UserMessage;
+use golato::tool::Execution;
+use indicatif::{MultiProgress, ProgressDrawTarget};
+
+use crate::args::{RunArgs, ViewArgs};
+use crate::interrupt::Signals;
+use crate::json::JsonLines;
+use crate::live::Live;
+use crate::record::{Recorder, Recording};
+use crate::report::{Ending, Tally, View};
+use crate::{trace, CliError, Exit};
+
+/// Sent when `--system` is not given and a real model is asked.
+const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a project directory. Use the tools to look before you change anything, make the smallest change that does the job, and check the result (run the tests) before you answer. Answer briefly with what you did.";
+
+pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
+    // Everything a usage error can come from is checked before anything runs.
+    let tools = builtin_tools(&args)?;
+    let (generator, model, recording) = match &args.script {
+        Some(path) => {
+            let (scripted, recording) = load_script(path)?;
+            let generator: Arc<dyn Generator> = Arc::new(scripted);
+            (generator, Model::default(), Some(recording))
+        }
+        None => {
+            let (generator, model) = crate::provider::from_args(&args)?;
+            (generator, model, None)
+        }
+    };
+    let system_prompt = match &args.system {
+        Some(system) => Some(system_text(system)?),
+        None if args.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
+        None => None,
+    };
+    let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
+    let agent = Agent::new(agent::Config {
+        generator: Some(generator),
+        model,
+        tools,
+        tool_execution: if args.sequential {
+            Execution::Sequential
+        } else {
+            Execution::Parallel
+        },
+        system_prompt,
+        max_turns: args.max_turns.map(usize::from),
+        ..Default::default()
+    })
+    .map_err(|error| CliError::Failed(error.to_string()))?;
+    drive(Session {
+        agent,
+        prompt: args.prompt,
+        view: args.view,
+        recorder,
+        recording,
+        workspace: None,
+    })
+    .await
+}
+
+fn builtin_tools(args: &RunArgs) -> Result<Vec<golato::Tool>, CliError> {
+    builtin::new(builtin::Config {
+        working_directory: args.cwd.clone(),
+        allowed_tool_names: args.tools.clone(),
+        excluded_tool_names: args.exclude.clone(),
+        ..Default::default()
+    })
+    .map_err(|error| {
+        CliError::usage(format!(
+            "{error} (--cwd {}, --tools, --exclude)",
+            args.cwd.display()
+        ))
+    })
+}
+
+/// The script as a generator, and the results it recorded.
+pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        CliError::usage(format!(
+            "cannot read the script {}: {error}; give --script a JSON or JSONL file written by --record",
+            path.display()
+        ))
+    })?;
+    let scripted = Scripted::from_file(path).map_err(|error| CliError::usage(error.to_string()))?;
+    let recording = Recording::parse(&text, path)?;
+    Ok((scripted, recording))
+}
+
+/// `--system TEXT`, or `--system @FILE` for a file's contents.
+fn system_text(value: &str) -> Result<String, CliError> {
+    match value.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).map_err(|error| {
+            CliError::usage(format!(
+                "cannot read the system prompt from {path}: {error}; --system takes the text itself or @FILE"
+            ))
+        }),
+        None => Ok(value.to_owned()),
+    }
+}
+
+/// One run to drive.
+pub(crate) struct Session {
+    pub(crate) agent: Agent,
+    pub(crate) prompt: String,
+    pub(crate) view: ViewArgs,
+    pub(crate) recorder: Option<Recorder>,
+    pub(crate) recording: Option<Recording>,
+    /// Shown at the end (the demo's project directory).
+    pub(crate) workspace: Option<PathBuf>,
+}
+
+/// Runs the session to its end: events to the view as they arrive, each finished turn to the
+/// recorder and compared with the recording, and the first Ctrl-C or SIGTERM cancels the run
+/// (started tools are waited for); a second one exits at once.
+pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
+    let mut signals = Signals::listen()?;
+    let bars = spinners(&session.view);
+    if session.view.trace {
+        trace::install(bars.clone())?;
+    }
+    let mut view: Box<dyn View> = if session.view.json {
+        Box::new(JsonLines::default())
+    } else {
+        Box::new(Live::new(bars))
+    };
+    let started = Instant::now();
+    let run = session
+        .agent
+        .start(Input::from(UserMessage::new(session.prompt.as_str())));
+    let mut tally = Tally::default();
+    let mut interrupted = None;
+    let mut record_error = None;
+    loop {
+        tokio::select! {
+            event = run.next_event() => {
+                let Some(event) = event else { break };
+                tally.observe(&event);
+                view.event(&event);
+                let Event::TurnEnd(turn) = &event else { continue };
+                if let Some(recording) = &session.recording {
+                    for mismatch in recording.compare(turn) {
+                        tally.replay_mismatches += 1;
+                        view.mismatch(&mismatch);
+                    }
+                }
+                if let (Some(recorder), None) = (&mut session.recorder, &record_error) {
+                    record_error = recorder.record(turn).err();
+                }
+            }
+            signal = signals.next() => {
+                if interrupted.is_some() {
+                    view.abandon();
+                    std::process::exit(i32::from(signal.exit_code()));
+                }
+                interrupted = Some(signal);
+                view.interrupted(signal);
+                run.cancel();
+            }
+        }
+    }
+    let outcome = run.finish().await;
+    let (exit, error, final_text) = match (outcome, interrupted) {
+        (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
+        (Ok(result), None) => (Exit::Success, None, Some(result.final_message.text())),
+        (Err(error), None) => (Exit::Failure, Some(error.to_string()), None),
+    };
+    let (exit, error) = match (record_error, error) {
+        (Some(record_error), None) if exit == Exit::Success => {
+            (Exit::Failure, Some(record_error.to_string()))
+        }
+        (_, error) => (exit, error),
+    };
+    view.end(&Ending {
+        exit,
+        error: error.clone(),
+        final_text,
+        tally: &tally,
+        wall: started.elapsed(),
+        workspace: session.workspace,
+    });
+    if let Some(error) = error {
+        eprintln!("golato: {error}");
+    }
+    Ok(exit)
+}
+
+/// Spinners are drawn only on a terminal that can show them, and never with `--json`.
+fn spinners(view: &ViewArgs) -> Option<MultiProgress> {
+    let dumb = std::env::var("TERM").is_ok_and(|term| term == "dumb");
+    (!view.json && !dumb && std::io::stdout().is_terminal())
+        .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stdout()))
+}
