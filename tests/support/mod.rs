@@ -194,3 +194,5 @@ pub fn peak_rss_kib() -> u64 {
         .unwrap();
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
+
+pub mod cli;

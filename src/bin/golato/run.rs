@@ -173,7 +173,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     let (exit, error, final_text) = match (outcome, interrupted) {
         (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
         (Ok(result), None) => (Exit::Success, None, Some(result.final_message.text())),
-        (Err(error), None) => (Exit::Failure, Some(error.to_string()), None),
+        (Err(error), None) => (Exit::Failure, Some(describe(&error)), None),
     };
     let (exit, error) = match (record_error, error) {
         (Some(record_error), None) if exit == Exit::Success => {
@@ -193,6 +193,16 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         eprintln!("golato: {error}");
     }
     Ok(exit)
+}
+
+/// The error in the command line's terms.
+fn describe(error: &agent::Error) -> String {
+    match error {
+        agent::Error::MaxTurns { limit, .. } => format!(
+            "the run reached its limit of {limit} turn(s) and the model asked for another; raise --max-turns"
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// Spinners are drawn only on a terminal that can show them, and never with `--json`.

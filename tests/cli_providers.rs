@@ -1,0 +1,171 @@
+//! `golato run` against real provider APIs, played by a loopback server that replays recorded
+//! streams from `../shared/fixtures/llm/` and keeps what it was sent.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::routing::post;
+use axum::Router;
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use support::cli::*;
+
+/// What the server was sent: the path, the auth header, the body.
+type Requests = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
+
+fn fixture(path: &str) -> Vec<u8> {
+    let full = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/llm")
+        .join(path);
+    std::fs::read(&full)
+        .unwrap_or_else(|error| panic!("fixture {} is missing ({error})", full.display()))
+}
+
+/// A server answering every request with `body` (an SSE stream).
+async fn serve(body: Vec<u8>) -> (String, Requests) {
+    let requests = Requests::default();
+    let reply = move |path: &'static str| {
+        let body = body.clone();
+        move |State(requests): State<Requests>, headers: HeaderMap, request: Bytes| {
+            let body = body.clone();
+            async move {
+                let auth = headers
+                    .get("authorization")
+                    .or_else(|| headers.get("x-api-key"))
+                    .map(|value| value.to_str().unwrap().to_owned());
+                let request = serde_json::from_slice(&request).unwrap_or(Value::Null);
+                requests
+                    .lock()
+                    .unwrap()
+                    .push((path.to_owned(), auth, request));
+                body
+            }
+        }
+    };
+    let app = Router::new()
+        .route("/v1/chat/completions", post(reply("/v1/chat/completions")))
+        .route("/v1/messages", post(reply("/v1/messages")))
+        .with_state(Arc::clone(&requests));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{address}"), requests)
+}
+
+/// Runs the binary without blocking the server's runtime.
+async fn run(command: std::process::Command) -> std::process::Output {
+    let mut command = command;
+    tokio::task::spawn_blocking(move || command.output().unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_compatible_flags_reach_the_server_and_the_answer_streams() {
+    let (url, requests) = serve(fixture("openai-chat/text-stop.sse")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let system = dir.path().join("system.txt");
+    std::fs::write(&system, "Answer in one word.").unwrap();
+    let mut command = golato();
+    command.args([
+        "run",
+        "--provider",
+        "openai",
+        "--base-url",
+        &format!("{url}/v1"),
+        "--model",
+        "local-model",
+        "--system",
+        &format!("@{}", system.display()),
+        "--tools",
+        "read,bash",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "What is up?",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let requests = requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    let (path, auth, body) = &requests[0];
+    assert_eq!(path, "/v1/chat/completions");
+    // A local server needs no key, and none is sent.
+    assert_eq!(auth, &None);
+    assert_eq!(body["model"], "local-model");
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert_eq!(body["messages"][0]["content"], "Answer in one word.");
+    assert_eq!(body["messages"][1]["content"], "What is up?");
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["read", "bash"]);
+    // The recorded answer, then the summary with the tokens the provider reported.
+    let text = stdout(&output);
+    let summary = text.lines().last().unwrap();
+    assert!(
+        summary.starts_with("done: 1 turn(s), 0 tool call(s)"),
+        "{text}"
+    );
+    assert!(summary.ends_with("14 in / 47 out tokens"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_key_in_the_environment_picks_anthropic_with_its_variables() {
+    let (url, requests) = serve(fixture("anthropic/basic-text.sse")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    command
+        .args(["run", "--json", "--cwd", dir.path().to_str().unwrap(), "Hi"])
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("ANTHROPIC_BASE_URL", &url)
+        .env("ANTHROPIC_MODEL", "claude-test");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let requests = requests.lock().unwrap().clone();
+    let (path, auth, body) = &requests[0];
+    assert_eq!(path, "/v1/messages");
+    assert_eq!(auth.as_deref(), Some("test-key"));
+    assert_eq!(body["model"], "claude-test");
+    // Without --system a real model gets the default instructions.
+    assert!(body["system"].as_str().unwrap().contains("coding agent"));
+    let lines = json_lines(&output);
+    let outcome = lines.last().unwrap();
+    assert_eq!(outcome["final_text"], "Hello there!");
+    assert_eq!(outcome["usage"]["output_tokens"], 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_provider_is_exit_1_with_one_line_saying_what_to_check() {
+    // A port that was just free: nothing listens there.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    drop(listener);
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    command.args([
+        "run",
+        "--base-url",
+        &url,
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "Hi",
+    ]);
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let error = one_error_line(&output);
+    assert!(error.contains("check the base URL"), "{error}");
+    assert!(stdout(&output)
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("failed: 1 turn(s)"));
+}

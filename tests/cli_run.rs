@@ -1,0 +1,522 @@
+//! `golato run`, driven through the built binary: its flags, `--json`, record and replay, usage
+//! errors and real-provider settings against a loopback server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::collections::HashMap;
+
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use support::cli::*;
+
+fn bash_call(id: &str, command: &str) -> Value {
+    json!({"id": id, "name": "bash", "arguments": {"command": command}})
+}
+
+/// Two bash calls in one batch, then an answer.
+fn two_calls_script(dir: &std::path::Path) -> std::path::PathBuf {
+    script_file(
+        dir,
+        "script.jsonl",
+        &[
+            json!({"text": "Looking.", "tool_calls": [bash_call("a", "echo one"), bash_call("b", "echo two")]}),
+            json!({"text": "Both ran."}),
+        ],
+    )
+}
+
+fn run_json(dir: &std::path::Path, script: &std::path::Path, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec![
+        "run",
+        "--json",
+        "--cwd",
+        dir.to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.push("go");
+    let output = golato_output(&args);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    json_lines(&output)
+}
+
+/// The `(type, call id)` of each tool line, in order.
+fn tool_order(lines: &[Value]) -> Vec<(String, String)> {
+    lines
+        .iter()
+        .filter(|line| line["type"] == "tool_start" || line["type"] == "tool_end")
+        .map(|line| {
+            let id = if line["type"] == "tool_start" {
+                &line["call"]["id"]
+            } else {
+                &line["call_id"]
+            };
+            (
+                line["type"].as_str().unwrap().to_owned(),
+                id.as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn piped_output_is_plain_lines_with_each_call_and_a_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = two_calls_script(dir.path());
+    let output = golato_output(&[
+        "run",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "go",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(
+        !text.contains('\x1b'),
+        "escape codes in piped output: {text:?}"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "Looking.");
+    assert_eq!(lines[1], "→ bash $ echo one");
+    assert_eq!(lines[2], "→ bash $ echo two");
+    assert!(lines
+        .iter()
+        .any(|line| line.starts_with("✓ bash $ echo one")));
+    assert!(lines.contains(&"  │ one"), "{text}");
+    assert!(lines.contains(&"Both ran."));
+    let summary = lines.last().unwrap();
+    assert!(
+        summary.starts_with("done: 2 turn(s), 2 tool call(s), "),
+        "{summary}"
+    );
+    assert!(output.stderr.is_empty());
+}
+
+#[test]
+fn json_lines_parse_pair_up_and_end_with_the_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = two_calls_script(dir.path());
+    let lines = run_json(dir.path(), &script, &[]);
+    assert_eq!(lines[0]["type"], "run_start");
+    let outcome = lines.last().unwrap();
+    assert_eq!(outcome["type"], "outcome");
+    assert_eq!(outcome["status"], "completed");
+    assert_eq!(outcome["exit_code"], 0);
+    assert_eq!(outcome["final_text"], "Both ran.");
+    assert_eq!(outcome["turns"], 2);
+    assert_eq!(outcome["tool_calls"], 2);
+    assert_eq!(outcome["tool_errors"], 0);
+    assert_eq!(lines[lines.len() - 2]["type"], "run_end");
+    // Every start has exactly one end, after it, for the same call and turn.
+    let mut open: HashMap<String, u64> = HashMap::new();
+    let mut ended = 0;
+    for line in &lines {
+        match line["type"].as_str().unwrap() {
+            "tool_start" => {
+                let id = line["call"]["id"].as_str().unwrap().to_owned();
+                assert!(open.insert(id, line["turn"].as_u64().unwrap()).is_none());
+            }
+            "tool_end" => {
+                let turn = open.remove(line["call_id"].as_str().unwrap()).unwrap();
+                assert_eq!(line["turn"].as_u64().unwrap(), turn);
+                assert_eq!(line["result"]["tool_call_id"], line["call_id"]);
+                ended += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(open.is_empty());
+    assert_eq!(ended, 2);
+    // The streamed text arrives as message_update deltas.
+    let streamed: String = of_type(&lines, "message_update")
+        .iter()
+        .filter(|line| line["turn"] == 1)
+        .flat_map(|line| line["deltas"].as_array().unwrap().clone())
+        .filter(|delta| delta["kind"] == "text")
+        .map(|delta| delta["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(streamed, "Looking.");
+}
+
+#[test]
+fn sequential_runs_each_call_to_its_end_before_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = two_calls_script(dir.path());
+    let pair = |kind: &str, id: &str| (kind.to_owned(), id.to_owned());
+    let parallel = run_json(dir.path(), &script, &[]);
+    assert_eq!(
+        tool_order(&parallel)[..2],
+        [pair("tool_start", "a"), pair("tool_start", "b")]
+    );
+    let sequential = run_json(dir.path(), &script, &["--sequential"]);
+    assert_eq!(
+        tool_order(&sequential),
+        [
+            pair("tool_start", "a"),
+            pair("tool_end", "a"),
+            pair("tool_start", "b"),
+            pair("tool_end", "b")
+        ]
+    );
+}
+
+#[test]
+fn tools_and_exclude_choose_what_the_model_may_call() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "r", "name": "read", "arguments": {"path": "a.txt"}},
+                bash_call("b", "echo hi"),
+            ]}),
+            json!({"text": "ok"}),
+        ],
+    );
+    // Parallel calls end in completion order: compare them in source order.
+    let ends = |lines: &[Value]| -> Vec<(bool, String)> {
+        let mut ends = of_type(lines, "tool_end");
+        ends.sort_by_key(|end| end["index"].as_u64());
+        ends.iter()
+            .map(|end| {
+                (
+                    end["result"]["is_error"].as_bool().unwrap(),
+                    end["result"]["content"][0]["text"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned(),
+                )
+            })
+            .collect()
+    };
+    let not_found = "Tool \"bash\" not found. Available tools: read.".to_owned();
+    let excluded = run_json(dir.path(), &script, &["--exclude", "bash"]);
+    assert_eq!(
+        ends(&excluded),
+        [
+            (false, "hello".to_owned()),
+            (true, not_found.replace("read.", "read, edit, write."))
+        ]
+    );
+    let only_read = run_json(dir.path(), &script, &["--tools", "read"]);
+    assert_eq!(
+        ends(&only_read),
+        [(false, "hello".to_owned()), (true, not_found)]
+    );
+}
+
+#[test]
+fn max_turns_ends_the_run_with_exit_1_and_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = two_calls_script(dir.path());
+    let output = golato_output(&[
+        "run",
+        "--max-turns",
+        "1",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "go",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let error = one_error_line(&output);
+    assert!(error.contains("limit of 1 turn(s)"), "{error}");
+    assert!(error.contains("--max-turns"), "{error}");
+    assert!(stdout(&output)
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("failed: "));
+}
+
+#[test]
+fn a_script_that_runs_out_is_an_error_outcome_naming_the_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "short.jsonl",
+        &[json!({"tool_calls": [bash_call("a", "true")]})],
+    );
+    let output = golato_output(&[
+        "run",
+        "--json",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "go",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let error = one_error_line(&output);
+    assert!(
+        error.contains("the script has 1 assistant message(s) but the run asked for message #2"),
+        "{error}"
+    );
+    let lines = json_lines(&output);
+    let outcome = lines.last().unwrap();
+    assert_eq!(outcome["status"], "failed");
+    assert_eq!(outcome["exit_code"], 1);
+    assert!(outcome["error"].as_str().unwrap().contains("message #2"));
+}
+
+#[test]
+fn a_recording_replays_with_the_same_calls_and_results() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "first\n").unwrap();
+    let script = script_file(
+        dir.path(),
+        "hand.jsonl",
+        &[
+            json!({"text": "Reading.", "tool_calls": [{"id": "r", "name": "read", "arguments": {"path": "notes.txt"}}, bash_call("b", "echo $((6 * 7))")]}),
+            json!({"tool_calls": [{"id": "w", "name": "write", "arguments": {"path": "out.txt", "content": "42\n"}}]}),
+            json!({"text": "The answer is 42."}),
+        ],
+    );
+    let recorded = dir.path().join("recorded.jsonl");
+    let first = run_json(
+        dir.path(),
+        &script,
+        &["--record", recorded.to_str().unwrap()],
+    );
+    let entries: Vec<Value> = std::fs::read_to_string(&recorded)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(entries.len(), 3);
+    assert_eq!(entries[0]["tool_calls"][1]["name"], "bash");
+    assert_eq!(entries[0]["tool_results"][1]["content"][0]["text"], "42");
+    assert_eq!(entries[2]["content"][0]["text"], "The answer is 42.");
+    assert!(entries[2].get("tool_results").is_none());
+
+    // Replayed in a fresh copy of the directory: the same calls, the same results, no mismatch.
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::write(copy.path().join("notes.txt"), "first\n").unwrap();
+    let rerecorded = copy.path().join("again.jsonl");
+    let replay = run_json(
+        copy.path(),
+        &recorded,
+        &["--record", rerecorded.to_str().unwrap()],
+    );
+    assert!(of_type(&replay, "replay_mismatch").is_empty());
+    assert_eq!(replay.last().unwrap()["replay_mismatches"], 0);
+    let calls = |lines: &[Value]| -> Vec<Value> {
+        of_type(lines, "tool_start")
+            .iter()
+            .map(|start| start["call"].clone())
+            .collect()
+    };
+    assert_eq!(calls(&replay), calls(&first));
+    // Parallel calls end in completion order: compare results by call.
+    let results = |lines: &[Value]| -> HashMap<String, Value> {
+        of_type(lines, "tool_end")
+            .iter()
+            .map(|end| {
+                let id = end["call_id"].as_str().unwrap().to_owned();
+                (id, end["result"]["content"].clone())
+            })
+            .collect()
+    };
+    assert_eq!(results(&replay), results(&first));
+    assert_eq!(
+        std::fs::read_to_string(copy.path().join("out.txt")).unwrap(),
+        "42\n"
+    );
+    let again: Vec<Value> = std::fs::read_to_string(&rerecorded)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(again, entries);
+}
+
+#[test]
+fn a_replay_whose_results_differ_says_where_and_still_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "first\n").unwrap();
+    let script = script_file(
+        dir.path(),
+        "hand.jsonl",
+        &[
+            json!({"tool_calls": [bash_call("a", "echo same"), {"id": "r", "name": "read", "arguments": {"path": "notes.txt"}}]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let recorded = dir.path().join("recorded.jsonl");
+    run_json(
+        dir.path(),
+        &script,
+        &["--record", recorded.to_str().unwrap()],
+    );
+    std::fs::write(dir.path().join("notes.txt"), "changed\n").unwrap();
+
+    let replay = run_json(dir.path(), &recorded, &[]);
+    let mismatches = of_type(&replay, "replay_mismatch");
+    assert_eq!(mismatches.len(), 1);
+    assert_eq!(mismatches[0]["turn"], 1);
+    assert_eq!(mismatches[0]["index"], 1);
+    assert_eq!(mismatches[0]["call_id"], "r");
+    assert_eq!(mismatches[0]["tool_name"], "read");
+    assert_eq!(
+        mismatches[0]["difference"],
+        r#"line 1: recorded "first", the replay got "changed""#
+    );
+    let outcome = replay.last().unwrap();
+    assert_eq!(outcome["status"], "completed");
+    assert_eq!(outcome["replay_mismatches"], 1);
+
+    let output = golato_output(&[
+        "run",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--script",
+        recorded.to_str().unwrap(),
+        "go",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = stdout(&output);
+    assert!(
+        text.contains("! the replay differs from the recording at turn 1, call 2 (read r): line 1: recorded \"first\", the replay got \"changed\""),
+        "{text}"
+    );
+    assert!(text.contains("1 replay difference(s)"), "{text}");
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_line_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let marker = dir.path().join("ran");
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [bash_call("a", &format!("touch {}", marker.display()))]}),
+            json!({"text": "ok"}),
+        ],
+    );
+    let script = script.to_str().unwrap();
+    let bad_json = dir.path().join("bad.jsonl");
+    std::fs::write(&bad_json, "{\"text\": \"fine\"}\n{not json\n").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["--tools", "read,nope"], "nope"),
+        (vec!["--exclude", "bash,zap"], "zap"),
+        (
+            vec!["--script", "/no/such/script.jsonl"],
+            "/no/such/script.jsonl",
+        ),
+        (vec!["--script", bad_json.to_str().unwrap()], "entry 2"),
+        (
+            vec!["--system", "@/no/such/prompt.txt"],
+            "/no/such/prompt.txt",
+        ),
+        (
+            vec!["--record", "/no/such/dir/rec.jsonl"],
+            "/no/such/dir/rec.jsonl",
+        ),
+        (vec!["--cwd", "/no/such/dir"], "/no/such/dir"),
+    ];
+    for (flags, named) in cases {
+        let mut args = vec!["run"];
+        if !flags.contains(&"--cwd") {
+            args.extend(["--cwd", cwd]);
+        }
+        if !flags.contains(&"--script") {
+            args.extend(["--script", script]);
+        }
+        args.extend(flags.iter().copied());
+        args.push("go");
+        let output = golato_output(&args);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}: {output:?}");
+        let error = one_error_line(&output);
+        assert!(error.contains(named), "{flags:?}: {error}");
+        assert!(output.stdout.is_empty(), "{flags:?}");
+        assert!(!marker.exists(), "{flags:?} ran a tool");
+    }
+    // No key for the default provider.
+    let output = golato_output(&["run", "--cwd", cwd, "go"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(one_error_line(&output).contains("set OPENAI_API_KEY"));
+    let output = golato_output(&["run", "--provider", "anthropic", "--cwd", cwd, "go"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(one_error_line(&output).contains("set ANTHROPIC_API_KEY"));
+    // clap's own usage errors: an unknown flag, a missing prompt, a bad number.
+    for args in [
+        vec!["run", "--frobnicate", "go"],
+        vec!["run"],
+        vec!["run", "--max-turns", "0", "go"],
+    ] {
+        let output = golato_output(&args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+    }
+}
+
+#[test]
+fn trace_shows_each_actor_message_nested_run_turn_batch_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = two_calls_script(dir.path());
+    let output = golato_output(&[
+        "run",
+        "--trace",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "go",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(!stderr.contains('\x1b'), "colours on a pipe");
+    let spans: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("mailbox_wait_us=") && line.contains("queue_depth="))
+        .collect();
+    assert!(!spans.is_empty(), "{stderr}");
+    // The batch supervisor's messages are handled in their batch, turn and run spans.
+    let nested = |inner: &str, line: &str| {
+        let order = ["run{", "turn{", "batch{", inner].map(|name| line.find(name));
+        order
+            .windows(2)
+            .all(|pair| matches!(pair, [Some(a), Some(b)] if a < b))
+    };
+    assert!(
+        spans
+            .iter()
+            .any(|line| nested("actor=\"BatchSupervisor\"", line)),
+        "{stderr}"
+    );
+    // Each call's span, within its batch, closes with how long it was busy.
+    let calls: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("call{") && line.contains("close time.busy="))
+        .collect();
+    assert_eq!(calls.len(), 2, "{stderr}");
+    assert!(calls.iter().all(|line| nested("call{", line)), "{stderr}");
+    // RUST_LOG filters it.
+    let output = golato()
+        .args([
+            "run",
+            "--trace",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "go",
+        ])
+        .env("RUST_LOG", "golato=warn")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(!String::from_utf8(output.stderr)
+        .unwrap()
+        .contains("mailbox_wait_us"));
+}
