@@ -448,15 +448,20 @@ fn usage_errors_exit_2_with_one_line_before_anything_runs() {
     let output = golato_output(&["run", "--provider", "anthropic", "--cwd", cwd, "go"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(one_error_line(&output).contains("set ANTHROPIC_API_KEY"));
-    // clap's own usage errors: an unknown flag, a missing prompt, a bad number.
-    for args in [
-        vec!["run", "--frobnicate", "go"],
-        vec!["run"],
-        vec!["run", "--max-turns", "0", "go"],
+    // The parser's usage errors, one line each too: an unknown flag (with the one meant), a
+    // missing prompt, a bad number.
+    for (args, named) in [
+        (
+            vec!["run", "--tool", "read", "go"],
+            "a similar argument exists: '--tools'",
+        ),
+        (vec!["run"], "<PROMPT>; see 'golato run --help'"),
+        (vec!["run", "--max-turns", "0", "go"], "--max-turns"),
     ] {
         let output = golato_output(&args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
-        assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+        let error = one_error_line(&output);
+        assert!(error.contains(named), "{args:?}: {error}");
     }
 }
 

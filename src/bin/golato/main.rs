@@ -25,7 +25,7 @@ mod trace;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 
 use args::{Cli, Command};
 
@@ -40,6 +40,48 @@ pub(crate) enum Exit {
     Usage,
     /// A signal cancelled the run; the code is 128 + the signal number.
     Interrupted(interrupt::Signal),
+}
+
+/// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr
+/// (clap's message and its tips), exit status 2.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = error.print();
+        return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+    }
+    let rendered = error.render().to_string();
+    let mut parts: Vec<String> = Vec::new();
+    let mut command = "golato".to_owned();
+    let mut in_message = false;
+    for line in rendered.lines().map(str::trim) {
+        if let Some(message) = line.strip_prefix("error: ") {
+            parts.push(message.trim_end_matches(':').to_owned());
+            in_message = true;
+        } else if line.is_empty() {
+            in_message = false;
+        } else if let Some(tip) = line.strip_prefix("tip: ") {
+            parts.push(tip.to_owned());
+        } else if let Some(usage) = line.strip_prefix("Usage: ") {
+            // "golato run [OPTIONS] <PROMPT>" names the (sub)command whose help to read.
+            let words = usage.split_whitespace();
+            let words = words.take_while(|word| !word.starts_with(['[', '<', '-']));
+            command = words.collect::<Vec<_>>().join(" ");
+        } else if in_message {
+            // The indented continuation of the message, such as the missing arguments.
+            if let Some(last) = parts.last_mut() {
+                last.push(' ');
+                last.push_str(line);
+            }
+        }
+    }
+    eprintln!("golato: {}; see '{command} --help'", parts.join("; "));
+    Exit::Usage.into()
 }
 
 impl From<Exit> for ExitCode {
@@ -77,7 +119,10 @@ impl CliError {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
     // The CLI's own work (signals, reading events, drawing) is light: one thread is enough. The
     // agents run on golato's own host either way.
     let runtime = match tokio::runtime::Builder::new_current_thread()
