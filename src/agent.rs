@@ -47,36 +47,45 @@
 //! # Ok::<(), golato::agent::Error>(())
 //! ```
 
-mod calls;
 mod error;
 mod event;
+mod input;
 mod run;
 mod run_actor;
+mod tool_actor;
+mod validation;
 
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use golato_actors::Host;
 
 use crate::generator::{Generator, Model};
-use crate::message::{AssistantMessage, Message, StopReason, Usage, UserMessage};
+use crate::hook::Hook;
+use crate::message::{AssistantMessage, Message, Usage};
 use crate::tool::{self, Execution, Tool, ToolDefinition};
 
 pub use error::Error;
 pub use event::{
-    Event, MessageEndEvent, MessageStartEvent, MessageUpdateEvent, RunEndEvent, RunStartEvent,
-    ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, TurnEndEvent,
-    TurnStartEvent,
+    Delivery, Event, MessageEndEvent, MessageStartEvent, MessageUpdateEvent, RunEndEvent,
+    RunStartEvent, ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent,
+    ToolHookEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
 };
+pub use input::Input;
 pub use run::{Events, Run};
 
-use calls::Registry;
 use run::Channel;
 use run_actor::RunPlan;
+use validation::Registry;
 
 /// Events buffered for a slow consumer before its pending updates start to be coalesced.
 pub const DEFAULT_EVENT_BUFFER: usize = 256;
+
+/// How long a timed-out tool function has to stop after it is cancelled before it is abandoned.
+pub const DEFAULT_TOOL_TIMEOUT_GRACE: Duration = Duration::from_secs(5);
 
 /// How to build an [`Agent`].
 #[derive(Clone)]
@@ -101,6 +110,24 @@ pub struct Config {
     pub event_buffer: usize,
     /// The actor host runs are started on; `None` uses [`Host::global`].
     pub host: Option<Host>,
+    /// Code that runs around every valid tool call, in order (see [`crate::hook`]). None by
+    /// default.
+    pub hooks: Vec<Arc<dyn Hook>>,
+    /// How long one tool call may run unless its tool sets its own (`Tool::with_timeout`);
+    /// `None` (the default) sets no limit. A call past it is cancelled and gets an error result
+    /// saying it timed out. bash's own `timeout` argument keeps its meaning inside that.
+    pub tool_timeout: Option<Duration>,
+    /// How long a timed-out function has to return after it is cancelled before it is
+    /// abandoned. Default [`DEFAULT_TOOL_TIMEOUT_GRACE`].
+    pub tool_timeout_grace: Duration,
+    /// At most this many calls of one parallel batch run at once; the others start, in source
+    /// order, as running ones end (each call's start event comes when it starts). `None` (the
+    /// default) runs every call of a batch at once.
+    pub max_parallel_calls: Option<NonZeroUsize>,
+    /// At most this many runs of this agent (and its clones) proceed at once; a run started
+    /// beyond it waits, in FIFO order, holding only its input, and can be cancelled while it
+    /// waits. `None` (the default) sets no limit.
+    pub max_concurrent_runs: Option<NonZeroUsize>,
 }
 
 impl Default for Config {
@@ -114,6 +141,11 @@ impl Default for Config {
             max_turns: None,
             event_buffer: DEFAULT_EVENT_BUFFER,
             host: None,
+            hooks: Vec::new(),
+            tool_timeout: None,
+            tool_timeout_grace: DEFAULT_TOOL_TIMEOUT_GRACE,
+            max_parallel_calls: None,
+            max_concurrent_runs: None,
         }
     }
 }
@@ -131,63 +163,12 @@ impl fmt::Debug for Config {
             .field("system_prompt", &self.system_prompt)
             .field("max_turns", &self.max_turns)
             .field("event_buffer", &self.event_buffer)
+            .field("hooks", &self.hooks.len())
+            .field("tool_timeout", &self.tool_timeout)
+            .field("tool_timeout_grace", &self.tool_timeout_grace)
+            .field("max_parallel_calls", &self.max_parallel_calls)
+            .field("max_concurrent_runs", &self.max_concurrent_runs)
             .finish_non_exhaustive()
-    }
-}
-
-/// What a run starts from: new prompts, and optionally an earlier transcript to continue.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Input {
-    /// Prompts appended after the transcript.
-    pub prompts: Vec<UserMessage>,
-    /// An earlier run's transcript (from [`RunResult::messages`] or [`Error::messages`]),
-    /// possibly saved and loaded in another process. A transcript ending in an assistant
-    /// message with unanswered tool calls continues by running those calls; one ending in tool
-    /// results or a user message continues by asking the generator.
-    pub transcript: Vec<Message>,
-}
-
-impl From<UserMessage> for Input {
-    fn from(prompt: UserMessage) -> Self {
-        Input {
-            prompts: vec![prompt],
-            transcript: Vec::new(),
-        }
-    }
-}
-
-impl Input {
-    /// The messages the run starts with, or why they cannot be continued.
-    fn into_messages(self) -> Result<Vec<Message>, Error> {
-        let no_prompts = self.prompts.is_empty();
-        let mut messages = self.transcript;
-        messages.extend(self.prompts.into_iter().map(Message::User));
-        match messages.last() {
-            None => Err(Error::EmptyInput),
-            Some(Message::Assistant(last)) if no_prompts => {
-                let pending =
-                    run_actor::pending_calls(&messages).map_or(0, |(_, calls)| calls.len());
-                let cut_short = matches!(last.stop_reason, StopReason::Aborted | StopReason::Error);
-                if pending == 0 && cut_short {
-                    Err(Error::NotContinuable {
-                        reason: format!(
-                            "it ends with an answer cut short (stop reason {:?}); add a prompt to agent::Input::prompts (for example, asking the model to go on), or drop that message from the transcript to ask again",
-                            last.stop_reason
-                        ),
-                    })
-                } else if pending == 0 {
-                    Err(Error::NotContinuable {
-                        reason: format!(
-                            "it ends with an assistant message without tool calls (stop reason {:?}), so the model has already answered; add a prompt to agent::Input::prompts",
-                            last.stop_reason
-                        ),
-                    })
-                } else {
-                    Ok(messages)
-                }
-            }
-            Some(_) => Ok(messages),
-        }
     }
 }
 
@@ -216,6 +197,20 @@ pub(crate) struct AgentInner {
     pub(crate) max_turns: Option<usize>,
     pub(crate) event_buffer: usize,
     pub(crate) host: Host,
+    pub(crate) hooks: Arc<[Arc<dyn Hook>]>,
+    pub(crate) tool_timeout: Option<Duration>,
+    pub(crate) tool_timeout_grace: Duration,
+    pub(crate) max_parallel_calls: Option<NonZeroUsize>,
+    /// Permits for `max_concurrent_runs`; tokio's semaphore queues waiters FIFO.
+    pub(crate) admission: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+/// Starts the run's actor on its host.
+fn launch(plan: RunPlan) {
+    let (host, channel) = (plan.agent.host.clone(), Arc::clone(&plan.channel));
+    if let Err(error) = host.start(move |ctx| plan.into_actor(ctx)) {
+        channel.finish(Err(Error::Host(error)));
+    }
 }
 
 /// An agent: a generator, a model and tools. Cheap to clone and share; separate runs execute
@@ -271,6 +266,13 @@ impl Agent {
                 max_turns: config.max_turns,
                 event_buffer: config.event_buffer,
                 host,
+                hooks: config.hooks.into(),
+                tool_timeout: config.tool_timeout,
+                tool_timeout_grace: config.tool_timeout_grace,
+                max_parallel_calls: config.max_parallel_calls,
+                admission: config
+                    .max_concurrent_runs
+                    .map(|limit| Arc::new(tokio::sync::Semaphore::new(limit.get()))),
             }),
         })
     }
@@ -294,17 +296,45 @@ impl Agent {
             }
         };
         let span = tracing::info_span!("run", run_id = id);
-        let plan = RunPlan {
+        let mut plan = RunPlan {
             agent: Arc::clone(&self.inner),
-            channel: Arc::clone(&channel),
+            channel,
             cancel,
             messages: Arc::new(messages),
             _work: host.track(),
+            admission: None,
             span,
             id,
         };
-        if let Err(error) = host.start(move |ctx| plan.into_actor(ctx)) {
-            channel.finish(Err(Error::Host(error)));
+        let Some(semaphore) = &self.inner.admission else {
+            launch(plan);
+            return run;
+        };
+        // Over `max_concurrent_runs`, the run waits for a permit (FIFO: tokio's semaphore
+        // hands released permits to the oldest waiter, and `try_acquire` never overtakes one).
+        match Arc::clone(semaphore).try_acquire_owned() {
+            Ok(permit) => {
+                plan.admission = Some(permit);
+                launch(plan);
+            }
+            Err(_) => {
+                let semaphore = Arc::clone(semaphore);
+                let cancel = plan.cancel.clone();
+                host.spawn(async move {
+                    tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => plan.cancel_before_start(),
+                        permit = semaphore.acquire_owned() => match permit {
+                            Ok(permit) => {
+                                plan.admission = Some(permit);
+                                launch(plan);
+                            }
+                            // The semaphore is never closed; should it be, the run is lost.
+                            Err(_) => drop(plan),
+                        },
+                    }
+                });
+            }
         }
         run
     }

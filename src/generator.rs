@@ -20,8 +20,7 @@ use std::sync::Arc;
 
 use futures::stream::BoxStream;
 
-use crate::message::{AssistantMessage, Message};
-use crate::tool::ToolDefinition;
+use crate::message::{AssistantMessage, Message, ToolDefinition};
 
 pub use anthropic::Anthropic;
 pub use http::{RetryPolicy, DEFAULT_IDLE_TIMEOUT};

@@ -9,6 +9,7 @@
 //! - [`generator`]: the streaming [`Generator`](generator::Generator) trait and the offline
 //!   [`Scripted`](generator::Scripted) generator.
 //! - [`agent`]: [`Agent`], its [`Run`] handle and [`Event`]s.
+//! - [`hook`]: code of yours around every tool call (block, rewrite, replace the result).
 //!
 //! # Threads
 //! Runs are actors on a library-owned host (an actix system on its own thread over a
@@ -24,6 +25,7 @@
 pub mod agent;
 pub mod builtin;
 pub mod generator;
+pub mod hook;
 pub mod message;
 pub mod tool;
 

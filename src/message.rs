@@ -265,3 +265,15 @@ impl ToolResultMessage {
         joined_text(&self.content)
     }
 }
+
+/// The part of a tool a model sees: name, description and JSON schema. Requests carry these
+/// beside the transcript; `Tool::definition` makes one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON schema of the arguments (its root is an object schema).
+    pub parameters: serde_json::Value,
+}

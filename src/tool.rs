@@ -136,8 +136,11 @@ pub struct Tool {
     description: Arc<str>,
     parameters: Arc<Value>,
     execution: Execution,
+    timeout: Option<std::time::Duration>,
     function: Function,
 }
+
+pub use crate::message::ToolDefinition;
 
 impl fmt::Debug for Tool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -146,17 +149,6 @@ impl fmt::Debug for Tool {
             .field("execution", &self.execution)
             .finish_non_exhaustive()
     }
-}
-
-/// The part of a tool a model sees: name, description and JSON schema.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct ToolDefinition {
-    /// The tool's name.
-    pub name: String,
-    /// What the tool does, for the model.
-    pub description: String,
-    /// JSON schema of the arguments (its root is an object schema).
-    pub parameters: Value,
 }
 
 impl Tool {
@@ -241,6 +233,7 @@ impl Tool {
             description: Arc::from(description.into()),
             parameters: Arc::new(parameters),
             execution: Execution::Parallel,
+            timeout: None,
             function,
         }
     }
@@ -249,6 +242,20 @@ impl Tool {
     pub fn with_execution(mut self, execution: Execution) -> Tool {
         self.execution = execution;
         self
+    }
+
+    /// Sets how long one call of this tool may run (overriding `agent::Config::tool_timeout`).
+    /// A call past it is cancelled through its [`ToolContext`], and its result is an error
+    /// saying it timed out; a function that ignores the cancellation is abandoned after the
+    /// agent's grace period (`agent::Config::tool_timeout_grace`).
+    pub fn with_timeout(mut self, timeout: std::time::Duration) -> Tool {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The timeout set by [`Tool::with_timeout`], if any.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout
     }
 
     /// The name the model calls it by.

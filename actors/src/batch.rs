@@ -1,16 +1,23 @@
-//! Batch execution: a [`BatchSupervisor`] per batch, one [`CallActor`] per job.
+//! Batch execution: a [`BatchSupervisor`] per batch, one per-call actor per job.
 //!
-//! The supervisor runs every job of a batch at once ([`Mode::Parallel`]) or one after another
-//! ([`Mode::Sequential`]), and reports to a [`BatchObserver`]: [`JobStarting`] before each job of a
-//! sequential batch (and waits for it to be handled, so the observer can announce the job before
-//! it runs), [`JobFinished`] for each job with its source index, then [`BatchDone`] once every
-//! started job has returned. Each job runs on the host runtime (workers for async work, the
-//! blocking pool for blocking work), never on an actor thread; a panic becomes
-//! [`JobOutcome::Panicked`] and an actor that dies without reporting becomes [`JobOutcome::Lost`],
-//! so a batch never hangs on a broken job.
+//! The supervisor runs every job of a batch at once ([`Mode::Parallel`], optionally at most
+//! [`RunBatch::max_running`] at a time) or one after another ([`Mode::Sequential`]), and reports
+//! to a [`BatchObserver`]: [`JobStarting`] before each job of a sequential or capped batch starts
+//! (and waits for it to be handled, so the observer can announce the job before it runs),
+//! [`JobFinished`] for each job with its source index, then [`BatchDone`] once every started job
+//! has returned.
+//!
+//! The per-call actor is the caller's: [`Work::Actor`] starts it with a [`Reporter`], through
+//! which it reports its one outcome (golato's tool actor is one). For plain work,
+//! [`Work::Async`] and [`Work::Blocking`] run on a [`WorkActor`] here. Work runs on the host
+//! runtime (workers for async work, the blocking pool for blocking work), never on an actor
+//! thread; a panic becomes [`JobOutcome::Panicked`] and an actor that dies without reporting
+//! becomes [`JobOutcome::Lost`] (its reporter's `Drop` says so), so a batch never hangs on a
+//! broken job.
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::num::NonZeroUsize;
 
 use actix::fut::ActorFutureExt;
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, WrapFuture};
@@ -30,7 +37,7 @@ pub enum Mode {
 }
 
 /// The work of one job.
-pub enum Work<O> {
+pub enum Work<O: Send + Unpin + 'static> {
     /// Builds and runs a future on the runtime's worker threads. The builder itself runs there
     /// too, so nothing of the job ever runs on an actor thread.
     Async(Box<dyn FnOnce() -> BoxFuture<'static, O> + Send>),
@@ -38,21 +45,26 @@ pub enum Work<O> {
     Blocking(Box<dyn FnOnce() -> O + Send>),
     /// An outcome known in advance; reported in its turn without starting anything.
     Ready(O),
+    /// Starts the caller's own per-call actor on the supervisor's arbiter. The actor reports
+    /// its outcome through the [`Reporter`] exactly once; if it is dropped unreported, the
+    /// reporter reports [`JobOutcome::Lost`].
+    Actor(Box<dyn FnOnce(Reporter<O>) + Send>),
 }
 
-impl<O> fmt::Debug for Work<O> {
+impl<O: Send + Unpin + 'static> fmt::Debug for Work<O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Work::Async(_) => "Work::Async",
             Work::Blocking(_) => "Work::Blocking",
             Work::Ready(_) => "Work::Ready",
+            Work::Actor(_) => "Work::Actor",
         })
     }
 }
 
 /// One job of a batch, with its source index (its position in the caller's list).
 #[derive(Debug)]
-pub struct Job<O> {
+pub struct Job<O: Send + Unpin + 'static> {
     /// Position of the job in the caller's batch; outcomes are reported under it.
     pub index: usize,
     /// What to run.
@@ -117,6 +129,9 @@ pub struct RunBatch<O: Send + Unpin + 'static> {
     pub jobs: Vec<Job<O>>,
     /// Parallel or sequential.
     pub mode: Mode,
+    /// In a parallel batch, how many jobs may run at once; the rest wait in source order, each
+    /// announced to [`BatchObserver::starting`] when it starts. `None`: no limit.
+    pub max_running: Option<NonZeroUsize>,
     /// When cancelled, a sequential batch starts no further job (each gets
     /// [`JobOutcome::NotStarted`]); started jobs are waited for either way. Jobs that should
     /// observe cancellation get a child of this token from whoever built them.
@@ -134,13 +149,14 @@ impl<O: Send + Unpin + 'static> fmt::Debug for RunBatch<O> {
     }
 }
 
-/// Supervises one batch: starts a [`CallActor`] per job and reports outcomes by source index.
+/// Supervises one batch: starts a per-call actor per job and reports outcomes by source index.
 pub struct BatchSupervisor<O: Send + Unpin + 'static> {
     runtime: tokio::runtime::Handle,
     span: tracing::Span,
     mailbox: Mailbox<Self>,
     queue: VecDeque<Job<O>>,
     mode: Mode,
+    max_running: Option<NonZeroUsize>,
     cancel: CancellationToken,
     observer: Option<BatchObserver<O>>,
     running: usize,
@@ -168,6 +184,7 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
             mailbox: mailbox.clone(),
             queue: VecDeque::new(),
             mode: Mode::Parallel,
+            max_running: None,
             cancel: CancellationToken::new(),
             observer: None,
             running: 0,
@@ -182,35 +199,46 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
         }
     }
 
-    /// Starts jobs until one is running (sequential) or all are (parallel); finishes the batch
-    /// when nothing is left.
+    /// How many jobs may run at once.
+    fn capacity(&self) -> usize {
+        match (self.mode, self.max_running) {
+            (Mode::Sequential, _) => 1,
+            (Mode::Parallel, Some(limit)) => limit.get(),
+            (Mode::Parallel, None) => usize::MAX,
+        }
+    }
+
+    /// Whether jobs wait for a free slot (and are announced when they get one).
+    fn queued_jobs_wait(&self) -> bool {
+        self.mode == Mode::Sequential || self.max_running.is_some()
+    }
+
+    /// Starts jobs while there is room; finishes the batch when nothing is left.
     fn advance(&mut self, ctx: &mut Context<Self>) {
-        while let Some(job) = self.queue.pop_front() {
-            if self.mode == Mode::Sequential && self.cancel.is_cancelled() {
+        while self.running < self.capacity() {
+            let Some(job) = self.queue.pop_front() else {
+                break;
+            };
+            if self.queued_jobs_wait() && self.cancel.is_cancelled() {
                 self.report(job.index, JobOutcome::NotStarted);
                 continue;
             }
-            let starting = match (&self.mode, &self.observer) {
-                (Mode::Sequential, Some(observer)) => observer.starting.clone(),
+            let starting = match &self.observer {
+                Some(observer) if self.queued_jobs_wait() => observer.starting.clone(),
                 _ => None,
             };
             if let Some(starting) = starting {
                 let index = job.index;
                 let announce = async move { starting.send(JobStarting { index }).await };
                 ctx.wait(announce.into_actor(self).map(move |_, this, ctx| {
-                    this.launch(job, ctx);
-                    if this.running == 0 {
-                        this.advance(ctx);
-                    }
+                    this.launch(job);
+                    this.advance(ctx);
                 }));
                 return;
             }
-            self.launch(job, ctx);
-            if self.mode == Mode::Sequential && self.running > 0 {
-                return;
-            }
+            self.launch(job);
         }
-        if self.running == 0 {
+        if self.running == 0 && self.queue.is_empty() {
             if let Some(observer) = self.observer.take() {
                 observer.done.do_send(BatchDone);
             }
@@ -218,20 +246,27 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
         }
     }
 
-    fn launch(&mut self, job: Job<O>, _ctx: &mut Context<Self>) {
+    fn launch(&mut self, job: Job<O>) {
+        let reporter = |supervisor: &Self| Reporter {
+            supervisor: supervisor.mailbox.clone(),
+            index: job.index,
+            reported: false,
+        };
         match job.work {
             Work::Ready(outcome) => self.report(job.index, JobOutcome::Completed(outcome)),
+            Work::Actor(start) => {
+                self.running += 1;
+                start(reporter(self));
+            }
             work => {
                 self.running += 1;
-                let actor = CallActor {
-                    index: job.index,
+                WorkActor {
                     work: Some(work),
-                    supervisor: self.mailbox.clone(),
+                    reporter: Some(reporter(self)),
                     runtime: self.runtime.clone(),
                     span: job.span,
-                    reported: false,
-                };
-                actor.start();
+                }
+                .start();
             }
         }
     }
@@ -268,13 +303,14 @@ impl<O: Send + Unpin + 'static> Handler<Envelope<RunBatch<O>>> for BatchSupervis
         let _entered = span.enter();
         self.queue = batch.jobs.into();
         self.mode = batch.mode;
+        self.max_running = batch.max_running;
         self.cancel = batch.cancel;
         self.observer = Some(batch.observer);
         self.advance(ctx);
     }
 }
 
-/// A job's outcome, from its [`CallActor`] to its supervisor.
+/// A job's outcome, from its per-call actor to its supervisor.
 #[derive(Message)]
 #[rtype(result = "()")]
 struct CallDone<O: Send + Unpin + 'static> {
@@ -290,34 +326,39 @@ impl<O: Send + Unpin + 'static> Handler<Envelope<CallDone<O>>> for BatchSupervis
         let _entered = span.enter();
         self.running = self.running.saturating_sub(1);
         self.report(done.index, done.outcome);
-        if self.running == 0 || self.mode == Mode::Parallel {
-            self.advance(ctx);
-        }
+        self.advance(ctx);
     }
 }
 
-/// Runs one job on the host runtime and reports its outcome to the supervisor; reports
-/// [`JobOutcome::Lost`] from `Drop` if it is stopped before that.
-pub struct CallActor<O: Send + Unpin + 'static> {
-    index: usize,
-    work: Option<Work<O>>,
+/// How a per-call actor reports its job's one outcome to the supervisor. Dropped without
+/// reporting (the actor stopped or died first), it reports [`JobOutcome::Lost`], so the batch
+/// never waits for an outcome that cannot come.
+pub struct Reporter<O: Send + Unpin + 'static> {
     supervisor: Mailbox<BatchSupervisor<O>>,
-    runtime: tokio::runtime::Handle,
-    span: tracing::Span,
+    index: usize,
     reported: bool,
 }
 
-impl<O: Send + Unpin + 'static> fmt::Debug for CallActor<O> {
+impl<O: Send + Unpin + 'static> fmt::Debug for Reporter<O> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CallActor")
+        f.debug_struct("Reporter")
             .field("index", &self.index)
-            .field("reported", &self.reported)
             .finish_non_exhaustive()
     }
 }
 
-impl<O: Send + Unpin + 'static> CallActor<O> {
-    fn report(&mut self, outcome: JobOutcome<O>) {
+impl<O: Send + Unpin + 'static> Reporter<O> {
+    /// The job's source index.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Reports the job's outcome; the supervisor then counts it as returned.
+    pub fn report(mut self, outcome: JobOutcome<O>) {
+        self.send(outcome);
+    }
+
+    fn send(&mut self, outcome: JobOutcome<O>) {
         self.reported = true;
         self.supervisor.do_send(CallDone {
             index: self.index,
@@ -326,7 +367,33 @@ impl<O: Send + Unpin + 'static> CallActor<O> {
     }
 }
 
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+impl<O: Send + Unpin + 'static> Drop for Reporter<O> {
+    fn drop(&mut self) {
+        if !self.reported {
+            self.send(JobOutcome::Lost);
+        }
+    }
+}
+
+/// Runs one plain job ([`Work::Async`] or [`Work::Blocking`]) on the host runtime and reports
+/// its outcome to the supervisor.
+pub struct WorkActor<O: Send + Unpin + 'static> {
+    work: Option<Work<O>>,
+    reporter: Option<Reporter<O>>,
+    runtime: tokio::runtime::Handle,
+    span: tracing::Span,
+}
+
+impl<O: Send + Unpin + 'static> fmt::Debug for WorkActor<O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkActor")
+            .field("reporter", &self.reporter)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The message of a panic's payload.
+pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     match payload.downcast::<String>() {
         Ok(message) => *message,
         Err(payload) => match payload.downcast::<&'static str>() {
@@ -336,7 +403,8 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-fn outcome_of<O>(joined: Result<O, tokio::task::JoinError>) -> JobOutcome<O> {
+/// What became of a job from how its task ended.
+pub fn outcome_of<O>(joined: Result<O, tokio::task::JoinError>) -> JobOutcome<O> {
     match joined {
         Ok(value) => JobOutcome::Completed(value),
         Err(error) if error.is_panic() => JobOutcome::Panicked(panic_message(error.into_panic())),
@@ -344,19 +412,13 @@ fn outcome_of<O>(joined: Result<O, tokio::task::JoinError>) -> JobOutcome<O> {
     }
 }
 
-impl<O: Send + Unpin + 'static> Actor for CallActor<O> {
+impl<O: Send + Unpin + 'static> Actor for WorkActor<O> {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         let span = self.span.clone();
         let _entered = span.enter();
         let handle = match self.work.take() {
-            None => return,
-            Some(Work::Ready(value)) => {
-                self.report(JobOutcome::Completed(value));
-                ctx.stop();
-                return;
-            }
             Some(Work::Async(build)) => {
                 let span = self.span.clone();
                 self.runtime
@@ -366,18 +428,17 @@ impl<O: Send + Unpin + 'static> Actor for CallActor<O> {
                 let span = self.span.clone();
                 self.runtime.spawn_blocking(move || span.in_scope(work))
             }
+            // The supervisor reports these itself and never gives them to a `WorkActor`.
+            Some(Work::Ready(_) | Work::Actor(_)) | None => {
+                ctx.stop();
+                return;
+            }
         };
         ctx.wait(handle.into_actor(self).map(|joined, this, ctx| {
-            this.report(outcome_of(joined));
+            if let Some(reporter) = this.reporter.take() {
+                reporter.report(outcome_of(joined));
+            }
             ctx.stop();
         }));
-    }
-}
-
-impl<O: Send + Unpin + 'static> Drop for CallActor<O> {
-    fn drop(&mut self) {
-        if !self.reported {
-            self.report(JobOutcome::Lost);
-        }
     }
 }

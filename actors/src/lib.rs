@@ -9,7 +9,7 @@
 //!   ([`Host::spawn_blocking`]). Because the host owns its threads, callers may be a plain
 //!   `fn main`, any tokio runtime or another actix system.
 //! - [`batch`]: a [`BatchSupervisor`](batch::BatchSupervisor) that runs a batch of jobs, in parallel
-//!   or one after another, through one [`CallActor`](batch::CallActor) per job, and reports each
+//!   or one after another, through one per-call actor per job (the caller's own, or a [`WorkActor`](batch::WorkActor)), and reports each
 //!   outcome by source index. A panic or a lost actor becomes an outcome, never a hang.
 //! - [`envelope`]: every message between actors travels in an [`Envelope`] stamped at send time,
 //!   and is handled inside a `tracing` span naming the actor, the message type, the time it waited

@@ -2,7 +2,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::sync::mpsc;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
 use std::time::Duration;
 
 use actix::{Actor, Context, Handler};
@@ -74,6 +76,16 @@ fn run_batch(
     mode: Mode,
     cancel: CancellationToken,
 ) -> Vec<Seen> {
+    run_batch_with(host, jobs, mode, None, cancel)
+}
+
+fn run_batch_with(
+    host: &Host,
+    jobs: Vec<Job<String>>,
+    mode: Mode,
+    max_running: Option<NonZeroUsize>,
+    cancel: CancellationToken,
+) -> Vec<Seen> {
     let (seen_tx, seen_rx) = mpsc::channel();
     let runtime = host.runtime().clone();
     let observer = host
@@ -83,6 +95,7 @@ fn run_batch(
             supervisor.do_send(RunBatch {
                 jobs,
                 mode,
+                max_running,
                 cancel,
                 observer: BatchObserver {
                     starting: Some(mailbox.recipient()),
@@ -211,6 +224,81 @@ fn a_cancelled_sequential_batch_starts_nothing_more_but_waits_for_the_running_jo
             Seen::Finished(1, "not started".into()),
             Seen::Finished(2, "not started".into()),
             Seen::Done,
+        ]
+    );
+}
+
+#[test]
+fn a_capped_parallel_batch_runs_at_most_that_many_at_once_announcing_each() {
+    let host = Host::global().unwrap();
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    // Jobs meet in pairs: two must run at once for any to finish, so the cap is also reached.
+    let pairs = Arc::new(Barrier::new(2));
+    let jobs = (0..4)
+        .map(|index| {
+            let (running, most, pairs) = (running.clone(), most.clone(), pairs.clone());
+            job(
+                index,
+                Work::Blocking(Box::new(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    pairs.wait();
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    format!("job {index}")
+                })),
+            )
+        })
+        .collect();
+    let seen = run_batch_with(
+        &host,
+        jobs,
+        Mode::Parallel,
+        NonZeroUsize::new(2),
+        CancellationToken::new(),
+    );
+    assert_eq!(most.load(Ordering::SeqCst), 2);
+    let announced: Vec<usize> = seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Starting(index) => Some(*index),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(announced, [0, 1, 2, 3]);
+    // Each job is announced before its outcome, and jobs 2 and 3 only after a slot freed.
+    let position = |wanted: &Seen| seen.iter().position(|s| s == wanted).unwrap();
+    let first_finish = seen
+        .iter()
+        .position(|s| matches!(s, Seen::Finished(..)))
+        .unwrap();
+    assert!(position(&Seen::Starting(2)) > first_finish);
+    assert_eq!(seen.last(), Some(&Seen::Done));
+}
+
+#[test]
+fn a_callers_actor_reports_through_its_reporter_or_is_lost_when_dropped() {
+    let host = Host::global().unwrap();
+    let jobs = vec![
+        job(
+            0,
+            Work::Actor(Box::new(|reporter| {
+                reporter.report(JobOutcome::Completed("reported".to_owned()))
+            })),
+        ),
+        job(1, Work::Actor(Box::new(drop))),
+    ];
+    let mut seen = run_batch(&host, jobs, Mode::Parallel, CancellationToken::new());
+    assert_eq!(seen.pop(), Some(Seen::Done));
+    seen.sort_by_key(|s| match s {
+        Seen::Finished(index, _) => *index,
+        _ => usize::MAX,
+    });
+    assert_eq!(
+        seen,
+        [
+            Seen::Finished(0, "reported".into()),
+            Seen::Finished(1, "lost".into())
         ]
     );
 }

@@ -1,7 +1,8 @@
 //! What a run reports while it happens.
 
 use crate::generator::Delta;
-use crate::message::{AssistantMessage, ToolCall, ToolResultMessage};
+use crate::hook::HookAction;
+use crate::message::{AssistantMessage, ToolCall, ToolResultMessage, UserMessage};
 use crate::tool::ToolResult;
 
 /// Something that happened in a run, delivered live.
@@ -35,6 +36,11 @@ pub enum Event {
     ToolExecutionUpdate(ToolExecutionUpdateEvent),
     /// A tool call has its result.
     ToolExecutionEnd(ToolExecutionEndEvent),
+    /// A hook blocked a call, rewrote its arguments, replaced its result, or failed. Comes
+    /// between the call's start and end.
+    ToolHook(ToolHookEvent),
+    /// A message queued with `Run::steer` or `Run::follow_up` joined the transcript.
+    UserMessage(UserMessageEvent),
     /// The turn is over.
     TurnEnd(TurnEndEvent),
     /// The run is over; `Run::wait` returns its outcome.
@@ -118,6 +124,39 @@ pub struct ToolExecutionEndEvent {
     pub call: ToolCall,
     /// The result message, exactly as recorded and sent to the next request.
     pub result: ToolResultMessage,
+}
+
+/// A hook acted on a call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolHookEvent {
+    /// Position of the call in the assistant message.
+    pub index: usize,
+    /// The call as the model sent it.
+    pub call: ToolCall,
+    /// What the hook did.
+    pub action: HookAction,
+}
+
+/// How a queued user message reached the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// `Run::steer`: after the batch that was running, before the next model turn.
+    Steer,
+    /// `Run::follow_up`: when the run would otherwise have ended, so it went on.
+    FollowUp,
+}
+
+/// A queued user message joined the transcript.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UserMessageEvent {
+    /// The turn after which it was delivered (0 before the first).
+    pub turn: usize,
+    /// The message, as recorded in the transcript.
+    pub message: UserMessage,
+    /// Steering or follow-up.
+    pub delivery: Delivery,
 }
 
 /// The turn is over.

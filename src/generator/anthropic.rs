@@ -299,6 +299,19 @@ impl Anthropic {
     }
 }
 
+/// How the shared HTTP transport reads this provider's stream.
+impl super::http::WireDecoder for MessagesStreamDecoder {
+    fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
+        MessagesStreamDecoder::decode(self, data)
+    }
+    fn is_complete(&self) -> bool {
+        self.is_done() || self.has_stop_reason()
+    }
+    fn finish(self) -> AssistantMessage {
+        MessagesStreamDecoder::finish(self)
+    }
+}
+
 impl super::Generator for Anthropic {
     fn stream(&self, request: super::Request) -> super::EventStream {
         let body = request_body(&request).to_string().into_bytes();

@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::anthropic::MessagesStreamDecoder;
-use super::openai::ChatStreamDecoder;
 use super::sse::SseDecoder;
 use super::{Delta, Error, EventStream, StreamEvent};
 use crate::message::AssistantMessage;
@@ -43,30 +41,6 @@ pub(crate) trait WireDecoder: Default + Send + 'static {
     /// Whether the stream said it was complete.
     fn is_complete(&self) -> bool;
     fn finish(self) -> AssistantMessage;
-}
-
-impl WireDecoder for ChatStreamDecoder {
-    fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
-        ChatStreamDecoder::decode(self, data)
-    }
-    fn is_complete(&self) -> bool {
-        self.is_done() || self.has_finish_reason()
-    }
-    fn finish(self) -> AssistantMessage {
-        ChatStreamDecoder::finish(self)
-    }
-}
-
-impl WireDecoder for MessagesStreamDecoder {
-    fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
-        MessagesStreamDecoder::decode(self, data)
-    }
-    fn is_complete(&self) -> bool {
-        self.is_done() || self.has_stop_reason()
-    }
-    fn finish(self) -> AssistantMessage {
-        MessagesStreamDecoder::finish(self)
-    }
 }
 
 /// The HTTP side of a provider client.

@@ -265,6 +265,19 @@ impl OpenAiChat {
     }
 }
 
+/// How the shared HTTP transport reads this provider's stream.
+impl super::http::WireDecoder for ChatStreamDecoder {
+    fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
+        ChatStreamDecoder::decode(self, data)
+    }
+    fn is_complete(&self) -> bool {
+        self.is_done() || self.has_finish_reason()
+    }
+    fn finish(self) -> AssistantMessage {
+        ChatStreamDecoder::finish(self)
+    }
+}
+
 impl super::Generator for OpenAiChat {
     fn stream(&self, request: super::Request) -> super::EventStream {
         let body = request_body(&request).to_string().into_bytes();

@@ -1,0 +1,392 @@
+//! A turn's batch of tool calls, as the run actor sees it: validation, the supervisor and its
+//! tool actors, each call's start, updates and end events, and the results in source order.
+
+use std::sync::Arc;
+
+use actix::{Context, Handler, Message};
+use golato_actors::batch::{
+    BatchDone, BatchObserver, BatchSupervisor, Job, JobFinished, JobOutcome, JobStarting, Mode,
+    RunBatch, Work,
+};
+
+use super::RunActor;
+use crate::agent::event::*;
+use crate::agent::tool_actor::{self, CallNotice, CallOutcome, Notice, ToolSetup};
+use crate::agent::validation::{self, Prepared};
+use crate::message::{AssistantMessage, Message as TranscriptMessage, ToolCall};
+use crate::tool::Execution;
+
+/// Argument bytes above which a batch is validated on the blocking pool rather than inline,
+/// so that parsing a huge argument never stalls the actor thread.
+const INLINE_VALIDATION_BYTES: usize = 64 * 1024;
+
+/// The calls in flight.
+pub(super) struct Batch {
+    id: u64,
+    /// Index of the assistant message in the transcript.
+    message_index: usize,
+    calls: Vec<Arc<ToolCall>>,
+    started: Vec<bool>,
+    results: Vec<Option<CallOutcome>>,
+}
+
+impl RunActor {
+    pub(super) fn open_batch(&mut self, message_index: usize, calls: Vec<Arc<ToolCall>>) -> Batch {
+        self.batch_id += 1;
+        let count = calls.len();
+        Batch {
+            id: self.batch_id,
+            message_index,
+            calls,
+            started: vec![false; count],
+            results: (0..count).map(|_| None).collect(),
+        }
+    }
+
+    /// Output hit the token limit: no call runs; each gets an error result.
+    pub(super) fn truncated(&mut self, batch: Batch, ctx: &mut Context<Self>) {
+        self.batch = Some(batch);
+        let count = self.batch.as_ref().map_or(0, |batch| batch.calls.len());
+        for index in 0..count {
+            self.record(
+                index,
+                |call| {
+                    CallOutcome::error(
+                        call,
+                        format!(
+                            "The response hit the output token limit, so the arguments of this call to {} may be truncated; it was not run. Re-issue it with complete arguments.",
+                            call.name
+                        ),
+                    )
+                },
+            );
+        }
+        self.conclude_batch(ctx);
+    }
+
+    pub(super) fn execute(
+        &mut self,
+        message_index: usize,
+        calls: Vec<Arc<ToolCall>>,
+        ctx: &mut Context<Self>,
+    ) {
+        let batch = self.open_batch(message_index, calls);
+        let argument_bytes: usize = batch.calls.iter().map(|call| call.arguments.len()).sum();
+        if argument_bytes <= INLINE_VALIDATION_BYTES {
+            let prepared = validation::prepare(&self.plan.agent.registry, &batch.calls);
+            self.batch = Some(batch);
+            self.dispatch(prepared, ctx);
+        } else {
+            let agent = Arc::clone(&self.plan.agent);
+            let calls = batch.calls.clone();
+            let mailbox = self.mailbox.clone();
+            let id = batch.id;
+            self.batch = Some(batch);
+            self.plan.agent.host.spawn_blocking(move || {
+                let prepared = validation::prepare(&agent.registry, &calls);
+                mailbox.do_send(Validated {
+                    batch: id,
+                    prepared,
+                });
+            });
+        }
+    }
+
+    fn dispatch(&mut self, prepared: Vec<Prepared>, ctx: &mut Context<Self>) {
+        let Some(batch) = self.batch.as_ref() else {
+            return;
+        };
+        let batch_id = batch.id;
+        let calls = batch.calls.clone();
+        let batch_span = tracing::debug_span!(parent: &self.turn_span, "batch", batch = batch_id, calls = calls.len());
+
+        if self.plan.cancel.is_cancelled() {
+            for index in 0..calls.len() {
+                self.record(index, not_started);
+            }
+            return self.conclude_batch(ctx);
+        }
+
+        let sequential = self.plan.agent.tool_execution == Execution::Sequential
+            || calls.iter().any(|call| {
+                self.plan
+                    .agent
+                    .registry
+                    .get(&call.name)
+                    .is_some_and(|registered| registered.tool.execution() == Execution::Sequential)
+            });
+        let mode = if sequential {
+            Mode::Sequential
+        } else {
+            Mode::Parallel
+        };
+        // Over `max_parallel_calls`, calls wait for a slot and each is announced as it starts;
+        // otherwise every start is emitted now, in source order, before anything runs.
+        let max_running = self
+            .plan
+            .agent
+            .max_parallel_calls
+            .filter(|limit| !sequential && calls.len() > limit.get());
+        let announced = sequential || max_running.is_some();
+        let batch_cancel = self.plan.cancel.child_token();
+        let mut jobs = Vec::with_capacity(calls.len());
+        for (index, (call, prepared)) in calls.iter().zip(prepared).enumerate() {
+            match prepared {
+                Prepared::Invalid(text) => {
+                    let outcome = CallOutcome::error(call, text);
+                    if sequential {
+                        jobs.push(Job {
+                            index,
+                            work: Work::Ready(outcome),
+                            span: tracing::Span::none(),
+                        });
+                    } else {
+                        self.record(index, |_| outcome);
+                    }
+                }
+                Prepared::Valid { tool, arguments } => {
+                    if !announced {
+                        self.start_call(index);
+                    }
+                    let span = tracing::debug_span!(parent: &batch_span, "call", index, tool = %call.name, call_id = %call.id);
+                    jobs.push(tool_actor::job(ToolSetup {
+                        agent: Arc::clone(&self.plan.agent),
+                        run_id: self.plan.id,
+                        batch: batch_id,
+                        index,
+                        call: Arc::clone(call),
+                        tool,
+                        arguments,
+                        cancel: batch_cancel.child_token(),
+                        span,
+                        notices: self.mailbox.recipient(),
+                    }));
+                }
+            }
+        }
+        if jobs.is_empty() {
+            return self.conclude_batch(ctx);
+        }
+        let supervisor = BatchSupervisor::spawn(self.plan.agent.host.runtime().clone(), batch_span);
+        supervisor.do_send(RunBatch {
+            jobs,
+            mode,
+            max_running,
+            cancel: batch_cancel,
+            observer: BatchObserver {
+                starting: announced.then(|| self.mailbox.recipient()),
+                finished: self.mailbox.recipient(),
+                done: self.mailbox.recipient(),
+            },
+        });
+    }
+
+    /// Emits a call's start event, once.
+    fn start_call(&mut self, index: usize) {
+        let Some(batch) = self.batch.as_mut() else {
+            return;
+        };
+        let (Some(started), Some(call)) = (batch.started.get_mut(index), batch.calls.get(index))
+        else {
+            return;
+        };
+        if *started {
+            return;
+        }
+        *started = true;
+        let call = Arc::clone(call);
+        self.emit(|| {
+            Event::ToolExecutionStart(ToolExecutionStartEvent {
+                index,
+                call: ToolCall::clone(&call),
+            })
+        });
+    }
+
+    /// Records a call's result (emitting its start first if it was not emitted) and its end
+    /// event. A call that already has a result keeps it.
+    fn record(&mut self, index: usize, outcome: impl FnOnce(&ToolCall) -> CallOutcome) {
+        self.start_call(index);
+        let Some(batch) = self.batch.as_mut() else {
+            return;
+        };
+        let (Some(slot), Some(call)) = (batch.results.get_mut(index), batch.calls.get(index))
+        else {
+            return;
+        };
+        if slot.is_some() {
+            return;
+        }
+        let outcome = outcome(call);
+        let event = self
+            .plan
+            .channel
+            .wants_events()
+            .then(|| ToolExecutionEndEvent {
+                index,
+                call: ToolCall::clone(call),
+                result: outcome.message.clone(),
+            });
+        *slot = Some(outcome);
+        if let Some(event) = event {
+            self.emit(|| Event::ToolExecutionEnd(event));
+        }
+    }
+
+    /// Every call has its result: record them in source order and decide what comes next.
+    fn conclude_batch(&mut self, ctx: &mut Context<Self>) {
+        let count = self.batch.as_ref().map_or(0, |batch| batch.calls.len());
+        for index in 0..count {
+            self.record(index, |call| {
+                CallOutcome::error(call, "The call's actor stopped before it reported a result (the actor host is shutting down).")
+            });
+        }
+        let Some(batch) = self.batch.take() else {
+            return;
+        };
+        let outcomes: Vec<CallOutcome> = batch.results.into_iter().flatten().collect();
+        let terminate = !outcomes.is_empty()
+            && outcomes
+                .iter()
+                .all(|outcome| outcome.terminate && !outcome.message.is_error);
+        let results: Vec<_> = outcomes
+            .into_iter()
+            .map(|outcome| outcome.message)
+            .collect();
+        let assistant = |messages: &[TranscriptMessage]| match messages.get(batch.message_index) {
+            Some(TranscriptMessage::Assistant(message)) => message.clone(),
+            _ => AssistantMessage::default(),
+        };
+        self.emit(|| {
+            Event::TurnEnd(TurnEndEvent {
+                turn: self.turn,
+                message: assistant(&self.plan.messages),
+                tool_results: results.clone(),
+            })
+        });
+        self.append(results.into_iter().map(TranscriptMessage::ToolResult));
+        if self.plan.cancel.is_cancelled() {
+            return self.cancelled(ctx);
+        }
+        if terminate {
+            let message = assistant(&self.plan.messages);
+            return self.succeed(message, ctx);
+        }
+        self.request_turn(ctx);
+    }
+}
+
+fn not_started(call: &ToolCall) -> CallOutcome {
+    CallOutcome::error(
+        call,
+        format!(
+            "The run was cancelled before this call to {} ran.",
+            call.name
+        ),
+    )
+}
+
+/// A batch validated off the actor thread.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(super) struct Validated {
+    batch: u64,
+    prepared: Vec<Prepared>,
+}
+
+impl Handler<Validated> for RunActor {
+    type Result = ();
+
+    fn handle(&mut self, message: Validated, ctx: &mut Context<Self>) {
+        if self
+            .batch
+            .as_ref()
+            .is_some_and(|batch| batch.id == message.batch)
+        {
+            self.dispatch(message.prepared, ctx);
+        }
+    }
+}
+
+impl Handler<CallNotice> for RunActor {
+    type Result = ();
+
+    fn handle(&mut self, message: CallNotice, _: &mut Context<Self>) {
+        let Some(batch) = self
+            .batch
+            .as_ref()
+            .filter(|batch| batch.id == message.batch)
+        else {
+            return;
+        };
+        // A call with its result already recorded gets no more events.
+        let open = batch
+            .results
+            .get(message.index)
+            .is_some_and(Option::is_none);
+        let Some(call) = batch.calls.get(message.index).filter(|_| open) else {
+            return;
+        };
+        let (index, call) = (message.index, Arc::clone(call));
+        match message.notice {
+            Notice::Update(partial_result) => {
+                if batch.started.get(index) != Some(&true) {
+                    return;
+                }
+                self.emit(|| {
+                    Event::ToolExecutionUpdate(ToolExecutionUpdateEvent {
+                        index,
+                        call: ToolCall::clone(&call),
+                        partial_result,
+                    })
+                });
+            }
+            Notice::Hook(action) => {
+                self.start_call(index);
+                self.emit(|| {
+                    Event::ToolHook(ToolHookEvent {
+                        index,
+                        call: ToolCall::clone(&call),
+                        action,
+                    })
+                });
+            }
+        }
+    }
+}
+
+impl Handler<JobStarting> for RunActor {
+    type Result = ();
+
+    fn handle(&mut self, message: JobStarting, _: &mut Context<Self>) {
+        self.start_call(message.index);
+    }
+}
+
+impl Handler<JobFinished<CallOutcome>> for RunActor {
+    type Result = ();
+
+    fn handle(&mut self, message: JobFinished<CallOutcome>, _: &mut Context<Self>) {
+        self.record(message.index, |call| match message.outcome {
+            JobOutcome::Completed(outcome) => outcome,
+            JobOutcome::Panicked(panic) => {
+                CallOutcome::error(call, format!("Tool {} panicked: {panic}", call.name))
+            }
+            JobOutcome::Lost => CallOutcome::error(
+                call,
+                "The call's actor stopped before it reported a result (the actor host is shutting down).",
+            ),
+            JobOutcome::NotStarted => not_started(call),
+        });
+    }
+}
+
+impl Handler<BatchDone> for RunActor {
+    type Result = ();
+
+    fn handle(&mut self, _: BatchDone, ctx: &mut Context<Self>) {
+        if self.batch.is_some() {
+            self.conclude_batch(ctx);
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Asking the generator for the next message: the request, its stream of deltas, and what
+//! became of it (a message, a failure, a cancellation), with what had streamed in.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use actix::{AsyncContext, Context, Handler, Message, WrapFuture};
+use futures::{FutureExt, StreamExt};
+use tracing::Instrument;
+
+use super::RunActor;
+use crate::agent::event::*;
+use crate::agent::Error;
+use crate::generator::{self, Delta, Request, StreamEvent};
+use crate::message::{AssistantMessage, Content, Message as TranscriptMessage, StopReason};
+
+impl RunActor {
+    pub(super) fn request_turn(&mut self, ctx: &mut Context<Self>) {
+        if self.plan.cancel.is_cancelled() {
+            return self.cancelled(ctx);
+        }
+        if let Some(limit) = self.plan.agent.max_turns {
+            if self.turn >= limit {
+                let messages = self.take_messages();
+                return self.end(Err(Error::MaxTurns { limit, messages }), ctx);
+            }
+        }
+        self.turn += 1;
+        let turn = self.turn;
+        self.turn_span = tracing::debug_span!(parent: &self.plan.span, "turn", turn);
+        self.emit(|| Event::TurnStart(TurnStartEvent { turn }));
+        self.emit(|| Event::MessageStart(MessageStartEvent { turn }));
+
+        let request = Request {
+            model: self.plan.agent.model.clone(),
+            system_prompt: self.plan.agent.system_prompt.clone(),
+            messages: Arc::clone(&self.plan.messages),
+            tools: Arc::clone(&self.plan.agent.definitions),
+        };
+        let generator = Arc::clone(&self.plan.agent.generator);
+        let mailbox = self.mailbox.clone();
+        let cancel = self.plan.cancel.clone();
+        let channel = Arc::clone(&self.plan.channel);
+        let streaming = async move {
+            let mut stream = generator.stream(request);
+            let mut partial = Partial::default();
+            loop {
+                let item = tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return Generated::Cancelled(partial),
+                    item = stream.next() => item,
+                };
+                match item {
+                    Some(Ok(StreamEvent::Delta(delta))) => {
+                        partial.absorb(&delta);
+                        // Deltas only become events; skip the message when none is read.
+                        if channel.wants_events() {
+                            mailbox.do_send(GeneratorDelta { turn, delta });
+                        }
+                    }
+                    Some(Ok(StreamEvent::Done(message))) => return Generated::Message(message),
+                    Some(Err(error)) => return Generated::Failed(error, partial),
+                    None => return Generated::Failed(generator::Error::IncompleteStream, partial),
+                }
+            }
+        };
+        // The stream is polled on this actor's thread: a generator is I/O plus light parsing,
+        // and polling it here saves two thread hops per turn (see BENCHMARKS.md). Its deltas
+        // still go through the mailbox, so they are ordered with everything else.
+        let mailbox = self.mailbox.clone();
+        let generate = async move {
+            let generated = match AssertUnwindSafe(streaming).catch_unwind().await {
+                Ok(generated) => generated,
+                Err(payload) => Generated::Failed(
+                    generator::Error::Panicked {
+                        message: panic_text(payload.as_ref()),
+                    },
+                    Partial::default(),
+                ),
+            };
+            mailbox.do_send(GeneratorDone { turn, generated });
+        };
+        ctx.spawn(generate.instrument(self.turn_span.clone()).into_actor(self));
+    }
+
+    /// Records the part of an answer that had streamed in when the request was cancelled or
+    /// failed, so that nothing seen in events is missing from the transcript. Its tool-call
+    /// fragments are left out: a call cut short must never run, also not on resume.
+    fn record_partial(
+        &mut self,
+        partial: Partial,
+        stop_reason: StopReason,
+        error_message: Option<String>,
+    ) {
+        if partial.text.is_empty() && partial.reasoning.is_empty() {
+            return;
+        }
+        let message = AssistantMessage {
+            content: if partial.text.is_empty() {
+                Vec::new()
+            } else {
+                vec![Content::text(partial.text)]
+            },
+            reasoning: partial.reasoning,
+            stop_reason,
+            model: Some(self.plan.agent.model.id.clone()),
+            error_message,
+            ..AssistantMessage::default()
+        };
+        self.emit(|| {
+            Event::MessageEnd(MessageEndEvent {
+                turn: self.turn,
+                message: message.clone(),
+            })
+        });
+        self.emit(|| {
+            Event::TurnEnd(TurnEndEvent {
+                turn: self.turn,
+                message: message.clone(),
+                tool_results: Vec::new(),
+            })
+        });
+        self.append([TranscriptMessage::Assistant(message)]);
+    }
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| {
+            payload
+                .downcast_ref::<&'static str>()
+                .map(|text| (*text).to_owned())
+        })
+        .unwrap_or_else(|| "a panic with a non-string payload".to_owned())
+}
+
+/// What became of a generator request.
+enum Generated {
+    Message(AssistantMessage),
+    /// The request failed, with what had streamed in before.
+    Failed(generator::Error, Partial),
+    /// The run was cancelled, with what had streamed in before.
+    Cancelled(Partial),
+}
+
+/// The answer's text and reasoning streamed so far.
+#[derive(Default)]
+struct Partial {
+    text: String,
+    reasoning: String,
+}
+
+impl Partial {
+    fn absorb(&mut self, delta: &Delta) {
+        match delta {
+            Delta::Text(text) => self.text.push_str(text),
+            Delta::Reasoning(text) => self.reasoning.push_str(text),
+            Delta::ToolCall { .. } => {}
+        }
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct GeneratorDelta {
+    turn: usize,
+    delta: Delta,
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct GeneratorDone {
+    turn: usize,
+    generated: Generated,
+}
+
+impl Handler<GeneratorDelta> for RunActor {
+    type Result = ();
+
+    fn handle(&mut self, message: GeneratorDelta, _: &mut Context<Self>) {
+        if self.ended || message.turn != self.turn {
+            return;
+        }
+        self.emit(|| {
+            Event::MessageUpdate(MessageUpdateEvent {
+                turn: message.turn,
+                deltas: vec![message.delta],
+            })
+        });
+    }
+}
+
+impl Handler<GeneratorDone> for RunActor {
+    type Result = ();
+
+    fn handle(&mut self, message: GeneratorDone, ctx: &mut Context<Self>) {
+        if self.ended || message.turn != self.turn {
+            return;
+        }
+        let _entered = self.turn_span.clone().entered();
+        match message.generated {
+            Generated::Message(assistant) => self.on_message(assistant, ctx),
+            Generated::Cancelled(partial) => {
+                self.record_partial(partial, StopReason::Aborted, None);
+                self.cancelled(ctx);
+            }
+            Generated::Failed(source, partial) => {
+                self.record_partial(partial, StopReason::Error, Some(source.to_string()));
+                let messages = self.take_messages();
+                self.end(Err(Error::Generator { source, messages }), ctx);
+            }
+        }
+    }
+}

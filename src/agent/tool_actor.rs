@@ -1,0 +1,498 @@
+//! The tool actor: the one home of a validated call, from launch to its result.
+//!
+//! One per call, started by the batch supervisor. It runs the before-hooks, launches the
+//! function on the host runtime (never on an actor thread), checks and forwards the partial
+//! updates the function publishes, enforces the call's timeout, checks the returned result, runs
+//! the after-hooks, and reports exactly one [`CallOutcome`] through its [`Reporter`] (whose
+//! `Drop` reports the call lost if the actor dies first). Everything about one call happens
+//! here; the run actor only hears of updates and hook decisions ([`CallNotice`]) and of the
+//! outcome.
+//!
+//! Without hooks or a timeout this costs what the bare per-call actor costs: the function is
+//! launched from `started` and the outcome reported when it returns.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::fut::ActorFutureExt;
+use actix::{Actor, ActorContext, AsyncContext, Context, Message, SpawnHandle, WrapFuture};
+use golato_actors::batch::{outcome_of, Job, JobOutcome, Reporter, Work};
+use golato_actors::{traced_handlers, Mailbox, TracedActor, TracedRecipient};
+use serde_json::Value;
+use tokio::task::AbortHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::AgentInner;
+use crate::hook::{AfterToolCall, BeforeToolCall, HookAction, HookContext};
+use crate::message::{Content, ToolCall, ToolResultMessage};
+use crate::tool::{check_result, BoxError, Function, Tool, ToolContext, ToolResult, UpdateSink};
+
+/// A call's final result and whether it asked to end the run.
+#[derive(Debug)]
+pub(crate) struct CallOutcome {
+    pub(crate) message: ToolResultMessage,
+    pub(crate) terminate: bool,
+}
+
+impl CallOutcome {
+    pub(crate) fn error(call: &ToolCall, text: impl Into<String>) -> CallOutcome {
+        CallOutcome::from_result(call, error_result(text))
+    }
+
+    fn from_result(call: &ToolCall, result: ToolResult) -> CallOutcome {
+        CallOutcome {
+            message: ToolResultMessage {
+                tool_call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                content: result.content,
+                details: result.details,
+                is_error: result.is_error,
+            },
+            terminate: result.terminate,
+        }
+    }
+}
+
+fn error_result(text: impl Into<String>) -> ToolResult {
+    ToolResult {
+        content: vec![Content::text(text)],
+        is_error: true,
+        ..ToolResult::default()
+    }
+}
+
+/// What a tool actor tells the run actor while its call runs.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct CallNotice {
+    pub(crate) batch: u64,
+    pub(crate) index: usize,
+    pub(crate) notice: Notice,
+}
+
+pub(crate) enum Notice {
+    /// A valid partial result, to become a `ToolExecutionUpdate` event.
+    Update(ToolResult),
+    /// A hook blocked, rewrote or replaced something.
+    Hook(HookAction),
+}
+
+/// Everything a tool actor needs for its call.
+pub(crate) struct ToolSetup {
+    pub(crate) agent: Arc<AgentInner>,
+    pub(crate) run_id: u64,
+    pub(crate) batch: u64,
+    pub(crate) index: usize,
+    pub(crate) call: Arc<ToolCall>,
+    pub(crate) tool: Tool,
+    pub(crate) arguments: Value,
+    /// A child of the batch's token: the run's cancellation, this call's timeout, or an
+    /// invalid update cancel it.
+    pub(crate) cancel: CancellationToken,
+    pub(crate) span: tracing::Span,
+    pub(crate) notices: TracedRecipient<CallNotice>,
+}
+
+/// The batch job that starts a tool actor for `setup`'s call.
+pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
+    Job {
+        index: setup.index,
+        span: setup.span.clone(),
+        work: Work::Actor(Box::new(move |reporter| {
+            ToolActor {
+                setup,
+                reporter: Some(reporter),
+                stage: Stage::Before,
+                mailbox: None,
+                invalid_update: None,
+                timed_out: None,
+                function: None,
+                timer: None,
+            }
+            .start();
+        })),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Before-hooks are running (or about to).
+    Before,
+    /// The function is running.
+    Running,
+    /// The function returned (or was abandoned); after-hooks may be running.
+    After,
+}
+
+pub(crate) struct ToolActor {
+    setup: ToolSetup,
+    reporter: Option<Reporter<CallOutcome>>,
+    stage: Stage,
+    mailbox: Option<Mailbox<ToolActor>>,
+    /// Why an update was refused; the call's result says so.
+    invalid_update: Option<String>,
+    /// The timeout that expired, if one did.
+    timed_out: Option<Duration>,
+    function: Option<AbortHandle>,
+    timer: Option<SpawnHandle>,
+}
+
+impl Actor for ToolActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let span = self.setup.span.clone();
+        let _entered = span.enter();
+        if self.setup.agent.hooks.is_empty() {
+            self.launch(ctx);
+        } else {
+            self.run_before_hooks(ctx);
+        }
+    }
+}
+
+impl TracedActor for ToolActor {
+    fn span(&self) -> &tracing::Span {
+        &self.setup.span
+    }
+}
+
+/// What the before-hooks decided, all of them in order.
+enum Before {
+    Run { arguments: Value, rewrote: bool },
+    Blocked(String),
+    Failed(String),
+}
+
+impl ToolActor {
+    fn hook_context(&self, arguments: Value) -> HookContext {
+        HookContext {
+            run_id: self.setup.run_id,
+            index: self.setup.index,
+            call: ToolCall::clone(&self.setup.call),
+            arguments,
+            cancel: self.setup.cancel.clone(),
+        }
+    }
+
+    fn notify(&self, notice: Notice) {
+        self.setup.notices.do_send(CallNotice {
+            batch: self.setup.batch,
+            index: self.setup.index,
+            notice,
+        });
+    }
+
+    /// Reports the outcome (once) and stops.
+    fn finish(&mut self, result: ToolResult, ctx: &mut Context<Self>) {
+        if let Some(reporter) = self.reporter.take() {
+            let _entered = self.setup.span.enter();
+            tracing::debug!(is_error = result.is_error, "call finished");
+            let outcome = CallOutcome::from_result(&self.setup.call, result);
+            reporter.report(JobOutcome::Completed(outcome));
+        }
+        ctx.stop();
+    }
+
+    fn run_before_hooks(&mut self, ctx: &mut Context<Self>) {
+        let hooks = Arc::clone(&self.setup.agent.hooks);
+        let arguments = std::mem::take(&mut self.setup.arguments);
+        let mut context = self.hook_context(arguments);
+        let decide = async move {
+            let mut rewrote = false;
+            for hook in hooks.iter() {
+                match hook.before_tool_call(context.clone()).await {
+                    Ok(BeforeToolCall::Run) => {}
+                    Ok(BeforeToolCall::Rewrite(arguments)) => {
+                        context.arguments = arguments;
+                        rewrote = true;
+                    }
+                    Ok(BeforeToolCall::Block(reason)) => return Before::Blocked(reason),
+                    Err(error) => return Before::Failed(error.to_string()),
+                }
+            }
+            Before::Run {
+                arguments: context.arguments,
+                rewrote,
+            }
+        };
+        let handle = self
+            .setup
+            .agent
+            .host
+            .runtime()
+            .spawn(decide.instrument(self.setup.span.clone()));
+        ctx.spawn(handle.into_actor(self).map(|joined, this, ctx| {
+            let decided = match outcome_of(joined) {
+                JobOutcome::Completed(decided) => decided,
+                JobOutcome::Panicked(panic) => Before::Failed(format!("it panicked: {panic}")),
+                JobOutcome::Lost | JobOutcome::NotStarted => {
+                    Before::Failed("its task was lost".to_owned())
+                }
+            };
+            this.before_decided(decided, ctx);
+        }));
+    }
+
+    fn before_decided(&mut self, decided: Before, ctx: &mut Context<Self>) {
+        let name = &self.setup.call.name;
+        match decided {
+            Before::Blocked(reason) => {
+                self.notify(Notice::Hook(HookAction::Blocked {
+                    reason: reason.clone(),
+                }));
+                self.finish(error_result(reason), ctx);
+            }
+            Before::Failed(error) => {
+                let text = format!("A before_tool_call hook failed for this call to {name}, so it did not run: {error}");
+                self.notify(Notice::Hook(HookAction::Failed { error }));
+                self.finish(error_result(text), ctx);
+            }
+            Before::Run { arguments, rewrote } => {
+                if rewrote {
+                    if let Err(reason) = self.check_rewrite(&arguments) {
+                        let text = format!("A before_tool_call hook rewrote the arguments of {name} into ones the tool rejects, so it did not run. {reason}");
+                        self.notify(Notice::Hook(HookAction::Failed { error: reason }));
+                        return self.finish(error_result(text), ctx);
+                    }
+                    self.notify(Notice::Hook(HookAction::Rewrote {
+                        arguments: arguments.clone(),
+                    }));
+                }
+                self.setup.arguments = arguments;
+                self.launch(ctx);
+            }
+        }
+    }
+
+    /// Rewritten arguments pass the same checks as the model's: a JSON object satisfying the
+    /// schema compiled at `Agent::new`.
+    fn check_rewrite(&self, arguments: &Value) -> Result<(), String> {
+        if !arguments.is_object() {
+            return Err(format!(
+                "The arguments must be a JSON object, got {arguments}"
+            ));
+        }
+        match self.setup.agent.registry.get(&self.setup.call.name) {
+            Some(registered) => registered.schema.check(arguments),
+            None => Err("The tool is no longer registered.".to_owned()),
+        }
+    }
+
+    /// Launches the function on the runtime, with the call's timeout.
+    fn launch(&mut self, ctx: &mut Context<Self>) {
+        self.stage = Stage::Running;
+        let mailbox = Mailbox::new(ctx.address());
+        self.mailbox = Some(mailbox.clone());
+        let updates: Arc<dyn UpdateSink> = Arc::new(ActorSink(mailbox));
+        let call = Arc::clone(&self.setup.call);
+        let context = ToolContext::new(call, self.setup.cancel.clone(), updates);
+        let arguments = std::mem::take(&mut self.setup.arguments);
+        let runtime = self.setup.agent.host.runtime();
+        let span = self.setup.span.clone();
+        let handle = match self.setup.tool.function().clone() {
+            Function::Async(function) => {
+                runtime.spawn(async move { function(context, arguments).await }.instrument(span))
+            }
+            Function::Blocking(function) => {
+                runtime.spawn_blocking(move || span.in_scope(|| function(context, arguments)))
+            }
+        };
+        self.function = Some(handle.abort_handle());
+        let timeout = self.setup.tool.timeout().or(self.setup.agent.tool_timeout);
+        if let Some(timeout) = timeout {
+            self.timer = Some(ctx.run_later(timeout, move |this, ctx| this.time_out(timeout, ctx)));
+        }
+        ctx.spawn(handle.into_actor(self).map(|joined, this, ctx| {
+            let returned = match outcome_of(joined) {
+                JobOutcome::Completed(returned) => {
+                    returned.map_err(|error: BoxError| error.to_string())
+                }
+                JobOutcome::Panicked(panic) => {
+                    Err(format!("Tool {} panicked: {panic}", this.setup.call.name))
+                }
+                JobOutcome::Lost | JobOutcome::NotStarted => Err(format!(
+                    "Tool {}'s task ended without a result (the host is shutting down).",
+                    this.setup.call.name
+                )),
+            };
+            this.returned(returned, ctx);
+        }));
+    }
+
+    fn time_out(&mut self, timeout: Duration, ctx: &mut Context<Self>) {
+        if self.stage != Stage::Running {
+            return;
+        }
+        self.timed_out = Some(timeout);
+        self.setup.cancel.cancel();
+        let grace = self.setup.agent.tool_timeout_grace;
+        self.timer = Some(ctx.run_later(grace, move |this, ctx| this.abandon(timeout, grace, ctx)));
+    }
+
+    /// The function ignored its cancellation for the whole grace period: give up on it. An
+    /// async function is aborted at its next await point; a blocking one runs on to its end on
+    /// the blocking pool, its result discarded.
+    fn abandon(&mut self, timeout: Duration, grace: Duration, ctx: &mut Context<Self>) {
+        if self.stage != Stage::Running {
+            return;
+        }
+        self.stage = Stage::After;
+        if let Some(function) = self.function.take() {
+            function.abort();
+        }
+        let text = format!(
+            "Tool {} timed out after {} and did not stop within {} of being cancelled, so it was abandoned.",
+            self.setup.call.name,
+            seconds(timeout),
+            seconds(grace)
+        );
+        self.finish(error_result(text), ctx);
+    }
+
+    fn returned(&mut self, returned: Result<ToolResult, String>, ctx: &mut Context<Self>) {
+        if self.stage != Stage::Running {
+            return;
+        }
+        self.stage = Stage::After;
+        if let Some(timer) = self.timer.take() {
+            ctx.cancel_future(timer);
+        }
+        let name = &self.setup.call.name;
+        let result = if let Some(reason) = self.invalid_update.take() {
+            error_result(format!(
+                "Tool {name} published an invalid partial result, so it was stopped: {reason}"
+            ))
+        } else if let Some(timeout) = self.timed_out {
+            error_result(format!(
+                "Tool {name} timed out after {} and was cancelled.",
+                seconds(timeout)
+            ))
+        } else {
+            match returned {
+                Ok(result) => match check_result(&result) {
+                    Ok(()) => result,
+                    Err(reason) => {
+                        error_result(format!("Tool {name} returned an invalid result: {reason}"))
+                    }
+                },
+                Err(text) => error_result(text),
+            }
+        };
+        if self.setup.agent.hooks.is_empty() {
+            self.finish(result, ctx);
+        } else {
+            self.run_after_hooks(result, ctx);
+        }
+    }
+
+    fn run_after_hooks(&mut self, result: ToolResult, ctx: &mut Context<Self>) {
+        let hooks = Arc::clone(&self.setup.agent.hooks);
+        let context = self.hook_context(Value::Null);
+        let name = self.setup.call.name.clone();
+        let decide = async move {
+            let mut result = result;
+            let mut replaced = false;
+            for hook in hooks.iter() {
+                match hook.after_tool_call(context.clone(), result.clone()).await {
+                    Ok(AfterToolCall::Keep) => {}
+                    Ok(AfterToolCall::Replace(replacement)) => {
+                        if let Err(reason) = check_result(&replacement) {
+                            let text = format!("An after_tool_call hook replaced the result of {name} with an invalid one: {reason}");
+                            return (
+                                error_result(text),
+                                Some(HookAction::Failed { error: reason }),
+                            );
+                        }
+                        result = replacement;
+                        replaced = true;
+                    }
+                    Err(error) => {
+                        let error = error.to_string();
+                        let text = format!(
+                            "An after_tool_call hook failed for this call to {name}: {error}"
+                        );
+                        return (error_result(text), Some(HookAction::Failed { error }));
+                    }
+                }
+            }
+            (result, replaced.then_some(HookAction::ReplacedResult))
+        };
+        let handle = self
+            .setup
+            .agent
+            .host
+            .runtime()
+            .spawn(decide.instrument(self.setup.span.clone()));
+        ctx.spawn(handle.into_actor(self).map(|joined, this, ctx| {
+            let (result, action) = match outcome_of(joined) {
+                JobOutcome::Completed(decided) => decided,
+                JobOutcome::Panicked(panic) => {
+                    let error = format!("it panicked: {panic}");
+                    let text = format!(
+                        "An after_tool_call hook failed for this call to {}: {error}",
+                        this.setup.call.name
+                    );
+                    (error_result(text), Some(HookAction::Failed { error }))
+                }
+                JobOutcome::Lost | JobOutcome::NotStarted => {
+                    let error = "its task was lost".to_owned();
+                    (
+                        error_result(error.clone()),
+                        Some(HookAction::Failed { error }),
+                    )
+                }
+            };
+            if let Some(action) = action {
+                this.notify(Notice::Hook(action));
+            }
+            this.finish(result, ctx);
+        }));
+    }
+}
+
+fn seconds(duration: Duration) -> String {
+    format!("{} s", duration.as_secs_f64())
+}
+
+/// A partial result the running function published.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct PartialUpdate(ToolResult);
+
+impl ToolActor {
+    fn on_update(&mut self, partial: ToolResult) {
+        // Nothing is forwarded once the function returned, was abandoned or published an
+        // invalid update.
+        if self.stage != Stage::Running || self.invalid_update.is_some() {
+            return;
+        }
+        match check_result(&partial) {
+            Ok(()) => self.notify(Notice::Update(partial)),
+            Err(reason) => {
+                self.invalid_update = Some(reason);
+                self.setup.cancel.cancel();
+            }
+        }
+    }
+}
+
+impl actix::Handler<PartialUpdate> for ToolActor {
+    type Result = ();
+
+    fn handle(&mut self, update: PartialUpdate, _: &mut Context<Self>) {
+        self.on_update(update.0);
+    }
+}
+
+traced_handlers!(ToolActor { PartialUpdate });
+
+/// Where the function's `ToolContext::update` calls go: this call's actor.
+struct ActorSink(Mailbox<ToolActor>);
+
+impl UpdateSink for ActorSink {
+    fn publish(&self, partial: ToolResult) {
+        self.0.do_send(PartialUpdate(partial));
+    }
+}

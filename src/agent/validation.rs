@@ -1,0 +1,141 @@
+//! Validation of one batch's calls, in the documented order: ID present and unique, name
+//! non-blank, name registered, arguments a JSON object, arguments satisfy the schema.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::message::ToolCall;
+use crate::tool::{CompiledSchema, Tool};
+
+/// A tool with its schema compiled at `Agent::new`.
+pub(crate) struct Registered {
+    pub(crate) tool: Tool,
+    pub(crate) schema: CompiledSchema,
+}
+
+/// The agent's tools by name, in registration order for messages that list them.
+pub(crate) struct Registry {
+    by_name: HashMap<String, Registered>,
+    names: Vec<String>,
+}
+
+impl Registry {
+    pub(crate) fn new(tools: Vec<Tool>, schemas: Vec<CompiledSchema>) -> Registry {
+        let names = tools.iter().map(|tool| tool.name().to_owned()).collect();
+        let by_name = tools
+            .into_iter()
+            .zip(schemas)
+            .map(|(tool, schema)| (tool.name().to_owned(), Registered { tool, schema }))
+            .collect();
+        Registry { by_name, names }
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<&Registered> {
+        self.by_name.get(name)
+    }
+}
+
+/// What validation made of a call.
+pub(crate) enum Prepared {
+    /// The call fails validation; the text is its error result.
+    Invalid(String),
+    /// The call may run.
+    Valid { tool: Tool, arguments: Value },
+}
+
+/// How much of a long argument text an error message shows.
+const EXCERPT_CHARS: usize = 2_000;
+
+fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
+        None => text.to_owned(),
+    }
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Validates every call of a batch: ID present and unique, name non-blank, name registered,
+/// arguments a JSON object, arguments satisfy the schema. The first failure wins.
+pub(crate) fn prepare(registry: &Registry, calls: &[Arc<ToolCall>]) -> Vec<Prepared> {
+    let mut id_counts: HashMap<&str, usize> = HashMap::with_capacity(calls.len());
+    for call in calls {
+        *id_counts.entry(call.id.as_str()).or_default() += 1;
+    }
+    calls
+        .iter()
+        .map(|call| {
+            prepare_one(
+                registry,
+                call,
+                id_counts.get(call.id.as_str()).copied().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+fn prepare_one(registry: &Registry, call: &ToolCall, id_count: usize) -> Prepared {
+    let name = &call.name;
+    if call.id.is_empty() {
+        return Prepared::Invalid(format!(
+            "The call to {name:?} has no ID; every tool call needs a non-empty ID that is unique within the response. Re-issue it with an ID."
+        ));
+    }
+    if id_count > 1 {
+        return Prepared::Invalid(format!(
+            "The tool call ID {:?} appears {id_count} times in this response; IDs must be unique, so none of those calls ran. Re-issue them with distinct IDs.",
+            call.id
+        ));
+    }
+    if name.trim().is_empty() {
+        return Prepared::Invalid(format!(
+            "Tool call {:?} has a blank tool name. Call one of: {}.",
+            call.id,
+            registry.names.join(", ")
+        ));
+    }
+    let Some(registered) = registry.get(name) else {
+        return Prepared::Invalid(format!(
+            "Tool {name:?} not found. Available tools: {}.",
+            if registry.names.is_empty() {
+                "none".to_owned()
+            } else {
+                registry.names.join(", ")
+            }
+        ));
+    };
+    let arguments: Value = match serde_json::from_str(&call.arguments) {
+        Ok(arguments) => arguments,
+        Err(error) => {
+            return Prepared::Invalid(format!(
+                "The arguments of {name} are not valid JSON ({error}); send a JSON object. Received: {}",
+                excerpt(&call.arguments)
+            ))
+        }
+    };
+    if !arguments.is_object() {
+        return Prepared::Invalid(format!(
+            "The arguments of {name} must be a JSON object, but they are {}: {}",
+            json_kind(&arguments),
+            excerpt(&call.arguments)
+        ));
+    }
+    if let Err(report) = registered.schema.check(&arguments) {
+        return Prepared::Invalid(format!("Invalid arguments for {name}. {report}"));
+    }
+    Prepared::Valid {
+        tool: registered.tool.clone(),
+        arguments,
+    }
+}

@@ -1,0 +1,186 @@
+//! Hooks: code of yours that runs around every tool call, in the call's tool actor.
+//!
+//! A [`Hook`] sees each valid call twice: [`Hook::before_tool_call`] before its function runs
+//! (run it, rewrite its arguments, or block it with a reason the model sees) and
+//! [`Hook::after_tool_call`] once it has a result (keep it or replace it). An agent's hooks
+//! (`agent::Config::hooks`) run in order: each before-hook sees the arguments as the previous
+//! one left them, and the first block wins; each after-hook sees the result as the previous one
+//! left it. Rewritten arguments are checked against the tool's schema again and replaced results
+//! are checked like any result; a hook that fails or panics gives that call an error result, and
+//! nothing else breaks. `ToolHook` events say when a hook blocked a call, rewrote its arguments
+//! or replaced its result.
+//!
+//! Hooks run on the host runtime's worker threads, never on an actor thread, and only for calls
+//! that passed validation (an invalid call's error result goes straight to the model).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use golato::hook::{self, BeforeToolCall};
+//!
+//! // Blocks any bash command that mentions `rm -rf`.
+//! let guard = hook::before(|ctx| async move {
+//!     let command = ctx.arguments["command"].as_str().unwrap_or_default();
+//!     if ctx.call.name == "bash" && command.contains("rm -rf") {
+//!         return Ok(BeforeToolCall::Block("rm -rf is not allowed here".into()));
+//!     }
+//!     Ok(BeforeToolCall::Run)
+//! });
+//! let config = golato::agent::Config { hooks: vec![guard], ..Default::default() };
+//! # let _ = config;
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::ToolCall;
+use crate::tool::{BoxError, ToolResult};
+
+/// What a hook knows about the call.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HookContext {
+    /// The run's ID (as in its events and tracing span).
+    pub run_id: u64,
+    /// Position of the call in the assistant message.
+    pub index: usize,
+    /// The call as the model sent it.
+    pub call: ToolCall,
+    /// The arguments as they stand: the model's, or an earlier hook's rewrite.
+    pub arguments: Value,
+    /// Cancelled when the run is cancelled or the call times out; a slow hook should stop.
+    pub cancel: CancellationToken,
+}
+
+/// A before-hook's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BeforeToolCall {
+    /// Run the call as it stands.
+    Run,
+    /// Run it with these arguments instead (checked against the tool's schema again).
+    Rewrite(Value),
+    /// Do not run it: the call gets an error result with this reason, which the model sees.
+    Block(String),
+}
+
+/// An after-hook's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterToolCall {
+    /// Keep the result.
+    Keep,
+    /// Replace the result (checked like any result).
+    Replace(ToolResult),
+}
+
+/// Code that runs around every valid tool call. Both methods have defaults that change
+/// nothing, so a hook implements only what it needs.
+pub trait Hook: Send + Sync + 'static {
+    /// Decides whether and how the call runs.
+    ///
+    /// # Errors
+    /// An error gives the call an error result naming the hook's message; the function does
+    /// not run.
+    fn before_tool_call(
+        &self,
+        ctx: HookContext,
+    ) -> BoxFuture<'static, Result<BeforeToolCall, BoxError>> {
+        let _ = ctx;
+        async { Ok(BeforeToolCall::Run) }.boxed()
+    }
+
+    /// Sees the call's result and may replace it.
+    ///
+    /// # Errors
+    /// An error replaces the result with an error result naming the hook's message.
+    fn after_tool_call(
+        &self,
+        ctx: HookContext,
+        result: ToolResult,
+    ) -> BoxFuture<'static, Result<AfterToolCall, BoxError>> {
+        let _ = (ctx, result);
+        async { Ok(AfterToolCall::Keep) }.boxed()
+    }
+}
+
+/// A hook with only a before-hook, from an async closure.
+pub fn before<F, Fut>(function: F) -> Arc<dyn Hook>
+where
+    F: Fn(HookContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<BeforeToolCall, BoxError>> + Send + 'static,
+{
+    Arc::new(Before(function))
+}
+
+/// A hook with only an after-hook, from an async closure.
+pub fn after<F, Fut>(function: F) -> Arc<dyn Hook>
+where
+    F: Fn(HookContext, ToolResult) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<AfterToolCall, BoxError>> + Send + 'static,
+{
+    Arc::new(After(function))
+}
+
+struct Before<F>(F);
+
+impl<F, Fut> Hook for Before<F>
+where
+    F: Fn(HookContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<BeforeToolCall, BoxError>> + Send + 'static,
+{
+    fn before_tool_call(
+        &self,
+        ctx: HookContext,
+    ) -> BoxFuture<'static, Result<BeforeToolCall, BoxError>> {
+        (self.0)(ctx).boxed()
+    }
+}
+
+struct After<F>(F);
+
+impl<F, Fut> Hook for After<F>
+where
+    F: Fn(HookContext, ToolResult) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<AfterToolCall, BoxError>> + Send + 'static,
+{
+    fn after_tool_call(
+        &self,
+        ctx: HookContext,
+        result: ToolResult,
+    ) -> BoxFuture<'static, Result<AfterToolCall, BoxError>> {
+        (self.0)(ctx, result).boxed()
+    }
+}
+
+impl fmt::Debug for dyn Hook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("dyn Hook")
+    }
+}
+
+/// What a hook did to a call, as the `ToolHook` event reports it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum HookAction {
+    /// A before-hook blocked the call; its function did not run.
+    Blocked {
+        /// The hook's reason, also the call's error result.
+        reason: String,
+    },
+    /// A before-hook rewrote the arguments; the function ran with these.
+    Rewrote {
+        /// The arguments the function got.
+        arguments: Value,
+    },
+    /// An after-hook replaced the result.
+    ReplacedResult,
+    /// A hook failed or panicked; the call got an error result saying so.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+}
