@@ -47,6 +47,7 @@
 //! # Ok::<(), golato::agent::Error>(())
 //! ```
 
+mod admission;
 mod error;
 mod event;
 mod input;
@@ -75,7 +76,7 @@ pub use event::{
     ToolHookEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
 };
 pub use input::Input;
-pub use run::{Events, Run};
+pub use run::{Events, NotDelivered, Run};
 
 use run::Channel;
 use run_actor::RunPlan;
@@ -201,8 +202,8 @@ pub(crate) struct AgentInner {
     pub(crate) tool_timeout: Option<Duration>,
     pub(crate) tool_timeout_grace: Duration,
     pub(crate) max_parallel_calls: Option<NonZeroUsize>,
-    /// Permits for `max_concurrent_runs`; tokio's semaphore queues waiters FIFO.
-    pub(crate) admission: Option<Arc<tokio::sync::Semaphore>>,
+    /// Places for `max_concurrent_runs`, and the FIFO queue of waiting runs.
+    pub(crate) admission: Option<Arc<admission::Admission>>,
 }
 
 /// Starts the run's actor on its host.
@@ -272,7 +273,7 @@ impl Agent {
                 max_parallel_calls: config.max_parallel_calls,
                 admission: config
                     .max_concurrent_runs
-                    .map(|limit| Arc::new(tokio::sync::Semaphore::new(limit.get()))),
+                    .map(|limit| admission::Admission::new(limit.get())),
             }),
         })
     }
@@ -306,30 +307,30 @@ impl Agent {
             span,
             id,
         };
-        let Some(semaphore) = &self.inner.admission else {
+        let Some(admission) = &self.inner.admission else {
             launch(plan);
             return run;
         };
-        // Over `max_concurrent_runs`, the run waits for a permit (FIFO: tokio's semaphore
-        // hands released permits to the oldest waiter, and `try_acquire` never overtakes one).
-        match Arc::clone(semaphore).try_acquire_owned() {
+        // Over `max_concurrent_runs`, the run joins the queue now (FIFO by `start` calls) and
+        // waits on the runtime, holding only its plan, until a finishing run lets it in.
+        match admission.admit() {
             Ok(permit) => {
                 plan.admission = Some(permit);
                 launch(plan);
             }
-            Err(_) => {
-                let semaphore = Arc::clone(semaphore);
+            Err(place) => {
                 let cancel = plan.cancel.clone();
                 host.spawn(async move {
                     tokio::select! {
                         biased;
                         () = cancel.cancelled() => plan.cancel_before_start(),
-                        permit = semaphore.acquire_owned() => match permit {
+                        permit = place => match permit {
                             Ok(permit) => {
                                 plan.admission = Some(permit);
                                 launch(plan);
                             }
-                            // The semaphore is never closed; should it be, the run is lost.
+                            // The agent is gone with its queue; the plan's drop reports the
+                            // run lost.
                             Err(_) => drop(plan),
                         },
                     }

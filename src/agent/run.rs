@@ -14,7 +14,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{Error, Event, RunResult};
+use super::{Delivery, Error, Event, RunResult};
+use crate::message::UserMessage;
 
 type Outcome = Result<RunResult, Error>;
 
@@ -28,6 +29,11 @@ struct State {
     /// even when nobody waits, and a run pushes dozens of events.
     event_waiters: usize,
     outcome_waiters: usize,
+    /// Messages queued by `Run::steer` and `Run::follow_up`, not yet delivered.
+    steering: VecDeque<UserMessage>,
+    follow_ups: VecDeque<UserMessage>,
+    /// Set when the run decided to end: nothing more can be queued.
+    inbox_closed: bool,
 }
 
 /// Events and outcome of one run, shared by the run actor and the [`Run`] handle.
@@ -54,6 +60,9 @@ impl Channel {
                 finished: false,
                 event_waiters: 0,
                 outcome_waiters: 0,
+                steering: VecDeque::new(),
+                follow_ups: VecDeque::new(),
+                inbox_closed: false,
             }),
             event_ready: Condvar::new(),
             outcome_ready: Condvar::new(),
@@ -107,6 +116,38 @@ impl Channel {
             self.outcome_ready.notify_all();
         }
         self.wake_event_readers(blocked_readers);
+    }
+
+    /// Queues a message for the run, or gives it back when the run has ended (or is ending).
+    fn queue(&self, delivery: Delivery, message: UserMessage) -> Result<(), NotDelivered> {
+        let mut state = self.lock();
+        if state.finished || state.inbox_closed {
+            return Err(NotDelivered { message });
+        }
+        match delivery {
+            Delivery::Steer => state.steering.push_back(message),
+            Delivery::FollowUp => state.follow_ups.push_back(message),
+        }
+        Ok(())
+    }
+
+    /// The steering messages queued so far.
+    pub(crate) fn take_steering(&self) -> Vec<UserMessage> {
+        self.lock().steering.drain(..).collect()
+    }
+
+    /// What to deliver when the run would otherwise end: steering first, else the follow-ups.
+    /// With nothing queued the inbox closes, so nothing queued later can be lost.
+    pub(crate) fn take_before_end(&self) -> Option<(Delivery, Vec<UserMessage>)> {
+        let mut state = self.lock();
+        if !state.steering.is_empty() {
+            return Some((Delivery::Steer, state.steering.drain(..).collect()));
+        }
+        if !state.follow_ups.is_empty() {
+            return Some((Delivery::FollowUp, state.follow_ups.drain(..).collect()));
+        }
+        state.inbox_closed = true;
+        None
     }
 
     pub(crate) fn is_finished(&self) -> bool {
@@ -343,6 +384,27 @@ impl Run {
         self.channel.wait_async().await
     }
 
+    /// Queues `message` to steer the run: it is delivered after the batch of tool calls that is
+    /// running (all of whose calls finish and are recorded first), before the next model turn,
+    /// as a user message in the transcript and a `UserMessage` event. Queued while the model is
+    /// writing an answer without calls, it is delivered after that answer and the run goes on.
+    ///
+    /// # Errors
+    /// [`NotDelivered`], with the message, when the run has ended or is ending.
+    pub fn steer(&self, message: UserMessage) -> Result<(), NotDelivered> {
+        self.channel.queue(Delivery::Steer, message)
+    }
+
+    /// Queues `message` for when the run would otherwise end (an answer without tool calls, or a
+    /// batch that terminates): it is then added to the transcript and the run goes on with
+    /// another model turn. Follow-ups queued together are delivered together, in order.
+    ///
+    /// # Errors
+    /// [`NotDelivered`], with the message, when the run has ended or is ending.
+    pub fn follow_up(&self, message: UserMessage) -> Result<(), NotDelivered> {
+        self.channel.queue(Delivery::FollowUp, message)
+    }
+
     /// Cancels the run: the generator request is dropped and every started tool is signalled.
     /// The run still waits for started tools to return, then ends with [`Error::Cancelled`].
     pub fn cancel(&self) {
@@ -361,6 +423,15 @@ impl Drop for Run {
             self.cancel.cancel();
         }
     }
+}
+
+/// A message given to [`Run::steer`] or [`Run::follow_up`] after the run ended (or while it
+/// was ending), returned unsent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the run has ended, so the message was not delivered; start a new run with it, resuming from the transcript (agent::Input::transcript)")]
+pub struct NotDelivered {
+    /// The message, back to the caller.
+    pub message: UserMessage,
 }
 
 /// Blocking iterator over a run's events, from [`Run::events`].

@@ -20,7 +20,9 @@ use super::event::*;
 use super::run::Channel;
 use super::tool_actor::{CallNotice, CallOutcome};
 use super::{AgentInner, Error, RunResult};
-use crate::message::{AssistantMessage, Message as TranscriptMessage, StopReason, Usage};
+use crate::message::{
+    AssistantMessage, Message as TranscriptMessage, StopReason, Usage, UserMessage,
+};
 
 use batch::{Batch, Validated};
 use generation::{GeneratorDelta, GeneratorDone};
@@ -36,7 +38,7 @@ pub(crate) struct RunPlan {
     /// Held until the run actor is gone, so `Host::shutdown` waits for the run.
     pub(crate) _work: WorkGuard,
     /// The run's place under `max_concurrent_runs`, held until the run actor is gone.
-    pub(crate) admission: Option<tokio::sync::OwnedSemaphorePermit>,
+    pub(crate) admission: Option<super::admission::Permit>,
     pub(crate) span: tracing::Span,
     pub(crate) id: u64,
 }
@@ -155,6 +157,39 @@ impl RunActor {
         self.end(Ok(result), ctx);
     }
 
+    /// The run would end here with `final_message`, unless steering or follow-up messages are
+    /// queued: then they join the transcript and the run goes on.
+    fn finish_or_continue(&mut self, final_message: AssistantMessage, ctx: &mut Context<Self>) {
+        match self.plan.channel.take_before_end() {
+            None => self.succeed(final_message, ctx),
+            Some((delivery, messages)) => {
+                self.deliver(delivery, messages);
+                self.request_turn(ctx);
+            }
+        }
+    }
+
+    /// Steering queued while the batch ran joins the transcript before the next turn.
+    fn deliver_steering(&mut self) {
+        let messages = self.plan.channel.take_steering();
+        if !messages.is_empty() {
+            self.deliver(Delivery::Steer, messages);
+        }
+    }
+
+    fn deliver(&mut self, delivery: Delivery, messages: Vec<UserMessage>) {
+        for message in messages {
+            self.emit(|| {
+                Event::UserMessage(UserMessageEvent {
+                    turn: self.turn,
+                    message: message.clone(),
+                    delivery,
+                })
+            });
+            self.append([TranscriptMessage::User(message)]);
+        }
+    }
+
     fn cancelled(&mut self, ctx: &mut Context<Self>) {
         let messages = self.take_messages();
         self.end(Err(Error::Cancelled { messages }), ctx);
@@ -190,7 +225,7 @@ impl RunActor {
                 })
             });
             self.append([TranscriptMessage::Assistant(message.clone())]);
-            return self.succeed(message, ctx);
+            return self.finish_or_continue(message, ctx);
         }
         let calls = message.tool_calls.iter().cloned().map(Arc::new).collect();
         let stop_reason = message.stop_reason;

@@ -288,7 +288,12 @@ impl ToolActor {
         let updates: Arc<dyn UpdateSink> = Arc::new(ActorSink(mailbox));
         let call = Arc::clone(&self.setup.call);
         let context = ToolContext::new(call, self.setup.cancel.clone(), updates);
-        let arguments = std::mem::take(&mut self.setup.arguments);
+        // After-hooks see the arguments the function got; without hooks nothing needs a copy.
+        let arguments = if self.setup.agent.hooks.is_empty() {
+            std::mem::take(&mut self.setup.arguments)
+        } else {
+            self.setup.arguments.clone()
+        };
         let runtime = self.setup.agent.host.runtime();
         let span = self.setup.span.clone();
         let handle = match self.setup.tool.function().clone() {
@@ -389,7 +394,8 @@ impl ToolActor {
 
     fn run_after_hooks(&mut self, result: ToolResult, ctx: &mut Context<Self>) {
         let hooks = Arc::clone(&self.setup.agent.hooks);
-        let context = self.hook_context(Value::Null);
+        let arguments = std::mem::take(&mut self.setup.arguments);
+        let context = self.hook_context(arguments);
         let name = self.setup.call.name.clone();
         let decide = async move {
             let mut result = result;

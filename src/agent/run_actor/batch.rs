@@ -270,8 +270,9 @@ impl RunActor {
         }
         if terminate {
             let message = assistant(&self.plan.messages);
-            return self.succeed(message, ctx);
+            return self.finish_or_continue(message, ctx);
         }
+        self.deliver_steering();
         self.request_turn(ctx);
     }
 }
