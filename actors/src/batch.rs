@@ -18,6 +18,8 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use actix::fut::ActorFutureExt;
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, WrapFuture};
@@ -246,9 +248,64 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
         }
     }
 
+    /// A parallel batch without a cap: every job starts now, and each one's reporter tells the
+    /// observer directly (the last one also says the batch is done), so an outcome costs one
+    /// message instead of two and the supervisor has nothing left to wait for.
+    fn launch_all(
+        &mut self,
+        jobs: Vec<Job<O>>,
+        observer: BatchObserver<O>,
+        ctx: &mut Context<Self>,
+    ) {
+        let running = jobs
+            .iter()
+            .filter(|job| !matches!(job.work, Work::Ready(_)))
+            .count();
+        let direct = Arc::new(Direct {
+            remaining: AtomicUsize::new(running),
+            observer,
+        });
+        // Outcomes known in advance go first, so none can follow the last reporter's `BatchDone`.
+        let mut launching = Vec::with_capacity(running);
+        for job in jobs {
+            match job.work {
+                Work::Ready(outcome) => direct.observer.finished.do_send(JobFinished {
+                    index: job.index,
+                    outcome: JobOutcome::Completed(outcome),
+                }),
+                _ => launching.push(job),
+            }
+        }
+        for job in launching {
+            let reporter = Reporter {
+                route: Route::Direct(Arc::clone(&direct)),
+                index: job.index,
+                reported: false,
+            };
+            match job.work {
+                Work::Actor(start) => start(reporter),
+                work => self.start_work_actor(work, reporter, job.span),
+            }
+        }
+        if running == 0 {
+            direct.observer.done.do_send(BatchDone);
+        }
+        ctx.stop();
+    }
+
+    fn start_work_actor(&self, work: Work<O>, reporter: Reporter<O>, span: tracing::Span) {
+        WorkActor {
+            work: Some(work),
+            reporter: Some(reporter),
+            runtime: self.runtime.clone(),
+            span,
+        }
+        .start();
+    }
+
     fn launch(&mut self, job: Job<O>) {
         let reporter = |supervisor: &Self| Reporter {
-            supervisor: supervisor.mailbox.clone(),
+            route: Route::Supervisor(supervisor.mailbox.clone()),
             index: job.index,
             reported: false,
         };
@@ -260,13 +317,7 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
             }
             work => {
                 self.running += 1;
-                WorkActor {
-                    work: Some(work),
-                    reporter: Some(reporter(self)),
-                    runtime: self.runtime.clone(),
-                    span: job.span,
-                }
-                .start();
+                self.start_work_actor(work, reporter(self), job.span);
             }
         }
     }
@@ -301,10 +352,13 @@ impl<O: Send + Unpin + 'static> Handler<Envelope<RunBatch<O>>> for BatchSupervis
     fn handle(&mut self, envelope: Envelope<RunBatch<O>>, ctx: &mut Context<Self>) {
         let (batch, span) = envelope.open(&self.span, "BatchSupervisor", "RunBatch");
         let _entered = span.enter();
-        self.queue = batch.jobs.into();
         self.mode = batch.mode;
         self.max_running = batch.max_running;
         self.cancel = batch.cancel;
+        if self.mode == Mode::Parallel && self.max_running.is_none() {
+            return self.launch_all(batch.jobs, batch.observer, ctx);
+        }
+        self.queue = batch.jobs.into();
         self.observer = Some(batch.observer);
         self.advance(ctx);
     }
@@ -334,9 +388,23 @@ impl<O: Send + Unpin + 'static> Handler<Envelope<CallDone<O>>> for BatchSupervis
 /// reporting (the actor stopped or died first), it reports [`JobOutcome::Lost`], so the batch
 /// never waits for an outcome that cannot come.
 pub struct Reporter<O: Send + Unpin + 'static> {
-    supervisor: Mailbox<BatchSupervisor<O>>,
+    route: Route<O>,
     index: usize,
     reported: bool,
+}
+
+/// Where a reporter's outcome goes.
+enum Route<O: Send + Unpin + 'static> {
+    /// To the supervisor, which starts the next job (sequential or capped batches).
+    Supervisor(Mailbox<BatchSupervisor<O>>),
+    /// Straight to the observer (parallel batches without a cap).
+    Direct(Arc<Direct<O>>),
+}
+
+/// The observer of a parallel batch, and how many of its jobs have yet to report.
+struct Direct<O: Send + Unpin + 'static> {
+    remaining: AtomicUsize,
+    observer: BatchObserver<O>,
 }
 
 impl<O: Send + Unpin + 'static> fmt::Debug for Reporter<O> {
@@ -360,10 +428,21 @@ impl<O: Send + Unpin + 'static> Reporter<O> {
 
     fn send(&mut self, outcome: JobOutcome<O>) {
         self.reported = true;
-        self.supervisor.do_send(CallDone {
-            index: self.index,
-            outcome,
-        });
+        let index = self.index;
+        match &self.route {
+            Route::Supervisor(supervisor) => supervisor.do_send(CallDone { index, outcome }),
+            Route::Direct(direct) => {
+                direct
+                    .observer
+                    .finished
+                    .do_send(JobFinished { index, outcome });
+                // Each report is queued before its count is taken, so the last one's
+                // `BatchDone` comes after every outcome.
+                if direct.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    direct.observer.done.do_send(BatchDone);
+                }
+            }
+        }
     }
 }
 

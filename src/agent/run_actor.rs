@@ -24,7 +24,7 @@ use crate::message::{
     AssistantMessage, Message as TranscriptMessage, StopReason, Usage, UserMessage,
 };
 
-use batch::{Batch, Validated};
+use batch::{Batch, BatchCalls, Validated};
 use generation::{GeneratorDelta, GeneratorDone};
 
 /// What the run starts from.
@@ -140,6 +140,10 @@ impl RunActor {
     }
 
     fn take_messages(&mut self) -> Vec<TranscriptMessage> {
+        // A run that ends with a batch in flight (its actor stopped) must not lose its calls.
+        if let Some(mut batch) = self.batch.take() {
+            self.give_back_calls(&mut batch);
+        }
         unshare(std::mem::take(&mut self.plan.messages))
     }
 
@@ -201,14 +205,18 @@ impl RunActor {
         let pending = super::input::pending_calls(&self.plan.messages);
         match pending {
             Some((message_index, calls)) if !calls.is_empty() => {
-                let calls = calls.into_iter().map(Arc::new).collect();
+                // Copies: the message may have answered some of its calls already.
+                let calls = BatchCalls {
+                    calls,
+                    borrowed_from_transcript: false,
+                };
                 self.execute(message_index, calls, ctx);
             }
             _ => self.request_turn(ctx),
         }
     }
 
-    fn on_message(&mut self, message: AssistantMessage, ctx: &mut Context<Self>) {
+    fn on_message(&mut self, mut message: AssistantMessage, ctx: &mut Context<Self>) {
         self.usage += message.usage;
         self.emit(|| {
             Event::MessageEnd(MessageEndEvent {
@@ -227,7 +235,12 @@ impl RunActor {
             self.append([TranscriptMessage::Assistant(message.clone())]);
             return self.finish_or_continue(message, ctx);
         }
-        let calls = message.tool_calls.iter().cloned().map(Arc::new).collect();
+        // The calls move to the batch, shared by its tool actors without a copy, and go back
+        // into the message when the batch ends.
+        let calls = BatchCalls {
+            calls: std::mem::take(&mut message.tool_calls),
+            borrowed_from_transcript: true,
+        };
         let stop_reason = message.stop_reason;
         self.append([TranscriptMessage::Assistant(message)]);
         let message_index = self.plan.messages.len() - 1;

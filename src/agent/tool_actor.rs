@@ -11,13 +11,13 @@
 //! Without hooks or a timeout this costs what the bare per-call actor costs: the function is
 //! launched from `started` and the outcome reported when it returns.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use actix::fut::ActorFutureExt;
 use actix::{Actor, ActorContext, AsyncContext, Context, Message, SpawnHandle, WrapFuture};
 use golato_actors::batch::{outcome_of, Job, JobOutcome, Reporter, Work};
-use golato_actors::{traced_handlers, Mailbox, TracedActor, TracedRecipient};
+use golato_actors::{TracedActor, TracedRecipient};
 use serde_json::Value;
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
@@ -84,7 +84,8 @@ pub(crate) struct ToolSetup {
     pub(crate) run_id: u64,
     pub(crate) batch: u64,
     pub(crate) index: usize,
-    pub(crate) call: Arc<ToolCall>,
+    /// The batch's calls; this one is `calls[index]`.
+    pub(crate) calls: Arc<Vec<ToolCall>>,
     pub(crate) tool: Tool,
     pub(crate) arguments: Value,
     /// A child of the batch's token: the run's cancellation, this call's timeout, or an
@@ -104,8 +105,7 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
                 setup,
                 reporter: Some(reporter),
                 stage: Stage::Before,
-                mailbox: None,
-                invalid_update: None,
+                gate: None,
                 timed_out: None,
                 function: None,
                 timer: None,
@@ -129,9 +129,8 @@ pub(crate) struct ToolActor {
     setup: ToolSetup,
     reporter: Option<Reporter<CallOutcome>>,
     stage: Stage,
-    mailbox: Option<Mailbox<ToolActor>>,
-    /// Why an update was refused; the call's result says so.
-    invalid_update: Option<String>,
+    /// Where the running function's updates are checked and forwarded from.
+    gate: Option<Arc<UpdateGate>>,
     /// The timeout that expired, if one did.
     timed_out: Option<Duration>,
     function: Option<AbortHandle>,
@@ -165,12 +164,23 @@ enum Before {
     Failed(String),
 }
 
+impl ToolSetup {
+    fn call(&self) -> &ToolCall {
+        static NO_CALL: ToolCall = ToolCall {
+            id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+        };
+        self.calls.get(self.index).unwrap_or(&NO_CALL)
+    }
+}
+
 impl ToolActor {
     fn hook_context(&self, arguments: Value) -> HookContext {
         HookContext {
             run_id: self.setup.run_id,
             index: self.setup.index,
-            call: ToolCall::clone(&self.setup.call),
+            call: ToolCall::clone(self.setup.call()),
             arguments,
             cancel: self.setup.cancel.clone(),
         }
@@ -189,7 +199,7 @@ impl ToolActor {
         if let Some(reporter) = self.reporter.take() {
             let _entered = self.setup.span.enter();
             tracing::debug!(is_error = result.is_error, "call finished");
-            let outcome = CallOutcome::from_result(&self.setup.call, result);
+            let outcome = CallOutcome::from_result(self.setup.call(), result);
             reporter.report(JobOutcome::Completed(outcome));
         }
         ctx.stop();
@@ -236,7 +246,7 @@ impl ToolActor {
     }
 
     fn before_decided(&mut self, decided: Before, ctx: &mut Context<Self>) {
-        let name = &self.setup.call.name;
+        let name = &self.setup.call().name;
         match decided {
             Before::Blocked(reason) => {
                 self.notify(Notice::Hook(HookAction::Blocked {
@@ -274,7 +284,7 @@ impl ToolActor {
                 "The arguments must be a JSON object, got {arguments}"
             ));
         }
-        match self.setup.agent.registry.get(&self.setup.call.name) {
+        match self.setup.agent.registry.get(&self.setup.call().name) {
             Some(registered) => registered.schema.check(arguments),
             None => Err("The tool is no longer registered.".to_owned()),
         }
@@ -283,11 +293,17 @@ impl ToolActor {
     /// Launches the function on the runtime, with the call's timeout.
     fn launch(&mut self, ctx: &mut Context<Self>) {
         self.stage = Stage::Running;
-        let mailbox = Mailbox::new(ctx.address());
-        self.mailbox = Some(mailbox.clone());
-        let updates: Arc<dyn UpdateSink> = Arc::new(ActorSink(mailbox));
-        let call = Arc::clone(&self.setup.call);
-        let context = ToolContext::new(call, self.setup.cancel.clone(), updates);
+        let gate = Arc::new(UpdateGate {
+            notices: self.setup.notices.clone(),
+            batch: self.setup.batch,
+            index: self.setup.index,
+            cancel: self.setup.cancel.clone(),
+            state: Mutex::new(GateState::default()),
+        });
+        self.gate = Some(Arc::clone(&gate));
+        let updates: Arc<dyn UpdateSink> = gate.clone();
+        let calls = Arc::clone(&self.setup.calls);
+        let context = ToolContext::new(calls, self.setup.index, self.setup.cancel.clone(), updates);
         // After-hooks see the arguments the function got; without hooks nothing needs a copy.
         let arguments = if self.setup.agent.hooks.is_empty() {
             std::mem::take(&mut self.setup.arguments)
@@ -296,13 +312,22 @@ impl ToolActor {
         };
         let runtime = self.setup.agent.host.runtime();
         let span = self.setup.span.clone();
+        // The gate closes the moment the function returns, on its own thread, so an update a
+        // detached task publishes afterwards is never forwarded.
         let handle = match self.setup.tool.function().clone() {
-            Function::Async(function) => {
-                runtime.spawn(async move { function(context, arguments).await }.instrument(span))
-            }
-            Function::Blocking(function) => {
-                runtime.spawn_blocking(move || span.in_scope(|| function(context, arguments)))
-            }
+            Function::Async(function) => runtime.spawn(
+                async move {
+                    let returned = function(context, arguments).await;
+                    gate.shut();
+                    returned
+                }
+                .instrument(span),
+            ),
+            Function::Blocking(function) => runtime.spawn_blocking(move || {
+                let returned = span.in_scope(|| function(context, arguments));
+                gate.shut();
+                returned
+            }),
         };
         self.function = Some(handle.abort_handle());
         let timeout = self.setup.tool.timeout().or(self.setup.agent.tool_timeout);
@@ -315,11 +340,11 @@ impl ToolActor {
                     returned.map_err(|error: BoxError| error.to_string())
                 }
                 JobOutcome::Panicked(panic) => {
-                    Err(format!("Tool {} panicked: {panic}", this.setup.call.name))
+                    Err(format!("Tool {} panicked: {panic}", this.setup.call().name))
                 }
                 JobOutcome::Lost | JobOutcome::NotStarted => Err(format!(
                     "Tool {}'s task ended without a result (the host is shutting down).",
-                    this.setup.call.name
+                    this.setup.call().name
                 )),
             };
             this.returned(returned, ctx);
@@ -344,12 +369,15 @@ impl ToolActor {
             return;
         }
         self.stage = Stage::After;
+        if let Some(gate) = self.gate.take() {
+            gate.close();
+        }
         if let Some(function) = self.function.take() {
             function.abort();
         }
         let text = format!(
             "Tool {} timed out after {} and did not stop within {} of being cancelled, so it was abandoned.",
-            self.setup.call.name,
+            self.setup.call().name,
             seconds(timeout),
             seconds(grace)
         );
@@ -364,8 +392,10 @@ impl ToolActor {
         if let Some(timer) = self.timer.take() {
             ctx.cancel_future(timer);
         }
-        let name = &self.setup.call.name;
-        let result = if let Some(reason) = self.invalid_update.take() {
+        let name = &self.setup.call().name;
+        // Closed here too, for a function that panicked before its task could close it.
+        let invalid_update = self.gate.take().and_then(|gate| gate.close());
+        let result = if let Some(reason) = invalid_update {
             error_result(format!(
                 "Tool {name} published an invalid partial result, so it was stopped: {reason}"
             ))
@@ -396,7 +426,7 @@ impl ToolActor {
         let hooks = Arc::clone(&self.setup.agent.hooks);
         let arguments = std::mem::take(&mut self.setup.arguments);
         let context = self.hook_context(arguments);
-        let name = self.setup.call.name.clone();
+        let name = self.setup.call().name.clone();
         let decide = async move {
             let mut result = result;
             let mut replaced = false;
@@ -438,7 +468,7 @@ impl ToolActor {
                     let error = format!("it panicked: {panic}");
                     let text = format!(
                         "An after_tool_call hook failed for this call to {}: {error}",
-                        this.setup.call.name
+                        this.setup.call().name
                     );
                     (error_result(text), Some(HookAction::Failed { error }))
                 }
@@ -462,43 +492,60 @@ fn seconds(duration: Duration) -> String {
     format!("{} s", duration.as_secs_f64())
 }
 
-/// A partial result the running function published.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct PartialUpdate(ToolResult);
+/// Checks a running function's partial results and forwards the valid ones to the run actor,
+/// until the function returns or publishes an invalid one. Owned by the call's tool actor;
+/// shared with the function's `ToolContext`, so updates need no hop through the tool actor.
+struct UpdateGate {
+    notices: TracedRecipient<CallNotice>,
+    batch: u64,
+    index: usize,
+    cancel: CancellationToken,
+    state: Mutex<GateState>,
+}
 
-impl ToolActor {
-    fn on_update(&mut self, partial: ToolResult) {
+#[derive(Default)]
+struct GateState {
+    closed: bool,
+    /// Why an update was refused; the call's result says so.
+    invalid: Option<String>,
+}
+
+impl UpdateGate {
+    /// Forwards nothing more (the function returned).
+    fn shut(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .closed = true;
+    }
+
+    /// Forwards nothing more; returns why an update was refused, if one was.
+    fn close(&self) -> Option<String> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.closed = true;
+        state.invalid.take()
+    }
+}
+
+impl UpdateSink for UpdateGate {
+    fn publish(&self, partial: ToolResult) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         // Nothing is forwarded once the function returned, was abandoned or published an
-        // invalid update.
-        if self.stage != Stage::Running || self.invalid_update.is_some() {
+        // invalid update. Forwarding under the lock keeps `close` a clean cut.
+        if state.closed || state.invalid.is_some() {
             return;
         }
         match check_result(&partial) {
-            Ok(()) => self.notify(Notice::Update(partial)),
+            Ok(()) => self.notices.do_send(CallNotice {
+                batch: self.batch,
+                index: self.index,
+                notice: Notice::Update(partial),
+            }),
             Err(reason) => {
-                self.invalid_update = Some(reason);
-                self.setup.cancel.cancel();
+                state.invalid = Some(reason);
+                drop(state);
+                self.cancel.cancel();
             }
         }
-    }
-}
-
-impl actix::Handler<PartialUpdate> for ToolActor {
-    type Result = ();
-
-    fn handle(&mut self, update: PartialUpdate, _: &mut Context<Self>) {
-        self.on_update(update.0);
-    }
-}
-
-traced_handlers!(ToolActor { PartialUpdate });
-
-/// Where the function's `ToolContext::update` calls go: this call's actor.
-struct ActorSink(Mailbox<ToolActor>);
-
-impl UpdateSink for ActorSink {
-    fn publish(&self, partial: ToolResult) {
-        self.0.do_send(PartialUpdate(partial));
     }
 }

@@ -2,7 +2,6 @@
 //! non-blank, name registered, arguments a JSON object, arguments satisfy the schema.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -68,7 +67,7 @@ fn json_kind(value: &Value) -> &'static str {
 
 /// Validates every call of a batch: ID present and unique, name non-blank, name registered,
 /// arguments a JSON object, arguments satisfy the schema. The first failure wins.
-pub(crate) fn prepare(registry: &Registry, calls: &[Arc<ToolCall>]) -> Vec<Prepared> {
+pub(crate) fn prepare(registry: &Registry, calls: &[ToolCall]) -> Vec<Prepared> {
     let mut id_counts: HashMap<&str, usize> = HashMap::with_capacity(calls.len());
     for call in calls {
         *id_counts.entry(call.id.as_str()).or_default() += 1;

@@ -17,15 +17,23 @@ pub(crate) trait UpdateSink: Send + Sync {
 /// partial results while the function runs. Cheap to clone.
 #[derive(Clone)]
 pub struct ToolContext {
-    call: Arc<ToolCall>,
+    call: CallRef,
     cancel: CancellationToken,
     updates: Option<Arc<dyn UpdateSink>>,
+}
+
+/// The call a context is for: its own, or one of its batch's calls (shared by the whole batch,
+/// so a batch's contexts cost no copy of the calls).
+#[derive(Clone)]
+enum CallRef {
+    Own(Arc<ToolCall>),
+    InBatch(Arc<Vec<ToolCall>>, usize),
 }
 
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
-            .field("call", &self.call)
+            .field("call", self.call())
             .field("cancelled", &self.cancel.is_cancelled())
             .finish_non_exhaustive()
     }
@@ -33,12 +41,13 @@ impl fmt::Debug for ToolContext {
 
 impl ToolContext {
     pub(crate) fn new(
-        call: Arc<ToolCall>,
+        calls: Arc<Vec<ToolCall>>,
+        index: usize,
         cancel: CancellationToken,
         updates: Arc<dyn UpdateSink>,
     ) -> Self {
         ToolContext {
-            call,
+            call: CallRef::InBatch(calls, index),
             cancel,
             updates: Some(updates),
         }
@@ -48,7 +57,7 @@ impl ToolContext {
     /// command): partial results are discarded.
     pub fn detached(call: ToolCall, cancel: CancellationToken) -> Self {
         ToolContext {
-            call: Arc::new(call),
+            call: CallRef::Own(Arc::new(call)),
             cancel,
             updates: None,
         }
@@ -56,7 +65,16 @@ impl ToolContext {
 
     /// The call being executed (ID, tool name, raw arguments).
     pub fn call(&self) -> &ToolCall {
-        &self.call
+        /// Never seen: the index is always within the batch.
+        static NO_CALL: ToolCall = ToolCall {
+            id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+        };
+        match &self.call {
+            CallRef::Own(call) => call,
+            CallRef::InBatch(calls, index) => calls.get(*index).unwrap_or(&NO_CALL),
+        }
     }
 
     /// The token cancelled when the run is cancelled (or when this call published an invalid

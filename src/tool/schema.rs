@@ -40,10 +40,11 @@ impl CompiledSchema {
     /// Checks `arguments`; the error text names each failing path and what was expected, then
     /// shows the arguments received.
     pub(crate) fn check(&self, arguments: &Value) -> Result<(), String> {
-        let mut errors = self.validator.iter_errors(arguments).peekable();
-        if errors.peek().is_none() {
+        // The common case allocates nothing; the errors are collected only when there are some.
+        if self.validator.is_valid(arguments) {
             return Ok(());
         }
+        let errors = self.validator.iter_errors(arguments);
         let mut text = String::from("Validation failed:");
         for error in errors {
             let path = error.instance_path().to_string();

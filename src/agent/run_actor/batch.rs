@@ -16,6 +16,13 @@ use crate::agent::validation::{self, Prepared};
 use crate::message::{AssistantMessage, Message as TranscriptMessage, ToolCall};
 use crate::tool::Execution;
 
+/// A batch's calls, and where they came from.
+pub(super) struct BatchCalls {
+    pub(super) calls: Vec<ToolCall>,
+    /// Moved out of the transcript's assistant message: they go back when the batch ends.
+    pub(super) borrowed_from_transcript: bool,
+}
+
 /// Argument bytes above which a batch is validated on the blocking pool rather than inline,
 /// so that parsing a huge argument never stalls the actor thread.
 const INLINE_VALIDATION_BYTES: usize = 64 * 1024;
@@ -25,19 +32,24 @@ pub(super) struct Batch {
     id: u64,
     /// Index of the assistant message in the transcript.
     message_index: usize,
-    calls: Vec<Arc<ToolCall>>,
+    /// The calls, shared with every tool actor and `ToolContext` of the batch.
+    calls: Arc<Vec<ToolCall>>,
+    /// Whether `calls` were moved out of the transcript's message (to be shared without a
+    /// copy) and must be put back when the batch ends.
+    borrowed_from_transcript: bool,
     started: Vec<bool>,
     results: Vec<Option<CallOutcome>>,
 }
 
 impl RunActor {
-    pub(super) fn open_batch(&mut self, message_index: usize, calls: Vec<Arc<ToolCall>>) -> Batch {
+    pub(super) fn open_batch(&mut self, message_index: usize, calls: BatchCalls) -> Batch {
         self.batch_id += 1;
-        let count = calls.len();
+        let count = calls.calls.len();
         Batch {
             id: self.batch_id,
             message_index,
-            calls,
+            calls: Arc::new(calls.calls),
+            borrowed_from_transcript: calls.borrowed_from_transcript,
             started: vec![false; count],
             results: (0..count).map(|_| None).collect(),
         }
@@ -67,7 +79,7 @@ impl RunActor {
     pub(super) fn execute(
         &mut self,
         message_index: usize,
-        calls: Vec<Arc<ToolCall>>,
+        calls: BatchCalls,
         ctx: &mut Context<Self>,
     ) {
         let batch = self.open_batch(message_index, calls);
@@ -78,7 +90,7 @@ impl RunActor {
             self.dispatch(prepared, ctx);
         } else {
             let agent = Arc::clone(&self.plan.agent);
-            let calls = batch.calls.clone();
+            let calls = Arc::clone(&batch.calls);
             let mailbox = self.mailbox.clone();
             let id = batch.id;
             self.batch = Some(batch);
@@ -97,7 +109,7 @@ impl RunActor {
             return;
         };
         let batch_id = batch.id;
-        let calls = batch.calls.clone();
+        let calls = Arc::clone(&batch.calls);
         let batch_span = tracing::debug_span!(parent: &self.turn_span, "batch", batch = batch_id, calls = calls.len());
 
         if self.plan.cancel.is_cancelled() {
@@ -129,6 +141,8 @@ impl RunActor {
             .filter(|limit| !sequential && calls.len() > limit.get());
         let announced = sequential || max_running.is_some();
         let batch_cancel = self.plan.cancel.child_token();
+        // One recipient for the batch: making one allocates, cloning it does not.
+        let notices = self.mailbox.recipient::<CallNotice>();
         let mut jobs = Vec::with_capacity(calls.len());
         for (index, (call, prepared)) in calls.iter().zip(prepared).enumerate() {
             match prepared {
@@ -154,12 +168,12 @@ impl RunActor {
                         run_id: self.plan.id,
                         batch: batch_id,
                         index,
-                        call: Arc::clone(call),
+                        calls: Arc::clone(&calls),
                         tool,
                         arguments,
                         cancel: batch_cancel.child_token(),
                         span,
-                        notices: self.mailbox.recipient(),
+                        notices: notices.clone(),
                     }));
                 }
             }
@@ -186,19 +200,21 @@ impl RunActor {
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
-        let (Some(started), Some(call)) = (batch.started.get_mut(index), batch.calls.get(index))
-        else {
+        let Some(started) = batch.started.get_mut(index) else {
             return;
         };
         if *started {
             return;
         }
         *started = true;
-        let call = Arc::clone(call);
+        let calls = Arc::clone(&batch.calls);
+        let Some(call) = calls.get(index) else {
+            return;
+        };
         self.emit(|| {
             Event::ToolExecutionStart(ToolExecutionStartEvent {
                 index,
-                call: ToolCall::clone(&call),
+                call: ToolCall::clone(call),
             })
         });
     }
@@ -241,9 +257,10 @@ impl RunActor {
                 CallOutcome::error(call, "The call's actor stopped before it reported a result (the actor host is shutting down).")
             });
         }
-        let Some(batch) = self.batch.take() else {
+        let Some(mut batch) = self.batch.take() else {
             return;
         };
+        self.give_back_calls(&mut batch);
         let outcomes: Vec<CallOutcome> = batch.results.into_iter().flatten().collect();
         let terminate = !outcomes.is_empty()
             && outcomes
@@ -274,6 +291,22 @@ impl RunActor {
         }
         self.deliver_steering();
         self.request_turn(ctx);
+    }
+}
+
+impl RunActor {
+    /// Puts calls moved out of the transcript's message back into it (copying them only if a
+    /// tool still holds its context).
+    pub(super) fn give_back_calls(&mut self, batch: &mut Batch) {
+        if !std::mem::take(&mut batch.borrowed_from_transcript) {
+            return;
+        }
+        let calls = std::mem::take(&mut batch.calls);
+        let calls = Arc::try_unwrap(calls).unwrap_or_else(|shared| Vec::clone(&shared));
+        let messages = Arc::make_mut(&mut self.plan.messages);
+        if let Some(TranscriptMessage::Assistant(message)) = messages.get_mut(batch.message_index) {
+            message.tool_calls = calls;
+        }
     }
 }
 
@@ -325,10 +358,11 @@ impl Handler<CallNotice> for RunActor {
             .results
             .get(message.index)
             .is_some_and(Option::is_none);
-        let Some(call) = batch.calls.get(message.index).filter(|_| open) else {
+        let calls = Arc::clone(&batch.calls);
+        let Some(call) = calls.get(message.index).filter(|_| open) else {
             return;
         };
-        let (index, call) = (message.index, Arc::clone(call));
+        let index = message.index;
         match message.notice {
             Notice::Update(partial_result) => {
                 if batch.started.get(index) != Some(&true) {
@@ -337,7 +371,7 @@ impl Handler<CallNotice> for RunActor {
                 self.emit(|| {
                     Event::ToolExecutionUpdate(ToolExecutionUpdateEvent {
                         index,
-                        call: ToolCall::clone(&call),
+                        call: ToolCall::clone(call),
                         partial_result,
                     })
                 });
@@ -347,7 +381,7 @@ impl Handler<CallNotice> for RunActor {
                 self.emit(|| {
                     Event::ToolHook(ToolHookEvent {
                         index,
-                        call: ToolCall::clone(&call),
+                        call: ToolCall::clone(call),
                         action,
                     })
                 });
