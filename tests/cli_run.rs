@@ -166,6 +166,42 @@ fn sequential_runs_each_call_to_its_end_before_the_next() {
 }
 
 #[test]
+fn max_parallel_and_tool_timeout_reach_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = two_calls_script(dir.path());
+    let pair = |kind: &str, id: &str| (kind.to_owned(), id.to_owned());
+    // One call at a time: each starts only when the one before ended.
+    let capped = run_json(dir.path(), &script, &["--max-parallel", "1"]);
+    assert_eq!(
+        tool_order(&capped),
+        [
+            pair("tool_start", "a"),
+            pair("tool_end", "a"),
+            pair("tool_start", "b"),
+            pair("tool_end", "b")
+        ]
+    );
+    let sleepy = script_file(
+        dir.path(),
+        "sleepy.jsonl",
+        &[
+            json!({"tool_calls": [bash_call("s", "sleep 30")]}),
+            json!({"text": "gave up"}),
+        ],
+    );
+    let lines = run_json(dir.path(), &sleepy, &["--tool-timeout", "0.2"]);
+    let end = of_type(&lines, "tool_end")[0];
+    assert_eq!(end["result"]["is_error"], true);
+    assert_eq!(
+        end["result"]["content"][0]["text"],
+        "Tool bash timed out after 0.2 s and was cancelled."
+    );
+    let output = golato_output(&["run", "--tool-timeout", "0", "go"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(one_error_line(&output).contains("not a positive number of seconds"));
+}
+
+#[test]
 fn tools_and_exclude_choose_what_the_model_may_call() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();

@@ -55,3 +55,32 @@ fn selecting_tools_keeps_read_and_the_custom_tool() {
         "selected: read, lookup_customer\n"
     );
 }
+
+#[path = "../examples/approval.rs"]
+#[allow(dead_code)]
+mod approval;
+
+#[tokio::test]
+async fn approval_blocks_by_pattern_and_asks_for_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first asked command is approved, the second declined.
+    let input = std::io::Cursor::new(b"y\nn\n".to_vec());
+    let terminal = std::sync::Arc::new(std::sync::Mutex::new((input, Vec::<u8>::new())));
+    approval::run(dir.path(), std::sync::Arc::clone(&terminal))
+        .await
+        .unwrap();
+    let output = String::from_utf8(terminal.lock().unwrap().1.clone()).unwrap();
+    assert_eq!(
+        output,
+        concat!(
+            "Allow bash `echo hello from the workspace`? [y/N] \n",
+            "[end] bash error=false result=\"hello from the workspace\"\n",
+            "[blocked] Commands containing \"rm -rf\" are not allowed here; find another way.\n",
+            "[end] bash error=true result=\"Commands containing \\\"rm -rf\\\" are not allowed here; find another way.\"\n",
+            "Allow bash `echo a second command`? [y/N] \n",
+            "[blocked] The user did not approve this command.\n",
+            "[end] bash error=true result=\"The user did not approve this command.\"\n",
+            "Done: one command ran, two were refused.\n",
+        )
+    );
+}

@@ -67,6 +67,13 @@ pub(crate) struct RunArgs {
     /// Run the calls of each batch one after another instead of in parallel.
     #[arg(long)]
     pub(crate) sequential: bool,
+    /// Run at most N calls of a batch at once (the others start as running ones end).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_parallel: Option<NonZeroUsize>,
+    /// Cancel a tool call that runs longer than this many seconds; its result says it timed
+    /// out (bash's own `timeout` argument still applies inside it).
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub(crate) tool_timeout: Option<std::time::Duration>,
     /// Stop with an error (exit 1) when the run needs more model requests than this.
     #[arg(long, value_name = "N")]
     pub(crate) max_turns: Option<NonZeroUsize>,
@@ -79,6 +86,18 @@ pub(crate) struct RunArgs {
     pub(crate) record: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) view: ViewArgs,
+}
+
+/// A positive number of seconds, such as 30 or 0.5.
+fn positive_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let seconds: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if seconds.is_finite() && seconds > 0.0 {
+        Ok(std::time::Duration::from_secs_f64(seconds))
+    } else {
+        Err(format!("{text} is not a positive number of seconds"))
+    }
 }
 
 #[derive(Debug, Args)]

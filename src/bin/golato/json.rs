@@ -4,8 +4,9 @@
 
 use std::io::Write;
 
-use golato::agent::Event;
+use golato::agent::{Delivery, Event};
 use golato::generator::Delta;
+use golato::hook::HookAction;
 use golato::tool::ToolResult;
 use serde_json::{json, Value};
 
@@ -69,6 +70,23 @@ impl View for JsonLines {
                 "call_id": end.call.id,
                 "tool_name": end.call.name,
                 "result": end.result,
+            }),
+            Event::ToolHook(hook) => json!({
+                "type": "tool_hook",
+                "turn": self.turn,
+                "index": hook.index,
+                "call_id": hook.call.id,
+                "tool_name": hook.call.name,
+                "action": hook_action(&hook.action),
+            }),
+            Event::UserMessage(message) => json!({
+                "type": "user_message",
+                "turn": message.turn,
+                "delivery": match message.delivery {
+                    Delivery::Steer => "steer",
+                    Delivery::FollowUp => "follow_up",
+                },
+                "message": message.message,
             }),
             Event::TurnEnd(end) => json!({
                 "type": "turn_end",
@@ -134,6 +152,16 @@ fn delta(delta: &Delta) -> Value {
             "name": name,
             "arguments": arguments,
         }),
+    }
+}
+
+fn hook_action(action: &HookAction) -> Value {
+    match action {
+        HookAction::Blocked { reason } => json!({"kind": "blocked", "reason": reason}),
+        HookAction::Rewrote { arguments } => json!({"kind": "rewrote", "arguments": arguments}),
+        HookAction::ReplacedResult => json!({"kind": "replaced_result"}),
+        HookAction::Failed { error } => json!({"kind": "failed", "error": error}),
+        other => json!({"kind": "other", "debug": format!("{other:?}")}),
     }
 }
 

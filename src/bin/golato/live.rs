@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use anstyle::{AnsiColor, Style};
 use golato::agent::Event;
 use golato::generator::Delta;
+use golato::hook::HookAction;
 use golato::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::Value;
@@ -232,6 +233,25 @@ impl View for Live {
                 self.tool_update(update.index, text.unwrap_or_default())
             }
             Event::ToolExecutionEnd(end) => self.tool_end(end.index, &end.call, &end.result),
+            Event::ToolHook(hook) => {
+                let what = match &hook.action {
+                    HookAction::Blocked { reason } => format!("blocked: {reason}"),
+                    HookAction::Rewrote { arguments } => {
+                        format!("rewrote the arguments: {arguments}")
+                    }
+                    HookAction::ReplacedResult => "replaced the result".to_owned(),
+                    HookAction::Failed { error } => format!("failed: {error}"),
+                    other => format!("{other:?}"),
+                };
+                self.line(&format!(
+                    "{YELLOW}  hook on {}: {}{YELLOW:#}",
+                    hook.call.name,
+                    clip(&what)
+                ));
+            }
+            Event::UserMessage(message) => {
+                self.line(&format!("{DIM}> {}{DIM:#}", clip(&message.message.text())));
+            }
             _ => {}
         }
     }

@@ -55,6 +55,8 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
         },
         system_prompt,
         max_turns: args.max_turns.map(usize::from),
+        max_parallel_calls: args.max_parallel,
+        tool_timeout: args.tool_timeout,
         ..Default::default()
     })
     .map_err(|error| CliError::Failed(error.to_string()))?;
