@@ -48,6 +48,7 @@
 //! ```
 
 mod admission;
+mod batch_calls;
 mod error;
 mod event;
 mod input;

@@ -43,8 +43,8 @@ use serde_json::Value;
 
 use crate::message::{joined_text, Content};
 
+pub(crate) use context::CallHost;
 pub use context::ToolContext;
-pub(crate) use context::UpdateSink;
 pub(crate) use schema::{check_result, CompiledSchema};
 
 /// The error type tool functions return; anything that converts into it (`String`, `&str`,

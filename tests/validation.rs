@@ -69,6 +69,19 @@ fn empty_id_is_an_error_and_the_function_does_not_run() {
 }
 
 #[test]
+fn a_duplicated_id_is_found_in_a_large_batch_too() {
+    let counter = Arc::new(AtomicUsize::new(0));
+    let mut calls: Vec<_> = (0..40)
+        .map(|i| call(&format!("c{i}"), "count", "{}"))
+        .collect();
+    calls.push(call("c7", "count", "{}"));
+    let (results, _) = run_batch(calls, vec![counting_tool("count", counter.clone())]);
+    assert_error_containing(&results[7], &["\"c7\"", "appears 2 times"]);
+    assert_error_containing(&results[40], &["\"c7\"", "appears 2 times"]);
+    assert_eq!(counter.load(Ordering::SeqCst), 39);
+}
+
+#[test]
 fn a_duplicated_id_fails_every_call_that_carries_it() {
     let counter = Arc::new(AtomicUsize::new(0));
     let (results, _) = run_batch(

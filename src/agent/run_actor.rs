@@ -16,9 +16,10 @@ use golato_actors::batch::{BatchDone, JobFinished, JobStarting};
 use golato_actors::{traced_handlers, Mailbox, TracedActor, WorkGuard};
 use tokio_util::sync::CancellationToken;
 
+use super::batch_calls::CallNotice;
 use super::event::*;
 use super::run::Channel;
-use super::tool_actor::{CallNotice, CallOutcome};
+use super::tool_actor::CallOutcome;
 use super::{AgentInner, Error, RunResult};
 use crate::message::{
     AssistantMessage, Message as TranscriptMessage, StopReason, Usage, UserMessage,
@@ -141,8 +142,8 @@ impl RunActor {
 
     fn take_messages(&mut self) -> Vec<TranscriptMessage> {
         // A run that ends with a batch in flight (its actor stopped) must not lose its calls.
-        if let Some(mut batch) = self.batch.take() {
-            self.give_back_calls(&mut batch);
+        if let Some(batch) = self.batch.take() {
+            self.give_back_calls(batch);
         }
         unshare(std::mem::take(&mut self.plan.messages))
     }

@@ -11,22 +11,22 @@
 //! Without hooks or a timeout this costs what the bare per-call actor costs: the function is
 //! launched from `started` and the outcome reported when it returns.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::fut::ActorFutureExt;
-use actix::{Actor, ActorContext, AsyncContext, Context, Message, SpawnHandle, WrapFuture};
+use actix::{Actor, ActorContext, AsyncContext, Context, SpawnHandle, WrapFuture};
 use golato_actors::batch::{outcome_of, Job, JobOutcome, Reporter, Work};
-use golato_actors::{TracedActor, TracedRecipient};
+use golato_actors::TracedActor;
 use serde_json::Value;
 use tokio::task::AbortHandle;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use super::batch_calls::{Notice, SharedBatch};
 use super::AgentInner;
 use crate::hook::{AfterToolCall, BeforeToolCall, HookAction, HookContext};
 use crate::message::{Content, ToolCall, ToolResultMessage};
-use crate::tool::{check_result, BoxError, Function, Tool, ToolContext, ToolResult, UpdateSink};
+use crate::tool::{check_result, BoxError, CallHost, Function, Tool, ToolContext, ToolResult};
 
 /// A call's final result and whether it asked to end the run.
 #[derive(Debug)]
@@ -62,37 +62,16 @@ fn error_result(text: impl Into<String>) -> ToolResult {
     }
 }
 
-/// What a tool actor tells the run actor while its call runs.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub(crate) struct CallNotice {
-    pub(crate) batch: u64,
-    pub(crate) index: usize,
-    pub(crate) notice: Notice,
-}
-
-pub(crate) enum Notice {
-    /// A valid partial result, to become a `ToolExecutionUpdate` event.
-    Update(ToolResult),
-    /// A hook blocked, rewrote or replaced something.
-    Hook(HookAction),
-}
-
 /// Everything a tool actor needs for its call.
 pub(crate) struct ToolSetup {
     pub(crate) agent: Arc<AgentInner>,
     pub(crate) run_id: u64,
-    pub(crate) batch: u64,
+    /// The batch's shared state; this call is number `index` in it.
+    pub(crate) shared: Arc<SharedBatch>,
     pub(crate) index: usize,
-    /// The batch's calls; this one is `calls[index]`.
-    pub(crate) calls: Arc<Vec<ToolCall>>,
     pub(crate) tool: Tool,
     pub(crate) arguments: Value,
-    /// A child of the batch's token: the run's cancellation, this call's timeout, or an
-    /// invalid update cancel it.
-    pub(crate) cancel: CancellationToken,
     pub(crate) span: tracing::Span,
-    pub(crate) notices: TracedRecipient<CallNotice>,
 }
 
 /// The batch job that starts a tool actor for `setup`'s call.
@@ -105,7 +84,6 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
                 setup,
                 reporter: Some(reporter),
                 stage: Stage::Before,
-                gate: None,
                 timed_out: None,
                 function: None,
                 timer: None,
@@ -129,8 +107,6 @@ pub(crate) struct ToolActor {
     setup: ToolSetup,
     reporter: Option<Reporter<CallOutcome>>,
     stage: Stage,
-    /// Where the running function's updates are checked and forwarded from.
-    gate: Option<Arc<UpdateGate>>,
     /// The timeout that expired, if one did.
     timed_out: Option<Duration>,
     function: Option<AbortHandle>,
@@ -166,12 +142,11 @@ enum Before {
 
 impl ToolSetup {
     fn call(&self) -> &ToolCall {
-        static NO_CALL: ToolCall = ToolCall {
-            id: String::new(),
-            name: String::new(),
-            arguments: String::new(),
-        };
-        self.calls.get(self.index).unwrap_or(&NO_CALL)
+        self.shared.call(self.index)
+    }
+
+    fn cancel(&self) {
+        self.shared.cancel_call(self.index);
     }
 }
 
@@ -182,16 +157,12 @@ impl ToolActor {
             index: self.setup.index,
             call: ToolCall::clone(self.setup.call()),
             arguments,
-            cancel: self.setup.cancel.clone(),
+            cancel: self.setup.shared.token(self.setup.index).clone(),
         }
     }
 
     fn notify(&self, notice: Notice) {
-        self.setup.notices.do_send(CallNotice {
-            batch: self.setup.batch,
-            index: self.setup.index,
-            notice,
-        });
+        self.setup.shared.notify(self.setup.index, notice);
     }
 
     /// Reports the outcome (once) and stops.
@@ -293,17 +264,9 @@ impl ToolActor {
     /// Launches the function on the runtime, with the call's timeout.
     fn launch(&mut self, ctx: &mut Context<Self>) {
         self.stage = Stage::Running;
-        let gate = Arc::new(UpdateGate {
-            notices: self.setup.notices.clone(),
-            batch: self.setup.batch,
-            index: self.setup.index,
-            cancel: self.setup.cancel.clone(),
-            state: Mutex::new(GateState::default()),
-        });
-        self.gate = Some(Arc::clone(&gate));
-        let updates: Arc<dyn UpdateSink> = gate.clone();
-        let calls = Arc::clone(&self.setup.calls);
-        let context = ToolContext::new(calls, self.setup.index, self.setup.cancel.clone(), updates);
+        let host: Arc<dyn CallHost> = self.setup.shared.clone();
+        let context = ToolContext::hosted(host, self.setup.index);
+        let (shared, index) = (Arc::clone(&self.setup.shared), self.setup.index);
         // After-hooks see the arguments the function got; without hooks nothing needs a copy.
         let arguments = if self.setup.agent.hooks.is_empty() {
             std::mem::take(&mut self.setup.arguments)
@@ -318,14 +281,14 @@ impl ToolActor {
             Function::Async(function) => runtime.spawn(
                 async move {
                     let returned = function(context, arguments).await;
-                    gate.shut();
+                    shared.shut_gate(index);
                     returned
                 }
                 .instrument(span),
             ),
             Function::Blocking(function) => runtime.spawn_blocking(move || {
                 let returned = span.in_scope(|| function(context, arguments));
-                gate.shut();
+                shared.shut_gate(index);
                 returned
             }),
         };
@@ -356,7 +319,7 @@ impl ToolActor {
             return;
         }
         self.timed_out = Some(timeout);
-        self.setup.cancel.cancel();
+        self.setup.cancel();
         let grace = self.setup.agent.tool_timeout_grace;
         self.timer = Some(ctx.run_later(grace, move |this, ctx| this.abandon(timeout, grace, ctx)));
     }
@@ -369,9 +332,7 @@ impl ToolActor {
             return;
         }
         self.stage = Stage::After;
-        if let Some(gate) = self.gate.take() {
-            gate.close();
-        }
+        self.setup.shared.close_gate(self.setup.index);
         if let Some(function) = self.function.take() {
             function.abort();
         }
@@ -394,7 +355,7 @@ impl ToolActor {
         }
         let name = &self.setup.call().name;
         // Closed here too, for a function that panicked before its task could close it.
-        let invalid_update = self.gate.take().and_then(|gate| gate.close());
+        let invalid_update = self.setup.shared.close_gate(self.setup.index);
         let result = if let Some(reason) = invalid_update {
             error_result(format!(
                 "Tool {name} published an invalid partial result, so it was stopped: {reason}"
@@ -490,62 +451,4 @@ impl ToolActor {
 
 fn seconds(duration: Duration) -> String {
     format!("{} s", duration.as_secs_f64())
-}
-
-/// Checks a running function's partial results and forwards the valid ones to the run actor,
-/// until the function returns or publishes an invalid one. Owned by the call's tool actor;
-/// shared with the function's `ToolContext`, so updates need no hop through the tool actor.
-struct UpdateGate {
-    notices: TracedRecipient<CallNotice>,
-    batch: u64,
-    index: usize,
-    cancel: CancellationToken,
-    state: Mutex<GateState>,
-}
-
-#[derive(Default)]
-struct GateState {
-    closed: bool,
-    /// Why an update was refused; the call's result says so.
-    invalid: Option<String>,
-}
-
-impl UpdateGate {
-    /// Forwards nothing more (the function returned).
-    fn shut(&self) {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .closed = true;
-    }
-
-    /// Forwards nothing more; returns why an update was refused, if one was.
-    fn close(&self) -> Option<String> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.closed = true;
-        state.invalid.take()
-    }
-}
-
-impl UpdateSink for UpdateGate {
-    fn publish(&self, partial: ToolResult) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        // Nothing is forwarded once the function returned, was abandoned or published an
-        // invalid update. Forwarding under the lock keeps `close` a clean cut.
-        if state.closed || state.invalid.is_some() {
-            return;
-        }
-        match check_result(&partial) {
-            Ok(()) => self.notices.do_send(CallNotice {
-                batch: self.batch,
-                index: self.index,
-                notice: Notice::Update(partial),
-            }),
-            Err(reason) => {
-                state.invalid = Some(reason);
-                drop(state);
-                self.cancel.cancel();
-            }
-        }
-    }
 }

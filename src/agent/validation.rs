@@ -68,20 +68,40 @@ fn json_kind(value: &Value) -> &'static str {
 /// Validates every call of a batch: ID present and unique, name non-blank, name registered,
 /// arguments a JSON object, arguments satisfy the schema. The first failure wins.
 pub(crate) fn prepare(registry: &Registry, calls: &[ToolCall]) -> Vec<Prepared> {
-    let mut id_counts: HashMap<&str, usize> = HashMap::with_capacity(calls.len());
-    for call in calls {
-        *id_counts.entry(call.id.as_str()).or_default() += 1;
-    }
+    let id_counts = IdCounts::new(calls);
     calls
         .iter()
-        .map(|call| {
-            prepare_one(
-                registry,
-                call,
-                id_counts.get(call.id.as_str()).copied().unwrap_or(0),
-            )
-        })
+        .map(|call| prepare_one(registry, call, id_counts.count(&call.id)))
         .collect()
+}
+
+/// How often each ID occurs in a batch. Batches are usually small: up to
+/// [`IdCounts::SMALL`] calls are compared pairwise, which needs no table.
+enum IdCounts<'a> {
+    Small(&'a [ToolCall]),
+    Table(HashMap<&'a str, usize>),
+}
+
+impl<'a> IdCounts<'a> {
+    const SMALL: usize = 32;
+
+    fn new(calls: &'a [ToolCall]) -> IdCounts<'a> {
+        if calls.len() <= Self::SMALL {
+            return IdCounts::Small(calls);
+        }
+        let mut table: HashMap<&str, usize> = HashMap::with_capacity(calls.len());
+        for call in calls {
+            *table.entry(call.id.as_str()).or_default() += 1;
+        }
+        IdCounts::Table(table)
+    }
+
+    fn count(&self, id: &str) -> usize {
+        match self {
+            IdCounts::Small(calls) => calls.iter().filter(|call| call.id == id).count(),
+            IdCounts::Table(table) => table.get(id).copied().unwrap_or(0),
+        }
+    }
 }
 
 fn prepare_one(registry: &Registry, call: &ToolCall, id_count: usize) -> Prepared {

@@ -8,48 +8,51 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use super::ToolResult;
 use crate::message::ToolCall;
 
-/// Receives the partial results a running tool publishes.
-pub(crate) trait UpdateSink: Send + Sync {
-    fn publish(&self, partial: ToolResult);
+/// What a call of an agent's batch reaches through its context: the batch's shared state
+/// (the calls, each call's cancellation token, made on first use, and its update gate).
+pub(crate) trait CallHost: Send + Sync {
+    /// Call number `index` of the batch.
+    fn call(&self, index: usize) -> &ToolCall;
+    /// The call's token: a child of the batch's, made when first asked for.
+    fn token(&self, index: usize) -> &CancellationToken;
+    /// A partial result the call published.
+    fn publish(&self, index: usize, partial: ToolResult);
 }
 
-/// The context of one tool call: the call itself, the run's cancellation, and a way to publish
+/// The context of one tool call: the call itself, its cancellation, and a way to publish
 /// partial results while the function runs. Cheap to clone.
 #[derive(Clone)]
 pub struct ToolContext {
-    call: CallRef,
-    cancel: CancellationToken,
-    updates: Option<Arc<dyn UpdateSink>>,
+    inner: Inner,
 }
 
-/// The call a context is for: its own, or one of its batch's calls (shared by the whole batch,
-/// so a batch's contexts cost no copy of the calls).
+/// A detached call owns what it needs; a call of an agent's batch shares its batch's state
+/// (so a batch of calls costs one shared allocation, and a token only for the calls whose
+/// function asks for it).
 #[derive(Clone)]
-enum CallRef {
-    Own(Arc<ToolCall>),
-    InBatch(Arc<Vec<ToolCall>>, usize),
+enum Inner {
+    Detached {
+        call: Arc<ToolCall>,
+        cancel: CancellationToken,
+    },
+    Hosted {
+        host: Arc<dyn CallHost>,
+        index: usize,
+    },
 }
 
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
             .field("call", self.call())
-            .field("cancelled", &self.cancel.is_cancelled())
             .finish_non_exhaustive()
     }
 }
 
 impl ToolContext {
-    pub(crate) fn new(
-        calls: Arc<Vec<ToolCall>>,
-        index: usize,
-        cancel: CancellationToken,
-        updates: Arc<dyn UpdateSink>,
-    ) -> Self {
+    pub(crate) fn hosted(host: Arc<dyn CallHost>, index: usize) -> Self {
         ToolContext {
-            call: CallRef::InBatch(calls, index),
-            cancel,
-            updates: Some(updates),
+            inner: Inner::Hosted { host, index },
         }
     }
 
@@ -57,23 +60,18 @@ impl ToolContext {
     /// command): partial results are discarded.
     pub fn detached(call: ToolCall, cancel: CancellationToken) -> Self {
         ToolContext {
-            call: CallRef::Own(Arc::new(call)),
-            cancel,
-            updates: None,
+            inner: Inner::Detached {
+                call: Arc::new(call),
+                cancel,
+            },
         }
     }
 
     /// The call being executed (ID, tool name, raw arguments).
     pub fn call(&self) -> &ToolCall {
-        /// Never seen: the index is always within the batch.
-        static NO_CALL: ToolCall = ToolCall {
-            id: String::new(),
-            name: String::new(),
-            arguments: String::new(),
-        };
-        match &self.call {
-            CallRef::Own(call) => call,
-            CallRef::InBatch(calls, index) => calls.get(*index).unwrap_or(&NO_CALL),
+        match &self.inner {
+            Inner::Detached { call, .. } => call,
+            Inner::Hosted { host, index } => host.call(*index),
         }
     }
 
@@ -81,12 +79,15 @@ impl ToolContext {
     /// update). The agent waits for the function to return either way, so a function that
     /// ignores it delays the run's end.
     pub fn cancellation_token(&self) -> &CancellationToken {
-        &self.cancel
+        match &self.inner {
+            Inner::Detached { cancel, .. } => cancel,
+            Inner::Hosted { host, index } => host.token(*index),
+        }
     }
 
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.cancellation_token().is_cancelled()
     }
 
     /// Resolves when the call is cancelled.
@@ -94,7 +95,7 @@ impl ToolContext {
     /// # Cancel safety
     /// Cancel safe: dropping the future loses nothing.
     pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
-        self.cancel.cancelled()
+        self.cancellation_token().cancelled()
     }
 
     /// Publishes a partial result; observers see it as a `ToolExecutionUpdate` event.
@@ -104,8 +105,8 @@ impl ToolContext {
     /// error result. Updates published after the function returned are dropped. When the
     /// event consumer falls behind, pending updates of one call are coalesced into the newest.
     pub fn update(&self, partial: ToolResult) {
-        if let Some(updates) = &self.updates {
-            updates.publish(partial);
+        if let Inner::Hosted { host, index } = &self.inner {
+            host.publish(*index, partial);
         }
     }
 }

@@ -10,8 +10,9 @@ use golato_actors::batch::{
 };
 
 use super::RunActor;
+use crate::agent::batch_calls::{CallNotice, Notice, SharedBatch};
 use crate::agent::event::*;
-use crate::agent::tool_actor::{self, CallNotice, CallOutcome, Notice, ToolSetup};
+use crate::agent::tool_actor::{self, CallOutcome, ToolSetup};
 use crate::agent::validation::{self, Prepared};
 use crate::message::{AssistantMessage, Message as TranscriptMessage, ToolCall};
 use crate::tool::Execution;
@@ -32,8 +33,8 @@ pub(super) struct Batch {
     id: u64,
     /// Index of the assistant message in the transcript.
     message_index: usize,
-    /// The calls, shared with every tool actor and `ToolContext` of the batch.
-    calls: Arc<Vec<ToolCall>>,
+    /// The calls and what they share, with every tool actor and `ToolContext` of the batch.
+    shared: Arc<SharedBatch>,
     /// Whether `calls` were moved out of the transcript's message (to be shared without a
     /// copy) and must be put back when the batch ends.
     borrowed_from_transcript: bool,
@@ -48,7 +49,12 @@ impl RunActor {
         Batch {
             id: self.batch_id,
             message_index,
-            calls: Arc::new(calls.calls),
+            shared: SharedBatch::new(
+                self.batch_id,
+                calls.calls,
+                self.plan.cancel.child_token(),
+                self.mailbox.recipient(),
+            ),
             borrowed_from_transcript: calls.borrowed_from_transcript,
             started: vec![false; count],
             results: (0..count).map(|_| None).collect(),
@@ -58,7 +64,10 @@ impl RunActor {
     /// Output hit the token limit: no call runs; each gets an error result.
     pub(super) fn truncated(&mut self, batch: Batch, ctx: &mut Context<Self>) {
         self.batch = Some(batch);
-        let count = self.batch.as_ref().map_or(0, |batch| batch.calls.len());
+        let count = self
+            .batch
+            .as_ref()
+            .map_or(0, |batch| batch.shared.calls().len());
         for index in 0..count {
             self.record(
                 index,
@@ -83,19 +92,24 @@ impl RunActor {
         ctx: &mut Context<Self>,
     ) {
         let batch = self.open_batch(message_index, calls);
-        let argument_bytes: usize = batch.calls.iter().map(|call| call.arguments.len()).sum();
+        let argument_bytes: usize = batch
+            .shared
+            .calls()
+            .iter()
+            .map(|call| call.arguments.len())
+            .sum();
         if argument_bytes <= INLINE_VALIDATION_BYTES {
-            let prepared = validation::prepare(&self.plan.agent.registry, &batch.calls);
+            let prepared = validation::prepare(&self.plan.agent.registry, batch.shared.calls());
             self.batch = Some(batch);
             self.dispatch(prepared, ctx);
         } else {
             let agent = Arc::clone(&self.plan.agent);
-            let calls = Arc::clone(&batch.calls);
+            let shared = Arc::clone(&batch.shared);
             let mailbox = self.mailbox.clone();
             let id = batch.id;
             self.batch = Some(batch);
             self.plan.agent.host.spawn_blocking(move || {
-                let prepared = validation::prepare(&agent.registry, &calls);
+                let prepared = validation::prepare(&agent.registry, shared.calls());
                 mailbox.do_send(Validated {
                     batch: id,
                     prepared,
@@ -109,7 +123,8 @@ impl RunActor {
             return;
         };
         let batch_id = batch.id;
-        let calls = Arc::clone(&batch.calls);
+        let shared = Arc::clone(&batch.shared);
+        let calls = shared.calls();
         let batch_span = tracing::debug_span!(parent: &self.turn_span, "batch", batch = batch_id, calls = calls.len());
 
         if self.plan.cancel.is_cancelled() {
@@ -140,9 +155,6 @@ impl RunActor {
             .max_parallel_calls
             .filter(|limit| !sequential && calls.len() > limit.get());
         let announced = sequential || max_running.is_some();
-        let batch_cancel = self.plan.cancel.child_token();
-        // One recipient for the batch: making one allocates, cloning it does not.
-        let notices = self.mailbox.recipient::<CallNotice>();
         let mut jobs = Vec::with_capacity(calls.len());
         for (index, (call, prepared)) in calls.iter().zip(prepared).enumerate() {
             match prepared {
@@ -166,14 +178,11 @@ impl RunActor {
                     jobs.push(tool_actor::job(ToolSetup {
                         agent: Arc::clone(&self.plan.agent),
                         run_id: self.plan.id,
-                        batch: batch_id,
+                        shared: Arc::clone(&shared),
                         index,
-                        calls: Arc::clone(&calls),
                         tool,
                         arguments,
-                        cancel: batch_cancel.child_token(),
                         span,
-                        notices: notices.clone(),
                     }));
                 }
             }
@@ -186,7 +195,7 @@ impl RunActor {
             jobs,
             mode,
             max_running,
-            cancel: batch_cancel,
+            cancel: shared.batch_token().clone(),
             observer: BatchObserver {
                 starting: announced.then(|| self.mailbox.recipient()),
                 finished: self.mailbox.recipient(),
@@ -207,8 +216,8 @@ impl RunActor {
             return;
         }
         *started = true;
-        let calls = Arc::clone(&batch.calls);
-        let Some(call) = calls.get(index) else {
+        let shared = Arc::clone(&batch.shared);
+        let Some(call) = shared.calls().get(index) else {
             return;
         };
         self.emit(|| {
@@ -226,8 +235,10 @@ impl RunActor {
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
-        let (Some(slot), Some(call)) = (batch.results.get_mut(index), batch.calls.get(index))
-        else {
+        let (Some(slot), Some(call)) = (
+            batch.results.get_mut(index),
+            batch.shared.calls().get(index),
+        ) else {
             return;
         };
         if slot.is_some() {
@@ -251,17 +262,21 @@ impl RunActor {
 
     /// Every call has its result: record them in source order and decide what comes next.
     fn conclude_batch(&mut self, ctx: &mut Context<Self>) {
-        let count = self.batch.as_ref().map_or(0, |batch| batch.calls.len());
+        let count = self
+            .batch
+            .as_ref()
+            .map_or(0, |batch| batch.shared.calls().len());
         for index in 0..count {
             self.record(index, |call| {
                 CallOutcome::error(call, "The call's actor stopped before it reported a result (the actor host is shutting down).")
             });
         }
-        let Some(mut batch) = self.batch.take() else {
+        let Some(batch) = self.batch.take() else {
             return;
         };
-        self.give_back_calls(&mut batch);
-        let outcomes: Vec<CallOutcome> = batch.results.into_iter().flatten().collect();
+        let message_index = batch.message_index;
+        let results = self.give_back_calls(batch);
+        let outcomes: Vec<CallOutcome> = results.into_iter().flatten().collect();
         let terminate = !outcomes.is_empty()
             && outcomes
                 .iter()
@@ -270,7 +285,7 @@ impl RunActor {
             .into_iter()
             .map(|outcome| outcome.message)
             .collect();
-        let assistant = |messages: &[TranscriptMessage]| match messages.get(batch.message_index) {
+        let assistant = |messages: &[TranscriptMessage]| match messages.get(message_index) {
             Some(TranscriptMessage::Assistant(message)) => message.clone(),
             _ => AssistantMessage::default(),
         };
@@ -297,16 +312,22 @@ impl RunActor {
 impl RunActor {
     /// Puts calls moved out of the transcript's message back into it (copying them only if a
     /// tool still holds its context).
-    pub(super) fn give_back_calls(&mut self, batch: &mut Batch) {
-        if !std::mem::take(&mut batch.borrowed_from_transcript) {
-            return;
+    pub(super) fn give_back_calls(&mut self, batch: Batch) -> Vec<Option<CallOutcome>> {
+        let Batch {
+            shared,
+            message_index,
+            borrowed_from_transcript,
+            results,
+            ..
+        } = batch;
+        if borrowed_from_transcript {
+            let calls = SharedBatch::into_calls(shared);
+            let messages = Arc::make_mut(&mut self.plan.messages);
+            if let Some(TranscriptMessage::Assistant(message)) = messages.get_mut(message_index) {
+                message.tool_calls = calls;
+            }
         }
-        let calls = std::mem::take(&mut batch.calls);
-        let calls = Arc::try_unwrap(calls).unwrap_or_else(|shared| Vec::clone(&shared));
-        let messages = Arc::make_mut(&mut self.plan.messages);
-        if let Some(TranscriptMessage::Assistant(message)) = messages.get_mut(batch.message_index) {
-            message.tool_calls = calls;
-        }
+        results
     }
 }
 
@@ -358,8 +379,8 @@ impl Handler<CallNotice> for RunActor {
             .results
             .get(message.index)
             .is_some_and(Option::is_none);
-        let calls = Arc::clone(&batch.calls);
-        let Some(call) = calls.get(message.index).filter(|_| open) else {
+        let shared = Arc::clone(&batch.shared);
+        let Some(call) = shared.calls().get(message.index).filter(|_| open) else {
             return;
         };
         let index = message.index;
