@@ -77,8 +77,7 @@ fn actor_messages_are_traced_with_mailbox_wait_and_nested_spans() {
     for expected in [
         ("RunActor", "GeneratorDone"),
         ("RunActor", "GeneratorDelta"),
-        ("RunActor", "JobFinished<CallOutcome>"),
-        ("RunActor", "BatchDone"),
+        ("RunActor", "BatchReport<CallOutcome>"),
         ("BatchSupervisor", "RunBatch"),
     ] {
         assert!(

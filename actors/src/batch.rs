@@ -2,10 +2,10 @@
 //!
 //! The supervisor runs every job of a batch at once ([`Mode::Parallel`], optionally at most
 //! [`RunBatch::max_running`] at a time) or one after another ([`Mode::Sequential`]), and reports
-//! to a [`BatchObserver`]: [`JobStarting`] before each job of a sequential or capped batch starts
-//! (and waits for it to be handled, so the observer can announce the job before it runs),
-//! [`JobFinished`] for each job with its source index, then [`BatchDone`] once every started job
-//! has returned.
+//! to a [`BatchObserver`]: [`BatchReport::Starting`] before each job of a sequential or capped
+//! batch starts (and waits for it to be handled, so the observer can announce the job before it
+//! runs), [`BatchReport::Finished`] for each job with its source index, then
+//! [`BatchReport::Done`] once every started job has returned.
 //!
 //! The per-call actor is the caller's: [`Work::Actor`] starts it with a [`Reporter`], through
 //! which it reports its one outcome (golato's tool actor is one). For plain work,
@@ -88,39 +88,37 @@ pub enum JobOutcome<O> {
     NotStarted,
 }
 
-/// Sent to the observer before a job of a sequential batch starts; the job starts once it has
-/// been handled.
+/// What a supervisor tells its observer, in this order for each job: `Starting` (sequential
+/// or capped batches only; the job starts once it has been handled), then `Finished`; and
+/// `Done` once, after every job's `Finished`.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
-pub struct JobStarting {
-    /// Source index of the job about to start.
-    pub index: usize,
+pub enum BatchReport<O: Send + Unpin + 'static> {
+    /// The job at this source index is about to start.
+    Starting {
+        /// Source index of the job.
+        index: usize,
+    },
+    /// The job at this source index has its outcome.
+    Finished {
+        /// Source index of the job.
+        index: usize,
+        /// What became of it.
+        outcome: JobOutcome<O>,
+    },
+    /// Every job of the batch has finished (or was never started).
+    Done,
 }
 
-/// Sent to the observer when a job has an outcome.
-#[derive(Debug, Message)]
-#[rtype(result = "()")]
-pub struct JobFinished<O: Send + Unpin + 'static> {
-    /// Source index of the job.
-    pub index: usize,
-    /// What became of it.
-    pub outcome: JobOutcome<O>,
-}
-
-/// Sent to the observer once every job of the batch has finished (or was never started).
-#[derive(Debug, Message)]
-#[rtype(result = "()")]
-pub struct BatchDone;
-
-/// Where a supervisor reports.
+/// Where a supervisor reports: one recipient for every report (one recipient to make per
+/// batch, not three).
 #[derive(Debug)]
 pub struct BatchObserver<O: Send + Unpin + 'static> {
-    /// Told before each job of a sequential batch starts; `None` to start without telling.
-    pub starting: Option<TracedRecipient<JobStarting>>,
-    /// Told each job's outcome.
-    pub finished: TracedRecipient<JobFinished<O>>,
-    /// Told when the batch is over.
-    pub done: TracedRecipient<BatchDone>,
+    /// Told every [`BatchReport`].
+    pub reports: TracedRecipient<BatchReport<O>>,
+    /// Whether jobs of a sequential or capped batch are announced (`BatchReport::Starting`)
+    /// before they start.
+    pub announce_starts: bool,
 }
 
 /// Runs one batch.
@@ -132,7 +130,7 @@ pub struct RunBatch<O: Send + Unpin + 'static> {
     /// Parallel or sequential.
     pub mode: Mode,
     /// In a parallel batch, how many jobs may run at once; the rest wait in source order, each
-    /// announced to [`BatchObserver::starting`] when it starts. `None`: no limit.
+    /// announced to the observer when it starts. `None`: no limit.
     pub max_running: Option<NonZeroUsize>,
     /// When cancelled, a sequential batch starts no further job (each gets
     /// [`JobOutcome::NotStarted`]); started jobs are waited for either way. Jobs that should
@@ -197,7 +195,9 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
 
     fn report(&self, index: usize, outcome: JobOutcome<O>) {
         if let Some(observer) = &self.observer {
-            observer.finished.do_send(JobFinished { index, outcome });
+            observer
+                .reports
+                .do_send(BatchReport::Finished { index, outcome });
         }
     }
 
@@ -226,12 +226,14 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
                 continue;
             }
             let starting = match &self.observer {
-                Some(observer) if self.queued_jobs_wait() => observer.starting.clone(),
+                Some(observer) if self.queued_jobs_wait() && observer.announce_starts => {
+                    Some(observer.reports.clone())
+                }
                 _ => None,
             };
             if let Some(starting) = starting {
                 let index = job.index;
-                let announce = async move { starting.send(JobStarting { index }).await };
+                let announce = async move { starting.send(BatchReport::Starting { index }).await };
                 ctx.wait(announce.into_actor(self).map(move |_, this, ctx| {
                     this.launch(job);
                     this.advance(ctx);
@@ -242,7 +244,7 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
         }
         if self.running == 0 && self.queue.is_empty() {
             if let Some(observer) = self.observer.take() {
-                observer.done.do_send(BatchDone);
+                observer.reports.do_send(BatchReport::Done);
             }
             ctx.stop();
         }
@@ -265,11 +267,11 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
             remaining: AtomicUsize::new(running),
             observer,
         });
-        // Outcomes known in advance go first, so none can follow the last reporter's `BatchDone`.
+        // Outcomes known in advance go first, so none can follow the last reporter's `Done`.
         let mut launching = Vec::with_capacity(running);
         for job in jobs {
             match job.work {
-                Work::Ready(outcome) => direct.observer.finished.do_send(JobFinished {
+                Work::Ready(outcome) => direct.observer.reports.do_send(BatchReport::Finished {
                     index: job.index,
                     outcome: JobOutcome::Completed(outcome),
                 }),
@@ -288,7 +290,7 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
             }
         }
         if running == 0 {
-            direct.observer.done.do_send(BatchDone);
+            direct.observer.reports.do_send(BatchReport::Done);
         }
         ctx.stop();
     }
@@ -341,7 +343,7 @@ impl<O: Send + Unpin + 'static> Drop for BatchSupervisor<O> {
             self.report(job.index, JobOutcome::Lost);
         }
         if let Some(observer) = self.observer.take() {
-            observer.done.do_send(BatchDone);
+            observer.reports.do_send(BatchReport::Done);
         }
     }
 }
@@ -434,12 +436,12 @@ impl<O: Send + Unpin + 'static> Reporter<O> {
             Route::Direct(direct) => {
                 direct
                     .observer
-                    .finished
-                    .do_send(JobFinished { index, outcome });
-                // Each report is queued before its count is taken, so the last one's
-                // `BatchDone` comes after every outcome.
+                    .reports
+                    .do_send(BatchReport::Finished { index, outcome });
+                // Each report is queued before its count is taken, so the last one's `Done`
+                // comes after every outcome.
                 if direct.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    direct.observer.done.do_send(BatchDone);
+                    direct.observer.reports.do_send(BatchReport::Done);
                 }
             }
         }

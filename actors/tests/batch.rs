@@ -10,8 +10,7 @@ use std::time::Duration;
 use actix::{Actor, Context, Handler};
 use futures::FutureExt;
 use golato_actors::batch::{
-    BatchDone, BatchObserver, BatchSupervisor, Job, JobFinished, JobOutcome, JobStarting, Mode,
-    RunBatch, Work,
+    BatchObserver, BatchReport, BatchSupervisor, Job, JobOutcome, Mode, RunBatch, Work,
 };
 use golato_actors::{traced_handlers, Host, HostConfig, HostError, Mailbox, TracedActor};
 use tokio_util::sync::CancellationToken;
@@ -38,36 +37,27 @@ impl TracedActor for Observer {
     }
 }
 
-impl Handler<JobStarting> for Observer {
+impl Handler<BatchReport<String>> for Observer {
     type Result = ();
-    fn handle(&mut self, message: JobStarting, _: &mut Context<Self>) {
-        self.seen.send(Seen::Starting(message.index)).unwrap();
-    }
-}
-
-impl Handler<JobFinished<String>> for Observer {
-    type Result = ();
-    fn handle(&mut self, message: JobFinished<String>, _: &mut Context<Self>) {
-        let outcome = match message.outcome {
-            JobOutcome::Completed(value) => value,
-            JobOutcome::Panicked(text) => format!("panicked: {text}"),
-            JobOutcome::Lost => "lost".to_owned(),
-            JobOutcome::NotStarted => "not started".to_owned(),
+    fn handle(&mut self, report: BatchReport<String>, _: &mut Context<Self>) {
+        let seen = match report {
+            BatchReport::Starting { index } => Seen::Starting(index),
+            BatchReport::Finished { index, outcome } => {
+                let outcome = match outcome {
+                    JobOutcome::Completed(value) => value,
+                    JobOutcome::Panicked(text) => format!("panicked: {text}"),
+                    JobOutcome::Lost => "lost".to_owned(),
+                    JobOutcome::NotStarted => "not started".to_owned(),
+                };
+                Seen::Finished(index, outcome)
+            }
+            BatchReport::Done => Seen::Done,
         };
-        self.seen
-            .send(Seen::Finished(message.index, outcome))
-            .unwrap();
+        self.seen.send(seen).unwrap();
     }
 }
 
-impl Handler<BatchDone> for Observer {
-    type Result = ();
-    fn handle(&mut self, _: BatchDone, _: &mut Context<Self>) {
-        self.seen.send(Seen::Done).unwrap();
-    }
-}
-
-traced_handlers!(Observer { JobStarting, JobFinished<String>, BatchDone });
+traced_handlers!(Observer { BatchReport<String> });
 
 /// Runs `jobs` on a fresh supervisor and returns everything the observer saw, in order.
 fn run_batch(
@@ -98,9 +88,8 @@ fn run_batch_with(
                 max_running,
                 cancel,
                 observer: BatchObserver {
-                    starting: Some(mailbox.recipient()),
-                    finished: mailbox.recipient(),
-                    done: mailbox.recipient(),
+                    reports: mailbox.recipient(),
+                    announce_starts: true,
                 },
             });
             Observer {

@@ -12,7 +12,7 @@ mod generation;
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, AsyncContext, Context};
-use golato_actors::batch::{BatchDone, JobFinished, JobStarting};
+use golato_actors::batch::BatchReport;
 use golato_actors::{traced_handlers, Mailbox, TracedActor, WorkGuard};
 use tokio_util::sync::CancellationToken;
 
@@ -263,7 +263,5 @@ traced_handlers!(RunActor {
     GeneratorDone,
     Validated,
     CallNotice,
-    JobStarting,
-    JobFinished<CallOutcome>,
-    BatchDone,
+    BatchReport<CallOutcome>,
 });

@@ -5,8 +5,7 @@ use std::sync::Arc;
 
 use actix::{Context, Handler, Message};
 use golato_actors::batch::{
-    BatchDone, BatchObserver, BatchSupervisor, Job, JobFinished, JobOutcome, JobStarting, Mode,
-    RunBatch, Work,
+    BatchObserver, BatchReport, BatchSupervisor, Job, JobOutcome, Mode, RunBatch, Work,
 };
 
 use super::RunActor;
@@ -197,9 +196,8 @@ impl RunActor {
             max_running,
             cancel: shared.batch_token().clone(),
             observer: BatchObserver {
-                starting: announced.then(|| self.mailbox.recipient()),
-                finished: self.mailbox.recipient(),
-                done: self.mailbox.recipient(),
+                reports: self.mailbox.recipient(),
+                announce_starts: announced,
             },
         });
     }
@@ -411,38 +409,28 @@ impl Handler<CallNotice> for RunActor {
     }
 }
 
-impl Handler<JobStarting> for RunActor {
+impl Handler<BatchReport<CallOutcome>> for RunActor {
     type Result = ();
 
-    fn handle(&mut self, message: JobStarting, _: &mut Context<Self>) {
-        self.start_call(message.index);
-    }
-}
-
-impl Handler<JobFinished<CallOutcome>> for RunActor {
-    type Result = ();
-
-    fn handle(&mut self, message: JobFinished<CallOutcome>, _: &mut Context<Self>) {
-        self.record(message.index, |call| match message.outcome {
-            JobOutcome::Completed(outcome) => outcome,
-            JobOutcome::Panicked(panic) => {
-                CallOutcome::error(call, format!("Tool {} panicked: {panic}", call.name))
+    fn handle(&mut self, report: BatchReport<CallOutcome>, ctx: &mut Context<Self>) {
+        match report {
+            BatchReport::Starting { index } => self.start_call(index),
+            BatchReport::Finished { index, outcome } => self.record(index, |call| match outcome {
+                JobOutcome::Completed(outcome) => outcome,
+                JobOutcome::Panicked(panic) => {
+                    CallOutcome::error(call, format!("Tool {} panicked: {panic}", call.name))
+                }
+                JobOutcome::Lost => CallOutcome::error(
+                    call,
+                    "The call's actor stopped before it reported a result (the actor host is shutting down).",
+                ),
+                JobOutcome::NotStarted => not_started(call),
+            }),
+            BatchReport::Done => {
+                if self.batch.is_some() {
+                    self.conclude_batch(ctx);
+                }
             }
-            JobOutcome::Lost => CallOutcome::error(
-                call,
-                "The call's actor stopped before it reported a result (the actor host is shutting down).",
-            ),
-            JobOutcome::NotStarted => not_started(call),
-        });
-    }
-}
-
-impl Handler<BatchDone> for RunActor {
-    type Result = ();
-
-    fn handle(&mut self, _: BatchDone, ctx: &mut Context<Self>) {
-        if self.batch.is_some() {
-            self.conclude_batch(ctx);
         }
     }
 }
