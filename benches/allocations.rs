@@ -39,6 +39,7 @@ fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
     let host = Host::new(HostConfig::default()).unwrap();
     let agent = support::agent(CALLS, host.clone());
+    let canned = support::canned_agent(CALLS, host.clone());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -55,6 +56,12 @@ fn main() {
             }),
         ),
         (
+            "golato Agent::run, whole messages",
+            per_iteration(|| {
+                runtime.block_on(canned.run(support::input())).unwrap();
+            }),
+        ),
+        (
             "golato start + wait (events buffered)",
             per_iteration(|| {
                 agent.start(support::input()).wait().unwrap();
@@ -63,7 +70,27 @@ fn main() {
         (
             "bare actor floor (no golato logic)",
             per_iteration(|| {
-                support::floor::run_batches(true, 1, &host, &calls, &tool, &validator)
+                support::floor::run_batches(
+                    support::floor::Shape::PerCallActors,
+                    1,
+                    &host,
+                    &calls,
+                    &tool,
+                    &validator,
+                )
+            }),
+        ),
+        (
+            "floor: run + supervisor + call actors",
+            per_iteration(|| {
+                support::floor::run_batches(
+                    support::floor::Shape::RunSupervisorCalls,
+                    1,
+                    &host,
+                    &calls,
+                    &tool,
+                    &validator,
+                )
             }),
         ),
         (

@@ -66,10 +66,40 @@ fn pipeline(c: &mut Criterion) {
         })
     });
     group.bench_function("actix_supervisor_only_8_calls", |b| {
-        b.iter(|| support::floor::run_batches(false, 1, &host, &calls, &tool, &validator))
+        b.iter(|| {
+            support::floor::run_batches(
+                support::floor::Shape::SupervisorOnly,
+                1,
+                &host,
+                &calls,
+                &tool,
+                &validator,
+            )
+        })
+    });
+    group.bench_function("actix_floor_run_supervisor_calls_8_calls", |b| {
+        b.iter(|| {
+            support::floor::run_batches(
+                support::floor::Shape::RunSupervisorCalls,
+                1,
+                &host,
+                &calls,
+                &tool,
+                &validator,
+            )
+        })
     });
     group.bench_function("actix_floor_8_calls", |b| {
-        b.iter(|| support::floor::run_batches(true, 1, &host, &calls, &tool, &validator))
+        b.iter(|| {
+            support::floor::run_batches(
+                support::floor::Shape::PerCallActors,
+                1,
+                &host,
+                &calls,
+                &tool,
+                &validator,
+            )
+        })
     });
     group.finish();
 
@@ -97,11 +127,52 @@ fn pipeline(c: &mut Criterion) {
             })
         })
     });
+    let canned = support::canned_agent(CALLS, host.clone());
+    group.bench_function("golato_256_agent_runs_x_8_calls_whole_messages", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let runs: Vec<_> = (0..IN_FLIGHT)
+                    .map(|_| canned.run(support::input()))
+                    .collect();
+                black_box(futures::future::join_all(runs).await)
+            })
+        })
+    });
     group.bench_function("actix_supervisor_only_256_batches_x_8_calls", |b| {
-        b.iter(|| support::floor::run_batches(false, IN_FLIGHT, &host, &calls, &tool, &validator))
+        b.iter(|| {
+            support::floor::run_batches(
+                support::floor::Shape::SupervisorOnly,
+                IN_FLIGHT,
+                &host,
+                &calls,
+                &tool,
+                &validator,
+            )
+        })
+    });
+    group.bench_function("actix_floor_run_supervisor_calls_256_x_8_calls", |b| {
+        b.iter(|| {
+            support::floor::run_batches(
+                support::floor::Shape::RunSupervisorCalls,
+                IN_FLIGHT,
+                &host,
+                &calls,
+                &tool,
+                &validator,
+            )
+        })
     });
     group.bench_function("actix_floor_256_batches_x_8_calls", |b| {
-        b.iter(|| support::floor::run_batches(true, IN_FLIGHT, &host, &calls, &tool, &validator))
+        b.iter(|| {
+            support::floor::run_batches(
+                support::floor::Shape::PerCallActors,
+                IN_FLIGHT,
+                &host,
+                &calls,
+                &tool,
+                &validator,
+            )
+        })
     });
     group.bench_function("tokio_256_batches_x_8_spawn_join", |b| {
         b.iter(|| {

@@ -11,16 +11,31 @@ use golato::Host;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+/// Which actors carry a floor batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// One actor per batch, awaiting the calls' join handles.
+    SupervisorOnly,
+    /// One actor per batch and one per call.
+    PerCallActors,
+    /// A run actor, a supervisor actor, and one actor per call reporting to the run actor.
+    RunSupervisorCalls,
+}
+
 /// The floor the architecture sets: the bare actor mechanics of a batch with no golato logic.
 /// A parent actor on a host arbiter (standing in for the run actor and the batch supervisor
 /// at once) starts one actor per call; each runs the same per-call work as the tokio baseline
 /// on the host runtime and reports back; the parent tells the caller when all have. No
 /// generator, transcript, validation order, events, cancellation or tracing.
 ///
-/// Without per-call actors (`per_call_actors: false`) the parent spawns each call's work itself
-/// and awaits its join handle: the alternative design, measured for comparison.
+/// Without per-call actors ([`Shape::SupervisorOnly`]) the parent spawns each call's work
+/// itself and awaits its join handle: the alternative design, measured for comparison. With
+/// [`Shape::RunSupervisorCalls`] the parent is a run actor that starts a supervisor actor, which
+/// starts the call actors, and each call reports straight back to the run actor: the actors and
+/// messages golato's shape has for a run of one batch (a run actor, a batch supervisor, a tool
+/// actor per call reporting through its reporter), still with no golato logic.
 struct FloorBatch {
-    per_call_actors: bool,
+    shape: Shape,
     calls: Vec<ToolCall>,
     tool: Tool,
     validator: Arc<jsonschema::Validator>,
@@ -33,8 +48,19 @@ impl Actor for FloorBatch {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
+        if self.shape == Shape::RunSupervisorCalls {
+            FloorSupervisor {
+                calls: std::mem::take(&mut self.calls),
+                tool: self.tool.clone(),
+                validator: Arc::clone(&self.validator),
+                runtime: self.runtime.clone(),
+                run: ctx.address(),
+            }
+            .start();
+            return;
+        }
         for call in std::mem::take(&mut self.calls) {
-            if !self.per_call_actors {
+            if self.shape == Shape::SupervisorOnly {
                 let (tool, validator) = (self.tool.clone(), Arc::clone(&self.validator));
                 let work = self
                     .runtime
@@ -53,6 +79,33 @@ impl Actor for FloorBatch {
             }
             .start();
         }
+    }
+}
+
+/// Starts the call actors of a batch, which report to the run actor, then stops.
+struct FloorSupervisor {
+    calls: Vec<ToolCall>,
+    tool: Tool,
+    validator: Arc<jsonschema::Validator>,
+    runtime: tokio::runtime::Handle,
+    run: actix::Addr<FloorBatch>,
+}
+
+impl Actor for FloorSupervisor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        for call in std::mem::take(&mut self.calls) {
+            FloorCall {
+                call: Some(call),
+                tool: self.tool.clone(),
+                validator: Arc::clone(&self.validator),
+                runtime: self.runtime.clone(),
+                batch: self.run.clone(),
+            }
+            .start();
+        }
+        ctx.stop();
     }
 }
 
@@ -78,7 +131,9 @@ impl Actor for FloorCall {
         let work = self
             .runtime
             .spawn(async move { run_plain(call, &tool, &validator).await });
-        ctx.wait(work.into_actor(self).map(|result, this, ctx| {
+        // As golato's tool actor does: the work's join handle is spawned on the actor (its
+        // mailbox stays open while the work runs) and the one result goes straight back.
+        ctx.spawn(work.into_actor(self).map(|result, this, ctx| {
             this.batch.do_send(FloorResult(result.unwrap()));
             ctx.stop();
         }));
@@ -105,7 +160,7 @@ impl Handler<FloorResult> for FloorBatch {
 /// Starts a [`FloorBatch`] of `calls` on `host`, with or without an actor per call; it signals
 /// `done` when every call reported.
 fn start_batch(
-    per_call_actors: bool,
+    shape: Shape,
     host: &Host,
     calls: &[ToolCall],
     tool: &Tool,
@@ -115,7 +170,7 @@ fn start_batch(
     let (calls, tool, validator) = (calls.to_vec(), tool.clone(), Arc::clone(validator));
     let runtime = host.runtime().clone();
     host.start(move |_: &mut Context<FloorBatch>| FloorBatch {
-        per_call_actors,
+        shape,
         remaining: calls.len(),
         calls,
         tool,
@@ -128,7 +183,7 @@ fn start_batch(
 
 /// Runs `batches` [`FloorBatch`]es of `calls` at once on `host` and waits for all of them.
 pub fn run_batches(
-    per_call_actors: bool,
+    shape: Shape,
     batches: usize,
     host: &Host,
     calls: &[ToolCall],
@@ -137,14 +192,7 @@ pub fn run_batches(
 ) {
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     for _ in 0..batches {
-        start_batch(
-            per_call_actors,
-            host,
-            calls,
-            tool,
-            validator,
-            done_tx.clone(),
-        );
+        start_batch(shape, host, calls, tool, validator, done_tx.clone());
     }
     for _ in 0..batches {
         done_rx.recv().unwrap();

@@ -45,6 +45,42 @@ pub fn agent(calls: usize, host: Host) -> Agent {
     .expect("bench agent builds")
 }
 
+/// Answers like [`script`] but without streaming: each answer is one `Done`, as from a
+/// provider that sends whole messages. It separates the runtime's cost from the cost of
+/// replaying deltas that nobody reads.
+pub struct Canned(Vec<AssistantMessage>);
+
+impl golato::generator::Generator for Canned {
+    fn stream(&self, request: golato::generator::Request) -> golato::generator::EventStream {
+        use futures::StreamExt;
+        let answered = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, golato::message::Message::Assistant(_)))
+            .count();
+        let message = self.0.get(answered).cloned().unwrap_or_default();
+        futures::stream::once(async move { Ok(golato::generator::StreamEvent::Done(message)) })
+            .boxed()
+    }
+}
+
+/// An agent like [`agent`] whose generator sends whole messages ([`Canned`]).
+pub fn canned_agent(calls: usize, host: Host) -> Agent {
+    let calls =
+        (0..calls).map(|i| ToolCall::new(format!("call-{i}"), "noop", format!("{{\"n\":{i}}}")));
+    let generator = Canned(vec![
+        AssistantMessage::with_tool_calls(calls),
+        AssistantMessage::with_text("done"),
+    ]);
+    Agent::new(agent::Config {
+        generator: Some(Arc::new(generator)),
+        tools: vec![trivial_tool()],
+        host: Some(host),
+        ..Default::default()
+    })
+    .expect("bench agent builds")
+}
+
 /// The prompt every bench run starts from.
 pub fn input() -> Input {
     Input::from(UserMessage::new("go"))
