@@ -8,8 +8,8 @@ use crate::message::{Message, StopReason, ToolCall, UserMessage};
 pub struct Input {
     /// Prompts appended after the transcript.
     pub prompts: Vec<UserMessage>,
-    /// An earlier run's transcript (from [`RunResult::messages`] or [`Error::messages`]),
-    /// possibly saved and loaded in another process. A transcript ending in an assistant
+    /// An earlier run's transcript (from [`RunResult::messages`](super::RunResult::messages)
+    /// or [`Error::messages`]), possibly saved and loaded in another process. A transcript ending in an assistant
     /// message with unanswered tool calls continues by running those calls; one ending in tool
     /// results or a user message continues by asking the generator.
     pub transcript: Vec<Message>,
