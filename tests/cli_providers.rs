@@ -15,17 +15,10 @@ use axum::Router;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 use support::cli::*;
+use support::fixture;
 
 /// What the server was sent: the path, the auth header, the body.
 type Requests = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
-
-fn fixture(path: &str) -> Vec<u8> {
-    let full = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/llm")
-        .join(path);
-    std::fs::read(&full)
-        .unwrap_or_else(|error| panic!("fixture {} is missing ({error})", full.display()))
-}
 
 /// A server answering every request with `body` (an SSE stream).
 async fn serve(body: Vec<u8>) -> (String, Requests) {

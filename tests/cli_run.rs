@@ -28,17 +28,9 @@ fn two_calls_script(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 fn run_json(dir: &std::path::Path, script: &std::path::Path, extra: &[&str]) -> Vec<Value> {
-    let mut args = vec![
-        "run",
-        "--json",
-        "--cwd",
-        dir.to_str().unwrap(),
-        "--script",
-        script.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    args.push("go");
-    let output = golato_output(&args);
+    let mut flags = vec!["--json"];
+    flags.extend_from_slice(extra);
+    let output = run_script(dir, script, &flags);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     json_lines(&output)
 }
@@ -66,14 +58,7 @@ fn tool_order(lines: &[Value]) -> Vec<(String, String)> {
 fn piped_output_is_plain_lines_with_each_call_and_a_summary() {
     let dir = tempfile::tempdir().unwrap();
     let script = two_calls_script(dir.path());
-    let output = golato_output(&[
-        "run",
-        "--cwd",
-        dir.path().to_str().unwrap(),
-        "--script",
-        script.to_str().unwrap(),
-        "go",
-    ]);
+    let output = run_script(dir.path(), &script, &[]);
     assert_eq!(output.status.code(), Some(0));
     let text = stdout(&output);
     assert!(
@@ -252,16 +237,7 @@ fn tools_and_exclude_choose_what_the_model_may_call() {
 fn max_turns_ends_the_run_with_exit_1_and_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let script = two_calls_script(dir.path());
-    let output = golato_output(&[
-        "run",
-        "--max-turns",
-        "1",
-        "--cwd",
-        dir.path().to_str().unwrap(),
-        "--script",
-        script.to_str().unwrap(),
-        "go",
-    ]);
+    let output = run_script(dir.path(), &script, &["--max-turns", "1"]);
     assert_eq!(output.status.code(), Some(1));
     let error = one_error_line(&output);
     assert!(error.contains("limit of 1 turn(s)"), "{error}");
@@ -281,15 +257,7 @@ fn a_script_that_runs_out_is_an_error_outcome_naming_the_script() {
         "short.jsonl",
         &[json!({"tool_calls": [bash_call("a", "true")]})],
     );
-    let output = golato_output(&[
-        "run",
-        "--json",
-        "--cwd",
-        dir.path().to_str().unwrap(),
-        "--script",
-        script.to_str().unwrap(),
-        "go",
-    ]);
+    let output = run_script(dir.path(), &script, &["--json"]);
     assert_eq!(output.status.code(), Some(1));
     let error = one_error_line(&output);
     assert!(
@@ -409,14 +377,7 @@ fn a_replay_whose_results_differ_says_where_and_still_finishes() {
     assert_eq!(outcome["status"], "completed");
     assert_eq!(outcome["replay_mismatches"], 1);
 
-    let output = golato_output(&[
-        "run",
-        "--cwd",
-        dir.path().to_str().unwrap(),
-        "--script",
-        recorded.to_str().unwrap(),
-        "go",
-    ]);
+    let output = run_script(dir.path(), &recorded, &[]);
     assert_eq!(output.status.code(), Some(0));
     let text = stdout(&output);
     assert!(
@@ -505,15 +466,7 @@ fn usage_errors_exit_2_with_one_line_before_anything_runs() {
 fn trace_shows_each_actor_message_nested_run_turn_batch_call() {
     let dir = tempfile::tempdir().unwrap();
     let script = two_calls_script(dir.path());
-    let output = golato_output(&[
-        "run",
-        "--trace",
-        "--cwd",
-        dir.path().to_str().unwrap(),
-        "--script",
-        script.to_str().unwrap(),
-        "go",
-    ]);
+    let output = run_script(dir.path(), &script, &["--trace"]);
     assert_eq!(output.status.code(), Some(0));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(!stderr.contains('\x1b'), "colours on a pipe");

@@ -103,14 +103,6 @@ async fn serve(replies: Vec<Reply>) -> (String, Arc<Server>) {
     (format!("http://{address}"), server)
 }
 
-fn fixture(path: &str) -> Vec<u8> {
-    let full = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/llm")
-        .join(path);
-    std::fs::read(&full)
-        .unwrap_or_else(|error| panic!("fixture {} is missing ({error})", full.display()))
-}
-
 fn fast_retries() -> RetryPolicy {
     RetryPolicy {
         max_retries: 2,

@@ -198,14 +198,8 @@ impl ToolActor {
                 rewrote,
             }
         };
-        let handle = self
-            .setup
-            .agent
-            .host
-            .runtime()
-            .spawn(decide.instrument(self.setup.span.clone()));
-        ctx.spawn(handle.into_actor(self).map(|joined, this, ctx| {
-            let decided = match outcome_of(joined) {
+        self.on_runtime(decide, ctx, |joined, this, ctx| {
+            let decided = match joined {
                 JobOutcome::Completed(decided) => decided,
                 JobOutcome::Panicked(panic) => Before::Failed(format!("it panicked: {panic}")),
                 JobOutcome::Lost | JobOutcome::NotStarted => {
@@ -213,7 +207,7 @@ impl ToolActor {
                 }
             };
             this.before_decided(decided, ctx);
-        }));
+        });
     }
 
     fn before_decided(&mut self, decided: Before, ctx: &mut Context<Self>) {
@@ -416,14 +410,8 @@ impl ToolActor {
             }
             (result, replaced.then_some(HookAction::ReplacedResult))
         };
-        let handle = self
-            .setup
-            .agent
-            .host
-            .runtime()
-            .spawn(decide.instrument(self.setup.span.clone()));
-        ctx.spawn(handle.into_actor(self).map(|joined, this, ctx| {
-            let (result, action) = match outcome_of(joined) {
+        self.on_runtime(decide, ctx, |joined, this, ctx| {
+            let (result, action) = match joined {
                 JobOutcome::Completed(decided) => decided,
                 JobOutcome::Panicked(panic) => {
                     let error = format!("it panicked: {panic}");
@@ -445,7 +433,24 @@ impl ToolActor {
                 this.notify(Notice::Hook(action));
             }
             this.finish(result, ctx);
-        }));
+        });
+    }
+
+    /// Runs `work` (a hook) on the host runtime, never on this actor's thread, and hands what
+    /// became of it (a panic included) to `then` back on the actor.
+    fn on_runtime<T: Send + Unpin + 'static>(
+        &mut self,
+        work: impl std::future::Future<Output = T> + Send + 'static,
+        ctx: &mut Context<Self>,
+        then: impl FnOnce(JobOutcome<T>, &mut Self, &mut Context<Self>) + 'static,
+    ) {
+        let runtime = self.setup.agent.host.runtime();
+        let handle = runtime.spawn(work.instrument(self.setup.span.clone()));
+        ctx.spawn(
+            handle
+                .into_actor(self)
+                .map(move |joined, this, ctx| then(outcome_of(joined), this, ctx)),
+        );
     }
 }
 

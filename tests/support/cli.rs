@@ -31,6 +31,15 @@ pub fn golato_output(args: &[&str]) -> Output {
     golato().args(args).output().unwrap()
 }
 
+/// `golato run FLAGS --cwd DIR --script SCRIPT go`, run to its end.
+pub fn run_script(dir: &Path, script: &Path, flags: &[&str]) -> Output {
+    let mut args = vec!["run"];
+    args.extend_from_slice(flags);
+    let (dir, script) = (dir.to_str().unwrap(), script.to_str().unwrap());
+    args.extend(["--cwd", dir, "--script", script, "go"]);
+    golato_output(&args)
+}
+
 /// Writes a script of JSONL `entries` into `dir` and returns its path.
 pub fn script_file(dir: &Path, name: &str, entries: &[Value]) -> PathBuf {
     let path = dir.join(name);

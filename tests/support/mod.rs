@@ -185,6 +185,15 @@ pub fn call_tool(
     transcript_results(&result.messages).remove(0)
 }
 
+/// A recorded provider stream from `../shared/fixtures/llm/` (`shared/` beside the checkout).
+pub fn fixture(path: &str) -> Vec<u8> {
+    let full = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/llm")
+        .join(path);
+    std::fs::read(&full)
+        .unwrap_or_else(|error| panic!("fixture {} is missing ({error})", full.display()))
+}
+
 /// Peak resident memory of this test process so far, in KiB (Linux).
 pub fn peak_rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
