@@ -23,10 +23,11 @@ use tokio::task::AbortHandle;
 use tracing::Instrument;
 
 use super::batch_calls::{Notice, SharedBatch};
+use super::validation::Registered;
 use super::AgentInner;
 use crate::hook::{AfterToolCall, BeforeToolCall, HookAction, HookContext};
 use crate::message::{Content, ToolCall, ToolResultMessage};
-use crate::tool::{check_result, BoxError, CallHost, Function, Tool, ToolContext, ToolResult};
+use crate::tool::{check_result, BoxError, CallHost, Function, ToolContext, ToolResult};
 
 /// A call's final result and whether it asked to end the run.
 #[derive(Debug)]
@@ -69,7 +70,8 @@ pub(crate) struct ToolSetup {
     /// The batch's shared state; this call is number `index` in it.
     pub(crate) shared: Arc<SharedBatch>,
     pub(crate) index: usize,
-    pub(crate) tool: Tool,
+    /// The tool and its compiled schema.
+    pub(crate) tool: Arc<Registered>,
     pub(crate) arguments: Value,
     pub(crate) span: tracing::Span,
 }
@@ -249,10 +251,7 @@ impl ToolActor {
                 "The arguments must be a JSON object, got {arguments}"
             ));
         }
-        match self.setup.agent.registry.get(&self.setup.call().name) {
-            Some(registered) => registered.schema.check(arguments),
-            None => Err("The tool is no longer registered.".to_owned()),
-        }
+        self.setup.tool.schema.check(arguments)
     }
 
     /// Launches the function on the runtime, with the call's timeout.
@@ -271,7 +270,7 @@ impl ToolActor {
         let span = self.setup.span.clone();
         // The gate closes the moment the function returns, on its own thread, so an update a
         // detached task publishes afterwards is never forwarded.
-        let handle = match self.setup.tool.function().clone() {
+        let handle = match self.setup.tool.tool.function().clone() {
             Function::Async(function) => runtime.spawn(
                 async move {
                     let returned = function(context, arguments).await;
@@ -287,7 +286,7 @@ impl ToolActor {
             }),
         };
         self.function = Some(handle.abort_handle());
-        let timeout = self.setup.tool.timeout().or(self.setup.agent.tool_timeout);
+        let timeout = self.setup.tool.tool.timeout().or(self.setup.agent.tool_timeout);
         if let Some(timeout) = timeout {
             self.timer = Some(ctx.run_later(timeout, move |this, ctx| this.time_out(timeout, ctx)));
         }

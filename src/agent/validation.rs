@@ -2,6 +2,7 @@
 //! non-blank, name registered, arguments a JSON object, arguments satisfy the schema.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -16,7 +17,9 @@ pub(crate) struct Registered {
 
 /// The agent's tools by name, in registration order for messages that list them.
 pub(crate) struct Registry {
-    by_name: HashMap<String, Registered>,
+    /// Shared with the tool actors of the calls that name them (cloning an `Arc` is one
+    /// counter, a `Tool` four).
+    by_name: HashMap<String, Arc<Registered>>,
     names: Vec<String>,
 }
 
@@ -26,12 +29,15 @@ impl Registry {
         let by_name = tools
             .into_iter()
             .zip(schemas)
-            .map(|(tool, schema)| (tool.name().to_owned(), Registered { tool, schema }))
+            .map(|(tool, schema)| {
+                let name = tool.name().to_owned();
+                (name, Arc::new(Registered { tool, schema }))
+            })
             .collect();
         Registry { by_name, names }
     }
 
-    pub(crate) fn get(&self, name: &str) -> Option<&Registered> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<Registered>> {
         self.by_name.get(name)
     }
 }
@@ -41,7 +47,10 @@ pub(crate) enum Prepared {
     /// The call fails validation; the text is its error result.
     Invalid(String),
     /// The call may run.
-    Valid { tool: Tool, arguments: Value },
+    Valid {
+        tool: Arc<Registered>,
+        arguments: Value,
+    },
 }
 
 /// How much of a long argument text an error message shows.
@@ -154,7 +163,7 @@ fn prepare_one(registry: &Registry, call: &ToolCall, id_count: usize) -> Prepare
         return Prepared::Invalid(format!("Invalid arguments for {name}. {report}"));
     }
     Prepared::Valid {
-        tool: registered.tool.clone(),
+        tool: Arc::clone(registered),
         arguments,
     }
 }

@@ -4,6 +4,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use actix::fut::ActorFutureExt;
 use actix::{AsyncContext, Context, Handler, Message, WrapFuture};
 use futures::{FutureExt, StreamExt};
 use tracing::Instrument;
@@ -78,9 +79,38 @@ impl RunActor {
                     Partial::default(),
                 ),
             };
-            mailbox.do_send(GeneratorDone { turn, generated });
+            generated
         };
-        ctx.spawn(generate.instrument(self.turn_span.clone()).into_actor(self));
+        // The outcome is handled here, on the actor, when no delta went through the mailbox
+        // (nobody reads events); otherwise it is queued behind them, so that every update
+        // event comes before the message's end.
+        let generate = generate.instrument(self.turn_span.clone()).into_actor(self);
+        ctx.spawn(generate.map(move |generated, this, ctx| {
+            if this.plan.channel.wants_events() {
+                mailbox.do_send(GeneratorDone { turn, generated });
+            } else {
+                this.on_generated(turn, generated, ctx);
+            }
+        }));
+    }
+
+    fn on_generated(&mut self, turn: usize, generated: Generated, ctx: &mut Context<Self>) {
+        if self.ended || turn != self.turn {
+            return;
+        }
+        let _entered = self.turn_span.clone().entered();
+        match generated {
+            Generated::Message(assistant) => self.on_message(assistant, ctx),
+            Generated::Cancelled(partial) => {
+                self.record_partial(partial, StopReason::Aborted, None);
+                self.cancelled(ctx);
+            }
+            Generated::Failed(source, partial) => {
+                self.record_partial(partial, StopReason::Error, Some(source.to_string()));
+                let messages = self.take_messages();
+                self.end(Err(Error::Generator { source, messages }), ctx);
+            }
+        }
     }
 
     /// Records the part of an answer that had streamed in when the request was cancelled or
@@ -196,21 +226,6 @@ impl Handler<GeneratorDone> for RunActor {
     type Result = ();
 
     fn handle(&mut self, message: GeneratorDone, ctx: &mut Context<Self>) {
-        if self.ended || message.turn != self.turn {
-            return;
-        }
-        let _entered = self.turn_span.clone().entered();
-        match message.generated {
-            Generated::Message(assistant) => self.on_message(assistant, ctx),
-            Generated::Cancelled(partial) => {
-                self.record_partial(partial, StopReason::Aborted, None);
-                self.cancelled(ctx);
-            }
-            Generated::Failed(source, partial) => {
-                self.record_partial(partial, StopReason::Error, Some(source.to_string()));
-                let messages = self.take_messages();
-                self.end(Err(Error::Generator { source, messages }), ctx);
-            }
-        }
+        self.on_generated(message.turn, message.generated, ctx);
     }
 }
