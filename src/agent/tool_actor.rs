@@ -286,7 +286,12 @@ impl ToolActor {
             }),
         };
         self.function = Some(handle.abort_handle());
-        let timeout = self.setup.tool.tool.timeout().or(self.setup.agent.tool_timeout);
+        let timeout = self
+            .setup
+            .tool
+            .tool
+            .timeout()
+            .or(self.setup.agent.tool_timeout);
         if let Some(timeout) = timeout {
             self.timer = Some(ctx.run_later(timeout, move |this, ctx| this.time_out(timeout, ctx)));
         }
