@@ -48,6 +48,7 @@ fn main() {
     let validator = support::floor::validator();
     let tool = support::trivial_tool();
     let calls = support::floor::calls(CALLS);
+    let floor = support::floor::Floor::new(&host, CALLS);
     let rows = [
         (
             "golato Agent::run (no events)",
@@ -69,29 +70,11 @@ fn main() {
         ),
         (
             "bare actor floor (no golato logic)",
-            per_iteration(|| {
-                support::floor::run_batches(
-                    support::floor::Shape::PerCallActors,
-                    1,
-                    &host,
-                    &calls,
-                    &tool,
-                    &validator,
-                )
-            }),
+            per_iteration(|| floor.run(support::floor::Shape::PerCallActors, 1)),
         ),
         (
             "floor: run + supervisor + call actors",
-            per_iteration(|| {
-                support::floor::run_batches(
-                    support::floor::Shape::RunSupervisorCalls,
-                    1,
-                    &host,
-                    &calls,
-                    &tool,
-                    &validator,
-                )
-            }),
+            per_iteration(|| floor.run(support::floor::Shape::RunSupervisorCalls, 1)),
         ),
         (
             "tokio spawn + join",

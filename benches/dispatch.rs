@@ -55,6 +55,7 @@ fn pipeline(c: &mut Criterion) {
     let validator = support::floor::validator();
     let tool = support::trivial_tool();
     let calls = support::floor::calls(CALLS);
+    let floor = support::floor::Floor::new(&host, CALLS);
     group.bench_function("tokio_spawn_join_8_calls", |b| {
         b.iter(|| {
             let batch = support::floor::tokio_batch(
@@ -66,40 +67,13 @@ fn pipeline(c: &mut Criterion) {
         })
     });
     group.bench_function("actix_supervisor_only_8_calls", |b| {
-        b.iter(|| {
-            support::floor::run_batches(
-                support::floor::Shape::SupervisorOnly,
-                1,
-                &host,
-                &calls,
-                &tool,
-                &validator,
-            )
-        })
+        b.iter(|| floor.run(support::floor::Shape::SupervisorOnly, 1))
     });
     group.bench_function("actix_floor_run_supervisor_calls_8_calls", |b| {
-        b.iter(|| {
-            support::floor::run_batches(
-                support::floor::Shape::RunSupervisorCalls,
-                1,
-                &host,
-                &calls,
-                &tool,
-                &validator,
-            )
-        })
+        b.iter(|| floor.run(support::floor::Shape::RunSupervisorCalls, 1))
     });
     group.bench_function("actix_floor_8_calls", |b| {
-        b.iter(|| {
-            support::floor::run_batches(
-                support::floor::Shape::PerCallActors,
-                1,
-                &host,
-                &calls,
-                &tool,
-                &validator,
-            )
-        })
+        b.iter(|| floor.run(support::floor::Shape::PerCallActors, 1))
     });
     group.finish();
 
@@ -127,7 +101,7 @@ fn pipeline(c: &mut Criterion) {
             })
         })
     });
-    let canned = support::canned_agent(CALLS, host.clone());
+    let canned = support::canned_agent(CALLS, host);
     group.bench_function("golato_256_agent_runs_x_8_calls_whole_messages", |b| {
         b.iter(|| {
             runtime.block_on(async {
@@ -139,40 +113,13 @@ fn pipeline(c: &mut Criterion) {
         })
     });
     group.bench_function("actix_supervisor_only_256_batches_x_8_calls", |b| {
-        b.iter(|| {
-            support::floor::run_batches(
-                support::floor::Shape::SupervisorOnly,
-                IN_FLIGHT,
-                &host,
-                &calls,
-                &tool,
-                &validator,
-            )
-        })
+        b.iter(|| floor.run(support::floor::Shape::SupervisorOnly, IN_FLIGHT))
     });
     group.bench_function("actix_floor_run_supervisor_calls_256_x_8_calls", |b| {
-        b.iter(|| {
-            support::floor::run_batches(
-                support::floor::Shape::RunSupervisorCalls,
-                IN_FLIGHT,
-                &host,
-                &calls,
-                &tool,
-                &validator,
-            )
-        })
+        b.iter(|| floor.run(support::floor::Shape::RunSupervisorCalls, IN_FLIGHT))
     });
     group.bench_function("actix_floor_256_batches_x_8_calls", |b| {
-        b.iter(|| {
-            support::floor::run_batches(
-                support::floor::Shape::PerCallActors,
-                IN_FLIGHT,
-                &host,
-                &calls,
-                &tool,
-                &validator,
-            )
-        })
+        b.iter(|| floor.run(support::floor::Shape::PerCallActors, IN_FLIGHT))
     });
     group.bench_function("tokio_256_batches_x_8_spawn_join", |b| {
         b.iter(|| {

@@ -70,14 +70,13 @@ impl Actor for FloorBatch {
                 }));
                 continue;
             }
-            FloorCall {
-                call: Some(call),
-                tool: self.tool.clone(),
-                validator: Arc::clone(&self.validator),
-                runtime: self.runtime.clone(),
-                batch: ctx.address(),
-            }
-            .start();
+            FloorCall::spawn(
+                call,
+                &self.tool,
+                &self.validator,
+                &self.runtime,
+                ctx.address(),
+            );
         }
     }
 }
@@ -96,14 +95,13 @@ impl Actor for FloorSupervisor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         for call in std::mem::take(&mut self.calls) {
-            FloorCall {
-                call: Some(call),
-                tool: self.tool.clone(),
-                validator: Arc::clone(&self.validator),
-                runtime: self.runtime.clone(),
-                batch: self.run.clone(),
-            }
-            .start();
+            FloorCall::spawn(
+                call,
+                &self.tool,
+                &self.validator,
+                &self.runtime,
+                self.run.clone(),
+            );
         }
         ctx.stop();
     }
@@ -115,6 +113,26 @@ struct FloorCall {
     validator: Arc<jsonschema::Validator>,
     runtime: tokio::runtime::Handle,
     batch: actix::Addr<FloorBatch>,
+}
+
+impl FloorCall {
+    /// Starts the actor of one call, reporting to `batch`.
+    fn spawn(
+        call: ToolCall,
+        tool: &Tool,
+        validator: &Arc<jsonschema::Validator>,
+        runtime: &tokio::runtime::Handle,
+        batch: actix::Addr<FloorBatch>,
+    ) {
+        FloorCall {
+            call: Some(call),
+            tool: tool.clone(),
+            validator: Arc::clone(validator),
+            runtime: runtime.clone(),
+            batch,
+        }
+        .start();
+    }
 }
 
 impl Actor for FloorCall {
@@ -157,45 +175,55 @@ impl Handler<FloorResult> for FloorBatch {
     }
 }
 
-/// Starts a [`FloorBatch`] of `calls` on `host`, with or without an actor per call; it signals
-/// `done` when every call reported.
-fn start_batch(
-    shape: Shape,
-    host: &Host,
-    calls: &[ToolCall],
-    tool: &Tool,
-    validator: &Arc<jsonschema::Validator>,
-    done: std::sync::mpsc::Sender<()>,
-) {
-    let (calls, tool, validator) = (calls.to_vec(), tool.clone(), Arc::clone(validator));
-    let runtime = host.runtime().clone();
-    host.start(move |_: &mut Context<FloorBatch>| FloorBatch {
-        shape,
-        remaining: calls.len(),
-        calls,
-        tool,
-        validator,
-        runtime,
-        done,
-    })
-    .unwrap();
+/// The floor's fixed inputs: the host, a batch's calls, the trivial tool and its schema.
+pub struct Floor {
+    host: Host,
+    calls: Vec<ToolCall>,
+    tool: Tool,
+    validator: Arc<jsonschema::Validator>,
 }
 
-/// Runs `batches` [`FloorBatch`]es of `calls` at once on `host` and waits for all of them.
-pub fn run_batches(
-    shape: Shape,
-    batches: usize,
-    host: &Host,
-    calls: &[ToolCall],
-    tool: &Tool,
-    validator: &Arc<jsonschema::Validator>,
-) {
-    let (done_tx, done_rx) = std::sync::mpsc::channel();
-    for _ in 0..batches {
-        start_batch(shape, host, calls, tool, validator, done_tx.clone());
+impl Floor {
+    /// Batches of `count` trivial calls on `host`.
+    pub fn new(host: &Host, count: usize) -> Floor {
+        Floor {
+            host: host.clone(),
+            calls: calls(count),
+            tool: super::trivial_tool(),
+            validator: validator(),
+        }
     }
-    for _ in 0..batches {
-        done_rx.recv().unwrap();
+
+    /// Runs `batches` [`FloorBatch`]es of the given shape at once and waits for all of them.
+    pub fn run(&self, shape: Shape, batches: usize) {
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        for _ in 0..batches {
+            self.start_batch(shape, done_tx.clone());
+        }
+        for _ in 0..batches {
+            done_rx.recv().unwrap();
+        }
+    }
+
+    /// Starts one [`FloorBatch`]; it signals `done` when every call reported.
+    fn start_batch(&self, shape: Shape, done: std::sync::mpsc::Sender<()>) {
+        let (calls, tool, validator) = (
+            self.calls.clone(),
+            self.tool.clone(),
+            Arc::clone(&self.validator),
+        );
+        let runtime = self.host.runtime().clone();
+        self.host
+            .start(move |_: &mut Context<FloorBatch>| FloorBatch {
+                shape,
+                remaining: calls.len(),
+                calls,
+                tool,
+                validator,
+                runtime,
+                done,
+            })
+            .unwrap();
     }
 }
 

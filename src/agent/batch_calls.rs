@@ -83,6 +83,11 @@ impl SharedBatch {
         })
     }
 
+    /// The batch's number within its run.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     pub(crate) fn calls(&self) -> &[ToolCall] {
         &self.calls
     }

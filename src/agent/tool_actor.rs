@@ -1,12 +1,13 @@
 //! The tool actor: the one home of a validated call, from launch to its result.
 //!
 //! One per call, started by the batch supervisor. It runs the before-hooks, launches the
-//! function on the host runtime (never on an actor thread), checks and forwards the partial
-//! updates the function publishes, enforces the call's timeout, checks the returned result, runs
-//! the after-hooks, and reports exactly one [`CallOutcome`] through its [`Reporter`] (whose
-//! `Drop` reports the call lost if the actor dies first). Everything about one call happens
-//! here; the run actor only hears of updates and hook decisions ([`CallNotice`]) and of the
-//! outcome.
+//! function on the host runtime (never on an actor thread) with a context whose partial updates
+//! go through the call's gate in the batch's [`SharedBatch`] (checked there, forwarded without a
+//! hop through this actor, and cut off when the function returns), enforces the call's timeout,
+//! checks the returned result, runs the after-hooks, and reports exactly one [`CallOutcome`]
+//! through its [`Reporter`] (whose `Drop` reports the call lost if the actor dies first).
+//! Everything about one call happens here; the run actor only hears of updates and hook
+//! decisions (`CallNotice`) and of the outcome.
 //!
 //! Without hooks or a timeout this costs what the bare per-call actor costs: the function is
 //! launched from `started` and the outcome reported when it returns.
@@ -17,7 +18,6 @@ use std::time::Duration;
 use actix::fut::ActorFutureExt;
 use actix::{Actor, ActorContext, AsyncContext, Context, SpawnHandle, WrapFuture};
 use golato_actors::batch::{outcome_of, Job, JobOutcome, Reporter, Work};
-use golato_actors::TracedActor;
 use serde_json::Value;
 use tokio::task::AbortHandle;
 use tracing::Instrument;
@@ -126,12 +126,6 @@ impl Actor for ToolActor {
         } else {
             self.run_before_hooks(ctx);
         }
-    }
-}
-
-impl TracedActor for ToolActor {
-    fn span(&self) -> &tracing::Span {
-        &self.setup.span
     }
 }
 

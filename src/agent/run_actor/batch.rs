@@ -29,7 +29,6 @@ const INLINE_VALIDATION_BYTES: usize = 64 * 1024;
 
 /// The calls in flight.
 pub(super) struct Batch {
-    id: u64,
     /// Index of the assistant message in the transcript.
     message_index: usize,
     /// The calls and what they share, with every tool actor and `ToolContext` of the batch.
@@ -46,7 +45,6 @@ impl RunActor {
         self.batch_id += 1;
         let count = calls.calls.len();
         Batch {
-            id: self.batch_id,
             message_index,
             shared: SharedBatch::new(
                 self.batch_id,
@@ -105,7 +103,7 @@ impl RunActor {
             let agent = Arc::clone(&self.plan.agent);
             let shared = Arc::clone(&batch.shared);
             let mailbox = self.mailbox.clone();
-            let id = batch.id;
+            let id = batch.shared.id();
             self.batch = Some(batch);
             self.plan.agent.host.spawn_blocking(move || {
                 let prepared = validation::prepare(&agent.registry, shared.calls());
@@ -121,8 +119,8 @@ impl RunActor {
         let Some(batch) = self.batch.as_ref() else {
             return;
         };
-        let batch_id = batch.id;
         let shared = Arc::clone(&batch.shared);
+        let batch_id = shared.id();
         let calls = shared.calls();
         let batch_span = tracing::debug_span!(parent: &self.turn_span, "batch", batch = batch_id, calls = calls.len());
 
@@ -305,9 +303,7 @@ impl RunActor {
         self.deliver_steering();
         self.request_turn(ctx);
     }
-}
 
-impl RunActor {
     /// Puts calls moved out of the transcript's message back into it (copying them only if a
     /// tool still holds its context).
     pub(super) fn give_back_calls(&mut self, batch: Batch) -> Vec<Option<CallOutcome>> {
@@ -354,7 +350,7 @@ impl Handler<Validated> for RunActor {
         if self
             .batch
             .as_ref()
-            .is_some_and(|batch| batch.id == message.batch)
+            .is_some_and(|batch| batch.shared.id() == message.batch)
         {
             self.dispatch(message.prepared, ctx);
         }
@@ -368,7 +364,7 @@ impl Handler<CallNotice> for RunActor {
         let Some(batch) = self
             .batch
             .as_ref()
-            .filter(|batch| batch.id == message.batch)
+            .filter(|batch| batch.shared.id() == message.batch)
         else {
             return;
         };
