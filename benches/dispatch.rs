@@ -72,6 +72,9 @@ fn pipeline(c: &mut Criterion) {
     group.bench_function("actix_floor_run_supervisor_calls_8_calls", |b| {
         b.iter(|| floor.run(support::floor::Shape::RunSupervisorCalls, 1))
     });
+    group.bench_function("actix_floor_run_turns_supervisor_calls_8_calls", |b| {
+        b.iter(|| floor.run(support::floor::Shape::RunTurnsSupervisorCalls, 1))
+    });
     group.bench_function("actix_floor_8_calls", |b| {
         b.iter(|| floor.run(support::floor::Shape::PerCallActors, 1))
     });
@@ -118,6 +121,10 @@ fn pipeline(c: &mut Criterion) {
     group.bench_function("actix_floor_run_supervisor_calls_256_x_8_calls", |b| {
         b.iter(|| floor.run(support::floor::Shape::RunSupervisorCalls, IN_FLIGHT))
     });
+    group.bench_function(
+        "actix_floor_run_turns_supervisor_calls_256_x_8_calls",
+        |b| b.iter(|| floor.run(support::floor::Shape::RunTurnsSupervisorCalls, IN_FLIGHT)),
+    );
     group.bench_function("actix_floor_256_batches_x_8_calls", |b| {
         b.iter(|| floor.run(support::floor::Shape::PerCallActors, IN_FLIGHT))
     });

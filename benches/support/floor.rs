@@ -20,6 +20,9 @@ pub enum Shape {
     PerCallActors,
     /// A run actor, a supervisor actor, and one actor per call reporting to the run actor.
     RunSupervisorCalls,
+    /// As [`Shape::RunSupervisorCalls`], with the two model turns of a run around the batch:
+    /// each a future polled on the run actor that yields a message (the calls, then a text).
+    RunTurnsSupervisorCalls,
 }
 
 /// The floor the architecture sets: the bare actor mechanics of a batch with no golato logic.
@@ -48,16 +51,18 @@ impl Actor for FloorBatch {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        if self.shape == Shape::RunSupervisorCalls {
-            FloorSupervisor {
-                calls: std::mem::take(&mut self.calls),
-                tool: self.tool.clone(),
-                validator: Arc::clone(&self.validator),
-                runtime: self.runtime.clone(),
-                run: ctx.address(),
-            }
-            .start();
+        if self.shape == Shape::RunTurnsSupervisorCalls {
+            // The first turn: a future on this actor hands over the message with the calls.
+            let message = std::mem::take(&mut self.calls);
+            let turn = async move { black_box(message) };
+            ctx.spawn(turn.into_actor(self).map(|calls, this, ctx| {
+                this.calls = calls;
+                this.start_supervisor(ctx);
+            }));
             return;
+        }
+        if self.shape == Shape::RunSupervisorCalls {
+            return self.start_supervisor(ctx);
         }
         for call in std::mem::take(&mut self.calls) {
             if self.shape == Shape::SupervisorOnly {
@@ -78,6 +83,24 @@ impl Actor for FloorBatch {
                 ctx.address(),
             );
         }
+    }
+}
+
+impl FloorBatch {
+    fn start_supervisor(&mut self, ctx: &mut Context<Self>) {
+        FloorSupervisor {
+            calls: std::mem::take(&mut self.calls),
+            tool: self.tool.clone(),
+            validator: Arc::clone(&self.validator),
+            runtime: self.runtime.clone(),
+            run: ctx.address(),
+        }
+        .start();
+    }
+
+    fn finish(&mut self, ctx: &mut Context<Self>) {
+        self.done.send(()).unwrap();
+        ctx.stop();
     }
 }
 
@@ -168,10 +191,18 @@ impl Handler<FloorResult> for FloorBatch {
     fn handle(&mut self, result: FloorResult, ctx: &mut Context<Self>) {
         black_box(result.0);
         self.remaining -= 1;
-        if self.remaining == 0 {
-            self.done.send(()).unwrap();
-            ctx.stop();
+        if self.remaining > 0 {
+            return;
         }
+        if self.shape != Shape::RunTurnsSupervisorCalls {
+            return self.finish(ctx);
+        }
+        // The second turn: a future on this actor hands over the final text.
+        let turn = async { black_box(String::from("done")) };
+        ctx.spawn(turn.into_actor(self).map(|text, this, ctx| {
+            black_box(text);
+            this.finish(ctx);
+        }));
     }
 }
 
