@@ -69,12 +69,16 @@ pub struct Request {
 }
 
 /// A fragment of the message being generated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serializes as an object with a `"kind"` (`text`, `reasoning`, `tool_call`): text and
+/// reasoning carry a `"text"`, a tool-call fragment its fields.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Delta {
     /// More answer text.
-    Text(String),
+    Text(#[serde(serialize_with = "as_text")] String),
     /// More reasoning text, kept apart from the answer.
-    Reasoning(String),
+    Reasoning(#[serde(serialize_with = "as_text")] String),
     /// A fragment of tool call number `index` (0-based, in the message's call order).
     ToolCall {
         /// Which call of the message this fragment belongs to.
@@ -86,6 +90,14 @@ pub enum Delta {
         /// More of the raw JSON arguments.
         arguments: String,
     },
+}
+
+/// Serializes a text fragment as `{"text": ...}`, beside the enum's `"kind"` tag.
+fn as_text<S: serde::Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(1))?;
+    map.serialize_entry("text", text)?;
+    map.end()
 }
 
 impl Delta {

@@ -163,7 +163,8 @@ impl fmt::Debug for dyn Hook {
 }
 
 /// What a hook did to a call, as the `ToolHook` event reports it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum HookAction {
     /// A before-hook blocked the call; its function did not run.

@@ -66,7 +66,7 @@ pub enum Execution {
 }
 
 /// What a tool function returns: content for the model, details for the application.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
 pub struct ToolResult {
     /// Text and image parts for the model. Empty is valid.
     pub content: Vec<Content>,

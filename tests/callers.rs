@@ -127,3 +127,60 @@ fn actix_main_style_system() {
     let events = system.block_on(async { run_async(agent().start(prompt("go"))).await });
     assert_eq!(kinds(&events), expected());
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn tokio_current_thread_with_the_run_as_a_stream() {
+    use futures::StreamExt;
+    let mut run = agent().start(prompt("go"));
+    let mut events = Vec::new();
+    while let Some(event) = run.next().await {
+        events.push(event);
+    }
+    // Polled again after its end, the stream stays ended.
+    assert!(run.next().await.is_none());
+    assert_eq!(run.finish().await.unwrap().final_message.text(), "done");
+    assert_eq!(kinds(&events), expected());
+}
+
+#[test]
+fn every_event_serializes_with_its_kind_and_fields() {
+    let (events, outcome) = collect(agent().start(prompt("go")));
+    outcome.unwrap();
+    let lines: Vec<serde_json::Value> = events
+        .iter()
+        .map(|event| serde_json::to_value(event).unwrap())
+        .collect();
+    let types: Vec<&str> = lines
+        .iter()
+        .map(|line| line["type"].as_str().unwrap())
+        .filter(|kind| *kind != "message_update")
+        .collect();
+    assert_eq!(types, expected());
+
+    let end = lines
+        .iter()
+        .find(|line| line["type"] == "tool_end")
+        .unwrap();
+    assert_eq!(end["index"], 0);
+    assert_eq!(end["call"]["id"], "1");
+    assert_eq!(end["call"]["name"], "echo");
+    assert_eq!(end["result"]["tool_call_id"], "1");
+    assert_eq!(end["result"]["content"][0]["text"], "hi");
+    let texts: String = lines
+        .iter()
+        .filter(|line| line["type"] == "message_update")
+        .flat_map(|line| line["deltas"].as_array().unwrap().clone())
+        .filter(|delta| delta["kind"] == "text")
+        .map(|delta| delta["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(texts, "done");
+    let turn_end = lines
+        .iter()
+        .find(|line| line["type"] == "turn_end")
+        .unwrap();
+    assert_eq!(turn_end["tool_results"][0]["tool_call_id"], "1");
+    assert_eq!(
+        lines.last().unwrap(),
+        &serde_json::json!({"type": "run_end", "error": null})
+    );
+}

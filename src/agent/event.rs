@@ -1,4 +1,9 @@
 //! What a run reports while it happens.
+//!
+//! Every event serializes (serde) to one JSON object with a `"type"` naming its kind in
+//! snake case (`run_start`, `tool_start`, `tool_end`, ...), the form `golato run --json` prints.
+
+use serde::Serialize;
 
 use crate::generator::Delta;
 use crate::hook::HookAction;
@@ -17,7 +22,8 @@ use crate::tool::ToolResult;
 /// generator failure after some text or reasoning streamed in, that part is recorded (with
 /// `StopReason::Aborted` or `StopReason::Error`) and gets its `MessageEnd` and `TurnEnd` before
 /// `RunEnd`; with nothing streamed in, the turn ends with `RunEnd` alone.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
     /// The run began.
@@ -31,10 +37,13 @@ pub enum Event {
     /// The answer is complete.
     MessageEnd(MessageEndEvent),
     /// A tool call began (or, for an invalid call, is about to get its error result).
+    #[serde(rename = "tool_start")]
     ToolExecutionStart(ToolExecutionStartEvent),
     /// A running tool published a partial result.
+    #[serde(rename = "tool_update")]
     ToolExecutionUpdate(ToolExecutionUpdateEvent),
     /// A tool call has its result.
+    #[serde(rename = "tool_end")]
     ToolExecutionEnd(ToolExecutionEndEvent),
     /// A hook blocked a call, rewrote its arguments, replaced its result, or failed. Comes
     /// between the call's start and end.
@@ -48,7 +57,7 @@ pub enum Event {
 }
 
 /// The run began.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct RunStartEvent {
     /// The run's process-unique ID, as in its tracing span.
@@ -56,7 +65,7 @@ pub struct RunStartEvent {
 }
 
 /// A turn began.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct TurnStartEvent {
     /// 1-based turn number within this run.
@@ -64,7 +73,7 @@ pub struct TurnStartEvent {
 }
 
 /// The model began answering.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct MessageStartEvent {
     /// The turn it answers.
@@ -72,7 +81,7 @@ pub struct MessageStartEvent {
 }
 
 /// More of the answer arrived.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct MessageUpdateEvent {
     /// The turn it answers.
@@ -83,7 +92,7 @@ pub struct MessageUpdateEvent {
 }
 
 /// The answer is complete.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct MessageEndEvent {
     /// The turn it answers.
@@ -93,7 +102,7 @@ pub struct MessageEndEvent {
 }
 
 /// A tool call began.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ToolExecutionStartEvent {
     /// Position of the call in the assistant message.
@@ -103,7 +112,7 @@ pub struct ToolExecutionStartEvent {
 }
 
 /// A running tool published a partial result.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ToolExecutionUpdateEvent {
     /// Position of the call in the assistant message.
@@ -115,7 +124,7 @@ pub struct ToolExecutionUpdateEvent {
 }
 
 /// A tool call has its result.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ToolExecutionEndEvent {
     /// Position of the call in the assistant message.
@@ -127,7 +136,7 @@ pub struct ToolExecutionEndEvent {
 }
 
 /// A hook acted on a call.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ToolHookEvent {
     /// Position of the call in the assistant message.
@@ -139,7 +148,8 @@ pub struct ToolHookEvent {
 }
 
 /// How a queued user message reached the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Delivery {
     /// `Run::steer`: after the batch that was running, before the next model turn.
     Steer,
@@ -148,7 +158,7 @@ pub enum Delivery {
 }
 
 /// A queued user message joined the transcript.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct UserMessageEvent {
     /// The turn after which it was delivered (0 before the first).
@@ -160,7 +170,7 @@ pub struct UserMessageEvent {
 }
 
 /// The turn is over.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct TurnEndEvent {
     /// 1-based turn number.
@@ -172,7 +182,7 @@ pub struct TurnEndEvent {
 }
 
 /// The run is over.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct RunEndEvent {
     /// `None` when the run ended normally, else the error's text (the error itself comes from

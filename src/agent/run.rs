@@ -8,8 +8,12 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Waker};
+
+use futures::Stream;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -34,6 +38,8 @@ struct State {
     follow_ups: VecDeque<UserMessage>,
     /// Set when the run decided to end: nothing more can be queued.
     inbox_closed: bool,
+    /// The task polling `Run` as a `Stream`, woken by the next event or the end.
+    stream_waker: Option<Waker>,
 }
 
 /// Events and outcome of one run, shared by the run actor and the [`Run`] handle.
@@ -63,6 +69,7 @@ impl Channel {
                 steering: VecDeque::new(),
                 follow_ups: VecDeque::new(),
                 inbox_closed: false,
+                stream_waker: None,
             }),
             event_ready: Condvar::new(),
             outcome_ready: Condvar::new(),
@@ -75,11 +82,14 @@ impl Channel {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn wake_event_readers(&self, blocked_readers: usize) {
+    fn wake_event_readers(&self, blocked_readers: usize, stream: Option<Waker>) {
         if blocked_readers > 0 {
             self.event_ready.notify_all();
         }
         self.notify.notify_waiters();
+        if let Some(waker) = stream {
+            waker.wake();
+        }
     }
 
     /// Queues `event`, coalescing it into a pending update when the buffer is full.
@@ -98,8 +108,9 @@ impl Channel {
         };
         state.events.push_back(event);
         let blocked_readers = state.event_waiters;
+        let stream = state.stream_waker.take();
         drop(state);
-        self.wake_event_readers(blocked_readers);
+        self.wake_event_readers(blocked_readers, stream);
     }
 
     /// Records the outcome; the first one wins.
@@ -111,11 +122,12 @@ impl Channel {
         state.finished = true;
         state.outcome = Some(outcome);
         let (blocked_readers, blocked_waiters) = (state.event_waiters, state.outcome_waiters);
+        let stream = state.stream_waker.take();
         drop(state);
         if blocked_waiters > 0 {
             self.outcome_ready.notify_all();
         }
-        self.wake_event_readers(blocked_readers);
+        self.wake_event_readers(blocked_readers, stream);
     }
 
     /// Queues a message for the run, or gives it back when the run has ended (or is ending).
@@ -170,6 +182,23 @@ impl Channel {
             Some(event) => Poll::Ready(Some(event)),
             None if state.finished => Poll::Ready(None),
             None => Poll::Pending,
+        }
+    }
+
+    fn poll_next(&self, cx: &mut Context<'_>) -> std::task::Poll<Option<Event>> {
+        let mut state = self.lock();
+        match state.events.pop_front() {
+            Some(event) => std::task::Poll::Ready(Some(event)),
+            None if state.finished => std::task::Poll::Ready(None),
+            None => {
+                // Registered under the lock that `push` and `finish` take, so no wake-up is
+                // missed between the check and the registration.
+                match &mut state.stream_waker {
+                    Some(waker) => waker.clone_from(cx.waker()),
+                    None => state.stream_waker = Some(cx.waker().clone()),
+                }
+                std::task::Poll::Pending
+            }
         }
     }
 
@@ -286,8 +315,9 @@ fn coalesce(events: &mut VecDeque<Event>, event: Event) -> Option<Event> {
 
 /// A started run: its live events, its outcome, and a way to cancel it.
 ///
-/// Read the events with the blocking iterator [`Run::events`] or with [`Run::next_event`] from
-/// async code, then take the outcome with [`Run::wait`] or [`Run::finish`]. Neither is
+/// Read the events with the blocking iterator [`Run::events`], or from async code with
+/// [`Run::next_event`] or as a [`Stream`] (`Run` is one: `run.next().await` with
+/// `futures::StreamExt`), then take the outcome with [`Run::wait`] or [`Run::finish`]. Neither is
 /// required: a run proceeds whether or not its events are read, and a consumer that never
 /// reads them does not make memory grow without bound (updates are coalesced).
 ///
@@ -422,6 +452,40 @@ impl Drop for Run {
         if !self.channel.is_finished() {
             self.cancel.cancel();
         }
+    }
+}
+
+/// The run's events, as [`Run::next_event`] gives them; the stream ends after the run's last
+/// event (`RunEnd`), and the outcome is then ready for [`Run::finish`].
+///
+/// ```
+/// use futures::StreamExt;
+/// use golato::agent::{self, Agent, Event, Input};
+/// use golato::generator::Scripted;
+/// use golato::message::{AssistantMessage, UserMessage};
+/// use std::sync::Arc;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), golato::agent::Error> {
+/// let agent = Agent::new(agent::Config {
+///     generator: Some(Arc::new(Scripted::new([AssistantMessage::with_text("Hello!")]))),
+///     ..Default::default()
+/// })?;
+/// let mut run = agent.start(Input::from(UserMessage::new("Hi")));
+/// let mut kinds = Vec::new();
+/// while let Some(event) = run.next().await {
+///     kinds.push(serde_json::to_value(&event).map(|line| line["type"].clone()));
+/// }
+/// assert_eq!(kinds.last().and_then(|kind| kind.as_ref().ok()), Some(&"run_end".into()));
+/// assert_eq!(run.finish().await?.final_message.text(), "Hello!");
+/// # Ok(())
+/// # }
+/// ```
+impl Stream for Run {
+    type Item = Event;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> std::task::Poll<Option<Event>> {
+        self.channel.poll_next(cx)
     }
 }
 

@@ -4,10 +4,7 @@
 
 use std::io::Write;
 
-use golato::agent::{Delivery, Event};
-use golato::generator::Delta;
-use golato::hook::HookAction;
-use golato::tool::ToolResult;
+use golato::agent::Event;
 use serde_json::{json, Value};
 
 use crate::interrupt::Signal;
@@ -34,69 +31,25 @@ impl JsonLines {
 
 impl View for JsonLines {
     fn event(&mut self, event: &Event) {
-        let line = match event {
-            Event::RunStart(start) => json!({"type": "run_start", "run_id": start.run_id}),
-            Event::TurnStart(start) => {
-                self.turn = start.turn;
-                json!({"type": "turn_start", "turn": start.turn})
-            }
-            Event::MessageStart(start) => json!({"type": "message_start", "turn": start.turn}),
-            Event::MessageUpdate(update) => json!({
-                "type": "message_update",
-                "turn": update.turn,
-                "deltas": update.deltas.iter().map(delta).collect::<Vec<_>>(),
-            }),
-            Event::MessageEnd(end) => {
-                json!({"type": "message_end", "turn": end.turn, "message": end.message})
-            }
-            Event::ToolExecutionStart(start) => json!({
-                "type": "tool_start",
-                "turn": self.turn,
-                "index": start.index,
-                "call": start.call,
-            }),
-            Event::ToolExecutionUpdate(update) => json!({
-                "type": "tool_update",
-                "turn": self.turn,
-                "index": update.index,
-                "call_id": update.call.id,
-                "tool_name": update.call.name,
-                "partial_result": partial(&update.partial_result),
-            }),
-            Event::ToolExecutionEnd(end) => json!({
-                "type": "tool_end",
-                "turn": self.turn,
-                "index": end.index,
-                "call_id": end.call.id,
-                "tool_name": end.call.name,
-                "result": end.result,
-            }),
-            Event::ToolHook(hook) => json!({
-                "type": "tool_hook",
-                "turn": self.turn,
-                "index": hook.index,
-                "call_id": hook.call.id,
-                "tool_name": hook.call.name,
-                "action": hook_action(&hook.action),
-            }),
-            Event::UserMessage(message) => json!({
-                "type": "user_message",
-                "turn": message.turn,
-                "delivery": match message.delivery {
-                    Delivery::Steer => "steer",
-                    Delivery::FollowUp => "follow_up",
-                },
-                "message": message.message,
-            }),
-            Event::TurnEnd(end) => json!({
-                "type": "turn_end",
-                "turn": end.turn,
-                "tool_results": end.tool_results.len(),
-            }),
-            Event::RunEnd(end) => json!({"type": "run_end", "error": end.error}),
-            // `Event` is non-exhaustive: a kind this version does not know is still a line.
-            other => json!({"type": "other", "debug": format!("{other:?}")}),
+        // The library's own form of the event, plus what a reader of a flat stream needs: the
+        // turn a tool event belongs to, and the call's ID and tool name at the top level.
+        let mut line = serde_json::to_value(event)
+            .unwrap_or_else(|error| json!({"type": "unserializable", "error": error.to_string()}));
+        if let Event::TurnStart(start) = event {
+            self.turn = start.turn;
+        }
+        let call = match event {
+            Event::ToolExecutionStart(start) => Some(&start.call),
+            Event::ToolExecutionUpdate(update) => Some(&update.call),
+            Event::ToolExecutionEnd(end) => Some(&end.call),
+            Event::ToolHook(hook) => Some(&hook.call),
+            _ => None,
         };
+        if let (Some(call), Some(fields)) = (call, line.as_object_mut()) {
+            fields.insert("turn".into(), self.turn.into());
+            fields.insert("call_id".into(), call.id.clone().into());
+            fields.insert("tool_name".into(), call.name.clone().into());
+        }
         self.emit(line);
     }
 
@@ -134,41 +87,4 @@ impl View for JsonLines {
     }
 
     fn abandon(&mut self) {}
-}
-
-fn delta(delta: &Delta) -> Value {
-    match delta {
-        Delta::Text(text) => json!({"kind": "text", "text": text}),
-        Delta::Reasoning(text) => json!({"kind": "reasoning", "text": text}),
-        Delta::ToolCall {
-            index,
-            id,
-            name,
-            arguments,
-        } => json!({
-            "kind": "tool_call",
-            "index": index,
-            "id": id,
-            "name": name,
-            "arguments": arguments,
-        }),
-    }
-}
-
-fn hook_action(action: &HookAction) -> Value {
-    match action {
-        HookAction::Blocked { reason } => json!({"kind": "blocked", "reason": reason}),
-        HookAction::Rewrote { arguments } => json!({"kind": "rewrote", "arguments": arguments}),
-        HookAction::ReplacedResult => json!({"kind": "replaced_result"}),
-        HookAction::Failed { error } => json!({"kind": "failed", "error": error}),
-        other => json!({"kind": "other", "debug": format!("{other:?}")}),
-    }
-}
-
-fn partial(result: &ToolResult) -> Value {
-    json!({
-        "content": result.content,
-        "details": result.details,
-        "is_error": result.is_error,
-    })
 }
