@@ -95,5 +95,5 @@ fn main() {
             count / CALLS as f64
         );
     }
-    host.shutdown();
+    host.shutdown_blocking(std::time::Duration::from_secs(10));
 }

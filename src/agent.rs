@@ -210,7 +210,7 @@ pub(crate) struct AgentInner {
 /// Starts the run's actor on its host.
 fn launch(plan: RunPlan) {
     let (host, channel) = (plan.agent.host.clone(), Arc::clone(&plan.channel));
-    if let Err(error) = host.start(move |ctx| plan.into_actor(ctx)) {
+    if let Err(error) = golato_actors::embed::start(&host, move |ctx| plan.into_actor(ctx)) {
         channel.finish(Err(Error::Host(error)));
     }
 }
@@ -288,7 +288,7 @@ impl Agent {
         let id = NEXT_RUN_ID.fetch_add(1, Ordering::Relaxed);
         let host = &self.inner.host;
         let channel = Channel::new(self.inner.event_buffer);
-        let cancel = host.shutdown_token().child_token();
+        let cancel = golato_actors::embed::shutdown_token(host).child_token();
         let run = Run::new(Arc::clone(&channel), cancel.clone(), id);
         let messages = match input.into().into_messages() {
             Ok(messages) => messages,
@@ -297,13 +297,17 @@ impl Agent {
                 return run;
             }
         };
+        if !host.is_running() {
+            channel.finish(Err(Error::Host(golato_actors::HostError::Stopped)));
+            return run;
+        }
         let span = tracing::info_span!("run", run_id = id);
         let mut plan = RunPlan {
             agent: Arc::clone(&self.inner),
             channel,
             cancel,
             messages: Arc::new(messages),
-            _work: host.track(),
+            _work: golato_actors::embed::track(host),
             admission: None,
             span,
             id,

@@ -10,12 +10,16 @@
 //!   [`Scripted`](generator::Scripted) generator.
 //! - [`agent`]: [`Agent`], its [`Run`] handle and [`Event`]s.
 //! - [`hook`]: code of yours around every tool call (block, rewrite, replace the result).
+//! - [`Host`]: where runs execute; [`embed`]: golato inside an actix application, under its
+//!   supervisor.
 //!
 //! # Threads
-//! Runs are actors on a library-owned host (an actix system on its own thread over a
-//! library-owned multi-thread tokio runtime, from the `golato-actors` crate). Tool functions run
+//! Runs are actors on a host (from the `golato-actors` crate): by default a library-owned actix
+//! system on its own threads over a library-owned multi-thread tokio runtime. Tool functions run
 //! on the runtime's workers or its blocking pool, never on an actor thread, so golato works the
-//! same from a plain `fn main`, `#[tokio::main]` (either flavour) and `#[actix::main]`. Every
+//! same from a plain `fn main`, `#[tokio::main]` (either flavour) and `#[actix::main]`. An
+//! application can lend the host its own tokio runtime ([`HostConfig::runtime`]) or, with
+//! [`embed`], its actix arbiters. Every
 //! actor message is handled in a `tracing` span; `RUST_LOG=golato=debug` with a
 //! `tracing-subscriber` shows a run's whole story, run → turn → batch → call.
 //!
@@ -24,11 +28,12 @@
 
 pub mod agent;
 pub mod builtin;
+pub mod embed;
 pub mod generator;
 pub mod hook;
 pub mod message;
 pub mod tool;
 
 pub use agent::{Agent, Event, Input, Run, RunResult};
-pub use golato_actors::{Host, HostConfig};
+pub use golato_actors::{Host, HostConfig, HostError, ShutdownReport};
 pub use tool::{Tool, ToolResult};

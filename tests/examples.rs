@@ -95,3 +95,40 @@ async fn approval_blocks_by_pattern_and_asks_for_the_rest() {
         ]
     );
 }
+
+#[path = "../examples/embedded_tokio.rs"]
+#[allow(dead_code)]
+mod embedded_tokio;
+
+#[path = "../examples/embedded_actix.rs"]
+#[allow(dead_code)]
+mod embedded_actix;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_tokio_runs_on_the_applications_runtime_and_shuts_down() {
+    let mut out = Vec::new();
+    embedded_tokio::run(&mut out).await.unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        concat!(
+            "[end] lookup_customer Customer C-100 (Acme Corp) is on the Pro plan.\n",
+            "C-100 uses the Pro plan.\n",
+            "host stopped, 0 run(s) unfinished\n",
+        )
+    );
+}
+
+#[actix::test]
+async fn embedded_actix_runs_under_the_applications_supervisor() {
+    let mut out = Vec::new();
+    embedded_actix::run(&mut out).await.unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        concat!(
+            "first: C-100 uses the Pro plan.\n",
+            "second: C-100 uses the Pro plan.\n",
+            "service restarts: 0\n",
+            "host stopped, 0 run(s) unfinished\n",
+        )
+    );
+}

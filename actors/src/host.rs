@@ -1,24 +1,31 @@
-//! The library-owned actor host: one actix `System` on a dedicated thread, over a library-owned
-//! multi-thread tokio runtime.
+//! The actor host: where golato's actors live and where the work they start runs.
 //!
-//! Plain `Actor::start` panics outside an actix system, and a tokio runtime cannot be dropped
-//! inside async code. Owning both on a thread of our own is what lets golato be called from a
-//! plain `fn main`, from any tokio runtime and from another actix system alike.
+//! By default the host owns everything: one actix `System` on a dedicated thread, further
+//! arbiter threads, and a multi-thread tokio runtime for tool functions. Plain `Actor::start`
+//! panics outside an actix system, and a tokio runtime cannot be dropped inside async code;
+//! owning both on threads of our own is what lets golato be called from a plain `fn main`,
+//! from any tokio runtime and from another actix system alike.
+//!
+//! An application can instead lend its own: its tokio runtime ([`HostConfig::runtime`]: no
+//! second worker pool), or, in an actix application, its arbiters
+//! ([`embed::host_on_arbiters`](crate::embed::host_on_arbiters)).
 
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use actix::{Actor, Addr, Context};
 use actix_rt::{Arbiter, ArbiterHandle, System};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// How to build a [`Host`].
 #[derive(Debug, Clone)]
 pub struct HostConfig {
-    /// Worker threads of the tokio runtime that runs tool functions. `None` uses one per core.
+    /// Worker threads of the tokio runtime the host builds for tool functions. `None` uses one
+    /// per core. Ignored when [`HostConfig::runtime`] is set.
     pub worker_threads: Option<usize>,
     /// Threads that host actors (actix arbiters). Runs are spread over them round-robin. The
     /// default is one per core: with trivial tools the actor thread is the bottleneck, and a
@@ -27,6 +34,12 @@ pub struct HostConfig {
     pub arbiters: usize,
     /// Prefix of the names of the host's threads, as shown by debuggers and `top -H`.
     pub thread_name: String,
+    /// Your multi-thread tokio runtime, to run tool functions, hooks and blocking work on it
+    /// instead of on a runtime of the host's own: golato then starts no worker threads, only
+    /// its actor threads, each of which drives a small event loop of its own (actix needs one
+    /// per arbiter). `None` (the default) builds a runtime. A current-thread runtime is refused
+    /// ([`HostError::CurrentThreadRuntime`]): tools would run only while your thread awaits.
+    pub runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Default for HostConfig {
@@ -35,12 +48,14 @@ impl Default for HostConfig {
             worker_threads: None,
             arbiters: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
             thread_name: "golato".to_owned(),
+            runtime: None,
         }
     }
 }
 
 /// Why the host could not do what was asked.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HostError {
     /// The host's threads or runtime could not be created.
     #[error(
@@ -53,59 +68,128 @@ pub enum HostError {
     /// [`Host::shutdown`] was called, or the host's actor thread has gone.
     #[error("golato's actor host has shut down; create a new Host (or use Host::global) to run more work")]
     Stopped,
+    /// [`HostConfig::runtime`] is a current-thread runtime.
+    #[error("golato needs a multi-thread tokio runtime for tool functions, and the handle given in HostConfig::runtime is a current-thread one; pass a multi-thread runtime's handle, or leave it None to let golato build one")]
+    CurrentThreadRuntime,
+    /// [`embed::host_on_arbiters`](crate::embed::host_on_arbiters) got no arbiter.
+    #[error("golato needs at least one arbiter to host its actors; pass Arbiter::current() or the handles of arbiters you started")]
+    NoArbiters,
+}
+
+/// What [`Host::shutdown`] found when it stopped the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShutdownReport {
+    /// Runs (units of work) still going at the deadline. Their tools were abandoned and each
+    /// run ended with an error outcome carrying its transcript. Zero when all ended in time.
+    pub unfinished: usize,
 }
 
 /// A handle to the actor host. Cheap to clone; all clones share one host.
 ///
 /// The host is created lazily once per process by [`Host::global`], or explicitly with
-/// [`Host::new`] by users who want to size or own it. Dropping the last handle of a host made
-/// with `Host::new` stops its actor system without waiting; [`Host::shutdown`] stops it cleanly.
+/// [`Host::new`] by users who want to size it, give it their tokio runtime, or own its
+/// lifetime. [`Host::shutdown`] stops it cleanly. Dropping the last handle without a shutdown
+/// cancels what still runs and stops the host in the background: it never waits and never
+/// panics, wherever it happens (in async code and on an actor thread included).
+///
+/// ```
+/// use golato_actors::{Host, HostConfig};
+/// use std::time::Duration;
+///
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), golato_actors::HostError> {
+/// // Tool functions run on this application's runtime; golato adds only its actor threads.
+/// let host = Host::new(HostConfig {
+///     runtime: Some(tokio::runtime::Handle::current()),
+///     ..HostConfig::default()
+/// })?;
+/// assert_eq!(host.spawn(async { 40 + 2 }).await.ok(), Some(42));
+/// let report = host.shutdown(Duration::from_secs(5)).await;
+/// assert_eq!(report.unfinished, 0);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Host {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
+pub(crate) struct Inner {
     runtime: tokio::runtime::Handle,
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: AtomicUsize,
-    system: System,
+    /// The actix System and its thread, when the host owns them.
+    owned: Option<OwnedSystem>,
+    /// A worker runtime built for a host on an application's arbiters, shut down in the
+    /// background when the host stops (dropping a runtime inside async code panics).
+    workers: Mutex<Option<tokio::runtime::Runtime>>,
     stopped: AtomicBool,
     /// Cancelled by `shutdown`: every run's token is a child of it.
-    shutdown: CancellationToken,
-    active: Arc<ActiveWork>,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) active: Arc<ActiveWork>,
+}
+
+struct OwnedSystem {
+    system: System,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// Closed when the host thread ends, for an async shutdown to wait on without blocking.
+    exited: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
 
+/// Units of work in progress (runs), which a shutdown waits for.
 #[derive(Default)]
-struct ActiveWork {
-    count: Mutex<usize>,
+pub(crate) struct ActiveWork {
+    pub(crate) count: Mutex<usize>,
     idle: Condvar,
+    idle_async: Notify,
 }
 
-/// Proof that a unit of work (a run) is in progress on a [`Host`]; [`Host::shutdown`] waits until
-/// every guard has been dropped.
-#[must_use = "the work counts as finished as soon as the guard is dropped"]
-pub struct WorkGuard {
-    active: Arc<ActiveWork>,
-}
-
-impl fmt::Debug for WorkGuard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WorkGuard").finish_non_exhaustive()
-    }
-}
-
-impl Drop for WorkGuard {
-    fn drop(&mut self) {
-        let mut count = self
-            .active
-            .count
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+impl ActiveWork {
+    pub(crate) fn finished_one(&self) {
+        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
         *count = count.saturating_sub(1);
         if *count == 0 {
-            self.active.idle.notify_all();
+            self.idle.notify_all();
+            self.idle_async.notify_waiters();
+        }
+    }
+
+    fn current(&self) -> usize {
+        *self.count.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until no work is left or `deadline` passes; returns what is left.
+    fn wait_blocking(&self, deadline: Instant) -> usize {
+        let mut count = self.count.lock().unwrap_or_else(PoisonError::into_inner);
+        while *count > 0 {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            count = self
+                .idle
+                .wait_timeout(count, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        *count
+    }
+
+    async fn wait_async(&self, deadline: Instant) -> usize {
+        let sleep = tokio::time::sleep_until(deadline.into());
+        tokio::pin!(sleep);
+        loop {
+            let idle = self.idle_async.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            let left = self.current();
+            if left == 0 {
+                return 0;
+            }
+            tokio::select! {
+                () = &mut sleep => return self.current(),
+                () = idle => {}
+            }
         }
     }
 }
@@ -127,36 +211,51 @@ impl Host {
         Ok(host)
     }
 
-    /// Starts a new host: a tokio runtime, an actix system on a thread of its own, and
-    /// `config.arbiters - 1` further arbiter threads sharing that runtime.
+    /// Starts a new host: an actix system on a thread of its own, `config.arbiters - 1`
+    /// further arbiter threads, and (unless [`HostConfig::runtime`] lends one) a tokio runtime
+    /// for tool functions, which the arbiters share.
     ///
     /// # Errors
     /// [`HostError::Start`] when a thread or the runtime cannot be created,
-    /// [`HostError::StartAborted`] when the system thread dies during start-up.
+    /// [`HostError::StartAborted`] when the system thread dies during start-up,
+    /// [`HostError::CurrentThreadRuntime`] for a current-thread [`HostConfig::runtime`].
     pub fn new(config: HostConfig) -> Result<Host, HostError> {
-        let mut builder = tokio::runtime::Builder::new_multi_thread();
-        builder
-            .enable_all()
-            .thread_name(format!("{}-worker", config.thread_name));
-        if let Some(threads) = config.worker_threads {
-            builder.worker_threads(threads.max(1));
-        }
-        let runtime = Arc::new(builder.build().map_err(HostError::Start)?);
-        let handle = runtime.handle().clone();
+        // Either a runtime of our own, shared by the tools and the arbiters, or the caller's
+        // for the tools, with a small event loop per arbiter.
+        let (handle, shared) = match &config.runtime {
+            Some(handle) => (checked_runtime(handle)?, None),
+            None => {
+                let runtime = Arc::new(worker_runtime(&config)?);
+                (runtime.handle().clone(), Some(runtime))
+            }
+        };
         let extra_arbiters = config.arbiters.max(1) - 1;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (exited_tx, exited_rx) = tokio::sync::oneshot::channel::<()>();
 
         let thread = std::thread::Builder::new()
             .name(format!("{}-actors", config.thread_name))
             .spawn(move || {
-                let system_runtime = Arc::clone(&runtime);
-                let runner = System::with_tokio_rt(move || system_runtime);
+                let _exited = exited_tx;
+                let runner = match &shared {
+                    Some(runtime) => {
+                        let runtime = Arc::clone(runtime);
+                        System::with_tokio_rt(move || runtime)
+                    }
+                    None => System::new(),
+                };
+                let arbiter_runtime = shared.clone();
                 let started = runner.block_on(async move {
                     let mut handles = vec![Arbiter::current()];
                     let mut owned = Vec::with_capacity(extra_arbiters);
                     for _ in 0..extra_arbiters {
-                        let shared = Arc::clone(&runtime);
-                        let arbiter = Arbiter::try_with_tokio_rt(move || Ok(shared))?;
+                        let arbiter = match &arbiter_runtime {
+                            Some(runtime) => {
+                                let runtime = Arc::clone(runtime);
+                                Arbiter::try_with_tokio_rt(move || Ok(runtime))?
+                            }
+                            None => Arbiter::try_new()?,
+                        };
                         handles.push(arbiter.handle());
                         owned.push(arbiter);
                     }
@@ -164,11 +263,10 @@ impl Host {
                 });
                 match started {
                     Ok((system, handles, owned)) => {
-                        if ready_tx.send(Ok((system, handles))).is_err() {
-                            return;
-                        }
-                        if let Err(error) = runner.run() {
-                            tracing::error!(%error, "golato actor system ended with an error");
+                        if ready_tx.send(Ok((system, handles))).is_ok() {
+                            if let Err(error) = runner.run() {
+                                tracing::error!(%error, "golato actor system ended with an error");
+                            }
                         }
                         for arbiter in owned {
                             arbiter.stop();
@@ -179,6 +277,11 @@ impl Host {
                         let _ = ready_tx.send(Err(error));
                     }
                 }
+                // Tools still running past a shutdown's deadline are abandoned, not awaited:
+                // dropping the runtime would wait for blocking ones forever.
+                if let Some(runtime) = shared.and_then(|runtime| Arc::try_unwrap(runtime).ok()) {
+                    runtime.shutdown_background();
+                }
             })
             .map_err(HostError::Start)?;
 
@@ -188,18 +291,54 @@ impl Host {
             Err(_) => return Err(HostError::StartAborted),
         };
         tracing::debug!(arbiters = arbiters.len(), "golato actor host started");
-        Ok(Host {
+        Ok(Host::assemble(
+            handle,
+            arbiters,
+            Some(OwnedSystem {
+                system,
+                thread: Mutex::new(Some(thread)),
+                exited: Mutex::new(Some(exited_rx)),
+            }),
+            None,
+        ))
+    }
+
+    /// A host on an application's arbiters; see [`crate::embed::host_on_arbiters`].
+    pub(crate) fn on_arbiters(
+        arbiters: Vec<ArbiterHandle>,
+        config: &HostConfig,
+    ) -> Result<Host, HostError> {
+        if arbiters.is_empty() {
+            return Err(HostError::NoArbiters);
+        }
+        let (handle, workers) = match &config.runtime {
+            Some(handle) => (checked_runtime(handle)?, None),
+            None => {
+                let runtime = worker_runtime(config)?;
+                (runtime.handle().clone(), Some(runtime))
+            }
+        };
+        Ok(Host::assemble(handle, arbiters, None, workers))
+    }
+
+    fn assemble(
+        runtime: tokio::runtime::Handle,
+        arbiters: Vec<ArbiterHandle>,
+        owned: Option<OwnedSystem>,
+        workers: Option<tokio::runtime::Runtime>,
+    ) -> Host {
+        Host {
             inner: Arc::new(Inner {
-                runtime: handle,
+                runtime,
                 arbiters,
                 next_arbiter: AtomicUsize::new(0),
-                system,
+                owned,
+                workers: Mutex::new(workers),
                 stopped: AtomicBool::new(false),
                 shutdown: CancellationToken::new(),
                 active: Arc::default(),
-                thread: Mutex::new(Some(thread)),
             }),
-        })
+        }
     }
 
     /// The tokio runtime on which tool functions run.
@@ -225,27 +364,11 @@ impl Host {
         self.inner.runtime.spawn_blocking(work)
     }
 
-    /// Starts an actor on one of the host's arbiters (round-robin) and returns its address.
-    ///
-    /// The constructor runs on the arbiter thread. If the host stops before it runs, the
-    /// constructor is dropped unrun, so state it owns is dropped as well (golato relies on this
-    /// to report a lost run instead of hanging).
-    ///
-    /// # Errors
-    /// [`HostError::Stopped`] after [`Host::shutdown`].
-    pub fn start<A, F>(&self, constructor: F) -> Result<Addr<A>, HostError>
-    where
-        A: Actor<Context = Context<A>>,
-        F: FnOnce(&mut Context<A>) -> A + Send + 'static,
-    {
+    /// The next arbiter, round-robin, while the host runs.
+    pub(crate) fn next_arbiter(&self) -> Option<&ArbiterHandle> {
         if !self.is_running() {
-            return Err(HostError::Stopped);
+            return None;
         }
-        let arbiter = self.next_arbiter().ok_or(HostError::Stopped)?;
-        Ok(A::start_in_arbiter(arbiter, constructor))
-    }
-
-    fn next_arbiter(&self) -> Option<&ArbiterHandle> {
         let count = self.inner.arbiters.len();
         if count == 0 {
             return None;
@@ -254,81 +377,152 @@ impl Host {
         self.inner.arbiters.get(index)
     }
 
-    /// A token cancelled when the host shuts down; make each unit of work's token a child of it.
-    pub fn shutdown_token(&self) -> &CancellationToken {
-        &self.inner.shutdown
-    }
-
-    /// Registers a unit of work that [`Host::shutdown`] must wait for.
-    pub fn track(&self) -> WorkGuard {
-        let mut count = self
-            .inner
-            .active
-            .count
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        *count += 1;
-        WorkGuard {
-            active: Arc::clone(&self.inner.active),
-        }
-    }
-
     /// Whether the host still accepts work.
     pub fn is_running(&self) -> bool {
         !self.inner.stopped.load(Ordering::Acquire)
     }
 
-    /// Stops the host cleanly: cancels every unit of work through [`Host::shutdown_token`], waits
-    /// until each [`WorkGuard`] is dropped (started tool functions are waited for, so a function
-    /// that ignores cancellation delays this), then stops the actor system and joins its threads.
+    /// Stops the host: cancels every run, waits until each has ended (so started tool
+    /// functions are waited for) or `deadline` has passed, then stops the host's actors and
+    /// abandons whatever still runs: a run still going ends with an error outcome carrying its
+    /// transcript. Runs started afterwards fail at once with [`HostError::Stopped`]. A host on
+    /// an application's arbiters ([`crate::embed::host_on_arbiters`]) leaves the
+    /// application's actix system running. Calling it again returns at once.
     ///
-    /// This call blocks the calling thread; from async code, call it inside
-    /// `tokio::task::spawn_blocking`. Calling it on a host thread itself would deadlock, so it
-    /// refuses (returns at once) when called from one of the host's actor threads.
-    pub fn shutdown(&self) {
-        if self.inner.stopped.swap(true, Ordering::AcqRel) {
-            return;
+    /// # Cancel safety
+    /// Dropping the future after its first poll leaves the host stopping in the background.
+    pub async fn shutdown(&self, deadline: Duration) -> ShutdownReport {
+        let Some(deadline) = self.begin_shutdown(deadline) else {
+            return ShutdownReport { unfinished: 0 };
+        };
+        let unfinished = self.inner.active.wait_async(deadline).await;
+        let exited = self.stop_actors();
+        if let Some(exited) = exited {
+            let _ = exited.await;
         }
-        self.inner.shutdown.cancel();
-        if System::try_current().is_some_and(|system| system.id() == self.inner.system.id()) {
-            tracing::warn!("Host::shutdown called from a host thread; stopping without waiting");
-            self.inner.system.stop();
-            return;
+        self.report(unfinished)
+    }
+
+    /// [`Host::shutdown`] for synchronous code: blocks the calling thread. Called on one of the
+    /// host's own actor threads, where waiting would deadlock, it stops without waiting.
+    pub fn shutdown_blocking(&self, deadline: Duration) -> ShutdownReport {
+        let Some(deadline) = self.begin_shutdown(deadline) else {
+            return ShutdownReport { unfinished: 0 };
+        };
+        if self.on_host_thread() {
+            tracing::warn!(
+                "Host::shutdown_blocking called on a host thread; stopping without waiting"
+            );
+            let unfinished = self.inner.active.current();
+            let _ = self.stop_actors();
+            return self.report(unfinished);
         }
-        let mut count = self
-            .inner
-            .active
-            .count
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        while *count > 0 {
-            count = self
-                .inner
-                .active
-                .idle
-                .wait(count)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-        drop(count);
-        self.inner.system.stop();
-        let thread = self
-            .inner
-            .thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let unfinished = self.inner.active.wait_blocking(deadline);
+        let _ = self.stop_actors();
+        let thread = self.inner.owned.as_ref().and_then(|owned| {
+            owned
+                .thread
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+        });
         if let Some(thread) = thread {
             let _ = thread.join();
         }
-        tracing::debug!("golato actor host stopped");
+        self.report(unfinished)
+    }
+
+    /// Marks the host stopped and cancels its runs; `None` when it already was.
+    fn begin_shutdown(&self, deadline: Duration) -> Option<Instant> {
+        if self.inner.stopped.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        self.inner.shutdown.cancel();
+        Some(Instant::now() + deadline)
+    }
+
+    /// Stops the actor system the host owns (dropping every actor still alive, which ends its
+    /// run with an error outcome) and abandons the tools still running. Returns what closes
+    /// when the host thread has ended, unless that is this thread.
+    fn stop_actors(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        if let Some(workers) = self
+            .inner
+            .workers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            workers.shutdown_background();
+        }
+        let owned = self.inner.owned.as_ref()?;
+        owned.system.stop();
+        if self.on_host_thread() {
+            return None;
+        }
+        owned
+            .exited
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn on_host_thread(&self) -> bool {
+        match &self.inner.owned {
+            Some(owned) => {
+                System::try_current().is_some_and(|system| system.id() == owned.system.id())
+            }
+            None => false,
+        }
+    }
+
+    fn report(&self, unfinished: usize) -> ShutdownReport {
+        if unfinished == 0 {
+            tracing::debug!("golato actor host stopped");
+        } else {
+            tracing::warn!(
+                unfinished,
+                "golato actor host stopped with runs still going; they end with an error"
+            );
+        }
+        ShutdownReport { unfinished }
+    }
+}
+
+/// A runtime of the host's own for tool functions.
+fn worker_runtime(config: &HostConfig) -> Result<tokio::runtime::Runtime, HostError> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
+        .enable_all()
+        .thread_name(format!("{}-worker", config.thread_name));
+    if let Some(threads) = config.worker_threads {
+        builder.worker_threads(threads.max(1));
+    }
+    builder.build().map_err(HostError::Start)
+}
+
+fn checked_runtime(handle: &tokio::runtime::Handle) -> Result<tokio::runtime::Handle, HostError> {
+    match handle.runtime_flavor() {
+        tokio::runtime::RuntimeFlavor::CurrentThread => Err(HostError::CurrentThreadRuntime),
+        _ => Ok(handle.clone()),
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if !self.stopped.swap(true, Ordering::AcqRel) {
-            self.shutdown.cancel();
-            self.system.stop();
+        if self.stopped.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.shutdown.cancel();
+        if let Some(owned) = &self.owned {
+            owned.system.stop();
+        }
+        if let Some(workers) = self
+            .workers
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            workers.shutdown_background();
         }
     }
 }
@@ -337,6 +531,7 @@ impl fmt::Debug for Host {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Host")
             .field("arbiters", &self.inner.arbiters.len())
+            .field("owns_system", &self.inner.owned.is_some())
             .field("running", &self.is_running())
             .finish_non_exhaustive()
     }

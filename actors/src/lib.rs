@@ -14,6 +14,8 @@
 //! - [`envelope`]: every message between actors travels in an [`Envelope`] stamped at send time,
 //!   and is handled inside a `tracing` span naming the actor, the message type, the time it waited
 //!   in the mailbox and the queue depth behind it.
+//! - [`embed`]: the host's actix side, for actix applications (golato's actors on their own
+//!   arbiters) and for the crates built on this one (starting actors, tying work to shutdown).
 //! - [`path_lock`]: a [`PathLock`](path_lock::PathLock) actor granting FIFO leases per path, for
 //!   serializing work on one file across concurrent runs.
 //!
@@ -30,9 +32,10 @@
 //! ```
 
 pub mod batch;
+pub mod embed;
 pub mod envelope;
 mod host;
 pub mod path_lock;
 
 pub use envelope::{Envelope, Mailbox, TracedActor, TracedRecipient};
-pub use host::{Host, HostConfig, HostError, WorkGuard};
+pub use host::{Host, HostConfig, HostError, ShutdownReport};

@@ -56,11 +56,12 @@ impl PathLock {
     pub fn new(host: &Host) -> Result<PathLock, HostError> {
         let taken = Arc::new(TakenKeys::default());
         let actor_taken = Arc::clone(&taken);
-        let addr = host.start(move |_: &mut Context<PathLockActor>| PathLockActor {
-            taken: actor_taken,
-            queues: HashMap::new(),
-            span: tracing::debug_span!(target: "golato", "path_lock"),
-        })?;
+        let addr =
+            crate::embed::start(host, move |_: &mut Context<PathLockActor>| PathLockActor {
+                taken: actor_taken,
+                queues: HashMap::new(),
+                span: tracing::debug_span!(target: "golato", "path_lock"),
+            })?;
         Ok(PathLock {
             taken,
             mailbox: Mailbox::new(addr),

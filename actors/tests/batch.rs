@@ -78,26 +78,25 @@ fn run_batch_with(
 ) -> Vec<Seen> {
     let (seen_tx, seen_rx) = mpsc::channel();
     let runtime = host.runtime().clone();
-    let observer = host
-        .start(move |ctx: &mut Context<Observer>| {
-            let mailbox = Mailbox::new(actix::AsyncContext::address(ctx));
-            let supervisor = BatchSupervisor::spawn(runtime, tracing::Span::none());
-            supervisor.do_send(RunBatch {
-                jobs,
-                mode,
-                max_running,
-                cancel,
-                observer: BatchObserver {
-                    reports: mailbox.recipient(),
-                    announce_starts: true,
-                },
-            });
-            Observer {
-                seen: seen_tx,
-                span: tracing::Span::none(),
-            }
-        })
-        .unwrap();
+    let observer = golato_actors::embed::start(host, move |ctx: &mut Context<Observer>| {
+        let mailbox = Mailbox::new(actix::AsyncContext::address(ctx));
+        let supervisor = BatchSupervisor::spawn(runtime, tracing::Span::none());
+        supervisor.do_send(RunBatch {
+            jobs,
+            mode,
+            max_running,
+            cancel,
+            observer: BatchObserver {
+                reports: mailbox.recipient(),
+                announce_starts: true,
+            },
+        });
+        Observer {
+            seen: seen_tx,
+            span: tracing::Span::none(),
+        }
+    })
+    .unwrap();
     let mut seen = Vec::new();
     loop {
         let next = seen_rx
@@ -309,8 +308,8 @@ fn shutdown_waits_for_tracked_work_then_refuses_new_actors() {
         ..HostConfig::default()
     })
     .unwrap();
-    let guard = host.track();
-    let token = host.shutdown_token().clone();
+    let guard = golato_actors::embed::track(&host);
+    let token = golato_actors::embed::shutdown_token(&host).clone();
     let (released_tx, released_rx) = mpsc::channel();
     // The "work" ends when it sees the shutdown signal.
     host.spawn(async move {
@@ -318,12 +317,13 @@ fn shutdown_waits_for_tracked_work_then_refuses_new_actors() {
         drop(guard);
         released_tx.send(()).unwrap();
     });
-    host.shutdown();
+    let report = host.shutdown_blocking(std::time::Duration::from_secs(60));
+    assert_eq!(report.unfinished, 0);
     released_rx
         .try_recv()
         .expect("shutdown returned only after the work ended");
     assert!(!host.is_running());
-    let refused = host.start(|_: &mut Context<Observer>| Observer {
+    let refused = golato_actors::embed::start(&host, |_: &mut Context<Observer>| Observer {
         seen: mpsc::channel().0,
         span: tracing::Span::none(),
     });

@@ -244,17 +244,16 @@ impl Floor {
             Arc::clone(&self.validator),
         );
         let runtime = self.host.runtime().clone();
-        self.host
-            .start(move |_: &mut Context<FloorBatch>| FloorBatch {
-                shape,
-                remaining: calls.len(),
-                calls,
-                tool,
-                validator,
-                runtime,
-                done,
-            })
-            .unwrap();
+        golato_actors::embed::start(&self.host, move |_: &mut Context<FloorBatch>| FloorBatch {
+            shape,
+            remaining: calls.len(),
+            calls,
+            tool,
+            validator,
+            runtime,
+            done,
+        })
+        .unwrap();
     }
 }
 

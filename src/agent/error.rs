@@ -62,6 +62,12 @@ pub enum Error {
         /// The transcript so far.
         messages: Vec<Message>,
     },
+    /// The run's actor crashed (panicked). Only this run ends; others go on.
+    #[error("the run's actor crashed (a panic on the actor thread; the log has its message); the transcript so far is kept, so the run can be resumed from it")]
+    Crashed {
+        /// The transcript so far.
+        messages: Vec<Message>,
+    },
 }
 
 impl Error {
@@ -71,7 +77,8 @@ impl Error {
             Error::Cancelled { messages }
             | Error::Generator { messages, .. }
             | Error::MaxTurns { messages, .. }
-            | Error::Lost { messages } => Some(messages),
+            | Error::Lost { messages }
+            | Error::Crashed { messages } => Some(messages),
             _ => None,
         }
     }

@@ -54,6 +54,9 @@ pub(crate) struct Channel {
     /// Cleared when nobody will read events (`Agent::run`): they are then neither built nor
     /// kept.
     wanted: AtomicBool,
+    /// Set by `Run::inject_crash`: the run actor panics when it next records a tool result.
+    #[cfg(feature = "fault-injection")]
+    crash: AtomicBool,
 }
 
 impl Channel {
@@ -75,6 +78,8 @@ impl Channel {
             outcome_ready: Condvar::new(),
             notify: Notify::new(),
             wanted: AtomicBool::new(true),
+            #[cfg(feature = "fault-injection")]
+            crash: AtomicBool::new(false),
         })
     }
 
@@ -164,6 +169,15 @@ impl Channel {
 
     pub(crate) fn is_finished(&self) -> bool {
         self.lock().finished
+    }
+
+    /// Panics when a crash was injected into this run (the `fault-injection` feature).
+    #[cfg(feature = "fault-injection")]
+    #[allow(clippy::panic)]
+    pub(crate) fn crash_if_injected(&self) {
+        if self.crash.swap(false, Ordering::Relaxed) {
+            panic!("a crash injected with Run::inject_crash");
+        }
     }
 
     /// Whether events may still be read.
@@ -439,6 +453,14 @@ impl Run {
     /// The run still waits for started tools to return, then ends with [`Error::Cancelled`].
     pub fn cancel(&self) {
         self.cancel.cancel();
+    }
+
+    /// Test-only fault hook (the `fault-injection` feature): the run's actor panics when it
+    /// next records a tool result, as a bug in it would. The run then ends with
+    /// [`Error::Crashed`] carrying its transcript; other runs are not affected.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_crash(&self) {
+        self.channel.crash.store(true, Ordering::Relaxed);
     }
 
     /// The run's cancellation token, to cancel it from elsewhere.

@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use actix::{Actor, ActorContext, AsyncContext, Context};
 use golato_actors::batch::BatchReport;
-use golato_actors::{traced_handlers, Mailbox, TracedActor, WorkGuard};
+use golato_actors::embed::WorkGuard;
+use golato_actors::{traced_handlers, Mailbox, TracedActor};
 use tokio_util::sync::CancellationToken;
 
 use super::batch_calls::CallNotice;
@@ -99,10 +100,24 @@ impl TracedActor for RunActor {
 
 impl Drop for RunActor {
     fn drop(&mut self) {
-        if !self.ended {
-            let messages = self.take_messages();
-            self.plan.channel.finish(Err(Error::Lost { messages }));
+        if self.ended {
+            return;
         }
+        // Its tools are told to stop: nobody will record what they return.
+        self.plan.cancel.cancel();
+        let messages = self.take_messages();
+        // Unwinding means a handler panicked (the actor's task dies with it); otherwise the
+        // host stopped its actors.
+        let error = if std::thread::panicking() {
+            tracing::error!(
+                run_id = self.plan.id,
+                "a run's actor crashed; the run ends with its transcript"
+            );
+            Error::Crashed { messages }
+        } else {
+            Error::Lost { messages }
+        };
+        self.plan.channel.finish(Err(error));
     }
 }
 

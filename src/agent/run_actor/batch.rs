@@ -227,6 +227,8 @@ impl RunActor {
     /// Records a call's result (emitting its start first if it was not emitted) and its end
     /// event. A call that already has a result keeps it.
     fn record(&mut self, index: usize, outcome: impl FnOnce(&ToolCall) -> CallOutcome) {
+        #[cfg(feature = "fault-injection")]
+        self.plan.channel.crash_if_injected();
         self.start_call(index);
         let Some(batch) = self.batch.as_mut() else {
             return;
