@@ -10,6 +10,7 @@
 //!   [`Scripted`](generator::Scripted) generator.
 //! - [`agent`]: [`Agent`], its [`Run`] handle and [`Event`]s.
 //! - [`hook`]: code of yours around every tool call (block, rewrite, replace the result).
+//! - `observe` (default feature `observe`): every actor message as a span, in one line.
 //! - [`Host`]: where runs execute; [`embed`]: golato inside an actix application, under its
 //!   supervisor.
 //!
@@ -32,6 +33,8 @@ pub mod embed;
 pub mod generator;
 pub mod hook;
 pub mod message;
+#[cfg(feature = "observe")]
+pub mod observe;
 pub mod tool;
 
 pub use agent::{Agent, Event, Input, Run, RunResult};

@@ -490,7 +490,7 @@ fn trace_shows_each_actor_message_nested_run_turn_batch_call() {
     );
     // Each call's tool actor reports its end within the call's span, in its batch.
     for id in ["a", "b"] {
-        let call = format!("call_id={id}}}: call finished is_error=false");
+        let call = format!("gen_ai.tool.call.id={id}}}: call finished is_error=false");
         assert!(
             stderr
                 .lines()

@@ -132,3 +132,15 @@ async fn embedded_actix_runs_under_the_applications_supervisor() {
         )
     );
 }
+
+#[path = "../examples/tracing.rs"]
+#[allow(dead_code)]
+mod tracing_example;
+
+#[test]
+fn tracing_runs_its_two_calls() {
+    assert_eq!(
+        tracing_example::run().unwrap(),
+        "C-100 is on Pro; C-200 is not a customer."
+    );
+}

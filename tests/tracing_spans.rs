@@ -72,7 +72,7 @@ fn actor_messages_are_traced_with_mailbox_wait_and_nested_spans() {
     let handled: Vec<(String, String)> = spans
         .iter()
         .filter(|s| s.name == "actor_message")
-        .map(|s| (s.fields["actor"].clone(), s.fields["message"].clone()))
+        .map(|s| (s.fields["actor"].clone(), s.fields["message_type"].clone()))
         .collect();
     for expected in [
         ("RunActor", "GeneratorDone"),
@@ -96,10 +96,19 @@ fn actor_messages_are_traced_with_mailbox_wait_and_nested_spans() {
         .find(|s| s.name == "call")
         .expect("a call span");
     assert_eq!(call.ancestors, ["batch", "turn", "run"]);
-    assert_eq!(call.fields["tool"], "echo");
+    assert_eq!(call.fields["gen_ai.tool.name"], "echo");
+    assert_eq!(call.fields["gen_ai.tool.call.id"], "1");
+    assert_eq!(call.fields["gen_ai.operation.name"], "execute_tool");
+    let generate = spans
+        .iter()
+        .find(|s| s.name == "generate")
+        .expect("a span per model request");
+    assert_eq!(generate.ancestors, ["turn", "run"]);
+    assert_eq!(generate.fields["gen_ai.operation.name"], "chat");
+    assert_eq!(generate.fields["gen_ai.request.model"], "scripted");
     let run_batch = spans
         .iter()
-        .find(|s| s.name == "actor_message" && s.fields["message"] == "RunBatch")
+        .find(|s| s.name == "actor_message" && s.fields["message_type"] == "RunBatch")
         .unwrap();
     assert_eq!(run_batch.ancestors, ["batch", "turn", "run"]);
 }

@@ -3,7 +3,7 @@
 //!
 //! actix 0.13 exposes neither the time a message waited nor the length of a mailbox, so the
 //! sender side ([`Mailbox`], [`TracedRecipient`]) stamps the envelope and bumps a per-actor depth
-//! gauge; the handler side opens a span with `actor`, `message`, `mailbox_wait_us` and
+//! gauge; the handler side opens a span with `actor`, `message_type`, `mailbox_wait_us` and
 //! `queue_depth` (the messages still waiting behind this one) and decrements the gauge. Spans are
 //! children of the actor's own span ([`TracedActor::span`]), so they nest run → turn → batch → call.
 
@@ -40,12 +40,13 @@ impl<M> Envelope<M> {
 
     /// Opens the envelope: returns the message and the span its handling runs in.
     ///
-    /// `actor` and `message` name the receiver and the message type in the span.
+    /// `actor` and `message_type` name the receiver and the message type in the span (not
+    /// `message`, which formatting subscribers print as an event's text).
     pub fn open(
         self,
         parent: &tracing::Span,
         actor: &'static str,
-        message: &'static str,
+        message_type: &'static str,
     ) -> (M, tracing::Span) {
         let behind = self.depth.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
         // Under the `golato` target, so that `RUST_LOG=golato=debug` shows the actors' work with
@@ -55,7 +56,7 @@ impl<M> Envelope<M> {
             parent: parent,
             "actor_message",
             actor,
-            message,
+            message_type,
             mailbox_wait_us = self.sent_at.elapsed().as_micros() as u64,
             queue_depth = behind,
         );

@@ -93,8 +93,14 @@ impl Actor for RunActor {
 }
 
 impl TracedActor for RunActor {
+    /// The current turn's span once there is one, so that the messages of a turn (deltas,
+    /// tool reports) nest under it: run → turn → message.
     fn span(&self) -> &tracing::Span {
-        &self.plan.span
+        if self.turn_span.is_none() {
+            &self.plan.span
+        } else {
+            &self.turn_span
+        }
     }
 }
 

@@ -171,7 +171,16 @@ impl RunActor {
                     if !announced {
                         self.start_call(index);
                     }
-                    let span = tracing::debug_span!(parent: &batch_span, "call", index, tool = %call.name, call_id = %call.id);
+                    // Field names follow OpenTelemetry's GenAI conventions, so an OTel exporter
+                    // shows the call as a tool execution.
+                    let span = tracing::debug_span!(
+                        parent: &batch_span,
+                        "call",
+                        index,
+                        gen_ai.operation.name = "execute_tool",
+                        gen_ai.tool.name = %call.name,
+                        gen_ai.tool.call.id = %call.id,
+                    );
                     jobs.push(tool_actor::job(ToolSetup {
                         agent: Arc::clone(&self.plan.agent),
                         run_id: self.plan.id,

@@ -38,6 +38,16 @@ impl RunActor {
             messages: Arc::clone(&self.plan.messages),
             tools: Arc::clone(&self.plan.agent.definitions),
         };
+        // The model request, with OpenTelemetry's GenAI field names; usage is recorded when
+        // the message arrives.
+        let generate_span = tracing::debug_span!(
+            parent: &self.turn_span,
+            "generate",
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = %request.model.id,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+        );
         let generator = Arc::clone(&self.plan.agent.generator);
         let mailbox = self.mailbox.clone();
         let cancel = self.plan.cancel.clone();
@@ -59,7 +69,16 @@ impl RunActor {
                             mailbox.do_send(GeneratorDelta { turn, delta });
                         }
                     }
-                    Some(Ok(StreamEvent::Done(message))) => return Generated::Message(message),
+                    Some(Ok(StreamEvent::Done(message))) => {
+                        let usage = &message.usage;
+                        // Zero is "not reported" (Scripted, servers without usage).
+                        if usage.input_tokens + usage.output_tokens > 0 {
+                            let span = tracing::Span::current();
+                            span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                            span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                        }
+                        return Generated::Message(message);
+                    }
                     Some(Err(error)) => return Generated::Failed(error, partial),
                     None => return Generated::Failed(generator::Error::IncompleteStream, partial),
                 }
@@ -84,7 +103,7 @@ impl RunActor {
         // The outcome is handled here, on the actor, when no delta went through the mailbox
         // (nobody reads events); otherwise it is queued behind them, so that every update
         // event comes before the message's end.
-        let generate = generate.instrument(self.turn_span.clone()).into_actor(self);
+        let generate = generate.instrument(generate_span).into_actor(self);
         ctx.spawn(generate.map(move |generated, this, ctx| {
             if this.plan.channel.wants_events() {
                 mailbox.do_send(GeneratorDone { turn, generated });

@@ -1,36 +1,31 @@
 //! `--trace`: every actor message on stderr, as the span it was handled in (actor, message,
 //! `mailbox_wait_us`, `queue_depth`), nested run → turn → batch → call, with how long handling
-//! took. `RUST_LOG` filters it as usual; the default is `golato=debug`.
+//! took: `golato::observe`'s layer. `RUST_LOG` filters it as usual; the default is
+//! `golato=debug`.
 
 use std::io::Write;
 
+use golato::observe::{self, ObserveError};
 use indicatif::MultiProgress;
-use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::fmt::MakeWriter;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::CliError;
 
-const DEFAULT_FILTER: &str = "golato=debug";
-
-/// Installs the subscriber. Lines go through `bars` when spinners are drawn, so a trace line
-/// never lands inside a spinner.
+/// Installs the subscriber: golato's observe layer, writing through `bars` when spinners are
+/// drawn, so a trace line never lands inside a spinner.
 pub(crate) fn install(bars: Option<MultiProgress>) -> Result<(), CliError> {
-    let filter = match std::env::var("RUST_LOG") {
-        Ok(directives) if !directives.trim().is_empty() => EnvFilter::try_new(&directives)
-            .map_err(|error| {
-                CliError::usage(format!(
-                    "RUST_LOG={directives:?} is not a valid filter ({error}); try RUST_LOG=golato=debug"
-                ))
-            })?,
-        _ => EnvFilter::new(DEFAULT_FILTER),
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_span_events(FmtSpan::CLOSE)
-        .with_target(false)
-        .with_writer(TraceWriter { bars })
-        .with_ansi(colours_on_stderr())
+    let filter = observe::env_filter().map_err(|error| match error {
+        ObserveError::InvalidFilter { .. } => CliError::usage(error.to_string()),
+        other => CliError::Failed(other.to_string()),
+    })?;
+    tracing_subscriber::registry()
+        .with(observe::layer_with(
+            filter,
+            TraceWriter { bars },
+            colours_on_stderr(),
+        ))
         .try_init()
         .map_err(|error| {
             CliError::Failed(format!("could not install the tracing subscriber: {error}"))
