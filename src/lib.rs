@@ -38,5 +38,7 @@ pub mod observe;
 pub mod tool;
 
 pub use agent::{Agent, Event, Input, Run, RunResult};
-pub use golato_actors::{Host, HostConfig, HostError, ShutdownReport};
+pub use golato_actors::{
+    ActorStats, Host, HostConfig, HostError, HostStats, ShutdownReport, WaitBucket, WaitHistogram,
+};
 pub use tool::{Tool, ToolResult};

@@ -88,3 +88,38 @@ fn the_layer_prints_each_actor_message_nested_in_its_run() {
         "{text}"
     );
 }
+
+#[test]
+fn the_host_counts_each_actor_types_messages_and_waits() {
+    let host = golato::Host::new(golato::HostConfig::default()).unwrap();
+    assert!(host.stats().actors.is_empty());
+    let agent = golato::Agent::new(golato::agent::Config {
+        generator: Some(Arc::new(script(vec![
+            call("a", "echo", r#"{"text":"1"}"#),
+            call("b", "echo", r#"{"text":"2"}"#),
+        ]))),
+        tools: vec![echo_tool()],
+        host: Some(host.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    for _ in 0..3 {
+        let run = agent.start(prompt("go"));
+        run.events().for_each(drop);
+        run.wait().unwrap();
+    }
+    let stats = host.stats();
+    let run_actor = stats.actor("RunActor").expect("the run actors are counted");
+    // Per run at least: a delta per streamed piece, the generator's end twice, a report per call.
+    assert!(run_actor.messages_handled >= 3 * 4, "{run_actor:?}");
+    assert_eq!(run_actor.mailbox_depth, 0, "every message was handled");
+    let waits: u64 = run_actor.mailbox_wait.buckets.iter().map(|b| b.count).sum();
+    assert_eq!(waits, run_actor.messages_handled);
+    assert_eq!(run_actor.mailbox_wait.buckets.len(), 7);
+    assert_eq!(run_actor.mailbox_wait.buckets[6].up_to, None);
+    let supervisor = stats
+        .actor("BatchSupervisor<CallOutcome>")
+        .unwrap_or_else(|| panic!("the batch supervisors are counted: {stats:?}"));
+    assert_eq!(supervisor.messages_handled, 3, "one RunBatch per run");
+    assert_eq!(host.shutdown_blocking(HANG_GUARD).unfinished, 0);
+}

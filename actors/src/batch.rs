@@ -27,7 +27,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::{Envelope, Mailbox, TracedActor, TracedRecipient};
+use crate::{Envelope, Host, Mailbox, TracedActor, TracedRecipient};
 
 /// How the jobs of a batch are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,10 +174,11 @@ impl<O: Send + Unpin + 'static> fmt::Debug for BatchSupervisor<O> {
 
 impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
     /// Starts a supervisor on the current arbiter (call this from an actor) whose jobs run on
-    /// `runtime`, inside `span`.
-    pub fn spawn(runtime: tokio::runtime::Handle, span: tracing::Span) -> Mailbox<Self> {
+    /// `host`'s runtime, inside `span`; its messages count in [`Host::stats`].
+    pub fn spawn(host: &Host, span: tracing::Span) -> Mailbox<Self> {
+        let runtime = host.runtime().clone();
         let context = Context::new();
-        let mailbox = Mailbox::new(context.address());
+        let mailbox = Mailbox::counted(context.address(), host);
         let supervisor = BatchSupervisor {
             runtime,
             span,

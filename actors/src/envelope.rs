@@ -15,26 +15,59 @@ use std::time::Instant;
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Handler, MailboxError, Message, Recipient};
 
+use crate::stats::ActorCounters;
+use crate::Host;
+
 /// An actor whose handled messages are traced as children of its own span.
 pub trait TracedActor: Actor {
     /// The span of this actor (a run, a batch, a call); message spans are its children.
     fn span(&self) -> &tracing::Span;
 }
 
+/// The depth of one actor's mailbox, and the counters of its actor type on its host (for a
+/// counted mailbox).
+#[derive(Debug, Default)]
+struct Gauge {
+    depth: AtomicUsize,
+    counters: Option<Arc<ActorCounters>>,
+}
+
 /// A message `M` stamped with the moment it was sent and the mailbox depth gauge of its receiver.
 pub struct Envelope<M> {
     message: M,
     sent_at: Instant,
-    depth: Arc<AtomicUsize>,
+    waiting: Waiting,
+}
+
+/// The envelope's place in its receiver's gauge: given back when it is opened, or when it is
+/// dropped unhandled (its actor stopped), so the depth never counts a message twice or forever.
+struct Waiting {
+    gauge: Option<Arc<Gauge>>,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if let Some(gauge) = self.gauge.take() {
+            gauge.depth.fetch_sub(1, Ordering::Relaxed);
+            if let Some(counters) = &gauge.counters {
+                counters.dropped();
+            }
+        }
+    }
 }
 
 impl<M> Envelope<M> {
-    fn new(message: M, depth: &Arc<AtomicUsize>) -> Self {
-        depth.fetch_add(1, Ordering::Relaxed);
+    fn new(message: M, gauge: &Arc<Gauge>) -> Self {
+        gauge.depth.fetch_add(1, Ordering::Relaxed);
+        if let Some(counters) = &gauge.counters {
+            counters.sent();
+        }
         Envelope {
             message,
             sent_at: Instant::now(),
-            depth: Arc::clone(depth),
+            waiting: Waiting {
+                gauge: Some(Arc::clone(gauge)),
+            },
         }
     }
 
@@ -48,7 +81,22 @@ impl<M> Envelope<M> {
         actor: &'static str,
         message_type: &'static str,
     ) -> (M, tracing::Span) {
-        let behind = self.depth.fetch_sub(1, Ordering::Relaxed).saturating_sub(1);
+        let Envelope {
+            message,
+            sent_at,
+            mut waiting,
+        } = self;
+        let wait_us = u64::try_from(sent_at.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let mut behind = 0;
+        if let Some(gauge) = waiting.gauge.take() {
+            behind = gauge
+                .depth
+                .fetch_sub(1, Ordering::Relaxed)
+                .saturating_sub(1);
+            if let Some(counters) = &gauge.counters {
+                counters.handled(wait_us);
+            }
+        }
         // Under the `golato` target, so that `RUST_LOG=golato=debug` shows the actors' work with
         // the rest of a run's story.
         let span = tracing::debug_span!(
@@ -57,10 +105,10 @@ impl<M> Envelope<M> {
             "actor_message",
             actor,
             message_type,
-            mailbox_wait_us = self.sent_at.elapsed().as_micros() as u64,
+            mailbox_wait_us = wait_us,
             queue_depth = behind,
         );
-        (self.message, span)
+        (message, span)
     }
 }
 
@@ -91,7 +139,7 @@ pub struct Mailbox<A: Actor> {
 
 struct MailboxShared<A: Actor> {
     addr: Addr<A>,
-    depth: Arc<AtomicUsize>,
+    gauge: Arc<Gauge>,
 }
 
 impl<A: Actor> Clone for Mailbox<A> {
@@ -114,17 +162,34 @@ impl<A: Actor> fmt::Debug for Mailbox<A> {
 impl<A: Actor> Mailbox<A> {
     /// Wraps the address of a freshly started actor.
     pub fn new(addr: Addr<A>) -> Self {
+        Mailbox::with_gauge(addr, Gauge::default())
+    }
+
+    /// Wraps the address of a freshly started actor, counting its messages in
+    /// [`Host::stats`] under its type's name.
+    pub fn counted(addr: Addr<A>, host: &Host) -> Self {
+        let counters = host.inner.stats.counters(std::any::type_name::<A>());
+        Mailbox::with_gauge(
+            addr,
+            Gauge {
+                depth: AtomicUsize::new(0),
+                counters: Some(counters),
+            },
+        )
+    }
+
+    fn with_gauge(addr: Addr<A>, gauge: Gauge) -> Self {
         Mailbox {
             shared: Arc::new(MailboxShared {
                 addr,
-                depth: Arc::new(AtomicUsize::new(0)),
+                gauge: Arc::new(gauge),
             }),
         }
     }
 
     /// Messages sent but not yet handled.
     pub fn depth(&self) -> usize {
-        self.shared.depth.load(Ordering::Relaxed)
+        self.shared.gauge.depth.load(Ordering::Relaxed)
     }
 
     /// Whether the actor is still alive to receive messages.
@@ -141,7 +206,7 @@ impl<A: Actor> Mailbox<A> {
         A::Context: ToEnvelope<A, Envelope<M>>,
     {
         let shared = &self.shared;
-        shared.addr.do_send(Envelope::new(message, &shared.depth));
+        shared.addr.do_send(Envelope::new(message, &shared.gauge));
     }
 
     /// Sends `message` and resolves with the handler's reply.
@@ -158,7 +223,7 @@ impl<A: Actor> Mailbox<A> {
         let shared = &self.shared;
         shared
             .addr
-            .send(Envelope::new(message, &shared.depth))
+            .send(Envelope::new(message, &shared.gauge))
             .await
     }
 
@@ -173,7 +238,7 @@ impl<A: Actor> Mailbox<A> {
         TracedRecipient {
             shared: Arc::new((
                 self.shared.addr.clone().recipient(),
-                Arc::clone(&self.shared.depth),
+                Arc::clone(&self.shared.gauge),
             )),
         }
     }
@@ -185,7 +250,7 @@ where
     M: Message + Send,
     M::Result: Send,
 {
-    shared: Arc<(Recipient<Envelope<M>>, Arc<AtomicUsize>)>,
+    shared: Arc<(Recipient<Envelope<M>>, Arc<Gauge>)>,
 }
 
 impl<M> Clone for TracedRecipient<M>
@@ -219,8 +284,8 @@ where
 {
     /// Sends `message` without waiting; dropped if the receiver has stopped.
     pub fn do_send(&self, message: M) {
-        let (recipient, depth) = &*self.shared;
-        recipient.do_send(Envelope::new(message, depth));
+        let (recipient, gauge) = &*self.shared;
+        recipient.do_send(Envelope::new(message, gauge));
     }
 
     /// Sends `message` and resolves with the handler's reply.
@@ -228,8 +293,8 @@ where
     /// # Errors
     /// [`MailboxError::Closed`] if the receiver stopped before handling it.
     pub async fn send(&self, message: M) -> Result<M::Result, MailboxError> {
-        let (recipient, depth) = &*self.shared;
-        recipient.send(Envelope::new(message, depth)).await
+        let (recipient, gauge) = &*self.shared;
+        recipient.send(Envelope::new(message, gauge)).await
     }
 }
 

@@ -36,6 +36,8 @@ pub mod embed;
 pub mod envelope;
 mod host;
 pub mod path_lock;
+mod stats;
 
 pub use envelope::{Envelope, Mailbox, TracedActor, TracedRecipient};
 pub use host::{Host, HostConfig, HostError, ShutdownReport};
+pub use stats::{ActorStats, HostStats, WaitBucket, WaitHistogram};

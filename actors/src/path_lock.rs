@@ -64,7 +64,7 @@ impl PathLock {
             })?;
         Ok(PathLock {
             taken,
-            mailbox: Mailbox::new(addr),
+            mailbox: Mailbox::counted(addr, host),
             next_ticket: Arc::new(AtomicU64::new(0)),
         })
     }

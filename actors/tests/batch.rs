@@ -77,10 +77,10 @@ fn run_batch_with(
     cancel: CancellationToken,
 ) -> Vec<Seen> {
     let (seen_tx, seen_rx) = mpsc::channel();
-    let runtime = host.runtime().clone();
+    let supervisor_host = host.clone();
     let observer = golato_actors::embed::start(host, move |ctx: &mut Context<Observer>| {
         let mailbox = Mailbox::new(actix::AsyncContext::address(ctx));
-        let supervisor = BatchSupervisor::spawn(runtime, tracing::Span::none());
+        let supervisor = BatchSupervisor::spawn(&supervisor_host, tracing::Span::none());
         supervisor.do_send(RunBatch {
             jobs,
             mode,

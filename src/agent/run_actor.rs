@@ -54,7 +54,7 @@ impl RunPlan {
 
     pub(crate) fn into_actor(self, ctx: &mut Context<RunActor>) -> RunActor {
         RunActor {
-            mailbox: Mailbox::new(ctx.address()),
+            mailbox: Mailbox::counted(ctx.address(), &self.agent.host),
             plan: self,
             turn: 0,
             usage: Usage::default(),

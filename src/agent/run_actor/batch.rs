@@ -196,7 +196,7 @@ impl RunActor {
         if jobs.is_empty() {
             return self.conclude_batch(ctx);
         }
-        let supervisor = BatchSupervisor::spawn(self.plan.agent.host.runtime().clone(), batch_span);
+        let supervisor = BatchSupervisor::spawn(&self.plan.agent.host, batch_span);
         supervisor.do_send(RunBatch {
             jobs,
             mode,
