@@ -25,7 +25,7 @@ const IN_FLIGHT: usize = 256;
 
 fn observe(c: &mut Criterion) {
     let host = Host::new(HostConfig::default()).unwrap();
-    let agent = support::agent(CALLS, host.clone());
+    let agent = support::agent(CALLS, host);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
