@@ -17,6 +17,9 @@
 //! 2026-12-03T10:27:18.872976Z DEBUG run{run_id=1}:turn{turn=1}:actor_message{actor="RunActor" message_type="BatchReport<CallOutcome>" mailbox_wait_us=41 queue_depth=0}: close time.busy=19.8µs time.idle=3.1µs
 //! ```
 //!
+//! With the `otel` feature, `otel` turns the same spans into OpenTelemetry spans (GenAI
+//! semantic conventions) and exports them over OTLP.
+//!
 //! An application with its own subscriber adds [`layer`] to it instead:
 //!
 //! ```
@@ -25,6 +28,9 @@
 //! let subscriber = tracing_subscriber::registry().with(golato::observe::layer());
 //! let _guard = tracing::subscriber::set_default(subscriber);
 //! ```
+
+#[cfg(feature = "otel")]
+pub mod otel;
 
 use std::io::IsTerminal;
 

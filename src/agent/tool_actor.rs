@@ -166,6 +166,10 @@ impl ToolActor {
         if let Some(reporter) = self.reporter.take() {
             let _entered = self.setup.span.enter();
             tracing::debug!(is_error = result.is_error, "call finished");
+            if result.is_error {
+                // OpenTelemetry's span status: an error result is a failed tool execution.
+                self.setup.span.record("otel.status_code", "ERROR");
+            }
             let outcome = CallOutcome::from_result(self.setup.call(), result);
             reporter.report(JobOutcome::Completed(outcome));
         }

@@ -180,6 +180,8 @@ impl RunActor {
                         gen_ai.operation.name = "execute_tool",
                         gen_ai.tool.name = %call.name,
                         gen_ai.tool.call.id = %call.id,
+                        otel.name = %format_args!("execute_tool {}", call.name),
+                        otel.status_code = tracing::field::Empty,
                     );
                     jobs.push(tool_actor::job(ToolSetup {
                         agent: Arc::clone(&self.plan.agent),

@@ -47,6 +47,8 @@ impl RunActor {
             gen_ai.request.model = %request.model.id,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
+            otel.name = %format_args!("chat {}", request.model.id),
+            otel.kind = "client",
         );
         let generator = Arc::clone(&self.plan.agent.generator);
         let mailbox = self.mailbox.clone();
@@ -74,8 +76,11 @@ impl RunActor {
                         // Zero is "not reported" (Scripted, servers without usage).
                         if usage.input_tokens + usage.output_tokens > 0 {
                             let span = tracing::Span::current();
-                            span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-                            span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                            // As signed integers: OpenTelemetry has no unsigned ones, and
+                            // an unsigned field would be exported as text.
+                            let tokens = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+                            span.record("gen_ai.usage.input_tokens", tokens(usage.input_tokens));
+                            span.record("gen_ai.usage.output_tokens", tokens(usage.output_tokens));
                         }
                         return Generated::Message(message);
                     }
