@@ -71,7 +71,7 @@ fn the_layer_prints_each_actor_message_nested_in_its_run() {
     assert!(report.contains("time.busy="), "{report}");
     for id in ["a", "b"] {
         let call = format!(
-            "call{{index={} gen_ai.operation.name=\"execute_tool\" gen_ai.tool.name=echo gen_ai.tool.call.id={id}}}: close",
+            "call{{index={} gen_ai.operation.name=\"execute_tool\" gen_ai.tool.name=echo gen_ai.tool.call.id={id} otel.name=execute_tool echo}}: close",
             if id == "a" { 0 } else { 1 }
         );
         assert!(
@@ -83,7 +83,7 @@ fn the_layer_prints_each_actor_message_nested_in_its_run() {
     }
     assert!(
         closes.iter().any(|line| line.contains(
-            "generate{gen_ai.operation.name=\"chat\" gen_ai.request.model=scripted}: close"
+            "generate{gen_ai.operation.name=\"chat\" gen_ai.request.model=scripted otel.name=chat scripted otel.kind=\"client\"}: close"
         )),
         "{text}"
     );
