@@ -13,12 +13,11 @@ use std::time::Duration;
 use actix::{Arbiter, Supervisor};
 use golato::agent::{self, Agent};
 use golato::embed::{self, AgentService, Restarts, StartRun};
-use golato::generator::Scripted;
-use golato::message::{AssistantMessage, ToolCall, UserMessage};
+use golato::message::UserMessage;
 use golato::HostConfig;
 
 mod support;
-use support::lookup_tool;
+use support::{lookup_script, lookup_tool};
 
 #[actix::main]
 async fn main() -> anyhow::Result<()> {
@@ -33,14 +32,7 @@ pub(crate) async fn run(out: &mut impl Write) -> anyhow::Result<()> {
     // golato's actors on this application's arbiter; tools on a worker pool of golato's.
     let host = embed::host_on_arbiters(vec![Arbiter::current()], HostConfig::default())?;
     let assistant = Agent::new(agent::Config {
-        generator: Some(Arc::new(Scripted::new([
-            AssistantMessage::with_tool_calls([ToolCall::new(
-                "call-1",
-                "lookup_customer",
-                r#"{"customer_id":"C-100"}"#,
-            )]),
-            AssistantMessage::with_text("C-100 uses the Pro plan."),
-        ]))),
+        generator: Some(Arc::new(lookup_script())),
         tools: vec![lookup_tool()],
         host: Some(host.clone()),
         ..Default::default()

@@ -12,12 +12,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use golato::agent::{self, Agent, Event};
-use golato::generator::Scripted;
-use golato::message::{AssistantMessage, ToolCall, UserMessage};
+use golato::message::UserMessage;
 use golato::{Host, HostConfig};
 
 mod support;
-use support::lookup_tool;
+use support::{lookup_script, lookup_tool};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -35,14 +34,7 @@ pub(crate) async fn run(out: &mut impl Write) -> anyhow::Result<()> {
         ..HostConfig::default()
     })?;
     let assistant = Agent::new(agent::Config {
-        generator: Some(Arc::new(Scripted::new([
-            AssistantMessage::with_tool_calls([ToolCall::new(
-                "call-1",
-                "lookup_customer",
-                r#"{"customer_id":"C-100"}"#,
-            )]),
-            AssistantMessage::with_text("C-100 uses the Pro plan."),
-        ]))),
+        generator: Some(Arc::new(lookup_script())),
         tools: vec![lookup_tool()],
         host: Some(host.clone()),
         ..Default::default()

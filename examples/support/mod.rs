@@ -1,5 +1,7 @@
 //! The `lookup_customer` tool the documentation page's examples share ("Defining tools").
 
+use golato::generator::Scripted;
+use golato::message::{AssistantMessage, ToolCall};
 use golato::tool::{Tool, ToolContext, ToolResult};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -30,4 +32,18 @@ pub(crate) fn lookup_tool() -> Tool {
             }
         },
     )
+}
+
+/// What a model would answer to "Which plan does C-100 use?": one `lookup_customer` call, then
+/// the answer. The embedding examples share it.
+#[allow(dead_code)] // Each example compiles its own copy of this module; not all use it.
+pub(crate) fn lookup_script() -> Scripted {
+    Scripted::new([
+        AssistantMessage::with_tool_calls([ToolCall::new(
+            "call-1",
+            "lookup_customer",
+            r#"{"customer_id":"C-100"}"#,
+        )]),
+        AssistantMessage::with_text("C-100 uses the Pro plan."),
+    ])
 }
