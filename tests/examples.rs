@@ -144,3 +144,65 @@ fn tracing_runs_its_two_calls() {
         "C-100 is on Pro; C-200 is not a customer."
     );
 }
+
+#[path = "../examples/stress.rs"]
+#[allow(dead_code)]
+mod stress;
+
+#[test]
+fn stress_runs_every_call_and_reports_parked_memory() {
+    let report = stress::stress(&stress::Options {
+        runs: 200,
+        calls: 3,
+        parked: true,
+    })
+    .unwrap();
+    assert_eq!(report["runs"], 200);
+    assert_eq!(report["calls_per_run"], 3);
+    assert!(report["calls_per_s"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(report["peak_rss_mib"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(report["rss_per_parked_run_kib"].is_number(), "{report}");
+}
+
+#[test]
+fn stress_refuses_a_transcript_out_of_order() {
+    use golato::agent::{self, Agent};
+    use golato::message::{Message, UserMessage};
+
+    let agent = Agent::new(agent::Config {
+        generator: Some(std::sync::Arc::new(stress::script(2))),
+        tools: vec![stress::echo_tool(None)],
+        ..Default::default()
+    })
+    .unwrap();
+    let mut result = agent.start(UserMessage::new("echo")).wait().unwrap();
+    assert_eq!(stress::check(&result, 2), Ok(()));
+    result.messages.swap(2, 3);
+    let why = stress::check(&result, 2).unwrap_err();
+    assert!(why.contains("result 0") && why.contains("call-0"), "{why}");
+    result.messages.truncate(3);
+    assert!(matches!(result.messages[2], Message::ToolResult(_)));
+    assert_eq!(
+        stress::check(&result, 2).unwrap_err(),
+        "3 messages instead of 5"
+    );
+}
+
+#[test]
+fn stress_options_say_what_is_wrong() {
+    let args = |list: &[&str]| list.iter().map(|arg| arg.to_string()).collect::<Vec<_>>();
+    let options = stress::options(args(&["--runs", "5", "--calls", "2", "--parked"])).unwrap();
+    assert_eq!((options.runs, options.calls, options.parked), (5, 2, true));
+    let defaults = stress::options(args(&[])).unwrap();
+    assert_eq!((defaults.runs, defaults.calls), (10_000, 8));
+    let error = stress::options(args(&["--runs", "0"])).err().unwrap();
+    assert!(
+        error.contains("--runs") && error.contains("\"0\""),
+        "{error}"
+    );
+    let error = stress::options(args(&["--fast"])).err().unwrap();
+    assert!(
+        error.contains("--fast") && error.contains("usage"),
+        "{error}"
+    );
+}

@@ -12,12 +12,15 @@
 //! Without hooks or a timeout this costs what the bare per-call actor costs: the function is
 //! launched from `started` and the outcome reported when it returns.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::FutureExt;
+
 use actix::fut::ActorFutureExt;
 use actix::{Actor, ActorContext, AsyncContext, Context, SpawnHandle, WrapFuture};
-use golato_actors::batch::{outcome_of, Job, JobOutcome, Reporter, Work};
+use golato_actors::batch::{outcome_of, panic_message, Job, JobOutcome, Reporter, Work};
 use serde_json::Value;
 use tokio::task::AbortHandle;
 use tracing::Instrument;
@@ -164,14 +167,7 @@ impl ToolActor {
     /// Reports the outcome (once) and stops.
     fn finish(&mut self, result: ToolResult, ctx: &mut Context<Self>) {
         if let Some(reporter) = self.reporter.take() {
-            let _entered = self.setup.span.enter();
-            tracing::debug!(is_error = result.is_error, "call finished");
-            if result.is_error {
-                // OpenTelemetry's span status: an error result is a failed tool execution.
-                self.setup.span.record("otel.status_code", "ERROR");
-            }
-            let outcome = CallOutcome::from_result(self.setup.call(), result);
-            reporter.report(JobOutcome::Completed(outcome));
+            report(&self.setup.span, self.setup.call(), reporter, result);
         }
         ctx.stop();
     }
@@ -253,16 +249,34 @@ impl ToolActor {
     }
 
     /// Launches the function on the runtime, with the call's timeout.
+    ///
+    /// With no timeout to enforce and no after-hooks to run, nothing about the call is left for
+    /// the actor to control: the function's task finishes the call itself (the same checks, the
+    /// same report) and the actor stops at once. A call in flight then holds only its task, not
+    /// an idle actor, and its result reaches the run actor without a hop through this one.
     fn launch(&mut self, ctx: &mut Context<Self>) {
         self.stage = Stage::Running;
+        let timeout = self
+            .setup
+            .tool
+            .tool
+            .timeout()
+            .or(self.setup.agent.tool_timeout);
+        let hooks = !self.setup.agent.hooks.is_empty();
+        if timeout.is_none() && !hooks {
+            if let Some(reporter) = self.reporter.take() {
+                self.hand_off(reporter);
+            }
+            return ctx.stop();
+        }
         let host: Arc<dyn CallHost> = self.setup.shared.clone();
         let context = ToolContext::hosted(host, self.setup.index);
         let (shared, index) = (Arc::clone(&self.setup.shared), self.setup.index);
         // After-hooks see the arguments the function got; without hooks nothing needs a copy.
-        let arguments = if self.setup.agent.hooks.is_empty() {
-            std::mem::take(&mut self.setup.arguments)
-        } else {
+        let arguments = if hooks {
             self.setup.arguments.clone()
+        } else {
+            std::mem::take(&mut self.setup.arguments)
         };
         let runtime = self.setup.agent.host.runtime();
         let span = self.setup.span.clone();
@@ -284,30 +298,50 @@ impl ToolActor {
             }),
         };
         self.function = Some(handle.abort_handle());
-        let timeout = self
-            .setup
-            .tool
-            .tool
-            .timeout()
-            .or(self.setup.agent.tool_timeout);
         if let Some(timeout) = timeout {
             self.timer = Some(ctx.run_later(timeout, move |this, ctx| this.time_out(timeout, ctx)));
         }
         ctx.spawn(handle.into_actor(self).map(|joined, this, ctx| {
-            let returned = match outcome_of(joined) {
-                JobOutcome::Completed(returned) => {
-                    returned.map_err(|error: BoxError| error.to_string())
-                }
-                JobOutcome::Panicked(panic) => {
-                    Err(format!("Tool {} panicked: {panic}", this.setup.call().name))
-                }
-                JobOutcome::Lost | JobOutcome::NotStarted => Err(format!(
-                    "Tool {}'s task ended without a result (the host is shutting down).",
-                    this.setup.call().name
-                )),
-            };
+            let returned = returned(this.setup.call(), outcome_of(joined));
             this.returned(returned, ctx);
         }));
+    }
+
+    /// Runs the function on the runtime and has its task conclude the call: close the gate,
+    /// check the result, report it. If the task is lost (the host shutting down), the reporter's
+    /// drop reports the call lost.
+    fn hand_off(&mut self, reporter: Reporter<CallOutcome>) {
+        let arguments = std::mem::take(&mut self.setup.arguments);
+        let runtime = self.setup.agent.host.runtime();
+        let span = self.setup.span.clone();
+        let shared = Arc::clone(&self.setup.shared);
+        // The task holds only what it needs (its size is what a parked call costs): the
+        // context is made inside it, and the span is attached only when someone records it.
+        match self.setup.tool.tool.function().clone() {
+            Function::Async(function) => {
+                let task = async move {
+                    let context = ToolContext::hosted(shared.clone(), reporter.index());
+                    let joined = AssertUnwindSafe(function(context, arguments))
+                        .catch_unwind()
+                        .await;
+                    conclude(&shared, reporter, joined);
+                };
+                if span.is_disabled() {
+                    runtime.spawn(task);
+                } else {
+                    runtime.spawn(task.instrument(span));
+                }
+            }
+            Function::Blocking(function) => {
+                runtime.spawn_blocking(move || {
+                    let _entered = span.enter();
+                    let context = ToolContext::hosted(shared.clone(), reporter.index());
+                    let joined =
+                        std::panic::catch_unwind(AssertUnwindSafe(|| function(context, arguments)));
+                    conclude(&shared, reporter, joined);
+                });
+            }
+        }
     }
 
     fn time_out(&mut self, timeout: Duration, ctx: &mut Context<Self>) {
@@ -349,29 +383,12 @@ impl ToolActor {
         if let Some(timer) = self.timer.take() {
             ctx.cancel_future(timer);
         }
-        let name = &self.setup.call().name;
-        // Closed here too, for a function that panicked before its task could close it.
-        let invalid_update = self.setup.shared.close_gate(self.setup.index);
-        let result = if let Some(reason) = invalid_update {
-            error_result(format!(
-                "Tool {name} published an invalid partial result, so it was stopped: {reason}"
-            ))
-        } else if let Some(timeout) = self.timed_out {
-            error_result(format!(
-                "Tool {name} timed out after {} and was cancelled.",
-                seconds(timeout)
-            ))
-        } else {
-            match returned {
-                Ok(result) => match check_result(&result) {
-                    Ok(()) => result,
-                    Err(reason) => {
-                        error_result(format!("Tool {name} returned an invalid result: {reason}"))
-                    }
-                },
-                Err(text) => error_result(text),
-            }
-        };
+        let result = result_of(
+            &self.setup.shared,
+            self.setup.index,
+            self.timed_out,
+            returned,
+        );
         if self.setup.agent.hooks.is_empty() {
             self.finish(result, ctx);
         } else {
@@ -454,6 +471,89 @@ impl ToolActor {
                 .map(move |joined, this, ctx| then(outcome_of(joined), this, ctx)),
         );
     }
+}
+
+/// A handed-off call's end, on its function's task (inside the call's span): what the function
+/// did, concluded as the actor would have.
+fn conclude(
+    shared: &SharedBatch,
+    reporter: Reporter<CallOutcome>,
+    joined: Result<Result<ToolResult, BoxError>, Box<dyn std::any::Any + Send>>,
+) {
+    let index = reporter.index();
+    let call = shared.call(index);
+    let joined = match joined {
+        Ok(returned) => JobOutcome::Completed(returned),
+        Err(panic) => JobOutcome::Panicked(panic_message(panic)),
+    };
+    let result = result_of(shared, index, None, returned(call, joined));
+    report(&tracing::Span::current(), call, reporter, result);
+}
+
+/// What the function's task came to: its result, or the error text for a failure, a panic or
+/// a lost task.
+fn returned(
+    call: &ToolCall,
+    joined: JobOutcome<Result<ToolResult, BoxError>>,
+) -> Result<ToolResult, String> {
+    match joined {
+        JobOutcome::Completed(returned) => returned.map_err(|error| error.to_string()),
+        JobOutcome::Panicked(panic) => Err(format!("Tool {} panicked: {panic}", call.name)),
+        JobOutcome::Lost | JobOutcome::NotStarted => Err(format!(
+            "Tool {}'s task ended without a result (the host is shutting down).",
+            call.name
+        )),
+    }
+}
+
+/// Call `index`'s result once its function is done: an update refused along the way, or the
+/// timeout, outranks what came back; what came back must pass the result checks.
+fn result_of(
+    shared: &SharedBatch,
+    index: usize,
+    timed_out: Option<Duration>,
+    returned: Result<ToolResult, String>,
+) -> ToolResult {
+    let name = &shared.call(index).name;
+    // Closed here too, for a function that panicked before its task could close it.
+    if let Some(reason) = shared.close_gate(index) {
+        return error_result(format!(
+            "Tool {name} published an invalid partial result, so it was stopped: {reason}"
+        ));
+    }
+    if let Some(timeout) = timed_out {
+        return error_result(format!(
+            "Tool {name} timed out after {} and was cancelled.",
+            seconds(timeout)
+        ));
+    }
+    match returned {
+        Ok(result) => match check_result(&result) {
+            Ok(()) => result,
+            Err(reason) => {
+                error_result(format!("Tool {name} returned an invalid result: {reason}"))
+            }
+        },
+        Err(text) => error_result(text),
+    }
+}
+
+/// Reports the call's one outcome.
+fn report(
+    span: &tracing::Span,
+    call: &ToolCall,
+    reporter: Reporter<CallOutcome>,
+    result: ToolResult,
+) {
+    let _entered = span.enter();
+    tracing::debug!(is_error = result.is_error, "call finished");
+    if result.is_error {
+        // OpenTelemetry's span status: an error result is a failed tool execution.
+        span.record("otel.status_code", "ERROR");
+    }
+    reporter.report(JobOutcome::Completed(CallOutcome::from_result(
+        call, result,
+    )));
 }
 
 fn seconds(duration: Duration) -> String {

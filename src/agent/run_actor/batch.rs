@@ -36,8 +36,21 @@ pub(super) struct Batch {
     /// Whether `calls` were moved out of the transcript's message (to be shared without a
     /// copy) and must be put back when the batch ends.
     borrowed_from_transcript: bool,
-    started: Vec<bool>,
-    results: Vec<Option<CallOutcome>>,
+    /// Where each call is, by source index.
+    progress: Vec<Progress>,
+    /// The outcomes recorded so far, in the order they came: nothing is set aside for a call
+    /// before its result exists (a batch in flight holds only its calls).
+    outcomes: Vec<(usize, CallOutcome)>,
+}
+
+/// How far a call has got, as the run actor has reported it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Progress {
+    Waiting,
+    /// Its start event was emitted.
+    Started,
+    /// Its result was recorded (and its end event emitted).
+    Recorded,
 }
 
 impl RunActor {
@@ -53,8 +66,8 @@ impl RunActor {
                 self.mailbox.recipient(),
             ),
             borrowed_from_transcript: calls.borrowed_from_transcript,
-            started: vec![false; count],
-            results: (0..count).map(|_| None).collect(),
+            progress: vec![Progress::Waiting; count],
+            outcomes: Vec::new(),
         }
     }
 
@@ -216,13 +229,13 @@ impl RunActor {
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
-        let Some(started) = batch.started.get_mut(index) else {
+        let Some(progress) = batch.progress.get_mut(index) else {
             return;
         };
-        if *started {
+        if *progress != Progress::Waiting {
             return;
         }
-        *started = true;
+        *progress = Progress::Started;
         let shared = Arc::clone(&batch.shared);
         let Some(call) = shared.calls().get(index) else {
             return;
@@ -244,15 +257,16 @@ impl RunActor {
         let Some(batch) = self.batch.as_mut() else {
             return;
         };
-        let (Some(slot), Some(call)) = (
-            batch.results.get_mut(index),
+        let (Some(progress), Some(call)) = (
+            batch.progress.get_mut(index),
             batch.shared.calls().get(index),
         ) else {
             return;
         };
-        if slot.is_some() {
+        if *progress == Progress::Recorded {
             return;
         }
+        *progress = Progress::Recorded;
         let outcome = outcome(call);
         let event = self
             .plan
@@ -263,7 +277,10 @@ impl RunActor {
                 call: ToolCall::clone(call),
                 result: outcome.message.clone(),
             });
-        *slot = Some(outcome);
+        if batch.outcomes.is_empty() {
+            batch.outcomes.reserve_exact(batch.progress.len());
+        }
+        batch.outcomes.push((index, outcome));
         if let Some(event) = event {
             self.emit(|| Event::ToolExecutionEnd(event));
         }
@@ -284,15 +301,15 @@ impl RunActor {
             return;
         };
         let message_index = batch.message_index;
-        let results = self.give_back_calls(batch);
-        let outcomes: Vec<CallOutcome> = results.into_iter().flatten().collect();
+        let mut outcomes = self.give_back_calls(batch);
+        outcomes.sort_unstable_by_key(|(index, _)| *index);
         let terminate = !outcomes.is_empty()
             && outcomes
                 .iter()
-                .all(|outcome| outcome.terminate && !outcome.message.is_error);
+                .all(|(_, outcome)| outcome.terminate && !outcome.message.is_error);
         let results: Vec<_> = outcomes
             .into_iter()
-            .map(|outcome| outcome.message)
+            .map(|(_, outcome)| outcome.message)
             .collect();
         let assistant = |messages: &[TranscriptMessage]| match messages.get(message_index) {
             Some(TranscriptMessage::Assistant(message)) => message.clone(),
@@ -319,12 +336,12 @@ impl RunActor {
 
     /// Puts calls moved out of the transcript's message back into it (copying them only if a
     /// tool still holds its context).
-    pub(super) fn give_back_calls(&mut self, batch: Batch) -> Vec<Option<CallOutcome>> {
+    pub(super) fn give_back_calls(&mut self, batch: Batch) -> Vec<(usize, CallOutcome)> {
         let Batch {
             shared,
             message_index,
             borrowed_from_transcript,
-            results,
+            outcomes,
             ..
         } = batch;
         if borrowed_from_transcript {
@@ -334,7 +351,7 @@ impl RunActor {
                 message.tool_calls = calls;
             }
         }
-        results
+        outcomes
     }
 }
 
@@ -383,9 +400,9 @@ impl Handler<CallNotice> for RunActor {
         };
         // A call with its result already recorded gets no more events.
         let open = batch
-            .results
+            .progress
             .get(message.index)
-            .is_some_and(Option::is_none);
+            .is_some_and(|progress| *progress != Progress::Recorded);
         let shared = Arc::clone(&batch.shared);
         let Some(call) = shared.calls().get(message.index).filter(|_| open) else {
             return;
@@ -393,7 +410,7 @@ impl Handler<CallNotice> for RunActor {
         let index = message.index;
         match message.notice {
             Notice::Update(partial_result) => {
-                if batch.started.get(index) != Some(&true) {
+                if batch.progress.get(index) != Some(&Progress::Started) {
                     return;
                 }
                 self.emit(|| {
