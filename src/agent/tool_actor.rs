@@ -75,7 +75,6 @@ pub(crate) struct ToolSetup {
     pub(crate) index: usize,
     /// The tool and its compiled schema.
     pub(crate) tool: Arc<Registered>,
-    pub(crate) arguments: Value,
     pub(crate) span: tracing::Span,
 }
 
@@ -88,6 +87,7 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
             ToolActor {
                 setup,
                 reporter: Some(reporter),
+                arguments: None,
                 stage: Stage::Before,
                 timed_out: None,
                 function: None,
@@ -111,6 +111,9 @@ enum Stage {
 pub(crate) struct ToolActor {
     setup: ToolSetup,
     reporter: Option<Reporter<CallOutcome>>,
+    /// The arguments as the before-hooks left them. Without hooks the function's task parses
+    /// the call's arguments itself (validation checked them), off this thread.
+    arguments: Option<Value>,
     stage: Stage,
     /// The timeout that expired, if one did.
     timed_out: Option<Duration>,
@@ -174,9 +177,12 @@ impl ToolActor {
 
     fn run_before_hooks(&mut self, ctx: &mut Context<Self>) {
         let hooks = Arc::clone(&self.setup.agent.hooks);
-        let arguments = std::mem::take(&mut self.setup.arguments);
-        let mut context = self.hook_context(arguments);
+        let mut context = self.hook_context(Value::Null);
         let decide = async move {
+            context.arguments = match parse_arguments(&context.call) {
+                Ok(arguments) => arguments,
+                Err(error) => return Before::Failed(error.to_string()),
+            };
             let mut rewrote = false;
             for hook in hooks.iter() {
                 match hook.before_tool_call(context.clone()).await {
@@ -231,7 +237,7 @@ impl ToolActor {
                         arguments: arguments.clone(),
                     }));
                 }
-                self.setup.arguments = arguments;
+                self.arguments = Some(arguments);
                 self.launch(ctx);
             }
         }
@@ -274,9 +280,9 @@ impl ToolActor {
         let (shared, index) = (Arc::clone(&self.setup.shared), self.setup.index);
         // After-hooks see the arguments the function got; without hooks nothing needs a copy.
         let arguments = if hooks {
-            self.setup.arguments.clone()
+            self.arguments.clone()
         } else {
-            std::mem::take(&mut self.setup.arguments)
+            self.arguments.take()
         };
         let runtime = self.setup.agent.host.runtime();
         let span = self.setup.span.clone();
@@ -285,14 +291,22 @@ impl ToolActor {
         let handle = match self.setup.tool.tool.function().clone() {
             Function::Async(function) => runtime.spawn(
                 async move {
-                    let returned = function(context, arguments).await;
+                    let returned =
+                        match arguments.map_or_else(|| parse_arguments(shared.call(index)), Ok) {
+                            Ok(arguments) => function(context, arguments).await,
+                            Err(error) => Err(error),
+                        };
                     shared.shut_gate(index);
                     returned
                 }
                 .instrument(span),
             ),
             Function::Blocking(function) => runtime.spawn_blocking(move || {
-                let returned = span.in_scope(|| function(context, arguments));
+                let returned = span.in_scope(|| {
+                    let arguments =
+                        arguments.map_or_else(|| parse_arguments(shared.call(index)), Ok)?;
+                    function(context, arguments)
+                });
                 shared.shut_gate(index);
                 returned
             }),
@@ -311,7 +325,6 @@ impl ToolActor {
     /// check the result, report it. If the task is lost (the host shutting down), the reporter's
     /// drop reports the call lost.
     fn hand_off(&mut self, reporter: Reporter<CallOutcome>) {
-        let arguments = std::mem::take(&mut self.setup.arguments);
         let runtime = self.setup.agent.host.runtime();
         let span = self.setup.span.clone();
         let shared = Arc::clone(&self.setup.shared);
@@ -320,10 +333,16 @@ impl ToolActor {
         match self.setup.tool.tool.function().clone() {
             Function::Async(function) => {
                 let task = async move {
-                    let context = ToolContext::hosted(shared.clone(), reporter.index());
-                    let joined = AssertUnwindSafe(function(context, arguments))
-                        .catch_unwind()
-                        .await;
+                    let index = reporter.index();
+                    let joined = match parse_arguments(shared.call(index)) {
+                        Ok(arguments) => {
+                            let context = ToolContext::hosted(shared.clone(), index);
+                            AssertUnwindSafe(function(context, arguments))
+                                .catch_unwind()
+                                .await
+                        }
+                        Err(error) => Ok(Err(error)),
+                    };
                     conclude(&shared, reporter, joined);
                 };
                 if span.is_disabled() {
@@ -335,9 +354,11 @@ impl ToolActor {
             Function::Blocking(function) => {
                 runtime.spawn_blocking(move || {
                     let _entered = span.enter();
-                    let context = ToolContext::hosted(shared.clone(), reporter.index());
-                    let joined =
-                        std::panic::catch_unwind(AssertUnwindSafe(|| function(context, arguments)));
+                    let index = reporter.index();
+                    let context = ToolContext::hosted(shared.clone(), index);
+                    let joined = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        function(context, parse_arguments(shared.call(index))?)
+                    }));
                     conclude(&shared, reporter, joined);
                 });
             }
@@ -398,7 +419,7 @@ impl ToolActor {
 
     fn run_after_hooks(&mut self, result: ToolResult, ctx: &mut Context<Self>) {
         let hooks = Arc::clone(&self.setup.agent.hooks);
-        let arguments = std::mem::take(&mut self.setup.arguments);
+        let arguments = self.arguments.take().unwrap_or_default();
         let context = self.hook_context(arguments);
         let name = self.setup.call().name.clone();
         let decide = async move {
@@ -471,6 +492,18 @@ impl ToolActor {
                 .map(move |joined, this, ctx| then(outcome_of(joined), this, ctx)),
         );
     }
+}
+
+/// The call's arguments, parsed again where the call runs (validation parsed and checked them,
+/// so this fails only if something is badly wrong).
+fn parse_arguments(call: &ToolCall) -> Result<Value, BoxError> {
+    serde_json::from_str(&call.arguments).map_err(|error| {
+        format!(
+            "The arguments of {} passed validation but no longer parse as JSON ({error}).",
+            call.name
+        )
+        .into()
+    })
 }
 
 /// A handed-off call's end, on its function's task (inside the call's span): what the function

@@ -180,7 +180,7 @@ impl RunActor {
                         self.record(index, |_| outcome);
                     }
                 }
-                Prepared::Valid { tool, arguments } => {
+                Prepared::Valid { tool } => {
                     if !announced {
                         self.start_call(index);
                     }
@@ -202,7 +202,6 @@ impl RunActor {
                         shared: Arc::clone(&shared),
                         index,
                         tool,
-                        arguments,
                         span,
                     }));
                 }
