@@ -194,6 +194,18 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
         mailbox
     }
 
+    fn begin(&mut self, batch: RunBatch<O>, ctx: &mut Context<Self>) {
+        self.mode = batch.mode;
+        self.max_running = batch.max_running;
+        self.cancel = batch.cancel;
+        if self.mode == Mode::Parallel && self.max_running.is_none() {
+            return self.launch_all(batch.jobs, batch.observer, ctx);
+        }
+        self.queue = batch.jobs.into();
+        self.observer = Some(batch.observer);
+        self.advance(ctx);
+    }
+
     fn report(&self, index: usize, outcome: JobOutcome<O>) {
         if let Some(observer) = &self.observer {
             observer
@@ -256,7 +268,7 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
     /// message instead of two and the supervisor has nothing left to wait for.
     fn launch_all(
         &mut self,
-        jobs: Vec<Job<O>>,
+        mut jobs: Vec<Job<O>>,
         observer: BatchObserver<O>,
         ctx: &mut Context<Self>,
     ) {
@@ -268,24 +280,26 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
             remaining: AtomicUsize::new(running),
             observer,
         });
-        // Outcomes known in advance go first, so none can follow the last reporter's `Done`.
-        let mut launching = Vec::with_capacity(running);
+        // Outcomes known in advance go first, so none can follow the last reporter's `Done`
+        // (reordered in place: a second list of jobs would be one more large allocation).
+        jobs.sort_unstable_by_key(|job| (!matches!(job.work, Work::Ready(_)), job.index));
         for job in jobs {
-            match job.work {
-                Work::Ready(outcome) => direct.observer.reports.do_send(BatchReport::Finished {
-                    index: job.index,
-                    outcome: JobOutcome::Completed(outcome),
-                }),
-                _ => launching.push(job),
-            }
-        }
-        for job in launching {
+            let work = match job.work {
+                Work::Ready(outcome) => {
+                    direct.observer.reports.do_send(BatchReport::Finished {
+                        index: job.index,
+                        outcome: JobOutcome::Completed(outcome),
+                    });
+                    continue;
+                }
+                work => work,
+            };
             let reporter = Reporter {
                 route: Route::Direct(Arc::clone(&direct)),
                 index: job.index,
                 reported: false,
             };
-            match job.work {
+            match work {
                 Work::Actor(start) => start(reporter),
                 work => self.start_work_actor(work, reporter, job.span),
             }
@@ -355,15 +369,7 @@ impl<O: Send + Unpin + 'static> Handler<Envelope<RunBatch<O>>> for BatchSupervis
     fn handle(&mut self, envelope: Envelope<RunBatch<O>>, ctx: &mut Context<Self>) {
         let (batch, span) = envelope.open(&self.span, "BatchSupervisor", "RunBatch");
         let _entered = span.enter();
-        self.mode = batch.mode;
-        self.max_running = batch.max_running;
-        self.cancel = batch.cancel;
-        if self.mode == Mode::Parallel && self.max_running.is_none() {
-            return self.launch_all(batch.jobs, batch.observer, ctx);
-        }
-        self.queue = batch.jobs.into();
-        self.observer = Some(batch.observer);
-        self.advance(ctx);
+        self.begin(batch, ctx);
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use actix::dev::ToEnvelope;
-use actix::{Actor, Addr, Handler, MailboxError, Message, Recipient};
+use actix::{Actor, Addr, Handler, MailboxError, Message};
 
 use crate::stats::ActorCounters;
 use crate::Host;
@@ -235,11 +235,10 @@ impl<A: Actor> Mailbox<A> {
         A: Handler<Envelope<M>>,
         A::Context: ToEnvelope<A, Envelope<M>>,
     {
+        // The mailbox itself, behind a message-typed view: an `Addr::recipient` would clone
+        // the actix address (two allocations) and box it (a third), for every recipient.
         TracedRecipient {
-            shared: Arc::new((
-                self.shared.addr.clone().recipient(),
-                Arc::clone(&self.shared.gauge),
-            )),
+            shared: Arc::clone(&self.shared) as Arc<dyn Deliver<M>>,
         }
     }
 }
@@ -250,7 +249,39 @@ where
     M: Message + Send,
     M::Result: Send,
 {
-    shared: Arc<(Recipient<Envelope<M>>, Arc<Gauge>)>,
+    shared: Arc<dyn Deliver<M>>,
+}
+
+/// A mailbox seen through one message type it accepts.
+trait Deliver<M: Message + Send>: Send + Sync
+where
+    M::Result: Send,
+{
+    fn deliver(&self, message: M);
+    fn request(
+        &self,
+        message: M,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<M::Result, MailboxError>> + Send>>;
+}
+
+impl<A, M> Deliver<M> for MailboxShared<A>
+where
+    A: Handler<Envelope<M>>,
+    A::Context: ToEnvelope<A, Envelope<M>>,
+    M: Message + Send + 'static,
+    M::Result: Send,
+{
+    fn deliver(&self, message: M) {
+        self.addr.do_send(Envelope::new(message, &self.gauge));
+    }
+
+    fn request(
+        &self,
+        message: M,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<M::Result, MailboxError>> + Send>>
+    {
+        Box::pin(self.addr.send(Envelope::new(message, &self.gauge)))
+    }
 }
 
 impl<M> Clone for TracedRecipient<M>
@@ -284,8 +315,7 @@ where
 {
     /// Sends `message` without waiting; dropped if the receiver has stopped.
     pub fn do_send(&self, message: M) {
-        let (recipient, gauge) = &*self.shared;
-        recipient.do_send(Envelope::new(message, gauge));
+        self.shared.deliver(message);
     }
 
     /// Sends `message` and resolves with the handler's reply.
@@ -293,8 +323,7 @@ where
     /// # Errors
     /// [`MailboxError::Closed`] if the receiver stopped before handling it.
     pub async fn send(&self, message: M) -> Result<M::Result, MailboxError> {
-        let (recipient, gauge) = &*self.shared;
-        recipient.send(Envelope::new(message, gauge)).await
+        self.shared.request(message).await
     }
 }
 

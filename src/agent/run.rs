@@ -26,8 +26,9 @@ type Outcome = Result<RunResult, Error>;
 struct State {
     events: VecDeque<Event>,
     capacity: usize,
-    /// Set once the run ended; events may still be queued.
-    outcome: Option<Outcome>,
+    /// Set once the run ended; events may still be queued. Boxed: a run in flight would
+    /// otherwise carry room for a whole `RunResult` (over 200 bytes) it does not have yet.
+    outcome: Option<Box<Outcome>>,
     finished: bool,
     /// Threads blocked on `event_ready` / `outcome_ready`. Notifying a condvar is a system call
     /// even when nobody waits, and a run pushes dozens of events.
@@ -125,7 +126,7 @@ impl Channel {
             return;
         }
         state.finished = true;
-        state.outcome = Some(outcome);
+        state.outcome = Some(Box::new(outcome));
         let (blocked_readers, blocked_waiters) = (state.event_waiters, state.outcome_waiters);
         let stream = state.stream_waker.take();
         drop(state);
@@ -247,7 +248,7 @@ impl Channel {
     }
 
     fn take_outcome(state: &mut State) -> Option<Outcome> {
-        state.outcome.take()
+        state.outcome.take().map(|outcome| *outcome)
     }
 
     fn wait_blocking(&self) -> Outcome {

@@ -84,7 +84,7 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
         index: setup.index,
         span: setup.span.clone(),
         work: Work::Actor(Box::new(move |reporter| {
-            ToolActor {
+            let actor = ToolActor {
                 setup,
                 reporter: Some(reporter),
                 arguments: None,
@@ -92,8 +92,10 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
                 timed_out: None,
                 function: None,
                 timer: None,
-            }
-            .start();
+            };
+            // Nobody sends a tool actor messages, so it is started without taking an address
+            // (`Actor::start` makes one, two allocations, only to drop it).
+            actix::spawn(Context::new().into_future(actor));
         })),
     }
 }

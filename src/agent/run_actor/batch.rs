@@ -321,6 +321,9 @@ impl RunActor {
                 tool_results: results.clone(),
             })
         });
+        // Room for the results and the answer that usually follows them, in one step (the
+        // transcript would otherwise grow twice, the second time to twice what it needs).
+        Arc::make_mut(&mut self.plan.messages).reserve(results.len() + 1);
         self.append(results.into_iter().map(TranscriptMessage::ToolResult));
         if self.plan.cancel.is_cancelled() {
             return self.cancelled(ctx);
