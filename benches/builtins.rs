@@ -156,6 +156,30 @@ fn path_lock(c: &mut Criterion) {
             })
         })
     });
+    // Sharing without contention: 8 tasks, each on a key of its own, on both workers; what
+    // the key table costs when many runs edit different files at once.
+    group.bench_function("path_lock_actor_distinct_keys_8x64", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let tasks: Vec<_> = (0..TASKS)
+                    .map(|task| {
+                        let lock = lock.clone();
+                        let key = PathBuf::from(format!("/tmp/golato-bench/file-{task}.txt"));
+                        tokio::spawn(async move {
+                            for _ in 0..LEASES {
+                                let lease = lock.acquire(key.clone()).await.unwrap();
+                                tokio::task::yield_now().await;
+                                drop(lease);
+                            }
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await.unwrap();
+                }
+            })
+        })
+    });
     let baseline = Arc::new(baseline);
     group.bench_function("dashmap_mutex_contended_8x64", |b| {
         b.iter(|| {

@@ -6,19 +6,22 @@
 //! key leaves no entry behind.
 //!
 //! # How it is cheap when nobody waits
-//! A shared table, behind a short-held mutex, records which keys are taken and how many requests
+//! A shared table (a sharded `DashMap`, so runs on different files rarely touch the same lock)
+//! records which keys are taken and how many requests
 //! for each are queued at the actor. Taking a free key, or releasing one nobody waits for, is a
 //! table update and never a message: no thread wakes. Only contention goes to the actor, which
 //! keeps the FIFO queues and hands a released key to the oldest waiter still waiting. A key
 //! stays in the table while anyone holds or waits for it, so a newcomer can never overtake the
 //! queue.
 
-use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
+
+use dashmap::mapref::entry::Entry;
+use dashmap::DashMap;
 
 use actix::{Actor, Context, Handler, Message};
 use tokio::sync::oneshot;
@@ -80,16 +83,12 @@ impl PathLock {
     /// Cancel safe: dropping the future gives up the place in the queue (or the lease, if it
     /// was granted meanwhile).
     pub async fn acquire(&self, key: PathBuf) -> Result<Lease, LockError> {
-        {
-            let mut taken = self.taken.lock();
-            match taken.entry(key.clone()) {
-                Entry::Vacant(free) => {
-                    free.insert(0);
-                    drop(taken);
-                    return Ok(self.lease(key));
-                }
-                Entry::Occupied(mut held) => *held.get_mut() += 1,
+        match self.taken.entry(key.clone()) {
+            Entry::Vacant(free) => {
+                free.insert(0);
+                return Ok(self.lease(key));
             }
+            Entry::Occupied(mut held) => *held.get_mut() += 1,
         }
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         let (granted_tx, granted_rx) = oneshot::channel();
@@ -125,7 +124,7 @@ impl PathLock {
             .send(Flush)
             .await
             .map_err(|_| LockError::Stopped)?;
-        Ok(self.taken.lock().len())
+        Ok(self.taken.len())
     }
 
     fn lease(&self, key: PathBuf) -> Lease {
@@ -137,16 +136,18 @@ impl PathLock {
 
     /// Frees `key`, or hands it to the actor when someone waits for it.
     fn release(&self, key: PathBuf) {
-        let mut taken = self.taken.lock();
-        match taken.get(&key) {
-            Some(0) => {
-                taken.remove(&key);
+        // Checked and removed under the entry's lock, so no request can slip in between.
+        match self.taken.entry(key) {
+            Entry::Occupied(free) if *free.get() == 0 => {
+                free.remove();
             }
-            Some(_) => {
-                drop(taken);
+            Entry::Occupied(waited_for) => {
+                let key = waited_for.key().clone();
+                drop(waited_for);
                 self.mailbox.do_send(HandOver { key });
             }
-            None => {
+            Entry::Vacant(unknown) => {
+                let key = unknown.key();
                 tracing::warn!(target: "golato", ?key, "released a path lease that was not held")
             }
         }
@@ -155,15 +156,7 @@ impl PathLock {
 
 /// Keys taken, each with the number of its requests queued at the actor and not yet settled
 /// (granted, skipped or given up). No entry: the key is free.
-#[derive(Default)]
-struct TakenKeys(Mutex<HashMap<PathBuf, usize>>);
-
-impl TakenKeys {
-    fn lock(&self) -> MutexGuard<'_, HashMap<PathBuf, usize>> {
-        // Nothing panics while the table is held, and a count is consistent after any update.
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
+type TakenKeys = DashMap<PathBuf, usize>;
 
 /// The right to work on one key; released when dropped.
 #[must_use = "the lease is released as soon as it is dropped"]
@@ -233,22 +226,24 @@ impl PathLockActor {
         queue.owed = false;
         loop {
             let next = queue.waiters.pop_front();
-            let mut taken = self.taken.lock();
-            let Some(waiting) = taken.get_mut(&key) else {
+            // Held for the whole decision, so that removing the key and a newcomer counting
+            // itself in cannot interleave.
+            let Entry::Occupied(mut waiting) = self.taken.entry(key.clone()) else {
                 tracing::warn!(target: "golato", ?key, "handed over a path lease that was not held");
                 break;
             };
             match next {
                 Some((_, granted)) => {
-                    *waiting = waiting.saturating_sub(1);
-                    drop(taken);
+                    let count = waiting.get_mut();
+                    *count = count.saturating_sub(1);
+                    drop(waiting);
                     // A waiter that gave up has closed its receiver: skip it.
                     if granted.send(()).is_ok() {
                         break;
                     }
                 }
-                None if *waiting == 0 => {
-                    taken.remove(&key);
+                None if *waiting.get() == 0 => {
+                    waiting.remove();
                     break;
                 }
                 None => {
@@ -340,7 +335,7 @@ impl Handler<GiveUp> for PathLockActor {
             return;
         };
         queue.waiters.remove(position);
-        if let Some(waiting) = self.taken.lock().get_mut(&give_up.key) {
+        if let Some(mut waiting) = self.taken.get_mut(&give_up.key) {
             *waiting = waiting.saturating_sub(1);
         }
         if queue.waiters.is_empty() && !queue.owed {
