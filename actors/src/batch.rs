@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use actix::fut::ActorFutureExt;
 use actix::{Actor, ActorContext, AsyncContext, Context, Handler, Message, WrapFuture};
@@ -90,7 +90,9 @@ pub enum JobOutcome<O> {
 
 /// What a supervisor tells its observer, in this order for each job: `Starting` (sequential
 /// or capped batches only; the job starts once it has been handled), then `Finished`; and
-/// `Done` once, after every job's `Finished`.
+/// `Done` once, after every job's `Finished`. An observer that does not need each outcome as
+/// it comes ([`BatchObserver::each_outcome`] off) of a parallel batch without a cap gets one
+/// `Collected` with all of them instead of the `Finished` reports and `Done`.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub enum BatchReport<O: Send + Unpin + 'static> {
@@ -108,6 +110,11 @@ pub enum BatchReport<O: Send + Unpin + 'static> {
     },
     /// Every job of the batch has finished (or was never started).
     Done,
+    /// Every job's outcome, by source index, in the order they came; the batch is done.
+    Collected {
+        /// The outcomes, one per job.
+        outcomes: Vec<(usize, JobOutcome<O>)>,
+    },
 }
 
 /// Where a supervisor reports: one recipient for every report (one recipient to make per
@@ -119,6 +126,11 @@ pub struct BatchObserver<O: Send + Unpin + 'static> {
     /// Whether jobs of a sequential or capped batch are announced (`BatchReport::Starting`)
     /// before they start.
     pub announce_starts: bool,
+    /// Whether each outcome of a parallel batch without a cap is reported as it comes
+    /// (`Finished`). Off, they are collected and reported in one message when the last one
+    /// is in (`Collected`): one message per batch instead of one per job, for an observer that
+    /// would only store them.
+    pub each_outcome: bool,
 }
 
 /// Runs one batch.
@@ -276,9 +288,12 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
             .iter()
             .filter(|job| !matches!(job.work, Work::Ready(_)))
             .count();
+        let collected =
+            (!observer.each_outcome).then(|| Mutex::new(Vec::with_capacity(jobs.len())));
         let direct = Arc::new(Direct {
             remaining: AtomicUsize::new(running),
             observer,
+            collected,
         });
         // Outcomes known in advance go first, so none can follow the last reporter's `Done`
         // (reordered in place: a second list of jobs would be one more large allocation).
@@ -286,10 +301,7 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
         for job in jobs {
             let work = match job.work {
                 Work::Ready(outcome) => {
-                    direct.observer.reports.do_send(BatchReport::Finished {
-                        index: job.index,
-                        outcome: JobOutcome::Completed(outcome),
-                    });
+                    direct.outcome(job.index, JobOutcome::Completed(outcome));
                     continue;
                 }
                 work => work,
@@ -305,7 +317,7 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
             }
         }
         if running == 0 {
-            direct.observer.reports.do_send(BatchReport::Done);
+            direct.end();
         }
         ctx.stop();
     }
@@ -410,10 +422,15 @@ enum Route<O: Send + Unpin + 'static> {
     Direct(Arc<Direct<O>>),
 }
 
+/// Outcomes by source index, in the order they came.
+type Outcomes<O> = Vec<(usize, JobOutcome<O>)>;
+
 /// The observer of a parallel batch, and how many of its jobs have yet to report.
 struct Direct<O: Send + Unpin + 'static> {
     remaining: AtomicUsize,
     observer: BatchObserver<O>,
+    /// The outcomes so far, when they are reported together.
+    collected: Option<Mutex<Outcomes<O>>>,
 }
 
 impl<O: Send + Unpin + 'static> fmt::Debug for Reporter<O> {
@@ -441,18 +458,44 @@ impl<O: Send + Unpin + 'static> Reporter<O> {
         match &self.route {
             Route::Supervisor(supervisor) => supervisor.do_send(CallDone { index, outcome }),
             Route::Direct(direct) => {
-                direct
-                    .observer
-                    .reports
-                    .do_send(BatchReport::Finished { index, outcome });
-                // Each report is queued before its count is taken, so the last one's `Done`
-                // comes after every outcome.
+                direct.outcome(index, outcome);
+                // Each outcome is queued or stored before its count is taken, so the last one
+                // to count sees (and ends after) every outcome.
                 if direct.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    direct.observer.reports.do_send(BatchReport::Done);
+                    direct.end();
                 }
             }
         }
     }
+}
+
+impl<O: Send + Unpin + 'static> Direct<O> {
+    /// Reports one outcome now, or keeps it for the end.
+    fn outcome(&self, index: usize, outcome: JobOutcome<O>) {
+        match &self.collected {
+            Some(collected) => lock(collected).push((index, outcome)),
+            None => self
+                .observer
+                .reports
+                .do_send(BatchReport::Finished { index, outcome }),
+        }
+    }
+
+    /// Reports the end of the batch, with the outcomes kept for it.
+    fn end(&self) {
+        let end = match &self.collected {
+            Some(collected) => BatchReport::Collected {
+                outcomes: std::mem::take(&mut *lock(collected)),
+            },
+            None => BatchReport::Done,
+        };
+        self.observer.reports.do_send(end);
+    }
+}
+
+/// Locks a batch's collected outcomes; nothing panics while they are held.
+fn lock<T>(collected: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    collected.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl<O: Send + Unpin + 'static> Drop for Reporter<O> {

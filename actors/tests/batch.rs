@@ -20,6 +20,8 @@ enum Seen {
     Starting(usize),
     Finished(usize, String),
     Done,
+    /// `Collected`, sorted by index (they come in the order the jobs ended).
+    Collected(Vec<(usize, String)>),
 }
 
 struct Observer {
@@ -42,18 +44,27 @@ impl Handler<BatchReport<String>> for Observer {
     fn handle(&mut self, report: BatchReport<String>, _: &mut Context<Self>) {
         let seen = match report {
             BatchReport::Starting { index } => Seen::Starting(index),
-            BatchReport::Finished { index, outcome } => {
-                let outcome = match outcome {
-                    JobOutcome::Completed(value) => value,
-                    JobOutcome::Panicked(text) => format!("panicked: {text}"),
-                    JobOutcome::Lost => "lost".to_owned(),
-                    JobOutcome::NotStarted => "not started".to_owned(),
-                };
-                Seen::Finished(index, outcome)
-            }
+            BatchReport::Finished { index, outcome } => Seen::Finished(index, text(outcome)),
             BatchReport::Done => Seen::Done,
+            BatchReport::Collected { outcomes } => {
+                let mut outcomes: Vec<_> = outcomes
+                    .into_iter()
+                    .map(|(index, outcome)| (index, text(outcome)))
+                    .collect();
+                outcomes.sort();
+                Seen::Collected(outcomes)
+            }
         };
         self.seen.send(seen).unwrap();
+    }
+}
+
+fn text(outcome: JobOutcome<String>) -> String {
+    match outcome {
+        JobOutcome::Completed(value) => value,
+        JobOutcome::Panicked(text) => format!("panicked: {text}"),
+        JobOutcome::Lost => "lost".to_owned(),
+        JobOutcome::NotStarted => "not started".to_owned(),
     }
 }
 
@@ -66,7 +77,7 @@ fn run_batch(
     mode: Mode,
     cancel: CancellationToken,
 ) -> Vec<Seen> {
-    run_batch_with(host, jobs, mode, None, cancel)
+    run_batch_with(host, jobs, mode, None, cancel, true)
 }
 
 fn run_batch_with(
@@ -75,6 +86,7 @@ fn run_batch_with(
     mode: Mode,
     max_running: Option<NonZeroUsize>,
     cancel: CancellationToken,
+    each_outcome: bool,
 ) -> Vec<Seen> {
     let (seen_tx, seen_rx) = mpsc::channel();
     let supervisor_host = host.clone();
@@ -89,6 +101,7 @@ fn run_batch_with(
             observer: BatchObserver {
                 reports: mailbox.recipient(),
                 announce_starts: true,
+                each_outcome,
             },
         });
         Observer {
@@ -102,7 +115,7 @@ fn run_batch_with(
         let next = seen_rx
             .recv_timeout(Duration::from_secs(30))
             .expect("the batch reports");
-        let done = next == Seen::Done;
+        let done = matches!(next, Seen::Done | Seen::Collected(_));
         seen.push(next);
         if done {
             drop(observer);
@@ -155,6 +168,50 @@ fn a_parallel_batch_reports_every_outcome_by_index_then_done() {
             Seen::Finished(3, "panicked: job three broke".into()),
             Seen::Finished(4, "panicked: job four broke".into()),
         ]
+    );
+}
+
+#[test]
+fn an_observer_that_stores_outcomes_gets_them_all_in_one_report() {
+    let host = Host::global().unwrap();
+    let jobs = vec![
+        async_job(0, "zero"),
+        job(1, Work::Blocking(Box::new(|| "one".to_owned()))),
+        job(2, Work::Ready("two".to_owned())),
+        job(
+            3,
+            Work::Async(Box::new(|| async { panic!("job three broke") }.boxed())),
+        ),
+    ];
+    let seen = run_batch_with(
+        &host,
+        jobs,
+        Mode::Parallel,
+        None,
+        CancellationToken::new(),
+        false,
+    );
+    // Nothing before it, and the batch ends with it (no `Done`).
+    assert_eq!(
+        seen,
+        [Seen::Collected(vec![
+            (0, "zero".into()),
+            (1, "one".into()),
+            (2, "two".into()),
+            (3, "panicked: job three broke".into()),
+        ])]
+    );
+    // A batch with nothing to run still ends.
+    assert_eq!(
+        run_batch_with(
+            &host,
+            vec![],
+            Mode::Parallel,
+            None,
+            CancellationToken::new(),
+            false
+        ),
+        [Seen::Collected(vec![])]
     );
 }
 
@@ -244,6 +301,7 @@ fn a_capped_parallel_batch_runs_at_most_that_many_at_once_announcing_each() {
         Mode::Parallel,
         NonZeroUsize::new(2),
         CancellationToken::new(),
+        true,
     );
     assert_eq!(most.load(Ordering::SeqCst), 2);
     let announced: Vec<usize> = seen

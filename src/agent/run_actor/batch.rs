@@ -219,6 +219,8 @@ impl RunActor {
             observer: BatchObserver {
                 reports: self.mailbox.recipient(),
                 announce_starts: announced,
+                // Without events, outcomes are only stored: one report for the whole batch.
+                each_outcome: self.plan.channel.wants_events(),
             },
         });
     }
@@ -443,22 +445,36 @@ impl Handler<BatchReport<CallOutcome>> for RunActor {
     fn handle(&mut self, report: BatchReport<CallOutcome>, ctx: &mut Context<Self>) {
         match report {
             BatchReport::Starting { index } => self.start_call(index),
-            BatchReport::Finished { index, outcome } => self.record(index, |call| match outcome {
-                JobOutcome::Completed(outcome) => outcome,
-                JobOutcome::Panicked(panic) => {
-                    CallOutcome::error(call, format!("Tool {} panicked: {panic}", call.name))
+            BatchReport::Finished { index, outcome } => self.finished(index, outcome),
+            BatchReport::Done => self.batch_done(ctx),
+            BatchReport::Collected { outcomes } => {
+                for (index, outcome) in outcomes {
+                    self.finished(index, outcome);
                 }
-                JobOutcome::Lost => CallOutcome::error(
-                    call,
-                    "The call's actor stopped before it reported a result (the actor host is shutting down).",
-                ),
-                JobOutcome::NotStarted => not_started(call),
-            }),
-            BatchReport::Done => {
-                if self.batch.is_some() {
-                    self.conclude_batch(ctx);
-                }
+                self.batch_done(ctx);
             }
+        }
+    }
+}
+
+impl RunActor {
+    fn finished(&mut self, index: usize, outcome: JobOutcome<CallOutcome>) {
+        self.record(index, |call| match outcome {
+            JobOutcome::Completed(outcome) => outcome,
+            JobOutcome::Panicked(panic) => {
+                CallOutcome::error(call, format!("Tool {} panicked: {panic}", call.name))
+            }
+            JobOutcome::Lost => CallOutcome::error(
+                call,
+                "The call's actor stopped before it reported a result (the actor host is shutting down).",
+            ),
+            JobOutcome::NotStarted => not_started(call),
+        });
+    }
+
+    fn batch_done(&mut self, ctx: &mut Context<Self>) {
+        if self.batch.is_some() {
+            self.conclude_batch(ctx);
         }
     }
 }
