@@ -219,13 +219,30 @@ fn a_panic_becomes_an_error_result_naming_the_tool_and_the_message() {
         json!({"type": "object"}),
         |_ctx, _args| panic!("blocking panic {}", 7),
     );
+    // A function that panics while making its future, before any of it runs.
+    let early = Tool::new(
+        "boom_early",
+        "Panics before its future exists.",
+        json!({"type": "object"}),
+        |_ctx, _args| {
+            if true {
+                panic!("no future for you");
+            }
+            async { Ok(ToolResult::text("unreachable")) }
+        },
+    );
     let (results, _) = run_batch(
         vec![
             call("1", "boom", "{}"),
             call("2", "boom_blocking", "{}"),
             call("3", "echo", r#"{"text":"still here"}"#),
+            call("4", "boom_early", "{}"),
         ],
-        vec![tool, blocking, echo_tool()],
+        vec![tool, blocking, echo_tool(), early],
+    );
+    assert_error_containing(
+        &results[3],
+        &["boom_early", "panicked", "no future for you"],
     );
     assert_error_containing(
         &results[0],

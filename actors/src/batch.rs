@@ -288,12 +288,11 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
             .iter()
             .filter(|job| !matches!(job.work, Work::Ready(_)))
             .count();
-        let collected =
-            (!observer.each_outcome).then(|| Mutex::new(Vec::with_capacity(jobs.len())));
         let direct = Arc::new(Direct {
             remaining: AtomicUsize::new(running),
+            collected: (!observer.each_outcome).then(|| Mutex::new(Vec::new())),
             observer,
-            collected,
+            jobs: jobs.len(),
         });
         // Outcomes known in advance go first, so none can follow the last reporter's `Done`
         // (reordered in place: a second list of jobs would be one more large allocation).
@@ -431,6 +430,8 @@ struct Direct<O: Send + Unpin + 'static> {
     observer: BatchObserver<O>,
     /// The outcomes so far, when they are reported together.
     collected: Option<Mutex<Outcomes<O>>>,
+    /// How many outcomes the batch will have in all.
+    jobs: usize,
 }
 
 impl<O: Send + Unpin + 'static> fmt::Debug for Reporter<O> {
@@ -473,7 +474,15 @@ impl<O: Send + Unpin + 'static> Direct<O> {
     /// Reports one outcome now, or keeps it for the end.
     fn outcome(&self, index: usize, outcome: JobOutcome<O>) {
         match &self.collected {
-            Some(collected) => lock(collected).push((index, outcome)),
+            Some(collected) => {
+                let mut collected = lock(collected);
+                // Made room for when the first outcome comes: a batch whose calls are all still
+                // running holds nothing for their outcomes.
+                if collected.capacity() == 0 {
+                    collected.reserve_exact(self.jobs);
+                }
+                collected.push((index, outcome));
+            }
             None => self
                 .observer
                 .reports
