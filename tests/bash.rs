@@ -198,6 +198,19 @@ fn invalid_timeouts_are_clear_errors() {
         "{}",
         text.text()
     );
+    // Too long to be represented: refused before anything starts.
+    for huge in [1e300, 9.3e18] {
+        let result = bash(
+            dir.path(),
+            json!({"command": "touch started", "timeout": huge}),
+        );
+        assert!(
+            result.is_error && result.text().contains("too long"),
+            "{huge}: {}",
+            result.text()
+        );
+        assert!(!dir.path().join("started").exists(), "{huge}: bash ran");
+    }
 }
 
 #[test]

@@ -597,3 +597,19 @@ async fn replay_all(
         );
     }
 }
+
+#[test]
+fn a_client_never_shows_its_api_key_in_debug_output() {
+    let key = "sk-very-secret-key-123";
+    let openai = OpenAiChat::new("http://127.0.0.1:9", Some(key.to_owned())).unwrap();
+    let anthropic = Anthropic::new("http://127.0.0.1:9", key).unwrap();
+    for shown in [format!("{openai:?}"), format!("{anthropic:?}")] {
+        assert!(!shown.contains(key), "{shown}");
+        assert!(
+            shown.contains("<redacted>") && shown.contains("127.0.0.1:9"),
+            "{shown}"
+        );
+    }
+    let keyless = format!("{:?}", OpenAiChat::new("http://127.0.0.1:9", None).unwrap());
+    assert!(keyless.contains("api_key: None"), "{keyless}");
+}

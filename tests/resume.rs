@@ -74,6 +74,40 @@ fn a_transcript_with_some_results_runs_only_the_missing_calls() {
 }
 
 #[test]
+fn results_stay_in_source_order_when_a_middle_call_was_answered_before() {
+    let script = Scripted::new([
+        AssistantMessage::with_tool_calls([
+            call("a", "echo", r#"{"text":"A"}"#),
+            call("b", "echo", r#"{"text":"B"}"#),
+            call("c", "echo", r#"{"text":"C"}"#),
+        ]),
+        AssistantMessage::with_text("done"),
+    ]);
+    let agent = agent_with(script, vec![echo_tool()]);
+    let full = agent.start(prompt("echo")).wait().unwrap();
+    // Only b was answered when the process stopped.
+    let mut transcript = full.messages[..2].to_vec();
+    transcript.push(full.messages[3].clone());
+    let resumed = agent
+        .start(Input {
+            transcript,
+            ..Default::default()
+        })
+        .wait()
+        .unwrap();
+    let answered: Vec<&str> = resumed
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::ToolResult(result) => Some(result.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, ["a", "b", "c"]);
+    assert_eq!(resumed.messages, full.messages);
+}
+
+#[test]
 fn a_finished_transcript_continues_with_a_new_prompt() {
     let counter = Arc::new(AtomicUsize::new(0));
     let agent = agent_with(two_step_script(), vec![counting_tool("count", counter)]);

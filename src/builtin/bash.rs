@@ -52,6 +52,9 @@ pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
     )
 }
 
+/// The longest timeout taken (about a century): any longer is as good as none.
+const MAX_TIMEOUT_SECONDS: f64 = 3.2e9;
+
 /// How the command ended.
 enum Ending {
     Exited(std::process::ExitStatus),
@@ -67,6 +70,22 @@ async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResul
             )
         }
         other => other,
+    };
+    // Checked before anything starts: a deadline that cannot be represented would otherwise
+    // fail with the command already running.
+    let deadline = match timeout {
+        Some(seconds) => Some(
+            Duration::try_from_secs_f64(seconds)
+                .ok()
+                .filter(|_| seconds <= MAX_TIMEOUT_SECONDS)
+                .and_then(|timeout| Instant::now().checked_add(timeout))
+                .ok_or_else(|| {
+                    format!(
+                        "timeout {seconds} s is too long to wait for; give at most {MAX_TIMEOUT_SECONDS} seconds, or no timeout"
+                    )
+                })?,
+        ),
+        None => None,
     };
     let (reader, writer) = std::io::pipe()?;
     let mut command = tokio::process::Command::new("bash");
@@ -96,7 +115,6 @@ async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResul
 
     let mut output = Output::default();
     let mut chunk = vec![0u8; 64 * 1024];
-    let deadline = timeout.map(|seconds| Instant::now() + Duration::from_secs_f64(seconds));
     // The first output is published at once; later ones at most once per interval, the last
     // one in an interval once it is over.
     let mut next_update = Instant::now();

@@ -244,11 +244,21 @@ impl MessagesStreamDecoder {
 /// let client = Anthropic::from_env()?;
 /// # Ok::<(), golato::generator::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Anthropic {
     base_url: String,
     api_key: String,
     transport: super::http::Transport,
+}
+
+// By hand: the API key must never reach a log through `{:?}`.
+impl std::fmt::Debug for Anthropic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Anthropic")
+            .field("base_url", &self.base_url)
+            .field("api_key", &super::http::REDACTED)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where Anthropic's API lives when `ANTHROPIC_BASE_URL` is not set.

@@ -43,6 +43,9 @@ pub(crate) trait WireDecoder: Default + Send + 'static {
     fn finish(self) -> AssistantMessage;
 }
 
+/// What a secret shows as in `Debug` output.
+pub(crate) const REDACTED: &str = "<redacted>";
+
 /// The HTTP side of a provider client.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {

@@ -209,11 +209,24 @@ pub(super) fn excerpt(text: &str) -> String {
 /// let client = OpenAiChat::from_env()?;
 /// # Ok::<(), golato::generator::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OpenAiChat {
     base_url: String,
     api_key: Option<String>,
     transport: super::http::Transport,
+}
+
+// By hand: the API key must never reach a log through `{:?}`.
+impl std::fmt::Debug for OpenAiChat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiChat")
+            .field("base_url", &self.base_url)
+            .field(
+                "api_key",
+                &self.api_key.as_ref().map(|_| super::http::REDACTED),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where OpenAI's API lives when `OPENAI_BASE_URL` is not set.

@@ -302,6 +302,8 @@ impl RunActor {
             return;
         };
         let message_index = batch.message_index;
+        // A resumed transcript may have answered some of the message's calls already.
+        let resumed = !batch.borrowed_from_transcript;
         let mut outcomes = self.give_back_calls(batch);
         outcomes.sort_unstable_by_key(|(index, _)| *index);
         let terminate = !outcomes.is_empty()
@@ -327,6 +329,9 @@ impl RunActor {
         // transcript would otherwise grow twice, the second time to twice what it needs).
         Arc::make_mut(&mut self.plan.messages).reserve(results.len() + 1);
         self.append(results.into_iter().map(TranscriptMessage::ToolResult));
+        if resumed {
+            self.order_results(message_index);
+        }
         if self.plan.cancel.is_cancelled() {
             return self.cancelled(ctx);
         }
@@ -336,6 +341,29 @@ impl RunActor {
         }
         self.deliver_steering();
         self.request_turn(ctx);
+    }
+
+    /// Puts the results after the assistant message at `message_index` in the order of its
+    /// calls: results a resumed transcript already had come first otherwise.
+    fn order_results(&mut self, message_index: usize) {
+        let messages = Arc::make_mut(&mut self.plan.messages);
+        let Some(TranscriptMessage::Assistant(assistant)) = messages.get(message_index) else {
+            return;
+        };
+        let ids: Vec<String> = assistant
+            .tool_calls
+            .iter()
+            .map(|call| call.id.clone())
+            .collect();
+        if let Some(results) = messages.get_mut(message_index + 1..) {
+            results.sort_by_key(|message| match message {
+                TranscriptMessage::ToolResult(result) => ids
+                    .iter()
+                    .position(|id| *id == result.tool_call_id)
+                    .unwrap_or(usize::MAX),
+                _ => usize::MAX,
+            });
+        }
     }
 
     /// Puts calls moved out of the transcript's message back into it (copying them only if a
