@@ -45,7 +45,7 @@ use crate::message::{joined_text, Content};
 
 pub(crate) use context::CallHost;
 pub use context::ToolContext;
-pub(crate) use schema::{check_result, CompiledSchema};
+pub(crate) use schema::{check_result, shown, CompiledSchema};
 
 /// The error type tool functions return; anything that converts into it (`String`, `&str`,
 /// `std::io::Error`, any `std::error::Error`) works with `?` and `.into()`.

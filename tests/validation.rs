@@ -361,3 +361,22 @@ fn typed_tools_derive_their_schema_and_receive_typed_arguments() {
     assert_eq!(results[0].text(), "42");
     assert_error_containing(&results[1], &["/count"]);
 }
+
+#[test]
+fn a_schema_error_shows_a_huge_value_cut() {
+    let tool = Tool::new(
+        "count",
+        "Counts.",
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        |_ctx, _args| async { Ok(ToolResult::text("counted")) },
+    );
+    let huge = "x".repeat(4 * 1024 * 1024);
+    let arguments = json!({ "n": huge }).to_string();
+    let (results, _) = run_batch(vec![call("1", "count", &arguments)], vec![tool]);
+    assert_error_containing(&results[0], &["Invalid arguments for count", "/n", "cut"]);
+    assert!(
+        results[0].text().len() < 16 * 1024,
+        "{} bytes of error text",
+        results[0].text().len()
+    );
+}

@@ -32,7 +32,7 @@ use super::validation::Registered;
 use super::AgentInner;
 use crate::hook::{AfterToolCall, BeforeToolCall, HookAction, HookContext};
 use crate::message::{Content, ToolCall, ToolResultMessage};
-use crate::tool::{check_result, BoxError, CallHost, Function, ToolContext, ToolResult};
+use crate::tool::{check_result, shown, BoxError, CallHost, Function, ToolContext, ToolResult};
 
 /// A call's final result and whether it asked to end the run.
 #[derive(Debug)]
@@ -252,7 +252,8 @@ impl ToolActor {
     fn check_rewrite(&self, arguments: &Value) -> Result<(), String> {
         if !arguments.is_object() {
             return Err(format!(
-                "The arguments must be a JSON object, got {arguments}"
+                "The arguments must be a JSON object, got {}",
+                shown(arguments)
             ));
         }
         self.setup.tool.schema.check(arguments)

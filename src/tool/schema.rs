@@ -53,10 +53,59 @@ impl CompiledSchema {
             } else {
                 path
             };
-            let _ = write!(text, "\n  - at {path}: {error}");
+            let _ = write!(text, "\n  - at {path}: ");
+            write_cut(&mut text, &error, SHOWN_CHARS);
         }
-        let _ = write!(text, "\n\nReceived arguments:\n{arguments}");
+        text.push_str("\n\nReceived arguments:\n");
+        write_cut(&mut text, arguments, SHOWN_CHARS);
         Err(text)
+    }
+}
+
+/// How much of an offending value an error text shows: a model that sent a huge argument
+/// needs to see what was wrong with it, not to receive it back.
+const SHOWN_CHARS: usize = 2_000;
+
+/// `value` as displayed, cut as an error text shows it.
+pub(crate) fn shown(value: impl fmt::Display) -> String {
+    let mut text = String::new();
+    write_cut(&mut text, value, SHOWN_CHARS);
+    text
+}
+
+/// Appends `value` as displayed, cut after `limit` characters. The formatting stops there,
+/// so a huge value is never formatted whole.
+fn write_cut(text: &mut String, value: impl fmt::Display, limit: usize) {
+    struct Budget<'a> {
+        text: &'a mut String,
+        left: usize,
+        cut: bool,
+    }
+    impl fmt::Write for Budget<'_> {
+        fn write_str(&mut self, piece: &str) -> fmt::Result {
+            match piece.char_indices().nth(self.left) {
+                None => {
+                    self.left -= piece.chars().count();
+                    self.text.push_str(piece);
+                    Ok(())
+                }
+                Some((end, _)) => {
+                    self.text.push_str(&piece[..end]);
+                    self.left = 0;
+                    self.cut = true;
+                    Err(fmt::Error)
+                }
+            }
+        }
+    }
+    let mut budget = Budget {
+        text,
+        left: limit,
+        cut: false,
+    };
+    let _ = write!(budget, "{value}");
+    if budget.cut {
+        let _ = write!(budget.text, "… (cut after {limit} characters)");
     }
 }
 
