@@ -162,6 +162,59 @@ fn write_overwrites_atomically_keeping_permissions_and_symlinks() {
 }
 
 #[test]
+fn write_and_edit_refuse_what_is_not_a_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::create_dir(dir.path().join("folder")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), dir.path().join("dangling")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("loop"), dir.path().join("loop")).unwrap();
+    let tools = tools_in(dir.path());
+    let write = |path: &str| {
+        call_tool(
+            &tools,
+            "write",
+            &json!({"path": path, "content": "x"}).to_string(),
+        )
+    };
+    let edit = |path: &str| {
+        call_tool(
+            &tools,
+            "edit",
+            &json!({"path": path, "edits": [{"oldText": "a", "newText": "b"}]}).to_string(),
+        )
+    };
+    for (path, says) in [
+        ("pipe", "is a FIFO"),
+        ("folder", "is a directory"),
+        ("dangling", "symbolic link"),
+        ("loop", "symbolic link"),
+    ] {
+        for result in [write(path), edit(path)] {
+            assert!(result.is_error, "{path}: {}", result.text());
+            assert!(
+                result.text().contains(path) && result.text().contains(says),
+                "{path}: {}",
+                result.text()
+            );
+        }
+    }
+    let kind = |name: &str| {
+        std::fs::symlink_metadata(dir.path().join(name))
+            .unwrap()
+            .file_type()
+    };
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind("pipe")));
+    assert!(kind("folder").is_dir());
+    assert!(kind("dangling").is_symlink() && !dir.path().join("nowhere").exists());
+    assert!(kind("loop").is_symlink());
+}
+
+#[test]
 fn read_pages_through_a_text_file() {
     let dir = tempfile::tempdir().unwrap();
     let text: String = (1..=2500).map(|i| format!("line {i}\n")).collect();

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::paths::lock_key;
+use super::paths::{lock_key, replaceable};
 use super::write::replace_atomically;
 use super::Workspace;
 use crate::tool::{BoxError, Execution, Tool, ToolContext, ToolResult};
@@ -62,7 +62,7 @@ pub(super) fn tool(workspace: Arc<Workspace>, lock: PathLock) -> Tool {
 
 fn edit_file(path: &Path, args: &EditArgs) -> Result<ToolResult, BoxError> {
     let shown = &args.path;
-    let target = path.canonicalize().unwrap_or_else(|_| path.to_owned());
+    let target = replaceable(path, shown)?;
     let bytes = std::fs::read(&target).map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => format!("File not found: {shown}"),
         std::io::ErrorKind::PermissionDenied => format!("Permission denied: cannot read {shown}"),

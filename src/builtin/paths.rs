@@ -69,3 +69,51 @@ pub(crate) fn lock_key(path: &Path) -> PathBuf {
     }
     folded
 }
+
+/// The file a write or edit of `path` replaces: `path`, or the file its symbolic links lead to
+/// (a missing `path` is a new file). Refused, with what it is, when that exists and is not a
+/// regular file (a directory, a device, a FIFO, a socket: replacing one would turn it into a
+/// plain file), and when a link leads nowhere (dangling, or a loop).
+pub(super) fn replaceable(path: &Path, shown: &str) -> Result<PathBuf, String> {
+    let own = match std::fs::symlink_metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(path.to_owned()),
+        Err(error) => return Err(format!("could not look at {shown}: {error}")),
+    };
+    let followed = if own.file_type().is_symlink() {
+        std::fs::metadata(path).map_err(|error| {
+            let to = std::fs::read_link(path)
+                .map_or_else(|_| "?".to_owned(), |to| to.display().to_string());
+            format!(
+                "{shown} is a symbolic link to {to}, which leads to no file ({error}); write to the file itself or replace the link"
+            )
+        })?
+    } else {
+        own
+    };
+    if !followed.is_file() {
+        return Err(format!(
+            "{shown} is {}, not a regular file; write and edit only replace regular files",
+            kind(&followed.file_type())
+        ));
+    }
+    path.canonicalize()
+        .map_err(|error| format!("could not resolve {shown}: {error}"))
+}
+
+fn kind(file_type: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}

@@ -8,7 +8,7 @@ use golato_actors::path_lock::PathLock;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::paths::lock_key;
+use super::paths::{lock_key, replaceable};
 use super::Workspace;
 use crate::tool::{BoxError, Execution, Tool, ToolContext, ToolResult};
 
@@ -49,7 +49,7 @@ async fn write(
     };
     let bytes = args.content.len();
     // Through a symlink, replace the file it points to, not the link.
-    let target = path.canonicalize().unwrap_or_else(|_| path.clone());
+    let target = replaceable(&path, &args.path)?;
     tokio::task::spawn_blocking(move || replace_atomically(&target, args.content.as_bytes()))
         .await
         .map_err(|error| format!("write of {} did not finish: {error}", path.display()))?
