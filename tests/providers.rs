@@ -613,3 +613,26 @@ fn a_client_never_shows_its_api_key_in_debug_output() {
     let keyless = format!("{:?}", OpenAiChat::new("http://127.0.0.1:9", None).unwrap());
     assert!(keyless.contains("api_key: None"), "{keyless}");
 }
+
+#[tokio::test]
+async fn a_refused_connection_says_so_once() {
+    // Nothing listens on a port just released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let client = OpenAiChat::new(format!("http://127.0.0.1:{port}/v1"), None)
+        .unwrap()
+        .with_retry(fast_retries());
+    let error = collect_stream(&client, request(Model::new("m")))
+        .await
+        .expect_err("nothing listens");
+    let text = error.to_string();
+    assert!(text.to_lowercase().contains("connection refused"), "{text}");
+    assert_eq!(
+        text.matches(&format!("127.0.0.1:{port}")).count(),
+        1,
+        "{text}"
+    );
+}

@@ -43,6 +43,27 @@ pub(crate) trait WireDecoder: Default + Send + 'static {
     fn finish(self) -> AssistantMessage;
 }
 
+/// What went wrong, down to the root cause: reqwest's own message ("error sending request for
+/// url …") names neither the cause nor anything the caller does not know, so each cause is
+/// added once, and a message a cause repeats is left out.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let text = error.to_string();
+        if !text.starts_with("error sending request")
+            && !chain.iter().any(|seen| seen.contains(&text))
+        {
+            chain.push(text);
+        }
+        next = error.source();
+    }
+    if chain.is_empty() {
+        return error.to_string();
+    }
+    chain.join(": ")
+}
+
 /// What a secret shows as in `Debug` output.
 pub(crate) const REDACTED: &str = "<redacted>";
 
@@ -132,7 +153,7 @@ impl Transport {
                 }
                 _ => {
                     let response = outcome.map_err(|error| Error::Http {
-                        reason: format!("the request to {url} failed: {error}"),
+                        reason: format!("the request to {url} failed: {}", causes(&error)),
                     })?;
                     if response.status().is_success() {
                         return Ok(response);
@@ -257,7 +278,7 @@ async fn step<D: WireDecoder>(
                     Ok(Some(Err(error))) => {
                         return Some((
                             Err(Error::Http {
-                                reason: format!("the response stream broke: {error}"),
+                                reason: format!("the response stream broke: {}", causes(&error)),
                             }),
                             State::Done,
                         ))
