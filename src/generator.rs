@@ -220,6 +220,13 @@ pub enum Error {
         /// The idle timeout.
         seconds: f64,
     },
+    /// A provider was asked with no model chosen (the request names the placeholder of an
+    /// agent configured without one).
+    #[error("no model chosen: the request names {id:?}; set agent::Config::model to one of the provider's models (for example Model::new(\"gpt-4o-mini\"))")]
+    NoModel {
+        /// The model ID the request named.
+        id: String,
+    },
     /// An API key is required and was not given.
     #[error("no API key: set {variable} or pass one to the client")]
     MissingApiKey {

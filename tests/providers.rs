@@ -103,6 +103,17 @@ async fn serve(replies: Vec<Reply>) -> (String, Arc<Server>) {
     (format!("http://{address}"), server)
 }
 
+/// An agent on a provider client, with a model chosen (a provider refuses the placeholder).
+fn provider_agent(client: impl Generator, tools: Vec<golato::Tool>) -> golato::Agent {
+    golato::Agent::new(golato::agent::Config {
+        generator: Some(Arc::new(client)),
+        model: Model::new("gpt-test"),
+        tools,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
 fn fast_retries() -> RetryPolicy {
     RetryPolicy {
         max_retries: 2,
@@ -328,7 +339,7 @@ async fn a_whole_run_against_the_server_sends_tool_results_back() {
         |_ctx, _args| async { Ok(golato::ToolResult::text("Sunny, 21 °C")) },
     );
     let client = OpenAiChat::new(url + "/v1", None).unwrap();
-    let agent = agent_with(client, vec![weather]);
+    let agent = provider_agent(client, vec![weather]);
     let result = agent.run(prompt("Weather in New York?")).await.unwrap();
     assert!(result.final_message.text().starts_with("I'm unable"));
     let requests = server.requests.lock().unwrap();
@@ -453,7 +464,7 @@ async fn cancelling_mid_stream_ends_the_run_with_its_transcript() {
     let mut stalled = Reply::ok(fixture("openai-chat/text-stop.sse")[..2000].to_vec(), 1);
     stalled.stall = true;
     let (url, server) = serve(vec![stalled]).await;
-    let agent = agent_with(
+    let agent = provider_agent(
         OpenAiChat::new(url + "/v1", None)
             .unwrap()
             .with_idle_timeout(HANG_GUARD),
@@ -634,5 +645,28 @@ async fn a_refused_connection_says_so_once() {
         text.matches(&format!("127.0.0.1:{port}")).count(),
         1,
         "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_provider_refuses_a_request_with_no_model_chosen() {
+    let (url, server) = serve(vec![]).await;
+    let openai = OpenAiChat::new(format!("{url}/v1"), None).unwrap();
+    let anthropic = Anthropic::new(url, "key").unwrap();
+    for client in [&openai as &dyn Generator, &anthropic] {
+        for model in [Model::default(), Model::new(" ")] {
+            let error = collect_stream(client, request(model))
+                .await
+                .expect_err("refused");
+            assert!(
+                matches!(error, generator::Error::NoModel { .. })
+                    && error.to_string().contains("agent::Config::model"),
+                "{error}"
+            );
+        }
+    }
+    assert!(
+        server.requests.lock().unwrap().is_empty(),
+        "nothing was sent"
     );
 }

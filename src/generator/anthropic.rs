@@ -324,6 +324,9 @@ impl super::http::WireDecoder for MessagesStreamDecoder {
 
 impl super::Generator for Anthropic {
     fn stream(&self, request: super::Request) -> super::EventStream {
+        if let Some(refused) = super::http::refuse_unchosen_model(&request.model) {
+            return refused;
+        }
         let body = request_body(&request).to_string().into_bytes();
         let headers = vec![
             ("x-api-key", self.api_key.clone()),

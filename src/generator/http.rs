@@ -64,6 +64,19 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     chain.join(": ")
 }
 
+/// A provider client's check before it sends anything: the request names a real model, not
+/// the placeholder an agent without a configured model has.
+pub(crate) fn refuse_unchosen_model(model: &super::Model) -> Option<EventStream> {
+    let id = model.id.trim();
+    if !id.is_empty() && id != super::Model::default().id {
+        return None;
+    }
+    let error = Error::NoModel {
+        id: model.id.clone(),
+    };
+    Some(futures::stream::once(async move { Err(error) }).boxed())
+}
+
 /// What a secret shows as in `Debug` output.
 pub(crate) const REDACTED: &str = "<redacted>";
 

@@ -293,6 +293,9 @@ impl super::http::WireDecoder for ChatStreamDecoder {
 
 impl super::Generator for OpenAiChat {
     fn stream(&self, request: super::Request) -> super::EventStream {
+        if let Some(refused) = super::http::refuse_unchosen_model(&request.model) {
+            return refused;
+        }
         let body = request_body(&request).to_string().into_bytes();
         let mut headers = Vec::new();
         if let Some(key) = &self.api_key {
