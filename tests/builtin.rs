@@ -215,6 +215,48 @@ fn write_and_edit_refuse_what_is_not_a_regular_file() {
 }
 
 #[test]
+fn edit_refuses_a_file_over_its_size_limit_without_reading_it_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.txt");
+    // Sparse: over the limit on disk without writing it.
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(64 * 1024 * 1024 + 1)
+        .unwrap();
+    let tools = tools_in(dir.path());
+    let result = call_tool(
+        &tools,
+        "edit",
+        &json!({"path": "big.txt", "edits": [{"oldText": "a", "newText": "b"}]}).to_string(),
+    );
+    assert!(result.is_error, "{}", result.text());
+    assert!(
+        result.text().contains("big.txt") && result.text().contains("64 MiB"),
+        "{}",
+        result.text()
+    );
+}
+
+#[test]
+fn write_says_which_parent_is_in_the_way() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes"), "a file").unwrap();
+    let tools = tools_in(dir.path());
+    let result = call_tool(
+        &tools,
+        "write",
+        &json!({"path": "notes/today/plan.md", "content": "x"}).to_string(),
+    );
+    assert!(result.is_error, "{}", result.text());
+    assert!(
+        result.text().contains("notes/today/plan.md")
+            && result.text().contains("is a file, not a directory"),
+        "{}",
+        result.text()
+    );
+}
+
+#[test]
 fn read_pages_through_a_text_file() {
     let dir = tempfile::tempdir().unwrap();
     let text: String = (1..=2500).map(|i| format!("line {i}\n")).collect();

@@ -60,12 +60,35 @@ pub(super) fn tool(workspace: Arc<Workspace>, lock: PathLock) -> Tool {
     .with_execution(Execution::Sequential)
 }
 
+/// The largest file edit reads (its matching needs the whole text, several times over).
+const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The file's bytes, read no further than the limit (a file whose size says nothing, as in
+/// `/proc`, cannot make it read on).
+fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.len() > MAX_EDIT_BYTES {
+        return Err(std::io::ErrorKind::FileTooLarge.into());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_EDIT_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_EDIT_BYTES {
+        return Err(std::io::ErrorKind::FileTooLarge.into());
+    }
+    Ok(bytes)
+}
+
 fn edit_file(path: &Path, args: &EditArgs) -> Result<ToolResult, BoxError> {
     let shown = &args.path;
     let target = replaceable(path, shown)?;
-    let bytes = std::fs::read(&target).map_err(|error| match error.kind() {
+    let bytes = read_bounded(&target).map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => format!("File not found: {shown}"),
         std::io::ErrorKind::PermissionDenied => format!("Permission denied: cannot read {shown}"),
+        std::io::ErrorKind::FileTooLarge => format!(
+            "{shown} is larger than {} MiB, more than edit takes; change it with bash (sed, a script) instead",
+            MAX_EDIT_BYTES / (1024 * 1024)
+        ),
         _ => format!("Could not read {shown}: {error}"),
     })?;
     let text = String::from_utf8(bytes)

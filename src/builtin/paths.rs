@@ -78,6 +78,15 @@ pub(super) fn replaceable(path: &Path, shown: &str) -> Result<PathBuf, String> {
     let own = match std::fs::symlink_metadata(path) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(path.to_owned()),
+        Err(error) if error.kind() == io::ErrorKind::NotADirectory => {
+            return Err(match file_in_the_way(path) {
+                Some(file) => format!(
+                    "{shown} cannot be written: {} is a file, not a directory",
+                    file.display()
+                ),
+                None => format!("could not look at {shown}: {error}"),
+            })
+        }
         Err(error) => return Err(format!("could not look at {shown}: {error}")),
     };
     let followed = if own.file_type().is_symlink() {
@@ -99,6 +108,13 @@ pub(super) fn replaceable(path: &Path, shown: &str) -> Result<PathBuf, String> {
     }
     path.canonicalize()
         .map_err(|error| format!("could not resolve {shown}: {error}"))
+}
+
+/// The nearest ancestor of `path` that exists and is not a directory.
+fn file_in_the_way(path: &Path) -> Option<&Path> {
+    path.ancestors()
+        .skip(1)
+        .find(|ancestor| std::fs::metadata(ancestor).is_ok_and(|metadata| !metadata.is_dir()))
 }
 
 fn kind(file_type: &std::fs::FileType) -> &'static str {
