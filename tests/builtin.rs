@@ -257,6 +257,28 @@ fn write_says_which_parent_is_in_the_way() {
 }
 
 #[test]
+fn write_clears_temporary_files_a_crashed_writer_left() {
+    let dir = tempfile::tempdir().unwrap();
+    // Left by a process that is gone (no pid is this high), and by this one (alive: it could
+    // be a write in progress).
+    let stale = dir.path().join(".golato-write-4194305-Ab12Cd");
+    let live = dir
+        .path()
+        .join(format!(".golato-write-{}-Xy34Zw", std::process::id()));
+    std::fs::write(&stale, "half").unwrap();
+    std::fs::write(&live, "half").unwrap();
+    let tools = tools_in(dir.path());
+    let result = call_tool(
+        &tools,
+        "write",
+        &json!({"path": "a.txt", "content": "x"}).to_string(),
+    );
+    assert!(!result.is_error, "{}", result.text());
+    assert!(!stale.exists(), "the dead writer's file is gone");
+    assert!(live.exists(), "a live writer's file is kept");
+}
+
+#[test]
 fn read_pages_through_a_text_file() {
     let dir = tempfile::tempdir().unwrap();
     let text: String = (1..=2500).map(|i| format!("line {i}\n")).collect();

@@ -60,6 +60,54 @@ async fn write(
     )))
 }
 
+/// How the temporary files of a write begin: then the writer's process ID, `-`, a random part.
+const TEMPORARY_PREFIX: &str = ".golato-write-";
+
+/// Removes from `dir` the temporary files of writers whose process is gone (killed mid-write:
+/// nothing else would ever remove them). Done once per directory per process, so a directory
+/// with many files is listed once, not at every write.
+fn clear_stale_temporaries(dir: &Path) {
+    static CLEARED: std::sync::Mutex<Option<std::collections::HashSet<std::path::PathBuf>>> =
+        std::sync::Mutex::new(None);
+    {
+        let mut cleared = CLEARED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let cleared = cleared.get_or_insert_with(Default::default);
+        // Bounded: past this many directories it starts over (a directory then gets listed
+        // again, which is only slower).
+        if cleared.len() >= 10_000 {
+            cleared.clear();
+        }
+        if !cleared.insert(dir.to_owned()) {
+            return;
+        }
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix(TEMPORARY_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = match rustix::process::Pid::from_raw(pid) {
+            Some(pid) => rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH),
+            None => true,
+        };
+        if gone {
+            if let Err(error) = std::fs::remove_file(entry.path()) {
+                tracing::debug!(path = %entry.path().display(), %error, "could not remove a stale temporary file");
+            }
+        }
+    }
+}
+
 /// Writes `content` to a temporary file beside `path`, keeps the old file's permissions, then
 /// renames it over `path`: a reader sees the old content or the new, never a mix.
 pub(super) fn replace_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
@@ -68,10 +116,13 @@ pub(super) fn replace_atomically(path: &Path, content: &[u8]) -> std::io::Result
         _ => Path::new("."),
     };
     std::fs::create_dir_all(parent)?;
+    clear_stale_temporaries(parent);
     // Created with the mode a plain create would use (0o666 less the umask); tempfile's default
-    // of 0o600 would make every new file private.
+    // of 0o600 would make every new file private. The name carries this process's ID, so that
+    // a later write can tell a file left by a writer that died from one being written.
+    let prefix = format!("{TEMPORARY_PREFIX}{}-", std::process::id());
     let mut temporary = tempfile::Builder::new()
-        .prefix(".golato-write-")
+        .prefix(&prefix)
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(parent)?;
     temporary.write_all(content)?;
