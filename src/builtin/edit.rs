@@ -227,14 +227,26 @@ fn locate(
         (None, _) => {}
     }
     let normalized = normalized.get_or_insert_with(|| Normalized::new(content));
-    let needle = Normalized::new(old).text;
-    if needle.is_empty() {
+    let needle = Normalized::new(old);
+    if needle.text.is_empty() {
         return Err(Locate::Missing);
     }
-    let mut found = normalized.text.match_indices(needle.as_str());
+    // Whitespace ending `old` was dropped as trailing: that holds only where the match ends a
+    // line (mid-line, "foo " is not "foo").
+    let ends_a_line = |end: usize| {
+        !needle.held_at_end
+            || matches!(
+                normalized.text.as_bytes().get(end),
+                None | Some(b'\n' | b'\r')
+            )
+    };
+    let mut found = normalized
+        .text
+        .match_indices(needle.text.as_str())
+        .filter(|(start, _)| ends_a_line(start + needle.text.len()));
     match (found.next(), found.next()) {
         (Some((start, _)), None) => {
-            let end = start + needle.len();
+            let end = start + needle.text.len();
             match (normalized.starts.get(start), normalized.ends.get(end - 1)) {
                 (Some(&from), Some(&to)) => Ok((from, to)),
                 _ => Err(Locate::Missing),
@@ -251,6 +263,8 @@ struct Normalized {
     text: String,
     starts: Vec<usize>,
     ends: Vec<usize>,
+    /// Whether the source ended in spaces or tabs (left out of `text`, as trailing).
+    held_at_end: bool,
 }
 
 fn fold(c: char) -> char {
@@ -274,6 +288,7 @@ impl Normalized {
             text: String::with_capacity(source.len()),
             starts: Vec::with_capacity(source.len()),
             ends: Vec::with_capacity(source.len()),
+            held_at_end: false,
         };
         // Spaces and tabs are held back until something other than a line end follows them, so
         // trailing whitespace never reaches the normalized text.
@@ -294,6 +309,7 @@ impl Normalized {
             }
             normalized.push(folded, at, end);
         }
+        normalized.held_at_end = !held.is_empty();
         normalized
     }
 

@@ -73,3 +73,13 @@ fn bytes_outside_the_region_stay_exactly_as_they_were() {
     let result = edited(original, &[("\"quoted\"", "plain")]);
     assert_eq!(result, "  indented\t\nplain\n trailing \n");
 }
+
+#[test]
+fn trailing_whitespace_is_ignored_only_before_a_line_end() {
+    // Mid-line, "foo " is not "foo".
+    assert!(failure("foobar\n", &[("foo ", "X")]).contains("not found"));
+    assert!(failure("say foo\u{2014}bar\n", &[("foo\u{2013} ", "X")]).contains("not found"));
+    // Before a line end (or the end of the file) it may be.
+    assert_eq!(edited("foo\nbar\n", &[("foo  ", "X")]), "X\nbar\n");
+    assert_eq!(edited("bar\nfoo", &[("foo\t", "X")]), "bar\nX");
+}
