@@ -278,6 +278,91 @@ fn write_clears_temporary_files_a_crashed_writer_left() {
     assert!(live.exists(), "a live writer's file is kept");
 }
 
+/// A PNG that claims `width` × `height` grey pixels: its header only (and no pixel data), as
+/// a decompression bomb's header would say.
+fn png_claiming(width: u32, height: u32) -> Vec<u8> {
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = 0xFFFF_FFFFu32;
+        for &byte in bytes {
+            crc ^= u32::from(byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+    let chunk = |kind: &[u8], data: &[u8]| {
+        let mut chunk = (data.len() as u32).to_be_bytes().to_vec();
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        chunk.extend_from_slice(&body);
+        chunk.extend_from_slice(&crc32(&body).to_be_bytes());
+        chunk
+    };
+    let mut header = width.to_be_bytes().to_vec();
+    header.extend_from_slice(&height.to_be_bytes());
+    header.extend_from_slice(&[8, 0, 0, 0, 0]); // 8-bit greyscale
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend(chunk(b"IHDR", &header));
+    png.extend(chunk(
+        b"IDAT",
+        &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
+    ));
+    png.extend(chunk(b"IEND", &[]));
+    png
+}
+
+#[test]
+fn read_refuses_an_image_too_large_to_decode_before_decoding_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bomb.png"), png_claiming(30_000, 30_000)).unwrap();
+    let tools = tools_in(dir.path());
+    let result = call_tool(&tools, "read", &json!({"path": "bomb.png"}).to_string());
+    assert!(
+        result.text().contains("30000x30000") && result.text().contains("too large"),
+        "{}",
+        result.text()
+    );
+}
+
+#[test]
+fn read_falls_back_to_text_when_an_image_header_does_not_decode() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("notes.txt"),
+        "GIF89a is the name of a format\nsecond line\n",
+    )
+    .unwrap();
+    let tools = tools_in(dir.path());
+    let result = call_tool(&tools, "read", &json!({"path": "notes.txt"}).to_string());
+    assert!(!result.is_error, "{}", result.text());
+    assert!(
+        result.text().contains("GIF89a is the name") && result.text().contains("second line"),
+        "{}",
+        result.text()
+    );
+}
+
+#[test]
+fn read_says_a_binary_file_is_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+    std::fs::write(dir.path().join("blob.bin"), &bytes).unwrap();
+    let tools = tools_in(dir.path());
+    let result = call_tool(&tools, "read", &json!({"path": "blob.bin"}).to_string());
+    assert!(
+        result.text().contains("blob.bin")
+            && result.text().contains("binary")
+            && result.text().contains("3000 bytes"),
+        "{}",
+        result.text()
+    );
+}
+
 #[test]
 fn read_pages_through_a_text_file() {
     let dir = tempfile::tempdir().unwrap();

@@ -27,8 +27,11 @@ pub(super) enum Fitted {
         original: (u32, u32),
         displayed: (u32, u32),
     },
-    /// Nothing fits, or the image cannot be decoded.
+    /// Even reduced, nothing fits.
     Omitted { reason: String },
+    /// Not decoded: the bytes do not decode, or the header claims more pixels than are ever
+    /// decoded (a decompression bomb). Either way they may be text that starts like an image.
+    NotDecoded { reason: String },
 }
 
 fn base64_len(bytes: usize) -> usize {
@@ -39,11 +42,16 @@ fn encode(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
+/// Most pixels decoded: 8,000 × 6,000, a large photo. A decompression bomb (a small file that
+/// claims 30,000 × 30,000) is refused from its header, before anything is decoded.
+pub(super) const MAX_PIXELS: u64 = 48_000_000;
+
 fn limits() -> Limits {
     let mut limits = Limits::default();
     limits.max_image_width = Some(50_000);
     limits.max_image_height = Some(50_000);
-    limits.max_alloc = Some(1024 * 1024 * 1024);
+    // Four bytes a pixel at the most pixels taken, and room for one resized copy.
+    limits.max_alloc = Some(MAX_PIXELS * 4 + 64 * 1024 * 1024);
     limits
 }
 
@@ -58,12 +66,20 @@ pub(super) fn fit(bytes: &[u8], mime_type: &'static str) -> Fitted {
         match reader().and_then(|reader| reader.into_dimensions().map_err(std::io::Error::other)) {
             Ok(dimensions) => dimensions,
             Err(error) => {
-                return Fitted::Omitted {
+                return Fitted::NotDecoded {
                     reason: format!("it could not be decoded ({error})"),
                 }
             }
         };
     let (width, height) = dimensions;
+    if u64::from(width) * u64::from(height) > MAX_PIXELS {
+        return Fitted::NotDecoded {
+            reason: format!(
+                "it is {width}x{height} pixels, too large to decode (at most {} million pixels)",
+                MAX_PIXELS / 1_000_000
+            ),
+        };
+    }
     if width <= MAX_DIMENSION
         && height <= MAX_DIMENSION
         && base64_len(bytes.len()) <= MAX_BASE64_BYTES
@@ -79,7 +95,7 @@ pub(super) fn fit(bytes: &[u8], mime_type: &'static str) -> Fitted {
     {
         Ok(image) => image,
         Err(error) => {
-            return Fitted::Omitted {
+            return Fitted::NotDecoded {
                 reason: format!("it could not be decoded ({error})"),
             }
         }

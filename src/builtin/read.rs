@@ -53,16 +53,71 @@ fn read(workspace: &Workspace, args: &ReadArgs) -> Result<ToolResult, BoxError> 
     let shown = &args.path;
     let file = open(&path, shown)?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
-    if let Some(mime_type) = image_type(reader.fill_buf().map_err(|e| describe(e, shown))?) {
-        return read_image(reader, mime_type, shown);
+    let head = reader.fill_buf().map_err(|e| describe(e, shown))?;
+    if let Some(mime_type) = image_type(head) {
+        return match read_image(&mut reader, mime_type, shown)? {
+            Image::Read(result) => Ok(result),
+            // It only started like an image: a text file is read as text.
+            Image::Text(bytes) => read_text(&mut io::Cursor::new(bytes), args, shown),
+        };
     }
+    if looks_binary(head) {
+        let size = std::fs::metadata(&path).map_or(0, |metadata| metadata.len());
+        return Ok(ToolResult::text(format!(
+            "{shown} is a binary file ({size} bytes, {}), not text or an image read can show; inspect it with bash (file, xxd, strings)",
+            describe_binary(head)
+        )));
+    }
+    read_text(&mut reader, args, shown)
+}
+
+/// The window of text the arguments ask for.
+fn read_text(
+    reader: &mut impl BufRead,
+    args: &ReadArgs,
+    shown: &str,
+) -> Result<ToolResult, BoxError> {
     let start = usize::try_from(args.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
     let user_limit = args
         .limit
         .map(|limit| usize::try_from(limit).unwrap_or(usize::MAX));
     let max_lines = user_limit.unwrap_or(MAX_LINES).min(MAX_LINES);
-    let window = scan(&mut reader, start, max_lines, MAX_BYTES).map_err(|e| describe(e, shown))?;
+    let window = scan(reader, start, max_lines, MAX_BYTES).map_err(|e| describe(e, shown))?;
     Ok(ToolResult::text(render(&window, start, user_limit, shown)?))
+}
+
+/// Whether the file's first bytes say it is not text: a NUL byte (which text does not have),
+/// or bytes that are not UTF-8 (a character cut at the end of the sample does not count).
+fn looks_binary(head: &[u8]) -> bool {
+    let sample = &head[..head.len().min(8 * 1024)];
+    if sample.contains(&0) {
+        return true;
+    }
+    match std::str::from_utf8(sample) {
+        Ok(_) => false,
+        Err(error) => error.error_len().is_some(),
+    }
+}
+
+/// What a binary file looks like from its first bytes.
+fn describe_binary(head: &[u8]) -> String {
+    let known: [(&[u8], &str); 6] = [
+        (b"\x7fELF", "an ELF executable or library"),
+        (b"PK\x03\x04", "a ZIP archive"),
+        (b"%PDF", "a PDF document"),
+        (b"\x1f\x8b", "gzip-compressed"),
+        (b"SQLite format 3\0", "an SQLite database"),
+        (b"\xfd7zXZ\0", "xz-compressed"),
+    ];
+    if let Some((_, what)) = known.iter().find(|(magic, _)| head.starts_with(magic)) {
+        return (*what).to_owned();
+    }
+    let shown: Vec<String> = head
+        .iter()
+        .take(8)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!("starting {}", shown.join(" "))
 }
 
 fn open(path: &Path, shown: &str) -> Result<File, BoxError> {
@@ -262,11 +317,19 @@ fn image_type(head: &[u8]) -> Option<&'static str> {
     }
 }
 
+/// What an image file came to.
+enum Image {
+    /// The image, or why it was left out.
+    Read(ToolResult),
+    /// Not an image after all, but text: its bytes.
+    Text(Vec<u8>),
+}
+
 fn read_image(
-    mut reader: impl Read,
+    reader: &mut impl Read,
     mime_type: &'static str,
     shown: &str,
-) -> Result<ToolResult, BoxError> {
+) -> Result<Image, BoxError> {
     let mut bytes = Vec::new();
     reader
         .by_ref()
@@ -274,9 +337,9 @@ fn read_image(
         .read_to_end(&mut bytes)
         .map_err(|error| describe(error, shown))?;
     let omitted = |reason: String| {
-        ToolResult::text(format!(
+        Image::Read(ToolResult::text(format!(
             "Read image file {shown} [{mime_type}]\n[Image omitted: {reason}.]"
-        ))
+        )))
     };
     if bytes.len() as u64 > images::MAX_FILE_BYTES {
         return Ok(omitted(format!(
@@ -294,12 +357,15 @@ fn read_image(
             mime_type,
             data,
         ),
-        images::Fitted::Omitted { reason } => return Ok(omitted(reason)),
+        images::Fitted::NotDecoded { .. } if !looks_binary(&bytes) => return Ok(Image::Text(bytes)),
+        images::Fitted::Omitted { reason } | images::Fitted::NotDecoded { reason } => {
+            return Ok(omitted(reason))
+        }
     };
-    Ok(ToolResult {
+    Ok(Image::Read(ToolResult {
         content: vec![Content::text(text), Content::image(mime_type, data)],
         ..ToolResult::default()
-    })
+    }))
 }
 
 #[cfg(test)]
