@@ -364,6 +364,24 @@ fn read_says_a_binary_file_is_binary() {
 }
 
 #[test]
+fn read_refuses_a_fifo_without_blocking_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let tools = tools_in(dir.path());
+    // No writer: opening it would block forever.
+    let result = call_tool(&tools, "read", &json!({"path": "pipe"}).to_string());
+    assert!(
+        result.is_error && result.text().contains("pipe") && result.text().contains("FIFO"),
+        "{}",
+        result.text()
+    );
+}
+
+#[test]
 fn read_pages_through_a_text_file() {
     let dir = tempfile::tempdir().unwrap();
     let text: String = (1..=2500).map(|i| format!("line {i}\n")).collect();

@@ -117,7 +117,8 @@ fn file_in_the_way(path: &Path) -> Option<&Path> {
         .find(|ancestor| std::fs::metadata(ancestor).is_ok_and(|metadata| !metadata.is_dir()))
 }
 
-fn kind(file_type: &std::fs::FileType) -> &'static str {
+/// What a file that is not a regular one is, for error texts.
+pub(super) fn kind(file_type: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
     if file_type.is_dir() {
         "a directory"

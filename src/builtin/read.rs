@@ -127,6 +127,14 @@ fn open(path: &Path, shown: &str) -> Result<File, BoxError> {
             format!("{shown} is a directory, not a file; list it with bash (ls {shown})").into(),
         );
     }
+    // Checked before opening: opening a FIFO with no writer blocks, and a device may never end.
+    if !metadata.is_file() {
+        return Err(format!(
+            "{shown} is {}, not a regular file; read only reads files (for a pipe or a device, use bash with a bound, such as head -c 4096 {shown})",
+            super::paths::kind(&metadata.file_type())
+        )
+        .into());
+    }
     File::open(path).map_err(|error| describe(error, shown))
 }
 
