@@ -140,10 +140,9 @@ fn async_job(index: usize, value: &str) -> Job<String> {
     )
 }
 
-#[test]
-fn a_parallel_batch_reports_every_outcome_by_index_then_done() {
-    let host = Host::global().unwrap();
-    let jobs = vec![
+/// One job of each kind: async, blocking, ready, and one that panics.
+fn mixed_jobs() -> Vec<Job<String>> {
+    vec![
         async_job(0, "zero"),
         job(1, Work::Blocking(Box::new(|| "one".to_owned()))),
         job(2, Work::Ready("two".to_owned())),
@@ -151,8 +150,17 @@ fn a_parallel_batch_reports_every_outcome_by_index_then_done() {
             3,
             Work::Async(Box::new(|| async { panic!("job three broke") }.boxed())),
         ),
-        job(4, Work::Blocking(Box::new(|| panic!("job four broke")))),
-    ];
+    ]
+}
+
+#[test]
+fn a_parallel_batch_reports_every_outcome_by_index_then_done() {
+    let host = Host::global().unwrap();
+    let mut jobs = mixed_jobs();
+    jobs.push(job(
+        4,
+        Work::Blocking(Box::new(|| panic!("job four broke"))),
+    ));
     let mut seen = run_batch(&host, jobs, Mode::Parallel, CancellationToken::new());
     assert_eq!(seen.pop(), Some(Seen::Done));
     seen.sort_by_key(|s| match s {
@@ -174,18 +182,9 @@ fn a_parallel_batch_reports_every_outcome_by_index_then_done() {
 #[test]
 fn an_observer_that_stores_outcomes_gets_them_all_in_one_report() {
     let host = Host::global().unwrap();
-    let jobs = vec![
-        async_job(0, "zero"),
-        job(1, Work::Blocking(Box::new(|| "one".to_owned()))),
-        job(2, Work::Ready("two".to_owned())),
-        job(
-            3,
-            Work::Async(Box::new(|| async { panic!("job three broke") }.boxed())),
-        ),
-    ];
     let seen = run_batch_with(
         &host,
-        jobs,
+        mixed_jobs(),
         Mode::Parallel,
         None,
         CancellationToken::new(),
