@@ -208,6 +208,8 @@ async fn an_agent_runs_the_tool_llmock_calls_then_ends() {
     ] {
         let agent = golato::Agent::new(golato::agent::Config {
             generator: Some(std::sync::Arc::from(generator)),
+            // A provider refuses a request that names no model.
+            model: Model::new("gpt-4o"),
             tools: vec![weather.clone()],
             max_turns: Some(5),
             ..Default::default()
