@@ -382,6 +382,27 @@ fn read_refuses_a_fifo_without_blocking_on_it() {
 }
 
 #[test]
+fn read_takes_whole_numbers_written_as_decimals() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "one\ntwo\nthree\n").unwrap();
+    let tools = tools_in(dir.path());
+    // The schema says integer, and JSON Schema counts 2.0 as one.
+    let window = call_tool(
+        &tools,
+        "read",
+        r#"{"path": "f.txt", "offset": 2.0, "limit": 1.0}"#,
+    );
+    assert!(!window.is_error, "{}", window.text());
+    assert!(window.text().starts_with("two\n"), "{}", window.text());
+    let fraction = call_tool(&tools, "read", r#"{"path": "f.txt", "offset": 1.5}"#);
+    assert!(
+        fraction.is_error && fraction.text().contains("/offset"),
+        "{}",
+        fraction.text()
+    );
+}
+
+#[test]
 fn read_pages_through_a_text_file() {
     let dir = tempfile::tempdir().unwrap();
     let text: String = (1..=2500).map(|i| format!("line {i}\n")).collect();

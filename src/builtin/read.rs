@@ -25,10 +25,33 @@ struct ReadArgs {
     path: String,
     /// Line number to start from, 1-indexed.
     #[schemars(range(min = 1))]
+    #[serde(default, deserialize_with = "whole_number")]
     offset: Option<u64>,
     /// Most lines to return.
     #[schemars(range(min = 1))]
+    #[serde(default, deserialize_with = "whole_number")]
     limit: Option<u64>,
+}
+
+/// A whole number, also when written with a decimal point (`2.0`): the schema says integer,
+/// and JSON Schema counts `2.0` as one, so validation lets it through.
+fn whole_number<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u64>, D::Error> {
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    if let Some(whole) = number.as_u64() {
+        return Ok(Some(whole));
+    }
+    match number.as_f64() {
+        Some(float) if float >= 0.0 && float.fract() == 0.0 && float <= u64::MAX as f64 => {
+            Ok(Some(float as u64))
+        }
+        _ => Err(serde::de::Error::custom(format!(
+            "expected a whole number, got {number}"
+        ))),
+    }
 }
 
 pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
