@@ -72,6 +72,22 @@ fn long_output_keeps_the_tail_and_saves_the_whole() {
     std::fs::remove_file(path).unwrap();
 }
 
+#[test]
+fn a_cut_always_says_so_even_when_the_last_line_has_no_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2,001 lines, the last without a newline: one line over the limit, few bytes.
+    let result = bash(dir.path(), json!({"command": "seq 2001 | head -c -1"}));
+    let text = result.text();
+    let notice = text.rsplit("\n\n").next().unwrap();
+    let prefix = "[Showing lines 2-2001 of 2001. Full output: ";
+    assert!(notice.starts_with(prefix), "{notice}");
+    let path = notice.trim_start_matches(prefix).trim_end_matches(']');
+    let full = std::fs::read_to_string(path).unwrap();
+    let expected: Vec<String> = (1..=2001).map(|i| i.to_string()).collect();
+    assert_eq!(full, expected.join("\n"));
+    std::fs::remove_file(path).unwrap();
+}
+
 fn process_gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,

@@ -130,7 +130,7 @@ async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResul
             read = pipe.read(&mut chunk), if !end_of_output => match read {
                 Ok(0) | Err(_) => end_of_output = true,
                 Ok(count) => {
-                    output.push(&chunk[..count])?;
+                    output.push(&chunk[..count]);
                     update_pending = true;
                 }
             },
@@ -182,33 +182,51 @@ struct Output {
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     file: Option<(std::fs::File, PathBuf)>,
+    /// Why the whole output could not be saved: the tail is still shown, and the cut says so.
+    file_error: Option<String>,
+}
+
+/// A new file for a command's whole output, with `bytes` in it.
+fn save_output(bytes: &[u8]) -> std::io::Result<(std::fs::File, PathBuf)> {
+    let (mut file, path) = tempfile::Builder::new()
+        .prefix("golato-bash-")
+        .suffix(".log")
+        .tempfile()?
+        .keep()
+        .map_err(|error| error.error)?;
+    file.write_all(bytes)?;
+    Ok((file, path))
 }
 
 impl Output {
-    fn push(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+    /// Takes more output. The tail is always kept; a failure to save the whole output is
+    /// remembered for the result (and the command goes on, so its group is still reaped).
+    fn push(&mut self, bytes: &[u8]) {
         self.total_bytes += bytes.len() as u64;
         self.newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
         self.last_byte = bytes.last().copied().or(self.last_byte);
         self.tail.extend(bytes);
         let excess = self.tail.len().saturating_sub(TAIL_KEEP);
         self.tail.drain(..excess);
-        match &mut self.file {
-            Some((file, _)) => file.write_all(bytes)?,
-            None if self.total_bytes as usize > MAX_BYTES || self.newlines as usize > MAX_LINES => {
-                let (mut file, path) = tempfile::Builder::new()
-                    .prefix("golato-bash-")
-                    .suffix(".log")
-                    .tempfile()?
-                    .keep()
-                    .map_err(|error| error.error)?;
-                file.write_all(&self.head)?;
-                file.write_all(bytes)?;
-                self.head = Vec::new();
-                self.file = Some((file, path));
-            }
-            None => self.head.extend_from_slice(bytes),
+        if self.file_error.is_some() {
+            return;
         }
-        Ok(())
+        let saved = match &mut self.file {
+            Some((file, _)) => file.write_all(bytes),
+            None if self.total_bytes as usize > MAX_BYTES || self.newlines as usize > MAX_LINES => {
+                self.head.extend_from_slice(bytes);
+                save_output(&std::mem::take(&mut self.head)).map(|file| self.file = Some(file))
+            }
+            None => {
+                self.head.extend_from_slice(bytes);
+                Ok(())
+            }
+        };
+        if let Err(error) = saved {
+            self.file_error = Some(error.to_string());
+            self.file = None;
+            self.head = Vec::new();
+        }
     }
 
     fn total_lines(&self) -> u64 {
@@ -258,33 +276,45 @@ impl Output {
     fn finish(mut self, ending: Ending) -> std::io::Result<ToolResult> {
         let (mut text, shown, line_cut) = self.tail_lines();
         let total = self.total_lines();
-        let full_output = match self.file.take() {
-            Some((mut file, path)) => {
-                file.flush()?;
-                Some(path)
+        let truncated = line_cut || (shown as u64) < total;
+        // Output can be cut without having outgrown the limits that start the file (a last
+        // line without a newline, bytes that are not UTF-8): every cut still names a file.
+        if truncated && self.file.is_none() && self.file_error.is_none() {
+            match save_output(&self.head) {
+                Ok(file) => self.file = Some(file),
+                Err(error) => self.file_error = Some(error.to_string()),
             }
+        }
+        let full_output = match self.file.take() {
+            Some((mut file, path)) => match file.flush() {
+                Ok(()) => Some(path),
+                Err(error) => {
+                    self.file_error = Some(error.to_string());
+                    None
+                }
+            },
             None => None,
         };
-        let truncated = line_cut || (shown as u64) < total;
         if text.is_empty() {
             text.push_str("(no output)");
         }
-        if let (true, Some(path)) = (truncated, &full_output) {
-            let notice = if line_cut {
-                format!(
-                    "[Showing the last {}KB of line {total}. Full output: {}]",
-                    MAX_BYTES / 1024,
-                    path.display()
-                )
+        if truncated {
+            let shown_part = if line_cut {
+                format!("Showing the last {}KB of line {total}.", MAX_BYTES / 1024)
             } else {
                 format!(
-                    "[Showing lines {}-{total} of {total}. Full output: {}]",
-                    total - shown as u64 + 1,
-                    path.display()
+                    "Showing lines {}-{total} of {total}.",
+                    total - shown as u64 + 1
                 )
             };
-            text.push_str("\n\n");
-            text.push_str(&notice);
+            let whole = match (&full_output, &self.file_error) {
+                (Some(path), _) => format!("Full output: {}", path.display()),
+                (None, Some(error)) => {
+                    format!("The full output could not be saved to a file: {error}")
+                }
+                (None, None) => "The full output was not saved.".to_owned(),
+            };
+            text.push_str(&format!("\n\n[{shown_part} {whole}]"));
         }
         let (is_error, exit_code) = match &ending {
             Ending::Exited(status) => match status.code() {
