@@ -10,23 +10,11 @@ use std::io::Write;
 use std::sync::Arc;
 
 use golato::agent::{self, Agent, Event, Input};
-use golato::generator::{Model, Scripted};
-use golato::message::{AssistantMessage, ToolCall, UserMessage};
+use golato::generator::Model;
+use golato::message::UserMessage;
 
 mod support;
-use support::lookup_tool;
-
-/// What a real model would answer: one call, then the final text.
-fn scripted_model() -> Scripted {
-    Scripted::new([
-        AssistantMessage::with_tool_calls([ToolCall::new(
-            "call-1",
-            "lookup_customer",
-            r#"{"customer_id":"C-100"}"#,
-        )]),
-        AssistantMessage::with_text("C-100 uses the Pro plan."),
-    ])
-}
+use support::{lookup_script, lookup_tool};
 
 fn main() -> anyhow::Result<()> {
     run(&mut std::io::stdout().lock())
@@ -35,7 +23,8 @@ fn main() -> anyhow::Result<()> {
 /// The example proper, writing what the page prints to `out` (the tests read it).
 pub(crate) fn run(out: &mut impl Write) -> anyhow::Result<()> {
     let assistant = Agent::new(agent::Config {
-        generator: Some(Arc::new(scripted_model())),
+        // What a real model would answer: one call, then the final text.
+        generator: Some(Arc::new(lookup_script())),
         model: Model::new("scripted-demo"),
         tools: vec![lookup_tool()],
         ..Default::default()

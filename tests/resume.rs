@@ -7,7 +7,7 @@ mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use golato::agent::{Error, Input};
+use golato::agent::{Agent, Error, Input, RunResult};
 use golato::generator::Scripted;
 use golato::message::{AssistantMessage, Message, StopReason, UserMessage};
 use pretty_assertions::assert_eq;
@@ -35,13 +35,7 @@ fn a_transcript_with_pending_calls_resumes_by_running_them() {
     // move the transcript through JSON as another process would.
     let saved = serde_json::to_string(&full.messages[..2]).unwrap();
     let transcript: Vec<Message> = serde_json::from_str(&saved).unwrap();
-    let resumed = agent
-        .start(Input {
-            transcript,
-            ..Default::default()
-        })
-        .wait()
-        .unwrap();
+    let resumed = resume(&agent, transcript).unwrap();
     assert_eq!(
         counter.load(Ordering::SeqCst),
         4,
@@ -62,13 +56,7 @@ fn a_transcript_with_some_results_runs_only_the_missing_calls() {
         vec![counting_tool("count", counter.clone())],
     );
     let full = agent.start(prompt("count")).wait().unwrap();
-    let resumed = agent
-        .start(Input {
-            transcript: full.messages[..3].to_vec(),
-            ..Default::default()
-        })
-        .wait()
-        .unwrap();
+    let resumed = resume(&agent, full.messages[..3].to_vec()).unwrap();
     assert_eq!(counter.load(Ordering::SeqCst), 3, "only call 2 ran again");
     assert_eq!(resumed.messages, full.messages);
 }
@@ -88,13 +76,7 @@ fn results_stay_in_source_order_when_a_middle_call_was_answered_before() {
     // Only b was answered when the process stopped.
     let mut transcript = full.messages[..2].to_vec();
     transcript.push(full.messages[3].clone());
-    let resumed = agent
-        .start(Input {
-            transcript,
-            ..Default::default()
-        })
-        .wait()
-        .unwrap();
+    let resumed = resume(&agent, transcript).unwrap();
     let answered: Vec<&str> = resumed
         .messages
         .iter()
@@ -152,13 +134,7 @@ fn a_cancelled_run_resumes_from_its_error_transcript() {
         two_step_script(),
         vec![counting_tool("count", counter.clone())],
     );
-    let resumed = agent
-        .start(Input {
-            transcript: messages,
-            ..Default::default()
-        })
-        .wait()
-        .unwrap();
+    let resumed = resume(&agent, messages).unwrap();
     assert_eq!(resumed.final_message.text(), "counted twice");
     assert_eq!(counter.load(Ordering::SeqCst), 2, "nothing ran twice");
 }
@@ -198,13 +174,17 @@ fn a_transcript_ending_in_an_answer_cut_short_says_how_to_go_on() {
     );
 }
 
-/// The error of a run resumed from `transcript` with no new prompt.
-fn resuming_without_a_prompt(transcript: Vec<Message>) -> Error {
-    agent_with(two_step_script(), vec![])
+/// A run of `agent` resumed from `transcript`, with no new prompt.
+fn resume(agent: &Agent, transcript: Vec<Message>) -> Result<RunResult, Error> {
+    agent
         .start(Input {
             transcript,
             ..Default::default()
         })
         .wait()
-        .unwrap_err()
+}
+
+/// The error of a run resumed from `transcript` with no new prompt.
+fn resuming_without_a_prompt(transcript: Vec<Message>) -> Error {
+    resume(&agent_with(two_step_script(), vec![]), transcript).unwrap_err()
 }

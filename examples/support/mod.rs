@@ -35,7 +35,7 @@ pub(crate) fn lookup_tool() -> Tool {
 }
 
 /// What a model would answer to "Which plan does C-100 use?": one `lookup_customer` call, then
-/// the answer. The embedding examples share it.
+/// the answer. The examples share it.
 #[allow(dead_code)] // Each example compiles its own copy of this module; not all use it.
 pub(crate) fn lookup_script() -> Scripted {
     Scripted::new([

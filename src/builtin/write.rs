@@ -48,15 +48,22 @@ async fn write(
         () = ctx.cancelled() => return Err("write was cancelled before it started".into()),
     };
     let bytes = args.content.len();
-    // Through a symlink, replace the file it points to, not the link.
-    let target = replaceable(&path, &args.path)?;
-    tokio::task::spawn_blocking(move || replace_atomically(&target, args.content.as_bytes()))
+    let shown = args.path;
+    let written = {
+        let (path, shown) = (path.clone(), shown.clone());
+        // The file-system checks block too, so they go with the write to the blocking pool.
+        tokio::task::spawn_blocking(move || {
+            // Through a symlink, replace the file it points to, not the link.
+            let target = replaceable(&path, &shown)?;
+            replace_atomically(&target, args.content.as_bytes())
+                .map_err(|error| format!("could not write {}: {error}", path.display()))
+        })
+    };
+    written
         .await
-        .map_err(|error| format!("write of {} did not finish: {error}", path.display()))?
-        .map_err(|error| format!("could not write {}: {error}", path.display()))?;
+        .map_err(|error| format!("write of {} did not finish: {error}", path.display()))??;
     Ok(ToolResult::text(format!(
-        "Successfully wrote {bytes} bytes to {}",
-        args.path
+        "Successfully wrote {bytes} bytes to {shown}"
     )))
 }
 
