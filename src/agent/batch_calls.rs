@@ -3,6 +3,12 @@
 //! must be cancelled on its own), and each call's update gate, which checks the partial results
 //! a running function publishes and forwards the valid ones to the run actor.
 //!
+//! The gate keeps the path from a tool to the run actor bounded: at most one update of a call
+//! is in the run actor's mailbox at a time; what the function publishes meanwhile coalesces
+//! into one pending update (the newest), sent when the run actor has taken the previous one
+//! ([`SharedBatch::update_delivered`]) or when the function returns. A function publishing
+//! faster than the run actor reads costs one pending result, not a queue.
+//!
 //! One allocation serves the whole batch: the run actor, the tool actors and every call's
 //! `ToolContext` hold the same [`SharedBatch`].
 
@@ -57,6 +63,10 @@ struct Gate {
     closed: bool,
     /// Why an update was refused; the call's result says so.
     invalid: Option<String>,
+    /// An update is in the run actor's mailbox and not yet taken.
+    in_flight: bool,
+    /// The newest update published while one was in flight.
+    pending: Option<ToolResult>,
 }
 
 /// Never seen: every index used is within the batch.
@@ -118,7 +128,7 @@ impl SharedBatch {
     /// Forwards nothing more for the call (its function returned).
     pub(crate) fn shut_gate(&self, index: usize) {
         if let Some(slot) = self.slots.get(index) {
-            lock(&slot.gate).closed = true;
+            self.close(index, &mut lock(&slot.gate));
         }
     }
 
@@ -126,8 +136,30 @@ impl SharedBatch {
     pub(crate) fn close_gate(&self, index: usize) -> Option<String> {
         let slot = self.slots.get(index)?;
         let mut gate = lock(&slot.gate);
-        gate.closed = true;
+        self.close(index, &mut gate);
         gate.invalid.take()
+    }
+
+    /// Closes the gate. An update still pending was published before the function returned,
+    /// so it goes out now: ahead of the call's result, which its caller reports after this.
+    fn close(&self, index: usize, gate: &mut Gate) {
+        gate.closed = true;
+        if let Some(partial) = gate.pending.take() {
+            self.notify(index, Notice::Update(partial));
+        }
+    }
+
+    /// The run actor took call `index`'s update from its mailbox: the newest one published
+    /// since (if any) goes out.
+    pub(crate) fn update_delivered(&self, index: usize) {
+        let Some(slot) = self.slots.get(index) else {
+            return;
+        };
+        let mut gate = lock(&slot.gate);
+        match gate.pending.take() {
+            Some(partial) => self.notify(index, Notice::Update(partial)),
+            None => gate.in_flight = false,
+        }
     }
 
     pub(crate) fn notify(&self, index: usize, notice: Notice) {
@@ -171,12 +203,142 @@ impl CallHost for SharedBatch {
             return;
         }
         match check_result(&partial) {
-            Ok(()) => self.notify(index, Notice::Update(partial)),
+            // Coalesced: the run actor has not taken the previous one yet.
+            Ok(()) if gate.in_flight => gate.pending = Some(partial),
+            Ok(()) => {
+                gate.in_flight = true;
+                self.notify(index, Notice::Update(partial));
+            }
             Err(reason) => {
                 gate.invalid = Some(reason);
                 drop(gate);
                 self.cancel_call(index);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use actix::{Actor, Context, Handler};
+    use golato_actors::{traced_handlers, Mailbox, TracedActor};
+    use tokio_util::sync::CancellationToken;
+
+    use super::{CallNotice, Notice, SharedBatch};
+    use crate::message::ToolCall;
+    use crate::tool::{CallHost, ToolResult};
+
+    /// Stands in for the run actor: never handled while the test runs, so every notice sent
+    /// stays in its mailbox, where the test counts it.
+    struct Probe(tracing::Span);
+
+    impl Actor for Probe {
+        type Context = Context<Self>;
+    }
+
+    impl TracedActor for Probe {
+        fn span(&self) -> &tracing::Span {
+            &self.0
+        }
+    }
+
+    impl Handler<CallNotice> for Probe {
+        type Result = ();
+        fn handle(&mut self, _: CallNotice, _: &mut Context<Self>) {}
+    }
+
+    traced_handlers!(Probe { CallNotice });
+
+    fn text_of(notice: &Notice) -> String {
+        match notice {
+            Notice::Update(partial) => partial.text_content(),
+            Notice::Hook(_) => String::from("hook"),
+        }
+    }
+
+    #[test]
+    fn updates_published_faster_than_taken_coalesce_into_the_newest() {
+        let outcome = actix::System::new().block_on(async {
+            let mailbox = Mailbox::new(Probe(tracing::Span::none()).start());
+            let call = ToolCall {
+                id: "c1".into(),
+                name: "t".into(),
+                arguments: "{}".into(),
+            };
+            let shared =
+                SharedBatch::new(1, vec![call], CancellationToken::new(), mailbox.recipient());
+            // Nothing is handled until this block yields: the mailbox holds what was sent.
+            for n in 0..1_000 {
+                shared.publish(0, ToolResult::text(format!("update {n}")));
+            }
+            let after_burst = mailbox.depth();
+            shared.update_delivered(0);
+            let after_first_taken = mailbox.depth();
+            shared.update_delivered(0);
+            shared.publish(0, ToolResult::text("after both were taken"));
+            let after_idle_publish = mailbox.depth();
+            shared.publish(0, ToolResult::text("pending at return"));
+            shared.shut_gate(0);
+            let after_return = mailbox.depth();
+            shared.publish(0, ToolResult::text("after return"));
+            (
+                after_burst,
+                after_first_taken,
+                after_idle_publish,
+                after_return,
+                mailbox.depth(),
+            )
+        });
+        // One in the mailbox for a thousand published; the newest follows when it is taken;
+        // the one pending when the function returns goes out; nothing after.
+        assert_eq!(outcome, (1, 2, 3, 4, 4));
+    }
+
+    #[test]
+    fn the_update_sent_when_one_is_taken_is_the_newest() {
+        let texts = actix::System::new().block_on(async {
+            let (sent, mut received) = tokio::sync::mpsc::unbounded_channel::<String>();
+            struct Forward(tracing::Span, tokio::sync::mpsc::UnboundedSender<String>);
+            impl Actor for Forward {
+                type Context = Context<Self>;
+            }
+            impl TracedActor for Forward {
+                fn span(&self) -> &tracing::Span {
+                    &self.0
+                }
+            }
+            impl Handler<CallNotice> for Forward {
+                type Result = ();
+                fn handle(&mut self, notice: CallNotice, _: &mut Context<Self>) {
+                    let _ = self.1.send(text_of(&notice.notice));
+                }
+            }
+            traced_handlers!(Forward { CallNotice });
+            let mailbox = Mailbox::new(Forward(tracing::Span::none(), sent).start());
+            let call = ToolCall {
+                id: "c1".into(),
+                name: "t".into(),
+                arguments: "{}".into(),
+            };
+            let shared = Arc::clone(&SharedBatch::new(
+                1,
+                vec![call],
+                CancellationToken::new(),
+                mailbox.recipient(),
+            ));
+            for n in 0..3 {
+                shared.publish(0, ToolResult::text(format!("update {n}")));
+            }
+            let first = received.recv().await;
+            shared.update_delivered(0);
+            let second = received.recv().await;
+            vec![first, second]
+        });
+        assert_eq!(
+            texts,
+            vec![Some("update 0".to_string()), Some("update 2".to_string())]
+        );
     }
 }

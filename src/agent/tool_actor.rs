@@ -291,29 +291,26 @@ impl ToolActor {
         };
         let runtime = self.setup.agent.host.runtime();
         let span = self.setup.span.clone();
-        // The gate closes the moment the function returns, on its own thread, so an update a
-        // detached task publishes afterwards is never forwarded.
+        // The gate closes the moment the function returns or panics, on its own thread, so an
+        // update a detached task publishes afterwards is never forwarded.
         let handle = match self.setup.tool.tool.function().clone() {
             Function::Async(function) => runtime.spawn(
                 async move {
-                    let returned =
-                        match arguments.map_or_else(|| parse_arguments(shared.call(index)), Ok) {
-                            Ok(arguments) => function(context, arguments).await,
-                            Err(error) => Err(error),
-                        };
-                    shared.shut_gate(index);
-                    returned
+                    let _gate = GateShutter(&shared, index);
+                    match arguments.map_or_else(|| parse_arguments(shared.call(index)), Ok) {
+                        Ok(arguments) => function(context, arguments).await,
+                        Err(error) => Err(error),
+                    }
                 }
                 .instrument(span),
             ),
             Function::Blocking(function) => runtime.spawn_blocking(move || {
-                let returned = span.in_scope(|| {
+                let _gate = GateShutter(&shared, index);
+                span.in_scope(|| {
                     let arguments =
                         arguments.map_or_else(|| parse_arguments(shared.call(index)), Ok)?;
                     function(context, arguments)
-                });
-                shared.shut_gate(index);
-                returned
+                })
             }),
         };
         self.function = Some(handle.abort_handle());
@@ -514,6 +511,15 @@ fn parse_arguments(call: &ToolCall) -> Result<Value, BoxError> {
         )
         .into()
     })
+}
+
+/// Closes a call's gate when dropped: when its function returns, and while a panic unwinds.
+struct GateShutter<'a>(&'a SharedBatch, usize);
+
+impl Drop for GateShutter<'_> {
+    fn drop(&mut self) {
+        self.0.shut_gate(self.1);
+    }
 }
 
 /// A handed-off call's end, on its function's task (inside the call's span): what the function

@@ -102,8 +102,12 @@ impl ToolContext {
     ///
     /// The partial result is checked like a final one: an invalid one (say, an image part with
     /// an unsupported MIME type) is not forwarded, cancels the function, and becomes the call's
-    /// error result. Updates published after the function returned are dropped. When the
-    /// event consumer falls behind, pending updates of one call are coalesced into the newest.
+    /// error result. Updates published after the function returned or panicked, or after an
+    /// invalid one, are dropped. Publishing never blocks and memory stays bounded however fast
+    /// a function publishes: while the run has not taken a call's previous update, newer ones
+    /// coalesce into the newest (at most one waits per call), and when the event consumer falls
+    /// behind, its buffered updates of one call coalesce the same way. The newest update
+    /// published before the function returns is always delivered.
     pub fn update(&self, partial: ToolResult) {
         if let Inner::Hosted { host, index } = &self.inner {
             host.publish(*index, partial);

@@ -430,6 +430,9 @@ impl Handler<CallNotice> for RunActor {
         else {
             return;
         };
+        if matches!(message.notice, Notice::Update(_)) {
+            batch.shared.update_delivered(message.index);
+        }
         // A call with its result already recorded gets no more events.
         let open = batch
             .progress
