@@ -14,6 +14,20 @@
 //! concurrent runs in FIFO order; another call to `new` makes a separate set with separate
 //! coordination.
 //!
+//! # How edit and write change a file
+//! They replace regular files only (a directory, device, FIFO or socket at the path is refused,
+//! as is a symbolic link that leads nowhere; a link to a file changes that file). A file the
+//! process may not write is refused as a plain write would refuse it, even in a directory that
+//! lets the process create and rename files. The new content goes to a temporary file beside
+//! the old one (named `.golato-write-PID-…`; one left by a killed writer is removed by the next
+//! write into that directory), which takes the old file's mode, owner and group before any
+//! content goes in, and is renamed over it: readers see the old content or the new, and a crash
+//! leaves one of them. Two
+//! kinds of file are rewritten in place instead, which a concurrent reader or a crash can catch
+//! half written: a file with several hard links (so that every link sees the change), and a
+//! file whose owner or group the process cannot give to a new file (so that ownership never
+//! changes hands).
+//!
 //! ```
 //! use golato::builtin;
 //!

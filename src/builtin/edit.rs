@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::paths::{lock_key, replaceable};
-use super::write::replace_atomically;
+use super::write::{replace_atomically, write_failed};
 use super::Workspace;
 use crate::tool::{BoxError, Execution, Tool, ToolContext, ToolResult};
 
@@ -101,7 +101,7 @@ fn edit_file(path: &Path, args: &EditArgs) -> Result<ToolResult, BoxError> {
     let edited =
         apply(&text, &edits).map_err(|error| format!("{error} No change was made to {shown}."))?;
     replace_atomically(&target, edited.text.as_bytes())
-        .map_err(|error| format!("could not write {shown}: {error}"))?;
+        .map_err(|error| write_failed(shown, &error))?;
     let diff = similar::TextDiff::from_lines(&text, &edited.text)
         .unified_diff()
         .context_radius(3)

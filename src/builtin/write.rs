@@ -56,7 +56,7 @@ async fn write(
             // Through a symlink, replace the file it points to, not the link.
             let target = replaceable(&path, &shown)?;
             replace_atomically(&target, args.content.as_bytes())
-                .map_err(|error| format!("could not write {}: {error}", path.display()))
+                .map_err(|error| write_failed(&shown, &error))
         })
     };
     written
@@ -115,14 +115,66 @@ fn clear_stale_temporaries(dir: &Path) {
     }
 }
 
-/// Writes `content` to a temporary file beside `path`, keeps the old file's permissions, then
-/// renames it over `path`: a reader sees the old content or the new, never a mix.
+/// What to tell the model when writing `shown` failed.
+pub(super) fn write_failed(shown: &str, error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::PermissionDenied => format!(
+            "Permission denied: cannot write {shown} (its permissions do not let this process write it); nothing was changed"
+        ),
+        _ => format!("could not write {shown}: {error}; nothing was changed"),
+    }
+}
+
+/// Replaces `path`'s content with `content`.
+///
+/// A new file, or an existing one with a single link, is written to a temporary file beside it
+/// that takes the old file's mode, owner and group, then renamed over it: a reader sees the old
+/// content or the new, never a mix, and a crash leaves one or the other. An existing file is
+/// first opened for writing, so one the caller may not write is refused as a plain write would
+/// be (a writable directory is not enough). Two cases are written in place instead, truncating
+/// and rewriting the file itself, which a reader or a crash can catch half done: a file with
+/// several hard links (a rename would leave the other links on the old content), and a file
+/// whose owner or group this process cannot give the temporary file (or whose directory does not
+/// let it create one), so that ownership never changes.
 pub(super) fn replace_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    std::fs::create_dir_all(parent)?;
+    let existing = match std::fs::OpenOptions::new().write(true).open(path) {
+        Ok(file) => {
+            let metadata = file.metadata()?;
+            Some((file, metadata))
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => return Err(error),
+    };
+    let Some((file, metadata)) = existing else {
+        std::fs::create_dir_all(parent)?;
+        return rename_into_place(parent, path, content, None);
+    };
+    if metadata.nlink() > 1 {
+        return rewrite_in_place(file, content);
+    }
+    match rename_into_place(parent, path, content, Some(&metadata)) {
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+            tracing::debug!(path = %path.display(), %error, "cannot replace the file keeping its owner; rewriting it in place");
+            rewrite_in_place(file, content)
+        }
+        other => other,
+    }
+}
+
+/// Writes `content` to a temporary file in `parent` and renames it to `path`, giving it the
+/// mode, owner and group of the file it replaces (if any).
+fn rename_into_place(
+    parent: &Path,
+    path: &Path,
+    content: &[u8],
+    replaced: Option<&std::fs::Metadata>,
+) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
     clear_stale_temporaries(parent);
     // Created with the mode a plain create would use (0o666 less the umask); tempfile's default
     // of 0o600 would make every new file private. The name carries this process's ID, so that
@@ -132,13 +184,38 @@ pub(super) fn replace_atomically(path: &Path, content: &[u8]) -> std::io::Result
         .prefix(&prefix)
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(parent)?;
-    temporary.write_all(content)?;
-    temporary.as_file().sync_data()?;
-    if let Ok(existing) = std::fs::metadata(path) {
+    if let Some(replaced) = replaced {
+        let own = temporary.as_file().metadata()?;
+        if (own.uid(), own.gid()) != (replaced.uid(), replaced.gid()) {
+            // Refused (EPERM) unless this process may give the file away: the caller then
+            // rewrites in place rather than change who owns the file.
+            std::os::unix::fs::fchown(
+                temporary.as_file(),
+                Some(replaced.uid()),
+                Some(replaced.gid()),
+            )
+            .map_err(|error| match error.raw_os_error() {
+                Some(code) if code == rustix::io::Errno::PERM.raw_os_error() => {
+                    std::io::Error::from(std::io::ErrorKind::PermissionDenied)
+                }
+                _ => error,
+            })?;
+        }
+        // After the owner: a change of owner clears set-user-ID and set-group-ID bits.
         temporary
             .as_file()
-            .set_permissions(existing.permissions())?;
+            .set_permissions(replaced.permissions())?;
     }
+    temporary.write_all(content)?;
+    temporary.as_file().sync_data()?;
     temporary.persist(path).map_err(|error| error.error)?;
     Ok(())
+}
+
+/// Truncates `file` and writes `content` into it: every link to it sees the change, and its
+/// mode, owner and group stay as they are.
+fn rewrite_in_place(mut file: std::fs::File, content: &[u8]) -> std::io::Result<()> {
+    file.set_len(0)?;
+    file.write_all(content)?;
+    file.sync_data()
 }
