@@ -60,6 +60,38 @@ fn an_error_result_exits_1() {
 }
 
 #[test]
+fn arguments_too_long_for_a_command_line_come_from_standard_input() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    // Longer than one argument may be (MAX_ARG_STRLEN, 128 KiB).
+    let content = "x".repeat(300 * 1024);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_golato"))
+        .args(["tool", "write", "-", "--cwd", dir.path().to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let arguments = json!({"path": "long.txt", "content": content}).to_string();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(arguments.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("long.txt")).unwrap(),
+        content
+    );
+}
+
+#[test]
 fn usage_errors_exit_2() {
     assert_eq!(golato(&["tool", "read"]).status.code(), Some(2));
     assert_eq!(golato(&["frobnicate"]).status.code(), Some(2));

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use golato_actors::path_lock::PathLock;
 use schemars::JsonSchema;
@@ -47,13 +48,19 @@ pub(super) fn tool(workspace: Arc<Workspace>, lock: PathLock) -> Tool {
             let (workspace, lock) = (Arc::clone(&workspace), lock.clone());
             async move {
                 let path = workspace.resolve(&args.path);
-                let _lease = tokio::select! {
-                    lease = lock.acquire(lock_key(&path)) => lease?,
-                    () = ctx.cancelled() => return Err("edit was cancelled before it started".into()),
+                let applied = {
+                    let _lease = tokio::select! {
+                        lease = lock.acquire(lock_key(&path)) => lease?,
+                        () = ctx.cancelled() => return Err("edit was cancelled before it started".into()),
+                    };
+                    tokio::task::spawn_blocking(move || edit_file(&path, &args))
+                        .await
+                        .map_err(|error| format!("edit did not finish: {error}"))??
                 };
-                tokio::task::spawn_blocking(move || edit_file(&path, &args))
+                // The file is written: the diff, which can take long, no longer holds the lease.
+                tokio::task::spawn_blocking(move || applied.report(DIFF_TIME_LIMIT))
                     .await
-                    .map_err(|error| format!("edit did not finish: {error}"))?
+                    .map_err(|error| format!("edit's diff did not finish: {error}").into())
             }
         },
     )
@@ -79,7 +86,40 @@ fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn edit_file(path: &Path, args: &EditArgs) -> Result<ToolResult, BoxError> {
+/// How long the diff of an edit may search for the shortest one; past it, the diff is still
+/// correct but may be longer than needed (a block removed and added where fewer lines changed).
+const DIFF_TIME_LIMIT: Duration = Duration::from_secs(1);
+
+/// An edit written to its file, and what its report needs.
+#[derive(Debug)]
+struct Applied {
+    shown: String,
+    replaced: usize,
+    original: String,
+    edited: Edited,
+}
+
+impl Applied {
+    /// The result the model gets: what changed, with a unified diff searched for at most
+    /// `time_limit`.
+    fn report(self, time_limit: Duration) -> ToolResult {
+        let shown = &self.shown;
+        let diff = similar::TextDiff::configure()
+            .deadline(Instant::now() + time_limit)
+            .diff_lines(&self.original, &self.edited.text)
+            .unified_diff()
+            .context_radius(3)
+            .header(shown, shown)
+            .to_string();
+        ToolResult::text(format!(
+            "Successfully replaced {} block(s) in {shown}.",
+            self.replaced
+        ))
+        .with_details(json!({"diff": diff, "first_changed_line": self.edited.first_changed_line}))
+    }
+}
+
+fn edit_file(path: &Path, args: &EditArgs) -> Result<Applied, BoxError> {
     let shown = &args.path;
     let target = replaceable(path, shown)?;
     let bytes = read_bounded(&target).map_err(|error| match error.kind() {
@@ -91,27 +131,23 @@ fn edit_file(path: &Path, args: &EditArgs) -> Result<ToolResult, BoxError> {
         ),
         _ => format!("Could not read {shown}: {error}"),
     })?;
-    let text = String::from_utf8(bytes)
+    let original = String::from_utf8(bytes)
         .map_err(|_| format!("{shown} is not UTF-8 text; edit only changes text files"))?;
     let edits: Vec<(&str, &str)> = args
         .edits
         .iter()
         .map(|edit| (edit.old_text.as_str(), edit.new_text.as_str()))
         .collect();
-    let edited =
-        apply(&text, &edits).map_err(|error| format!("{error} No change was made to {shown}."))?;
+    let edited = apply(&original, &edits)
+        .map_err(|error| format!("{error} No change was made to {shown}."))?;
     replace_atomically(&target, edited.text.as_bytes())
         .map_err(|error| write_failed(shown, &error))?;
-    let diff = similar::TextDiff::from_lines(&text, &edited.text)
-        .unified_diff()
-        .context_radius(3)
-        .header(shown, shown)
-        .to_string();
-    Ok(ToolResult::text(format!(
-        "Successfully replaced {} block(s) in {shown}.",
-        edits.len()
-    ))
-    .with_details(json!({"diff": diff, "first_changed_line": edited.first_changed_line})))
+    Ok(Applied {
+        shown: shown.clone(),
+        replaced: edits.len(),
+        original,
+        edited,
+    })
 }
 
 /// A file's new text and the first line (1-based) that changed.
@@ -226,8 +262,8 @@ fn locate(
         (Some(_), Some(_)) => return Err(Locate::Repeated(2 + exact.count())),
         (None, _) => {}
     }
-    let normalized = normalized.get_or_insert_with(|| Normalized::new(content));
-    let needle = Normalized::new(old);
+    let normalized = normalized.get_or_insert_with(|| Normalized::new(content, true));
+    let needle = Normalized::new(old, false);
     if needle.text.is_empty() {
         return Err(Locate::Missing);
     }
@@ -247,8 +283,15 @@ fn locate(
     match (found.next(), found.next()) {
         (Some((start, _)), None) => {
             let end = start + needle.text.len();
-            match (normalized.starts.get(start), normalized.ends.get(end - 1)) {
-                (Some(&from), Some(&to)) => Ok((from, to)),
+            match (
+                normalized.source_start(start),
+                normalized.source_start(end - 1),
+            ) {
+                (Some(from), Some(last)) => {
+                    // The match ends where the character its last byte came from ends.
+                    let to = last + content[last..].chars().next().map_or(0, char::len_utf8);
+                    Ok((from, to))
+                }
                 _ => Err(Locate::Missing),
             }
         }
@@ -257,12 +300,17 @@ fn locate(
     }
 }
 
-/// Text with the fuzzy differences folded away, and for each of its bytes the original range of
-/// the character it came from.
+/// Text with the fuzzy differences folded away, and (for a file's text) for each of its bytes
+/// where the character it came from starts in the source.
+///
+/// Its memory is bounded by the source's size: the folded text (at most as long as the
+/// source) and one 4-byte offset per byte, so about 6× the source with the source itself
+/// (edit reads at most [`MAX_EDIT_BYTES`]).
 struct Normalized {
     text: String,
-    starts: Vec<usize>,
-    ends: Vec<usize>,
+    /// Empty when not asked for, and for a source too long for 32-bit offsets (no fuzzy match
+    /// is then mapped back).
+    starts: Vec<u32>,
     /// Whether the source ended in spaces or tabs (left out of `text`, as trailing).
     held_at_end: bool,
 }
@@ -282,43 +330,52 @@ fn fold(c: char) -> char {
     }
 }
 
+fn is_blank(c: char) -> bool {
+    c == ' ' || c == '\t'
+}
+
 impl Normalized {
-    fn new(source: &str) -> Normalized {
+    fn new(source: &str, map_back: bool) -> Normalized {
+        let map_back = map_back && u32::try_from(source.len()).is_ok();
         let mut normalized = Normalized {
             text: String::with_capacity(source.len()),
-            starts: Vec::with_capacity(source.len()),
-            ends: Vec::with_capacity(source.len()),
+            starts: Vec::with_capacity(if map_back { source.len() } else { 0 }),
             held_at_end: false,
         };
-        // Spaces and tabs are held back until something other than a line end follows them, so
-        // trailing whitespace never reaches the normalized text.
-        let mut held: Vec<(char, usize, usize)> = Vec::new();
+        // Spaces and tabs are held back (as where their run starts) until something other
+        // than a line end follows them, so trailing whitespace never reaches the text.
+        let mut held: Option<usize> = None;
         for (at, c) in source.char_indices() {
             let folded = fold(c);
-            let end = at + c.len_utf8();
-            if folded == ' ' || folded == '\t' {
-                held.push((folded, at, end));
+            if is_blank(folded) {
+                held.get_or_insert(at);
                 continue;
             }
-            if folded == '\n' || folded == '\r' {
-                held.clear();
-            } else {
-                for (space, from, to) in held.drain(..) {
-                    normalized.push(space, from, to);
+            if let Some(from) = held.take() {
+                if folded != '\n' && folded != '\r' {
+                    for (offset, blank) in source[from..at].char_indices() {
+                        normalized.push(fold(blank), from + offset, map_back);
+                    }
                 }
             }
-            normalized.push(folded, at, end);
+            normalized.push(folded, at, map_back);
         }
-        normalized.held_at_end = !held.is_empty();
+        normalized.held_at_end = held.is_some();
         normalized
     }
 
-    fn push(&mut self, c: char, from: usize, to: usize) {
+    fn push(&mut self, c: char, from: usize, map_back: bool) {
         self.text.push(c);
-        for _ in 0..c.len_utf8() {
-            self.starts.push(from);
-            self.ends.push(to);
+        if map_back {
+            // Fits: `new` maps back only sources shorter than 4 GiB.
+            let from = u32::try_from(from).unwrap_or(u32::MAX);
+            self.starts.extend(std::iter::repeat_n(from, c.len_utf8()));
         }
+    }
+
+    /// Where the source character behind byte `at` of the text starts.
+    fn source_start(&self, at: usize) -> Option<usize> {
+        self.starts.get(at).map(|&from| from as usize)
     }
 }
 

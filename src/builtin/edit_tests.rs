@@ -83,3 +83,69 @@ fn trailing_whitespace_is_ignored_only_before_a_line_end() {
     assert_eq!(edited("foo\nbar\n", &[("foo  ", "X")]), "X\nbar\n");
     assert_eq!(edited("bar\nfoo", &[("foo\t", "X")]), "bar\nX");
 }
+
+/// Rebuilds both sides of a unified diff from its lines (context, removed, added).
+fn sides_of(diff: &str) -> (String, String) {
+    let (mut old, mut new) = (String::new(), String::new());
+    for line in diff.split_inclusive('\n').skip(2) {
+        match line.as_bytes().first() {
+            Some(b' ') => {
+                old.push_str(&line[1..]);
+                new.push_str(&line[1..]);
+            }
+            Some(b'-') => old.push_str(&line[1..]),
+            Some(b'+') => new.push_str(&line[1..]),
+            _ => {}
+        }
+    }
+    (old, new)
+}
+
+#[test]
+fn a_diff_out_of_time_is_still_a_correct_diff() {
+    let original: String = (0..2_000).map(|i| format!("line a{i}\n")).collect();
+    let text: String = (0..2_000)
+        .map(|i| {
+            if i % 3 == 0 {
+                format!("line a{i}\n")
+            } else {
+                format!("other b{i}\n")
+            }
+        })
+        .collect();
+    for limit in [Duration::ZERO, Duration::from_secs(60)] {
+        let applied = Applied {
+            shown: "f.txt".into(),
+            replaced: 1,
+            original: original.clone(),
+            edited: Edited {
+                text: text.clone(),
+                first_changed_line: 2,
+            },
+        };
+        let report = applied.report(limit);
+        let diff = report.details.as_ref().unwrap()["diff"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        // Single hunk: the whole file is within the context, so both sides come back whole.
+        assert_eq!(
+            sides_of(&diff),
+            (original.clone(), text.clone()),
+            "{limit:?}"
+        );
+    }
+}
+
+#[test]
+fn fuzzy_matches_map_back_to_whole_characters() {
+    // Curly quotes (3 bytes) and a no-break space (2 bytes) folded, the match mapped back to
+    // the original bytes, the replacement ending after the last multi-byte character.
+    let original = "say \u{201C}hi\u{00A0}there\u{201D} now\n";
+    assert_eq!(
+        edited(original, &[("\"hi there\"", "'yo'")]),
+        "say 'yo' now\n"
+    );
+    // Blank runs held back mid-line are kept as they were.
+    assert_eq!(edited("a \t b\u{2019}\n", &[("a \t b'", "x")]), "x\n");
+}

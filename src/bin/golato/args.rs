@@ -130,7 +130,8 @@ pub(crate) struct ViewArgs {
 pub(crate) struct ToolArgs {
     /// The tool: read, bash, edit or write.
     pub(crate) name: String,
-    /// The arguments, a JSON object, e.g. '{"path": "README.md"}'.
+    /// The arguments, a JSON object, e.g. '{"path": "README.md"}'; `-` reads them from
+    /// standard input (for arguments longer than a command line may be).
     pub(crate) json_args: String,
     /// Directory relative paths resolve against.
     #[arg(long, default_value = ".", value_name = "DIR")]

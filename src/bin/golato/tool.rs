@@ -1,4 +1,4 @@
-//! `golato tool NAME JSON_ARGS [--cwd DIR]`: one call of a built-in tool through the whole
+//! `golato tool NAME JSON_ARGS [--cwd DIR]` (`-` for JSON_ARGS reads them from standard input): one call of a built-in tool through the whole
 //! validation pipeline, its result printed as one JSON object:
 //! `{"content":[...],"is_error":...,"details":...}`.
 //!
@@ -23,9 +23,20 @@ pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
         ..Default::default()
     })
     .map_err(|error| CliError::usage(error.to_string()))?;
+    let json_args = if args.json_args == "-" {
+        let mut read = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut read).map_err(|error| {
+            CliError::usage(format!(
+                "could not read the arguments from standard input: {error}"
+            ))
+        })?;
+        read
+    } else {
+        args.json_args
+    };
     // A scripted model that asks for exactly this call, then ends the run.
     let script = Scripted::new([
-        AssistantMessage::with_tool_calls([ToolCall::new("cli", args.name, args.json_args)]),
+        AssistantMessage::with_tool_calls([ToolCall::new("cli", args.name, json_args)]),
         AssistantMessage::with_text(""),
     ]);
     let agent = Agent::new(agent::Config {
