@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
 
 use super::{images, Workspace};
 use crate::message::Content;
@@ -16,6 +17,10 @@ use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 pub(super) const MAX_LINES: usize = 2_000;
 /// Most bytes of whole lines one read returns (50 KiB).
 pub(super) const MAX_BYTES: usize = 50 * 1024;
+
+/// How far past its window a read goes on counting the file's lines (for "of N lines"): a file
+/// larger than that, or one that never ends, is said to have more than the lines counted.
+const COUNT_BEYOND_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -60,10 +65,11 @@ pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
         "Read a file. Text comes back as at most 2000 lines or 50KB (whole lines), with a notice \
          telling how to continue with offset (1-indexed) and limit. PNG, JPEG, GIF and WebP \
          images come back as images.",
-        move |_ctx: ToolContext, args: ReadArgs| {
+        move |ctx: ToolContext, args: ReadArgs| {
             let workspace = Arc::clone(&workspace);
+            let cancel = ctx.cancellation_token().clone();
             async move {
-                tokio::task::spawn_blocking(move || read(&workspace, &args))
+                tokio::task::spawn_blocking(move || read(&workspace, &args, &cancel))
                     .await
                     .map_err(|error| format!("read did not finish: {error}"))?
             }
@@ -71,7 +77,11 @@ pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
     )
 }
 
-fn read(workspace: &Workspace, args: &ReadArgs) -> Result<ToolResult, BoxError> {
+fn read(
+    workspace: &Workspace,
+    args: &ReadArgs,
+    cancel: &CancellationToken,
+) -> Result<ToolResult, BoxError> {
     let path = workspace.resolve(&args.path);
     let shown = &args.path;
     let file = open(&path, shown)?;
@@ -81,17 +91,21 @@ fn read(workspace: &Workspace, args: &ReadArgs) -> Result<ToolResult, BoxError> 
         return match read_image(&mut reader, mime_type, shown)? {
             Image::Read(result) => Ok(result),
             // It only started like an image: a text file is read as text.
-            Image::Text(bytes) => read_text(&mut io::Cursor::new(bytes), args, shown),
+            Image::Text(bytes) => read_text(&mut io::Cursor::new(bytes), args, shown, cancel),
         };
     }
     if looks_binary(head) {
-        let size = std::fs::metadata(&path).map_or(0, |metadata| metadata.len());
+        // A file in /proc or /sys says 0 although it has bytes to read.
+        let size = match std::fs::metadata(&path).map_or(0, |metadata| metadata.len()) {
+            0 => "size not reported".to_owned(),
+            size => format!("{size} bytes"),
+        };
         return Ok(ToolResult::text(format!(
-            "{shown} is a binary file ({size} bytes, {}), not text or an image read can show; inspect it with bash (file, xxd, strings)",
+            "{shown} is a binary file ({size}, {}), not text or an image read can show; inspect it with bash (file, xxd, strings)",
             describe_binary(head)
         )));
     }
-    read_text(&mut reader, args, shown)
+    read_text(&mut reader, args, shown, cancel)
 }
 
 /// The window of text the arguments ask for.
@@ -99,13 +113,25 @@ fn read_text(
     reader: &mut impl BufRead,
     args: &ReadArgs,
     shown: &str,
+    cancel: &CancellationToken,
 ) -> Result<ToolResult, BoxError> {
     let start = usize::try_from(args.offset.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
     let user_limit = args
         .limit
         .map(|limit| usize::try_from(limit).unwrap_or(usize::MAX));
     let max_lines = user_limit.unwrap_or(MAX_LINES).min(MAX_LINES);
-    let window = scan(reader, start, max_lines, MAX_BYTES).map_err(|e| describe(e, shown))?;
+    let limits = Limits {
+        max_lines,
+        max_bytes: MAX_BYTES,
+        count_beyond: COUNT_BEYOND_BYTES,
+    };
+    let window = scan(reader, start, &limits, cancel).map_err(|error| {
+        if cancel.is_cancelled() {
+            format!("reading {shown} was cancelled").into()
+        } else {
+            describe(error, shown)
+        }
+    })?;
     Ok(ToolResult::text(render(&window, start, user_limit, shown)?))
 }
 
@@ -177,23 +203,37 @@ struct Window {
     first_line_too_long: Option<usize>,
     /// The byte limit, not the line limit, ended the window.
     stopped_by_bytes: bool,
+    /// Lines in the file, or counted before giving up on counting (see `more_uncounted`).
     total_lines: usize,
+    /// Counting stopped [`Limits::count_beyond`] bytes past the window: the file has more lines
+    /// than `total_lines`.
+    more_uncounted: bool,
+}
+
+/// How much one read keeps and looks at.
+struct Limits {
+    max_lines: usize,
+    max_bytes: usize,
+    /// Bytes read past the window to count the rest of the file's lines.
+    count_beyond: u64,
 }
 
 /// Reads `reader` once: keeps up to `max_lines` whole lines (at most `max_bytes` together) from
-/// line `start` on, and counts every line. Memory stays bounded by the window whatever the file's
-/// size or the length of its lines.
+/// line `start` on, and counts the lines, for at most `count_beyond` bytes after the window is
+/// complete. Memory stays bounded by the window whatever the file's size or the length of its
+/// lines; time too, once the window is complete (a file that never ends included). Stops with
+/// an error when `cancel` is cancelled (checked at every buffer).
 fn scan(
     reader: &mut impl BufRead,
     start: usize,
-    max_lines: usize,
-    max_bytes: usize,
+    limits: &Limits,
+    cancel: &CancellationToken,
 ) -> io::Result<Window> {
     let mut scanner = Scanner {
         window: Window::default(),
         start,
-        max_lines,
-        max_bytes,
+        max_lines: limits.max_lines,
+        max_bytes: limits.max_bytes,
         line_number: 1,
         current: Vec::new(),
         current_len: 0,
@@ -201,12 +241,23 @@ fn scan(
         collecting: true,
     };
     let mut pending = false;
+    let mut counted_beyond: u64 = 0;
     loop {
+        if cancel.is_cancelled() {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+        }
+        if scanner.settled() && counted_beyond > limits.count_beyond {
+            scanner.window.more_uncounted = true;
+            break;
+        }
         let buffer = reader.fill_buf()?;
         if buffer.is_empty() {
             break;
         }
         let filled = buffer.len();
+        if scanner.settled() {
+            counted_beyond += filled as u64;
+        }
         let mut rest = buffer;
         while !rest.is_empty() {
             let (segment, ends_line) = match memchr::memchr(b'\n', rest) {
@@ -247,6 +298,12 @@ struct Scanner {
 impl Scanner {
     fn wanted(&self) -> bool {
         self.collecting && self.line_number >= self.start
+    }
+
+    /// Nothing more can join the window: it is complete, or the line being read is already
+    /// too long for it (and ends it).
+    fn settled(&self) -> bool {
+        !self.collecting || (self.wanted() && self.current_len > self.max_bytes)
     }
 
     fn extend(&mut self, segment: &[u8]) {
@@ -301,31 +358,41 @@ fn render(
     shown: &str,
 ) -> Result<String, BoxError> {
     let total = window.total_lines;
+    // "of 12345" or, when counting stopped short of the end, "of more than 12345".
+    let of_total = if window.more_uncounted {
+        format!("more than {total}")
+    } else {
+        total.to_string()
+    };
     if start > total.max(1) {
         return Err(format!("Offset {start} is beyond end of file ({total} lines total)").into());
     }
     if let Some(size) = window.first_line_too_long {
+        // Read only so far when counting stopped inside it.
+        let over = if window.more_uncounted { "over " } else { "" };
         return Ok(format!(
-            "[Line {start} is {}, exceeds {} limit. Use bash: sed -n '{start}p' {shown} | head -c {MAX_BYTES}]",
+            "[Line {start} is {over}{}, exceeds {} limit. Use bash: sed -n '{start}p' {shown} | head -c {MAX_BYTES}]",
             format_size(size),
             format_size(MAX_BYTES)
         ));
     }
     let mut text = window.lines.join("\n");
     let end = start + window.lines.len() - 1;
-    if end < total {
+    if end < total || window.more_uncounted {
         let next = end + 1;
         let stopped_by_user = !window.stopped_by_bytes
             && user_limit.is_some_and(|limit| limit <= MAX_LINES && window.lines.len() == limit);
         let notice = if stopped_by_user {
-            format!(
-                "[{} more lines in file. Use offset={next} to continue.]",
-                total - end
-            )
+            let more = if window.more_uncounted {
+                format!("More than {}", total - end)
+            } else {
+                (total - end).to_string()
+            };
+            format!("[{more} more lines in file. Use offset={next} to continue.]")
         } else if window.stopped_by_bytes {
-            format!("[Showing lines {start}-{end} of {total} ({} limit). Use offset={next} to continue.]", format_size(MAX_BYTES))
+            format!("[Showing lines {start}-{end} of {of_total} ({} limit). Use offset={next} to continue.]", format_size(MAX_BYTES))
         } else {
-            format!("[Showing lines {start}-{end} of {total}. Use offset={next} to continue.]")
+            format!("[Showing lines {start}-{end} of {of_total}. Use offset={next} to continue.]")
         };
         text.push_str("\n\n");
         text.push_str(&notice);

@@ -5,7 +5,21 @@ use super::*;
 fn window(text: &str, start: usize, max_lines: usize, max_bytes: usize) -> Window {
     // A tiny buffer, so lines cross buffer boundaries.
     let mut reader = BufReader::with_capacity(3, text.as_bytes());
-    scan(&mut reader, start, max_lines, max_bytes).unwrap()
+    scan(
+        &mut reader,
+        start,
+        &limits(max_lines, max_bytes),
+        &CancellationToken::new(),
+    )
+    .unwrap()
+}
+
+fn limits(max_lines: usize, max_bytes: usize) -> Limits {
+    Limits {
+        max_lines,
+        max_bytes,
+        count_beyond: u64::MAX,
+    }
 }
 
 fn lines(text: &[&str]) -> Vec<String> {
@@ -47,7 +61,7 @@ fn reports_a_first_line_over_the_limit_without_keeping_it() {
 #[test]
 fn strips_carriage_returns_and_replaces_invalid_utf8() {
     let mut reader = BufReader::new(&b"crlf\r\nbad \xff byte\n"[..]);
-    let w = scan(&mut reader, 1, 10, 100).unwrap();
+    let w = scan(&mut reader, 1, &limits(10, 100), &CancellationToken::new()).unwrap();
     assert_eq!(w.lines, lines(&["crlf", "bad \u{fffd} byte"]));
 }
 
@@ -80,4 +94,76 @@ fn recognizes_images_by_content() {
     assert_eq!(image_type(b"GIF89a..."), Some("image/gif"));
     assert_eq!(image_type(b"RIFF\0\0\0\0WEBPVP8 "), Some("image/webp"));
     assert_eq!(image_type(b"plain text"), None);
+}
+
+/// A text file that never ends.
+fn endless() -> impl BufRead {
+    BufReader::new(io::repeat(b'y').take(u64::MAX).chain(io::empty()))
+}
+
+fn endless_lines() -> impl BufRead {
+    struct Lines;
+    impl Read for Lines {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            for (at, byte) in buf.iter_mut().enumerate() {
+                *byte = if at % 4 == 3 { b'\n' } else { b'y' };
+            }
+            Ok(buf.len() / 4 * 4)
+        }
+    }
+    BufReader::with_capacity(4096, Lines)
+}
+
+#[test]
+fn a_file_that_never_ends_is_counted_only_so_far_past_the_window() {
+    let limits = Limits {
+        max_lines: 2,
+        max_bytes: 100,
+        count_beyond: 1024 * 1024,
+    };
+    let w = scan(&mut endless_lines(), 3, &limits, &CancellationToken::new()).unwrap();
+    assert_eq!(w.lines, lines(&["yyy", "yyy"]));
+    assert!(w.more_uncounted);
+    assert!(w.total_lines >= 4 + 1024 * 1024 / 4, "{}", w.total_lines);
+    let shown = render(&w, 3, None, "f.txt").unwrap();
+    assert!(
+        shown.starts_with("yyy\nyyy\n\n[Showing lines 3-4 of more than "),
+        "{shown}"
+    );
+    assert_eq!(
+        render(&w, 3, Some(2), "f.txt").unwrap().lines().last(),
+        Some(
+            format!(
+                "[More than {} more lines in file. Use offset=5 to continue.]",
+                w.total_lines - 4
+            )
+            .as_str()
+        )
+    );
+}
+
+#[test]
+fn a_cancelled_read_stops_even_on_a_file_that_never_ends() {
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    // One endless line: the window never completes, so only cancellation can stop it.
+    let error = scan(&mut endless(), 1, &limits(10, 100), &cancel).unwrap_err();
+    assert_eq!(error.kind(), io::ErrorKind::Interrupted);
+}
+
+#[test]
+fn a_line_that_never_ends_is_read_only_so_far() {
+    let limits = Limits {
+        max_lines: 10,
+        max_bytes: 100,
+        count_beyond: 1024 * 1024,
+    };
+    let w = scan(&mut endless(), 1, &limits, &CancellationToken::new()).unwrap();
+    assert!(w.more_uncounted);
+    assert!(w.lines.is_empty());
+    let shown = render(&w, 1, None, "f.txt").unwrap();
+    assert!(
+        shown.starts_with("[Line 1 is over 1.0MB, exceeds 50.0KB limit."),
+        "{shown}"
+    );
 }
