@@ -209,10 +209,16 @@ pub enum Error {
         message: String,
     },
     /// The HTTP request failed, or the response stream broke.
+    ///
+    /// Its text already names the root cause (say, "Connection refused"); `source()` gives the
+    /// HTTP client's error itself, for a caller that inspects it.
     #[error("{reason}; check the base URL and the network, then retry")]
     Http {
-        /// What failed.
+        /// What failed, with its causes.
         reason: String,
+        /// The HTTP client's error, when there is one.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The response stream went silent.
     #[error("the provider's stream sent nothing for {seconds} s; it is treated as broken (raise the idle timeout for slow models)")]

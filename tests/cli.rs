@@ -92,6 +92,59 @@ fn arguments_too_long_for_a_command_line_come_from_standard_input() {
 }
 
 #[test]
+fn running_out_of_file_descriptors_names_the_operation_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "one\n").unwrap();
+    let calls = [
+        ("read", json!({"path": "f.txt"})),
+        ("bash", json!({"command": "echo hi"})),
+        ("write", json!({"path": "g.txt", "content": "x"})),
+        (
+            "edit",
+            json!({"path": "f.txt", "edits": [{"oldText": "one", "newText": "two"}]}),
+        ),
+    ];
+    // Where the limit bites depends on what this process inherited: walk through limits from
+    // "cannot even start" to "enough", so some call runs out inside its tool.
+    let mut inside_a_tool = Vec::new();
+    // The child inherits at most what this process has open.
+    let open_here = std::fs::read_dir("/proc/self/fd").unwrap().count();
+    for limit in 8..=open_here + 40 {
+        for (tool, arguments) in &calls {
+            let output = Command::new("bash")
+                .arg("-c")
+                .arg(format!(
+                    "ulimit -n {limit} && exec \"$0\" tool \"$1\" \"$2\" --cwd \"$3\""
+                ))
+                .arg(env!("CARGO_BIN_EXE_golato"))
+                .arg(tool)
+                .arg(arguments.to_string())
+                .arg(dir.path())
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            for text in [&stdout, &stderr] {
+                if text.contains("Too many open files") {
+                    assert!(text.contains("ulimit -n"), "no advice: {text}");
+                    assert!(
+                        text.contains("could not") || text.contains("Could not"),
+                        "no operation: {text}"
+                    );
+                }
+            }
+            if stdout.contains("Too many open files") {
+                inside_a_tool.push(stdout.into_owned());
+            }
+        }
+    }
+    assert!(
+        !inside_a_tool.is_empty(),
+        "no limit made a tool run out of descriptors"
+    );
+}
+
+#[test]
 fn usage_errors_exit_2() {
     assert_eq!(golato(&["tool", "read"]).status.code(), Some(2));
     assert_eq!(golato(&["frobnicate"]).status.code(), Some(2));

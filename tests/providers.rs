@@ -646,6 +646,12 @@ async fn a_refused_connection_says_so_once() {
         1,
         "{text}"
     );
+    // The cause stays reachable for a caller that inspects it.
+    let source = std::error::Error::source(&error).expect("the HTTP client's error");
+    let client_error = source
+        .downcast_ref::<reqwest::Error>()
+        .expect("a reqwest error");
+    assert!(client_error.is_connect(), "{client_error:?}");
 }
 
 #[tokio::test]

@@ -59,7 +59,7 @@ impl Default for HostConfig {
 pub enum HostError {
     /// The host's threads or runtime could not be created.
     #[error(
-        "could not start golato's actor host: {0}; check the process's thread and memory limits"
+        "could not start golato's actor host: {0}; check the process's limits on open files, threads and memory (ulimit -n, ulimit -u, ulimit -v)"
     )]
     Start(#[source] std::io::Error),
     /// The host thread ended before it reported that it was ready.

@@ -12,6 +12,7 @@ use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
+use super::paths::failure;
 use super::Workspace;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 
@@ -87,14 +88,17 @@ async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResul
         ),
         None => None,
     };
-    let (reader, writer) = std::io::pipe()?;
+    let pipe_failed = |error: std::io::Error| {
+        failure("could not create the pipe for the command's output", &error)
+    };
+    let (reader, writer) = std::io::pipe().map_err(pipe_failed)?;
     let mut command = tokio::process::Command::new("bash");
     command
         .arg("-c")
         .arg(&args.command)
         .current_dir(&cwd)
         .stdin(Stdio::null())
-        .stdout(writer.try_clone()?)
+        .stdout(writer.try_clone().map_err(pipe_failed)?)
         .stderr(writer)
         .process_group(0)
         .kill_on_drop(true);
@@ -103,7 +107,10 @@ async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResul
             "bash was not found on PATH (or the working directory {} is gone)",
             cwd.display()
         ),
-        _ => format!("could not start bash: {error}"),
+        _ => failure(
+            format_args!("could not start bash in {}", cwd.display()),
+            &error,
+        ),
     })?;
     // The command keeps copies of the pipe's write end; the pipe reaches end-of-file only once
     // every writer is gone.
@@ -111,7 +118,8 @@ async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResul
     let group = child
         .id()
         .and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
-    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())?;
+    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
+        .map_err(|error| failure("could not watch the command's output pipe", &error))?;
 
     let mut output = Output::default();
     let mut chunk = vec![0u8; 64 * 1024];
@@ -140,7 +148,9 @@ async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResul
                 ctx.update(ToolResult::text(output.tail_text()));
             }
             status = child.wait(), if exited.is_none() => {
-                exited = Some(status?);
+                exited = Some(status.map_err(|error| {
+                    failure("could not wait for the command to exit", &error)
+                })?);
                 drain_until = Some(Instant::now() + DRAIN_AFTER_EXIT);
             }
             () = sleep_until(drain_until), if drain_until.is_some() => {
@@ -161,7 +171,7 @@ async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResul
         }
         let _ = child.wait().await;
     }
-    Ok(output.finish(ending)?)
+    Ok(output.finish(ending))
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -184,6 +194,16 @@ struct Output {
     file: Option<(std::fs::File, PathBuf)>,
     /// Why the whole output could not be saved: the tail is still shown, and the cut says so.
     file_error: Option<String>,
+}
+
+fn could_not_create(error: &std::io::Error) -> String {
+    failure(
+        format_args!(
+            "could not create a file in {}",
+            std::env::temp_dir().display()
+        ),
+        error,
+    )
 }
 
 /// A new file for a command's whole output, with `bytes` in it.
@@ -223,7 +243,12 @@ impl Output {
             }
         };
         if let Err(error) = saved {
-            self.file_error = Some(error.to_string());
+            self.file_error = Some(match &self.file {
+                Some((_, path)) => {
+                    failure(format_args!("could not write {}", path.display()), &error)
+                }
+                None => could_not_create(&error),
+            });
             self.file = None;
             self.head = Vec::new();
         }
@@ -273,7 +298,7 @@ impl Output {
         self.tail_lines().0
     }
 
-    fn finish(mut self, ending: Ending) -> std::io::Result<ToolResult> {
+    fn finish(mut self, ending: Ending) -> ToolResult {
         let (mut text, shown, line_cut) = self.tail_lines();
         let total = self.total_lines();
         let truncated = line_cut || (shown as u64) < total;
@@ -282,14 +307,19 @@ impl Output {
         if truncated && self.file.is_none() && self.file_error.is_none() {
             match save_output(&self.head) {
                 Ok(file) => self.file = Some(file),
-                Err(error) => self.file_error = Some(error.to_string()),
+                Err(error) => {
+                    self.file_error = Some(could_not_create(&error));
+                }
             }
         }
         let full_output = match self.file.take() {
             Some((mut file, path)) => match file.flush() {
                 Ok(()) => Some(path),
                 Err(error) => {
-                    self.file_error = Some(error.to_string());
+                    self.file_error = Some(failure(
+                        format_args!("could not write {}", path.display()),
+                        &error,
+                    ));
                     None
                 }
             },
@@ -339,7 +369,7 @@ impl Output {
                 (true, None)
             }
         };
-        Ok(ToolResult {
+        ToolResult {
             is_error,
             ..ToolResult::text(text).with_details(json!({
                 "exit_code": exit_code,
@@ -348,6 +378,6 @@ impl Output {
                 "total_bytes": self.total_bytes,
                 "full_output_path": full_output,
             }))
-        })
+        }
     }
 }

@@ -129,7 +129,7 @@ fn edit_file(path: &Path, args: &EditArgs) -> Result<Applied, BoxError> {
             "{shown} is larger than {} MiB, more than edit takes; change it with bash (sed, a script) instead",
             MAX_EDIT_BYTES / (1024 * 1024)
         ),
-        _ => format!("Could not read {shown}: {error}"),
+        _ => super::paths::failure(format_args!("Could not read {shown}"), &error),
     })?;
     let original = String::from_utf8(bytes)
         .map_err(|_| format!("{shown} is not UTF-8 text; edit only changes text files"))?;

@@ -134,3 +134,44 @@ pub(super) fn kind(file_type: &std::fs::FileType) -> &'static str {
         "not a file"
     }
 }
+
+/// An I/O failure as a tool reports it: the operation (which names its path or process), what
+/// the system said, and for a resource limit what to do about it.
+pub(super) fn failure(operation: impl std::fmt::Display, error: &io::Error) -> String {
+    let errno = os_error_code(error);
+    let hint = if errno == Some(rustix::io::Errno::MFILE.raw_os_error())
+        || errno == Some(rustix::io::Errno::NFILE.raw_os_error())
+    {
+        "; raise the open-file limit (ulimit -n) or run fewer calls at once"
+    } else if error.kind() == io::ErrorKind::StorageFull {
+        "; free some space on that file system"
+    } else {
+        ""
+    };
+    format!("{operation}: {error}{hint}")
+}
+
+/// The system's error number behind `error`, also when a library wrapped it (tempfile adds the
+/// path to its errors, hiding the number).
+fn os_error_code(error: &io::Error) -> Option<i32> {
+    if let Some(code) = error.raw_os_error() {
+        return Some(code);
+    }
+    let mut next: Option<&(dyn std::error::Error + 'static)> = error
+        .get_ref()
+        .map(|inner| inner as &(dyn std::error::Error + 'static));
+    while let Some(inner) = next {
+        if let Some(code) = inner
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::raw_os_error)
+        {
+            return Some(code);
+        }
+        next = inner.source();
+    }
+    // tempfile's wrapper skips the error it wraps in its `source()`, but keeps std's text of
+    // it: "Too many open files (os error 24) at path …".
+    let text = error.to_string();
+    let (_, after) = text.split_once("(os error ")?;
+    after.split_once(')')?.0.parse().ok()
+}

@@ -191,7 +191,7 @@ fn describe(error: io::Error, shown: &str) -> BoxError {
     match error.kind() {
         io::ErrorKind::NotFound => format!("File not found: {shown}").into(),
         io::ErrorKind::PermissionDenied => format!("Permission denied: cannot read {shown}").into(),
-        _ => format!("Could not read {shown}: {error}").into(),
+        _ => super::paths::failure(format_args!("Could not read {shown}"), &error).into(),
     }
 }
 

@@ -121,7 +121,10 @@ pub(super) fn write_failed(shown: &str, error: &std::io::Error) -> String {
         std::io::ErrorKind::PermissionDenied => format!(
             "Permission denied: cannot write {shown} (its permissions do not let this process write it); nothing was changed"
         ),
-        _ => format!("could not write {shown}: {error}; nothing was changed"),
+        _ => format!(
+            "{}; nothing was changed",
+            super::paths::failure(format_args!("could not write {shown}"), error)
+        ),
     }
 }
 

@@ -94,7 +94,8 @@ impl Transport {
             .connect_timeout(Duration::from_secs(30))
             .build()
             .map_err(|error| Error::Http {
-                reason: format!("could not build the HTTP client: {error}"),
+                reason: format!("could not build the HTTP client: {}", causes(&error)),
+                source: Some(Box::new(error)),
             })?;
         Ok(Transport {
             client,
@@ -167,6 +168,7 @@ impl Transport {
                 _ => {
                     let response = outcome.map_err(|error| Error::Http {
                         reason: format!("the request to {url} failed: {}", causes(&error)),
+                        source: Some(Box::new(error)),
                     })?;
                     if response.status().is_success() {
                         return Ok(response);
@@ -292,6 +294,7 @@ async fn step<D: WireDecoder>(
                         return Some((
                             Err(Error::Http {
                                 reason: format!("the response stream broke: {}", causes(&error)),
+                                source: Some(Box::new(error)),
                             }),
                             State::Done,
                         ))

@@ -131,7 +131,9 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("golato: could not start the async runtime: {error}");
+            eprintln!(
+                "golato: could not start the async runtime: {error}; check the process's limits on open files and threads (ulimit -n, ulimit -u)"
+            );
             return Exit::Failure.into();
         }
     };
