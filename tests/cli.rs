@@ -145,6 +145,32 @@ fn running_out_of_file_descriptors_names_the_operation_and_what_to_do() {
 }
 
 #[test]
+fn bash_output_too_long_to_show_without_a_temporary_directory_keeps_its_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_golato"))
+        .args([
+            "tool",
+            "bash",
+            r#"{"command": "seq 200000; echo the end"}"#,
+            "--cwd",
+        ])
+        .arg(dir.path())
+        .env("TMPDIR", "/nonexistent/tmp")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let value = printed(&output);
+    let text = value["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("199999\n200000\nthe end"), "{text}");
+    assert!(
+        text.contains("could not create a file in /nonexistent/tmp"),
+        "{text}"
+    );
+    assert_eq!(value["details"]["full_output_path"], Value::Null);
+    assert_eq!(value["details"]["exit_code"], 0);
+}
+
+#[test]
 fn usage_errors_exit_2() {
     assert_eq!(golato(&["tool", "read"]).status.code(), Some(2));
     assert_eq!(golato(&["frobnicate"]).status.code(), Some(2));
