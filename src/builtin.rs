@@ -79,6 +79,22 @@ pub struct Config {
     pub disable_builtin_tools: bool,
     /// The actor host of the set's path lock; `None` uses [`Host::global`].
     pub host: Option<Host>,
+    /// The environment of `bash`'s commands. `None` (the default) passes on this process's
+    /// whole environment, secrets such as API keys included; `Some(variables)` gives the
+    /// commands exactly these variables and nothing else (include `PATH`, `HOME`, `LANG` as the
+    /// commands need them; `bash` itself is found on this `PATH` when it has one).
+    ///
+    /// ```
+    /// use golato::builtin;
+    ///
+    /// let path = std::env::var("PATH").unwrap_or_default();
+    /// let tools = builtin::new(builtin::Config {
+    ///     bash_environment: Some(vec![("PATH".into(), path), ("LANG".into(), "C.UTF-8".into())]),
+    ///     ..Default::default()
+    /// })?;
+    /// # Ok::<(), builtin::Error>(())
+    /// ```
+    pub bash_environment: Option<Vec<(String, String)>>,
 }
 
 /// Why [`new`] could not build the set.
@@ -130,7 +146,10 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
     } else {
         vec![
             read::tool(Arc::clone(&workspace)),
-            bash::tool(Arc::clone(&workspace)),
+            bash::tool(
+                Arc::clone(&workspace),
+                config.bash_environment.map(Arc::new),
+            ),
             edit::tool(Arc::clone(&workspace), lock.clone()),
             write::tool(Arc::clone(&workspace), lock),
         ]

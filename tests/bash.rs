@@ -69,6 +69,10 @@ fn long_output_keeps_the_tail_and_saves_the_whole() {
     let full = std::fs::read_to_string(path).unwrap();
     let expected: String = (1..=5000).map(|i| format!("{i}\n")).collect();
     assert_eq!(full, expected);
+    // Output may hold secrets: only the owner may read the file.
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(path).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
     std::fs::remove_file(path).unwrap();
 }
 
@@ -262,4 +266,45 @@ fn progress_updates_carry_the_tail_and_are_throttled() {
         "{updates:?}"
     );
     let _ = Duration::ZERO;
+}
+
+/// The names of the variables a command sees.
+fn variable_names(tools: &[Tool]) -> Vec<String> {
+    let result = call_tool(tools, "bash", &json!({"command": "env -0"}).to_string());
+    assert!(!result.is_error, "{}", result.text());
+    let mut names: Vec<String> = result
+        .text()
+        .split('\0')
+        .filter_map(|entry| entry.split_once('=').map(|(name, _)| name.to_owned()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn commands_inherit_the_environment_unless_given_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // Cargo sets it for every test process.
+    assert!(std::env::var_os("CARGO_PKG_NAME").is_some());
+    let inherited = variable_names(&tools_in(dir.path()));
+    assert!(
+        inherited.contains(&"CARGO_PKG_NAME".to_owned()),
+        "{inherited:?}"
+    );
+
+    let explicit = builtin::new(builtin::Config {
+        working_directory: dir.path().into(),
+        allowed_tool_names: Some(vec!["bash".into()]),
+        bash_environment: Some(vec![
+            ("PATH".into(), std::env::var("PATH").unwrap()),
+            ("GOLATO_ONLY".into(), "yes".into()),
+        ]),
+        ..Default::default()
+    })
+    .unwrap();
+    // What was given, and what bash itself sets (PWD, SHLVL, _), nothing inherited.
+    assert_eq!(
+        variable_names(&explicit),
+        ["GOLATO_ONLY", "PATH", "PWD", "SHLVL", "_"]
+    );
 }

@@ -676,3 +676,59 @@ async fn a_provider_refuses_a_request_with_no_model_chosen() {
         "nothing was sent"
     );
 }
+
+/// Everything logged while it runs, at every level, as text.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn api_keys_stay_out_of_logs_and_errors_even_when_the_server_quotes_them() {
+    let key = "sk-very-secret-key-123";
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer({
+            let captured = captured.clone();
+            move || captured.clone()
+        })
+        .finish();
+    // This test's runtime has one thread: everything the clients do is logged here.
+    let _logging = tracing::subscriber::set_default(subscriber);
+    let refusal = format!(r#"{{"error": {{"message": "Incorrect API key provided: {key}."}}}}"#);
+    let (url, _server) = serve(vec![
+        Reply::status(500, "busy"),
+        Reply::status(401, &refusal),
+        Reply::status(500, "busy"),
+        Reply::status(401, &refusal),
+    ])
+    .await;
+    let openai = OpenAiChat::new(format!("{url}/v1"), Some(key.to_owned()))
+        .unwrap()
+        .with_retry(fast_retries());
+    let anthropic = Anthropic::new(url, key).unwrap().with_retry(fast_retries());
+    for client in [&openai as &dyn Generator, &anthropic] {
+        let error = collect_stream(client, request(Model::new("m")))
+            .await
+            .expect_err("refused");
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains(key), "{shown}");
+        assert!(
+            shown.contains("Incorrect API key provided: <redacted>."),
+            "{shown}"
+        );
+    }
+    let logged = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(logged.contains("retrying"), "nothing was logged: {logged}");
+    assert!(!logged.contains(key), "{logged}");
+}

@@ -39,7 +39,10 @@ struct BashArgs {
     timeout: Option<f64>,
 }
 
-pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
+/// What a command's environment is made of: `None` inherits this process's.
+type Environment = Option<Arc<Vec<(String, String)>>>;
+
+pub(super) fn tool(workspace: Arc<Workspace>, environment: Environment) -> Tool {
     Tool::typed(
         "bash",
         "Run a bash command in the working directory, non-interactively (stdin is closed). \
@@ -48,7 +51,8 @@ pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
          given in seconds.",
         move |ctx: ToolContext, args: BashArgs| {
             let workspace = Arc::clone(&workspace);
-            async move { run(workspace.cwd().to_owned(), ctx, args).await }
+            let environment = environment.clone();
+            async move { run(workspace.cwd().to_owned(), environment, ctx, args).await }
         },
     )
 }
@@ -63,7 +67,12 @@ enum Ending {
     Aborted,
 }
 
-async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResult, BoxError> {
+async fn run(
+    cwd: PathBuf,
+    environment: Environment,
+    ctx: ToolContext,
+    args: BashArgs,
+) -> Result<ToolResult, BoxError> {
     let timeout = match args.timeout {
         Some(seconds) if !seconds.is_finite() || seconds <= 0.0 => {
             return Err(
@@ -102,6 +111,11 @@ async fn run(cwd: PathBuf, ctx: ToolContext, args: BashArgs) -> Result<ToolResul
         .stderr(writer)
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(variables) = &environment {
+        command
+            .env_clear()
+            .envs(variables.iter().map(|(name, value)| (name, value)));
+    }
     let mut child = command.spawn().map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => format!(
             "bash was not found on PATH (or the working directory {} is gone)",

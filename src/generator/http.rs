@@ -64,6 +64,23 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     chain.join(": ")
 }
 
+/// Headers whose value is a credential.
+fn is_secret_header(name: &str) -> bool {
+    name.eq_ignore_ascii_case("authorization") || name.eq_ignore_ascii_case("x-api-key")
+}
+
+/// `text` with every credential sent in `headers` replaced by [`REDACTED`].
+fn redact_secrets(mut text: String, headers: &[(&'static str, String)]) -> String {
+    for (name, value) in headers.iter().filter(|(name, _)| is_secret_header(name)) {
+        let secret = value.strip_prefix("Bearer ").unwrap_or(value).trim();
+        if !secret.is_empty() && text.contains(secret) {
+            tracing::debug!(header = %name, "the provider's error quoted a credential; redacted");
+            text = text.replace(secret, REDACTED);
+        }
+    }
+    text
+}
+
 /// A provider client's check before it sends anything: the request names a real model, not
 /// the placeholder an agent without a configured model has.
 pub(crate) fn refuse_unchosen_model(model: &super::Model) -> Option<EventStream> {
@@ -136,7 +153,21 @@ impl Transport {
                 .header("accept", "text/event-stream")
                 .body(body.to_vec());
             for (name, value) in headers {
-                request = request.header(*name, value);
+                match reqwest::header::HeaderValue::from_str(value) {
+                    Ok(mut value) => {
+                        // Kept out of the HTTP client's own debug output and logs.
+                        value.set_sensitive(is_secret_header(name));
+                        request = request.header(*name, value);
+                    }
+                    Err(_) => {
+                        return Err(Error::Http {
+                            reason: format!(
+                                "the {name} header's value is not valid in HTTP (a line break or other control character in it?)"
+                            ),
+                            source: None,
+                        })
+                    }
+                }
             }
             let outcome = request.send().await;
             let retry_after = match &outcome {
@@ -177,7 +208,8 @@ impl Transport {
                     let text = response.text().await.unwrap_or_default();
                     return Err(Error::Provider {
                         status: Some(status),
-                        message: provider_message(&text),
+                        // A server may quote the key it refused (some do, in part or whole).
+                        message: redact_secrets(provider_message(&text), headers),
                     });
                 }
             }
