@@ -55,7 +55,7 @@ mod input;
 mod run;
 mod run_actor;
 mod tool_actor;
-mod validation;
+pub(crate) mod validation;
 
 use std::fmt;
 use std::num::NonZeroUsize;

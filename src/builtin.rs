@@ -59,6 +59,21 @@ use crate::tool::Tool;
 
 pub(crate) use paths::Workspace;
 
+/// edit's matcher: `original` with `edits` applied, or why not.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz_edit(original: &str, edits: &[(&str, &str)]) -> Result<String, String> {
+    edit::apply(original, edits).map(|edited| edited.text)
+}
+
+/// read's image path: whether `bytes` decode and fit (or say why not), without panicking.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz_image(bytes: &[u8]) -> bool {
+    matches!(
+        images::fit(bytes, "image/png"),
+        images::Fitted::Original { .. } | images::Fitted::Reduced { .. }
+    )
+}
+
 /// The names of the built-in tools, in the order [`new`] returns them.
 pub const BUILTIN_TOOL_NAMES: [&str; 4] = ["read", "bash", "edit", "write"];
 

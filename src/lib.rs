@@ -30,6 +30,9 @@
 pub mod agent;
 pub mod builtin;
 pub mod embed;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod generator;
 pub mod hook;
 pub mod message;

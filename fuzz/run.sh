@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each (default 600), one after another, with seed corpora
+# from ../../shared/fixtures/llm (the recorded provider streams; not copied into the project).
+# Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`). Logs and corpora go
+# to $FUZZ_WORK (default /tmp/golato-fuzz); a crash leaves its input under fuzz/artifacts/.
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds=${1:-600}
+work=${FUZZ_WORK:-/tmp/golato-fuzz}
+fixtures=../../shared/fixtures/llm
+mkdir -p "$work"
+seed() { # target, fixture directory
+    mkdir -p "$work/corpus/$1"
+    if [ -d "$fixtures/$2" ]; then
+        for f in "$fixtures/$2"/*; do
+            # The first byte is where the target cuts the stream in two.
+            { printf '\x40'; cat "$f"; } > "$work/corpus/$1/$(basename "$f")"
+        done
+    fi
+}
+seed sse_openai openai-chat
+seed sse_anthropic anthropic
+mkdir -p "$work/corpus/edit_matcher" "$work/corpus/validation" "$work/corpus/image"
+printf 'fn main() {\n    let x = \xe2\x80\x9chi\xe2\x80\x9d;  \n}\n\xffx = "hi"\xffy' > "$work/corpus/edit_matcher/seed"
+printf '{"path": "a", "count": 3, "items": [{"x": 1.5}]}' > "$work/corpus/validation/seed"
+cargo +nightly fuzz build -O
+for target in sse_openai sse_anthropic edit_matcher validation image; do
+    echo "== $target ($seconds s)"
+    cargo +nightly fuzz run -O "$target" "$work/corpus/$target" -- \
+        -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \
+        > "$work/$target.log" 2>&1 || echo "$target stopped with a finding: see $work/$target.log"
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb|SUMMARY|panicked" "$work/$target.log" || true
+done
