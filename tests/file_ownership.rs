@@ -9,17 +9,12 @@
 mod support;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 
 use golato::builtin;
 use golato::tool::Tool;
 use serde_json::json;
 use support::*;
-
-/// The unprivileged user and group the root-only checks act as.
-const NOBODY: u32 = 65534;
 
 fn tools_in(dir: &Path) -> Vec<Tool> {
     builtin::new(builtin::Config {
@@ -29,59 +24,12 @@ fn tools_in(dir: &Path) -> Vec<Tool> {
     .unwrap()
 }
 
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
 fn edit_args(path: &str) -> String {
     json!({"path": path, "edits": [{"oldText": "old", "newText": "new"}]}).to_string()
 }
 
 fn chmod(path: &Path, mode: u32) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-/// A copy of the `golato` binary the unprivileged user can reach (the build directory may be
-/// private), made once for the whole test binary.
-fn reachable_golato() -> &'static Path {
-    static COPY: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
-        std::sync::OnceLock::new();
-    let (_, bin) = COPY.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        chmod(dir.path(), 0o755);
-        let bin = dir.path().join("golato");
-        std::fs::copy(env!("CARGO_BIN_EXE_golato"), &bin).unwrap();
-        chmod(&bin, 0o755);
-        (dir, bin)
-    });
-    bin
-}
-
-/// Runs `golato tool NAME ARGS --cwd DIR` as the unprivileged user. Returns (exit code, stdout).
-fn golato_as_nobody(name: &str, arguments: &str, cwd: &Path) -> (Option<i32>, String) {
-    let mut attempts = 0;
-    let output = loop {
-        let spawned = Command::new(reachable_golato())
-            .args(["tool", name, arguments, "--cwd", cwd.to_str().unwrap()])
-            .uid(NOBODY)
-            .gid(NOBODY)
-            .output();
-        match spawned {
-            // The copy's descriptor, inherited by a child another test thread was forking while
-            // it was written, lives until that child execs: transient, so try again.
-            Err(error)
-                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 100 =>
-            {
-                attempts += 1;
-                std::thread::yield_now();
-            }
-            other => break other.unwrap(),
-        }
-    };
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
 }
 
 #[test]

@@ -205,3 +205,63 @@ pub fn peak_rss_kib() -> u64 {
 }
 
 pub mod cli;
+
+/// The unprivileged user and group the root-only checks act as.
+pub const NOBODY: u32 = 65534;
+
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+fn chmod(path: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A copy of the `golato` binary the unprivileged user can reach (the build directory may be
+/// private), made once for the whole test binary.
+pub fn reachable_golato() -> &'static std::path::Path {
+    static COPY: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    let (_, bin) = COPY.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        chmod(dir.path(), 0o755);
+        let bin = dir.path().join("golato");
+        std::fs::copy(env!("CARGO_BIN_EXE_golato"), &bin).unwrap();
+        chmod(&bin, 0o755);
+        (dir, bin)
+    });
+    bin
+}
+
+/// Runs `golato tool NAME ARGS --cwd DIR` as the unprivileged user. Returns (exit code, stdout).
+pub fn golato_as_nobody(
+    name: &str,
+    arguments: &str,
+    cwd: &std::path::Path,
+) -> (Option<i32>, String) {
+    use std::os::unix::process::CommandExt as _;
+    let mut attempts = 0;
+    let output = loop {
+        let spawned = std::process::Command::new(reachable_golato())
+            .args(["tool", name, arguments, "--cwd", cwd.to_str().unwrap()])
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output();
+        match spawned {
+            // The copy's descriptor, inherited by a child another test thread was forking while
+            // it was written, lives until that child execs: transient, so try again.
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 100 =>
+            {
+                attempts += 1;
+                std::thread::yield_now();
+            }
+            other => break other.unwrap(),
+        }
+    };
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
