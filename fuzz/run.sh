@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for SECONDS each (default 600), one after another, with seed corpora
+# Runs every fuzz target (or those in $TARGETS) for SECONDS each (default 600), one after another, with seed corpora
 # from ../../shared/fixtures/llm (the recorded provider streams; not copied into the project).
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`). Logs and corpora go
 # to $FUZZ_WORK (default /tmp/golato-fuzz); a crash leaves its input under fuzz/artifacts/.
@@ -24,7 +24,7 @@ mkdir -p "$work/corpus/edit_matcher" "$work/corpus/validation" "$work/corpus/ima
 printf 'fn main() {\n    let x = \xe2\x80\x9chi\xe2\x80\x9d;  \n}\n\xffx = "hi"\xffy' > "$work/corpus/edit_matcher/seed"
 printf '{"path": "a", "count": 3, "items": [{"x": 1.5}]}' > "$work/corpus/validation/seed"
 cargo +nightly fuzz build -O
-for target in sse_openai sse_anthropic edit_matcher validation image; do
+for target in ${TARGETS:-sse_openai sse_anthropic edit_matcher validation image}; do
     echo "== $target ($seconds s)"
     cargo +nightly fuzz run -O "$target" "$work/corpus/$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \

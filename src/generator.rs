@@ -12,6 +12,7 @@ pub mod anthropic;
 mod assembly;
 mod http;
 pub mod openai;
+pub mod responses;
 mod scripted;
 pub mod sse;
 
@@ -25,26 +26,114 @@ use crate::message::{AssistantMessage, Message, ToolDefinition};
 pub use anthropic::Anthropic;
 pub use http::{RetryPolicy, DEFAULT_IDLE_TIMEOUT};
 pub use openai::OpenAiChat;
+pub use responses::OpenAiResponses;
 pub use scripted::Scripted;
 
-/// The model to ask, and what it can do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The model to ask, what it can do, and how to ask it.
+///
+/// The options are sent to every provider in its own terms (a provider that has no such
+/// setting gets none); `None` leaves a setting to the provider.
+///
+/// ```
+/// use golato::generator::{Model, ToolChoice};
+///
+/// let model = Model::new("gpt-4.1-mini")
+///     .with_temperature(0.2)
+///     .with_max_output_tokens(2_000)
+///     .with_tool_choice(ToolChoice::Required)
+///     .with_parallel_tool_calls(false)
+///     .with_extra("top_p", serde_json::json!(0.9));
+/// assert_eq!(model.temperature, Some(0.2));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
 pub struct Model {
     /// The provider's model ID, such as `gpt-4o-mini`.
     pub id: String,
     /// Whether the model accepts image input (tool results with images).
     pub supports_images: bool,
-    /// The most tokens one response may have; `None` leaves it to the provider.
+    /// The most tokens one response may have; `None` leaves it to the provider (Anthropic,
+    /// which requires one, gets 8,192).
     pub max_output_tokens: Option<u32>,
+    /// Sampling temperature; `None` leaves it to the provider.
+    pub temperature: Option<f64>,
+    /// Whether the model may, must or must not call tools (sent only with tools).
+    pub tool_choice: ToolChoice,
+    /// Whether one message may call several tools; `None` leaves it to the provider (sent
+    /// only with tools).
+    pub parallel_tool_calls: Option<bool>,
+    /// More top-level fields of the request body, passed through as they are; a field named
+    /// here replaces the one golato would send (the wire format is then yours to keep valid).
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Whether the model may, must or must not call tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides (every provider's default).
+    #[default]
+    Auto,
+    /// No tool calls.
+    None,
+    /// At least one tool call.
+    Required,
+    /// A call of this tool.
+    Tool(String),
 }
 
 impl Model {
-    /// A model with the given ID, accepting images, with the provider's output limit.
+    /// A model with the given ID, accepting images, with every option left to the provider.
     pub fn new(id: impl Into<String>) -> Self {
         Model {
             id: id.into(),
             supports_images: true,
             max_output_tokens: None,
+            temperature: None,
+            tool_choice: ToolChoice::Auto,
+            parallel_tool_calls: None,
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// Sets the sampling temperature.
+    pub fn with_temperature(mut self, temperature: f64) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Sets the most tokens one response may have.
+    pub fn with_max_output_tokens(mut self, tokens: u32) -> Self {
+        self.max_output_tokens = Some(tokens);
+        self
+    }
+
+    /// Sets whether the model may, must or must not call tools.
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = choice;
+        self
+    }
+
+    /// Allows or forbids several tool calls in one message.
+    pub fn with_parallel_tool_calls(mut self, allowed: bool) -> Self {
+        self.parallel_tool_calls = Some(allowed);
+        self
+    }
+
+    /// Adds a field to the request body, as it is.
+    pub fn with_extra(mut self, field: impl Into<String>, value: serde_json::Value) -> Self {
+        self.extra.insert(field.into(), value);
+        self
+    }
+
+    /// Adds the options every provider shares to `body`: the extra fields last, so that they
+    /// win.
+    pub(crate) fn finish_body(&self, body: &mut serde_json::Value) {
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = temperature.into();
+        }
+        if let Some(object) = body.as_object_mut() {
+            for (field, value) in &self.extra {
+                object.insert(field.clone(), value.clone());
+            }
         }
     }
 }

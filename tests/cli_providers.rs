@@ -44,6 +44,7 @@ async fn serve(body: Vec<u8>) -> (String, Requests) {
     let app = Router::new()
         .route("/v1/chat/completions", post(reply("/v1/chat/completions")))
         .route("/v1/messages", post(reply("/v1/messages")))
+        .route("/v1/responses", post(reply("/v1/responses")))
         .with_state(Arc::clone(&requests));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -161,4 +162,48 @@ async fn an_unreachable_provider_is_exit_1_with_one_line_saying_what_to_check() 
         .last()
         .unwrap()
         .starts_with("failed: 1 turn(s)"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_responses_api_is_one_flag_away() {
+    // The recorded stream only calls a tool; --max-turns 1 ends the run after that turn.
+    let lines: String = String::from_utf8(fixture(
+        "openai-responses/lmstudio-reasoning-tool-call.jsonl",
+    ))
+    .unwrap()
+    .lines()
+    .map(|line| format!("data: {line}\n\n"))
+    .collect();
+    let (url, requests) = serve(lines.into_bytes()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    command
+        .args([
+            "run",
+            "--provider",
+            "openai-responses",
+            "--base-url",
+            &format!("{url}/v1"),
+            "--model",
+            "glm",
+            "--max-turns",
+            "1",
+            "--json",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "Weather?",
+        ])
+        .env("OPENAI_API_KEY", "sk-responses-test");
+    let output = run(command).await;
+    let requests = requests.lock().unwrap().clone();
+    let (path, auth, body) = &requests[0];
+    assert_eq!(path, "/v1/responses");
+    assert_eq!(auth.as_deref(), Some("Bearer sk-responses-test"));
+    assert_eq!(body["model"], "glm");
+    assert_eq!(body["input"][0]["content"][0]["text"], "Weather?");
+    let lines = json_lines(&output);
+    let streamed = lines
+        .iter()
+        .any(|line| line.to_string().contains("I'll get the current weather"));
+    assert!(streamed, "{output:?}");
 }

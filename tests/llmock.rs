@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use golato::generator::{
-    self, Anthropic, Generator, Model, OpenAiChat, Request, RetryPolicy, StreamEvent,
+    self, Anthropic, Generator, Model, OpenAiChat, OpenAiResponses, Request, RetryPolicy,
+    StreamEvent,
 };
 use golato::message::{AssistantMessage, Message, StopReason, UserMessage};
 use serde_json::{json, Value};
@@ -70,6 +71,10 @@ fn openai() -> OpenAiChat {
         .with_idle_timeout(Duration::from_secs(5))
 }
 
+fn responses() -> OpenAiResponses {
+    OpenAiResponses::new(format!("{}/v1", base()), Some("test-key".into())).unwrap()
+}
+
 fn anthropic() -> Anthropic {
     Anthropic::new(format!("{}/anthropic", base()), "test-key").unwrap()
 }
@@ -95,7 +100,7 @@ async fn generate(generator: &dyn Generator) -> Result<AssistantMessage, generat
 
 #[tokio::test]
 #[ignore = "needs an llmock server: .ci/run starts one and runs this with --ignored"]
-async fn scripted_replies_stream_through_both_clients() {
+async fn scripted_replies_stream_through_every_client() {
     let _turn = SERVER.lock().await;
     scenario(json!([{"type": "reply", "text": "hello from llmock"}])).await;
     let message = generate(&openai()).await.unwrap();
@@ -108,6 +113,12 @@ async fn scripted_replies_stream_through_both_clients() {
     assert_eq!(
         (message.text().as_str(), message.stop_reason),
         ("hello from claude", StopReason::Stop)
+    );
+    scenario(json!([{"type": "reply", "text": "hello from responses"}])).await;
+    let message = generate(&responses()).await.unwrap();
+    assert_eq!(
+        (message.text().as_str(), message.stop_reason),
+        ("hello from responses", StopReason::Stop)
     );
     assert_verdict_passed().await;
 }
@@ -205,6 +216,7 @@ async fn an_agent_runs_the_tool_llmock_calls_then_ends() {
     for generator in [
         Box::new(openai()) as Box<dyn Generator>,
         Box::new(anthropic()),
+        Box::new(responses()),
     ] {
         let agent = golato::Agent::new(golato::agent::Config {
             generator: Some(std::sync::Arc::from(generator)),

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use golato::generator::anthropic::MessagesStreamDecoder;
 use golato::generator::openai::ChatStreamDecoder;
+use golato::generator::responses::ResponsesStreamDecoder;
 use golato::generator::sse::SseDecoder;
 use golato::generator::Delta;
 use golato::message::{AssistantMessage, StopReason};
@@ -57,6 +58,15 @@ impl Decoder for ChatStreamDecoder {
     }
     fn finish(self) -> AssistantMessage {
         ChatStreamDecoder::finish(self)
+    }
+}
+
+impl Decoder for ResponsesStreamDecoder {
+    fn decode(&mut self, data: &str) -> Vec<Delta> {
+        ResponsesStreamDecoder::decode(self, data).unwrap()
+    }
+    fn finish(self) -> AssistantMessage {
+        ResponsesStreamDecoder::finish(self)
     }
 }
 
@@ -156,6 +166,10 @@ fn openai(path: &str) -> AssistantMessage {
 
 fn anthropic(path: &str) -> AssistantMessage {
     decode::<MessagesStreamDecoder>(path, false)
+}
+
+fn responses(path: &str) -> AssistantMessage {
+    decode::<ResponsesStreamDecoder>(path, false)
 }
 
 fn arguments(message: &AssistantMessage, index: usize) -> Value {
@@ -363,4 +377,81 @@ fn anthropic_calls_without_arguments_and_with_split_escapes() {
         )
         .unwrap_err();
     assert!(error.to_string().contains("Overloaded"));
+}
+
+#[test]
+fn responses_function_call_with_argument_deltas() {
+    let message = responses("openai-responses/azure-tool-call.jsonl");
+    assert_eq!(message.tool_calls.len(), 1);
+    let call = &message.tool_calls[0];
+    assert!(
+        call.id.starts_with("call_H5Dx"),
+        "the call_id, not the item id: {}",
+        call.id
+    );
+    assert_eq!(call.name, "weather");
+    assert_eq!(arguments(&message, 0), json!({"location": "San Francisco"}));
+    assert_eq!(message.stop_reason, StopReason::ToolCalls);
+    assert_eq!(usage(&message), (45, 24));
+    assert_eq!(message.model.as_deref(), Some("gpt-5.1"));
+    assert!(message.text().is_empty());
+}
+
+#[test]
+fn responses_reasoning_text_and_a_call_whose_arguments_come_whole() {
+    let message = responses("openai-responses/lmstudio-reasoning-tool-call.jsonl");
+    assert_eq!(
+        message.text(),
+        "I'll get the current weather information for San Francisco for you."
+    );
+    assert!(!message.reasoning.is_empty());
+    assert_eq!(message.tool_calls.len(), 1);
+    assert_eq!(message.tool_calls[0].name, "weather");
+    // No arguments.delta events at all: they arrive with arguments.done.
+    assert_eq!(arguments(&message, 0), json!({"location": "San Francisco"}));
+    assert_eq!(message.stop_reason, StopReason::ToolCalls);
+    assert_eq!(usage(&message), (182, 61));
+}
+
+#[test]
+fn responses_incomplete_refused_and_failed_streams() {
+    let events = |lines: &[Value]| {
+        let mut decoder = ResponsesStreamDecoder::default();
+        for line in lines {
+            decoder.decode(&line.to_string()).unwrap();
+        }
+        decoder.finish()
+    };
+    let cut = events(&[
+        json!({"type": "response.output_text.delta", "output_index": 0, "delta": "Once upon"}),
+        json!({"type": "response.incomplete", "response": {"status": "incomplete",
+            "incomplete_details": {"reason": "max_output_tokens"},
+            "usage": {"input_tokens": 10, "output_tokens": 3}}}),
+    ]);
+    assert_eq!(cut.stop_reason, StopReason::Length);
+    assert_eq!(cut.text(), "Once upon");
+    let refused = events(&[
+        json!({"type": "response.refusal.delta", "output_index": 0, "delta": "I can't help with that."}),
+        json!({"type": "response.completed", "response": {"status": "completed"}}),
+    ]);
+    assert_eq!(refused.text(), "I can't help with that.");
+    assert_eq!(refused.stop_reason, StopReason::Stop);
+    let failed = ResponsesStreamDecoder::default()
+        .decode(
+            &json!({"type": "response.failed", "response": {"status": "failed",
+            "error": {"code": "server_error", "message": "The model crashed."}}})
+            .to_string(),
+        )
+        .unwrap_err();
+    assert!(
+        failed.to_string().contains("The model crashed."),
+        "{failed}"
+    );
+    let error = ResponsesStreamDecoder::default()
+        .decode(r#"{"type": "error", "code": "rate_limit_exceeded", "message": "Slow down."}"#)
+        .unwrap_err();
+    assert!(error.to_string().contains("Slow down."), "{error}");
+    assert!(ResponsesStreamDecoder::default()
+        .decode("{not json")
+        .is_err());
 }

@@ -17,7 +17,8 @@ use axum::routing::post;
 use axum::Router;
 use futures::StreamExt;
 use golato::generator::{
-    self, Anthropic, Generator, Model, OpenAiChat, Request, RetryPolicy, StreamEvent,
+    self, Anthropic, Generator, Model, OpenAiChat, OpenAiResponses, Request, RetryPolicy,
+    StreamEvent, ToolChoice,
 };
 use golato::message::{
     AssistantMessage, Content, Message, StopReason, ToolResultMessage, UserMessage,
@@ -96,6 +97,7 @@ async fn serve(replies: Vec<Reply>) -> (String, Arc<Server>) {
     let app = Router::new()
         .route("/v1/chat/completions", post(answer))
         .route("/v1/messages", post(answer))
+        .route("/v1/responses", post(answer))
         .with_state(Arc::clone(&server));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -570,6 +572,157 @@ async fn every_recorded_stream_replays_through_the_real_clients() {
         Box::new(Anthropic::new(url, "k").unwrap())
     })
     .await;
+    let responses_streams = [
+        "openai-responses/azure-tool-call.jsonl",
+        "openai-responses/lmstudio-reasoning-tool-call.jsonl",
+    ];
+    replay_all(&responses_streams, false, |url| {
+        Box::new(OpenAiResponses::new(url + "/v1", None).unwrap())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_run_on_the_responses_api_sends_function_call_outputs_back() {
+    let (url, server) = serve(vec![
+        Reply::ok(
+            fixture_body("openai-responses/azure-tool-call.jsonl", false),
+            5,
+        ),
+        Reply::ok(
+            fixture_body("openai-responses/lmstudio-reasoning-tool-call.jsonl", false),
+            3,
+        ),
+    ])
+    .await;
+    let weather = golato::Tool::new(
+        "weather",
+        "Weather.",
+        json!({"type": "object", "properties": {"location": {"type": "string"}}}),
+        |_ctx, _args| async {
+            Ok(golato::ToolResult {
+                content: vec![
+                    Content::text("Sunny, 21 °C"),
+                    Content::image("image/png", "iVBORw0KGgo="),
+                ],
+                ..golato::ToolResult::text("")
+            })
+        },
+    );
+    let client = OpenAiResponses::new(url + "/v1", Some("sk-test-key-0000".into())).unwrap();
+    let agent = golato::Agent::new(golato::agent::Config {
+        generator: Some(Arc::new(client)),
+        model: Model::new("gpt-test"),
+        system_prompt: Some("Be brief.".into()),
+        tools: vec![weather],
+        max_turns: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
+    // The second answer calls the tool again; two turns are all this run may take.
+    let error = agent
+        .run(prompt("Weather in San Francisco?"))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("max_turns"), "{error}");
+    let requests = server.requests.lock().unwrap();
+    assert_eq!(requests.len(), 2);
+    let (headers, first) = &requests[0];
+    assert_eq!(headers["authorization"], "Bearer sk-test-key-0000");
+    assert_eq!(first["model"], "gpt-test");
+    assert_eq!(first["instructions"], "Be brief.");
+    assert_eq!(first["store"], false);
+    assert_eq!(first["tools"][0]["name"], "weather");
+    assert_eq!(first["input"][0]["role"], "user");
+    assert_eq!(
+        first["input"][0]["content"][0]["text"],
+        "Weather in San Francisco?"
+    );
+    let input = requests[1].1["input"].as_array().unwrap();
+    let call = input
+        .iter()
+        .find(|item| item["type"] == "function_call")
+        .unwrap();
+    assert!(call["call_id"].as_str().unwrap().starts_with("call_H5Dx"));
+    assert_eq!(call["arguments"], r#"{"location":"San Francisco"}"#);
+    let output = input
+        .iter()
+        .find(|item| item["type"] == "function_call_output")
+        .unwrap();
+    assert_eq!(output["call_id"], call["call_id"]);
+    assert_eq!(
+        output["output"][0],
+        json!({"type": "input_text", "text": "Sunny, 21 °C"})
+    );
+    assert_eq!(
+        output["output"][1],
+        json!({"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="})
+    );
+}
+
+#[tokio::test]
+async fn provider_options_reach_every_provider_in_its_own_terms() {
+    let model = Model::new("m")
+        .with_temperature(0.25)
+        .with_max_output_tokens(321)
+        .with_tool_choice(ToolChoice::Tool("get_weather".into()))
+        .with_parallel_tool_calls(false)
+        .with_extra("top_p", json!(0.5))
+        .with_extra("metadata", json!({"run": "options"}));
+    let (url, server) = serve(vec![
+        Reply::ok(fixture("openai-chat/text-stop.sse"), 1),
+        Reply::ok(fixture("anthropic/basic-text.sse"), 1),
+        Reply::ok(
+            fixture_body("openai-responses/azure-tool-call.jsonl", false),
+            1,
+        ),
+        Reply::ok(fixture("openai-chat/text-stop.sse"), 1),
+    ])
+    .await;
+    let openai = OpenAiChat::new(format!("{url}/v1"), None).unwrap();
+    let anthropic = Anthropic::new(url.clone(), "k").unwrap();
+    let responses = OpenAiResponses::new(format!("{url}/v1"), None).unwrap();
+    for client in [&openai as &dyn Generator, &anthropic, &responses] {
+        collect_stream(client, request(model.clone()))
+            .await
+            .unwrap();
+    }
+    // The default choice sends nothing a server might not know.
+    collect_stream(&openai, request(Model::new("m")))
+        .await
+        .unwrap();
+    let requests = server.requests.lock().unwrap();
+    let bodies: Vec<&Value> = requests.iter().map(|(_, body)| body).collect();
+    for body in &bodies[..3] {
+        assert_eq!(body["temperature"], 0.25);
+        assert_eq!(body["top_p"], 0.5);
+        assert_eq!(body["metadata"], json!({"run": "options"}));
+    }
+    let (chat, claude, responses) = (bodies[0], bodies[1], bodies[2]);
+    assert_eq!(chat["max_tokens"], 321);
+    assert_eq!(
+        chat["tool_choice"],
+        json!({"type": "function", "function": {"name": "get_weather"}})
+    );
+    assert_eq!(chat["parallel_tool_calls"], false);
+    assert_eq!(claude["max_tokens"], 321);
+    assert_eq!(
+        claude["tool_choice"],
+        json!({"type": "tool", "name": "get_weather", "disable_parallel_tool_use": true})
+    );
+    assert_eq!(responses["max_output_tokens"], 321);
+    assert_eq!(
+        responses["tool_choice"],
+        json!({"type": "function", "name": "get_weather"})
+    );
+    assert_eq!(responses["parallel_tool_calls"], false);
+    let plain = bodies[3];
+    for field in ["temperature", "tool_choice", "parallel_tool_calls", "top_p"] {
+        assert!(
+            plain.get(field).is_none(),
+            "{field} sent by default: {plain}"
+        );
+    }
 }
 
 /// Serves each stream whole and in random pieces to a client made by `client`; the three
@@ -614,7 +767,12 @@ fn a_client_never_shows_its_api_key_in_debug_output() {
     let key = "sk-very-secret-key-123";
     let openai = OpenAiChat::new("http://127.0.0.1:9", Some(key.to_owned())).unwrap();
     let anthropic = Anthropic::new("http://127.0.0.1:9", key).unwrap();
-    for shown in [format!("{openai:?}"), format!("{anthropic:?}")] {
+    let responses = OpenAiResponses::new("http://127.0.0.1:9", Some(key.to_owned())).unwrap();
+    for shown in [
+        format!("{openai:?}"),
+        format!("{anthropic:?}"),
+        format!("{responses:?}"),
+    ] {
         assert!(!shown.contains(key), "{shown}");
         assert!(
             shown.contains("<redacted>") && shown.contains("127.0.0.1:9"),

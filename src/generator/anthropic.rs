@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::assembly::Assembly;
 use super::openai::excerpt;
-use super::{Delta, Error};
+use super::{Delta, Error, ToolChoice};
 use crate::message::{AssistantMessage, Content, StopReason, ToolCall};
 
 /// What a content block of the stream is.
@@ -417,6 +417,24 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
             .iter()
             .map(|tool| serde_json::json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters}))
             .collect();
+        let mut choice = match &request.model.tool_choice {
+            ToolChoice::Auto => serde_json::json!({"type": "auto"}),
+            ToolChoice::None => serde_json::json!({"type": "none"}),
+            ToolChoice::Required => serde_json::json!({"type": "any"}),
+            ToolChoice::Tool(name) => serde_json::json!({"type": "tool", "name": name}),
+        };
+        // Anthropic says it the other way round, and not for `none`.
+        if let (Some(parallel), false) = (
+            request.model.parallel_tool_calls,
+            request.model.tool_choice == ToolChoice::None,
+        ) {
+            choice["disable_parallel_tool_use"] = (!parallel).into();
+        }
+        // `auto` alone is the default and left out.
+        if choice != serde_json::json!({"type": "auto"}) {
+            body["tool_choice"] = choice;
+        }
     }
+    request.model.finish_body(&mut body);
     body
 }

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::assembly::Assembly;
-use super::{Delta, Error};
+use super::{Delta, Error, ToolChoice};
 use crate::message::{AssistantMessage, Content, StopReason, ToolCall, Usage};
 
 /// Assembles a streamed Chat Completions response (`chat.completion.chunk` objects, the `data:`
@@ -376,10 +376,24 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
             .iter()
             .map(|tool| serde_json::json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}))
             .collect();
+        // `auto`, the default, is left out: some compatible servers know no tool_choice.
+        match &request.model.tool_choice {
+            ToolChoice::Auto => {}
+            ToolChoice::None => body["tool_choice"] = "none".into(),
+            ToolChoice::Required => body["tool_choice"] = "required".into(),
+            ToolChoice::Tool(name) => {
+                body["tool_choice"] =
+                    serde_json::json!({"type": "function", "function": {"name": name}});
+            }
+        }
+        if let Some(parallel) = request.model.parallel_tool_calls {
+            body["parallel_tool_calls"] = parallel.into();
+        }
     }
     if let Some(limit) = request.model.max_output_tokens {
         body["max_tokens"] = limit.into();
     }
+    request.model.finish_body(&mut body);
     body
 }
 

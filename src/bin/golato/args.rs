@@ -34,6 +34,8 @@ pub(crate) enum ProviderKind {
     Openai,
     /// Anthropic's Messages API.
     Anthropic,
+    /// OpenAI's Responses API (OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL as for openai).
+    OpenaiResponses,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use golato::generator::{
     anthropic::ANTHROPIC_DEFAULT_BASE_URL, openai::OPENAI_DEFAULT_BASE_URL, Anthropic, Generator,
-    Model, OpenAiChat,
+    Model, OpenAiChat, OpenAiResponses,
 };
 
 use crate::args::{ProviderKind, RunArgs};
@@ -28,7 +28,7 @@ pub(crate) fn from_args(args: &RunArgs) -> Result<(Arc<dyn Generator>, Model), C
             ProviderKind::Openai
         });
     match kind {
-        ProviderKind::Openai => {
+        ProviderKind::Openai | ProviderKind::OpenaiResponses => {
             let base_url = args
                 .base_url
                 .clone()
@@ -41,8 +41,12 @@ pub(crate) fn from_args(args: &RunArgs) -> Result<(Arc<dyn Generator>, Model), C
                 ));
             }
             let model = model_id(args, "OPENAI_MODEL", OPENAI_DEFAULT_MODEL);
-            let client = OpenAiChat::new(base_url, key).map_err(client_error)?;
-            Ok((Arc::new(client), Model::new(model)))
+            let client: Arc<dyn Generator> = if kind == ProviderKind::OpenaiResponses {
+                Arc::new(OpenAiResponses::new(base_url, key).map_err(client_error)?)
+            } else {
+                Arc::new(OpenAiChat::new(base_url, key).map_err(client_error)?)
+            };
+            Ok((client, Model::new(model)))
         }
         ProviderKind::Anthropic => {
             let key = env("ANTHROPIC_API_KEY").ok_or_else(|| {
