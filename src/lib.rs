@@ -35,6 +35,8 @@ pub mod embed;
 pub mod fuzzing;
 pub mod generator;
 pub mod hook;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod message;
 #[cfg(feature = "observe")]
 pub mod observe;

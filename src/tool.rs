@@ -45,6 +45,8 @@ use crate::message::{joined_text, Content};
 
 pub(crate) use context::CallHost;
 pub use context::ToolContext;
+#[cfg(feature = "mcp")]
+pub(crate) use schema::IMAGE_TYPES;
 pub(crate) use schema::{check_result, shown, CompiledSchema};
 
 /// The error type tool functions return; anything that converts into it (`String`, `&str`,

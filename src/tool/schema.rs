@@ -109,7 +109,7 @@ fn write_cut(text: &mut String, value: impl fmt::Display, limit: usize) {
     }
 }
 
-const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+pub(crate) const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// Checks that every content part of a (final or partial) result is well-formed.
 pub(crate) fn check_result(result: &ToolResult) -> Result<(), String> {

@@ -19,7 +19,7 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Runs an agent with the built-in tools in a directory, showing what happens live.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Copies the bundled demo project to a fresh directory and replays a recorded session that
     /// fixes its bug there (no key or network needed).
     Demo(DemoArgs),
@@ -79,6 +79,13 @@ pub(crate) struct RunArgs {
     /// Stop with an error (exit 1) when the run needs more model requests than this.
     #[arg(long, value_name = "N")]
     pub(crate) max_turns: Option<NonZeroUsize>,
+    /// Add the tools of an MCP server started by this command line (split at whitespace),
+    /// named `{server}_{tool}`; repeatable. E.g. --mcp 'npx -y @modelcontextprotocol/server-everything'.
+    #[arg(long, value_name = "COMMAND")]
+    pub(crate) mcp: Vec<String>,
+    /// Add the tools of an MCP server at this streamable HTTP URL; repeatable.
+    #[arg(long, value_name = "URL")]
+    pub(crate) mcp_url: Vec<String>,
     /// Replay a recorded model (a script written by --record, or by hand) instead of calling
     /// one; differences between the recorded and the replayed tool results are reported.
     #[arg(long, value_name = "FILE")]

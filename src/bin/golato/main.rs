@@ -139,7 +139,7 @@ fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async move {
         match cli.command {
-            Command::Run(args) => run::command(args).await,
+            Command::Run(args) => run::command(*args).await,
             Command::Demo(args) => demo::command(args).await,
             Command::Tool(args) => tool::command(args).await,
         }

@@ -26,7 +26,8 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a
 
 pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     // Everything a usage error can come from is checked before anything runs.
-    let tools = builtin_tools(&args)?;
+    let mcp_tools = mcp_tools(&args).await?;
+    let tools = builtin_tools(&args, mcp_tools)?;
     let (generator, model, recording) = match &args.script {
         Some(path) => {
             let (scripted, recording) = load_script(path)?;
@@ -71,11 +72,41 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     .await
 }
 
-fn builtin_tools(args: &RunArgs) -> Result<Vec<golato::Tool>, CliError> {
+/// The tools of every `--mcp` and `--mcp-url` server, each server connected once.
+async fn mcp_tools(args: &RunArgs) -> Result<Vec<golato::Tool>, CliError> {
+    use golato::mcp::{McpServer, McpServerConfig};
+    let mut configs = Vec::new();
+    for line in &args.mcp {
+        configs.push(
+            McpServerConfig::command_line(line)
+                .map_err(|error| CliError::usage(format!("--mcp: {error}")))?,
+        );
+    }
+    configs.extend(args.mcp_url.iter().map(McpServerConfig::http));
+    let mut tools = Vec::new();
+    for config in configs {
+        let server = McpServer::connect(config)
+            .await
+            .map_err(|error| CliError::Failed(error.to_string()))?;
+        tools.extend(
+            server
+                .tools()
+                .await
+                .map_err(|error| CliError::Failed(error.to_string()))?,
+        );
+    }
+    Ok(tools)
+}
+
+fn builtin_tools(
+    args: &RunArgs,
+    custom_tools: Vec<golato::Tool>,
+) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {
         working_directory: args.cwd.clone(),
         allowed_tool_names: args.tools.clone(),
         excluded_tool_names: args.exclude.clone(),
+        custom_tools,
         ..Default::default()
     })
     .map_err(|error| {

@@ -1,0 +1,585 @@
+//! Tools from MCP servers: connect to a server over stdio (a child process golato owns and
+//! reaps) or streamable HTTP, list its tools, and register each as a golato [`Tool`].
+//!
+//! A call of an MCP tool goes through golato's whole pipeline like any tool: its arguments are
+//! validated against the server's input schema before anything is sent, it runs in its own
+//! tool actor, MCP progress notifications become partial updates, and cancelling the call sends
+//! MCP's cancel notification. Text, image, resource and resource-link content map to golato
+//! content; a result with `isError` is an error result. When the server dies during a call, that
+//! call gets an error result and the next call starts (or reconnects to) the server again.
+//!
+//! ```no_run
+//! use golato::mcp::{McpServer, McpServerConfig};
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = McpServer::connect(McpServerConfig::command_line(
+//!     "npx -y @modelcontextprotocol/server-everything",
+//! )?)
+//! .await?;
+//! // Named `{prefix}_{tool}` (the prefix defaults to the server's name): `everything_echo`.
+//! let tools = server.tools().await?;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use rmcp::handler::client::progress::ProgressDispatcher;
+use rmcp::model::{
+    CallToolRequestParams, CancelledNotificationParam, ClientRequest, ProgressNotificationParam,
+    Request, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::Value;
+
+use crate::message::Content;
+use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
+use golato_actors::Host;
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone)]
+pub enum McpTransport {
+    /// A child process speaking MCP on its standard input and output.
+    Stdio {
+        /// The program to run.
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
+    /// A streamable HTTP endpoint, such as `http://127.0.0.1:3001/mcp`.
+    Http {
+        /// The endpoint's URL.
+        url: String,
+    },
+}
+
+/// An MCP server to connect to, and how its tools are named.
+#[derive(Debug, Clone)]
+pub struct McpServerConfig {
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// What its tools' names start with (`{prefix}_{tool}`), so that they cannot take a
+    /// built-in's name; `None` uses the server's own name (its last path segment).
+    pub prefix: Option<String>,
+    /// The host whose runtime the connection lives on; `None` uses [`Host::global`].
+    pub host: Option<Host>,
+}
+
+impl McpServerConfig {
+    /// A server started as `program args…`.
+    pub fn stdio(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        McpServerConfig {
+            transport: McpTransport::Stdio {
+                program: program.into(),
+                args: args.into_iter().map(Into::into).collect(),
+            },
+            prefix: None,
+            host: None,
+        }
+    }
+
+    /// A server started by a command line, split at whitespace (no shell quoting), such as
+    /// `npx -y @modelcontextprotocol/server-everything`.
+    ///
+    /// # Errors
+    /// [`Error::EmptyCommand`] for a blank command line.
+    pub fn command_line(line: &str) -> Result<Self, Error> {
+        let mut words = line.split_whitespace();
+        let program = words.next().ok_or(Error::EmptyCommand)?;
+        Ok(McpServerConfig::stdio(program, words))
+    }
+
+    /// A server at a streamable HTTP endpoint.
+    pub fn http(url: impl Into<String>) -> Self {
+        McpServerConfig {
+            transport: McpTransport::Http { url: url.into() },
+            prefix: None,
+            host: None,
+        }
+    }
+
+    /// Names its tools `{prefix}_{tool}`.
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    fn describe(&self) -> String {
+        match &self.transport {
+            McpTransport::Stdio { program, args } => std::iter::once(program.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            McpTransport::Http { url } => url.clone(),
+        }
+    }
+}
+
+/// Why an MCP server could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The command line of a stdio server is blank.
+    #[error("the MCP server's command line is empty; give the program to run, such as `npx -y @modelcontextprotocol/server-everything`")]
+    EmptyCommand,
+    /// The server could not be started or reached, or did not complete MCP's handshake.
+    #[error("could not connect to the MCP server `{server}`: {reason}; check the command (is it installed?) or the URL")]
+    Connect {
+        /// The command line or URL.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The server did not list its tools.
+    #[error("the MCP server `{server}` did not list its tools: {reason}")]
+    ListTools {
+        /// The command line or URL.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The actor host is not running.
+    #[error(transparent)]
+    Host(#[from] golato_actors::HostError),
+}
+
+/// The client side of one connection: forwards progress, remembers a changed tool list.
+struct Handler {
+    progress: ProgressDispatcher,
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.handle_notification(params).await;
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::SeqCst);
+    }
+}
+
+type Connection = RunningService<RoleClient, Handler>;
+
+/// A connection to one MCP server, shared by the tools it gave. Cheap to clone. Dropping the
+/// last clone (and the last of its tools) closes the connection; a stdio server's process is
+/// killed and reaped.
+#[derive(Clone)]
+pub struct McpServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: McpServerConfig,
+    host: Host,
+    prefix: String,
+    connection: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("server", &self.inner.config.describe())
+            .field("prefix", &self.inner.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpServer {
+    /// Starts (stdio) or reaches (HTTP) the server and completes MCP's handshake.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when the server cannot be started or reached or does not speak MCP.
+    pub async fn connect(config: McpServerConfig) -> Result<McpServer, Error> {
+        let host = match &config.host {
+            Some(host) => host.clone(),
+            None => Host::global()?,
+        };
+        let tools_changed = Arc::new(AtomicBool::new(false));
+        let connection = open(&config, &host, Arc::clone(&tools_changed)).await?;
+        let prefix = match &config.prefix {
+            Some(prefix) => sanitize(prefix),
+            None => {
+                let name = connection
+                    .peer_info()
+                    .and_then(|info| info.server_info.as_ref().map(|server| server.name.clone()))
+                    .unwrap_or_else(|| "mcp".to_owned());
+                // "mcp-servers/everything" → "everything".
+                sanitize(name.rsplit('/').next().unwrap_or("mcp"))
+            }
+        };
+        Ok(McpServer {
+            inner: Arc::new(Inner {
+                config,
+                host,
+                prefix,
+                connection: tokio::sync::Mutex::new(Some(Arc::new(connection))),
+                tools_changed,
+            }),
+        })
+    }
+
+    /// What this server's tool names start with.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    /// Whether the server said its tool list changed since [`McpServer::tools`] last read it:
+    /// call `tools` again and build the agent anew to use the new list.
+    pub fn tools_changed(&self) -> bool {
+        self.inner.tools_changed.load(Ordering::SeqCst)
+    }
+
+    /// The server's tools as golato tools, named `{prefix}_{name}`, with the server's input
+    /// schemas (compiled and checked by `Agent::new` like any tool's).
+    ///
+    /// # Errors
+    /// [`Error::ListTools`] when the server does not answer; [`Error::Connect`] when it had
+    /// gone and cannot be started again.
+    pub async fn tools(&self) -> Result<Vec<Tool>, Error> {
+        self.inner.tools_changed.store(false, Ordering::SeqCst);
+        let connection = self.connection().await.map_err(|reason| Error::Connect {
+            server: self.inner.config.describe(),
+            reason,
+        })?;
+        let listed = connection
+            .list_all_tools()
+            .await
+            .map_err(|error| Error::ListTools {
+                server: self.inner.config.describe(),
+                reason: error.to_string(),
+            })?;
+        Ok(listed
+            .into_iter()
+            .map(|tool| {
+                let name = tool.name.to_string();
+                let schema = Value::Object(tool.input_schema.as_ref().clone());
+                let description = tool
+                    .description
+                    .map(|text| text.to_string())
+                    .unwrap_or_default();
+                let server = self.clone();
+                Tool::new(
+                    tool_name(&self.inner.prefix, &name),
+                    description,
+                    schema,
+                    move |ctx: ToolContext, arguments: Value| {
+                        let (server, name) = (server.clone(), name.clone());
+                        async move { server.call(&name, arguments, ctx).await }
+                    },
+                )
+            })
+            .collect())
+    }
+
+    /// The live connection, started again when the last one ended.
+    async fn connection(&self) -> Result<Arc<Connection>, String> {
+        let mut slot = self.inner.connection.lock().await;
+        if let Some(connection) = slot.as_ref().filter(|connection| !connection.is_closed()) {
+            return Ok(Arc::clone(connection));
+        }
+        tracing::info!(server = %self.inner.config.describe(), "connecting to the MCP server again");
+        let connection = Arc::new(
+            open(
+                &self.inner.config,
+                &self.inner.host,
+                Arc::clone(&self.inner.tools_changed),
+            )
+            .await
+            .map_err(|error| error.to_string())?,
+        );
+        *slot = Some(Arc::clone(&connection));
+        Ok(connection)
+    }
+
+    /// Forgets `connection` if it is still the current one (it broke).
+    async fn forget(&self, connection: &Arc<Connection>) {
+        let mut slot = self.inner.connection.lock().await;
+        if slot
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, connection))
+        {
+            *slot = None;
+        }
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        ctx: ToolContext,
+    ) -> Result<ToolResult, BoxError> {
+        let prefix = &self.inner.prefix;
+        let connection = self.connection().await.map_err(|reason| {
+            format!("the MCP server {prefix} is gone and could not be started again: {reason}")
+        })?;
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = arguments.as_object().cloned();
+        let handle = connection
+            .send_cancellable_request(
+                ClientRequest::CallToolRequest(Request::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await;
+        let handle = match handle {
+            Ok(handle) => handle,
+            Err(error) => {
+                self.forget(&connection).await;
+                return Err(format!(
+                    "the MCP server {prefix} could not be sent the call ({error}); the next call starts it again"
+                )
+                .into());
+            }
+        };
+        let request_id = handle.id.clone();
+        let mut progress = connection
+            .service()
+            .progress
+            .subscribe(handle.progress_token.clone())
+            .await;
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut response => break outcome,
+                Some(step) = progress.next() => ctx.update(ToolResult::text(progress_text(&step))),
+                () = ctx.cancelled() => {
+                    let notice = CancelledNotificationParam::new(
+                        Some(request_id),
+                        Some("cancelled by the agent".to_owned()),
+                    );
+                    if let Err(error) = connection.notify_cancelled(notice).await {
+                        tracing::debug!(%error, "could not tell the MCP server the call was cancelled");
+                    }
+                    return Err(format!("the call of {name} on the MCP server {prefix} was cancelled").into());
+                }
+            }
+        };
+        match outcome {
+            Ok(ServerResult::CallToolResult(result)) => {
+                let value = serde_json::to_value(&result).map_err(|error| error.to_string())?;
+                Ok(to_tool_result(&value))
+            }
+            Ok(other) => Err(format!(
+                "the MCP server {prefix} answered the call of {name} with something else: {}",
+                crate::tool::shown(serde_json::to_string(&other).unwrap_or_default())
+            )
+            .into()),
+            Err(error) => {
+                self.forget(&connection).await;
+                Err(format!(
+                    "the MCP server {prefix} failed during the call of {name} ({error}); the next call starts it again"
+                )
+                .into())
+            }
+        }
+    }
+}
+
+/// Opens a connection on the host's runtime (the connection's tasks live there, not on the
+/// caller's runtime, which may be gone by the time a tool is called).
+async fn open(
+    config: &McpServerConfig,
+    host: &Host,
+    tools_changed: Arc<AtomicBool>,
+) -> Result<Connection, Error> {
+    let handler = Handler {
+        progress: ProgressDispatcher::new(),
+        tools_changed,
+    };
+    let server = config.describe();
+    let transport = config.transport.clone();
+    let opened = host.runtime().spawn(async move {
+        match transport {
+            McpTransport::Stdio { program, args } => {
+                let mut command = tokio::process::Command::new(&program);
+                command.args(&args);
+                let child = rmcp::transport::TokioChildProcess::builder(command)
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .map_err(|error| format!("could not start {program}: {error}"))?
+                    .0;
+                handler
+                    .serve(child)
+                    .await
+                    .map_err(|error| error.to_string())
+            }
+            McpTransport::Http { url } => {
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|error| error.to_string())
+            }
+        }
+    });
+    match opened.await {
+        Ok(Ok(connection)) => Ok(connection),
+        Ok(Err(reason)) => Err(Error::Connect { server, reason }),
+        Err(error) => Err(Error::Connect {
+            server,
+            reason: format!("the connecting task ended: {error}"),
+        }),
+    }
+}
+
+/// A tool name providers accept (letters, digits, `_`, `-`; at most 64 characters).
+fn tool_name(prefix: &str, name: &str) -> String {
+    let mut full = format!("{prefix}_{}", sanitize(name));
+    full.truncate(64);
+    full
+}
+
+fn sanitize(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if cleaned.is_empty() {
+        "mcp".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+fn progress_text(step: &ProgressNotificationParam) -> String {
+    let mut text = match step.total {
+        Some(total) => format!("progress {}/{}", step.progress, total),
+        None => format!("progress {}", step.progress),
+    };
+    if let Some(message) = &step.message {
+        text.push_str(": ");
+        text.push_str(message);
+    }
+    text
+}
+
+/// golato's result for an MCP `CallToolResult` (as JSON, its wire form).
+fn to_tool_result(result: &Value) -> ToolResult {
+    let mut content = Vec::new();
+    for part in result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        content.push(to_content(part));
+    }
+    if content.is_empty() {
+        if let Some(structured) = result.get("structuredContent") {
+            content.push(Content::text(structured.to_string()));
+        }
+    }
+    ToolResult {
+        content,
+        is_error: result
+            .get("isError")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        ..ToolResult::text("")
+    }
+}
+
+fn to_content(part: &Value) -> Content {
+    let field = |name: &str| part.get(name).and_then(Value::as_str).unwrap_or_default();
+    match field("type") {
+        "text" => Content::text(field("text")),
+        "image" if crate::tool::IMAGE_TYPES.contains(&field("mimeType")) => {
+            Content::image(field("mimeType"), field("data"))
+        }
+        "image" => Content::text(format!(
+            "[image of type {} left out: golato passes on PNG, JPEG, GIF and WebP]",
+            field("mimeType")
+        )),
+        "audio" => Content::text(format!("[audio of type {} left out]", field("mimeType"))),
+        "resource_link" => {
+            let mut text = format!("Resource: {} <{}>", field("name"), field("uri"));
+            if let Some(description) = part.get("description").and_then(Value::as_str) {
+                text.push_str(&format!(" — {description}"));
+            }
+            Content::text(text)
+        }
+        "resource" => {
+            let resource = part.get("resource").unwrap_or(&Value::Null);
+            let get = |name: &str| resource.get(name).and_then(Value::as_str);
+            match get("text") {
+                Some(text) => Content::text(format!(
+                    "Resource {}:\n{text}",
+                    get("uri").unwrap_or_default()
+                )),
+                None => Content::text(format!(
+                    "[resource {} ({}) left out: binary]",
+                    get("uri").unwrap_or_default(),
+                    get("mimeType").unwrap_or("no type")
+                )),
+            }
+        }
+        other => Content::text(format!("[content of type {other:?} left out]")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn names_are_prefixed_and_fit_what_providers_accept() {
+        assert_eq!(tool_name("everything", "get-sum"), "everything_get-sum");
+        assert_eq!(tool_name("my server", "a.b/c"), "my_server_a_b_c");
+        assert_eq!(tool_name("p", &"x".repeat(100)).len(), 64);
+    }
+
+    #[test]
+    fn mcp_content_maps_to_golato_content() {
+        let result = to_tool_result(&json!({
+            "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+                {"type": "image", "mimeType": "image/svg+xml", "data": "PHN2Zz4="},
+                {"type": "resource_link", "uri": "file:///a.txt", "name": "a.txt"},
+                {"type": "resource", "resource": {"uri": "file:///b.txt", "text": "bee"}},
+            ],
+            "isError": true,
+        }));
+        assert!(result.is_error);
+        assert_eq!(result.content[0], Content::text("hi"));
+        assert_eq!(
+            result.content[1],
+            Content::image("image/png", "iVBORw0KGgo=")
+        );
+        assert!(result.content[2]
+            .as_text()
+            .unwrap_or_default()
+            .contains("left out"));
+        assert_eq!(
+            result.content[3],
+            Content::text("Resource: a.txt <file:///a.txt>")
+        );
+        assert_eq!(
+            result.content[4],
+            Content::text("Resource file:///b.txt:\nbee")
+        );
+        let structured = to_tool_result(&json!({"content": [], "structuredContent": {"t": 1}}));
+        assert_eq!(structured.content, vec![Content::text(r#"{"t":1}"#)]);
+        assert!(!structured.is_error);
+    }
+}
