@@ -436,7 +436,7 @@ async fn open(
 
 /// A tool name providers accept (letters, digits, `_`, `-`; at most 64 characters).
 fn tool_name(prefix: &str, name: &str) -> String {
-    let mut full = format!("{prefix}_{}", sanitize(name));
+    let mut full = format!("{}_{}", sanitize(prefix), sanitize(name));
     full.truncate(64);
     full
 }
