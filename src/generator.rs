@@ -52,7 +52,7 @@ pub struct Model {
     /// Whether the model accepts image input (tool results with images).
     pub supports_images: bool,
     /// The most tokens one response may have; `None` leaves it to the provider (Anthropic,
-    /// which requires one, gets 8,192).
+    /// which requires one, gets 4,096).
     pub max_output_tokens: Option<u32>,
     /// Sampling temperature; `None` leaves it to the provider.
     pub temperature: Option<f64>,

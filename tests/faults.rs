@@ -40,11 +40,6 @@ fn names_in(dir: &Path) -> Vec<String> {
     names
 }
 
-fn chmod(path: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
 /// Reads one HTTP request (headers and a `content-length` body) from `socket`.
 async fn read_request(socket: &mut tokio::net::TcpStream) {
     let mut received = Vec::new();

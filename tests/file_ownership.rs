@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use golato::builtin;
@@ -26,10 +26,6 @@ fn tools_in(dir: &Path) -> Vec<Tool> {
 
 fn edit_args(path: &str) -> String {
     json!({"path": path, "edits": [{"oldText": "old", "newText": "new"}]}).to_string()
-}
-
-fn chmod(path: &Path, mode: u32) {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 #[test]

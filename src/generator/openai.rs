@@ -211,9 +211,9 @@ pub(super) fn excerpt(text: &str) -> String {
 /// ```
 #[derive(Clone)]
 pub struct OpenAiChat {
-    base_url: String,
-    api_key: Option<String>,
-    transport: super::http::Transport,
+    pub(super) base_url: String,
+    pub(super) api_key: Option<String>,
+    pub(super) transport: super::http::Transport,
 }
 
 // By hand: the API key must never reach a log through `{:?}`.
@@ -278,6 +278,23 @@ impl OpenAiChat {
     }
 }
 
+impl OpenAiChat {
+    /// Streams the answer to `body`, POSTed to `{base_url}/{path}` with the key as a bearer
+    /// token (OpenAI's APIs share this).
+    pub(super) fn post<D: super::http::WireDecoder>(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+    ) -> super::EventStream {
+        let mut headers = Vec::new();
+        if let Some(key) = &self.api_key {
+            headers.push(("authorization", format!("Bearer {key}")));
+        }
+        self.transport
+            .stream::<D>(format!("{}/{path}", self.base_url), headers, body)
+    }
+}
+
 /// How the shared HTTP transport reads this provider's stream.
 impl super::http::WireDecoder for ChatStreamDecoder {
     fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
@@ -297,15 +314,7 @@ impl super::Generator for OpenAiChat {
             return refused;
         }
         let body = request_body(&request).to_string().into_bytes();
-        let mut headers = Vec::new();
-        if let Some(key) = &self.api_key {
-            headers.push(("authorization", format!("Bearer {key}")));
-        }
-        self.transport.stream::<ChatStreamDecoder>(
-            format!("{}/chat/completions", self.base_url),
-            headers,
-            body,
-        )
+        self.post::<ChatStreamDecoder>("chat/completions", body)
     }
 }
 

@@ -260,19 +260,19 @@ fn usage_of(usage: &Value) -> Usage {
 /// ```
 #[derive(Clone)]
 pub struct OpenAiResponses {
-    base_url: String,
-    api_key: Option<String>,
-    transport: super::http::Transport,
+    /// The same endpoint, key and transport as the Chat Completions client; only the path, the
+    /// body and the stream differ.
+    client: super::OpenAiChat,
 }
 
 // By hand: the API key must never reach a log through `{:?}`.
 impl std::fmt::Debug for OpenAiResponses {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiResponses")
-            .field("base_url", &self.base_url)
+            .field("base_url", &self.client.base_url)
             .field(
                 "api_key",
-                &self.api_key.as_ref().map(|_| super::http::REDACTED),
+                &self.client.api_key.as_ref().map(|_| super::http::REDACTED),
             )
             .finish_non_exhaustive()
     }
@@ -286,44 +286,34 @@ impl OpenAiResponses {
     /// [`Error::Http`] if the HTTP client cannot be built.
     pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Result<Self, Error> {
         Ok(OpenAiResponses {
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
-            api_key,
-            transport: super::http::Transport::new()?,
+            client: super::OpenAiChat::new(base_url, api_key)?,
         })
     }
 
     /// A client configured by `OPENAI_BASE_URL` (default
     /// [`OPENAI_DEFAULT_BASE_URL`](super::openai::OPENAI_DEFAULT_BASE_URL)) and `OPENAI_API_KEY`
-    /// (required for the default URL).
+    /// (required for the default URL), as [`OpenAiChat::from_env`](super::OpenAiChat::from_env).
     ///
     /// # Errors
     /// [`Error::MissingApiKey`] for OpenAI's own URL without a key.
     pub fn from_env() -> Result<Self, Error> {
-        let base_url = std::env::var("OPENAI_BASE_URL")
-            .unwrap_or_else(|_| super::openai::OPENAI_DEFAULT_BASE_URL.to_owned());
-        let api_key = std::env::var("OPENAI_API_KEY")
-            .ok()
-            .filter(|key| !key.is_empty());
-        if api_key.is_none()
-            && base_url.trim_end_matches('/') == super::openai::OPENAI_DEFAULT_BASE_URL
-        {
-            return Err(Error::MissingApiKey {
-                variable: "OPENAI_API_KEY",
-            });
-        }
-        OpenAiResponses::new(base_url, api_key)
+        Ok(OpenAiResponses {
+            client: super::OpenAiChat::from_env()?,
+        })
     }
 
     /// Sets the retry policy.
-    pub fn with_retry(mut self, retry: super::RetryPolicy) -> Self {
-        self.transport.retry = retry;
-        self
+    pub fn with_retry(self, retry: super::RetryPolicy) -> Self {
+        OpenAiResponses {
+            client: self.client.with_retry(retry),
+        }
     }
 
     /// Sets how long the stream may stay silent before it counts as broken.
-    pub fn with_idle_timeout(mut self, idle_timeout: std::time::Duration) -> Self {
-        self.transport.idle_timeout = idle_timeout;
-        self
+    pub fn with_idle_timeout(self, idle_timeout: std::time::Duration) -> Self {
+        OpenAiResponses {
+            client: self.client.with_idle_timeout(idle_timeout),
+        }
     }
 }
 
@@ -345,15 +335,8 @@ impl super::Generator for OpenAiResponses {
             return refused;
         }
         let body = request_body(&request).to_string().into_bytes();
-        let mut headers = Vec::new();
-        if let Some(key) = &self.api_key {
-            headers.push(("authorization", format!("Bearer {key}")));
-        }
-        self.transport.stream::<ResponsesStreamDecoder>(
-            format!("{}/responses", self.base_url),
-            headers,
-            body,
-        )
+        self.client
+            .post::<ResponsesStreamDecoder>("responses", body)
     }
 }
 

@@ -213,7 +213,7 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-fn chmod(path: &std::path::Path, mode: u32) {
+pub fn chmod(path: &std::path::Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
