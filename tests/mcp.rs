@@ -278,6 +278,35 @@ async fn streamable_http_tools_work_the_same() {
     child.kill().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs server-everything: .ci/run installs it and runs this with --ignored"]
+async fn two_servers_under_one_prefix_collide_at_agent_new_and_a_prefix_of_their_own_fixes_it() {
+    let first = stdio_server().await;
+    let second = stdio_server().await;
+    let mut tools = first.tools().await.unwrap();
+    tools.extend(second.tools().await.unwrap());
+    let error = Agent::new(agent::Config {
+        generator: Some(Arc::new(Scripted::new([AssistantMessage::with_text("x")]))),
+        tools,
+        ..Default::default()
+    })
+    .err()
+    .expect("two tools named alike must be refused");
+    let text = error.to_string();
+    assert!(text.contains("everything_"), "{text}");
+
+    let renamed =
+        McpServer::connect(McpServerConfig::stdio("node", [server_script()]).with_prefix("other"))
+            .await
+            .unwrap();
+    let mut tools = first.tools().await.unwrap();
+    tools.extend(renamed.tools().await.unwrap());
+    assert!(tools.iter().any(|tool| tool.name() == "other_echo"));
+    // Prefixed names hold an underscore, so they never meet a built-in's.
+    tools.extend(golato::builtin::new(Default::default()).unwrap());
+    agent(vec![call("1", "other_echo", r#"{"message": "m"}"#)], tools);
+}
+
 #[tokio::test]
 async fn a_server_that_cannot_start_says_what_to_check() {
     let error = McpServer::connect(McpServerConfig::stdio("/nonexistent/mcp-server", ["--x"]))
