@@ -290,8 +290,7 @@ async fn two_servers_under_one_prefix_collide_at_agent_new_and_a_prefix_of_their
         tools,
         ..Default::default()
     })
-    .err()
-    .expect("two tools named alike must be refused");
+    .expect_err("two tools named alike must be refused");
     let text = error.to_string();
     assert!(text.contains("everything_"), "{text}");
 
