@@ -10,7 +10,9 @@
 //! flight costs (resident memory then, less the memory before any run started, over R).
 //!
 //! It prints one JSON line: runs/s, calls/s, wall time, peak RSS (and, parked, the RSS per
-//! parked run). Build it in release mode; see BENCHMARKS.md for the figures.
+//! parked run). Build it in release mode; see BENCHMARKS.md for the figures. `--arbiters` and
+//! `--workers` set the host's actor threads and tool worker threads (`HostConfig`; both default
+//! to one per core), to try what suits a machine.
 //!
 //! With the `dhat-heap` feature the heap is counted by dhat instead (far slower, so the speeds
 //! mean nothing): parked, the line adds the heap bytes and blocks one parked run holds, and
@@ -18,7 +20,8 @@
 //! are in, by allocation site.
 //!
 //! ```text
-//! cargo run --release --example stress -- [--runs 10000] [--calls 8] [--parked]
+//! cargo run --release --example stress -- [--runs 10000] [--calls 8] [--parked] \
+//!     [--arbiters N] [--workers N]
 //! cargo run --release --example stress --features dhat-heap -- --parked
 //! ```
 
@@ -32,7 +35,7 @@ use golato::agent::{self, Agent, RunResult};
 use golato::generator::Scripted;
 use golato::message::{AssistantMessage, Message, ToolCall, UserMessage};
 use golato::tool::{Tool, ToolContext, ToolResult};
-use golato::Host;
+use golato::{Host, HostConfig};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -66,12 +69,16 @@ fn write_heap_profile() {
     }
 }
 
-const USAGE: &str = "usage: stress [--runs N] [--calls K] [--parked]";
+const USAGE: &str = "usage: stress [--runs N] [--calls K] [--parked] [--arbiters N] [--workers N]";
 
 pub(crate) struct Options {
     pub(crate) runs: usize,
     pub(crate) calls: usize,
     pub(crate) parked: bool,
+    /// The host's actor threads; `None`: `HostConfig`'s default.
+    pub(crate) arbiters: Option<usize>,
+    /// The host's tool worker threads; `None`: `HostConfig`'s default.
+    pub(crate) workers: Option<usize>,
 }
 
 /// The options from the command line's arguments (without the program's name).
@@ -80,6 +87,8 @@ pub(crate) fn options(args: impl IntoIterator<Item = String>) -> Result<Options,
         runs: 10_000,
         calls: 8,
         parked: false,
+        arbiters: None,
+        workers: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -96,6 +105,8 @@ pub(crate) fn options(args: impl IntoIterator<Item = String>) -> Result<Options,
             "--runs" => options.runs = count("--runs", args.next())?,
             "--calls" => options.calls = count("--calls", args.next())?,
             "--parked" => options.parked = true,
+            "--arbiters" => options.arbiters = Some(count("--arbiters", args.next())?),
+            "--workers" => options.workers = Some(count("--workers", args.next())?),
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other:?}; {USAGE}")),
         }
@@ -252,6 +263,8 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
         runs,
         calls,
         parked,
+        arbiters,
+        workers,
     } = *options;
     let park = parked.then(|| {
         Arc::new(Park {
@@ -262,7 +275,14 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
             heap_when_all_in: OnceLock::new(),
         })
     });
-    let host = Host::new(Default::default()).map_err(|e| e.to_string())?;
+    let defaults = HostConfig::default();
+    let host_config = HostConfig {
+        arbiters: arbiters.unwrap_or(defaults.arbiters),
+        worker_threads: workers.or(defaults.worker_threads),
+        ..defaults
+    };
+    let (arbiters, workers) = (host_config.arbiters, host_config.worker_threads);
+    let host = Host::new(host_config).map_err(|e| e.to_string())?;
     let agent = Agent::new(agent::Config {
         generator: Some(Arc::new(script(calls))),
         tools: vec![echo_tool(park.clone())],
@@ -306,6 +326,8 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
         "runs_per_s": runs as f64 / wall,
         "calls_per_s": (runs * calls) as f64 / wall,
         "peak_rss_mib": after.peak_kib as f64 / 1024.0,
+        "arbiters": arbiters,
+        "workers": workers,
     });
     if let Some(park) = park {
         let all_in = park.rss_kib_when_all_in.get().copied().unwrap_or(0);

@@ -155,6 +155,8 @@ fn stress_runs_every_call_and_reports_parked_memory() {
         runs: 200,
         calls: 3,
         parked: true,
+        arbiters: Some(1),
+        workers: None,
     })
     .unwrap();
     assert_eq!(report["runs"], 200);
@@ -162,6 +164,7 @@ fn stress_runs_every_call_and_reports_parked_memory() {
     assert!(report["calls_per_s"].as_f64().unwrap() > 0.0, "{report}");
     assert!(report["peak_rss_mib"].as_f64().unwrap() > 0.0, "{report}");
     assert!(report["rss_per_parked_run_kib"].is_number(), "{report}");
+    assert_eq!(report["arbiters"], 1);
 }
 
 #[test]
@@ -195,6 +198,11 @@ fn stress_options_say_what_is_wrong() {
     assert_eq!((options.runs, options.calls, options.parked), (5, 2, true));
     let defaults = stress::options(args(&[])).unwrap();
     assert_eq!((defaults.runs, defaults.calls), (10_000, 8));
+    assert_eq!((defaults.arbiters, defaults.workers), (None, None));
+    let threads = stress::options(args(&["--arbiters", "1", "--workers", "3"])).unwrap();
+    assert_eq!((threads.arbiters, threads.workers), (Some(1), Some(3)));
+    let error = stress::options(args(&["--workers"])).err().unwrap();
+    assert!(error.contains("--workers needs a number"), "{error}");
     let error = stress::options(args(&["--runs", "0"])).err().unwrap();
     assert!(
         error.contains("--runs") && error.contains("\"0\""),
