@@ -55,6 +55,29 @@ fn tool_order(lines: &[Value]) -> Vec<(String, String)> {
 }
 
 #[test]
+fn an_image_result_is_named_with_its_type_and_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let pixels = image::RgbImage::from_pixel(4, 4, image::Rgb([200, 10, 10]));
+    pixels.save(dir.path().join("dot.png")).unwrap();
+    let png_size = std::fs::metadata(dir.path().join("dot.png")).unwrap().len();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "r", "name": "read", "arguments": {"path": "dot.png"}}]}),
+            json!({"text": "A red square."}),
+        ],
+    );
+    let output = run_script(dir.path(), &script, &[]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = stdout(&output);
+    assert!(
+        text.contains(&format!("  │ [image: image/png, {png_size} bytes]")),
+        "{text}"
+    );
+}
+
+#[test]
 fn piped_output_is_plain_lines_with_each_call_and_a_summary() {
     let dir = tempfile::tempdir().unwrap();
     let script = two_calls_script(dir.path());

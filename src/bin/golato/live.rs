@@ -15,7 +15,7 @@ use anstyle::{AnsiColor, Style};
 use golato::agent::Event;
 use golato::generator::Delta;
 use golato::hook::HookAction;
-use golato::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
+use golato::message::{AssistantMessage, Content, StopReason, ToolCall, ToolResultMessage};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::Value;
 
@@ -208,6 +208,15 @@ impl Live {
             let more = lines.len() - RESULT_LINES;
             text.push_str(&format!("\n  {DIM}│ … {more} more line(s){DIM:#}"));
         }
+        // A terminal cannot show the image the model gets, but it can say one came back.
+        for part in &result.content {
+            if let Content::Image { mime_type, data } = part {
+                text.push_str(&format!(
+                    "\n  {DIM}│ [image: {mime_type}, {}]{DIM:#}",
+                    decoded_size(data)
+                ));
+            }
+        }
         self.line(&text);
     }
 
@@ -390,5 +399,16 @@ pub(crate) fn clip(text: &str) -> String {
     match text.char_indices().nth(LINE_WIDTH) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
+    }
+}
+
+/// The size of base64 `data` once decoded, in the unit a person reads best.
+fn decoded_size(data: &str) -> String {
+    let padding = data.bytes().rev().take_while(|&byte| byte == b'=').count();
+    let bytes = (data.len() / 4 * 3).saturating_sub(padding);
+    if bytes < 1024 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{:.1} KiB", bytes as f64 / 1024.0)
     }
 }
