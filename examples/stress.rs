@@ -281,7 +281,12 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
         worker_threads: workers.or(defaults.worker_threads),
         ..defaults
     };
-    let (arbiters, workers) = (host_config.arbiters, host_config.worker_threads);
+    // `None` workers means one per core, as tokio counts them.
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let (arbiters, workers) = (
+        host_config.arbiters,
+        host_config.worker_threads.unwrap_or(cores),
+    );
     let host = Host::new(host_config).map_err(|e| e.to_string())?;
     let agent = Agent::new(agent::Config {
         generator: Some(Arc::new(script(calls))),
