@@ -18,13 +18,22 @@ seed() { # target, fixture directory
         done
     fi
 }
+seed_lines() { # target, fixture directory of JSON lines (one event each), framed as SSE
+    mkdir -p "$work/corpus/$1"
+    if [ -d "$fixtures/$2" ]; then
+        for f in "$fixtures/$2"/*; do
+            { printf '\x40'; sed -e 's/^/data: /' -e 's/$/\n/' "$f"; } > "$work/corpus/$1/$(basename "$f")"
+        done
+    fi
+}
 seed sse_openai openai-chat
 seed sse_anthropic anthropic
+seed_lines sse_responses openai-responses
 mkdir -p "$work/corpus/edit_matcher" "$work/corpus/validation" "$work/corpus/image"
 printf 'fn main() {\n    let x = \xe2\x80\x9chi\xe2\x80\x9d;  \n}\n\xffx = "hi"\xffy' > "$work/corpus/edit_matcher/seed"
 printf '{"path": "a", "count": 3, "items": [{"x": 1.5}]}' > "$work/corpus/validation/seed"
 cargo +nightly fuzz build -O
-for target in ${TARGETS:-sse_openai sse_anthropic edit_matcher validation image}; do
+for target in ${TARGETS:-sse_openai sse_anthropic sse_responses edit_matcher validation image}; do
     echo "== $target ($seconds s)"
     cargo +nightly fuzz run -O "$target" "$work/corpus/$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \

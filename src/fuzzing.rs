@@ -4,8 +4,57 @@
 use serde_json::Value;
 
 use crate::agent::validation::{prepare, Prepared, Registry};
-use crate::message::ToolCall;
+use crate::generator::anthropic::MessagesStreamDecoder;
+use crate::generator::openai::ChatStreamDecoder;
+use crate::generator::responses::ResponsesStreamDecoder;
+use crate::generator::sse::SseDecoder;
+use crate::generator::{Delta, Error};
+use crate::message::{AssistantMessage, ToolCall};
 use crate::tool::{self, Tool, ToolResult};
+
+/// A Chat Completions stream: see [`stream`].
+pub fn openai_chat_stream(data: &[u8]) -> Option<AssistantMessage> {
+    stream(data, ChatStreamDecoder::decode, ChatStreamDecoder::finish)
+}
+
+/// An Anthropic Messages stream: see [`stream`].
+pub fn anthropic_stream(data: &[u8]) -> Option<AssistantMessage> {
+    stream(
+        data,
+        MessagesStreamDecoder::decode,
+        MessagesStreamDecoder::finish,
+    )
+}
+
+/// A Responses API stream: see [`stream`].
+pub fn responses_stream(data: &[u8]) -> Option<AssistantMessage> {
+    stream(
+        data,
+        ResponsesStreamDecoder::decode,
+        ResponsesStreamDecoder::finish,
+    )
+}
+
+/// A provider's server-sent events through the SSE framing and `decode`: `data`'s first byte
+/// says where the body (the rest) is cut in two, as a network read would. The message the
+/// stream assembled, or `None` where the decoder refused an event.
+fn stream<D: Default>(
+    data: &[u8],
+    decode: fn(&mut D, &str) -> Result<Vec<Delta>, Error>,
+    finish: fn(D) -> AssistantMessage,
+) -> Option<AssistantMessage> {
+    let (&cut, body) = data.split_first()?;
+    let cut = usize::from(cut).min(body.len());
+    let mut sse = SseDecoder::default();
+    let mut events = sse.feed(&body[..cut]);
+    events.extend(sse.feed(&body[cut..]));
+    events.extend(sse.finish());
+    let mut decoder = D::default();
+    for event in events {
+        decode(&mut decoder, &event.data).ok()?;
+    }
+    Some(finish(decoder))
+}
 
 /// edit's matcher on `original`: the edited text, or the error the model would get.
 pub fn edit(original: &str, edits: &[(&str, &str)]) -> Result<String, String> {
