@@ -248,13 +248,7 @@ fn progress_updates_carry_the_tail_and_are_throttled() {
     );
     let (events, outcome) = collect(agent.start(prompt("go")));
     outcome.unwrap();
-    let updates: Vec<String> = events
-        .iter()
-        .filter_map(|event| match event {
-            Event::ToolExecutionUpdate(update) => Some(update.partial_result.text_content()),
-            _ => None,
-        })
-        .collect();
+    let updates = update_texts(&events);
     assert!(!updates.is_empty(), "no progress update");
     assert!(
         updates.len() <= 8,

@@ -108,13 +108,7 @@ async fn progress_notifications_become_updates_and_cancelling_tells_the_server()
     );
     let (events, outcome) = collect(short.start(prompt("go")));
     outcome.unwrap();
-    let updates: Vec<String> = events
-        .iter()
-        .filter_map(|event| match event {
-            Event::ToolExecutionUpdate(update) => Some(update.partial_result.text_content()),
-            _ => None,
-        })
-        .collect();
+    let updates = update_texts(&events);
     assert!(
         updates.iter().any(|text| text.starts_with("progress")),
         "{updates:?}"

@@ -93,13 +93,7 @@ fn a_consumer_that_does_not_read_gets_coalesced_updates_and_every_lifecycle_even
     assert_eq!(trace.iter().filter(|t| t.starts_with("start")).count(), 2);
     assert_eq!(trace.iter().filter(|t| t.starts_with("end")).count(), 2);
     // The newest update of each call survived coalescing.
-    let last_partials: Vec<String> = buffered
-        .iter()
-        .filter_map(|event| match event {
-            Event::ToolExecutionUpdate(update) => Some(update.partial_result.text_content()),
-            _ => None,
-        })
-        .collect();
+    let last_partials = update_texts(&buffered);
     assert!(
         last_partials.contains(&format!("progress {}", UPDATES - 1)),
         "{last_partials:?}"

@@ -81,6 +81,17 @@ pub fn collect(run: Run) -> (Vec<Event>, Result<agent::RunResult, agent::Error>)
     (events, run.wait())
 }
 
+/// The text of every partial result among `events`, in order.
+pub fn update_texts(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::ToolExecutionUpdate(update) => Some(update.partial_result.text_content()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A compact trace of the tool events: `start:i`, `update:i`, `end:i`.
 pub fn tool_trace(events: &[Event]) -> Vec<String> {
     events
