@@ -12,14 +12,6 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use support::*;
 
-fn tools_in(dir: &std::path::Path) -> Vec<Tool> {
-    builtin::new(builtin::Config {
-        working_directory: dir.into(),
-        ..Default::default()
-    })
-    .unwrap()
-}
-
 fn names(tools: &[Tool]) -> Vec<&str> {
     tools.iter().map(Tool::name).collect()
 }

@@ -16,20 +16,10 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use golato::agent::{self, Agent};
-use golato::builtin;
 use golato::generator::{Model, OpenAiChat, RetryPolicy};
-use golato::tool::Tool;
 use serde_json::json;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-fn tools_in(dir: &Path) -> Vec<Tool> {
-    builtin::new(builtin::Config {
-        working_directory: dir.into(),
-        ..Default::default()
-    })
-    .unwrap()
-}
 
 fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)

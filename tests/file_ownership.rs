@@ -9,20 +9,9 @@
 mod support;
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
-use golato::builtin;
-use golato::tool::Tool;
 use serde_json::json;
 use support::*;
-
-fn tools_in(dir: &Path) -> Vec<Tool> {
-    builtin::new(builtin::Config {
-        working_directory: dir.into(),
-        ..Default::default()
-    })
-    .unwrap()
-}
 
 fn edit_args(path: &str) -> String {
     json!({"path": path, "edits": [{"oldText": "old", "newText": "new"}]}).to_string()

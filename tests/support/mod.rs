@@ -81,6 +81,15 @@ pub fn collect(run: Run) -> (Vec<Event>, Result<agent::RunResult, agent::Error>)
     (events, run.wait())
 }
 
+/// All four built-in tools, working in `dir`.
+pub fn tools_in(dir: &std::path::Path) -> Vec<Tool> {
+    golato::builtin::new(golato::builtin::Config {
+        working_directory: dir.into(),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
 /// The text of every partial result among `events`, in order.
 pub fn update_texts(events: &[Event]) -> Vec<String> {
     events
