@@ -181,6 +181,14 @@ pub enum Delta {
     },
 }
 
+/// What a provider client sends in place of an image the model does not accept.
+const IMAGE_LEFT_OUT: &str = "[image left out: the model does not accept images]";
+
+/// An image as the `data:` URL the OpenAI APIs take.
+fn data_url(mime_type: &str, data: &str) -> String {
+    format!("data:{mime_type};base64,{data}")
+}
+
 /// Serializes a text fragment as `{"text": ...}`, beside the enum's `"kind"` tag.
 fn as_text<S: serde::Serializer>(text: &str, serializer: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;

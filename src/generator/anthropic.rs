@@ -348,7 +348,7 @@ fn parts(content: &[Content], images_allowed: bool) -> Vec<Value> {
             Content::Image { mime_type, data } if images_allowed => {
                 serde_json::json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}})
             }
-            Content::Image { .. } => serde_json::json!({"type": "text", "text": "[image left out: the model does not accept images]"}),
+            Content::Image { .. } => serde_json::json!({"type": "text", "text": super::IMAGE_LEFT_OUT}),
         })
         .collect()
 }

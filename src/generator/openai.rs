@@ -358,7 +358,7 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
                     .content
                     .iter()
                     .filter_map(|part| match part {
-                        Content::Image { mime_type, data } => Some(serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})),
+                        Content::Image { mime_type, data } => Some(serde_json::json!({"type": "image_url", "image_url": {"url": super::data_url(mime_type, data)}})),
                         Content::Text { .. } => None,
                     })
                     .collect();
@@ -415,9 +415,9 @@ fn content_parts(content: &[Content], images_allowed: bool) -> Value {
         .map(|part| match part {
             Content::Text { text } => serde_json::json!({"type": "text", "text": text}),
             Content::Image { mime_type, data } if images_allowed => {
-                serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})
+                serde_json::json!({"type": "image_url", "image_url": {"url": super::data_url(mime_type, data)}})
             }
-            Content::Image { .. } => serde_json::json!({"type": "text", "text": "[image left out: the model does not accept images]"}),
+            Content::Image { .. } => serde_json::json!({"type": "text", "text": super::IMAGE_LEFT_OUT}),
         })
         .collect()
 }

@@ -340,10 +340,6 @@ impl super::Generator for OpenAiResponses {
     }
 }
 
-fn image_url(mime_type: &str, data: &str) -> String {
-    format!("data:{mime_type};base64,{data}")
-}
-
 /// A user's or a tool's content as Responses input parts.
 fn input_parts(content: &[Content], images_allowed: bool) -> Vec<Value> {
     content
@@ -351,11 +347,11 @@ fn input_parts(content: &[Content], images_allowed: bool) -> Vec<Value> {
         .map(|part| match part {
             Content::Text { text } => json!({"type": "input_text", "text": text}),
             Content::Image { mime_type, data } if images_allowed => {
-                json!({"type": "input_image", "image_url": image_url(mime_type, data)})
+                json!({"type": "input_image", "image_url": super::data_url(mime_type, data)})
             }
             Content::Image { .. } => json!({
                 "type": "input_text",
-                "text": "[image left out: the model does not accept images]",
+                "text": super::IMAGE_LEFT_OUT,
             }),
         })
         .collect()
