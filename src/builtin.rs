@@ -44,6 +44,8 @@
 
 mod bash;
 mod edit;
+#[cfg(feature = "fault-injection")]
+pub mod fault;
 mod images;
 mod paths;
 mod read;

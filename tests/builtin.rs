@@ -251,14 +251,40 @@ fn write_says_which_parent_is_in_the_way() {
 #[test]
 fn write_clears_temporary_files_a_crashed_writer_left() {
     let dir = tempfile::tempdir().unwrap();
-    // Left by a process that is gone (no pid is this high), and by this one (alive: it could
-    // be a write in progress).
-    let stale = dir.path().join(".golato-write-4194305-Ab12Cd");
-    let live = dir
+    let machine: String = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    // Left by a process of this machine that is gone (no pid is this high), and by this one
+    // (alive: it could be a write in progress).
+    let stale = dir
         .path()
-        .join(format!(".golato-write-{}-Xy34Zw", std::process::id()));
+        .join(format!(".golato-write-{machine}-4194305-Ab12Cd34"));
+    let live = dir.path().join(format!(
+        ".golato-write-{machine}-{}-Xy34Zw56",
+        std::process::id()
+    ));
+    // Look-alikes that are not surely ours (issue 21: any name whose pid was not local went):
+    // a writer on another machine sharing the directory, the old naming, a name of another shape.
+    let kept = [
+        ".golato-write-othermachine-4194305-Ab12Cd34".to_owned(),
+        ".golato-write-4194305-Ab12Cd".to_owned(),
+        format!(".golato-write-{machine}-4194305-notes.txt"),
+    ];
     std::fs::write(&stale, "half").unwrap();
     std::fs::write(&live, "half").unwrap();
+    for name in &kept {
+        std::fs::write(dir.path().join(name), "mine").unwrap();
+    }
     let tools = tools_in(dir.path());
     let result = call_tool(
         &tools,
@@ -268,6 +294,9 @@ fn write_clears_temporary_files_a_crashed_writer_left() {
     assert!(!result.is_error, "{}", result.text());
     assert!(!stale.exists(), "the dead writer's file is gone");
     assert!(live.exists(), "a live writer's file is kept");
+    for name in &kept {
+        assert!(dir.path().join(name).exists(), "{name} is kept");
+    }
 }
 
 /// A PNG that claims `width` × `height` grey pixels: its header only (and no pixel data), as

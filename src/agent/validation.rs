@@ -55,7 +55,7 @@ pub(crate) enum Prepared {
 /// How much of a long argument text an error message shows.
 const EXCERPT_CHARS: usize = 2_000;
 
-fn excerpt(text: &str) -> String {
+pub(crate) fn excerpt(text: &str) -> String {
     match text.char_indices().nth(EXCERPT_CHARS) {
         Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
         None => text.to_owned(),

@@ -8,9 +8,10 @@ use golato_actors::path_lock::PathLock;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use super::paths::{lock_key, replaceable};
-use super::write::{replace_atomically, write_failed};
+use super::write::{replace_atomically, write_failed, Fence};
 use super::Workspace;
 use crate::tool::{BoxError, Execution, Tool, ToolContext, ToolResult};
 
@@ -48,15 +49,20 @@ pub(super) fn tool(workspace: Arc<Workspace>, lock: PathLock) -> Tool {
             let (workspace, lock) = (Arc::clone(&workspace), lock.clone());
             async move {
                 let path = workspace.resolve(&args.path);
-                let applied = {
-                    let _lease = tokio::select! {
-                        lease = lock.acquire(lock_key(&path)) => lease?,
-                        () = ctx.cancelled() => return Err("edit was cancelled before it started".into()),
-                    };
-                    tokio::task::spawn_blocking(move || edit_file(&path, &args))
-                        .await
-                        .map_err(|error| format!("edit did not finish: {error}"))??
+                let lease = tokio::select! {
+                    lease = lock.acquire(lock_key(&path)) => lease?,
+                    () = ctx.cancelled() => return Err("edit was cancelled before it started".into()),
                 };
+                let cancel = ctx.cancellation_token().clone();
+                // The lease goes with the edit to the blocking pool: if golato gives up on this
+                // call (a timeout it ignores), the edit runs on there, and no later write of the
+                // file may start before it ends.
+                let applied = tokio::task::spawn_blocking(move || {
+                    let _lease = lease;
+                    edit_file(&path, &args, &cancel)
+                })
+                .await
+                .map_err(|error| format!("edit did not finish: {error}"))??;
                 // The file is written: the diff, which can take long, no longer holds the lease.
                 tokio::task::spawn_blocking(move || applied.report(DIFF_TIME_LIMIT))
                     .await
@@ -74,7 +80,7 @@ const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 /// `/proc`, cannot make it read on).
 fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
-    let file = std::fs::File::open(path)?;
+    let file = super::paths::open_regular(path, std::fs::OpenOptions::new().read(true))?;
     if file.metadata()?.len() > MAX_EDIT_BYTES {
         return Err(std::io::ErrorKind::FileTooLarge.into());
     }
@@ -119,10 +125,17 @@ impl Applied {
     }
 }
 
-fn edit_file(path: &Path, args: &EditArgs) -> Result<Applied, BoxError> {
-    let shown = &args.path;
+fn edit_file(
+    path: &Path,
+    args: &EditArgs,
+    cancel: &CancellationToken,
+) -> Result<Applied, BoxError> {
+    let shown = &super::paths::shown(&args.path);
     let target = replaceable(path, shown)?;
     let bytes = read_bounded(&target).map_err(|error| match error.kind() {
+        _ if super::paths::NotRegular::in_error(&error).is_some() => format!(
+            "{shown} is not a regular file (it changed while edit looked at it: {error}); write and edit only replace regular files"
+        ),
         std::io::ErrorKind::NotFound => format!("File not found: {shown}"),
         std::io::ErrorKind::PermissionDenied => format!("Permission denied: cannot read {shown}"),
         std::io::ErrorKind::FileTooLarge => format!(
@@ -140,10 +153,10 @@ fn edit_file(path: &Path, args: &EditArgs) -> Result<Applied, BoxError> {
         .collect();
     let edited = apply(&original, &edits)
         .map_err(|error| format!("{error} No change was made to {shown}."))?;
-    replace_atomically(&target, edited.text.as_bytes())
+    replace_atomically(&target, edited.text.as_bytes(), Fence(cancel))
         .map_err(|error| write_failed(shown, &error))?;
     Ok(Applied {
-        shown: shown.clone(),
+        shown: shown.to_owned(),
         replaced: edits.len(),
         original,
         edited,
@@ -159,13 +172,28 @@ pub(super) struct Edited {
 
 const BOM: char = '\u{feff}';
 
+/// Most edits one call takes: matching is linear in the file and the edits together, but the
+/// matcher's table grows with their number.
+pub(super) const MAX_EDITS: usize = 10_000;
+
 /// Applies every `(old, new)` replacement to `original`, each matched against `original`.
+///
+/// Each `old` is looked for as given, then (in a file whose first line ends in `\r\n`) with its
+/// line endings made the file's, then with whitespace, quotes and dashes normalized; the first
+/// way that finds it decides, and it must match exactly once. All edits are looked for together
+/// in one pass over the file per way (see [`find_unique`]), so many edits cost what one does.
 ///
 /// # Errors
 /// A message naming the failing `edits[i]` and why.
 pub(super) fn apply(original: &str, edits: &[(&str, &str)]) -> Result<Edited, String> {
     if edits.is_empty() {
         return Err("edits is empty; give at least one {oldText, newText}.".to_owned());
+    }
+    if edits.len() > MAX_EDITS {
+        return Err(format!(
+            "edits has {} entries, more than the {MAX_EDITS} one call takes; split them over several calls, or rewrite the file with write.",
+            edits.len()
+        ));
     }
     let (bom, content) = match original.strip_prefix(BOM) {
         Some(rest) => (true, rest),
@@ -182,10 +210,12 @@ pub(super) fn apply(original: &str, edits: &[(&str, &str)]) -> Result<Edited, St
             lf
         }
     };
-    let mut normalized: Option<Normalized> = None;
-    let mut regions: Vec<(usize, usize, usize, String)> = Vec::with_capacity(edits.len());
-    for (index, (old, new)) in edits.iter().enumerate() {
-        let (old, new) = (convert(old), convert(new));
+    let converted: Vec<(String, String)> = edits
+        .iter()
+        .map(|(old, new)| (convert(old), convert(new)))
+        .collect();
+    let mut first_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (index, (old, new)) in converted.iter().enumerate() {
         if old.is_empty() {
             return Err(format!(
                 "edits[{index}].oldText is empty; give the exact text to replace."
@@ -196,24 +226,71 @@ pub(super) fn apply(original: &str, edits: &[(&str, &str)]) -> Result<Edited, St
                 "edits[{index}] changes nothing: newText equals oldText."
             ));
         }
-        if let Some(first) = edits[..index]
-            .iter()
-            .position(|(earlier, _)| convert(earlier) == old)
-        {
+        if let Some(first) = first_of.insert(old, index) {
             return Err(format!(
                 "edits[{index}] duplicates edits[{first}]: both replace the same oldText."
             ));
         }
-        let (start, end) = locate(content, &old, &mut normalized).map_err(|problem| match problem {
-            Locate::Missing => format!(
-                "edits[{index}].oldText was not found in the file (nor with whitespace, quotes and dashes normalized); copy it exactly from the file."
-            ),
-            Locate::Repeated(count) => format!(
-                "edits[{index}].oldText occurs {count} times in the file; include more surrounding lines so it matches exactly once."
-            ),
-        })?;
-        regions.push((start, end, index, new));
     }
+    let repeated = |index: usize, count: usize| {
+        format!(
+            "edits[{index}].oldText occurs {count} times in the file; include more surrounding lines so it matches exactly once."
+        )
+    };
+    let mut regions: Vec<Option<(usize, usize, String)>> = vec![None; edits.len()];
+    // As given: also what finds an LF passage in a CRLF file (or the other way round). The new
+    // text then takes the line endings of what it replaces.
+    let raw: Vec<&str> = edits.iter().map(|(old, _)| *old).collect();
+    let scan = find_unique(content, &raw, |_, _, _| true)?;
+    if let Some(index) = scan.repeated {
+        return Err(repeated(index, content.matches(raw[index]).count()));
+    }
+    for (index, start) in scan.found.iter().enumerate() {
+        if let Some(start) = *start {
+            let (old, new) = edits[index];
+            let lf = new.replace("\r\n", "\n");
+            let new = if old.contains("\r\n") {
+                lf.replace('\n', "\r\n")
+            } else if old.contains('\n') {
+                lf
+            } else {
+                converted[index].1.clone()
+            };
+            regions[index] = Some((start, start + old.len(), new));
+        }
+    }
+    // With the file's line endings.
+    let wanted: Vec<usize> = (0..edits.len())
+        .filter(|&index| regions[index].is_none() && converted[index].0 != edits[index].0)
+        .collect();
+    if !wanted.is_empty() {
+        let needles: Vec<&str> = wanted
+            .iter()
+            .map(|&index| converted[index].0.as_str())
+            .collect();
+        let scan = find_unique(content, &needles, |_, _, _| true)?;
+        if let Some(at) = scan.repeated {
+            return Err(repeated(wanted[at], content.matches(needles[at]).count()));
+        }
+        for (at, start) in scan.found.iter().enumerate() {
+            if let Some(start) = *start {
+                let (old, new) = &converted[wanted[at]];
+                regions[wanted[at]] = Some((start, start + old.len(), new.clone()));
+            }
+        }
+    }
+    // Normalized.
+    let wanted: Vec<usize> = (0..edits.len())
+        .filter(|&index| regions[index].is_none())
+        .collect();
+    if !wanted.is_empty() {
+        fuzzy(content, &wanted, &converted, &mut regions, &repeated)?;
+    }
+    let mut regions: Vec<(usize, usize, usize, String)> = regions
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, region)| region.map(|(start, end, new)| (start, end, index, new)))
+        .collect();
     regions.sort_by_key(|(start, ..)| *start);
     for pair in regions.windows(2) {
         if let [(_, end, earlier, _), (start, _, later, _)] = pair {
@@ -244,60 +321,147 @@ pub(super) fn apply(original: &str, edits: &[(&str, &str)]) -> Result<Edited, St
     })
 }
 
-enum Locate {
-    Missing,
-    Repeated(usize),
-}
-
-/// The byte range of `old` in `content`: an exact unique match, else a unique match with
-/// whitespace, quotes and dashes normalized (mapped back to the original bytes).
-fn locate(
+/// The edits `wanted` found with whitespace, quotes and dashes normalized (mapped back to the
+/// original bytes), into `regions`; the first still missing is an error.
+fn fuzzy(
     content: &str,
-    old: &str,
-    normalized: &mut Option<Normalized>,
-) -> Result<(usize, usize), Locate> {
-    let mut exact = content.match_indices(old);
-    match (exact.next(), exact.next()) {
-        (Some((start, _)), None) => return Ok((start, start + old.len())),
-        (Some(_), Some(_)) => return Err(Locate::Repeated(2 + exact.count())),
-        (None, _) => {}
+    wanted: &[usize],
+    converted: &[(String, String)],
+    regions: &mut [Option<(usize, usize, String)>],
+    repeated: &dyn Fn(usize, usize) -> String,
+) -> Result<(), String> {
+    let missing = |index: usize| {
+        format!(
+            "edits[{index}].oldText was not found in the file (nor with whitespace, quotes and dashes normalized); copy it exactly from the file."
+        )
+    };
+    let normalized = Normalized::new(content, true);
+    let needles: Vec<Normalized> = wanted
+        .iter()
+        .map(|&index| Normalized::new(&converted[index].0, false))
+        .collect();
+    if let Some(at) = needles.iter().position(|needle| needle.text.is_empty()) {
+        return Err(missing(wanted[at]));
     }
-    let normalized = normalized.get_or_insert_with(|| Normalized::new(content, true));
-    let needle = Normalized::new(old, false);
-    if needle.text.is_empty() {
-        return Err(Locate::Missing);
-    }
-    // Whitespace ending `old` was dropped as trailing: that holds only where the match ends a
-    // line (mid-line, "foo " is not "foo").
-    let ends_a_line = |end: usize| {
+    // Whitespace ending a needle was dropped as trailing: that holds only where the match ends
+    // a line (mid-line, "foo " is not "foo").
+    let ends_a_line = |needle: &Normalized, end: usize| {
         !needle.held_at_end
             || matches!(
                 normalized.text.as_bytes().get(end),
                 None | Some(b'\n' | b'\r')
             )
     };
-    let mut found = normalized
-        .text
-        .match_indices(needle.text.as_str())
-        .filter(|(start, _)| ends_a_line(start + needle.text.len()));
-    match (found.next(), found.next()) {
-        (Some((start, _)), None) => {
-            let end = start + needle.text.len();
-            match (
-                normalized.source_start(start),
-                normalized.source_start(end - 1),
-            ) {
-                (Some(from), Some(last)) => {
-                    // The match ends where the character its last byte came from ends.
-                    let to = last + content[last..].chars().next().map_or(0, char::len_utf8);
-                    Ok((from, to))
-                }
-                _ => Err(Locate::Missing),
-            }
-        }
-        (Some(_), Some(_)) => Err(Locate::Repeated(2 + found.count())),
-        (None, _) => Err(Locate::Missing),
+    let texts: Vec<&str> = needles.iter().map(|needle| needle.text.as_str()).collect();
+    let scan = find_unique(&normalized.text, &texts, |at, _, end| {
+        ends_a_line(&needles[at], end)
+    })?;
+    if let Some(at) = scan.repeated {
+        let count = normalized
+            .text
+            .match_indices(texts[at])
+            .filter(|(start, _)| ends_a_line(&needles[at], start + texts[at].len()))
+            .count();
+        return Err(repeated(wanted[at], count));
     }
+    for (at, start) in scan.found.iter().enumerate() {
+        let index = wanted[at];
+        let Some(start) = *start else {
+            return Err(missing(index));
+        };
+        let end = start + texts[at].len();
+        let (Some(from), Some(last)) = (
+            normalized.source_start(start),
+            normalized.source_start(end - 1),
+        ) else {
+            return Err(missing(index));
+        };
+        // The match ends where the character its last byte came from ends.
+        let to = last + content[last..].chars().next().map_or(0, char::len_utf8);
+        regions[index] = Some((from, to, converted[index].1.clone()));
+    }
+    Ok(())
+}
+
+/// Where each needle occurs in a haystack, found in one pass for all of them.
+struct Scan {
+    /// Each needle's only start, or `None` where it does not occur.
+    found: Vec<Option<usize>>,
+    /// A needle found twice: the pass stopped there, and `found` is incomplete.
+    repeated: Option<usize>,
+}
+
+/// How many bytes of each needle the multi-pattern automaton holds; the rest is compared where
+/// that prefix matches. It keeps the automaton's size bounded by the number of needles, not
+/// their length (the file's 64 MiB could all be needles).
+const PREFIX_BYTES: usize = 64;
+
+/// Bytes compared past prefixes before giving up: needles that share long prefixes with much of
+/// the file could otherwise make matching quadratic.
+const COMPARE_BUDGET_BYTES: usize = 1 << 30;
+
+/// Finds where each of `needles` (none empty) occurs in `haystack`, counting only occurrences
+/// `accept(needle, start, end)` takes, and stopping at the first needle found twice.
+///
+/// One Aho-Corasick pass over the haystack with every needle's first [`PREFIX_BYTES`] (at
+/// character boundaries), each prefix match then compared in full: linear in the haystack and
+/// the needles, where looking for each needle in turn was their product.
+fn find_unique(
+    haystack: &str,
+    needles: &[&str],
+    accept: impl Fn(usize, usize, usize) -> bool,
+) -> Result<Scan, String> {
+    let mut scan = Scan {
+        found: vec![None; needles.len()],
+        repeated: None,
+    };
+    let prefix = |needle: &str| -> usize {
+        let mut cut = needle.len().min(PREFIX_BYTES);
+        while !needle.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        cut
+    };
+    // Needles sharing a prefix share one pattern of the automaton.
+    let mut patterns: Vec<&str> = Vec::new();
+    let mut sharing: Vec<Vec<usize>> = Vec::new();
+    let mut pattern_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (index, needle) in needles.iter().enumerate() {
+        let head = &needle[..prefix(needle)];
+        let pattern = *pattern_of.entry(head).or_insert_with(|| {
+            patterns.push(head);
+            sharing.push(Vec::new());
+            patterns.len() - 1
+        });
+        sharing[pattern].push(index);
+    }
+    let automaton = aho_corasick::AhoCorasick::builder()
+        .match_kind(aho_corasick::MatchKind::Standard)
+        .build(&patterns)
+        .map_err(|error| format!("the edits could not be matched: {error}"))?;
+    let mut compared = 0usize;
+    for found in automaton.find_overlapping_iter(haystack) {
+        let start = found.start();
+        for &index in &sharing[found.pattern().as_usize()] {
+            let needle = needles[index];
+            compared += needle.len() - found.len();
+            if compared > COMPARE_BUDGET_BYTES {
+                return Err("the edits are too many and too alike (long shared beginnings that recur all over the file) to match in reasonable time; split them over several calls with more distinct oldText.".to_owned());
+            }
+            let end = start + needle.len();
+            if haystack.as_bytes().get(start..end) != Some(needle.as_bytes())
+                || !accept(index, start, end)
+            {
+                continue;
+            }
+            if scan.found[index].is_some() {
+                scan.repeated = Some(index);
+                return Ok(scan);
+            }
+            scan.found[index] = Some(start);
+        }
+    }
+    Ok(scan)
 }
 
 /// Text with the fuzzy differences folded away, and (for a file's text) for each of its bytes

@@ -149,3 +149,61 @@ fn fuzzy_matches_map_back_to_whole_characters() {
     // Blank runs held back mid-line are kept as they were.
     assert_eq!(edited("a \t b\u{2019}\n", &[("a \t b'", "x")]), "x\n");
 }
+
+#[test]
+fn an_exact_match_is_found_as_given_in_a_file_of_mixed_line_endings() {
+    // Issue 21: the first line ends in CRLF, so oldText used to be looked for with CRLF only.
+    let original = "\u{feff}a\r\nb\nc\r\nd\n";
+    assert_eq!(
+        edited(original, &[("b\nc", "B\nC")]),
+        "\u{feff}a\r\nB\nC\r\nd\n"
+    );
+    // And the other way round: a CRLF passage in a file whose first line ends in LF.
+    assert_eq!(
+        edited("a\nb\r\nc\n", &[("b\r\nc", "B\r\nC")]),
+        "a\nB\r\nC\n"
+    );
+    // An oldText without line endings in a CRLF file still gets CRLF in its newText.
+    assert_eq!(edited("a\r\nb\r\n", &[("b", "x\ny")]), "a\r\nx\r\ny\r\n");
+}
+
+#[test]
+fn many_edits_are_matched_together_and_checked_like_one() {
+    let lines: Vec<String> = (0..40_000).map(|n| format!("line {n:05} here")).collect();
+    let original = lines.join("\n") + "\n";
+    let olds: Vec<String> = (0..40_000)
+        .step_by(4)
+        .map(|n| format!("line {n:05} here"))
+        .collect();
+    let news: Vec<String> = olds.iter().map(|old| old.to_uppercase()).collect();
+    let edits: Vec<(&str, &str)> = olds
+        .iter()
+        .zip(&news)
+        .map(|(old, new)| (old.as_str(), new.as_str()))
+        .collect();
+    let text = edited(&original, &edits);
+    assert_eq!(text.matches("LINE").count(), 10_000);
+    assert!(text.starts_with("LINE 00000 HERE\nline 00001 here\n"));
+    // One missing among them is named.
+    let mut broken = edits.clone();
+    broken[7_000] = ("line 99999 here", "x");
+    assert!(failure(&original, &broken).contains("edits[7000].oldText was not found"));
+    // A repeated one is counted.
+    let mut repeated = edits[..5].to_vec();
+    repeated.push(("here\n", "x"));
+    assert!(failure(&original, &repeated).contains("edits[5].oldText occurs 40000 times"));
+    // More than the cap is refused before any matching.
+    let too_many: Vec<(&str, &str)> = vec![("a", "b"); MAX_EDITS + 1];
+    assert!(failure(&original, &too_many).contains("more than the 10000"));
+}
+
+#[test]
+fn needles_sharing_a_long_prefix_are_told_apart() {
+    let head = "x".repeat(100);
+    let original = format!("{head}1\n{head}2\n{head}3\n");
+    let (one, two) = (format!("{head}1"), format!("{head}2"));
+    assert_eq!(
+        edited(&original, &[(&one, "one"), (&two, "two")]),
+        format!("one\ntwo\n{head}3\n")
+    );
+}

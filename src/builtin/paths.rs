@@ -70,6 +70,61 @@ pub(crate) fn lock_key(path: &Path) -> PathBuf {
     folded
 }
 
+/// `path` as error texts show it: whole up to 2,000 characters, else cut there with its length
+/// (a 10 MB path would otherwise be echoed into every result about it).
+pub(super) fn shown(path: &str) -> String {
+    crate::agent::validation::excerpt(path)
+}
+
+/// Why [`open_regular`] refused what it opened.
+#[derive(Debug)]
+pub(super) struct NotRegular {
+    /// What it is instead ("a FIFO (named pipe)", …).
+    pub(super) kind: &'static str,
+}
+
+impl std::fmt::Display for NotRegular {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "it is {}, not a regular file", self.kind)
+    }
+}
+
+impl std::error::Error for NotRegular {}
+
+impl NotRegular {
+    /// The refusal inside `error`, if that is what it is.
+    pub(super) fn in_error(error: &io::Error) -> Option<&NotRegular> {
+        error.get_ref()?.downcast_ref::<NotRegular>()
+    }
+}
+
+/// Opens `path` with `options` and checks that what was opened is a regular file.
+///
+/// A check of the path before opening is not enough: a symbolic link can be turned to a FIFO or
+/// a device between the check and the open. So the open itself never blocks (`O_NONBLOCK`:
+/// opening a FIFO with no writer would wait for one, for ever) and never takes a terminal as
+/// controlling one (`O_NOCTTY`), and the opened file's own type decides. `O_NONBLOCK` stays on:
+/// it changes nothing for a regular file, and a kernel file that waits for data (`/proc/kmsg`)
+/// then says `WouldBlock` instead of blocking a thread that no cancellation reaches.
+pub(super) fn open_regular(
+    path: &Path,
+    options: &mut std::fs::OpenOptions,
+) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    let file = options.custom_flags(flags.bits() as i32).open(path)?;
+    let file_type = file.metadata()?.file_type();
+    if !file_type.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            NotRegular {
+                kind: kind(&file_type),
+            },
+        ));
+    }
+    Ok(file)
+}
+
 /// The file a write or edit of `path` replaces: `path`, or the file its symbolic links lead to
 /// (a missing `path` is a new file). Refused, with what it is, when that exists and is not a
 /// regular file (a directory, a device, a FIFO, a socket: replacing one would turn it into a
@@ -77,12 +132,24 @@ pub(crate) fn lock_key(path: &Path) -> PathBuf {
 pub(super) fn replaceable(path: &Path, shown: &str) -> Result<PathBuf, String> {
     let own = match std::fs::symlink_metadata(path) {
         Ok(metadata) => metadata,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(path.to_owned()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            // A new file, unless a directory on the way is a link that leads nowhere (creating
+            // the directories would then fail with a bare "File exists").
+            if let Some(link) = dangling_ancestor(path) {
+                let to =
+                    std::fs::read_link(link).map_or_else(|_| "?".to_owned(), |to| shown_path(&to));
+                return Err(format!(
+                    "{shown} cannot be written: the directory {} on its way is a symbolic link to {to}, which leads nowhere; create that directory or fix the link",
+                    shown_path(link),
+                ));
+            }
+            return Ok(path.to_owned());
+        }
         Err(error) if error.kind() == io::ErrorKind::NotADirectory => {
             return Err(match file_in_the_way(path) {
                 Some(file) => format!(
                     "{shown} cannot be written: {} is a file, not a directory",
-                    file.display()
+                    shown_path(file)
                 ),
                 None => format!("could not look at {shown}: {error}"),
             })
@@ -92,7 +159,7 @@ pub(super) fn replaceable(path: &Path, shown: &str) -> Result<PathBuf, String> {
     let followed = if own.file_type().is_symlink() {
         std::fs::metadata(path).map_err(|error| {
             let to = std::fs::read_link(path)
-                .map_or_else(|_| "?".to_owned(), |to| to.display().to_string());
+                .map_or_else(|_| "?".to_owned(), |to| shown_path(&to));
             format!(
                 "{shown} is a symbolic link to {to}, which leads to no file ({error}); write to the file itself or replace the link"
             )
@@ -108,6 +175,19 @@ pub(super) fn replaceable(path: &Path, shown: &str) -> Result<PathBuf, String> {
     }
     path.canonicalize()
         .map_err(|error| format!("could not resolve {shown}: {error}"))
+}
+
+/// The nearest ancestor of `path` that is a symbolic link leading nowhere (dangling or a loop).
+fn dangling_ancestor(path: &Path) -> Option<&Path> {
+    path.ancestors().skip(1).find(|ancestor| {
+        std::fs::symlink_metadata(ancestor).is_ok_and(|own| own.file_type().is_symlink())
+            && std::fs::metadata(ancestor).is_err()
+    })
+}
+
+/// A path of the file system as error texts show it (see [`shown`]).
+pub(super) fn shown_path(path: &Path) -> String {
+    shown(&path.display().to_string())
 }
 
 /// The nearest ancestor of `path` that exists and is not a directory.

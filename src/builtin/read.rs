@@ -83,7 +83,7 @@ fn read(
     cancel: &CancellationToken,
 ) -> Result<ToolResult, BoxError> {
     let path = workspace.resolve(&args.path);
-    let shown = &args.path;
+    let shown = &super::paths::shown(&args.path);
     let file = open(&path, shown)?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let head = reader.fill_buf().map_err(|e| describe(e, shown))?;
@@ -184,11 +184,26 @@ fn open(path: &Path, shown: &str) -> Result<File, BoxError> {
         )
         .into());
     }
-    File::open(path).map_err(|error| describe(error, shown))
+    // The path may have changed since it was looked at (a link turned to a FIFO): what was
+    // opened is checked again, and the open never blocks.
+    super::paths::open_regular(path, std::fs::OpenOptions::new().read(true)).map_err(|error| {
+        match super::paths::NotRegular::in_error(&error) {
+            Some(not_regular) => format!(
+                "{shown} is {} (it changed while read looked at it), not a regular file; read only reads files",
+                not_regular.kind
+            )
+            .into(),
+            None => describe(error, shown),
+        }
+    })
 }
 
 fn describe(error: io::Error, shown: &str) -> BoxError {
     match error.kind() {
+        io::ErrorKind::WouldBlock => format!(
+            "{shown} has no data to read now and would make read wait for it (a kernel or device file such as /proc/kmsg); read it with bash with a bound, such as timeout 5 head -c 4096 {shown}"
+        )
+        .into(),
         io::ErrorKind::NotFound => format!("File not found: {shown}").into(),
         io::ErrorKind::PermissionDenied => format!("Permission denied: cannot read {shown}").into(),
         _ => super::paths::failure(format_args!("Could not read {shown}"), &error).into(),

@@ -8,7 +8,9 @@ use golato_actors::path_lock::PathLock;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::paths::{lock_key, replaceable};
+use tokio_util::sync::CancellationToken;
+
+use super::paths::{lock_key, open_regular, replaceable, NotRegular};
 use super::Workspace;
 use crate::tool::{BoxError, Execution, Tool, ToolContext, ToolResult};
 
@@ -43,37 +45,82 @@ async fn write(
     args: WriteArgs,
 ) -> Result<ToolResult, BoxError> {
     let path = workspace.resolve(&args.path);
-    let _lease = tokio::select! {
+    let shown = super::paths::shown(&args.path);
+    let lease = tokio::select! {
         lease = lock.acquire(lock_key(&path)) => lease?,
         () = ctx.cancelled() => return Err("write was cancelled before it started".into()),
     };
     let bytes = args.content.len();
-    let shown = args.path;
     let written = {
-        let (path, shown) = (path.clone(), shown.clone());
+        let shown = shown.clone();
+        let cancel = ctx.cancellation_token().clone();
         // The file-system checks block too, so they go with the write to the blocking pool.
+        // So does the lease: if golato gives up on this call (a timeout it ignores), the write
+        // runs on there, and no later write of the file may start before it ends.
         tokio::task::spawn_blocking(move || {
+            let _lease = lease;
             // Through a symlink, replace the file it points to, not the link.
             let target = replaceable(&path, &shown)?;
-            replace_atomically(&target, args.content.as_bytes())
+            replace_atomically(&target, args.content.as_bytes(), Fence(&cancel))
                 .map_err(|error| write_failed(&shown, &error))
         })
     };
     written
         .await
-        .map_err(|error| format!("write of {} did not finish: {error}", path.display()))??;
+        .map_err(|error| format!("write of {shown} did not finish: {error}"))??;
     Ok(ToolResult::text(format!(
         "Successfully wrote {bytes} bytes to {shown}"
     )))
 }
 
-/// How the temporary files of a write begin: then the writer's process ID, `-`, a random part.
+/// How the temporary files of a write begin: then this machine's name, `-`, the writer's
+/// process ID, `-`, [`TEMPORARY_RANDOM_CHARS`] random letters and digits.
 const TEMPORARY_PREFIX: &str = ".golato-write-";
+const TEMPORARY_RANDOM_CHARS: usize = 8;
+
+/// This machine's name as a temporary file's name carries it: letters, digits, `.` and `_`
+/// only (so it cannot hold the `-` that ends it), at most 64 of them.
+fn machine_tag() -> &'static str {
+    static TAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TAG.get_or_init(|| {
+        let uname = rustix::system::uname();
+        let tag: String = uname
+            .nodename()
+            .to_string_lossy()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        if tag.is_empty() {
+            "localhost".to_owned()
+        } else {
+            tag
+        }
+    })
+}
+
+fn temporary_prefix() -> String {
+    format!(
+        "{TEMPORARY_PREFIX}{}-{}-",
+        machine_tag(),
+        std::process::id()
+    )
+}
 
 /// Removes from `dir` the temporary files of writers whose process is gone (killed mid-write:
 /// nothing else would ever remove them). Done once per directory per process, so a directory
-/// with many files is listed once, not at every write.
+/// with many files is listed once, not at every write. Only a file that is surely one: named
+/// exactly as this machine's writers name them, a regular file owned by this user, whose writer
+/// is not running here; a file of another machine sharing the directory, or a look-alike name,
+/// is left alone.
 fn clear_stale_temporaries(dir: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
     static CLEARED: std::sync::Mutex<Option<std::collections::HashSet<std::path::PathBuf>>> =
         std::sync::Mutex::new(None);
     {
@@ -93,19 +140,31 @@ fn clear_stale_temporaries(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
+    let ours = format!("{TEMPORARY_PREFIX}{}-", machine_tag());
+    let uid = rustix::process::getuid().as_raw();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
-            .and_then(|name| name.strip_prefix(TEMPORARY_PREFIX))
+            .and_then(|name| name.strip_prefix(ours.as_str()))
             .and_then(|rest| rest.split_once('-'))
+            .filter(|(_, random)| {
+                random.len() == TEMPORARY_RANDOM_CHARS
+                    && random.bytes().all(|byte| byte.is_ascii_alphanumeric())
+            })
             .and_then(|(pid, _)| pid.parse::<i32>().ok())
         else {
             continue;
         };
+        let Ok(metadata) = entry.metadata() else {
+            continue;
+        };
+        if !metadata.is_file() || metadata.uid() != uid {
+            continue;
+        }
         let gone = match rustix::process::Pid::from_raw(pid) {
             Some(pid) => rustix::process::test_kill_process(pid) == Err(rustix::io::Errno::SRCH),
-            None => true,
+            None => false,
         };
         if gone {
             if let Err(error) = std::fs::remove_file(entry.path()) {
@@ -117,10 +176,25 @@ fn clear_stale_temporaries(dir: &Path) {
 
 /// What to tell the model when writing `shown` failed.
 pub(super) fn write_failed(shown: &str, error: &std::io::Error) -> String {
+    if let Some(damaged) = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<Damaged>())
+    {
+        return format!("could not write {shown}: {damaged}");
+    }
+    if let Some(not_regular) = NotRegular::in_error(error) {
+        return format!(
+            "{shown} is {}, not a regular file; write and edit only replace regular files; nothing was changed",
+            not_regular.kind
+        );
+    }
     match error.kind() {
         std::io::ErrorKind::PermissionDenied => format!(
             "Permission denied: cannot write {shown} (its permissions do not let this process write it); nothing was changed"
         ),
+        std::io::ErrorKind::Interrupted if error.get_ref().is_some_and(|inner| inner.is::<Cancelled>()) => {
+            format!("{shown} was not written: {error}; nothing was changed")
+        }
         _ => format!(
             "{}; nothing was changed",
             super::paths::failure(format_args!("could not write {shown}"), error)
@@ -128,24 +202,63 @@ pub(super) fn write_failed(shown: &str, error: &std::io::Error) -> String {
     }
 }
 
+/// Whether the call that writes is still wanted: checked last before the file changes, so a
+/// call golato has given up on (timed out and abandoned, or cancelled) never lands its write
+/// afterwards. The caller holds the path's lease until the write returns.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Fence<'a>(pub(super) &'a CancellationToken);
+
+impl Fence<'_> {
+    fn check(self) -> std::io::Result<()> {
+        if self.0.is_cancelled() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                Cancelled,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The write's call was cancelled before the file changed.
+#[derive(Debug)]
+struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the call was cancelled (or timed out) before the file was replaced")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+/// The largest file rewritten in place: its old content is kept in memory to put back if the
+/// rewrite fails midway.
+pub(super) const MAX_IN_PLACE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Replaces `path`'s content with `content`.
 ///
 /// A new file, or an existing one with a single link, is written to a temporary file beside it
-/// that takes the old file's mode, owner and group, then renamed over it: a reader sees the old
-/// content or the new, never a mix, and a crash leaves one or the other. An existing file is
-/// first opened for writing, so one the caller may not write is refused as a plain write would
-/// be (a writable directory is not enough). Two cases are written in place instead, truncating
-/// and rewriting the file itself, which a reader or a crash can catch half done: a file with
-/// several hard links (a rename would leave the other links on the old content), and a file
-/// whose owner or group this process cannot give the temporary file (or whose directory does not
-/// let it create one), so that ownership never changes.
-pub(super) fn replace_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
+/// that takes the old file's mode, owner, group and extended attributes, then renamed over it:
+/// a reader sees the old content or the new, never a mix, and a crash leaves one or the other.
+/// An existing file is first opened for writing, so one the caller may not write is refused as
+/// a plain write would be (a writable directory is not enough). Two cases are written in place
+/// instead, truncating and rewriting the file itself, which a reader or a crash can catch half
+/// done: a file with several hard links (a rename would leave the other links on the old
+/// content), and a file whose owner, group or extended attributes this process cannot give the
+/// temporary file (or whose directory does not let it create one), so that none of them
+/// changes. An in-place rewrite that fails midway puts the old content back.
+pub(super) fn replace_atomically(
+    path: &Path,
+    content: &[u8],
+    fence: Fence<'_>,
+) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let existing = match std::fs::OpenOptions::new().write(true).open(path) {
+    let existing = match open_regular(path, std::fs::OpenOptions::new().read(true).write(true)) {
         Ok(file) => {
             let metadata = file.metadata()?;
             Some((file, metadata))
@@ -153,41 +266,45 @@ pub(super) fn replace_atomically(path: &Path, content: &[u8]) -> std::io::Result
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
         Err(error) => return Err(error),
     };
+    #[cfg(feature = "fault-injection")]
+    let _paused = super::fault::arrive(path);
     let Some((file, metadata)) = existing else {
         std::fs::create_dir_all(parent)?;
-        return rename_into_place(parent, path, content, None);
+        return rename_into_place(parent, path, content, None, fence);
     };
     if metadata.nlink() > 1 {
-        return rewrite_in_place(file, content);
+        return rewrite_in_place(file, &metadata, content, fence);
     }
-    match rename_into_place(parent, path, content, Some(&metadata)) {
+    match rename_into_place(parent, path, content, Some((&file, &metadata)), fence) {
         Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
             tracing::debug!(path = %path.display(), %error, "cannot replace the file keeping its owner; rewriting it in place");
-            rewrite_in_place(file, content)
+            rewrite_in_place(file, &metadata, content, fence)
         }
         other => other,
     }
 }
 
 /// Writes `content` to a temporary file in `parent` and renames it to `path`, giving it the
-/// mode, owner and group of the file it replaces (if any).
+/// mode, owner, group and extended attributes of the file it replaces (if any).
 fn rename_into_place(
     parent: &Path,
     path: &Path,
     content: &[u8],
-    replaced: Option<&std::fs::Metadata>,
+    replaced: Option<(&std::fs::File, &std::fs::Metadata)>,
+    fence: Fence<'_>,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
     clear_stale_temporaries(parent);
     // Created with the mode a plain create would use (0o666 less the umask); tempfile's default
-    // of 0o600 would make every new file private. The name carries this process's ID, so that
-    // a later write can tell a file left by a writer that died from one being written.
-    let prefix = format!("{TEMPORARY_PREFIX}{}-", std::process::id());
+    // of 0o600 would make every new file private. The name carries this machine's name and this
+    // process's ID, so that a later write can tell a file left by a writer that died from one
+    // being written.
     let mut temporary = tempfile::Builder::new()
-        .prefix(&prefix)
+        .prefix(&temporary_prefix())
+        .rand_bytes(TEMPORARY_RANDOM_CHARS)
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(parent)?;
-    if let Some(replaced) = replaced {
+    if let Some((old, replaced)) = replaced {
         let own = temporary.as_file().metadata()?;
         if (own.uid(), own.gid()) != (replaced.uid(), replaced.gid()) {
             // Refused (EPERM) unless this process may give the file away: the caller then
@@ -208,17 +325,160 @@ fn rename_into_place(
         temporary
             .as_file()
             .set_permissions(replaced.permissions())?;
+        // ACLs and security labels live there; one that cannot be carried over makes the
+        // caller rewrite in place, which keeps them all.
+        copy_extended_attributes(old, temporary.as_file())?;
     }
     temporary.write_all(content)?;
     temporary.as_file().sync_data()?;
+    fence.check()?;
     temporary.persist(path).map_err(|error| error.error)?;
     Ok(())
 }
 
-/// Truncates `file` and writes `content` into it: every link to it sees the change, and its
-/// mode, owner and group stay as they are.
-fn rewrite_in_place(mut file: std::fs::File, content: &[u8]) -> std::io::Result<()> {
-    file.set_len(0)?;
-    file.write_all(content)?;
-    file.sync_data()
+/// Gives `to` every extended attribute of `from`. An attribute refused (a label this process
+/// may not set) comes back as `PermissionDenied`.
+fn copy_extended_attributes(from: &std::fs::File, to: &std::fs::File) -> std::io::Result<()> {
+    let size = match rustix::fs::flistxattr_query(from) {
+        Ok(size) => size,
+        // A file system without extended attributes has none to copy.
+        Err(rustix::io::Errno::NOTSUP) => return Ok(()),
+        Err(error) => return Err(error.into()),
+    };
+    if size == 0 {
+        return Ok(());
+    }
+    let mut names = vec![0u8; size];
+    let size = rustix::fs::flistxattr(from, &mut names[..])?;
+    for name in names[..size.min(names.len())]
+        .split(|byte| *byte == 0)
+        .filter(|name| !name.is_empty())
+    {
+        let name = std::ffi::CString::new(name).map_err(std::io::Error::other)?;
+        let length = rustix::fs::fgetxattr_query(from, name.as_c_str())?;
+        let mut value = vec![0u8; length];
+        let length = rustix::fs::fgetxattr(from, name.as_c_str(), &mut value[..])?;
+        value.truncate(length);
+        rustix::fs::fsetxattr(to, name.as_c_str(), &value, rustix::fs::XattrFlags::empty())
+            .map_err(|error| match error {
+                rustix::io::Errno::PERM | rustix::io::Errno::ACCESS | rustix::io::Errno::NOTSUP => {
+                    std::io::Error::from(std::io::ErrorKind::PermissionDenied)
+                }
+                other => other.into(),
+            })?;
+    }
+    Ok(())
 }
+
+/// Truncates `file` and writes `content` into it: every link to it sees the change, and its
+/// mode, owner, group and extended attributes stay as they are. The old content is read first;
+/// if the rewrite fails midway (a full disk, a file-size limit) it is written back, and if even
+/// that fails the error says what the file now holds and where the old content was saved.
+fn rewrite_in_place(
+    mut file: std::fs::File,
+    metadata: &std::fs::Metadata,
+    content: &[u8],
+    fence: Fence<'_>,
+) -> std::io::Result<()> {
+    use std::io::{Read as _, Seek as _};
+    if metadata.len() > MAX_IN_PLACE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            InPlaceTooLarge,
+        ));
+    }
+    let mut old = Vec::new();
+    (&mut file)
+        .take(MAX_IN_PLACE_BYTES + 1)
+        .read_to_end(&mut old)?;
+    if old.len() as u64 > MAX_IN_PLACE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            InPlaceTooLarge,
+        ));
+    }
+    fence.check()?;
+    let rewrite = |file: &mut std::fs::File, bytes: &[u8]| -> std::io::Result<()> {
+        file.rewind()?;
+        file.set_len(0)?;
+        file.write_all(bytes)?;
+        file.sync_data()
+    };
+    let Err(error) = rewrite(&mut file, content) else {
+        return Ok(());
+    };
+    match rewrite(&mut file, &old) {
+        Ok(()) => Err(error),
+        Err(restore) => {
+            let written = file.metadata().map_or(0, |metadata| metadata.len());
+            let saved = save_old_content(&old);
+            Err(std::io::Error::new(
+                error.kind(),
+                Damaged {
+                    error,
+                    restore,
+                    written,
+                    saved,
+                },
+            ))
+        }
+    }
+}
+
+/// The old content of a file whose rewrite and restore both failed, in a file of its own in
+/// the temporary directory (where the file's own full disk may not be).
+fn save_old_content(old: &[u8]) -> Result<std::path::PathBuf, String> {
+    let mut saved = tempfile::Builder::new()
+        .prefix("golato-old-content-")
+        .tempfile()
+        .map_err(|error| error.to_string())?;
+    saved.write_all(old).map_err(|error| error.to_string())?;
+    saved
+        .keep()
+        .map(|(_, path)| path)
+        .map_err(|error| error.to_string())
+}
+
+/// A file with several links over [`MAX_IN_PLACE_BYTES`]: too large to rewrite in place safely.
+#[derive(Debug)]
+struct InPlaceTooLarge;
+
+impl std::fmt::Display for InPlaceTooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the file must be rewritten in place (it has several hard links, or its owner or attributes cannot be kept otherwise), and at over {} MiB its old content is too large to keep for putting back if the rewrite fails",
+            MAX_IN_PLACE_BYTES / (1024 * 1024)
+        )
+    }
+}
+
+impl std::error::Error for InPlaceTooLarge {}
+
+/// An in-place rewrite that failed, and whose old content could not be put back either.
+#[derive(Debug)]
+struct Damaged {
+    error: std::io::Error,
+    restore: std::io::Error,
+    written: u64,
+    saved: Result<std::path::PathBuf, String>,
+}
+
+impl std::fmt::Display for Damaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}; putting the old content back failed too ({}), so the file now holds {} bytes, part of the new content; ",
+            self.error, self.restore, self.written
+        )?;
+        match &self.saved {
+            Ok(path) => write!(f, "its old content was saved in {}", path.display()),
+            Err(error) => write!(
+                f,
+                "its old content could not be saved elsewhere either ({error})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Damaged {}
