@@ -4,7 +4,9 @@
 
 mod support;
 
+use std::os::unix::fs::FileTypeExt as _;
 use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
 
 use golato::builtin::{self, Error};
 use golato::tool::{Execution, Tool};
@@ -731,4 +733,121 @@ fn an_empty_working_directory_means_the_process_directory() {
         "{}",
         result.text()
     );
+}
+
+#[test]
+fn error_texts_cut_a_huge_path() {
+    // Issue 21 item 11: a 10 MB path came back whole in every error about it.
+    let dir = tempfile::tempdir().unwrap();
+    let tools = tools_in(dir.path());
+    let path = format!("{}/x", "d".repeat(10 * 1024 * 1024));
+    for (tool, arguments) in [
+        ("read", json!({"path": path})),
+        ("write", json!({"path": path, "content": "x"})),
+        (
+            "edit",
+            json!({"path": path, "edits": [{"oldText": "a", "newText": "b"}]}),
+        ),
+    ] {
+        let result = call_tool(&tools, tool, &arguments.to_string());
+        assert!(result.is_error, "{tool}");
+        let text = result.text();
+        assert!(text.len() < 3_000, "{tool}: {} bytes", text.len());
+        assert!(text.contains("bytes in all"), "{tool}: {text}");
+    }
+}
+
+#[test]
+fn a_write_under_a_directory_link_that_leads_nowhere_names_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(dir.path().join("gone"), dir.path().join("sub")).unwrap();
+    let tools = tools_in(dir.path());
+    let result = call_tool(
+        &tools,
+        "write",
+        &json!({"path": "sub/f.txt", "content": "x"}).to_string(),
+    );
+    assert!(result.is_error);
+    let text = result.text();
+    assert!(
+        text.contains("symbolic link") && text.contains("leads nowhere") && text.contains("gone"),
+        "{text}"
+    );
+    assert!(!text.contains("File exists"), "{text}");
+}
+
+#[test]
+fn a_link_flipped_between_a_file_and_a_fifo_never_blocks_a_call() {
+    // Issue 21 item 3b: the type was checked, then the path opened again, blocking in open()
+    // when the link had meanwhile turned to a FIFO (15 of 150 reads, 31 edits, 37 writes).
+    // The open itself must not block and must check what it opened.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("file"), "a\n").unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink("file", &link).unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipper = {
+        let (stop, dir) = (Arc::clone(&stop), dir.path().to_owned());
+        std::thread::spawn(move || {
+            let mut flips = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let target = if flips.is_multiple_of(2) { "pipe" } else { "file" };
+                let next = dir.join("link.next");
+                let _ = std::fs::remove_file(&next);
+                std::os::unix::fs::symlink(target, &next).unwrap();
+                std::fs::rename(&next, dir.join("link")).unwrap();
+                flips += 1;
+            }
+        })
+    };
+    let tools = tools_in(dir.path());
+    let (done, finished) = std::sync::mpsc::channel();
+    let caller = std::thread::spawn(move || {
+        for _ in 0..150 {
+            for (tool, arguments) in [
+                ("read", json!({"path": "link"})),
+                ("write", json!({"path": "link", "content": "a\n"})),
+                (
+                    "edit",
+                    json!({"path": "link", "edits": [{"oldText": "a", "newText": "b"}]}),
+                ),
+            ] {
+                let result = call_tool(&tools, tool, &arguments.to_string());
+                if done.send((tool, result)).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    for _ in 0..450 {
+        let (tool, result) = finished
+            .recv_timeout(HANG_GUARD)
+            .expect("a call blocked on a FIFO");
+        if result.is_error {
+            let text = result.text();
+            assert!(!text.is_empty(), "{tool}");
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flipper.join().unwrap();
+    caller.join().unwrap();
+    assert!(
+        std::fs::metadata(dir.path().join("file"))
+            .unwrap()
+            .is_file(),
+        "the FIFO was never replaced by a plain file, nor the file by anything else"
+    );
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
 }

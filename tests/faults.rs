@@ -271,3 +271,69 @@ fn a_writer_killed_mid_write_leaves_the_old_or_the_new_file_and_no_temporary_for
     assert!(!result.is_error, "{}", result.text());
     assert_eq!(names_in(dir.path()), ["data.txt", "other.txt"]);
 }
+
+/// Runs `golato tool TOOL ARGUMENTS` in `dir` with files limited to `blocks` KiB (`ulimit -f`)
+/// and SIGXFSZ ignored, so a write past the limit fails with EFBIG midway.
+fn golato_tool_with_file_size_limit(
+    dir: &Path,
+    blocks: u32,
+    tool: &str,
+    arguments: &serde_json::Value,
+) -> String {
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f {blocks} && exec \"$0\" tool \"$1\" \"$2\" --cwd \"$3\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_golato"))
+        .arg(tool)
+        .arg(arguments.to_string())
+        .arg(dir)
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn an_in_place_rewrite_failing_midway_puts_the_old_content_back() {
+    // Issue 21 item 2: a hard-linked file is rewritten in place; the write failed at the
+    // file-size limit, leaving 1 KiB of new content, and the result said nothing changed.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("linked.txt");
+    let old = "old line\n".repeat(50);
+    std::fs::write(&file, &old).unwrap();
+    std::fs::hard_link(&file, dir.path().join("other-link.txt")).unwrap();
+    let big = "new line\n".repeat(1000);
+
+    let text = golato_tool_with_file_size_limit(
+        dir.path(),
+        1,
+        "write",
+        &json!({"path": "linked.txt", "content": big}),
+    );
+    assert!(
+        text.contains("File too large") && text.contains("nothing was changed"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), old);
+
+    let text = golato_tool_with_file_size_limit(
+        dir.path(),
+        1,
+        "edit",
+        &json!({"path": "linked.txt", "edits": [{"oldText": old, "newText": big}]}),
+    );
+    assert!(
+        text.contains("File too large") && text.contains("nothing was changed"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), old);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("other-link.txt")).unwrap(),
+        old
+    );
+}

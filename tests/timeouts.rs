@@ -141,9 +141,12 @@ fn a_function_that_ignores_cancellation_is_abandoned_after_the_grace_period() {
     let result = agent.start(prompt("go")).wait().unwrap();
     let results = transcript_results(&result.messages);
     assert!(results[0].is_error);
-    assert_eq!(
-        results[0].text(),
-        "Tool stubborn timed out after 0.02 s and did not stop within 0.02 s of being cancelled, so it was abandoned."
+    assert!(
+        results[0].text().starts_with(
+            "Tool stubborn timed out after 0.02 s and did not stop within 0.02 s of being cancelled, so it was abandoned. It may still be running;"
+        ),
+        "{}",
+        results[0].text()
     );
     assert_eq!(result.final_message.text(), "done");
     // The aborted task drops its future on the runtime; wait for that, not for a time.

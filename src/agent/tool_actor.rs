@@ -395,7 +395,7 @@ impl ToolActor {
             function.abort();
         }
         let text = format!(
-            "Tool {} timed out after {} and did not stop within {} of being cancelled, so it was abandoned.",
+            "Tool {} timed out after {} and did not stop within {} of being cancelled, so it was abandoned. It may still be running; what it does from now on is not recorded (the built-in write and edit check for this last and then leave the file unchanged, and keep it locked until they stop).",
             self.setup.call().name,
             seconds(timeout),
             seconds(grace)
