@@ -24,7 +24,9 @@ use futures::stream::BoxStream;
 use crate::message::{AssistantMessage, Message, ToolDefinition};
 
 pub use anthropic::Anthropic;
-pub use http::{RetryPolicy, DEFAULT_IDLE_TIMEOUT};
+pub use http::{
+    RetryPolicy, DEFAULT_IDLE_TIMEOUT, MAX_ERROR_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGE_BYTES,
+};
 pub use openai::OpenAiChat;
 pub use responses::OpenAiResponses;
 pub use scripted::Scripted;
@@ -317,11 +319,36 @@ pub enum Error {
         #[source]
         source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
-    /// The response stream went silent.
-    #[error("the provider's stream sent nothing for {seconds} s; it is treated as broken (raise the idle timeout for slow models)")]
+    /// The response stream sent nothing of the answer for the idle timeout (keep-alive
+    /// comments and events that carry no part of the answer do not count).
+    #[error("the provider's stream sent nothing of the answer for {seconds} s (keep-alive comments and empty events do not count); it is treated as broken (raise the idle timeout for slow models)")]
     IdleTimeout {
         /// The idle timeout.
         seconds: f64,
+    },
+    /// The provider accepted the request but sent no response (not even its headers) within
+    /// the idle timeout.
+    #[error("the provider accepted the request but sent no response within {seconds} s; it is treated as down (check the base URL, or raise the idle timeout for a slow proxy)")]
+    NoResponse {
+        /// The idle timeout.
+        seconds: f64,
+    },
+    /// Part of a response was larger than golato takes: an event, the message, or an error
+    /// body read to its limit without ending.
+    #[error("the provider sent {what} of more than {limit} bytes, more than golato takes; the response was dropped (no model answer is this large: check that the base URL is a model API)")]
+    TooLarge {
+        /// What was too large.
+        what: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A successful response that is not an event stream (an HTML page, a JSON document).
+    #[error("the server did not answer with an event stream: its content type is {content_type:?} and its body begins {start:?}; check that the base URL is the API's (for example https://api.openai.com/v1)")]
+    NotAnEventStream {
+        /// The response's `Content-Type`.
+        content_type: String,
+        /// The first bytes of its body, as text.
+        start: String,
     },
     /// A provider was asked with no model chosen (the request names the placeholder of an
     /// agent configured without one).

@@ -800,7 +800,11 @@ fn a_link_flipped_between_a_file_and_a_fifo_never_blocks_a_call() {
         std::thread::spawn(move || {
             let mut flips = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let target = if flips.is_multiple_of(2) { "pipe" } else { "file" };
+                let target = if flips.is_multiple_of(2) {
+                    "pipe"
+                } else {
+                    "file"
+                };
                 let next = dir.join("link.next");
                 let _ = std::fs::remove_file(&next);
                 std::os::unix::fs::symlink(target, &next).unwrap();

@@ -19,7 +19,7 @@ use golato::agent::{self, Agent};
 use golato::generator::{Model, OpenAiChat, RetryPolicy};
 use serde_json::json;
 use support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -28,28 +28,6 @@ fn names_in(dir: &Path) -> Vec<String> {
         .collect();
     names.sort();
     names
-}
-
-/// Reads one HTTP request (headers and a `content-length` body) from `socket`.
-async fn read_request(socket: &mut tokio::net::TcpStream) {
-    let mut received = Vec::new();
-    let mut buffer = [0u8; 4096];
-    loop {
-        let count = socket.read(&mut buffer).await.unwrap();
-        assert!(count > 0, "the client closed before sending its request");
-        received.extend_from_slice(&buffer[..count]);
-        let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") else {
-            continue;
-        };
-        let headers = String::from_utf8_lossy(&received[..end]).to_lowercase();
-        let length: usize = headers
-            .lines()
-            .find_map(|line| line.strip_prefix("content-length:"))
-            .map_or(0, |value| value.trim().parse().unwrap());
-        if received.len() >= end + 4 + length {
-            return;
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

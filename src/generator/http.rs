@@ -32,8 +32,21 @@ impl Default for RetryPolicy {
     }
 }
 
-/// How long a stream may go without a byte before it counts as broken.
+/// How long a provider may take to send its response headers, and then each part of the
+/// answer, before the stream counts as broken. Keep-alive comments and events that carry
+/// nothing of the answer do not count as parts.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The largest server-sent event a provider client takes (its data and unfinished line
+/// together): 16 MiB. A line that never ends fails the request here instead of filling memory.
+pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The largest assistant message a provider client assembles (its text, reasoning and tool-call
+/// arguments together): 16 MiB.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// How much of an error response's body is read (64 KiB); the rest is never read.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// A wire format's decoder.
 pub(crate) trait WireDecoder: Default + Send + 'static {
@@ -170,7 +183,14 @@ impl Transport {
                     }
                 }
             }
-            let outcome = request.send().await;
+            let outcome = match tokio::time::timeout(self.idle_timeout, request.send()).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    return Err(Error::NoResponse {
+                        seconds: self.idle_timeout.as_secs_f64(),
+                    })
+                }
+            };
             let retry_after = match &outcome {
                 Ok(response) if response.status().is_success() => None,
                 Ok(response)
@@ -203,10 +223,12 @@ impl Transport {
                         source: Some(Box::new(error)),
                     })?;
                     if response.status().is_success() {
-                        return Ok(response);
+                        return self.event_stream(response).await;
                     }
                     let status = response.status().as_u16();
-                    let text = response.text().await.unwrap_or_default();
+                    let (body, _) =
+                        read_start(response, MAX_ERROR_BODY_BYTES, self.idle_timeout).await;
+                    let text = String::from_utf8_lossy(&body);
                     return Err(Error::Provider {
                         status: Some(status),
                         // A server may quote the key it refused (some do, in part or whole).
@@ -218,6 +240,57 @@ impl Transport {
     }
 }
 
+impl Transport {
+    /// `response` if it is an event stream, else what it is instead. A response without a
+    /// content type is taken at its word.
+    async fn event_stream(&self, response: reqwest::Response) -> Result<reqwest::Response, Error> {
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+        let Some(content_type) = content_type else {
+            return Ok(response);
+        };
+        if content_type
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("text/event-stream")
+        {
+            return Ok(response);
+        }
+        let (start, _) = read_start(response, 200, self.idle_timeout).await;
+        Err(Error::NotAnEventStream {
+            content_type,
+            start: String::from_utf8_lossy(&start).into_owned(),
+        })
+    }
+}
+
+/// The first `limit` bytes of `response`'s body (fewer if it ends sooner, or sends nothing for
+/// `idle`), and whether it was cut. Nothing past `limit` is read: a body that never ends, or
+/// one of gigabytes, costs `limit` bytes.
+async fn read_start(
+    mut response: reqwest::Response,
+    limit: usize,
+    idle: Duration,
+) -> (Vec<u8>, bool) {
+    let mut body = Vec::new();
+    while body.len() < limit {
+        match tokio::time::timeout(idle, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => {
+                let room = limit - body.len();
+                body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if chunk.len() > room {
+                    return (body, true);
+                }
+            }
+            Ok(Ok(None)) | Ok(Err(_)) => return (body, false),
+            Err(_) => return (body, true),
+        }
+    }
+    (body, true)
+}
+
 /// The wait a 429 or 5xx response asks for, from `Retry-After` (seconds) or `retry-after-ms`.
 fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     let header = |name: &str| {
@@ -227,14 +300,21 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
             .and_then(|value| value.to_str().ok())
             .map(str::trim)
     };
+    // Any number a server sends (1e300, inf, NaN, negative) becomes a wait a Duration holds;
+    // the retry policy caps it further.
+    let wait = |seconds: f64| {
+        (!seconds.is_nan()).then(|| Duration::from_secs_f64(seconds.clamp(0.0, ONE_DAY_SECONDS)))
+    };
     if let Some(millis) = header("retry-after-ms").and_then(|value| value.parse::<f64>().ok()) {
-        return Some(Duration::from_secs_f64((millis / 1000.0).max(0.0)));
+        return wait(millis / 1000.0);
     }
     header("retry-after")
         .and_then(|value| value.parse::<f64>().ok())
-        .filter(|seconds| seconds.is_finite())
-        .map(|seconds| Duration::from_secs_f64(seconds.max(0.0)))
+        .and_then(wait)
 }
+
+/// The longest wait a server's `Retry-After` is read as (the retry policy's cap then applies).
+const ONE_DAY_SECONDS: f64 = 86_400.0;
 
 /// The provider's own error message from an error body (`{"error": {"message": ...}}`), else the
 /// body itself.
@@ -258,16 +338,63 @@ enum State<D> {
         headers: Vec<(&'static str, String)>,
         body: Vec<u8>,
     },
-    Streaming {
-        body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-        idle_timeout: Duration,
-        sse: SseDecoder,
-        decoder: D,
-        pending: VecDeque<Delta>,
-    },
+    Streaming(Box<Streaming<D>>),
     /// The body ended: the last items, then nothing.
     Tail(VecDeque<StreamEvent>),
     Done,
+}
+
+/// A response being streamed.
+struct Streaming<D> {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    idle_timeout: Duration,
+    /// When the stream counts as broken unless part of the answer arrives before.
+    deadline: tokio::time::Instant,
+    sse: SseDecoder,
+    decoder: D,
+    pending: VecDeque<Delta>,
+    /// Bytes of the answer so far (text, reasoning, arguments), against [`MAX_MESSAGE_BYTES`].
+    message_bytes: usize,
+}
+
+impl<D: WireDecoder> Streaming<D> {
+    /// Decodes `events` into pending deltas; any delta counts as progress.
+    fn absorb(&mut self, events: Vec<super::sse::SseEvent>) -> Result<(), Error> {
+        for event in events {
+            let deltas = self.decoder.decode(&event.data)?;
+            for delta in &deltas {
+                self.message_bytes += delta_bytes(delta);
+            }
+            if self.message_bytes > MAX_MESSAGE_BYTES {
+                return Err(Error::TooLarge {
+                    what: "an assistant message",
+                    limit: MAX_MESSAGE_BYTES,
+                });
+            }
+            if !deltas.is_empty() || self.decoder.is_complete() {
+                self.deadline = tokio::time::Instant::now() + self.idle_timeout;
+            }
+            self.pending.extend(deltas);
+        }
+        Ok(())
+    }
+}
+
+/// What a delta adds to the message.
+fn delta_bytes(delta: &Delta) -> usize {
+    match delta {
+        Delta::Text(text) | Delta::Reasoning(text) => text.len(),
+        Delta::ToolCall {
+            id,
+            name,
+            arguments,
+            ..
+        } => {
+            arguments.len()
+                + id.as_ref().map_or(0, String::len)
+                + name.as_ref().map_or(0, String::len)
+        }
+    }
 }
 
 async fn step<D: WireDecoder>(
@@ -286,39 +413,31 @@ async fn step<D: WireDecoder>(
                 headers,
                 body,
             } => match transport.send(&url, &headers, &body).await {
-                Ok(response) => State::Streaming {
+                Ok(response) => State::Streaming(Box::new(Streaming {
                     body: response.bytes_stream().boxed(),
                     idle_timeout: transport.idle_timeout,
-                    sse: SseDecoder::default(),
+                    deadline: tokio::time::Instant::now() + transport.idle_timeout,
+                    sse: SseDecoder::with_limit(MAX_EVENT_BYTES),
                     decoder: D::default(),
                     pending: VecDeque::new(),
-                },
+                    message_bytes: 0,
+                })),
                 Err(error) => return Some((Err(error), State::Done)),
             },
-            State::Streaming {
-                mut body,
-                idle_timeout,
-                mut sse,
-                mut decoder,
-                mut pending,
-            } => {
-                if let Some(delta) = pending.pop_front() {
-                    return Some((
-                        Ok(StreamEvent::Delta(delta)),
-                        State::Streaming {
-                            body,
-                            idle_timeout,
-                            sse,
-                            decoder,
-                            pending,
-                        },
-                    ));
+            State::Streaming(mut streaming) => {
+                if let Some(delta) = streaming.pending.pop_front() {
+                    return Some((Ok(StreamEvent::Delta(delta)), State::Streaming(streaming)));
                 }
-                let events = match tokio::time::timeout(idle_timeout, body.next()).await {
+                let events = match tokio::time::timeout_at(
+                    streaming.deadline,
+                    streaming.body.next(),
+                )
+                .await
+                {
                     Err(_) => {
                         return Some((
                             Err(Error::IdleTimeout {
-                                seconds: idle_timeout.as_secs_f64(),
+                                seconds: streaming.idle_timeout.as_secs_f64(),
                             }),
                             State::Done,
                         ))
@@ -332,17 +451,18 @@ async fn step<D: WireDecoder>(
                             State::Done,
                         ))
                     }
-                    Ok(Some(Ok(bytes))) => sse.feed(&bytes),
+                    Ok(Some(Ok(bytes))) => streaming.sse.feed(&bytes),
                     Ok(None) => {
-                        if let Some(event) = sse.finish() {
-                            match decoder.decode(&event.data) {
-                                Ok(deltas) => pending.extend(deltas),
-                                Err(error) => return Some((Err(error), State::Done)),
-                            }
+                        let last = streaming.sse.finish().into_iter().collect();
+                        if let Err(error) = streaming.absorb(last) {
+                            return Some((Err(error), State::Done));
                         }
-                        if !decoder.is_complete() {
+                        if !streaming.decoder.is_complete() {
                             return Some((Err(Error::IncompleteStream), State::Done));
                         }
+                        let Streaming {
+                            decoder, pending, ..
+                        } = *streaming;
                         let mut tail: VecDeque<StreamEvent> =
                             pending.into_iter().map(StreamEvent::Delta).collect();
                         tail.push_back(StreamEvent::Done(decoder.finish()));
@@ -350,19 +470,19 @@ async fn step<D: WireDecoder>(
                         continue;
                     }
                 };
-                for event in events {
-                    match decoder.decode(&event.data) {
-                        Ok(deltas) => pending.extend(deltas),
-                        Err(error) => return Some((Err(error), State::Done)),
-                    }
+                if let Err(error) = streaming.absorb(events) {
+                    return Some((Err(error), State::Done));
                 }
-                State::Streaming {
-                    body,
-                    idle_timeout,
-                    sse,
-                    decoder,
-                    pending,
+                if streaming.sse.overflowed() {
+                    return Some((
+                        Err(Error::TooLarge {
+                            what: "a server-sent event",
+                            limit: MAX_EVENT_BYTES,
+                        }),
+                        State::Done,
+                    ));
                 }
+                State::Streaming(streaming)
             }
         };
     }

@@ -27,30 +27,87 @@ pub struct SseEvent {
 /// assert_eq!(events[0].data, "{\"a\":1}");
 /// assert_eq!(events[1].data, "last");
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseDecoder {
     line: Vec<u8>,
     event: Option<String>,
     data: Option<String>,
+    limit: usize,
+    overflowed: bool,
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        SseDecoder::with_limit(usize::MAX)
+    }
 }
 
 impl SseDecoder {
+    /// A decoder that holds at most `limit` bytes of one event (its unfinished line and its
+    /// data so far); past that it drops what it holds and [`overflowed`](Self::overflowed)
+    /// says so, instead of growing without bound (a line that never ends).
+    ///
+    /// ```
+    /// use golato::generator::sse::SseDecoder;
+    ///
+    /// let mut decoder = SseDecoder::with_limit(8);
+    /// assert!(decoder.feed(b"data: far more than eight bytes").is_empty());
+    /// assert!(decoder.overflowed());
+    /// ```
+    pub fn with_limit(limit: usize) -> Self {
+        SseDecoder {
+            line: Vec::new(),
+            event: None,
+            data: None,
+            limit,
+            overflowed: false,
+        }
+    }
+
+    /// Whether an event outgrew the limit given to [`with_limit`](Self::with_limit); the
+    /// decoder then yields nothing more.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
     /// Feeds the next piece of the body; returns the events it completed.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
         let mut rest = bytes;
         while let Some(at) = memchr::memchr(b'\n', rest) {
+            if self.overflowed {
+                return events;
+            }
             self.line.extend_from_slice(&rest[..at]);
             rest = &rest[at + 1..];
             let line = std::mem::take(&mut self.line);
             events.extend(self.on_line(&line));
+            self.check_limit(0);
         }
-        self.line.extend_from_slice(rest);
+        self.check_limit(rest.len());
+        if !self.overflowed {
+            self.line.extend_from_slice(rest);
+        }
         events
+    }
+
+    /// Drops everything held when the current event (with `more` bytes of its line to come)
+    /// would outgrow the limit.
+    fn check_limit(&mut self, more: usize) {
+        let held = self.line.len() + more + self.data.as_ref().map_or(0, String::len);
+        if held > self.limit {
+            self.overflowed = true;
+            self.line = Vec::new();
+            self.data = None;
+            self.event = None;
+        }
     }
 
     /// Ends the body: returns the last event if it was not closed by a blank line.
     pub fn finish(&mut self) -> Option<SseEvent> {
+        if self.overflowed {
+            return None;
+        }
         let line = std::mem::take(&mut self.line);
         let from_line = if line.is_empty() {
             None

@@ -285,3 +285,26 @@ pub fn golato_as_nobody(
         String::from_utf8_lossy(&output.stdout).into_owned(),
     )
 }
+
+/// Reads one HTTP request (headers and a `content-length` body) from `socket`.
+pub async fn read_request(socket: &mut tokio::net::TcpStream) {
+    use tokio::io::AsyncReadExt as _;
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let count = socket.read(&mut buffer).await.unwrap();
+        assert!(count > 0, "the client closed before sending its request");
+        received.extend_from_slice(&buffer[..count]);
+        let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let headers = String::from_utf8_lossy(&received[..end]).to_lowercase();
+        let length: usize = headers
+            .lines()
+            .find_map(|line| line.strip_prefix("content-length:"))
+            .map_or(0, |value| value.trim().parse().unwrap());
+        if received.len() >= end + 4 + length {
+            return;
+        }
+    }
+}

@@ -54,6 +54,7 @@ impl RunActor {
         let mailbox = self.mailbox.clone();
         let cancel = self.plan.cancel.clone();
         let channel = Arc::clone(&self.plan.channel);
+        let deltas = Arc::new(PendingDeltas::default());
         let streaming = async move {
             let mut stream = generator.stream(request);
             let mut partial = Partial::default();
@@ -67,8 +68,11 @@ impl RunActor {
                     Some(Ok(StreamEvent::Delta(delta))) => {
                         partial.absorb(&delta);
                         // Deltas only become events; skip the message when none is read.
-                        if channel.wants_events() {
-                            mailbox.do_send(GeneratorDelta { turn, delta });
+                        if channel.wants_events() && deltas.push(delta) {
+                            mailbox.do_send(GeneratorDelta {
+                                turn,
+                                deltas: Arc::clone(&deltas),
+                            });
                         }
                     }
                     Some(Ok(StreamEvent::Done(message))) => {
@@ -216,11 +220,48 @@ impl Partial {
     }
 }
 
+/// The deltas streamed in and not yet taken by the run actor. The stream can run far ahead of
+/// the actor (a provider sending a 10 MB answer in one-byte deltas): one message per delta
+/// would queue an envelope each in the mailbox, about 100 times the answer. Instead the deltas
+/// wait here, merged, and at most one message is in the mailbox to say they are there.
+#[derive(Default)]
+struct PendingDeltas {
+    state: std::sync::Mutex<(Vec<Delta>, bool)>,
+}
+
+impl PendingDeltas {
+    /// Adds `delta`; true when no message is in the mailbox for the pending ones (the caller
+    /// sends one).
+    fn push(&self, delta: Delta) -> bool {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (pending, announced) = &mut *state;
+        let rest = match pending.last_mut() {
+            Some(last) => last.merge(delta),
+            None => Some(delta),
+        };
+        pending.extend(rest);
+        !std::mem::replace(announced, true)
+    }
+
+    /// Takes the pending deltas; the next push announces itself again.
+    fn take(&self) -> Vec<Delta> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.1 = false;
+        std::mem::take(&mut state.0)
+    }
+}
+
 #[derive(Message)]
 #[rtype(result = "()")]
 pub(crate) struct GeneratorDelta {
     turn: usize,
-    delta: Delta,
+    deltas: Arc<PendingDeltas>,
 }
 
 #[derive(Message)]
@@ -234,13 +275,14 @@ impl Handler<GeneratorDelta> for RunActor {
     type Result = ();
 
     fn handle(&mut self, message: GeneratorDelta, _: &mut Context<Self>) {
-        if self.ended || message.turn != self.turn {
+        let deltas = message.deltas.take();
+        if self.ended || message.turn != self.turn || deltas.is_empty() {
             return;
         }
         self.emit(|| {
             Event::MessageUpdate(MessageUpdateEvent {
                 turn: message.turn,
-                deltas: vec![message.delta],
+                deltas,
             })
         });
     }
