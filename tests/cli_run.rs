@@ -207,6 +207,10 @@ fn max_parallel_and_tool_timeout_reach_the_agent() {
     let output = golato_output(&["run", "--tool-timeout", "0", "go"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(one_error_line(&output).contains("not a positive number of seconds"));
+    // Issue 21 item 13: 1e300 seconds panicked (exit 101) instead of a usage error.
+    let output = golato_output(&["run", "--tool-timeout", "1e300", "go"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(one_error_line(&output).contains("longer than golato waits"));
 }
 
 #[test]

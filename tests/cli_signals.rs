@@ -1,4 +1,4 @@
-//! Ctrl-C (SIGINT) and SIGTERM sent to the `golato` process while a bash tool runs: the run is
+//! Ctrl-C (SIGINT), SIGTERM, SIGHUP and SIGQUIT sent to the `golato` process while a bash tool runs: the run is
 //! cancelled, the tool's whole process group is killed, what happened is printed and recorded,
 //! and the exit status is 130 or 143.
 
@@ -126,6 +126,13 @@ fn ctrl_c_cancels_the_run_kills_the_tool_and_exits_130() {
 #[test]
 fn sigterm_cancels_the_run_kills_the_tool_and_exits_143() {
     interrupt_a_sleeping_bash(Signal::TERM, 143, "SIGTERM");
+}
+
+#[test]
+fn sighup_and_sigquit_cancel_the_run_like_sigterm() {
+    // Issue 21 item 15: a closed terminal (SIGHUP) or Ctrl-\\ (SIGQUIT) left the command running.
+    interrupt_a_sleeping_bash(Signal::HUP, 129, "SIGHUP");
+    interrupt_a_sleeping_bash(Signal::QUIT, 131, "SIGQUIT");
 }
 
 #[test]

@@ -97,13 +97,24 @@ pub(crate) struct RunArgs {
     pub(crate) view: ViewArgs,
 }
 
+/// The longest duration the command line takes: 100 years, well inside what a timer holds.
+const MAX_SECONDS: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// A positive number of seconds, such as 30 or 0.5.
 fn positive_seconds(text: &str) -> Result<std::time::Duration, String> {
     let seconds: f64 = text
         .parse()
         .map_err(|_| format!("{text:?} is not a number of seconds"))?;
     if seconds.is_finite() && seconds > 0.0 {
-        Ok(std::time::Duration::from_secs_f64(seconds))
+        std::time::Duration::try_from_secs_f64(seconds)
+            .ok()
+            .filter(|duration| *duration <= MAX_SECONDS)
+            .ok_or_else(|| {
+                format!(
+                    "{text} seconds is longer than golato waits (at most {} seconds, 100 years)",
+                    MAX_SECONDS.as_secs()
+                )
+            })
     } else {
         Err(format!("{text} is not a positive number of seconds"))
     }
