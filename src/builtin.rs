@@ -112,7 +112,14 @@ pub struct Config {
     /// # Ok::<(), builtin::Error>(())
     /// ```
     pub bash_environment: Option<Vec<(String, String)>>,
+    /// Most bytes `bash` writes to a command's full-output file; past it the file stops and
+    /// the result says so (the tail shown is still the command's last output). `None` means
+    /// [`DEFAULT_BASH_OUTPUT_FILE_LIMIT`].
+    pub bash_output_file_limit: Option<u64>,
 }
+
+/// How much of a command's output `bash` keeps in its full-output file by default: 64 MiB.
+pub const DEFAULT_BASH_OUTPUT_FILE_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// Why [`new`] could not build the set.
 #[derive(Debug, thiserror::Error)]
@@ -165,7 +172,12 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
             read::tool(Arc::clone(&workspace)),
             bash::tool(
                 Arc::clone(&workspace),
-                config.bash_environment.map(Arc::new),
+                bash::Settings {
+                    environment: config.bash_environment.map(Arc::new),
+                    output_file_limit: config
+                        .bash_output_file_limit
+                        .unwrap_or(DEFAULT_BASH_OUTPUT_FILE_LIMIT),
+                },
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),
             write::tool(Arc::clone(&workspace), lock),

@@ -296,9 +296,132 @@ fn commands_inherit_the_environment_unless_given_one() {
         ..Default::default()
     })
     .unwrap();
-    // What was given, and what bash itself sets (PWD, SHLVL, _), nothing inherited.
+    // What was given, what bash itself sets (PWD, SHLVL, _) and the call's mark (which finds
+    // its processes again at a timeout), nothing inherited.
     assert_eq!(
         variable_names(&explicit),
-        ["GOLATO_ONLY", "PATH", "PWD", "SHLVL", "_"]
+        [
+            "GOLATO_BASH_CALL",
+            "GOLATO_ONLY",
+            "PATH",
+            "PWD",
+            "SHLVL",
+            "_"
+        ]
     );
+}
+
+/// Starts `command` through an agent, cancels the run once the command printed `ready`, and
+/// returns the call's result.
+fn cancel_when_ready(dir: &std::path::Path, command: &str) -> golato::message::ToolResultMessage {
+    let agent = agent_with(
+        script(vec![call(
+            "b",
+            "bash",
+            &json!({"command": command}).to_string(),
+        )]),
+        tools_in(dir),
+    );
+    let run = agent.start(prompt("go"));
+    let mut result = None;
+    for event in run.events() {
+        if let Event::ToolExecutionUpdate(update) = &event {
+            if update.partial_result.text_content().contains("ready") {
+                run.cancel();
+            }
+        }
+        if let Event::ToolExecutionEnd(end) = event {
+            result = Some(end.result);
+        }
+    }
+    assert!(run.wait().is_err());
+    result.unwrap()
+}
+
+fn pid_in(dir: &std::path::Path, name: &str) -> u32 {
+    std::fs::read_to_string(dir.join(name))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_cancellation_kills_jobs_and_daemons_that_left_the_process_group() {
+    // Issue 21 item 14: a job started under `set -m` (its own group) and a `setsid` daemon (its
+    // own session) both outlived the call. Each writes its pid, renamed into place, before the
+    // command says it is ready.
+    let dir = tempfile::tempdir().unwrap();
+    let command = "set -m; \
+        bash -c 'echo $$ > job.tmp; mv job.tmp job.pid; exec sleep 1000' & \
+        setsid bash -c 'echo $$ > daemon.tmp; mv daemon.tmp daemon.pid; exec sleep 1000' & \
+        while [ ! -e job.pid ] || [ ! -e daemon.pid ]; do sleep 0.01; done; \
+        echo ready; wait";
+    let result = cancel_when_ready(dir.path(), command);
+    let text = result.text();
+    assert!(text.ends_with("Command aborted"), "{text}");
+    let (job, daemon) = (
+        pid_in(dir.path(), "job.pid"),
+        pid_in(dir.path(), "daemon.pid"),
+    );
+    assert!(wait_until_gone(job), "the set -m job {job} survived");
+    assert!(
+        wait_until_gone(daemon),
+        "the setsid daemon {daemon} survived"
+    );
+    // The result names what was killed.
+    assert!(text.contains("Killed everything it had started"), "{text}");
+    for pid in [job, daemon] {
+        assert!(text.contains(&format!("sleep ({pid})")), "{text}");
+    }
+    let killed = result.details.as_ref().unwrap()["killed"]
+        .as_array()
+        .unwrap();
+    assert!(killed.len() >= 3, "{killed:?}");
+}
+
+#[test]
+fn a_timeout_kills_a_daemon_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = bash(
+        dir.path(),
+        json!({"command": "setsid bash -c 'echo $$ > d.tmp; mv d.tmp d.pid; exec sleep 1000' & sleep 1000", "timeout": 1}),
+    );
+    assert!(
+        result.text().ends_with("Command timed out after 1 seconds"),
+        "{}",
+        result.text()
+    );
+    let daemon = pid_in(dir.path(), "d.pid");
+    assert!(wait_until_gone(daemon), "the daemon {daemon} survived");
+}
+
+#[test]
+fn the_full_output_file_stops_at_its_limit_and_says_so() {
+    // Issue 21 item 9: a flood without newlines filled TMPDIR (1.67 GiB in 5 s).
+    let dir = tempfile::tempdir().unwrap();
+    let tools = builtin::new(builtin::Config {
+        working_directory: dir.path().into(),
+        allowed_tool_names: Some(vec!["bash".into()]),
+        bash_output_file_limit: Some(100_000),
+        ..Default::default()
+    })
+    .unwrap();
+    let result = call_tool(
+        &tools,
+        "bash",
+        &json!({"command": "head -c 1000000 /dev/zero | tr '\\0' x"}).to_string(),
+    );
+    let details = result.details.clone().unwrap();
+    assert_eq!(details["total_bytes"], 1_000_000);
+    assert_eq!(details["full_output_cut"], true);
+    let path = details["full_output_path"].as_str().unwrap();
+    assert_eq!(std::fs::metadata(path).unwrap().len(), 100_000);
+    assert!(
+        result.text().contains("its first 100000 of 1000000 bytes"),
+        "{}",
+        result.text()
+    );
+    std::fs::remove_file(path).unwrap();
+    assert_eq!(builtin::DEFAULT_BASH_OUTPUT_FILE_LIMIT, 64 * 1024 * 1024);
 }

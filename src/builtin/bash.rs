@@ -14,6 +14,8 @@ use tokio::time::Instant;
 
 use super::paths::failure;
 use super::Workspace;
+
+mod processes;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 
 /// Most lines of output returned (the tail).
@@ -42,7 +44,15 @@ struct BashArgs {
 /// What a command's environment is made of: `None` inherits this process's.
 type Environment = Option<Arc<Vec<(String, String)>>>;
 
-pub(super) fn tool(workspace: Arc<Workspace>, environment: Environment) -> Tool {
+/// How bash runs its commands, from `builtin::Config`.
+#[derive(Debug, Clone)]
+pub(super) struct Settings {
+    pub(super) environment: Environment,
+    /// Most bytes written to a command's full-output file.
+    pub(super) output_file_limit: u64,
+}
+
+pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
     Tool::typed(
         "bash",
         "Run a bash command in the working directory, non-interactively (stdin is closed). \
@@ -51,8 +61,8 @@ pub(super) fn tool(workspace: Arc<Workspace>, environment: Environment) -> Tool 
          given in seconds.",
         move |ctx: ToolContext, args: BashArgs| {
             let workspace = Arc::clone(&workspace);
-            let environment = environment.clone();
-            async move { run(workspace.cwd().to_owned(), environment, ctx, args).await }
+            let settings = settings.clone();
+            async move { run(workspace.cwd().to_owned(), settings, ctx, args).await }
         },
     )
 }
@@ -69,7 +79,7 @@ enum Ending {
 
 async fn run(
     cwd: PathBuf,
-    environment: Environment,
+    settings: Settings,
     ctx: ToolContext,
     args: BashArgs,
 ) -> Result<ToolResult, BoxError> {
@@ -111,11 +121,15 @@ async fn run(
         .stderr(writer)
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(variables) = &environment {
+    if let Some(variables) = &settings.environment {
         command
             .env_clear()
             .envs(variables.iter().map(|(name, value)| (name, value)));
     }
+    // Every process the command starts inherits the mark: found again at a timeout or a
+    // cancellation, also after leaving the process group.
+    let mark = processes::new_mark();
+    command.env(processes::MARK_VARIABLE, &mark);
     let mut child = command.spawn().map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => format!(
             "bash was not found on PATH (or the working directory {} is gone)",
@@ -135,7 +149,7 @@ async fn run(
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
         .map_err(|error| failure("could not watch the command's output pipe", &error))?;
 
-    let mut output = Output::default();
+    let mut output = Output::new(settings.output_file_limit);
     let mut chunk = vec![0u8; 64 * 1024];
     // The first output is published at once; later ones at most once per interval, the last
     // one in an interval once it is over.
@@ -178,14 +192,19 @@ async fn run(
             () = ctx.cancelled(), if exited.is_none() => break Ending::Aborted,
         }
     };
+    let mut killed = Vec::new();
     if !matches!(ending, Ending::Exited(_)) {
+        // Everything that carries the call's mark (the group and whatever left it), then the
+        // group again for a process that cleared its environment; "already gone" is fine.
+        killed = tokio::task::spawn_blocking(move || processes::kill_marked(&mark))
+            .await
+            .unwrap_or_default();
         if let Some(group) = group {
-            // Kill the whole group, grandchildren too; "already gone" is fine.
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         }
         let _ = child.wait().await;
     }
-    Ok(output.finish(ending))
+    Ok(output.finish(ending, &killed))
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
@@ -195,10 +214,25 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// The line of a result that names what a timeout or a cancellation killed (ending in a line
+/// break), or nothing.
+fn killed_line(killed: &[processes::Killed]) -> String {
+    if killed.is_empty() {
+        return String::new();
+    }
+    format!(
+        "Killed everything it had started: {}\n",
+        processes::describe(killed)
+    )
+}
+
 /// Everything the command printed: a bounded tail in memory, the whole output in a temporary
 /// file once it outgrows what a result shows.
-#[derive(Default)]
 struct Output {
+    /// Most bytes the full-output file takes.
+    file_limit: u64,
+    /// Bytes written to the file so far.
+    file_bytes: u64,
     total_bytes: u64,
     newlines: u64,
     last_byte: Option<u8>,
@@ -233,6 +267,37 @@ fn save_output(bytes: &[u8]) -> std::io::Result<(std::fs::File, PathBuf)> {
 }
 
 impl Output {
+    fn new(file_limit: u64) -> Output {
+        Output {
+            file_limit,
+            file_bytes: 0,
+            total_bytes: 0,
+            newlines: 0,
+            last_byte: None,
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            file: None,
+            file_error: None,
+        }
+    }
+
+    /// Writes what of `bytes` the file still takes.
+    fn save(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let room =
+            usize::try_from(self.file_limit.saturating_sub(self.file_bytes)).unwrap_or(usize::MAX);
+        let part = &bytes[..bytes.len().min(room)];
+        if let Some((file, _)) = &mut self.file {
+            file.write_all(part)?;
+        }
+        self.file_bytes += part.len() as u64;
+        Ok(())
+    }
+
+    /// Whether the full-output file stopped at its limit.
+    fn file_cut(&self) -> bool {
+        self.total_bytes > self.file_bytes && self.file_bytes >= self.file_limit
+    }
+
     /// Takes more output. The tail is always kept; a failure to save the whole output is
     /// remembered for the result (and the command goes on, so its group is still reaped).
     fn push(&mut self, bytes: &[u8]) {
@@ -246,10 +311,14 @@ impl Output {
             return;
         }
         let saved = match &mut self.file {
-            Some((file, _)) => file.write_all(bytes),
+            Some(_) => self.save(bytes),
             None if self.total_bytes as usize > MAX_BYTES || self.newlines as usize > MAX_LINES => {
                 self.head.extend_from_slice(bytes);
-                save_output(&std::mem::take(&mut self.head)).map(|file| self.file = Some(file))
+                let head = std::mem::take(&mut self.head);
+                save_output(&[]).and_then(|file| {
+                    self.file = Some(file);
+                    self.save(&head)
+                })
             }
             None => {
                 self.head.extend_from_slice(bytes);
@@ -312,15 +381,22 @@ impl Output {
         self.tail_lines().0
     }
 
-    fn finish(mut self, ending: Ending) -> ToolResult {
+    fn finish(mut self, ending: Ending, killed: &[processes::Killed]) -> ToolResult {
         let (mut text, shown, line_cut) = self.tail_lines();
         let total = self.total_lines();
         let truncated = line_cut || (shown as u64) < total;
         // Output can be cut without having outgrown the limits that start the file (a last
         // line without a newline, bytes that are not UTF-8): every cut still names a file.
         if truncated && self.file.is_none() && self.file_error.is_none() {
-            match save_output(&self.head) {
-                Ok(file) => self.file = Some(file),
+            let head = std::mem::take(&mut self.head);
+            match save_output(&[]) {
+                Ok(file) => {
+                    self.file = Some(file);
+                    if let Err(error) = self.save(&head) {
+                        self.file_error = Some(could_not_create(&error));
+                        self.file = None;
+                    }
+                }
                 Err(error) => {
                     self.file_error = Some(could_not_create(&error));
                 }
@@ -352,6 +428,12 @@ impl Output {
                 )
             };
             let whole = match (&full_output, &self.file_error) {
+                (Some(path), _) if self.file_cut() => format!(
+                    "Full output: {} (its first {} of {} bytes: the file stops at its limit)",
+                    path.display(),
+                    self.file_bytes,
+                    self.total_bytes
+                ),
                 (Some(path), _) => format!("Full output: {}", path.display()),
                 (None, Some(error)) => {
                     format!("The full output could not be saved to a file: {error}")
@@ -375,11 +457,14 @@ impl Output {
                 }
             },
             Ending::TimedOut(seconds) => {
-                text.push_str(&format!("\n\nCommand timed out after {seconds} seconds"));
+                text.push_str(&format!(
+                    "\n\n{}Command timed out after {seconds} seconds",
+                    killed_line(killed)
+                ));
                 (true, None)
             }
             Ending::Aborted => {
-                text.push_str("\n\nCommand aborted");
+                text.push_str(&format!("\n\n{}Command aborted", killed_line(killed)));
                 (true, None)
             }
         };
@@ -391,6 +476,8 @@ impl Output {
                 "total_lines": total,
                 "total_bytes": self.total_bytes,
                 "full_output_path": full_output,
+                "full_output_cut": self.file_cut(),
+                "killed": killed.iter().map(|process| json!({"pid": process.pid, "name": process.name})).collect::<Vec<_>>(),
             }))
         }
     }

@@ -1,0 +1,121 @@
+//! Every process a bash call started, found again at its end: by the mark the call puts in the
+//! command's environment, which every descendant inherits, also one that left the process group
+//! (`set -m` jobs, `setsid` daemons) or was reparented to init.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The environment variable that marks a call's processes.
+pub(super) const MARK_VARIABLE: &str = "GOLATO_BASH_CALL";
+
+/// How many times the sweep looks again after killing: a process may fork between the listing
+/// and the kill; its child carries the mark too and is found by the next sweep.
+const MAX_SWEEPS: usize = 64;
+
+/// A call's mark: this process's ID, a counter and the time, so two calls never share one.
+pub(super) fn new_mark() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.subsec_nanos());
+    format!(
+        "{}-{}-{nanos:x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A process that was killed: its ID and command name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Killed {
+    pub(super) pid: i32,
+    pub(super) name: String,
+}
+
+/// Kills (SIGKILL) every process carrying `mark`, sweeping again until none is left; returns
+/// them in the order found. A process that cleared its environment is not found (the sandbox's
+/// PID namespace is what contains those).
+pub(super) fn kill_marked(mark: &str) -> Vec<Killed> {
+    let needle = format!("{MARK_VARIABLE}={mark}");
+    let own = std::process::id() as i32;
+    let mut killed: Vec<Killed> = Vec::new();
+    for _ in 0..MAX_SWEEPS {
+        let found: Vec<Killed> = marked(&needle, own)
+            .into_iter()
+            .filter(|process| !killed.contains(process))
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        for process in found {
+            if let Some(pid) = rustix::process::Pid::from_raw(process.pid) {
+                // Already gone is fine.
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+            killed.push(process);
+        }
+    }
+    killed
+}
+
+/// The live processes (not zombies) whose environment holds `needle`.
+fn marked(needle: &str, own: i32) -> Vec<Killed> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let dir = entry.path();
+        let Ok(environ) = std::fs::read(dir.join("environ")) else {
+            continue;
+        };
+        if !environ
+            .split(|byte| *byte == 0)
+            .any(|variable| variable == needle.as_bytes())
+        {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        // "pid (name) state …": the name may hold spaces and parentheses; it ends at the last ')'.
+        let (name, state) = match (stat.find('('), stat.rfind(')')) {
+            (Some(open), Some(close)) if open < close => (
+                stat[open + 1..close].to_owned(),
+                stat[close + 1..].trim_start().chars().next(),
+            ),
+            _ => (String::from("?"), None),
+        };
+        if state == Some('Z') {
+            continue;
+        }
+        found.push(Killed { pid, name });
+    }
+    found
+}
+
+/// How a result names what was killed: "3 processes: bash (120), sleep (121), sleep (130)".
+pub(super) fn describe(killed: &[Killed]) -> String {
+    const SHOWN: usize = 20;
+    let mut names: Vec<String> = killed
+        .iter()
+        .take(SHOWN)
+        .map(|process| format!("{} ({})", process.name, process.pid))
+        .collect();
+    if killed.len() > SHOWN {
+        names.push(format!("and {} more", killed.len() - SHOWN));
+    }
+    let noun = if killed.len() == 1 {
+        "process"
+    } else {
+        "processes"
+    };
+    format!("{} {noun}: {}", killed.len(), names.join(", "))
+}
