@@ -43,6 +43,7 @@
 //! ```
 
 mod bash;
+mod decode_budget;
 mod edit;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
@@ -71,7 +72,7 @@ pub(crate) fn fuzz_edit(original: &str, edits: &[(&str, &str)]) -> Result<String
 #[cfg(feature = "fuzzing")]
 pub(crate) fn fuzz_image(bytes: &[u8]) -> bool {
     matches!(
-        images::fit(bytes, "image/png"),
+        images::fit(bytes, "image/png", &|| false),
         images::Fitted::Original { .. } | images::Fitted::Reduced { .. }
     )
 }

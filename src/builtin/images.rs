@@ -55,8 +55,10 @@ fn limits() -> Limits {
     limits
 }
 
-/// Fits `bytes`, an image of type `mime_type`, within the limits.
-pub(super) fn fit(bytes: &[u8], mime_type: &'static str) -> Fitted {
+/// Fits `bytes`, an image of type `mime_type`, within the limits. A decode first reserves what
+/// it will hold from the process's [`decode_budget`](super::decode_budget), waiting for other
+/// decodes to finish if need be (or for `cancelled`).
+pub(super) fn fit(bytes: &[u8], mime_type: &'static str, cancelled: &dyn Fn() -> bool) -> Fitted {
     let reader = || {
         let mut reader = ImageReader::new(Cursor::new(bytes));
         reader.limits(limits());
@@ -89,6 +91,13 @@ pub(super) fn fit(bytes: &[u8], mime_type: &'static str) -> Fitted {
             data: encode(bytes),
         };
     }
+    let cost = super::decode_budget::decode_cost(width, height, MAX_DIMENSION);
+    let Some(_reserved) = super::decode_budget::DECODES.reserve(cost, cancelled) else {
+        return Fitted::Omitted {
+            reason: "the call was cancelled while it waited for other images to be decoded"
+                .to_owned(),
+        };
+    };
     let image = match reader()
         .map_err(image::ImageError::IoError)
         .and_then(ImageReader::decode)

@@ -88,7 +88,7 @@ fn read(
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let head = reader.fill_buf().map_err(|e| describe(e, shown))?;
     if let Some(mime_type) = image_type(head) {
-        return match read_image(&mut reader, mime_type, shown)? {
+        return match read_image(&mut reader, mime_type, shown, cancel)? {
             Image::Read(result) => Ok(result),
             // It only started like an image: a text file is read as text.
             Image::Text(bytes) => read_text(&mut io::Cursor::new(bytes), args, shown, cancel),
@@ -442,6 +442,7 @@ fn read_image(
     reader: &mut impl Read,
     mime_type: &'static str,
     shown: &str,
+    cancel: &CancellationToken,
 ) -> Result<Image, BoxError> {
     let mut bytes = Vec::new();
     reader
@@ -460,7 +461,7 @@ fn read_image(
             format_size(images::MAX_FILE_BYTES as usize)
         )));
     }
-    let (text, mime_type, data) = match images::fit(&bytes, mime_type) {
+    let (text, mime_type, data) = match images::fit(&bytes, mime_type, &|| cancel.is_cancelled()) {
         images::Fitted::Original { mime_type, data } => (format!("Read image file {shown} [{mime_type}]"), mime_type, data),
         images::Fitted::Reduced { mime_type, data, original, displayed } => (
             format!(
