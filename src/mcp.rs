@@ -24,6 +24,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use rmcp::handler::client::progress::ProgressDispatcher;
@@ -38,6 +39,19 @@ use serde_json::Value;
 use crate::message::Content;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 use golato_actors::Host;
+
+mod process;
+
+pub use process::stop_servers;
+use process::{BoundedLines, Diagnosis, ServerProcess};
+
+/// How long a server may take to start and complete MCP's handshake by default: 60 s (the
+/// first `npx -y` of a package downloads it).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a request may go unanswered by default: 120 s, counted again from each progress
+/// notification of a tool call.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How to reach an MCP server.
 #[derive(Debug, Clone)]
@@ -66,6 +80,13 @@ pub struct McpServerConfig {
     pub prefix: Option<String>,
     /// The host whose runtime the connection lives on; `None` uses [`Host::global`].
     pub host: Option<Host>,
+    /// How long starting the server and MCP's handshake may take; past it the server is
+    /// stopped and connecting fails. Default [`DEFAULT_CONNECT_TIMEOUT`].
+    pub connect_timeout: Duration,
+    /// How long a request may go unanswered (a tool call: since its last progress
+    /// notification); past it the request fails, and a call is cancelled on the server.
+    /// Default [`DEFAULT_REQUEST_TIMEOUT`].
+    pub request_timeout: Duration,
 }
 
 impl McpServerConfig {
@@ -81,6 +102,8 @@ impl McpServerConfig {
             },
             prefix: None,
             host: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
     }
 
@@ -101,7 +124,21 @@ impl McpServerConfig {
             transport: McpTransport::Http { url: url.into() },
             prefix: None,
             host: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
         }
+    }
+
+    /// Sets how long starting the server and MCP's handshake may take.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a request may go unanswered (a tool call: since its last progress).
+    pub fn with_request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
     }
 
     /// Names its tools `{prefix}_{tool}`.
@@ -169,7 +206,21 @@ impl ClientHandler for Handler {
     }
 }
 
-type Connection = RunningService<RoleClient, Handler>;
+/// One live connection: the MCP session, and for a stdio server its process (whose group is
+/// killed when the last holder of the connection lets go) and what it did wrong.
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    _process: Option<ServerProcess>,
+    diagnosis: Diagnosis,
+}
+
+impl std::ops::Deref for Connection {
+    type Target = RunningService<RoleClient, Handler>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.service
+    }
+}
 
 /// A connection to one MCP server, shared by the tools it gave. Cheap to clone. Dropping the
 /// last clone (and the last of its tools) closes the connection; a stdio server's process is
@@ -253,13 +304,24 @@ impl McpServer {
             server: self.inner.config.describe(),
             reason,
         })?;
-        let listed = connection
-            .list_all_tools()
-            .await
-            .map_err(|error| Error::ListTools {
+        let timeout = self.inner.config.request_timeout;
+        let listed = match tokio::time::timeout(timeout, connection.list_all_tools()).await {
+            Ok(listed) => listed.map_err(|error| Error::ListTools {
                 server: self.inner.config.describe(),
-                reason: error.to_string(),
-            })?;
+                reason: format!("{error}{}", connection.diagnosis.suffix()),
+            })?,
+            Err(_) => {
+                self.forget(&connection).await;
+                return Err(Error::ListTools {
+                    server: self.inner.config.describe(),
+                    reason: format!(
+                        "no answer within {} s{}",
+                        timeout.as_secs_f64(),
+                        connection.diagnosis.suffix()
+                    ),
+                });
+            }
+        };
         Ok(listed
             .into_iter()
             .map(|tool| {
@@ -350,18 +412,37 @@ impl McpServer {
             .await;
         let response = handle.await_response();
         tokio::pin!(response);
+        let timeout = self.inner.config.request_timeout;
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let cancel = |reason: &'static str| {
+            let notice =
+                CancelledNotificationParam::new(Some(request_id.clone()), Some(reason.to_owned()));
+            let connection = Arc::clone(&connection);
+            async move {
+                if let Err(error) = connection.notify_cancelled(notice).await {
+                    tracing::debug!(%error, "could not tell the MCP server the call was cancelled");
+                }
+            }
+        };
         let outcome = loop {
             tokio::select! {
                 outcome = &mut response => break outcome,
-                Some(step) = progress.next() => ctx.update(ToolResult::text(progress_text(&step))),
+                Some(step) = progress.next() => {
+                    deadline.as_mut().reset(tokio::time::Instant::now() + timeout);
+                    ctx.update(ToolResult::text(progress_text(&step)));
+                }
+                () = &mut deadline => {
+                    cancel("no answer within the client's request timeout").await;
+                    return Err(format!(
+                        "the MCP server {prefix} did not answer the call of {name} within {} s (nor sent progress){}; the call was cancelled",
+                        timeout.as_secs_f64(),
+                        connection.diagnosis.suffix()
+                    )
+                    .into());
+                }
                 () = ctx.cancelled() => {
-                    let notice = CancelledNotificationParam::new(
-                        Some(request_id),
-                        Some("cancelled by the agent".to_owned()),
-                    );
-                    if let Err(error) = connection.notify_cancelled(notice).await {
-                        tracing::debug!(%error, "could not tell the MCP server the call was cancelled");
-                    }
+                    cancel("cancelled by the agent").await;
                     return Err(format!("the call of {name} on the MCP server {prefix} was cancelled").into());
                 }
             }
@@ -379,7 +460,8 @@ impl McpServer {
             Err(error) => {
                 self.forget(&connection).await;
                 Err(format!(
-                    "the MCP server {prefix} failed during the call of {name} ({error}); the next call starts it again"
+                    "the MCP server {prefix} failed during the call of {name} ({error}){}; the next call starts it again",
+                    connection.diagnosis.suffix()
                 )
                 .into())
             }
@@ -388,7 +470,8 @@ impl McpServer {
 }
 
 /// Opens a connection on the host's runtime (the connection's tasks live there, not on the
-/// caller's runtime, which may be gone by the time a tool is called).
+/// caller's runtime, which may be gone by the time a tool is called), within the config's
+/// connect timeout. A stdio server that does not finish the handshake in time is stopped.
 async fn open(
     config: &McpServerConfig,
     host: &Host,
@@ -400,32 +483,51 @@ async fn open(
     };
     let server = config.describe();
     let transport = config.transport.clone();
+    let timeout = config.connect_timeout;
+    let diagnosis = Diagnosis::default();
+    let seen = diagnosis.clone();
     let opened = host.runtime().spawn(async move {
         match transport {
             McpTransport::Stdio { program, args } => {
-                let mut command = tokio::process::Command::new(&program);
-                command.args(&args);
-                let child = rmcp::transport::TokioChildProcess::builder(command)
-                    .stderr(std::process::Stdio::null())
-                    .spawn()
-                    .map_err(|error| format!("could not start {program}: {error}"))?
-                    .0;
-                handler
-                    .serve(child)
-                    .await
-                    .map_err(|error| error.to_string())
+                let (process, stdout, stdin) = ServerProcess::start(&program, &args)
+                    .map_err(|error| format!("could not start {program}: {error}"))?;
+                tracing::debug!(pid = ?process.id(), %program, "started an MCP server");
+                // rmcp's own line limit is set past golato's, so that golato's check (which
+                // says why) always comes first.
+                let transport = rmcp::transport::async_rw::AsyncRwTransport::new_client(
+                    BoundedLines::new(stdout, seen.clone()),
+                    stdin,
+                )
+                .with_max_line_length(process::MAX_MESSAGE_BYTES + 1024 * 1024);
+                match tokio::time::timeout(timeout, handler.serve(transport)).await {
+                    Ok(Ok(service)) => Ok((service, Some(process))),
+                    Ok(Err(error)) => Err(format!("{error}{}", seen.suffix())),
+                    Err(_) => Err(format!(
+                        "it did not complete MCP's handshake within {} s{}; it was stopped",
+                        timeout.as_secs_f64(),
+                        seen.suffix()
+                    )),
+                }
             }
             McpTransport::Http { url } => {
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|error| error.to_string())
+                match tokio::time::timeout(timeout, handler.serve(transport)).await {
+                    Ok(Ok(service)) => Ok((service, None)),
+                    Ok(Err(error)) => Err(error.to_string()),
+                    Err(_) => Err(format!(
+                        "it did not complete MCP's handshake within {} s",
+                        timeout.as_secs_f64()
+                    )),
+                }
             }
         }
     });
     match opened.await {
-        Ok(Ok(connection)) => Ok(connection),
+        Ok(Ok((service, process))) => Ok(Connection {
+            service,
+            _process: process,
+            diagnosis,
+        }),
         Ok(Err(reason)) => Err(Error::Connect { server, reason }),
         Err(error) => Err(Error::Connect {
             server,

@@ -144,6 +144,9 @@ fn main() -> ExitCode {
             Command::Tool(args) => tool::command(args).await,
         }
     });
+    // A server held by an abandoned call, or by a task the exit never finishes, would
+    // outlive golato otherwise.
+    golato::mcp::stop_servers();
     match outcome {
         Ok(exit) => exit.into(),
         Err(error) => {

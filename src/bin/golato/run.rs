@@ -194,6 +194,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
             signal = signals.next() => {
                 if interrupted.is_some() {
                     view.abandon();
+                    golato::mcp::stop_servers();
                     std::process::exit(i32::from(signal.exit_code()));
                 }
                 interrupted = Some(signal);
