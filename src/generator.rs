@@ -29,7 +29,7 @@ pub use http::{
 };
 pub use openai::OpenAiChat;
 pub use responses::OpenAiResponses;
-pub use scripted::Scripted;
+pub use scripted::{Scripted, MAX_SCRIPT_BYTES};
 
 /// The model to ask, what it can do, and how to ask it.
 ///

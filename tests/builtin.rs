@@ -855,3 +855,38 @@ fn a_link_flipped_between_a_file_and_a_fifo_never_blocks_a_call() {
         .file_type()
         .is_fifo());
 }
+
+#[test]
+fn write_and_edit_keep_extended_attributes() {
+    // Issue 21: the temporary file renamed over the old one dropped its ACLs and labels.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tagged.txt");
+    std::fs::write(&file, "one\n").unwrap();
+    let flags = rustix::fs::XattrFlags::empty();
+    if let Err(error) = rustix::fs::setxattr(&file, "user.golato", b"kept", flags) {
+        eprintln!("skipped: this file system takes no user attributes ({error})");
+        return;
+    }
+    let tools = tools_in(dir.path());
+    let read_tag = || {
+        let mut value = [0u8; 16];
+        let length = rustix::fs::getxattr(&file, "user.golato", &mut value[..]).unwrap();
+        value[..length].to_vec()
+    };
+    let result = call_tool(
+        &tools,
+        "write",
+        &json!({"path": "tagged.txt", "content": "two\n"}).to_string(),
+    );
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(read_tag(), b"kept");
+    let result = call_tool(
+        &tools,
+        "edit",
+        &json!({"path": "tagged.txt", "edits": [{"oldText": "two", "newText": "three"}]})
+            .to_string(),
+    );
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(read_tag(), b"kept");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "three\n");
+}

@@ -178,3 +178,45 @@ fn usage_errors_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("/no/such/dir"));
 }
+
+#[test]
+fn golato_tool_write_from_stdin_holds_the_content_about_twice() {
+    // Issue 21: `golato tool write -` held about three times the content (the arguments, the
+    // script's copy of them, the parsed content). Measured by a Python parent's getrusage.
+    let dir = tempfile::tempdir().unwrap();
+    let content_bytes = 64 * 1024 * 1024;
+    let arguments = dir.path().join("args.json");
+    std::fs::write(
+        &arguments,
+        json!({"path": "big.txt", "content": "x".repeat(content_bytes)}).to_string(),
+    )
+    .unwrap();
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import resource, subprocess, sys\n\
+             subprocess.run([sys.argv[1], 'tool', 'write', '-', '--cwd', sys.argv[2]], stdin=open(sys.argv[3]), stdout=subprocess.DEVNULL, check=True)\n\
+             print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)",
+        )
+        .arg(env!("CARGO_BIN_EXE_golato"))
+        .arg(dir.path())
+        .arg(&arguments)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let peak_kib: u64 = String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        std::fs::metadata(dir.path().join("big.txt")).unwrap().len(),
+        content_bytes as u64
+    );
+    // Three copies were 216 MiB here; two and the process itself are about 150.
+    assert!(
+        peak_kib < 180 * 1024,
+        "peak {} MiB for {} MiB of content",
+        peak_kib / 1024,
+        content_bytes / (1024 * 1024)
+    );
+}

@@ -207,6 +207,21 @@ fn max_parallel_and_tool_timeout_reach_the_agent() {
     let output = golato_output(&["run", "--tool-timeout", "0", "go"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(one_error_line(&output).contains("not a positive number of seconds"));
+    // Issue 21: a device given as a file was read without end.
+    let output = golato_output(&["run", "--script", "/dev/zero", "go"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(one_error_line(&output).contains("larger than 256 MiB"));
+    let done = script_file(dir.path(), "done.jsonl", &[json!({"text": "done"})]);
+    let output = golato_output(&[
+        "run",
+        "--script",
+        done.to_str().unwrap(),
+        "--system",
+        "@/dev/zero",
+        "go",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(one_error_line(&output).contains("larger than 16 MiB"));
     // Issue 21 item 13: 1e300 seconds panicked (exit 101) instead of a usage error.
     let output = golato_output(&["run", "--tool-timeout", "1e300", "go"]);
     assert_eq!(output.status.code(), Some(2), "{output:?}");

@@ -47,6 +47,9 @@ pub struct Scripted {
     entries: Arc<[AssistantMessage]>,
 }
 
+/// The largest script file [`Scripted::from_file`] reads: 256 MiB.
+pub const MAX_SCRIPT_BYTES: u64 = 256 * 1024 * 1024;
+
 impl Scripted {
     /// A script of the given messages, in order.
     pub fn new(entries: impl IntoIterator<Item = AssistantMessage>) -> Self {
@@ -61,11 +64,26 @@ impl Scripted {
     /// [`Error::ReadScript`] when the file cannot be read, [`Error::InvalidScript`] naming the
     /// entry that is not an assistant message.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, Error> {
+        use std::io::Read as _;
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadScript {
+        let failed = |source| Error::ReadScript {
             path: path.to_owned(),
             source,
-        })?;
+        };
+        // Bounded: a device (`/dev/zero`) or a runaway file must not be read without end.
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_SCRIPT_BYTES + 1).read_to_string(&mut text))
+            .map_err(failed)?;
+        if text.len() as u64 > MAX_SCRIPT_BYTES {
+            return Err(failed(std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                format!(
+                    "it is larger than {} MiB, more than a script may be",
+                    MAX_SCRIPT_BYTES / (1024 * 1024)
+                ),
+            )));
+        }
         Scripted::parse(&text, &path.display().to_string())
     }
 

@@ -119,7 +119,7 @@ fn builtin_tools(
 
 /// The script as a generator, and the results it recorded.
 pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
+    let text = read_bounded(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
         CliError::usage(format!(
             "cannot read the script {}: {error}; give --script a JSON or JSONL file written by --record",
             path.display()
@@ -130,10 +130,33 @@ pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError
     Ok((scripted, recording))
 }
 
+/// The largest system prompt read from a file: 16 MiB.
+const MAX_SYSTEM_PROMPT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The text of the file at `path`, read no further than `limit` bytes: a device such as
+/// `/dev/zero` would otherwise be read without end.
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "it is larger than {} MiB, the most golato reads",
+                limit / (1024 * 1024)
+            ),
+        ));
+    }
+    Ok(text)
+}
+
 /// `--system TEXT`, or `--system @FILE` for a file's contents.
 fn system_text(value: &str) -> Result<String, CliError> {
     match value.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path).map_err(|error| {
+        Some(path) => read_bounded(Path::new(path), MAX_SYSTEM_PROMPT_BYTES).map_err(|error| {
             CliError::usage(format!(
                 "cannot read the system prompt from {path}: {error}; --system takes the text itself or @FILE"
             ))
