@@ -230,6 +230,31 @@ proptest! {
             );
         }
     }
+
+    /// Issue 21: any stretch of the file copied byte for byte, line endings and all (in a
+    /// file of mixed endings, with a BOM or not), that occurs once is found as given and
+    /// replaced exactly: `b\nc` in `BOM a\r\nb\nc\r\n` used to be looked for as `b\r\nc`.
+    #[test]
+    fn an_exact_copy_of_any_stretch_is_found_as_given(
+        file in file(),
+        from in 0usize..400,
+        take in 1usize..60,
+        new_text in line(),
+    ) {
+        let original = file.text();
+        let content = original.strip_prefix('\u{feff}').unwrap_or(&original);
+        let old: String = content.chars().skip(from % content.chars().count().max(1)).take(take).collect();
+        prop_assume!(!old.is_empty() && old != new_text && content.matches(old.as_str()).count() == 1);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        std::fs::write(&path, &original).unwrap();
+        let arguments = json!({"path": "f.txt", "edits": [{"oldText": old, "newText": new_text}]});
+        let result = call_tool(&tools_in(dir.path()), "edit", &arguments.to_string());
+        prop_assert!(!result.is_error, "refused: {}", result.text());
+        let after = std::fs::read_to_string(&path).unwrap();
+        let bom = if original.starts_with('\u{feff}') { "\u{feff}" } else { "" };
+        prop_assert_eq!(after, format!("{bom}{}", content.replacen(old.as_str(), &new_text, 1)));
+    }
 }
 
 /// Whether `after` is `original` with one region (after any BOM) replaced by `new`.

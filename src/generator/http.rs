@@ -241,8 +241,9 @@ impl Transport {
 }
 
 impl Transport {
-    /// `response` if it is an event stream, else what it is instead. A response without a
-    /// content type is taken at its word.
+    /// `response`, unless its content type says it is a document rather than a stream (an HTML
+    /// page, JSON, XML): then what it is instead. Other types are taken at their word, as some
+    /// compatible servers label their streams loosely (`text/plain`, none at all).
     async fn event_stream(&self, response: reqwest::Response) -> Result<reqwest::Response, Error> {
         let content_type = response
             .headers()
@@ -251,11 +252,21 @@ impl Transport {
         let Some(content_type) = content_type else {
             return Ok(response);
         };
-        if content_type
-            .trim_start()
-            .to_ascii_lowercase()
-            .starts_with("text/event-stream")
-        {
+        let essence = content_type
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        let document = matches!(
+            essence.as_str(),
+            "text/html"
+                | "application/xhtml+xml"
+                | "application/json"
+                | "application/xml"
+                | "text/xml"
+        ) || essence.ends_with("+json");
+        if !document {
             return Ok(response);
         }
         let (start, _) = read_start(response, 200, self.idle_timeout).await;

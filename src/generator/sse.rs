@@ -149,3 +149,59 @@ impl SseDecoder {
         self.data.take().map(|data| SseEvent { event, data })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use proptest::prelude::*;
+
+    /// What a body is made of: data lines, comments, blank lines, lines without end.
+    fn piece() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            "[a-z]{0,40}".prop_map(|text| format!("data: {text}\n").into_bytes()),
+            Just(b": ping\n".to_vec()),
+            Just(b"\n".to_vec()),
+            Just(b"\r\n".to_vec()),
+            (1usize..200).prop_map(|n| vec![b'x'; n]),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Issue 21: however a body is cut, a decoder with a limit never yields an event larger
+        /// than it, and says it overflowed exactly when an event outgrew it.
+        #[test]
+        fn an_event_never_outgrows_the_limit(
+            pieces in prop::collection::vec(piece(), 0..40),
+            cuts in prop::collection::vec(1usize..64, 1..8),
+            limit in 1usize..120,
+        ) {
+            let body: Vec<u8> = pieces.concat();
+            let mut decoder = SseDecoder::with_limit(limit);
+            let mut unbounded = SseDecoder::default();
+            let mut events = Vec::new();
+            let mut at = 0;
+            for cut in cuts.iter().cycle() {
+                if at >= body.len() {
+                    break;
+                }
+                let end = (at + cut).min(body.len());
+                events.extend(decoder.feed(&body[at..end]));
+                at = end;
+            }
+            events.extend(decoder.finish());
+            let mut all = unbounded.feed(&body);
+            all.extend(unbounded.finish());
+            for event in &events {
+                prop_assert!(event.data.len() <= limit);
+            }
+            if !decoder.overflowed() {
+                // Nothing was dropped: the same events as without a limit.
+                prop_assert_eq!(&events, &all);
+            }
+        }
+    }
+}
