@@ -29,11 +29,16 @@ seed_lines() { # target, fixture directory of JSON lines (one event each), frame
 seed sse_openai openai-chat
 seed sse_anthropic anthropic
 seed_lines sse_responses openai-responses
+# The first byte is the limit, the second where the body is cut.
+mkdir -p "$work/corpus/sse_limit"
+for f in "$fixtures/openai-chat"/*; do
+    { printf '\x40\x40'; head -c 2000 "$f"; } > "$work/corpus/sse_limit/$(basename "$f")"
+done
 mkdir -p "$work/corpus/edit_matcher" "$work/corpus/validation" "$work/corpus/image"
 printf 'fn main() {\n    let x = \xe2\x80\x9chi\xe2\x80\x9d;  \n}\n\xffx = "hi"\xffy' > "$work/corpus/edit_matcher/seed"
 printf '{"path": "a", "count": 3, "items": [{"x": 1.5}]}' > "$work/corpus/validation/seed"
 cargo +nightly fuzz build -O
-for target in ${TARGETS:-sse_openai sse_anthropic sse_responses edit_matcher validation image}; do
+for target in ${TARGETS:-sse_openai sse_anthropic sse_responses sse_limit edit_matcher validation image}; do
     echo "== $target ($seconds s)"
     cargo +nightly fuzz run -O "$target" "$work/corpus/$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \

@@ -35,6 +35,32 @@ pub fn responses_stream(data: &[u8]) -> Option<AssistantMessage> {
     )
 }
 
+/// The SSE framing with a limit (issue 21): `data`'s first byte is the limit in bytes (at least
+/// 1), its second where the body (the rest) is cut in two. Whether the limit held: no event
+/// larger than it came out, and when the decoder did not overflow, it gave exactly the events
+/// an unlimited one gives.
+pub fn sse_limit(data: &[u8]) -> bool {
+    let [limit, cut, body @ ..] = data else {
+        return true;
+    };
+    let limit = usize::from(*limit).max(1);
+    let cut = usize::from(*cut).min(body.len());
+    let mut bounded = SseDecoder::with_limit(limit);
+    let mut events = bounded.feed(&body[..cut]);
+    events.extend(bounded.feed(&body[cut..]));
+    events.extend(bounded.finish());
+    if events.iter().any(|event| event.data.len() > limit) {
+        return false;
+    }
+    if bounded.overflowed() {
+        return true;
+    }
+    let mut unbounded = SseDecoder::default();
+    let mut all = unbounded.feed(body);
+    all.extend(unbounded.finish());
+    events == all
+}
+
 /// A provider's server-sent events through the SSE framing and `decode`: `data`'s first byte
 /// says where the body (the rest) is cut in two, as a network read would. The message the
 /// stream assembled, or `None` where the decoder refused an event.
@@ -45,7 +71,7 @@ fn stream<D: Default>(
 ) -> Option<AssistantMessage> {
     let (&cut, body) = data.split_first()?;
     let cut = usize::from(cut).min(body.len());
-    let mut sse = SseDecoder::default();
+    let mut sse = SseDecoder::with_limit(crate::generator::MAX_EVENT_BYTES);
     let mut events = sse.feed(&body[..cut]);
     events.extend(sse.feed(&body[cut..]));
     events.extend(sse.finish());
