@@ -42,6 +42,15 @@ fn agent(dir: &std::path::Path, turns: Vec<AssistantMessage>) -> Agent {
     .unwrap()
 }
 
+/// A directory with `f.txt` ("original"), and a pause set before anything replaces it.
+fn file_held_before_replacing() -> (tempfile::TempDir, std::path::PathBuf, Pause) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f.txt");
+    std::fs::write(&file, "original\n").unwrap();
+    let pause = Pause::before_replacing(&file.canonicalize().unwrap());
+    (dir, file, pause)
+}
+
 fn edit_call() -> golato::message::ToolCall {
     call(
         "e",
@@ -53,10 +62,7 @@ fn edit_call() -> golato::message::ToolCall {
 
 #[test]
 fn an_abandoned_edit_never_lands() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("f.txt");
-    std::fs::write(&file, "original\n").unwrap();
-    let pause = Pause::before_replacing(&file.canonicalize().unwrap());
+    let (dir, file, pause) = file_held_before_replacing();
     let agent = agent(
         dir.path(),
         vec![
@@ -87,10 +93,7 @@ fn an_abandoned_edit_never_lands() {
 
 #[test]
 fn a_later_write_waits_for_an_abandoned_edit_and_keeps_its_content() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("f.txt");
-    std::fs::write(&file, "original\n").unwrap();
-    let pause = Pause::before_replacing(&file.canonicalize().unwrap());
+    let (dir, file, pause) = file_held_before_replacing();
     let agent = agent(
         dir.path(),
         vec![

@@ -23,7 +23,9 @@ use tokio::net::TcpStream;
 
 /// What a misbehaving server does once it has read a request; it returns when the client is
 /// gone (a write fails) or it is done.
-type Behaviour = fn(TcpStream, Arc<AtomicUsize>) -> futures::future::BoxFuture<'static, ()>;
+type Behaviour = Arc<
+    dyn Fn(TcpStream, Arc<AtomicUsize>) -> futures::future::BoxFuture<'static, ()> + Send + Sync,
+>;
 
 /// Serves every connection with `behaviour`; the counter adds up the bytes sent.
 async fn serve(behaviour: Behaviour) -> (String, Arc<AtomicUsize>) {
@@ -33,7 +35,7 @@ async fn serve(behaviour: Behaviour) -> (String, Arc<AtomicUsize>) {
     let counter = Arc::clone(&sent);
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
-            let counter = Arc::clone(&counter);
+            let (counter, behaviour) = (Arc::clone(&counter), Arc::clone(&behaviour));
             tokio::spawn(async move {
                 read_request(&mut socket).await;
                 behaviour(socket, counter).await;
@@ -54,6 +56,35 @@ async fn send(socket: &mut TcpStream, sent: &AtomicUsize, bytes: &[u8]) -> bool 
 
 const STREAM_HEADERS: &[u8] =
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+
+/// A server that sends `head`, then `unit` up to `times` times (or until the client leaves).
+async fn flood(head: Vec<u8>, unit: Vec<u8>, times: usize) -> (String, Arc<AtomicUsize>) {
+    serve(Arc::new(move |mut socket, sent| {
+        let (head, unit) = (head.clone(), unit.clone());
+        Box::pin(async move {
+            if !send(&mut socket, &sent, &head).await {
+                return;
+            }
+            for _ in 0..times {
+                if !send(&mut socket, &sent, &unit).await {
+                    return;
+                }
+            }
+        })
+    }))
+    .await
+}
+
+/// A server that answers every request with `reply`, whole.
+async fn reply(reply: String) -> String {
+    flood(reply.into_bytes(), Vec::new(), 0).await.0
+}
+
+/// What the client took before it hung up: less than `limit` and the kernel's buffers.
+fn assert_taken_at_most(sent: &AtomicUsize, limit: usize) {
+    let sent = sent.load(Ordering::Relaxed);
+    assert!(sent < limit + 48 * 1024 * 1024, "{sent} bytes sent");
+}
 
 fn client(url: String) -> OpenAiChat {
     OpenAiChat::new(url, None)
@@ -95,13 +126,13 @@ async fn error_of(generator: &dyn Generator) -> generator::Error {
 
 #[tokio::test]
 async fn a_provider_that_never_sends_headers_is_given_up_on() {
-    let (url, _) = serve(|mut socket, _| {
+    let (url, _) = serve(Arc::new(|mut socket, _| {
         Box::pin(async move {
             // Holds the connection open, saying nothing, until the client leaves.
             let mut buffer = [0u8; 1];
             let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut buffer).await;
         })
-    })
+    }))
     .await;
     let error = error_of(&client(url)).await;
     assert!(
@@ -113,7 +144,7 @@ async fn a_provider_that_never_sends_headers_is_given_up_on() {
 
 #[tokio::test]
 async fn keep_alive_comments_alone_do_not_keep_a_stream_alive() {
-    let (url, _) = serve(|mut socket, sent| {
+    let (url, _) = serve(Arc::new(|mut socket, sent| {
         Box::pin(async move {
             if !send(&mut socket, &sent, STREAM_HEADERS).await {
                 return;
@@ -127,7 +158,7 @@ async fn keep_alive_comments_alone_do_not_keep_a_stream_alive() {
                 }
             }
         })
-    })
+    }))
     .await;
     let error = error_of(&client(url)).await;
     assert!(
@@ -138,22 +169,9 @@ async fn keep_alive_comments_alone_do_not_keep_a_stream_alive() {
 
 #[tokio::test]
 async fn an_error_body_that_never_ends_is_read_only_to_its_limit() {
-    let (url, sent) = serve(|mut socket, sent| {
-        Box::pin(async move {
-            let head = b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n";
-            if !send(&mut socket, &sent, head).await {
-                return;
-            }
-            let chunk = vec![b'e'; 64 * 1024];
-            // Bounded at 2 GiB; the client must hang up long before.
-            for _ in 0..32 * 1024 {
-                if !send(&mut socket, &sent, &chunk).await {
-                    return;
-                }
-            }
-        })
-    })
-    .await;
+    let head = b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n";
+    // At most 2 GiB; the client must hang up long before.
+    let (url, sent) = flood(head.to_vec(), vec![b'e'; 64 * 1024], 32 * 1024).await;
     let error = error_of(&client(url)).await;
     assert!(
         matches!(
@@ -166,32 +184,13 @@ async fn an_error_body_that_never_ends_is_read_only_to_its_limit() {
         "{error:?}"
     );
     assert!(error.to_string().len() < 4_096, "the message is an excerpt");
-    // What the client read, plus what the kernel's buffers took.
-    assert!(
-        sent.load(Ordering::Relaxed) < 64 * 1024 * 1024,
-        "{} bytes sent",
-        sent.load(Ordering::Relaxed)
-    );
+    assert_taken_at_most(&sent, 16 * 1024 * 1024);
 }
 
 #[tokio::test]
 async fn a_line_that_never_ends_fails_at_the_event_limit() {
-    let (url, sent) = serve(|mut socket, sent| {
-        Box::pin(async move {
-            if !send(&mut socket, &sent, STREAM_HEADERS).await
-                || !send(&mut socket, &sent, b"data: ").await
-            {
-                return;
-            }
-            let chunk = vec![b'x'; 64 * 1024];
-            for _ in 0..32 * 1024 {
-                if !send(&mut socket, &sent, &chunk).await {
-                    return;
-                }
-            }
-        })
-    })
-    .await;
+    let head = [STREAM_HEADERS, b"data: "].concat();
+    let (url, sent) = flood(head, vec![b'x'; 64 * 1024], 32 * 1024).await;
     let error = error_of(&client(url)).await;
     assert!(
         matches!(
@@ -203,60 +202,27 @@ async fn a_line_that_never_ends_fails_at_the_event_limit() {
         ),
         "{error:?}"
     );
-    let sent = sent.load(Ordering::Relaxed);
-    assert!(
-        sent < MAX_EVENT_BYTES + 48 * 1024 * 1024,
-        "{sent} bytes sent"
-    );
+    assert_taken_at_most(&sent, MAX_EVENT_BYTES);
 }
 
 #[tokio::test]
 async fn data_lines_never_closed_by_a_blank_line_fail_at_the_event_limit() {
-    let (url, sent) = serve(|mut socket, sent| {
-        Box::pin(async move {
-            if !send(&mut socket, &sent, STREAM_HEADERS).await {
-                return;
-            }
-            let line = format!("data: {}\n", "y".repeat(1024));
-            for _ in 0..2 * 1024 * 1024 {
-                if !send(&mut socket, &sent, line.as_bytes()).await {
-                    return;
-                }
-            }
-        })
-    })
-    .await;
+    let line = format!("data: {}\n", "y".repeat(1024)).into_bytes();
+    let (url, sent) = flood(STREAM_HEADERS.to_vec(), line, 2 * 1024 * 1024).await;
     let error = error_of(&client(url)).await;
     assert!(
         matches!(error, generator::Error::TooLarge { .. }),
         "{error:?}"
     );
-    let sent = sent.load(Ordering::Relaxed);
-    assert!(
-        sent < MAX_EVENT_BYTES + 48 * 1024 * 1024,
-        "{sent} bytes sent"
-    );
+    assert_taken_at_most(&sent, MAX_EVENT_BYTES);
 }
 
 #[tokio::test]
 async fn text_deltas_without_end_fail_at_the_message_limit() {
-    let (url, sent) = serve(|mut socket, sent| {
-        Box::pin(async move {
-            if !send(&mut socket, &sent, STREAM_HEADERS).await {
-                return;
-            }
-            let text = "z".repeat(4096);
-            let event = format!(
-                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
-            );
-            for _ in 0..512 * 1024 {
-                if !send(&mut socket, &sent, event.as_bytes()).await {
-                    return;
-                }
-            }
-        })
-    })
-    .await;
+    let text = "z".repeat(4096);
+    let event =
+        format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n");
+    let (url, sent) = flood(STREAM_HEADERS.to_vec(), event.into_bytes(), 512 * 1024).await;
     let error = error_of(&client(url)).await;
     assert!(
         matches!(
@@ -268,11 +234,7 @@ async fn text_deltas_without_end_fail_at_the_message_limit() {
         ),
         "{error:?}"
     );
-    let sent = sent.load(Ordering::Relaxed);
-    assert!(
-        sent < MAX_MESSAGE_BYTES + 48 * 1024 * 1024,
-        "{sent} bytes sent"
-    );
+    assert_taken_at_most(&sent, MAX_MESSAGE_BYTES);
 }
 
 #[tokio::test]
@@ -286,17 +248,9 @@ async fn absurd_retry_after_values_are_waited_for_within_the_policy() {
         "retry-after-ms: 1e300",
         "retry-after-ms: inf",
     ] {
-        static HEADER: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
-        *HEADER.lock().unwrap() = header.to_owned();
-        let (url, _) = serve(|mut socket, sent| {
-            Box::pin(async move {
-                let header = HEADER.lock().unwrap().clone();
-                let reply = format!(
-                    "HTTP/1.1 429 Too Many Requests\r\n{header}\r\ncontent-length: 9\r\nconnection: close\r\n\r\nslow down"
-                );
-                send(&mut socket, &sent, reply.as_bytes()).await;
-            })
-        })
+        let url = reply(format!(
+            "HTTP/1.1 429 Too Many Requests\r\n{header}\r\ncontent-length: 9\r\nconnection: close\r\n\r\nslow down"
+        ))
         .await;
         let error = error_of(&client(url)).await;
         assert!(
@@ -314,16 +268,11 @@ async fn absurd_retry_after_values_are_waited_for_within_the_policy() {
 
 #[tokio::test]
 async fn a_page_instead_of_an_event_stream_is_named() {
-    let (url, _) = serve(|mut socket, sent| {
-        Box::pin(async move {
-            let body = "<!doctype html><html><body>Welcome to nginx!</body></html>";
-            let reply = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            send(&mut socket, &sent, reply.as_bytes()).await;
-        })
-    })
+    let body = "<!doctype html><html><body>Welcome to nginx!</body></html>";
+    let url = reply(format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    ))
     .await;
     let error = error_of(&client(url)).await;
     let text = error.to_string();

@@ -59,16 +59,25 @@ fn assert_gone_soon(pid: i32, what: &str) {
     }
 }
 
-/// Calls the server's one tool through an agent and returns the call's result.
-fn poke(tools: Vec<golato::Tool>) -> golato::message::ToolResultMessage {
-    let agent = Agent::new(agent::Config {
-        generator: Some(Arc::new(script(vec![call("p", "hostile_poke", "{}")]))),
-        tools,
-        ..Default::default()
+/// Connects to the server `config` describes and calls its one tool through an agent; the
+/// call's result text, which must be an error.
+async fn poke_error(config: McpServerConfig) -> String {
+    let server = McpServer::connect(config).await.unwrap();
+    let tools = server.tools().await.unwrap();
+    let result = tokio::task::spawn_blocking(move || {
+        let agent = Agent::new(agent::Config {
+            generator: Some(Arc::new(script(vec![call("p", "hostile_poke", "{}")]))),
+            tools,
+            ..Default::default()
+        })
+        .unwrap();
+        let result = agent.start(prompt("poke")).wait().unwrap();
+        transcript_results(&result.messages).remove(0)
     })
+    .await
     .unwrap();
-    let result = agent.start(prompt("poke")).wait().unwrap();
-    transcript_results(&result.messages).remove(0)
+    assert!(result.is_error);
+    result.text()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,15 +95,7 @@ async fn a_server_that_never_answers_initialize_fails_to_connect_and_is_stopped(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn garbage_on_stdout_fails_the_call_at_its_deadline_and_says_what_it_saw() {
     let dir = tempfile::tempdir().unwrap();
-    let server = McpServer::connect(server_config("garbage", dir.path()))
-        .await
-        .unwrap();
-    let tools = server.tools().await.unwrap();
-    let result = tokio::task::spawn_blocking(move || poke(tools))
-        .await
-        .unwrap();
-    assert!(result.is_error);
-    let text = result.text();
+    let text = poke_error(server_config("garbage", dir.path())).await;
     assert!(
         text.contains("did not answer the call of poke within 0.5 s"),
         "{text}"
@@ -105,15 +106,9 @@ async fn garbage_on_stdout_fails_the_call_at_its_deadline_and_says_what_it_saw()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_too_big_to_read_fails_its_call() {
     let dir = tempfile::tempdir().unwrap();
-    let config = server_config("huge", dir.path()).with_request_timeout(Duration::from_secs(600));
-    let server = McpServer::connect(config).await.unwrap();
-    let tools = server.tools().await.unwrap();
     // The request timeout is ten minutes: the call must fail because of the size, at once.
-    let result = tokio::task::spawn_blocking(move || poke(tools))
-        .await
-        .unwrap();
-    assert!(result.is_error);
-    let text = result.text();
+    let config = server_config("huge", dir.path()).with_request_timeout(Duration::from_secs(600));
+    let text = poke_error(config).await;
     assert!(text.contains("more than 16 MiB"), "{text}");
 }
 
