@@ -114,6 +114,12 @@ impl SseDecoder {
         } else {
             self.on_line(&line)
         };
+        // Bytes that are not UTF-8 become U+FFFD, three bytes each: the data can outgrow the
+        // line it came from.
+        self.check_limit(0);
+        if self.overflowed {
+            return None;
+        }
         from_line.or_else(|| self.dispatch())
     }
 
@@ -161,11 +167,24 @@ mod tests {
     fn piece() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             "[a-z]{0,40}".prop_map(|text| format!("data: {text}\n").into_bytes()),
+            (0usize..20).prop_map(|n| [b"data: ".as_slice(), &vec![0xe6; n], b"\n"].concat()),
             Just(b": ping\n".to_vec()),
             Just(b"\n".to_vec()),
             Just(b"\r\n".to_vec()),
             (1usize..200).prop_map(|n| vec![b'x'; n]),
         ]
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_cannot_make_the_last_event_outgrow_the_limit() {
+        // Found by the sse_limit fuzz target: a last line without a newline, whose bytes that
+        // are not UTF-8 became three-byte U+FFFD each, came out larger than the limit.
+        let mut body = b"data:".to_vec();
+        body.extend(std::iter::repeat_n(0xe6u8, 40));
+        let mut decoder = SseDecoder::with_limit(64);
+        assert!(decoder.feed(&body).is_empty());
+        assert_eq!(decoder.finish(), None);
+        assert!(decoder.overflowed());
     }
 
     proptest! {
