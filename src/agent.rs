@@ -52,6 +52,7 @@ mod batch_calls;
 mod error;
 mod event;
 mod input;
+pub(crate) mod journal;
 mod run;
 mod run_actor;
 mod tool_actor;
@@ -77,6 +78,9 @@ pub use event::{
     ToolHookEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
 };
 pub use input::Input;
+pub use journal::{
+    Journal, JournalError, MemoryJournal, NotRecorded, StepError, StepKey, StepWork, JOURNAL_FORMAT,
+};
 pub use run::{Events, NotDelivered, Run};
 
 use run::Channel;
@@ -285,12 +289,41 @@ impl Agent {
     /// Input that cannot be run (empty, or a transcript that cannot be continued) and a host
     /// that has shut down are reported as the run's outcome.
     pub fn start(&self, input: impl Into<Input>) -> Run {
+        self.start_with(input.into(), None)
+    }
+
+    /// Starts a run whose every step goes through `journal` (see [`Journal`]): each turn's
+    /// message and each call's result is recorded there, and a step the journal already holds
+    /// is taken from it instead of asking the model or running the call again. Starting the
+    /// same input again on the same journal picks the run up where the journal leaves off.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use golato::agent::{self, Agent, MemoryJournal};
+    /// use golato::generator::Scripted;
+    /// use golato::message::{AssistantMessage, UserMessage};
+    ///
+    /// let agent = Agent::new(agent::Config {
+    ///     generator: Some(Arc::new(Scripted::new([AssistantMessage::with_text("done")]))),
+    ///     ..Default::default()
+    /// })?;
+    /// let journal = Arc::new(MemoryJournal::new());
+    /// let result = agent.start_journaled(UserMessage::new("go"), journal.clone()).wait()?;
+    /// assert_eq!(result.final_message.text(), "done");
+    /// assert_eq!(journal.keys(), ["turn-1"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn start_journaled(&self, input: impl Into<Input>, journal: Arc<dyn Journal>) -> Run {
+        self.start_with(input.into(), Some(journal))
+    }
+
+    fn start_with(&self, input: Input, journal: Option<Arc<dyn Journal>>) -> Run {
         let id = NEXT_RUN_ID.fetch_add(1, Ordering::Relaxed);
         let host = &self.inner.host;
         let channel = Channel::new(self.inner.event_buffer);
         let cancel = golato_actors::embed::shutdown_token(host).child_token();
         let run = Run::new(Arc::clone(&channel), cancel.clone(), id);
-        let messages = match input.into().into_messages() {
+        let messages = match input.into_messages() {
             Ok(messages) => messages,
             Err(error) => {
                 channel.finish(Err(error));
@@ -311,6 +344,7 @@ impl Agent {
             admission: None,
             span,
             id,
+            journal,
         };
         let Some(admission) = &self.inner.admission else {
             launch(plan);

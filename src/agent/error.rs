@@ -62,6 +62,15 @@ pub enum Error {
         /// The transcript so far.
         messages: Vec<Message>,
     },
+    /// The run's journal failed (`Agent::start_journaled`); the transcript so far is kept.
+    #[error("{source}")]
+    Journal {
+        /// What the journal said.
+        #[source]
+        source: super::JournalError,
+        /// The transcript so far.
+        messages: Vec<Message>,
+    },
     /// The run's actor crashed (panicked). Only this run ends; others go on.
     #[error("the run's actor crashed (a panic on the actor thread; the log has its message); the transcript so far is kept, so the run can be resumed from it")]
     Crashed {
@@ -78,6 +87,7 @@ impl Error {
             | Error::Generator { messages, .. }
             | Error::MaxTurns { messages, .. }
             | Error::Lost { messages }
+            | Error::Journal { messages, .. }
             | Error::Crashed { messages } => Some(messages),
             _ => None,
         }

@@ -43,6 +43,8 @@ pub(crate) struct RunPlan {
     pub(crate) admission: Option<super::admission::Permit>,
     pub(crate) span: tracing::Span,
     pub(crate) id: u64,
+    /// Where the run's steps are recorded and found again; `None` for a run without one.
+    pub(crate) journal: Option<Arc<dyn super::Journal>>,
 }
 
 impl RunPlan {

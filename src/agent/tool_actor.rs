@@ -28,6 +28,7 @@ use tokio::task::AbortHandle;
 use tracing::Instrument;
 
 use super::batch_calls::{Notice, SharedBatch};
+use super::journal::{Journal, JournalError, NotRecorded, StepError, StepKey};
 use super::validation::Registered;
 use super::AgentInner;
 use crate::hook::{AfterToolCall, BeforeToolCall, HookAction, HookContext};
@@ -39,6 +40,8 @@ use crate::tool::{check_result, shown, BoxError, CallHost, Function, ToolContext
 pub(crate) struct CallOutcome {
     pub(crate) message: ToolResultMessage,
     pub(crate) terminate: bool,
+    /// The run's journal could not record this call: the run ends once the batch is over.
+    pub(crate) journal_error: Option<Box<JournalError>>,
 }
 
 impl CallOutcome {
@@ -56,6 +59,7 @@ impl CallOutcome {
                 is_error: result.is_error,
             },
             terminate: result.terminate,
+            journal_error: None,
         }
     }
 }
@@ -78,27 +82,149 @@ pub(crate) struct ToolSetup {
     /// The tool and its compiled schema.
     pub(crate) tool: Arc<Registered>,
     pub(crate) span: tracing::Span,
+    /// The run's journal and this call's turn, in a journaled run.
+    pub(crate) journal: Option<(Arc<dyn Journal>, usize)>,
 }
 
-/// The batch job that starts a tool actor for `setup`'s call.
+/// The batch job that starts a tool actor for `setup`'s call: at once, or in a journaled run
+/// through the run's journal (which may give back a recorded result instead).
 pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
     Job {
         index: setup.index,
         span: setup.span.clone(),
-        work: Work::Actor(Box::new(move |reporter| {
-            let actor = ToolActor {
-                setup,
-                reporter: Some(reporter),
-                arguments: None,
-                stage: Stage::Before,
-                timed_out: None,
-                function: None,
-                timer: None,
-            };
-            // Nobody sends a tool actor messages, so it is started without taking an address
-            // (`Actor::start` makes one, two allocations, only to drop it).
-            actix::spawn(Context::new().into_future(actor));
+        work: Work::Actor(Box::new(move |reporter| match setup.journal.clone() {
+            None => start(setup, Report::Batch(reporter)),
+            Some((journal, turn)) => journaled(setup, journal, turn, reporter),
         })),
+    }
+}
+
+/// Starts the tool actor for `setup`'s call, reporting to `report`.
+fn start(setup: ToolSetup, report: Report) {
+    let actor = ToolActor {
+        setup,
+        reporter: Some(report),
+        arguments: None,
+        stage: Stage::Before,
+        timed_out: None,
+        function: None,
+        timer: None,
+    };
+    // Nobody sends a tool actor messages, so it is started without taking an address
+    // (`Actor::start` makes one, two allocations, only to drop it).
+    actix::spawn(Context::new().into_future(actor));
+}
+
+/// What a journal records of a call: its result message and whether it asked to end the run.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RecordedCall {
+    message: ToolResultMessage,
+    terminate: bool,
+}
+
+/// The call of `setup` as a step of the run's journal: the step's work starts the tool actor
+/// (on this arbiter) and waits for its outcome; a result the journal recorded before is given
+/// to the batch without starting anything.
+fn journaled(
+    setup: ToolSetup,
+    journal: Arc<dyn Journal>,
+    turn: usize,
+    reporter: Reporter<CallOutcome>,
+) {
+    let call = setup.call().clone();
+    let key = StepKey::Call {
+        turn,
+        call_id: call.id.clone(),
+    };
+    let step = key.to_string();
+    let index = setup.index;
+    let host = setup.agent.host.clone();
+    let arbiter = actix::Arbiter::current();
+    // An outcome that is not recorded (the actor was lost) goes to the batch as it is.
+    let unrecorded = Arc::new(std::sync::Mutex::new(None));
+    let slot = Arc::clone(&unrecorded);
+    let work = async move {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        if !arbiter.spawn_fn(move || start(setup, Report::Step { index, sender })) {
+            return Err(NotRecorded);
+        }
+        let outcome = receiver.await.unwrap_or(JobOutcome::Lost);
+        if let JobOutcome::Completed(outcome) = &outcome {
+            let recorded = RecordedCall {
+                message: outcome.message.clone(),
+                terminate: outcome.terminate,
+            };
+            if let Ok(value) = serde_json::to_value(&recorded) {
+                return Ok(super::journal::seal(value));
+            }
+        }
+        *slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
+        Err(NotRecorded)
+    };
+    host.runtime().spawn(async move {
+        let outcome = match journal.step(key, work.boxed()).await {
+            Ok(record) => match super::journal::unseal(record, &step).and_then(|value| {
+                serde_json::from_value::<RecordedCall>(value).map_err(|error| JournalError {
+                    step: step.clone(),
+                    reason: format!("what it holds is not a call's result ({error})"),
+                })
+            }) {
+                Ok(recorded) => JobOutcome::Completed(CallOutcome {
+                    message: recorded.message,
+                    terminate: recorded.terminate,
+                    journal_error: None,
+                }),
+                Err(error) => failed_in_journal(&call, error),
+            },
+            Err(StepError::NotRecorded) => unrecorded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+                .unwrap_or(JobOutcome::Lost),
+            Err(StepError::Journal(error)) => failed_in_journal(&call, error),
+        };
+        reporter.report(outcome);
+    });
+}
+
+/// The outcome of a call the journal failed on: an error result saying so, and the failure for
+/// the run actor, which ends the run once the batch is over.
+fn failed_in_journal(call: &ToolCall, error: JournalError) -> JobOutcome<CallOutcome> {
+    let mut outcome = CallOutcome::error(call, error.to_string());
+    outcome.journal_error = Some(Box::new(error));
+    JobOutcome::Completed(outcome)
+}
+
+/// Where a tool actor's one outcome goes.
+pub(crate) enum Report {
+    /// To the batch (its supervisor, or the run actor).
+    Batch(Reporter<CallOutcome>),
+    /// To the journal's step for this call, which records it and then hands it to the batch.
+    /// Dropped without an outcome, the step sees the call lost.
+    Step {
+        index: usize,
+        sender: tokio::sync::oneshot::Sender<JobOutcome<CallOutcome>>,
+    },
+}
+
+impl Report {
+    fn index(&self) -> usize {
+        match self {
+            Report::Batch(reporter) => reporter.index(),
+            Report::Step { index, .. } => *index,
+        }
+    }
+
+    fn report(self, outcome: JobOutcome<CallOutcome>) {
+        match self {
+            Report::Batch(reporter) => reporter.report(outcome),
+            Report::Step { sender, .. } => {
+                // The step's task is gone only when the run is: nobody waits for the outcome.
+                let _ = sender.send(outcome);
+            }
+        }
     }
 }
 
@@ -114,7 +240,7 @@ enum Stage {
 
 pub(crate) struct ToolActor {
     setup: ToolSetup,
-    reporter: Option<Reporter<CallOutcome>>,
+    reporter: Option<Report>,
     /// The arguments as the before-hooks left them. Without hooks the function's task parses
     /// the call's arguments itself (validation checked them), off this thread.
     arguments: Option<Value>,
@@ -326,7 +452,7 @@ impl ToolActor {
     /// Runs the function on the runtime and has its task conclude the call: close the gate,
     /// check the result, report it. If the task is lost (the host shutting down), the reporter's
     /// drop reports the call lost.
-    fn hand_off(&mut self, reporter: Reporter<CallOutcome>) {
+    fn hand_off(&mut self, reporter: Report) {
         let runtime = self.setup.agent.host.runtime();
         let span = self.setup.span.clone();
         let shared = Arc::clone(&self.setup.shared);
@@ -526,7 +652,7 @@ impl Drop for GateShutter<'_> {
 /// did, concluded as the actor would have.
 fn conclude(
     shared: &SharedBatch,
-    reporter: Reporter<CallOutcome>,
+    reporter: Report,
     joined: Result<Result<ToolResult, BoxError>, Box<dyn std::any::Any + Send>>,
 ) {
     let index = reporter.index();
@@ -588,12 +714,7 @@ fn result_of(
 }
 
 /// Reports the call's one outcome.
-fn report(
-    span: &tracing::Span,
-    call: &ToolCall,
-    reporter: Reporter<CallOutcome>,
-    result: ToolResult,
-) {
+fn report(span: &tracing::Span, call: &ToolCall, reporter: Report, result: ToolResult) {
     let _entered = span.enter();
     tracing::debug!(is_error = result.is_error, "call finished");
     if result.is_error {

@@ -203,6 +203,11 @@ impl RunActor {
                         index,
                         tool,
                         span,
+                        journal: self
+                            .plan
+                            .journal
+                            .as_ref()
+                            .map(|journal| (Arc::clone(journal), self.turn)),
                     }));
                 }
             }
@@ -306,6 +311,9 @@ impl RunActor {
         let resumed = !batch.borrowed_from_transcript;
         let mut outcomes = self.give_back_calls(batch);
         outcomes.sort_unstable_by_key(|(index, _)| *index);
+        let journal_error = outcomes
+            .iter_mut()
+            .find_map(|(_, outcome)| outcome.journal_error.take());
         let terminate = !outcomes.is_empty()
             && outcomes
                 .iter()
@@ -331,6 +339,16 @@ impl RunActor {
         self.append(results.into_iter().map(TranscriptMessage::ToolResult));
         if resumed {
             self.order_results(message_index);
+        }
+        if let Some(source) = journal_error {
+            let messages = self.take_messages();
+            return self.end(
+                Err(super::Error::Journal {
+                    source: *source,
+                    messages,
+                }),
+                ctx,
+            );
         }
         if self.plan.cancel.is_cancelled() {
             return self.cancelled(ctx);

@@ -109,6 +109,14 @@ impl RunActor {
             };
             generated
         };
+        // A journaled run takes the turn from its journal when it is recorded there, and
+        // records it when the model finished it; a run without one pays only this branch.
+        let generate = match self.plan.journal.clone() {
+            None => futures::future::Either::Left(generate),
+            Some(journal) => {
+                futures::future::Either::Right(journaled_turn(journal, turn, generate))
+            }
+        };
         // The outcome is handled here, on the actor, when no delta went through the mailbox
         // (nobody reads events); otherwise it is queued behind them, so that every update
         // event comes before the message's end.
@@ -137,6 +145,10 @@ impl RunActor {
                 self.record_partial(partial, StopReason::Error, Some(source.to_string()));
                 let messages = self.take_messages();
                 self.end(Err(Error::Generator { source, messages }), ctx);
+            }
+            Generated::JournalFailed(source) => {
+                let messages = self.take_messages();
+                self.end(Err(Error::Journal { source, messages }), ctx);
             }
         }
     }
@@ -194,9 +206,57 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic with a non-string payload".to_owned())
 }
 
+/// Turn `turn` through `journal`: its recorded message, or `generate`'s, recorded. A turn
+/// that failed or was cancelled is not recorded and comes back as it was.
+async fn journaled_turn(
+    journal: Arc<dyn crate::agent::Journal>,
+    turn: usize,
+    generate: impl std::future::Future<Output = Generated> + Send + 'static,
+) -> Generated {
+    use crate::agent::{JournalError, NotRecorded, StepError, StepKey};
+    let unrecorded = Arc::new(std::sync::Mutex::new(None));
+    let slot = Arc::clone(&unrecorded);
+    let work = async move {
+        let generated = generate.await;
+        if let Generated::Message(message) = &generated {
+            if let Ok(value) = serde_json::to_value(message) {
+                return Ok(crate::agent::journal::seal(value));
+            }
+        }
+        *slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(generated);
+        Err(NotRecorded)
+    };
+    let key = StepKey::Turn { turn };
+    let step = key.to_string();
+    match journal.step(key, work.boxed()).await {
+        Ok(record) => match crate::agent::journal::unseal(record, &step).and_then(|value| {
+            serde_json::from_value::<AssistantMessage>(value).map_err(|error| JournalError {
+                step: step.clone(),
+                reason: format!("what it holds is not an assistant message ({error})"),
+            })
+        }) {
+            Ok(message) => Generated::Message(message),
+            Err(error) => Generated::JournalFailed(error),
+        },
+        Err(StepError::NotRecorded) => unrecorded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .unwrap_or(Generated::Failed(
+                generator::Error::IncompleteStream,
+                Partial::default(),
+            )),
+        Err(StepError::Journal(error)) => Generated::JournalFailed(error),
+    }
+}
+
 /// What became of a generator request.
 enum Generated {
     Message(AssistantMessage),
+    /// The run's journal failed.
+    JournalFailed(crate::agent::JournalError),
     /// The request failed, with what had streamed in before.
     Failed(generator::Error, Partial),
     /// The run was cancelled, with what had streamed in before.

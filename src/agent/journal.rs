@@ -1,0 +1,213 @@
+//! The seam every step of a run goes through: each model turn (the assembled message, never its
+//! deltas) and each tool call's result, identified by [`StepKey`]. A [`Journal`] runs a step's
+//! work once and records what it produced; a step it recorded before is given back without
+//! running again. A run started with [`Agent::start_journaled`](super::Agent::start_journaled)
+//! on a journal that already holds some of its steps therefore asks the model for no turn it
+//! recorded and runs no call whose result it recorded: it picks up where the journal leaves
+//! off. A durable engine is a journal whose records outlive the process; [`MemoryJournal`]
+//! keeps them in memory. Runs started without one (`Agent::start`) go through no journal and
+//! pay nothing for it.
+//!
+//! What is recorded: a turn's message once the model finished it (a turn that failed or was
+//! cancelled is not, and is asked again), and a call's result message once its tool actor
+//! concluded it, hooks included (a call whose actor was lost is not). A call that was running
+//! when a run stopped without recording it runs again when the run is picked up: at least once
+//! for a call interrupted mid-flight, exactly once for a recorded one.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use golato::agent::{self, Agent, MemoryJournal};
+//! use golato::generator::Scripted;
+//! use golato::message::{AssistantMessage, UserMessage};
+//!
+//! let agent = Agent::new(agent::Config {
+//!     generator: Some(Arc::new(Scripted::new([AssistantMessage::with_text("hi")]))),
+//!     ..Default::default()
+//! })?;
+//! let journal = Arc::new(MemoryJournal::new());
+//! let first = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
+//! assert_eq!(journal.keys(), ["turn-1"]);
+//! // Again on the same journal: the turn comes from the journal, the model is not asked.
+//! let again = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
+//! assert_eq!(again.final_message, first.final_message);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Mutex;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use serde_json::Value;
+
+/// Which step of a run: a model turn (1-based), or the call with this ID of a turn's message.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum StepKey {
+    /// The assistant message of turn `turn`.
+    Turn {
+        /// The turn, from 1.
+        turn: usize,
+    },
+    /// The result of the call `call_id` of turn `turn`'s message.
+    Call {
+        /// The turn, from 1.
+        turn: usize,
+        /// The call's ID, as the model gave it.
+        call_id: String,
+    },
+}
+
+impl fmt::Display for StepKey {
+    /// `turn-3`, or `turn-3/call-ID`: a name a journal may use as is.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepKey::Turn { turn } => write!(f, "turn-{turn}"),
+            StepKey::Call { turn, call_id } => write!(f, "turn-{turn}/call-{call_id}"),
+        }
+    }
+}
+
+/// A step that produced nothing to record: the turn failed or was cancelled, the call's actor
+/// was lost. The run goes on (or ends) as it would without a journal; nothing is recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotRecorded;
+
+/// A step's work: what it produced, as JSON, or [`NotRecorded`].
+pub type StepWork = BoxFuture<'static, Result<Value, NotRecorded>>;
+
+/// The format of what golato records: `{"golato_journal": FORMAT, "step": …}`. A record in
+/// another format (another version of golato, or something else) is refused with a clear
+/// error instead of being misread.
+pub const JOURNAL_FORMAT: u64 = 1;
+
+/// `value` as golato records it.
+pub(crate) fn seal(value: Value) -> Value {
+    serde_json::json!({"golato_journal": JOURNAL_FORMAT, "step": value})
+}
+
+/// What `record` holds for step `step`, if golato recorded it in this format.
+pub(crate) fn unseal(record: Value, step: &str) -> Result<Value, JournalError> {
+    let refused = |what: String| {
+        JournalError {
+        step: step.to_owned(),
+        reason: format!("{what}; was it written by another version of golato (this one reads format {JOURNAL_FORMAT})?"),
+    }
+    };
+    let Value::Object(mut fields) = record else {
+        return Err(refused("its record is not a JSON object".to_owned()));
+    };
+    match fields.get("golato_journal").and_then(Value::as_u64) {
+        Some(JOURNAL_FORMAT) => {}
+        Some(other) => return Err(refused(format!("its record is in format {other}"))),
+        None => {
+            return Err(refused(
+                "its record does not say golato wrote it".to_owned(),
+            ))
+        }
+    }
+    fields
+        .remove("step")
+        .ok_or_else(|| refused("its record holds no step".to_owned()))
+}
+
+/// Why a step could not go through the journal.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The work produced nothing to record.
+    #[error("the step produced nothing to record")]
+    NotRecorded,
+    /// The journal could not record the step, or hand back a recorded one.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+impl From<NotRecorded> for StepError {
+    fn from(_: NotRecorded) -> Self {
+        StepError::NotRecorded
+    }
+}
+
+/// A journal that failed: the run ends with `agent::Error::Journal`, its transcript kept, and
+/// can be picked up from the journal once it works again.
+#[derive(Debug, thiserror::Error)]
+#[error("the run's journal failed at {step}: {reason}; the run stopped there and can be started again on the journal once it works")]
+pub struct JournalError {
+    /// The step, as [`StepKey`] shows it.
+    pub step: String,
+    /// What went wrong.
+    pub reason: String,
+}
+
+/// Where a run's steps are recorded and found again. See the [module docs](self).
+///
+/// An implementation runs `work` only for a step it has no record of, records its value before
+/// it returns it (a durable journal: once the record is safe), and returns the recorded value
+/// for a step it has. Steps of one run may be asked for concurrently (a parallel batch's
+/// calls).
+pub trait Journal: Send + Sync + fmt::Debug + 'static {
+    /// The value of step `key`: recorded before, or produced by `work` now and recorded.
+    fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>>;
+}
+
+/// A [`Journal`] in memory: steps recorded by key, for tests, for picking a run up in the same
+/// process (after a cancellation or a failed provider), and as the model of a durable one.
+#[derive(Debug, Default)]
+pub struct MemoryJournal {
+    steps: std::sync::Arc<Mutex<HashMap<String, Value>>>,
+    /// The keys in the order they were recorded.
+    order: std::sync::Arc<Mutex<Vec<String>>>,
+}
+
+impl MemoryJournal {
+    /// An empty journal.
+    pub fn new() -> Self {
+        MemoryJournal::default()
+    }
+
+    /// The recorded steps' keys, in the order they were recorded.
+    pub fn keys(&self) -> Vec<String> {
+        self.order
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The value recorded for `key`, if any.
+    pub fn recorded(&self, key: &StepKey) -> Option<Value> {
+        self.steps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key.to_string())
+            .cloned()
+    }
+}
+
+impl Journal for MemoryJournal {
+    fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+        let name = key.to_string();
+        if let Some(value) = self.recorded(&key) {
+            return futures::future::ready(Ok(value)).boxed();
+        }
+        let (steps, order) = (self.steps.clone(), self.order.clone());
+        async move {
+            let value = work.await?;
+            let mut steps = steps
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Two runs on one journal may race on a step: the first record wins, as a durable
+            // journal's would.
+            match steps.entry(name) {
+                std::collections::hash_map::Entry::Occupied(kept) => Ok(kept.get().clone()),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    order
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(slot.key().clone());
+                    Ok(slot.insert(value).clone())
+                }
+            }
+        }
+        .boxed()
+    }
+}

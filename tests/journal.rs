@@ -1,0 +1,270 @@
+//! The journal seam (issue 17, point 1): every turn and every call's result of a journaled run
+//! goes through its journal; a run started again on the same journal asks the model for no
+//! recorded turn and runs no recorded call, and a call whose result was not recorded runs again.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use golato::agent::{
+    self, Agent, Journal, JournalError, MemoryJournal, StepError, StepKey, StepWork,
+};
+use golato::generator::{EventStream, Generator, Request, Scripted};
+use golato::message::{AssistantMessage, Message, ToolCall};
+use golato::tool::{Tool, ToolResult};
+use serde_json::{json, Value};
+use support::*;
+
+/// A generator that counts the requests for each turn (by how many answers the request holds).
+#[derive(Default)]
+struct Counting {
+    inner: Option<Scripted>,
+    asked: Mutex<HashMap<usize, usize>>,
+}
+
+impl Counting {
+    fn new(script: Scripted) -> Arc<Counting> {
+        Arc::new(Counting {
+            inner: Some(script),
+            asked: Mutex::default(),
+        })
+    }
+
+    fn asked(&self, turn: usize) -> usize {
+        self.asked.lock().unwrap().get(&turn).copied().unwrap_or(0)
+    }
+}
+
+impl Generator for Counting {
+    fn stream(&self, request: Request) -> EventStream {
+        let turn = 1 + request
+            .messages
+            .iter()
+            .filter(|message| matches!(message, Message::Assistant(_)))
+            .count();
+        *self.asked.lock().unwrap().entry(turn).or_default() += 1;
+        self.inner.as_ref().unwrap().stream(request)
+    }
+}
+
+/// A tool that counts its executions per call ID and echoes its call's ID.
+fn ledger_tool(ledger: Arc<Mutex<HashMap<String, usize>>>) -> Tool {
+    Tool::new(
+        "work",
+        "Does some work.",
+        json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}),
+        move |_, arguments: Value| {
+            let ledger = Arc::clone(&ledger);
+            async move {
+                let id = arguments["id"].as_str().unwrap_or_default().to_owned();
+                *ledger.lock().unwrap().entry(id.clone()).or_default() += 1;
+                Ok(ToolResult::text(format!("did {id}")))
+            }
+        },
+    )
+}
+
+fn work_call(id: &str) -> ToolCall {
+    call(id, "work", &json!({"id": id}).to_string())
+}
+
+/// Turn 1: four parallel calls; turn 2: the answer.
+fn script() -> Scripted {
+    Scripted::new([
+        AssistantMessage::with_tool_calls(["a", "b", "c", "d"].map(work_call)),
+        AssistantMessage::with_text("all done"),
+    ])
+}
+
+fn agent(generator: Arc<Counting>, ledger: Arc<Mutex<HashMap<String, usize>>>) -> Agent {
+    Agent::new(agent::Config {
+        generator: Some(generator),
+        tools: vec![ledger_tool(ledger)],
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn result_ids(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::ToolResult(result) => Some(result.tool_call_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_journaled_run_records_every_step_and_replays_them_without_asking_or_running_again() {
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let journal = Arc::new(MemoryJournal::new());
+
+    let first = agent.start_journaled(prompt("go"), journal.clone());
+    let (events, first) = collect(first);
+    let first = first.unwrap();
+    let mut keys = journal.keys();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "turn-1",
+            "turn-1/call-a",
+            "turn-1/call-b",
+            "turn-1/call-c",
+            "turn-1/call-d",
+            "turn-2"
+        ]
+    );
+    assert_eq!(result_ids(&first.messages), ["a", "b", "c", "d"]);
+    // One start and one end event per call, as without a journal.
+    assert_eq!(tool_trace(&events).len(), 8);
+
+    // The same input on the same journal: nothing is asked or run again, the same transcript.
+    let again = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+    assert_eq!(again.messages, first.messages);
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 1));
+    assert!(ledger.lock().unwrap().values().all(|runs| *runs == 1));
+
+    // Without a journal the run is the same.
+    let plain = agent.start(prompt("go")).wait().unwrap();
+    assert_eq!(plain.messages, first.messages);
+}
+
+/// A journal that fails to record the steps named in `failing`, once each, and otherwise is a
+/// [`MemoryJournal`]: what a journal whose store went away mid-run looks like to the run.
+#[derive(Debug)]
+struct Flaky {
+    inner: Arc<MemoryJournal>,
+    failing: Mutex<Vec<String>>,
+}
+
+impl Journal for Flaky {
+    fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+        let name = key.to_string();
+        let fails = {
+            let mut failing = self.failing.lock().unwrap();
+            let found = failing.iter().position(|step| *step == name);
+            found.map(|at| failing.remove(at)).is_some()
+        };
+        if !fails {
+            return self.inner.step(key, work);
+        }
+        async move {
+            // The work is done (the call ran), but its record is lost.
+            let _ = work.await;
+            Err(StepError::Journal(JournalError {
+                step: name,
+                reason: "the store is gone".to_owned(),
+            }))
+        }
+        .boxed()
+    }
+}
+
+#[test]
+fn a_run_picked_up_after_its_journal_failed_reruns_only_what_was_not_recorded() {
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let memory = Arc::new(MemoryJournal::new());
+    let flaky = Arc::new(Flaky {
+        inner: Arc::clone(&memory),
+        failing: Mutex::new(vec!["turn-1/call-c".to_owned()]),
+    });
+
+    let error = agent
+        .start_journaled(prompt("go"), flaky.clone())
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, agent::Error::Journal { .. }), "{error}");
+    assert!(error.to_string().contains("turn-1/call-c"), "{error}");
+    // The transcript so far: the call whose record failed says so.
+    let messages = error.messages().unwrap();
+    let failed = messages
+        .iter()
+        .find_map(|message| match message {
+            Message::ToolResult(result) if result.tool_call_id == "c" => Some(result.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(failed.is_error && failed.text().contains("the store is gone"));
+
+    // Picked up on the journal (which works again): turn 1 is not asked again, a, b and d
+    // do not run again, c does (its result was never recorded), the run ends.
+    let picked_up = agent.start_journaled(prompt("go"), flaky).wait().unwrap();
+    assert_eq!(picked_up.final_message.text(), "all done");
+    assert_eq!(result_ids(&picked_up.messages), ["a", "b", "c", "d"]);
+    assert_eq!(generator.asked(1), 1);
+    assert_eq!(generator.asked(2), 1);
+    let ledger = ledger.lock().unwrap();
+    assert_eq!(
+        (ledger["a"], ledger["b"], ledger["c"], ledger["d"]),
+        (1, 1, 2, 1)
+    );
+}
+
+#[test]
+fn a_failed_turn_is_not_recorded_and_is_asked_again() {
+    // The script has one entry: turn 2 fails (script exhausted), which is not recorded.
+    let generator = Counting::new(Scripted::new([AssistantMessage::with_tool_calls([
+        work_call("a"),
+    ])]));
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let journal = Arc::new(MemoryJournal::new());
+    for _ in 0..2 {
+        let error = agent
+            .start_journaled(prompt("go"), journal.clone())
+            .wait()
+            .unwrap_err();
+        assert!(matches!(error, agent::Error::Generator { .. }), "{error}");
+    }
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 2));
+    assert_eq!(ledger.lock().unwrap()["a"], 1);
+    assert_eq!(journal.keys(), ["turn-1", "turn-1/call-a"]);
+}
+
+#[test]
+fn a_journal_holding_something_else_is_a_clear_error() {
+    #[derive(Debug)]
+    struct Garbage;
+    impl Journal for Garbage {
+        fn step(&self, _: StepKey, _: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+            futures::future::ready(Ok(json!({"not": "a message"}))).boxed()
+        }
+    }
+    let generator = Counting::new(script());
+    let agent = agent(Arc::clone(&generator), Arc::default());
+    let error = agent
+        .start_journaled(prompt("go"), Arc::new(Garbage))
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, agent::Error::Journal { .. }), "{error}");
+    assert!(
+        error.to_string().contains("another version of golato"),
+        "{error}"
+    );
+    assert_eq!(generator.asked(1), 0);
+
+    // A record of a newer format is named as such.
+    #[derive(Debug)]
+    struct Newer;
+    impl Journal for Newer {
+        fn step(&self, _: StepKey, _: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+            futures::future::ready(Ok(json!({"golato_journal": 99, "step": {}}))).boxed()
+        }
+    }
+    let error = agent
+        .start_journaled(prompt("go"), Arc::new(Newer))
+        .wait()
+        .unwrap_err();
+    assert!(error.to_string().contains("format 99"), "{error}");
+}
