@@ -1,37 +1,4 @@
-//! The seam every step of a run goes through: each model turn (the assembled message, never its
-//! deltas) and each tool call's result, identified by [`StepKey`]. A [`Journal`] runs a step's
-//! work once and records what it produced; a step it recorded before is given back without
-//! running again. A run started with [`Agent::start_journaled`](super::Agent::start_journaled)
-//! on a journal that already holds some of its steps therefore asks the model for no turn it
-//! recorded and runs no call whose result it recorded: it picks up where the journal leaves
-//! off. A durable engine is a journal whose records outlive the process; [`MemoryJournal`]
-//! keeps them in memory. Runs started without one (`Agent::start`) go through no journal and
-//! pay nothing for it.
-//!
-//! What is recorded: a turn's message once the model finished it (a turn that failed or was
-//! cancelled is not, and is asked again), and a call's result message once its tool actor
-//! concluded it, hooks included (a call whose actor was lost is not). A call that was running
-//! when a run stopped without recording it runs again when the run is picked up: at least once
-//! for a call interrupted mid-flight, exactly once for a recorded one.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use golato::agent::{self, Agent, MemoryJournal};
-//! use golato::generator::Scripted;
-//! use golato::message::{AssistantMessage, UserMessage};
-//!
-//! let agent = Agent::new(agent::Config {
-//!     generator: Some(Arc::new(Scripted::new([AssistantMessage::with_text("hi")]))),
-//!     ..Default::default()
-//! })?;
-//! let journal = Arc::new(MemoryJournal::new());
-//! let first = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
-//! assert_eq!(journal.keys(), ["turn-1"]);
-//! // Again on the same journal: the turn comes from the journal, the model is not asked.
-//! let again = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
-//! assert_eq!(again.final_message, first.final_message);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The journal seam: see [`Journal`].
 
 use std::collections::HashMap;
 use std::fmt;
@@ -139,7 +106,40 @@ pub struct JournalError {
     pub reason: String,
 }
 
-/// Where a run's steps are recorded and found again. See the [module docs](self).
+/// The seam every step of a run goes through: each model turn (the assembled message, never its
+/// deltas) and each tool call's result, identified by [`StepKey`]. A [`Journal`] runs a step's
+/// work once and records what it produced; a step it recorded before is given back without
+/// running again. A run started with [`Agent::start_journaled`](crate::agent::Agent::start_journaled)
+/// on a journal that already holds some of its steps therefore asks the model for no turn it
+/// recorded and runs no call whose result it recorded: it picks up where the journal leaves
+/// off. A durable engine is a journal whose records outlive the process; [`MemoryJournal`]
+/// keeps them in memory. Runs started without one (`Agent::start`) go through no journal and
+/// pay nothing for it.
+///
+/// What is recorded: a turn's message once the model finished it (a turn that failed or was
+/// cancelled is not, and is asked again), and a call's result message once its tool actor
+/// concluded it, hooks included (a call whose actor was lost is not). A call that was running
+/// when a run stopped without recording it runs again when the run is picked up: at least once
+/// for a call interrupted mid-flight, exactly once for a recorded one.
+///
+/// ```
+/// use std::sync::Arc;
+/// use golato::agent::{self, Agent, MemoryJournal};
+/// use golato::generator::Scripted;
+/// use golato::message::{AssistantMessage, UserMessage};
+///
+/// let agent = Agent::new(agent::Config {
+///     generator: Some(Arc::new(Scripted::new([AssistantMessage::with_text("hi")]))),
+///     ..Default::default()
+/// })?;
+/// let journal = Arc::new(MemoryJournal::new());
+/// let first = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
+/// assert_eq!(journal.keys(), ["turn-1"]);
+/// // Again on the same journal: the turn comes from the journal, the model is not asked.
+/// let again = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
+/// assert_eq!(again.final_message, first.final_message);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// An implementation runs `work` only for a step it has no record of, records its value before
 /// it returns it (a durable journal: once the record is safe), and returns the recorded value
