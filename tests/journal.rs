@@ -268,3 +268,28 @@ fn a_journal_holding_something_else_is_a_clear_error() {
         .unwrap_err();
     assert!(error.to_string().contains("format 99"), "{error}");
 }
+
+#[test]
+fn sequential_calls_go_through_the_journal_one_after_another() {
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::clone(&generator) as Arc<dyn Generator>),
+        tools: vec![
+            ledger_tool(Arc::clone(&ledger)).with_execution(golato::tool::Execution::Sequential)
+        ],
+        ..Default::default()
+    })
+    .unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let (events, first) = collect(agent.start_journaled(prompt("go"), journal.clone()));
+    let first = first.unwrap();
+    // In a sequential batch each call starts after the one before it ended.
+    assert_eq!(
+        tool_trace(&events),
+        ["start:0", "end:0", "start:1", "end:1", "start:2", "end:2", "start:3", "end:3"]
+    );
+    let again = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+    assert_eq!(again.messages, first.messages);
+    assert!(ledger.lock().unwrap().values().all(|runs| *runs == 1));
+}

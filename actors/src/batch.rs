@@ -419,6 +419,8 @@ enum Route<O: Send + Unpin + 'static> {
     Supervisor(Mailbox<BatchSupervisor<O>>),
     /// Straight to the observer (parallel batches without a cap).
     Direct(Arc<Direct<O>>),
+    /// To whoever holds the receiver of [`Reporter::forwarding`].
+    Forward(Option<tokio::sync::oneshot::Sender<JobOutcome<O>>>),
 }
 
 /// Outcomes by source index, in the order they came.
@@ -443,6 +445,22 @@ impl<O: Send + Unpin + 'static> fmt::Debug for Reporter<O> {
 }
 
 impl<O: Send + Unpin + 'static> Reporter<O> {
+    /// A reporter for job `index` whose outcome goes to the returned receiver instead of a
+    /// batch: for work that passes a job's outcome through something else first (a journal
+    /// that records it), which then reports it with the job's own reporter. Dropped without
+    /// reporting, it sends [`JobOutcome::Lost`] like any reporter.
+    pub fn forwarding(
+        index: usize,
+    ) -> (Reporter<O>, tokio::sync::oneshot::Receiver<JobOutcome<O>>) {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let reporter = Reporter {
+            route: Route::Forward(Some(sender)),
+            index,
+            reported: false,
+        };
+        (reporter, receiver)
+    }
+
     /// The job's source index.
     pub fn index(&self) -> usize {
         self.index
@@ -456,8 +474,14 @@ impl<O: Send + Unpin + 'static> Reporter<O> {
     fn send(&mut self, outcome: JobOutcome<O>) {
         self.reported = true;
         let index = self.index;
-        match &self.route {
+        match &mut self.route {
             Route::Supervisor(supervisor) => supervisor.do_send(CallDone { index, outcome }),
+            Route::Forward(sender) => {
+                if let Some(sender) = sender.take() {
+                    // Nobody waits any more only when the work was dropped with its run.
+                    let _ = sender.send(outcome);
+                }
+            }
             Route::Direct(direct) => {
                 direct.outcome(index, outcome);
                 // Each outcome is queued or stored before its count is taken, so the last one

@@ -46,6 +46,9 @@ pub(crate) struct SharedBatch {
     cancel: CancellationToken,
     notices: TracedRecipient<CallNotice>,
     slots: Vec<Slot>,
+    /// The run's journal and the batch's turn, in a journaled run: every call of the batch is
+    /// one of its steps. Here rather than with each call, which would make every call larger.
+    journal: Option<(Arc<dyn super::Journal>, usize)>,
 }
 
 #[derive(Default)]
@@ -83,6 +86,7 @@ impl SharedBatch {
         calls: Vec<ToolCall>,
         cancel: CancellationToken,
         notices: TracedRecipient<CallNotice>,
+        journal: Option<(Arc<dyn super::Journal>, usize)>,
     ) -> Arc<SharedBatch> {
         let slots = calls.iter().map(|_| Slot::default()).collect();
         Arc::new(SharedBatch {
@@ -91,7 +95,13 @@ impl SharedBatch {
             cancel,
             notices,
             slots,
+            journal,
         })
+    }
+
+    /// The run's journal and this batch's turn, in a journaled run.
+    pub(crate) fn journal(&self) -> Option<&(Arc<dyn super::Journal>, usize)> {
+        self.journal.as_ref()
     }
 
     /// The batch's number within its run.
@@ -282,8 +292,13 @@ mod tests {
                 name: "t".into(),
                 arguments: "{}".into(),
             };
-            let shared =
-                SharedBatch::new(1, vec![call], CancellationToken::new(), mailbox.recipient());
+            let shared = SharedBatch::new(
+                1,
+                vec![call],
+                CancellationToken::new(),
+                mailbox.recipient(),
+                None,
+            );
             // Nothing is handled until this block yields: the mailbox holds what was sent.
             for n in 0..1_000 {
                 shared.publish(0, ToolResult::text(format!("update {n}")));
@@ -342,6 +357,7 @@ mod tests {
                 vec![call],
                 CancellationToken::new(),
                 mailbox.recipient(),
+                None,
             ));
             for n in 0..3 {
                 shared.publish(0, ToolResult::text(format!("update {n}")));

@@ -82,8 +82,6 @@ pub(crate) struct ToolSetup {
     /// The tool and its compiled schema.
     pub(crate) tool: Arc<Registered>,
     pub(crate) span: tracing::Span,
-    /// The run's journal and this call's turn, in a journaled run.
-    pub(crate) journal: Option<(Arc<dyn Journal>, usize)>,
 }
 
 /// The batch job that starts a tool actor for `setup`'s call: at once, or in a journaled run
@@ -92,18 +90,20 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
     Job {
         index: setup.index,
         span: setup.span.clone(),
-        work: Work::Actor(Box::new(move |reporter| match setup.journal.clone() {
-            None => start(setup, Report::Batch(reporter)),
-            Some((journal, turn)) => journaled(setup, journal, turn, reporter),
+        work: Work::Actor(Box::new(move |reporter| {
+            match setup.shared.journal().cloned() {
+                None => start(setup, reporter),
+                Some((journal, turn)) => journaled(setup, journal, turn, reporter),
+            }
         })),
     }
 }
 
-/// Starts the tool actor for `setup`'s call, reporting to `report`.
-fn start(setup: ToolSetup, report: Report) {
+/// Starts the tool actor for `setup`'s call, reporting to `reporter`.
+fn start(setup: ToolSetup, reporter: Reporter<CallOutcome>) {
     let actor = ToolActor {
         setup,
-        reporter: Some(report),
+        reporter: Some(reporter),
         arguments: None,
         stage: Stage::Before,
         timed_out: None,
@@ -144,8 +144,8 @@ fn journaled(
     let unrecorded = Arc::new(std::sync::Mutex::new(None));
     let slot = Arc::clone(&unrecorded);
     let work = async move {
-        let (sender, receiver) = tokio::sync::oneshot::channel();
-        if !arbiter.spawn_fn(move || start(setup, Report::Step { index, sender })) {
+        let (forward, receiver) = Reporter::forwarding(index);
+        if !arbiter.spawn_fn(move || start(setup, forward)) {
             return Err(NotRecorded);
         }
         let outcome = receiver.await.unwrap_or(JobOutcome::Lost);
@@ -197,37 +197,6 @@ fn failed_in_journal(call: &ToolCall, error: JournalError) -> JobOutcome<CallOut
     JobOutcome::Completed(outcome)
 }
 
-/// Where a tool actor's one outcome goes.
-pub(crate) enum Report {
-    /// To the batch (its supervisor, or the run actor).
-    Batch(Reporter<CallOutcome>),
-    /// To the journal's step for this call, which records it and then hands it to the batch.
-    /// Dropped without an outcome, the step sees the call lost.
-    Step {
-        index: usize,
-        sender: tokio::sync::oneshot::Sender<JobOutcome<CallOutcome>>,
-    },
-}
-
-impl Report {
-    fn index(&self) -> usize {
-        match self {
-            Report::Batch(reporter) => reporter.index(),
-            Report::Step { index, .. } => *index,
-        }
-    }
-
-    fn report(self, outcome: JobOutcome<CallOutcome>) {
-        match self {
-            Report::Batch(reporter) => reporter.report(outcome),
-            Report::Step { sender, .. } => {
-                // The step's task is gone only when the run is: nobody waits for the outcome.
-                let _ = sender.send(outcome);
-            }
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
     /// Before-hooks are running (or about to).
@@ -240,7 +209,7 @@ enum Stage {
 
 pub(crate) struct ToolActor {
     setup: ToolSetup,
-    reporter: Option<Report>,
+    reporter: Option<Reporter<CallOutcome>>,
     /// The arguments as the before-hooks left them. Without hooks the function's task parses
     /// the call's arguments itself (validation checked them), off this thread.
     arguments: Option<Value>,
@@ -452,7 +421,7 @@ impl ToolActor {
     /// Runs the function on the runtime and has its task conclude the call: close the gate,
     /// check the result, report it. If the task is lost (the host shutting down), the reporter's
     /// drop reports the call lost.
-    fn hand_off(&mut self, reporter: Report) {
+    fn hand_off(&mut self, reporter: Reporter<CallOutcome>) {
         let runtime = self.setup.agent.host.runtime();
         let span = self.setup.span.clone();
         let shared = Arc::clone(&self.setup.shared);
@@ -652,7 +621,7 @@ impl Drop for GateShutter<'_> {
 /// did, concluded as the actor would have.
 fn conclude(
     shared: &SharedBatch,
-    reporter: Report,
+    reporter: Reporter<CallOutcome>,
     joined: Result<Result<ToolResult, BoxError>, Box<dyn std::any::Any + Send>>,
 ) {
     let index = reporter.index();
@@ -714,7 +683,12 @@ fn result_of(
 }
 
 /// Reports the call's one outcome.
-fn report(span: &tracing::Span, call: &ToolCall, reporter: Report, result: ToolResult) {
+fn report(
+    span: &tracing::Span,
+    call: &ToolCall,
+    reporter: Reporter<CallOutcome>,
+    result: ToolResult,
+) {
     let _entered = span.enter();
     tracing::debug!(is_error = result.is_error, "call finished");
     if result.is_error {

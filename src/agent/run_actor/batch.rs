@@ -64,6 +64,10 @@ impl RunActor {
                 calls.calls,
                 self.plan.cancel.child_token(),
                 self.mailbox.recipient(),
+                self.plan
+                    .journal
+                    .as_ref()
+                    .map(|journal| (Arc::clone(journal), self.turn)),
             ),
             borrowed_from_transcript: calls.borrowed_from_transcript,
             progress: vec![Progress::Waiting; count],
@@ -203,11 +207,6 @@ impl RunActor {
                         index,
                         tool,
                         span,
-                        journal: self
-                            .plan
-                            .journal
-                            .as_ref()
-                            .map(|journal| (Arc::clone(journal), self.turn)),
                     }));
                 }
             }

@@ -110,11 +110,12 @@ impl RunActor {
             generated
         };
         // A journaled run takes the turn from its journal when it is recorded there, and
-        // records it when the model finished it; a run without one pays only this branch.
+        // records it when the model finished it; a run without one pays only this branch (the
+        // journaled future is boxed so that it does not make every run's future larger).
         let generate = match self.plan.journal.clone() {
             None => futures::future::Either::Left(generate),
             Some(journal) => {
-                futures::future::Either::Right(journaled_turn(journal, turn, generate))
+                futures::future::Either::Right(journaled_turn(journal, turn, generate).boxed())
             }
         };
         // The outcome is handled here, on the actor, when no delta went through the mailbox
