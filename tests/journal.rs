@@ -293,3 +293,32 @@ fn sequential_calls_go_through_the_journal_one_after_another() {
     assert_eq!(again.messages, first.messages);
     assert!(ledger.lock().unwrap().values().all(|runs| *runs == 1));
 }
+
+#[test]
+fn a_journal_made_from_a_transcript_picks_the_run_up_as_resuming_the_transcript_does() {
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let whole = agent.start(prompt("go")).wait().unwrap().messages;
+    // Cut after the results of a and b: the run stopped while c and d were running.
+    let cut: Vec<Message> = whole[..4].to_vec();
+    assert_eq!(result_ids(&cut), ["a", "b"]);
+
+    let resumed = agent
+        .start(agent::Input {
+            prompts: Vec::new(),
+            transcript: cut.clone(),
+        })
+        .wait()
+        .unwrap();
+    let journal = Arc::new(MemoryJournal::from_transcript(&cut));
+    let picked_up = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+    assert_eq!(picked_up.messages, resumed.messages);
+    assert_eq!(picked_up.messages, whole);
+    let ledger = ledger.lock().unwrap();
+    // The whole run, then c and d once for each way of picking it up.
+    assert_eq!(
+        (ledger["a"], ledger["b"], ledger["c"], ledger["d"]),
+        (1, 1, 3, 3)
+    );
+}

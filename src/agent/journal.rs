@@ -78,6 +78,13 @@ pub(crate) fn unseal(record: Value, step: &str) -> Result<Value, JournalError> {
         .ok_or_else(|| refused("its record holds no step".to_owned()))
 }
 
+/// What a journal records of a call: its result message and whether it asked to end the run.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct RecordedCall {
+    pub(crate) message: crate::message::ToolResultMessage,
+    pub(crate) terminate: bool,
+}
+
 /// Why a step could not go through the journal.
 #[derive(Debug, thiserror::Error)]
 pub enum StepError {
@@ -171,6 +178,61 @@ impl MemoryJournal {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// A journal holding the steps of `transcript` (an earlier run's, as
+    /// [`RunResult::messages`](super::RunResult::messages) or [`Error::messages`](super::Error::messages)
+    /// give it, maybe saved and loaded): its `k`-th assistant message as turn `k` and each tool
+    /// result after it as that turn's call. Starting the transcript's first prompt on it with
+    /// [`Agent::start_journaled`](super::Agent::start_journaled) picks the run up where the
+    /// transcript leaves off, as resuming from the transcript does: one mechanism.
+    ///
+    /// What a transcript does not say is taken as the default: no call asked to end the run.
+    pub fn from_transcript(transcript: &[crate::message::Message]) -> MemoryJournal {
+        use crate::message::Message;
+        let journal = MemoryJournal::new();
+        let mut turn = 0;
+        {
+            let mut steps = journal
+                .steps
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut order = journal
+                .order
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut record = |key: StepKey, value: Value| {
+                let name = key.to_string();
+                if steps.insert(name.clone(), seal(value)).is_none() {
+                    order.push(name);
+                }
+            };
+            for message in transcript {
+                match message {
+                    Message::Assistant(assistant) => {
+                        turn += 1;
+                        if let Ok(value) = serde_json::to_value(assistant) {
+                            record(StepKey::Turn { turn }, value);
+                        }
+                    }
+                    Message::ToolResult(result) if turn > 0 => {
+                        let key = StepKey::Call {
+                            turn,
+                            call_id: result.tool_call_id.clone(),
+                        };
+                        let recorded = RecordedCall {
+                            message: result.clone(),
+                            terminate: false,
+                        };
+                        if let Ok(value) = serde_json::to_value(&recorded) {
+                            record(key, value);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        journal
     }
 
     /// The value recorded for `key`, if any.

@@ -28,7 +28,7 @@ use tokio::task::AbortHandle;
 use tracing::Instrument;
 
 use super::batch_calls::{Notice, SharedBatch};
-use super::journal::{Journal, JournalError, NotRecorded, StepError, StepKey};
+use super::journal::{Journal, JournalError, NotRecorded, RecordedCall, StepError, StepKey};
 use super::validation::Registered;
 use super::AgentInner;
 use crate::hook::{AfterToolCall, BeforeToolCall, HookAction, HookContext};
@@ -113,13 +113,6 @@ fn start(setup: ToolSetup, reporter: Reporter<CallOutcome>) {
     // Nobody sends a tool actor messages, so it is started without taking an address
     // (`Actor::start` makes one, two allocations, only to drop it).
     actix::spawn(Context::new().into_future(actor));
-}
-
-/// What a journal records of a call: its result message and whether it asked to end the run.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct RecordedCall {
-    message: ToolResultMessage,
-    terminate: bool,
 }
 
 /// The call of `setup` as a step of the run's journal: the step's work starts the tool actor
