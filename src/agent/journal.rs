@@ -148,6 +148,11 @@ pub struct JournalError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
+/// `step` is called in the order the run takes its steps: turns one after another, and the
+/// calls of a batch in source order as the batch starts them. An engine whose journal is
+/// positional (Restate's) takes the step when `step` is called, not when its future is first
+/// polled, and so sees the same order on every replay.
+///
 /// An implementation runs `work` only for a step it has no record of, records its value before
 /// it returns it (a durable journal: once the record is safe), and returns the recorded value
 /// for a step it has. Steps of one run may be asked for concurrently (a parallel batch's

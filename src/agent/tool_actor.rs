@@ -156,8 +156,12 @@ fn journaled(
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
         Err(NotRecorded)
     };
+    // Asked for here, in the order the batch starts its calls (source order), not when a
+    // task first polls it: an engine whose journal is positional needs the same order on every
+    // replay.
+    let recorded = journal.step(key, work.boxed());
     host.runtime().spawn(async move {
-        let outcome = match journal.step(key, work.boxed()).await {
+        let outcome = match recorded.await {
             Ok(record) => match super::journal::unseal(record, &step).and_then(|value| {
                 serde_json::from_value::<RecordedCall>(value).map_err(|error| JournalError {
                     step: step.clone(),
