@@ -79,7 +79,8 @@ pub use event::{
 };
 pub use input::Input;
 pub use journal::{
-    Journal, JournalError, MemoryJournal, NotRecorded, StepError, StepKey, StepWork, JOURNAL_FORMAT,
+    FileJournal, FileJournalError, Journal, JournalError, MemoryJournal, NotRecorded, StepError,
+    StepKey, StepWork, JOURNAL_FORMAT,
 };
 pub use run::{Events, NotDelivered, Run};
 

@@ -322,3 +322,38 @@ fn a_journal_made_from_a_transcript_picks_the_run_up_as_resuming_the_transcript_
         (1, 1, 3, 3)
     );
 }
+
+#[test]
+fn a_file_journal_survives_its_process_and_ignores_a_line_cut_by_a_crash() {
+    use golato::agent::FileJournal;
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.journal");
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let first = agent
+        .start_journaled(prompt("go"), Arc::new(FileJournal::open(&path).unwrap()))
+        .wait()
+        .unwrap();
+    // Drop the last two records (the answer and one call), and leave half a line, as a crash
+    // mid-write would.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6);
+    let kept = lines[..4].join("\n") + "\n";
+    let mut file = std::fs::File::create(&path).unwrap();
+    file.write_all(kept.as_bytes()).unwrap();
+    file.write_all(&lines[4].as_bytes()[..10]).unwrap();
+    drop(file);
+    let reopened = FileJournal::open(&path).unwrap();
+    assert_eq!(reopened.keys().len(), 4);
+    let again = agent
+        .start_journaled(prompt("go"), Arc::new(reopened))
+        .wait()
+        .unwrap();
+    assert_eq!(again.messages, first.messages);
+    // Only the call whose record was lost ran again, and the answer was asked again.
+    assert_eq!(ledger.lock().unwrap().values().sum::<usize>(), 5);
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 2));
+}

@@ -93,6 +93,11 @@ pub(crate) struct RunArgs {
     /// Write what the model said, turn by turn, as a script that --script replays.
     #[arg(long, value_name = "FILE")]
     pub(crate) record: Option<PathBuf>,
+    /// Journal every turn and call result in FILE, synced as it goes; run again with the same
+    /// FILE and prompt (after a crash, a kill, a cancel), the run asks for no turn and runs no
+    /// call that FILE records, and goes on from there.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) journal: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) view: ViewArgs,
 }

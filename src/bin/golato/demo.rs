@@ -76,6 +76,7 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         recorder,
         recording: Some(recording),
         workspace: Some(workspace),
+        journal: None,
     })
     .await
 }

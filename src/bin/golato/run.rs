@@ -61,6 +61,13 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
         ..Default::default()
     })
     .map_err(|error| CliError::Failed(error.to_string()))?;
+    let journal = match &args.journal {
+        Some(path) => Some(Arc::new(
+            golato::agent::FileJournal::open(path)
+                .map_err(|error| CliError::usage(format!("--journal: {error}")))?,
+        )),
+        None => None,
+    };
     drive(Session {
         agent,
         prompt: args.prompt,
@@ -68,6 +75,7 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
         recorder,
         recording,
         workspace: None,
+        journal: journal.map(|journal| journal as Arc<dyn golato::agent::Journal>),
     })
     .await
 }
@@ -174,6 +182,8 @@ pub(crate) struct Session {
     pub(crate) recording: Option<Recording>,
     /// Shown at the end (the demo's project directory).
     pub(crate) workspace: Option<PathBuf>,
+    /// Where the run's steps are journaled (`--journal`).
+    pub(crate) journal: Option<Arc<dyn golato::agent::Journal>>,
 }
 
 /// Runs the session to its end: events to the view as they arrive, each finished turn to the
@@ -191,9 +201,11 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         Box::new(Live::new(bars))
     };
     let started = Instant::now();
-    let run = session
-        .agent
-        .start(Input::from(UserMessage::new(session.prompt.as_str())));
+    let input = Input::from(UserMessage::new(session.prompt.as_str()));
+    let run = match session.journal.clone() {
+        Some(journal) => session.agent.start_journaled(input, journal),
+        None => session.agent.start(input),
+    };
     let mut tally = Tally::default();
     let mut interrupted = None;
     let mut record_error = None;

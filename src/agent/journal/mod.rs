@@ -1,5 +1,9 @@
 //! The journal seam: see [`Journal`].
 
+mod file;
+
+pub use file::{FileJournal, FileJournalError};
+
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
