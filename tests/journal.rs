@@ -115,6 +115,7 @@ fn a_journaled_run_records_every_step_and_replays_them_without_asking_or_running
     assert_eq!(
         keys,
         [
+            "input",
             "turn-1",
             "turn-1/call-a",
             "turn-1/call-b",
@@ -229,7 +230,29 @@ fn a_failed_turn_is_not_recorded_and_is_asked_again() {
     }
     assert_eq!((generator.asked(1), generator.asked(2)), (1, 2));
     assert_eq!(ledger.lock().unwrap()["a"], 1);
-    assert_eq!(journal.keys(), ["turn-1", "turn-1/call-a"]);
+    assert_eq!(journal.keys(), ["input", "turn-1", "turn-1/call-a"]);
+}
+
+#[test]
+fn a_journal_belongs_to_one_input() {
+    let generator = Counting::new(script());
+    let agent = agent(Arc::clone(&generator), Arc::default());
+    let journal = Arc::new(MemoryJournal::new());
+    agent
+        .start_journaled(prompt("go"), journal.clone())
+        .wait()
+        .unwrap();
+    let error = agent
+        .start_journaled(prompt("something else"), journal)
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, agent::Error::Journal { .. }), "{error}");
+    assert!(error.to_string().contains("another input"), "{error}");
+    assert_eq!(
+        generator.asked(1),
+        1,
+        "the other input was not run on this journal"
+    );
 }
 
 #[test]
@@ -340,14 +363,14 @@ fn a_file_journal_survives_its_process_and_ignores_a_line_cut_by_a_crash() {
     // mid-write would.
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 6);
-    let kept = lines[..4].join("\n") + "\n";
+    assert_eq!(lines.len(), 7, "the input, two turns and four calls");
+    let kept = lines[..5].join("\n") + "\n";
     let mut file = std::fs::File::create(&path).unwrap();
     file.write_all(kept.as_bytes()).unwrap();
-    file.write_all(&lines[4].as_bytes()[..10]).unwrap();
+    file.write_all(&lines[5].as_bytes()[..10]).unwrap();
     drop(file);
     let reopened = FileJournal::open(&path).unwrap();
-    assert_eq!(reopened.keys().len(), 4);
+    assert_eq!(reopened.keys().len(), 5);
     let again = agent
         .start_journaled(prompt("go"), Arc::new(reopened))
         .wait()

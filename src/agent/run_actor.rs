@@ -90,7 +90,10 @@ impl Actor for RunActor {
                 run_id: self.plan.id,
             })
         });
-        self.proceed(ctx);
+        match self.plan.journal.clone() {
+            None => self.proceed(ctx),
+            Some(journal) => self.check_input(journal, ctx),
+        }
     }
 }
 
@@ -221,6 +224,36 @@ impl RunActor {
     fn cancelled(&mut self, ctx: &mut Context<Self>) {
         let messages = self.take_messages();
         self.end(Err(Error::Cancelled { messages }), ctx);
+    }
+
+    /// A journaled run records what it starts from, or checks it against what its journal
+    /// recorded: a journal picked up with another input would hand that run's turns to this one.
+    fn check_input(&mut self, journal: Arc<dyn super::Journal>, ctx: &mut Context<Self>) {
+        use super::journal::{seal, unseal, StepError, StepKey};
+        use actix::fut::ActorFutureExt;
+        use actix::WrapFuture;
+        use futures::FutureExt;
+        let Ok(expected) = serde_json::to_value(&*self.plan.messages) else {
+            return self.proceed(ctx);
+        };
+        let input = seal(expected.clone());
+        let recorded = journal.step(StepKey::Input, async move { Ok(input) }.boxed());
+        ctx.spawn(recorded.into_actor(self).map(move |recorded, this, ctx| {
+            let refused = |reason: String| super::JournalError {
+                step: StepKey::Input.to_string(),
+                reason,
+            };
+            let step = StepKey::Input.to_string();
+            let error = match recorded.map(|record| unseal(record, &step)) {
+                Ok(Ok(input)) if input == expected => return this.proceed(ctx),
+                Ok(Err(error)) => error,
+                Ok(Ok(_)) => refused("the journal records a run started with another input (another prompt or transcript); start that run's input again, or give this run a new journal".to_owned()),
+                Err(StepError::Journal(error)) => error,
+                Err(StepError::NotRecorded) => refused("the input could not be recorded".to_owned()),
+            };
+            let messages = this.take_messages();
+            this.end(Err(Error::Journal { source: error, messages }), ctx);
+        }));
     }
 
     /// Decides the next step from the transcript: run the pending calls of a trailing assistant

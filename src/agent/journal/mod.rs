@@ -12,9 +12,13 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
 
-/// Which step of a run: a model turn (1-based), or the call with this ID of a turn's message.
+/// Which step of a run: its input, a model turn (1-based), or the call with this ID of a
+/// turn's message.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum StepKey {
+    /// What the run started from: recorded by its first start, compared by every later one (a
+    /// journal belongs to one run; started with another input, the run is refused).
+    Input,
     /// The assistant message of turn `turn`.
     Turn {
         /// The turn, from 1.
@@ -30,9 +34,10 @@ pub enum StepKey {
 }
 
 impl fmt::Display for StepKey {
-    /// `turn-3`, or `turn-3/call-ID`: a name a journal may use as is.
+    /// `input`, `turn-3`, or `turn-3/call-ID`: a name a journal may use as is.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            StepKey::Input => f.write_str("input"),
             StepKey::Turn { turn } => write!(f, "turn-{turn}"),
             StepKey::Call { turn, call_id } => write!(f, "turn-{turn}/call-{call_id}"),
         }
@@ -145,7 +150,7 @@ pub struct JournalError {
 /// })?;
 /// let journal = Arc::new(MemoryJournal::new());
 /// let first = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
-/// assert_eq!(journal.keys(), ["turn-1"]);
+/// assert_eq!(journal.keys(), ["input", "turn-1"]);
 /// // Again on the same journal: the turn comes from the journal, the model is not asked.
 /// let again = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
 /// assert_eq!(again.final_message, first.final_message);
