@@ -178,7 +178,10 @@ impl Journal for FileJournal {
                     .and_then(|()| inner.file.sync_data())
                     .map_err(|error| JournalError {
                         step: name.clone(),
-                        reason: format!("could not write {}: {error}", path.display()),
+                        reason: format!(
+                            "could not write {}: {error}; the run stopped there, and started again on this journal once it can be written it goes on from there",
+                            path.display()
+                        ),
                     })?;
                 inner.steps.insert(name.clone(), value.clone());
                 inner.order.push(name);

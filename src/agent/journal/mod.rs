@@ -114,7 +114,7 @@ impl From<NotRecorded> for StepError {
 /// A journal that failed: the run ends with `agent::Error::Journal`, its transcript kept, and
 /// can be picked up from the journal once it works again.
 #[derive(Debug, thiserror::Error)]
-#[error("the run's journal failed at {step}: {reason}; the run stopped there and can be started again on the journal once it works")]
+#[error("the run's journal failed at {step}: {reason}")]
 pub struct JournalError {
     /// The step, as [`StepKey`] shows it.
     pub step: String,
