@@ -135,3 +135,24 @@ fn every_hard_link_sees_an_edit_or_a_write() {
     assert_eq!(std::fs::read_to_string(&first).unwrap(), "written\n");
     assert_eq!(std::fs::metadata(&first).unwrap().nlink(), 2);
 }
+
+#[test]
+fn a_file_the_caller_may_write_but_not_read_is_still_written() {
+    // Opening for reading too (to keep the old content for an in-place rewrite) must not refuse
+    // a write-only file: it is replaced by a rename, as before.
+    if !is_root() {
+        eprintln!("skipped: needs root to act as nobody");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    chmod(dir.path(), 0o777);
+    let file = dir.path().join("drop-box.txt");
+    std::fs::write(&file, "old\n").unwrap();
+    std::os::unix::fs::chown(&file, Some(NOBODY), Some(NOBODY)).unwrap();
+    chmod(&file, 0o200);
+    let arguments = json!({"path": "drop-box.txt", "content": "new\n"}).to_string();
+    let (code, stdout) = golato_as_nobody("write", &arguments, dir.path());
+    assert_eq!(code, Some(0), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
+    assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o200);
+}

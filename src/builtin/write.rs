@@ -188,6 +188,12 @@ pub(super) fn write_failed(shown: &str, error: &std::io::Error) -> String {
             not_regular.kind
         );
     }
+    if let Some(unreadable) = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<InPlaceUnreadable>())
+    {
+        return format!("could not write {shown}: {unreadable}; nothing was changed");
+    }
     match error.kind() {
         std::io::ErrorKind::PermissionDenied => format!(
             "Permission denied: cannot write {shown} (its permissions do not let this process write it); nothing was changed"
@@ -258,7 +264,15 @@ pub(super) fn replace_atomically(
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let existing = match open_regular(path, std::fs::OpenOptions::new().read(true).write(true)) {
+    // Read too, to keep the old content for an in-place rewrite; a file this process may
+    // write but not read is opened for writing only (and then only replaced by a rename).
+    let opened = match open_regular(path, std::fs::OpenOptions::new().read(true).write(true)) {
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
+            open_regular(path, std::fs::OpenOptions::new().write(true))
+        }
+        other => other,
+    };
+    let existing = match opened {
         Ok(file) => {
             let metadata = file.metadata()?;
             Some((file, metadata))
@@ -390,7 +404,13 @@ fn rewrite_in_place(
     let mut old = Vec::new();
     (&mut file)
         .take(MAX_IN_PLACE_BYTES + 1)
-        .read_to_end(&mut old)?;
+        .read_to_end(&mut old)
+        .map_err(|error| {
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                InPlaceUnreadable(error),
+            )
+        })?;
     if old.len() as u64 > MAX_IN_PLACE_BYTES {
         return Err(std::io::Error::new(
             std::io::ErrorKind::FileTooLarge,
@@ -454,6 +474,23 @@ impl std::fmt::Display for InPlaceTooLarge {
 }
 
 impl std::error::Error for InPlaceTooLarge {}
+
+/// A file to rewrite in place whose old content this process cannot read (to put it back if
+/// the rewrite failed).
+#[derive(Debug)]
+struct InPlaceUnreadable(std::io::Error);
+
+impl std::fmt::Display for InPlaceUnreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the file must be rewritten in place (it has several hard links, or its owner or attributes cannot be kept otherwise), and its old content cannot be read to put it back if the rewrite fails ({})",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for InPlaceUnreadable {}
 
 /// An in-place rewrite that failed, and whose old content could not be put back either.
 #[derive(Debug)]
