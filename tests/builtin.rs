@@ -890,3 +890,30 @@ fn write_and_edit_keep_extended_attributes() {
     assert_eq!(read_tag(), b"kept");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "three\n");
 }
+
+#[test]
+fn write_does_not_carry_file_capabilities_over_to_new_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tool");
+    std::fs::write(&file, "#!/bin/sh\n").unwrap();
+    // VFS_CAP_REVISION_2 with CAP_NET_RAW permitted: what `setcap cap_net_raw+p` writes.
+    let capability: [u8; 20] = [
+        0x00, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    ];
+    let flags = rustix::fs::XattrFlags::empty();
+    if let Err(error) = rustix::fs::setxattr(&file, "security.capability", &capability, flags) {
+        eprintln!("skipped: cannot set file capabilities here ({error})");
+        return;
+    }
+    let result = call_tool(
+        &tools_in(dir.path()),
+        "write",
+        &json!({"path": "tool", "content": "#!/bin/sh\necho new\n"}).to_string(),
+    );
+    assert!(!result.is_error, "{}", result.text());
+    let mut value = [0u8; 32];
+    assert!(
+        rustix::fs::getxattr(&file, "security.capability", &mut value[..]).is_err(),
+        "the new content kept the old program's capabilities"
+    );
+}

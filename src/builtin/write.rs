@@ -350,8 +350,8 @@ fn rename_into_place(
     Ok(())
 }
 
-/// Gives `to` every extended attribute of `from`. An attribute refused (a label this process
-/// may not set) comes back as `PermissionDenied`.
+/// Gives `to` every extended attribute of `from` but file capabilities. An attribute refused
+/// (a label this process may not set) comes back as `PermissionDenied`.
 fn copy_extended_attributes(from: &std::fs::File, to: &std::fs::File) -> std::io::Result<()> {
     let size = match rustix::fs::flistxattr_query(from) {
         Ok(size) => size,
@@ -366,7 +366,9 @@ fn copy_extended_attributes(from: &std::fs::File, to: &std::fs::File) -> std::io
     let size = rustix::fs::flistxattr(from, &mut names[..])?;
     for name in names[..size.min(names.len())]
         .split(|byte| *byte == 0)
-        .filter(|name| !name.is_empty())
+        // File capabilities are not carried over: the kernel drops them when a file is
+        // written, and new content must not inherit the old program's privileges.
+        .filter(|name| !name.is_empty() && *name != b"security.capability")
     {
         let name = std::ffi::CString::new(name).map_err(std::io::Error::other)?;
         let length = rustix::fs::fgetxattr_query(from, name.as_c_str())?;

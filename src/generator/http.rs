@@ -277,17 +277,18 @@ impl Transport {
     }
 }
 
-/// The first `limit` bytes of `response`'s body (fewer if it ends sooner, or sends nothing for
-/// `idle`), and whether it was cut. Nothing past `limit` is read: a body that never ends, or
-/// one of gigabytes, costs `limit` bytes.
+/// The first `limit` bytes of `response`'s body (fewer if it ends sooner, or takes longer than
+/// `idle` in all), and whether it was cut. Nothing past `limit` is read: a body that never
+/// ends, one of gigabytes, or one sent a byte at a time costs at most `limit` bytes and `idle`.
 async fn read_start(
     mut response: reqwest::Response,
     limit: usize,
     idle: Duration,
 ) -> (Vec<u8>, bool) {
+    let deadline = tokio::time::Instant::now() + idle;
     let mut body = Vec::new();
     while body.len() < limit {
-        match tokio::time::timeout(idle, response.chunk()).await {
+        match tokio::time::timeout_at(deadline, response.chunk()).await {
             Ok(Ok(Some(chunk))) => {
                 let room = limit - body.len();
                 body.extend_from_slice(&chunk[..chunk.len().min(room)]);
