@@ -110,10 +110,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedLines<R> {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
-                let checked = {
-                    let fresh = buf.filled()[before..].to_vec();
-                    this.check(&fresh)
-                };
+                let checked = this.check(&buf.filled()[before..]);
                 if let Err(error) = checked {
                     buf.set_filled(before);
                     return Poll::Ready(Err(error));
