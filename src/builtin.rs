@@ -100,7 +100,9 @@ pub struct Config {
     /// The environment of `bash`'s commands. `None` (the default) passes on this process's
     /// whole environment, secrets such as API keys included; `Some(variables)` gives the
     /// commands exactly these variables and nothing else (include `PATH`, `HOME`, `LANG` as the
-    /// commands need them; `bash` itself is found on this `PATH` when it has one).
+    /// commands need them; `bash` itself is found on this `PATH` when it has one). Either way
+    /// golato adds `GOLATO_TOOL_CALL_ID`, `GOLATO_TOOL_ATTEMPT` and, in a journaled run with a
+    /// key, `GOLATO_RUN_KEY` (see [`ToolContext::attempt`](crate::tool::ToolContext::attempt)).
     ///
     /// ```
     /// use golato::builtin;

@@ -257,6 +257,11 @@ pub struct ToolResultMessage {
     /// Whether the call failed; the model sees the text either way.
     #[serde(default)]
     pub is_error: bool,
+    /// Set when the call ran more than once: the attempt that produced this result (2 for the
+    /// first retry). Only a journaled (durable) run retries a call, when the process running
+    /// it died before its result was recorded. Not sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
 }
 
 impl ToolResultMessage {

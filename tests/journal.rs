@@ -160,7 +160,7 @@ impl Journal for Flaky {
         }
         async move {
             // The work is done (the call ran), but its record is lost.
-            let _ = work.await;
+            let _ = work.run().await;
             Err(StepError::Journal(JournalError {
                 step: name,
                 reason: "the store is gone".to_owned(),
@@ -379,4 +379,88 @@ fn a_file_journal_survives_its_process_and_ignores_a_line_cut_by_a_crash() {
     // Only the call whose record was lost ran again, and the answer was asked again.
     assert_eq!(ledger.lock().unwrap().values().sum::<usize>(), 5);
     assert_eq!((generator.asked(1), generator.asked(2)), (1, 2));
+}
+
+/// A journal that runs the call `retried` as its third attempt (as a durable journal does for a
+/// call that was running when two earlier processes died), under the run key `run-7`.
+#[derive(Debug)]
+struct Retrying {
+    inner: MemoryJournal,
+    retried: &'static str,
+}
+
+impl Journal for Retrying {
+    fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+        match &key {
+            StepKey::Call { call_id, .. } if call_id == self.retried => {
+                let work = StepWork::new(work.run_attempt(3));
+                self.inner.step(key, work)
+            }
+            _ => self.inner.step(key, work),
+        }
+    }
+
+    fn run_key(&self) -> Option<&str> {
+        Some("run-7")
+    }
+}
+
+#[test]
+fn a_retried_call_sees_its_attempt_and_its_result_says_so() {
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let tool = {
+        let seen = Arc::clone(&seen);
+        Tool::new(
+            "work",
+            "Does some work.",
+            json!({"type": "object", "properties": {"id": {"type": "string"}}}),
+            move |context, _: Value| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    seen.lock().unwrap().insert(
+                        context.call().id.clone(),
+                        (context.attempt(), context.run_key().map(str::to_owned)),
+                    );
+                    Ok(ToolResult::text("done"))
+                }
+            },
+        )
+    };
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(script())),
+        tools: vec![tool],
+        ..Default::default()
+    })
+    .unwrap();
+    let journal = Arc::new(Retrying {
+        inner: MemoryJournal::new(),
+        retried: "c",
+    });
+    let (events, outcome) = collect(agent.start_journaled(prompt("go"), journal));
+    let outcome = outcome.unwrap();
+
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen["c"], (3, Some("run-7".to_owned())));
+    assert_eq!(seen["a"], (1, Some("run-7".to_owned())));
+    let attempts: Vec<_> = outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::ToolResult(result) => Some((result.tool_call_id.as_str(), result.attempt)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [("a", None), ("b", None), ("c", Some(3)), ("d", None)]
+    );
+    // The end event carries the same result.
+    let ended = events.iter().find_map(|event| match event {
+        agent::Event::ToolExecutionEnd(end) if end.call.id == "c" => Some(end.result.attempt),
+        _ => None,
+    });
+    assert_eq!(ended, Some(Some(3)));
+    // A run without a journal: first attempt, no key.
+    let plain = agent.start(prompt("go")).wait().unwrap();
+    assert!(plain.messages.iter().all(|message| !matches!(message, Message::ToolResult(result) if result.attempt.is_some())));
 }

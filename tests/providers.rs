@@ -376,6 +376,7 @@ fn with_image_result(model: Model) -> Request {
             ],
             details: None,
             is_error: false,
+            attempt: None,
         }),
     ]);
     request

@@ -307,5 +307,6 @@ pub async fn run_plain(
         content: result.content,
         details: result.details,
         is_error: result.is_error,
+        attempt: None,
     }
 }

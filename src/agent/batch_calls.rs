@@ -48,7 +48,15 @@ pub(crate) struct SharedBatch {
     slots: Vec<Slot>,
     /// The run's journal and the batch's turn, in a journaled run: every call of the batch is
     /// one of its steps. Here rather than with each call, which would make every call larger.
-    journal: Option<(Arc<dyn super::Journal>, usize)>,
+    journal: Option<Box<Journaled>>,
+}
+
+/// What a journaled batch adds: the journal, the turn, and which attempt each call is.
+pub(crate) struct Journaled {
+    pub(crate) journal: Arc<dyn super::Journal>,
+    pub(crate) turn: usize,
+    /// Each call's attempt as its journal started it (0 until then, shown as 1).
+    attempts: Vec<std::sync::atomic::AtomicU32>,
 }
 
 #[derive(Default)]
@@ -89,6 +97,13 @@ impl SharedBatch {
         journal: Option<(Arc<dyn super::Journal>, usize)>,
     ) -> Arc<SharedBatch> {
         let slots = calls.iter().map(|_| Slot::default()).collect();
+        let journal = journal.map(|(journal, turn)| {
+            Box::new(Journaled {
+                journal,
+                turn,
+                attempts: calls.iter().map(|_| Default::default()).collect(),
+            })
+        });
         Arc::new(SharedBatch {
             id,
             calls,
@@ -100,8 +115,21 @@ impl SharedBatch {
     }
 
     /// The run's journal and this batch's turn, in a journaled run.
-    pub(crate) fn journal(&self) -> Option<&(Arc<dyn super::Journal>, usize)> {
-        self.journal.as_ref()
+    pub(crate) fn journal(&self) -> Option<(&Arc<dyn super::Journal>, usize)> {
+        self.journal
+            .as_deref()
+            .map(|journaled| (&journaled.journal, journaled.turn))
+    }
+
+    /// The journal started call `index` as attempt `attempt`.
+    pub(crate) fn set_attempt(&self, index: usize, attempt: u32) {
+        if let Some(slot) = self
+            .journal
+            .as_deref()
+            .and_then(|journaled| journaled.attempts.get(index))
+        {
+            slot.store(attempt, Ordering::SeqCst);
+        }
     }
 
     /// The batch's number within its run.
@@ -189,6 +217,19 @@ fn lock(gate: &Mutex<Gate>) -> std::sync::MutexGuard<'_, Gate> {
 impl CallHost for SharedBatch {
     fn call(&self, index: usize) -> &ToolCall {
         self.calls.get(index).unwrap_or(&NO_CALL)
+    }
+
+    fn attempt(&self, index: usize) -> u32 {
+        self.journal
+            .as_deref()
+            .and_then(|journaled| journaled.attempts.get(index))
+            .map_or(1, |slot| slot.load(Ordering::SeqCst).max(1))
+    }
+
+    fn run_key(&self) -> Option<&str> {
+        self.journal
+            .as_deref()
+            .and_then(|journaled| journaled.journal.run_key())
     }
 
     fn token(&self, index: usize) -> &CancellationToken {

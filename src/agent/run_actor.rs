@@ -232,12 +232,11 @@ impl RunActor {
         use super::journal::{seal, unseal, StepError, StepKey};
         use actix::fut::ActorFutureExt;
         use actix::WrapFuture;
-        use futures::FutureExt;
         let Ok(expected) = serde_json::to_value(&*self.plan.messages) else {
             return self.proceed(ctx);
         };
         let input = seal(expected.clone());
-        let recorded = journal.step(StepKey::Input, async move { Ok(input) }.boxed());
+        let recorded = journal.step(StepKey::Input, super::journal::StepWork::new(async move { Ok(input) }));
         ctx.spawn(recorded.into_actor(self).map(move |recorded, this, ctx| {
             let refused = |reason: String| super::JournalError {
                 step: StepKey::Input.to_string(),

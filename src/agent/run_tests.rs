@@ -38,6 +38,7 @@ fn end(index: usize) -> Event {
             content: Vec::new(),
             details: None,
             is_error: false,
+            attempt: None,
         },
     })
 }

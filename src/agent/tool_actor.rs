@@ -28,7 +28,9 @@ use tokio::task::AbortHandle;
 use tracing::Instrument;
 
 use super::batch_calls::{Notice, SharedBatch};
-use super::journal::{Journal, JournalError, NotRecorded, RecordedCall, StepError, StepKey};
+use super::journal::{
+    Journal, JournalError, NotRecorded, RecordedCall, StepError, StepKey, StepWork,
+};
 use super::validation::Registered;
 use super::AgentInner;
 use crate::hook::{AfterToolCall, BeforeToolCall, HookAction, HookContext};
@@ -57,6 +59,7 @@ impl CallOutcome {
                 content: result.content,
                 details: result.details,
                 is_error: result.is_error,
+                attempt: None,
             },
             terminate: result.terminate,
             journal_error: None,
@@ -91,7 +94,7 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
         index: setup.index,
         span: setup.span.clone(),
         work: Work::Actor(Box::new(move |reporter| {
-            match setup.shared.journal().cloned() {
+            match setup.shared.journal().map(|(journal, turn)| (Arc::clone(journal), turn)) {
                 None => start(setup, reporter),
                 Some((journal, turn)) => journaled(setup, journal, turn, reporter),
             }
@@ -136,13 +139,18 @@ fn journaled(
     // An outcome that is not recorded (the actor was lost) goes to the batch as it is.
     let unrecorded = Arc::new(std::sync::Mutex::new(None));
     let slot = Arc::clone(&unrecorded);
-    let work = async move {
+    let attempts = Arc::clone(&setup.shared);
+    let work = move |attempt: u32| async move {
+        attempts.set_attempt(index, attempt);
         let (forward, receiver) = Reporter::forwarding(index);
         if !arbiter.spawn_fn(move || start(setup, forward)) {
             return Err(NotRecorded);
         }
-        let outcome = receiver.await.unwrap_or(JobOutcome::Lost);
-        if let JobOutcome::Completed(outcome) = &outcome {
+        let mut outcome = receiver.await.unwrap_or(JobOutcome::Lost);
+        if let JobOutcome::Completed(outcome) = &mut outcome {
+            if attempt > 1 {
+                outcome.message.attempt = Some(attempt);
+            }
             let recorded = RecordedCall {
                 message: outcome.message.clone(),
                 terminate: outcome.terminate,
@@ -159,7 +167,7 @@ fn journaled(
     // Asked for here, in the order the batch starts its calls (source order), not when a
     // task first polls it: an engine whose journal is positional needs the same order on every
     // replay.
-    let recorded = journal.step(key, work.boxed());
+    let recorded = journal.step(key, StepWork::with_attempt(work));
     host.runtime().spawn(async move {
         let outcome = match recorded.await {
             Ok(record) => match super::journal::unseal(record, &step).and_then(|value| {

@@ -130,6 +130,15 @@ async fn run(
     // cancellation, also after leaving the process group.
     let mark = processes::new_mark();
     command.env(processes::MARK_VARIABLE, &mark);
+    // Who is asking, so that a command with a side effect that must happen once can key it:
+    // the call, its attempt (more than 1 when a durable run retries it), the run's key.
+    command
+        .env("GOLATO_TOOL_CALL_ID", &ctx.call().id)
+        .env("GOLATO_TOOL_ATTEMPT", ctx.attempt().to_string());
+    match ctx.run_key() {
+        Some(key) => command.env("GOLATO_RUN_KEY", key),
+        None => command.env_remove("GOLATO_RUN_KEY"),
+    };
     let mut child = command.spawn().map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => format!(
             "bash was not found on PATH (or the working directory {} is gone)",

@@ -17,6 +17,10 @@ pub(crate) trait CallHost: Send + Sync {
     fn token(&self, index: usize) -> &CancellationToken;
     /// A partial result the call published.
     fn publish(&self, index: usize, partial: ToolResult);
+    /// Which attempt call `index` is (1 unless a journal retried it).
+    fn attempt(&self, index: usize) -> u32;
+    /// The run's name in its journal, if it has one.
+    fn run_key(&self) -> Option<&str>;
 }
 
 /// The context of one tool call: the call itself, its cancellation, and a way to publish
@@ -72,6 +76,28 @@ impl ToolContext {
         match &self.inner {
             Inner::Detached { call, .. } => call,
             Inner::Hosted { host, index } => host.call(*index),
+        }
+    }
+
+    /// Which attempt at this call this is: 1, unless the call is a step of a journaled run
+    /// (a durable one) whose process died while the call was running, and another process now
+    /// runs it again (2 for the first retry). A tool whose side effect must happen once can
+    /// use it, with [`run_key`](Self::run_key) and the call's ID, to look for what an earlier
+    /// attempt did. The call's result then says which attempt produced it
+    /// ([`ToolResultMessage::attempt`](crate::message::ToolResultMessage::attempt)).
+    pub fn attempt(&self) -> u32 {
+        match &self.inner {
+            Inner::Detached { .. } => 1,
+            Inner::Hosted { host, index } => host.attempt(*index),
+        }
+    }
+
+    /// The name of the run in its journal (a durable run's ID), if the run has one: with the
+    /// call's ID it names this call across processes and attempts.
+    pub fn run_key(&self) -> Option<&str> {
+        match &self.inner {
+            Inner::Detached { .. } => None,
+            Inner::Hosted { host, .. } => host.run_key(),
         }
     }
 

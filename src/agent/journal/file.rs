@@ -163,7 +163,7 @@ impl Journal for FileJournal {
         let inner = Arc::clone(&self.inner);
         let path = self.path.clone();
         async move {
-            let value = work.await?;
+            let value = work.run().await?;
             let line = serde_json::json!({"step": name, "record": value}).to_string() + "\n";
             // Appended and synced on the blocking pool: the run goes on only once the record
             // is on disk.

@@ -49,8 +49,52 @@ impl fmt::Display for StepKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotRecorded;
 
-/// A step's work: what it produced, as JSON, or [`NotRecorded`].
-pub type StepWork = BoxFuture<'static, Result<Value, NotRecorded>>;
+/// A step's work, not started yet: [`StepWork::run`] starts it and gives what it produced, as
+/// JSON, or [`NotRecorded`]. A journal that knows the step was started before and cut short
+/// (its process died) starts it with [`StepWork::run_attempt`], so that a tool call sees which
+/// attempt it is ([`ToolContext::attempt`](crate::tool::ToolContext::attempt)) and its result
+/// says it was retried.
+pub struct StepWork {
+    start: Box<dyn FnOnce(u32) -> BoxFuture<'static, Result<Value, NotRecorded>> + Send>,
+}
+
+impl fmt::Debug for StepWork {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StepWork").finish_non_exhaustive()
+    }
+}
+
+impl StepWork {
+    /// Work that does not care which attempt it is.
+    pub fn new(
+        work: impl std::future::Future<Output = Result<Value, NotRecorded>> + Send + 'static,
+    ) -> StepWork {
+        StepWork {
+            start: Box::new(move |_| work.boxed()),
+        }
+    }
+
+    /// Work told its attempt number (1 for the first) when it starts.
+    pub fn with_attempt<F>(start: impl FnOnce(u32) -> F + Send + 'static) -> StepWork
+    where
+        F: std::future::Future<Output = Result<Value, NotRecorded>> + Send + 'static,
+    {
+        StepWork {
+            start: Box::new(move |attempt| start(attempt).boxed()),
+        }
+    }
+
+    /// Starts the work as its first attempt.
+    pub fn run(self) -> BoxFuture<'static, Result<Value, NotRecorded>> {
+        (self.start)(1)
+    }
+
+    /// Starts the work as attempt `attempt` (from 1): the step was started `attempt - 1` times
+    /// before without being recorded.
+    pub fn run_attempt(self, attempt: u32) -> BoxFuture<'static, Result<Value, NotRecorded>> {
+        (self.start)(attempt.max(1))
+    }
+}
 
 /// The format of what golato records: `{"golato_journal": FORMAT, "step": …}`. A record in
 /// another format (another version of golato, or something else) is refused with a clear
@@ -169,6 +213,13 @@ pub struct JournalError {
 pub trait Journal: Send + Sync + fmt::Debug + 'static {
     /// The value of step `key`: recorded before, or produced by `work` now and recorded.
     fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>>;
+
+    /// A name for the run this journal belongs to, if it has one (a durable run's ID): tools
+    /// see it as [`ToolContext::run_key`](crate::tool::ToolContext::run_key), to make
+    /// idempotency keys of their side effects with the call's ID.
+    fn run_key(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// A [`Journal`] in memory: steps recorded by key, for tests, for picking a run up in the same
@@ -267,7 +318,7 @@ impl Journal for MemoryJournal {
         }
         let (steps, order) = (self.steps.clone(), self.order.clone());
         async move {
-            let value = work.await?;
+            let value = work.run().await?;
             let mut steps = steps
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);

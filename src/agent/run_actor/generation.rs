@@ -231,7 +231,7 @@ async fn journaled_turn(
     };
     let key = StepKey::Turn { turn };
     let step = key.to_string();
-    match journal.step(key, work.boxed()).await {
+    match journal.step(key, crate::agent::StepWork::new(work)).await {
         Ok(record) => match crate::agent::journal::unseal(record, &step).and_then(|value| {
             serde_json::from_value::<AssistantMessage>(value).map_err(|error| JournalError {
                 step: step.clone(),

@@ -226,6 +226,7 @@ mod tests {
             content: vec![Content::text(text)],
             details: None,
             is_error,
+            attempt: None,
         }
     }
 
