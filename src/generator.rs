@@ -10,7 +10,7 @@
 
 pub mod anthropic;
 mod assembly;
-mod http;
+pub(crate) mod http;
 pub mod openai;
 pub mod responses;
 mod scripted;

@@ -29,6 +29,8 @@
 
 pub mod agent;
 pub mod builtin;
+#[cfg(feature = "durable")]
+pub mod durable;
 pub mod embed;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

@@ -462,5 +462,7 @@ fn a_retried_call_sees_its_attempt_and_its_result_says_so() {
     assert_eq!(ended, Some(Some(3)));
     // A run without a journal: first attempt, no key.
     let plain = agent.start(prompt("go")).wait().unwrap();
-    assert!(plain.messages.iter().all(|message| !matches!(message, Message::ToolResult(result) if result.attempt.is_some())));
+    assert!(plain.messages.iter().all(
+        |message| !matches!(message, Message::ToolResult(result) if result.attempt.is_some())
+    ));
 }

@@ -236,7 +236,10 @@ impl RunActor {
             return self.proceed(ctx);
         };
         let input = seal(expected.clone());
-        let recorded = journal.step(StepKey::Input, super::journal::StepWork::new(async move { Ok(input) }));
+        let recorded = journal.step(
+            StepKey::Input,
+            super::journal::StepWork::new(async move { Ok(input) }),
+        );
         ctx.spawn(recorded.into_actor(self).map(move |recorded, this, ctx| {
             let refused = |reason: String| super::JournalError {
                 step: StepKey::Input.to_string(),

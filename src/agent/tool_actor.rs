@@ -94,7 +94,11 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
         index: setup.index,
         span: setup.span.clone(),
         work: Work::Actor(Box::new(move |reporter| {
-            match setup.shared.journal().map(|(journal, turn)| (Arc::clone(journal), turn)) {
+            match setup
+                .shared
+                .journal()
+                .map(|(journal, turn)| (Arc::clone(journal), turn))
+            {
                 None => start(setup, reporter),
                 Some((journal, turn)) => journaled(setup, journal, turn, reporter),
             }

@@ -59,7 +59,7 @@ pub(crate) trait WireDecoder: Default + Send + 'static {
 /// What went wrong, down to the root cause: reqwest's own message ("error sending request for
 /// url …") names neither the cause nor anything the caller does not know, so each cause is
 /// added once, and a message a cause repeats is left out.
-fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     let mut chain: Vec<String> = Vec::new();
     let mut next = Some(error);
     while let Some(error) = next {

@@ -25,6 +25,12 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Calls one built-in tool through the validation pipeline and prints the result as JSON.
     Tool(ToolArgs),
+    /// Starts a worker for durable runs: a Restate endpoint running each submitted run with the
+    /// agent these flags describe (build with `--features durable`).
+    Serve(Box<ServeArgs>),
+    /// Submits a durable run to a Restate server and prints its outcome; the same --id again
+    /// gives the same outcome (build with `--features durable`).
+    Submit(SubmitArgs),
 }
 
 /// Which API a real model is reached through.
@@ -42,6 +48,23 @@ pub(crate) enum ProviderKind {
 pub(crate) struct RunArgs {
     /// What to ask the agent.
     pub(crate) prompt: String,
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
+    /// Write what the model said, turn by turn, as a script that --script replays.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) record: Option<PathBuf>,
+    /// Journal every turn and call result in FILE, synced as it goes; run again with the same
+    /// FILE and prompt (after a crash, a kill, a cancel), the run asks for no turn and runs no
+    /// call that FILE records, and goes on from there.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) journal: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) view: ViewArgs,
+}
+
+/// The agent a run uses: model, tools and limits (`golato run` and `golato serve`).
+#[derive(Debug, Args)]
+pub(crate) struct AgentArgs {
     /// Directory the tools work in; relative paths resolve against it.
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub(crate) cwd: PathBuf,
@@ -90,16 +113,6 @@ pub(crate) struct RunArgs {
     /// one; differences between the recorded and the replayed tool results are reported.
     #[arg(long, value_name = "FILE")]
     pub(crate) script: Option<PathBuf>,
-    /// Write what the model said, turn by turn, as a script that --script replays.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) record: Option<PathBuf>,
-    /// Journal every turn and call result in FILE, synced as it goes; run again with the same
-    /// FILE and prompt (after a crash, a kill, a cancel), the run asks for no turn and runs no
-    /// call that FILE records, and goes on from there.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) journal: Option<PathBuf>,
-    #[command(flatten)]
-    pub(crate) view: ViewArgs,
 }
 
 /// The longest duration the command line takes: 100 years, well inside what a timer holds.
@@ -161,4 +174,37 @@ pub(crate) struct ToolArgs {
     /// Directory relative paths resolve against.
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub(crate) cwd: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to serve Restate's requests on, e.g. 127.0.0.1:9080.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Register the worker with the Restate admin API at this URL (e.g. http://127.0.0.1:9070)
+    /// once it listens.
+    #[arg(long, value_name = "URL")]
+    pub(crate) restate_admin: Option<String>,
+    /// The address to register instead of http://LISTEN: the load balancer in front of several
+    /// workers, or the name other machines reach this one by.
+    #[arg(long, value_name = "URL")]
+    pub(crate) advertise: Option<String>,
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SubmitArgs {
+    /// What to ask the agent.
+    pub(crate) prompt: String,
+    /// The Restate server's ingress, e.g. http://127.0.0.1:8080.
+    #[arg(long, value_name = "URL")]
+    pub(crate) restate: String,
+    /// The run's ID: submitting an ID again gives that run's outcome instead of a second run
+    /// [default: a new random ID].
+    #[arg(long)]
+    pub(crate) id: Option<String>,
+    /// Print the outcome as JSON lines (run_start, one tool_end per result, run_end).
+    #[arg(long)]
+    pub(crate) json: bool,
 }

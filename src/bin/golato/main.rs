@@ -13,6 +13,7 @@
 
 mod args;
 mod demo;
+mod durable;
 mod interrupt;
 mod json;
 mod live;
@@ -125,10 +126,14 @@ fn main() -> ExitCode {
     };
     // The CLI's own work (signals, reading events, drawing) is light: one thread is enough. The
     // agents run on golato's own host either way.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // A worker serves many runs' journals at once: it gets a thread per core.
+    let runtime = match &cli.command {
+        Command::Serve(_) => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build();
+    let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!(
@@ -142,6 +147,8 @@ fn main() -> ExitCode {
             Command::Run(args) => run::command(*args).await,
             Command::Demo(args) => demo::command(args).await,
             Command::Tool(args) => tool::command(args).await,
+            Command::Serve(args) => durable::serve(*args).await,
+            Command::Submit(args) => durable::submit(args).await,
         }
     });
     // A server held by an abandoned call, or by a task the exit never finishes, would

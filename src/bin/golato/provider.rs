@@ -7,7 +7,7 @@ use golato::generator::{
     Model, OpenAiChat, OpenAiResponses,
 };
 
-use crate::args::{ProviderKind, RunArgs};
+use crate::args::{AgentArgs, ProviderKind};
 use crate::CliError;
 
 const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -19,7 +19,7 @@ const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 ///
 /// # Errors
 /// A usage error naming the variable to set when the key the provider needs is missing.
-pub(crate) fn from_args(args: &RunArgs) -> Result<(Arc<dyn Generator>, Model), CliError> {
+pub(crate) fn from_args(args: &AgentArgs) -> Result<(Arc<dyn Generator>, Model), CliError> {
     let kind = args
         .provider
         .unwrap_or(if env("ANTHROPIC_API_KEY").is_some() {
@@ -71,7 +71,7 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
 
-fn model_id(args: &RunArgs, variable: &str, default: &str) -> String {
+fn model_id(args: &AgentArgs, variable: &str, default: &str) -> String {
     args.model
         .clone()
         .or_else(|| env(variable))

@@ -13,7 +13,7 @@ use golato::message::UserMessage;
 use golato::tool::Execution;
 use indicatif::{MultiProgress, ProgressDrawTarget};
 
-use crate::args::{RunArgs, ViewArgs};
+use crate::args::{AgentArgs, RunArgs, ViewArgs};
 use crate::interrupt::Signals;
 use crate::json::JsonLines;
 use crate::live::Live;
@@ -26,41 +26,8 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a
 
 pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     // Everything a usage error can come from is checked before anything runs.
-    let mcp_tools = mcp_tools(&args).await?;
-    let tools = builtin_tools(&args, mcp_tools)?;
-    let (generator, model, recording) = match &args.script {
-        Some(path) => {
-            let (scripted, recording) = load_script(path)?;
-            let generator: Arc<dyn Generator> = Arc::new(scripted);
-            (generator, Model::default(), Some(recording))
-        }
-        None => {
-            let (generator, model) = crate::provider::from_args(&args)?;
-            (generator, model, None)
-        }
-    };
-    let system_prompt = match &args.system {
-        Some(system) => Some(system_text(system)?),
-        None if args.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
-        None => None,
-    };
+    let (agent, recording) = build_agent(&args.agent).await?;
     let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
-    let agent = Agent::new(agent::Config {
-        generator: Some(generator),
-        model,
-        tools,
-        tool_execution: if args.sequential {
-            Execution::Sequential
-        } else {
-            Execution::Parallel
-        },
-        system_prompt,
-        max_turns: args.max_turns.map(usize::from),
-        max_parallel_calls: args.max_parallel,
-        tool_timeout: args.tool_timeout,
-        ..Default::default()
-    })
-    .map_err(|error| CliError::Failed(error.to_string()))?;
     let journal = match &args.journal {
         Some(path) => Some(Arc::new(
             golato::agent::FileJournal::open(path)
@@ -80,8 +47,47 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     .await
 }
 
+/// The agent the flags describe, and the recording `--script` replays (if any).
+pub(crate) async fn build_agent(args: &AgentArgs) -> Result<(Agent, Option<Recording>), CliError> {
+    let mcp_tools = mcp_tools(args).await?;
+    let tools = builtin_tools(args, mcp_tools)?;
+    let (generator, model, recording) = match &args.script {
+        Some(path) => {
+            let (scripted, recording) = load_script(path)?;
+            let generator: Arc<dyn Generator> = Arc::new(scripted);
+            (generator, Model::default(), Some(recording))
+        }
+        None => {
+            let (generator, model) = crate::provider::from_args(args)?;
+            (generator, model, None)
+        }
+    };
+    let system_prompt = match &args.system {
+        Some(system) => Some(system_text(system)?),
+        None if args.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
+        None => None,
+    };
+    let agent = Agent::new(agent::Config {
+        generator: Some(generator),
+        model,
+        tools,
+        tool_execution: if args.sequential {
+            Execution::Sequential
+        } else {
+            Execution::Parallel
+        },
+        system_prompt,
+        max_turns: args.max_turns.map(usize::from),
+        max_parallel_calls: args.max_parallel,
+        tool_timeout: args.tool_timeout,
+        ..Default::default()
+    })
+    .map_err(|error| CliError::Failed(error.to_string()))?;
+    Ok((agent, recording))
+}
+
 /// The tools of every `--mcp` and `--mcp-url` server, each server connected once.
-async fn mcp_tools(args: &RunArgs) -> Result<Vec<golato::Tool>, CliError> {
+async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
     use golato::mcp::{McpServer, McpServerConfig};
     let mut configs = Vec::new();
     for line in &args.mcp {
@@ -107,7 +113,7 @@ async fn mcp_tools(args: &RunArgs) -> Result<Vec<golato::Tool>, CliError> {
 }
 
 fn builtin_tools(
-    args: &RunArgs,
+    args: &AgentArgs,
     custom_tools: Vec<golato::Tool>,
 ) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {

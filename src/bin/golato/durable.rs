@@ -1,0 +1,168 @@
+//! `golato serve` and `golato submit`: durable runs on a Restate server (feature `durable`).
+
+use crate::args::{ServeArgs, SubmitArgs};
+use crate::{CliError, Exit};
+
+#[cfg(not(feature = "durable"))]
+fn unavailable(command: &str) -> CliError {
+    CliError::usage(format!(
+        "`golato {command}` needs durable runs, which this golato was built without; build it with `cargo install golato --features durable` (or `cargo build --features durable`)"
+    ))
+}
+
+#[cfg(not(feature = "durable"))]
+pub(crate) async fn serve(_: ServeArgs) -> Result<Exit, CliError> {
+    Err(unavailable("serve"))
+}
+
+#[cfg(not(feature = "durable"))]
+pub(crate) async fn submit(_: SubmitArgs) -> Result<Exit, CliError> {
+    Err(unavailable("submit"))
+}
+
+/// Serves the `GolatoRun` object until SIGINT or SIGTERM; registers it first when asked.
+#[cfg(feature = "durable")]
+pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
+    use golato::durable::Worker;
+    log_to_stderr();
+    let (agent, _) = crate::run::build_agent(&args.agent).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|error| {
+            CliError::usage(format!(
+                "--listen {}: could not listen there ({error}); give a free port, or another address",
+                args.listen
+            ))
+        })?;
+    let address = listener.local_addr().map_err(|error| {
+        CliError::Failed(format!("the listening socket has no address: {error}"))
+    })?;
+    let advertised = args
+        .advertise
+        .clone()
+        .unwrap_or_else(|| format!("http://{address}"));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = tokio::spawn(Worker::new(agent).serve(listener, stop.clone().cancelled_owned()));
+    eprintln!("golato: serving durable runs on {address}");
+    if let Some(admin) = &args.restate_admin {
+        if let Err(error) = golato::durable::register(admin, &advertised).await {
+            stop.cancel();
+            return Err(CliError::Failed(format!("--restate-admin: {error}")));
+        }
+        eprintln!("golato: registered {advertised} with {admin}");
+    }
+    wait_for_stop().await;
+    eprintln!("golato: stopping; runs in flight go on where Restate retries them");
+    stop.cancel();
+    let _ = server.await;
+    Ok(Exit::Success)
+}
+
+/// SIGINT or SIGTERM: a worker's normal stop.
+#[cfg(feature = "durable")]
+async fn wait_for_stop() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => {}
+        _ = terminate.recv() => {}
+    }
+}
+
+/// The worker's log on stderr: each run's start, end and model requests (RUST_LOG filters
+/// it; default `golato=info`).
+#[cfg(feature = "durable")]
+fn log_to_stderr() {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("golato=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Submits the prompt and prints the outcome: the final text, or JSON lines with `--json`.
+#[cfg(feature = "durable")]
+pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
+    use golato::message::Message;
+    use serde_json::json;
+    use std::io::Write as _;
+    let client = golato::durable::Client::new(&args.restate)
+        .map_err(|error| CliError::usage(format!("--restate: {error}")))?;
+    let id = args.id.clone().unwrap_or_else(new_id);
+    let mut out = std::io::stdout().lock();
+    let mut emit = |line: serde_json::Value| {
+        let _ = writeln!(out, "{line}");
+    };
+    if args.json {
+        emit(json!({"type": "run_start", "run_id": id}));
+    }
+    let outcome = client
+        .submit(&id, &args.prompt)
+        .await
+        .map_err(|error| CliError::Failed(error.to_string()))?;
+    let exit = if outcome.error.is_some() {
+        Exit::Failure
+    } else {
+        Exit::Success
+    };
+    if args.json {
+        let mut turn = 0;
+        let (mut calls, mut errors, mut retried) = (0, 0, 0);
+        for message in &outcome.messages {
+            match message {
+                Message::Assistant(_) => turn += 1,
+                Message::ToolResult(result) => {
+                    calls += 1;
+                    errors += usize::from(result.is_error);
+                    retried += usize::from(result.attempt.is_some());
+                    emit(json!({
+                        "type": "tool_execution_end",
+                        "turn": turn,
+                        "call_id": result.tool_call_id,
+                        "tool_name": result.tool_name,
+                        "result": result,
+                    }));
+                }
+                _ => {}
+            }
+        }
+        emit(json!({
+            "type": "outcome",
+            "run_id": outcome.run_id,
+            "status": if outcome.error.is_some() { "failed" } else { "completed" },
+            "exit_code": exit.code(),
+            "error": outcome.error,
+            "final_text": outcome.final_text(),
+            "turns": outcome.turns,
+            "tool_calls": calls,
+            "tool_errors": errors,
+            "retried_calls": retried,
+        }));
+    } else {
+        match (&outcome.error, outcome.final_text()) {
+            (Some(error), _) => eprintln!("golato: run {id} failed: {error}"),
+            (None, Some(text)) => {
+                let _ = writeln!(out, "{text}");
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(exit)
+}
+
+/// A run ID unlikely to be taken: the time and the process.
+#[cfg(feature = "durable")]
+fn new_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos());
+    format!("run-{nanos:x}-{:x}", std::process::id())
+}

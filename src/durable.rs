@@ -1,0 +1,147 @@
+//! Runs that outlive their process: durable agent runs on a [Restate](https://restate.dev)
+//! server (feature `durable`).
+//!
+//! A durable run is a Restate virtual object, `GolatoRun`, keyed by the run's ID. Its `run`
+//! handler starts an ordinary run of the worker's [`Agent`](crate::agent::Agent) with a journal
+//! ([`Journal`](crate::agent::Journal)) kept in the Restate invocation: each model turn (the
+//! finished assistant message) and each tool call's result is an entry there. When the worker
+//! dies, Restate runs the handler again on another worker behind the same address: the run
+//! replays its recorded turns and results without asking the model or running the tools again,
+//! and goes on from where it stopped. A call that was running when its worker died runs again
+//! there, told its attempt number ([`ToolContext::attempt`](crate::tool::ToolContext::attempt));
+//! its result says which attempt produced it.
+//!
+//! Guarantees: a recorded step (turn or call result) happens exactly once; a call interrupted
+//! mid-flight runs at least once. Calls of a batch run in parallel or serially as in any run,
+//! results land in source order, and every validation rule holds (the run is the same run).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use golato::agent::{self, Agent};
+//! use golato::durable::{Client, Worker};
+//! use golato::generator::Scripted;
+//! use golato::message::AssistantMessage;
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! // A worker: an agent served as a Restate endpoint on port 9080.
+//! let agent = Agent::new(agent::Config {
+//!     generator: Some(Arc::new(Scripted::new([AssistantMessage::with_text("done")]))),
+//!     ..Default::default()
+//! })?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:9080").await?;
+//! tokio::spawn(Worker::new(agent).serve(listener, std::future::pending::<()>()));
+//! // Once, tell the Restate server where the workers are (the address of one worker, or of
+//! // the load balancer in front of several).
+//! golato::durable::register("http://127.0.0.1:9070", "http://127.0.0.1:9080").await?;
+//! // Submit a run through the server's ingress; the same ID again gives the same outcome.
+//! let outcome = Client::new("http://127.0.0.1:8080")?.submit("run-1", "hello").await?;
+//! println!("{}", outcome.final_text().unwrap_or_default());
+//! # Ok(())
+//! # }
+//! ```
+
+mod client;
+mod journal;
+mod object;
+
+pub use client::{register, Client, Error};
+
+use std::sync::Arc;
+
+use restate_sdk::prelude::*;
+
+use crate::agent::{Agent, RunResult};
+use crate::message::{AssistantMessage, Message};
+
+/// The name of the virtual object durable runs are, as registered with Restate.
+pub const RUN_OBJECT: &str = "GolatoRun";
+
+/// What a client submits: the prompt that starts the run.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Submission {
+    /// The user's prompt.
+    pub prompt: String,
+}
+
+/// How a durable run ended, as its worker reported it and Restate kept it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Outcome {
+    /// The run's ID (the object's key).
+    pub run_id: String,
+    /// The whole transcript.
+    pub messages: Vec<Message>,
+    /// The last assistant message, when the run ended normally.
+    pub final_message: Option<AssistantMessage>,
+    /// Why the run did not end normally (cancelled, the model failed, too many turns...).
+    pub error: Option<String>,
+    /// Model turns in the transcript.
+    pub turns: usize,
+}
+
+impl Outcome {
+    fn from_result(run_id: String, result: Result<RunResult, crate::agent::Error>) -> Outcome {
+        match result {
+            Ok(result) => Outcome {
+                run_id,
+                turns: result.turns,
+                messages: result.messages,
+                final_message: Some(result.final_message),
+                error: None,
+            },
+            Err(error) => {
+                let messages = error
+                    .messages()
+                    .map(<[Message]>::to_vec)
+                    .unwrap_or_default();
+                Outcome {
+                    run_id,
+                    turns: messages
+                        .iter()
+                        .filter(|message| matches!(message, Message::Assistant(_)))
+                        .count(),
+                    messages,
+                    final_message: None,
+                    error: Some(error.to_string()),
+                }
+            }
+        }
+    }
+
+    /// The final message's text, when the run ended normally.
+    pub fn final_text(&self) -> Option<String> {
+        self.final_message.as_ref().map(AssistantMessage::text)
+    }
+}
+
+/// A worker: serves the `GolatoRun` object for Restate, running each durable run with its
+/// agent. Start as many as the load needs behind one address (a load balancer that passes
+/// HTTP/2 through) and register that address once: Restate pins a run to the deployment it
+/// started on, so workers registered at separate addresses do not take over each other's runs.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    agent: Arc<Agent>,
+}
+
+impl Worker {
+    /// A worker running durable runs with `agent` (its generator, tools, hooks and limits).
+    pub fn new(agent: Agent) -> Worker {
+        Worker {
+            agent: Arc::new(agent),
+        }
+    }
+
+    /// Serves Restate's requests on `listener` until `shutdown` resolves. Runs in flight when
+    /// the worker stops go on elsewhere: Restate retries them on the workers left.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future,
+    ) {
+        let endpoint = Endpoint::builder()
+            .bind(object::RunObject { agent: self.agent })
+            .build();
+        HttpServer::new(endpoint)
+            .serve_with_cancel(listener, shutdown)
+            .await;
+    }
+}

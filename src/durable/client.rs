@@ -1,0 +1,243 @@
+//! Talking to a Restate server from outside: registering workers (admin API) and submitting
+//! runs (ingress).
+
+use std::time::Duration;
+
+use super::{Outcome, Submission, RUN_OBJECT};
+
+/// Why a durable run could not be submitted, or a worker registered.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The URL given is not one.
+    #[error(
+        "{url:?} is not a URL: {reason}; give the server's address, such as http://127.0.0.1:8080"
+    )]
+    BadUrl {
+        /// What was given.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Nothing answered at the address for as long as the client waits.
+    #[error("could not reach the Restate server at {url} (tried for {waited:?}): {reason}; is it running (`restate-server`, or `npx @restatedev/restate-server`), and is this its {api} address?")]
+    Unreachable {
+        /// The address tried.
+        url: String,
+        /// `ingress` or `admin`.
+        api: &'static str,
+        /// How long the client kept trying.
+        waited: Duration,
+        /// The last connection error.
+        reason: String,
+    },
+    /// The server answered with an error.
+    #[error("the Restate server at {url} refused the request (HTTP {status}): {message}{hint}")]
+    Refused {
+        /// The address asked.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// What the server said.
+        message: String,
+        /// What to do about it, when known.
+        hint: &'static str,
+    },
+    /// The server answered something that is not a durable run's outcome.
+    #[error("the Restate server at {url} answered something that is not a golato outcome ({reason}); is the deployment there golato's, of the same version?")]
+    Malformed {
+        /// The address asked.
+        url: String,
+        /// What could not be read.
+        reason: String,
+    },
+}
+
+fn parse(url: &str) -> Result<reqwest::Url, Error> {
+    let parsed = reqwest::Url::parse(url).map_err(|error| Error::BadUrl {
+        url: url.to_owned(),
+        reason: error.to_string(),
+    })?;
+    if parsed.cannot_be_a_base() || !matches!(parsed.scheme(), "http" | "https") {
+        return Err(Error::BadUrl {
+            url: url.to_owned(),
+            reason: "it is not an http:// or https:// address".to_owned(),
+        });
+    }
+    Ok(parsed)
+}
+
+fn with_segments(base: &reqwest::Url, segments: &[&str]) -> reqwest::Url {
+    let mut url = base.clone();
+    if let Ok(mut path) = url.path_segments_mut() {
+        path.pop_if_empty().extend(segments);
+    }
+    url
+}
+
+/// Registers the deployment at `deployment` (a worker's address, or the load balancer's in
+/// front of several) with the Restate server whose admin API is at `admin`. Registering the
+/// same address again with the same services is accepted; Restate refuses a changed
+/// deployment at an address it knows (the error says so).
+pub async fn register(admin: &str, deployment: &str) -> Result<(), Error> {
+    let admin = parse(admin)?;
+    parse(deployment)?;
+    let url = with_segments(&admin, &["deployments"]);
+    let client = reqwest::Client::new();
+    let body = serde_json::json!({"uri": deployment});
+    let waited = Duration::from_secs(10);
+    let response = retrying(waited, &url, "admin", || {
+        client.post(url.clone()).json(&body).send()
+    })
+    .await?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let message = response.text().await.unwrap_or_default();
+    Err(Error::Refused {
+        url: url.to_string(),
+        status: status.as_u16(),
+        message: message.chars().take(2_000).collect(),
+        hint: if status.as_u16() == 409 {
+            "; another deployment already serves GolatoRun with other handlers: register a new address, or remove the old deployment (`restate deployments remove`)"
+        } else {
+            ""
+        },
+    })
+}
+
+/// Sends with `send` until something answers or `waited` passed.
+async fn retrying<F, Fut>(
+    waited: Duration,
+    url: &reqwest::Url,
+    api: &'static str,
+    mut send: F,
+) -> Result<reqwest::Response, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = reqwest::Result<reqwest::Response>>,
+{
+    let started = tokio::time::Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match send().await {
+            Ok(response) if !is_unavailable(response.status()) => return Ok(response),
+            Ok(response) if started.elapsed() >= waited => {
+                return Err(Error::Unreachable {
+                    url: url.to_string(),
+                    api,
+                    waited,
+                    reason: format!("it answered HTTP {}", response.status()),
+                })
+            }
+            Err(error) if started.elapsed() >= waited => {
+                return Err(Error::Unreachable {
+                    url: url.to_string(),
+                    api,
+                    waited,
+                    reason: crate::generator::http::causes(&error),
+                })
+            }
+            _ => {}
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// A server restarting or without partitions yet answers 503/502: worth asking again.
+fn is_unavailable(status: reqwest::StatusCode) -> bool {
+    matches!(status.as_u16(), 502..=504)
+}
+
+/// Submits durable runs through a Restate server's ingress and waits for their outcome.
+#[derive(Debug, Clone)]
+pub struct Client {
+    ingress: reqwest::Url,
+    http: reqwest::Client,
+    reconnect_for: Duration,
+}
+
+impl Client {
+    /// A client of the ingress at `ingress` (Restate's port 8080 by default).
+    pub fn new(ingress: &str) -> Result<Client, Error> {
+        Ok(Client {
+            ingress: parse(ingress)?,
+            http: reqwest::Client::new(),
+            reconnect_for: Duration::from_secs(60),
+        })
+    }
+
+    /// How long to keep trying when the server cannot be reached (down, restarting): 60 s by
+    /// default. A run in flight goes on on the server meanwhile; the client attaches to it
+    /// again once the server answers.
+    pub fn reconnect_for(mut self, wait: Duration) -> Client {
+        self.reconnect_for = wait;
+        self
+    }
+
+    /// Runs `prompt` as the durable run `run_id` and waits for its outcome. The ID makes the
+    /// submission idempotent: submitting an ID again (from this process or another, while the
+    /// run goes on or after it ended) gives that run's outcome and starts nothing.
+    pub async fn submit(&self, run_id: &str, prompt: &str) -> Result<Outcome, Error> {
+        let url = with_segments(&self.ingress, &[RUN_OBJECT, run_id, "run"]);
+        let body = Submission {
+            prompt: prompt.to_owned(),
+        };
+        let response = retrying(self.reconnect_for, &url, "ingress", || {
+            self.http
+                .post(url.clone())
+                .header("idempotency-key", run_id)
+                .json(&body)
+                .send()
+        })
+        .await?;
+        self.read(&url, response).await
+    }
+
+    /// The outcome of run `run_id` if it ended, `None` if it is running or unknown.
+    pub async fn outcome(&self, run_id: &str) -> Result<Option<Outcome>, Error> {
+        let url = with_segments(&self.ingress, &[RUN_OBJECT, run_id, "outcome"]);
+        let response = retrying(self.reconnect_for, &url, "ingress", || {
+            self.http.post(url.clone()).json(&()).send()
+        })
+        .await?;
+        self.read(&url, response).await
+    }
+
+    async fn read<T: serde::de::DeserializeOwned>(
+        &self,
+        url: &reqwest::Url,
+        response: reqwest::Response,
+    ) -> Result<T, Error> {
+        let status = response.status();
+        let text = response.text().await.map_err(|error| Error::Malformed {
+            url: url.to_string(),
+            reason: crate::generator::http::causes(&error),
+        })?;
+        if !status.is_success() {
+            let message = serde_json::from_str::<serde_json::Value>(&text)
+                .ok()
+                .and_then(|body| {
+                    body.get("message")
+                        .and_then(|m| m.as_str())
+                        .map(str::to_owned)
+                })
+                .unwrap_or(text);
+            return Err(Error::Refused {
+                url: url.to_string(),
+                status: status.as_u16(),
+                message: message.chars().take(2_000).collect(),
+                hint: if status.as_u16() == 404 {
+                    "; no worker is registered for GolatoRun: start `golato serve` and register it (`--restate-admin`)"
+                } else {
+                    ""
+                },
+            });
+        }
+        serde_json::from_str(&text).map_err(|error| Error::Malformed {
+            url: url.to_string(),
+            reason: error.to_string(),
+        })
+    }
+}

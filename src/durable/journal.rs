@@ -1,0 +1,418 @@
+//! A run's journal on Restate: the run actor asks for its steps through [`RestateJournal`]; the
+//! invocation's handler ([`drive`]) answers them from the invocation's journal or runs them and
+//! records them there, one `ctx.run` entry at a time.
+//!
+//! Restate replays an invocation by running its handler again from the start, handing back
+//! each journaled `ctx.run` in order without running its closure. The SDK asks that every
+//! `ctx.run` be awaited before the next context call, and a closure cannot tell whether its
+//! step will be replayed before it is issued, so the entries are small records issued by the
+//! handler in an order it can reproduce, never long work inside a closure:
+//!
+//! - `Started { steps }`: these steps were started (a turn asked of the model, calls launched)
+//!   with nothing recorded for them. Issued only as a probe, the first time in an attempt of the
+//!   invocation that a step is asked for and the journal has no more entries, and before every
+//!   launch of calls after that. Each one a replay finds counts as an earlier attempt: a call
+//!   started again is told its attempt number.
+//! - `Done { step, value }`: a step's value, recorded as soon as its work finished (calls in the
+//!   order they finish, which the entries themselves carry, so a replay needs no clock).
+//!
+//! While replaying ("not live") the handler reads the next entry for whatever step the run
+//! asks for; the first `ctx.run` whose closure actually runs says the journal has nothing more,
+//! and from then on ("live") steps are run and recorded without probing. Entries are named by
+//! step family (`input`, `turn-N`, `batch-N`): the run asks for its families in one order on
+//! every replay (input, turn, that turn's batch, next turn...), so names always match.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use restate_sdk::prelude::*;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::agent::{JournalError, NotRecorded, StepError, StepKey, StepWork};
+
+/// One step the run asks for, with its work and where its value goes.
+pub(crate) struct StepRequest {
+    key: StepKey,
+    work: StepWork,
+    reply: oneshot::Sender<Result<Value, StepError>>,
+}
+
+/// The run's side of the bridge: a [`crate::agent::Journal`] whose steps the invocation's
+/// handler answers.
+#[derive(Debug)]
+pub(crate) struct RestateJournal {
+    requests: mpsc::UnboundedSender<StepRequest>,
+    key: String,
+}
+
+impl RestateJournal {
+    pub(crate) fn new(key: String) -> (RestateJournal, mpsc::UnboundedReceiver<StepRequest>) {
+        let (requests, receiver) = mpsc::unbounded_channel();
+        (RestateJournal { requests, key }, receiver)
+    }
+}
+
+fn gone(step: &str) -> StepError {
+    StepError::Journal(JournalError {
+        step: step.to_owned(),
+        reason: "the worker's Restate invocation ended (its connection to the server went away); the run goes on where Restate retries it".to_owned(),
+    })
+}
+
+impl crate::agent::Journal for RestateJournal {
+    fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+        let step = key.to_string();
+        let (reply, answer) = oneshot::channel();
+        if self
+            .requests
+            .send(StepRequest { key, work, reply })
+            .is_err()
+        {
+            return futures::future::ready(Err(gone(&step))).boxed();
+        }
+        async move { answer.await.unwrap_or_else(|_| Err(gone(&step))) }.boxed()
+    }
+
+    fn run_key(&self) -> Option<&str> {
+        Some(&self.key)
+    }
+}
+
+/// One journal entry (see the module's docs).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(tag = "entry", rename_all = "snake_case")]
+enum Entry {
+    Started { steps: Vec<String> },
+    Done { step: String, value: Value },
+}
+
+/// The `ctx.run` name of a step's entries.
+fn family(key: &StepKey) -> String {
+    match key {
+        StepKey::Input => "input".to_owned(),
+        StepKey::Turn { turn } => format!("turn-{turn}"),
+        StepKey::Call { turn, .. } => format!("batch-{turn}"),
+    }
+}
+
+/// A started step's name, entry family and what its work produced.
+type Ran = (String, String, Result<Value, NotRecorded>);
+
+struct Pending {
+    key: StepKey,
+    name: String,
+    /// `None` once started.
+    work: Option<StepWork>,
+    reply: oneshot::Sender<Result<Value, StepError>>,
+}
+
+/// What ended the drive: the run's outcome future finished, or Restate cancelled the run.
+pub(crate) struct Driver<'a> {
+    ctx: &'a ObjectContext<'a>,
+    requests: mpsc::UnboundedReceiver<StepRequest>,
+    pending: Vec<Pending>,
+    /// Values replayed before their step was asked for.
+    replayed: HashMap<String, Value>,
+    /// Earlier starts of each step found in the journal.
+    starts: HashMap<String, u32>,
+    running: FuturesUnordered<BoxFuture<'static, Ran>>,
+    live: bool,
+    /// Restate cancelled the invocation: nothing more is recorded.
+    cancelled: bool,
+    /// Model turns this attempt asked for (not replayed), for the worker's log.
+    pub(crate) turns_asked: usize,
+}
+
+impl<'a> Driver<'a> {
+    pub(crate) fn new(
+        ctx: &'a ObjectContext<'a>,
+        requests: mpsc::UnboundedReceiver<StepRequest>,
+    ) -> Self {
+        Driver {
+            ctx,
+            requests,
+            pending: Vec::new(),
+            replayed: HashMap::new(),
+            starts: HashMap::new(),
+            running: FuturesUnordered::new(),
+            live: false,
+            cancelled: false,
+            turns_asked: 0,
+        }
+    }
+
+    /// Answers the run's steps until `finished` resolves (the run ended), cancelling the run
+    /// through `cancel` when Restate cancels the invocation.
+    pub(crate) async fn drive<T>(
+        &mut self,
+        finished: impl std::future::Future<Output = T>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> T {
+        let (_, cancelled) = self.ctx.awakeable::<String>();
+        let mut cancelled = std::pin::pin!(cancelled);
+        let mut finished = std::pin::pin!(finished);
+        loop {
+            while let Ok(request) = self.requests.try_recv() {
+                self.accept(request);
+            }
+            if self.cancelled {
+                // Nothing more is recorded: every step runs as in a run without a journal.
+                for pending in std::mem::take(&mut self.pending) {
+                    self.start(pending, 1);
+                }
+            } else if !self.live && !self.pending.is_empty() {
+                self.probe(cancel).await;
+                continue;
+            } else if self.live && self.pending.iter().any(|pending| pending.work.is_some()) {
+                self.launch(cancel).await;
+                continue;
+            }
+            tokio::select! {
+                request = self.requests.recv() => match request {
+                    Some(request) => self.accept(request),
+                    None => return finished.await,
+                },
+                Some((name, family, result)) = self.running.next() => {
+                    self.finished(name, family, result, cancel).await;
+                }
+                _ = &mut cancelled, if !self.cancelled => {
+                    tracing::info!("Restate cancelled the run");
+                    self.cancelled = true;
+                    cancel.cancel();
+                }
+                outcome = &mut finished => return outcome,
+            }
+        }
+    }
+
+    fn accept(&mut self, request: StepRequest) {
+        let name = request.key.to_string();
+        if let Some(value) = self.replayed.remove(&name) {
+            let _ = request.reply.send(Ok(value));
+            return;
+        }
+        self.pending.push(Pending {
+            key: request.key,
+            name,
+            work: Some(request.work),
+            reply: request.reply,
+        });
+    }
+
+    fn answer(&mut self, name: &str, value: Result<Value, StepError>) {
+        if let Some(at) = self.pending.iter().position(|pending| pending.name == name) {
+            let pending = self.pending.remove(at);
+            let _ = pending.reply.send(value);
+        } else if let Ok(value) = value {
+            self.replayed.insert(name.to_owned(), value);
+        }
+    }
+
+    /// Records `entry` under `family` (see [`record`]).
+    fn record(
+        &self,
+        family: String,
+        entry: impl FnOnce() -> BoxFuture<'static, Entry> + Send + 'static,
+    ) -> impl std::future::Future<Output = Result<(Entry, bool), TerminalError>> + Send + 'a {
+        record(self.ctx, family, entry)
+    }
+
+    /// Not live: reads the next entry for the first step asked for (see the module's docs).
+    async fn probe(&mut self, cancel: &tokio_util::sync::CancellationToken) {
+        let Some(first) = self.pending.first_mut() else {
+            return;
+        };
+        let family_name = family(&first.key);
+        let entry: Box<dyn FnOnce() -> BoxFuture<'static, Entry> + Send> = match first.key {
+            StepKey::Input => {
+                // The input is known at once: its entry is its value.
+                let work = first.work.take();
+                let step = first.name.clone();
+                Box::new(move || {
+                    async move {
+                        let value = match work {
+                            Some(work) => work.run().await.unwrap_or(Value::Null),
+                            None => Value::Null,
+                        };
+                        Entry::Done { step, value }
+                    }
+                    .boxed()
+                })
+            }
+            _ => {
+                let steps: Vec<String> = self
+                    .pending
+                    .iter()
+                    .filter(|pending| family(&pending.key) == family_name)
+                    .map(|pending| pending.name.clone())
+                    .collect();
+                Box::new(move || futures::future::ready(Entry::Started { steps }).boxed())
+            }
+        };
+        match self.record(family_name, entry).await {
+            Ok((entry, fresh)) => {
+                self.live = fresh;
+                match entry {
+                    Entry::Done { step, value } => self.answer(&step, Ok(value)),
+                    Entry::Started { steps } if fresh => self.start_steps(&steps),
+                    Entry::Started { steps } => {
+                        for step in steps {
+                            *self.starts.entry(step).or_default() += 1;
+                        }
+                    }
+                }
+            }
+            Err(error) => self.refused(error, cancel),
+        }
+    }
+
+    /// Live: starts every step asked for and not started yet; calls after a `Started` entry.
+    async fn launch(&mut self, cancel: &tokio_util::sync::CancellationToken) {
+        let calls: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|pending| pending.work.is_some() && matches!(pending.key, StepKey::Call { .. }))
+            .map(|pending| pending.name.clone())
+            .collect();
+        let others: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|pending| {
+                pending.work.is_some() && !matches!(pending.key, StepKey::Call { .. })
+            })
+            .map(|pending| pending.name.clone())
+            .collect();
+        self.start_steps(&others);
+        let Some(family_name) = calls.first().and_then(|first| {
+            self.pending
+                .iter()
+                .find(|pending| &pending.name == first)
+                .map(|pending| family(&pending.key))
+        }) else {
+            return;
+        };
+        let steps = calls.clone();
+        match self
+            .record(family_name, move || {
+                futures::future::ready(Entry::Started { steps }).boxed()
+            })
+            .await
+        {
+            Ok(_) => self.start_steps(&calls),
+            Err(error) => self.refused(error, cancel),
+        }
+    }
+
+    fn start_steps(&mut self, steps: &[String]) {
+        for step in steps {
+            let attempt = self.starts.get(step).copied().unwrap_or(0) + 1;
+            if let Some(pending) = self
+                .pending
+                .iter_mut()
+                .find(|pending| &pending.name == step && pending.work.is_some())
+            {
+                if let Some(work) = pending.work.take() {
+                    if matches!(pending.key, StepKey::Turn { .. }) {
+                        self.turns_asked += 1;
+                        tracing::info!(step = %step, attempt, "asking the model");
+                    } else if attempt > 1 {
+                        tracing::info!(step = %step, attempt, "running a call again: its worker died before recording it");
+                    }
+                    let name = pending.name.clone();
+                    let family_name = family(&pending.key);
+                    self.running.push(
+                        work.run_attempt(attempt)
+                            .map(move |result| (name, family_name, result))
+                            .boxed(),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Starts a step outside the journal (after a cancellation).
+    fn start(&mut self, mut pending: Pending, attempt: u32) {
+        if let Some(work) = pending.work.take() {
+            let name = pending.name.clone();
+            let family_name = family(&pending.key);
+            self.running.push(
+                work.run_attempt(attempt)
+                    .map(move |result| (name, family_name, result))
+                    .boxed(),
+            );
+        }
+        self.pending.push(Pending {
+            work: None,
+            ..pending
+        });
+    }
+
+    async fn finished(
+        &mut self,
+        name: String,
+        family: String,
+        result: Result<Value, NotRecorded>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) {
+        match result {
+            Ok(value) if !self.cancelled => {
+                let step = name.clone();
+                let recorded = value.clone();
+                match self
+                    .record(family, move || {
+                        futures::future::ready(Entry::Done {
+                            step,
+                            value: recorded,
+                        })
+                        .boxed()
+                    })
+                    .await
+                {
+                    Ok(_) => self.answer(&name, Ok(value)),
+                    Err(error) => {
+                        self.refused(error, cancel);
+                        self.answer(&name, Err(StepError::NotRecorded));
+                    }
+                }
+            }
+            Ok(value) => self.answer(&name, Ok(value)),
+            Err(NotRecorded) => self.answer(&name, Err(StepError::NotRecorded)),
+        }
+    }
+
+    /// Restate refused an entry: the invocation was cancelled (409), or failed for good.
+    fn refused(&mut self, error: TerminalError, cancel: &tokio_util::sync::CancellationToken) {
+        tracing::info!(
+            code = error.code(),
+            message = error.message(),
+            "Restate ended the run's invocation"
+        );
+        self.cancelled = true;
+        cancel.cancel();
+    }
+}
+
+/// Records `entry` under `family` in the invocation's journal: `(entry, true)` when it was
+/// recorded now (the closure ran), `(recorded, false)` when the journal already held one there.
+/// A free function, not a method: the future must not borrow the driver, which is not `Sync`.
+async fn record<'a>(
+    ctx: &'a ObjectContext<'a>,
+    family: String,
+    entry: impl FnOnce() -> BoxFuture<'static, Entry> + Send + 'static,
+) -> Result<(Entry, bool), TerminalError> {
+    let fresh = Arc::new(AtomicBool::new(false));
+    let ran = Arc::clone(&fresh);
+    let Json(entry) = ctx
+        .run(move || async move {
+            ran.store(true, Ordering::SeqCst);
+            Ok(Json(entry().await))
+        })
+        .name(family)
+        .await?;
+    Ok((entry, fresh.load(Ordering::SeqCst)))
+}
