@@ -83,12 +83,22 @@ impl crate::agent::Journal for RestateJournal {
     }
 }
 
+/// How long running work goes without an entry before a heartbeat checks for cancellation.
+const CANCEL_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One journal entry (see the module's docs).
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(tag = "entry", rename_all = "snake_case")]
 enum Entry {
-    Started { steps: Vec<String> },
-    Done { step: String, value: Value },
+    Started {
+        steps: Vec<String>,
+    },
+    /// Work was still running (see [`Driver::heartbeat`]); a replay skips it.
+    Running,
+    Done {
+        step: String,
+        value: Value,
+    },
 }
 
 /// The `ctx.run` name of a step's entries.
@@ -121,6 +131,8 @@ pub(crate) struct Driver<'a> {
     /// Earlier starts of each step found in the journal.
     starts: HashMap<String, u32>,
     running: FuturesUnordered<BoxFuture<'static, Ran>>,
+    /// The entry family of the running work (one step family runs at a time).
+    running_family: Option<String>,
     live: bool,
     /// Restate cancelled the invocation: nothing more is recorded.
     cancelled: bool,
@@ -140,6 +152,7 @@ impl<'a> Driver<'a> {
             replayed: HashMap::new(),
             starts: HashMap::new(),
             running: FuturesUnordered::new(),
+            running_family: None,
             live: false,
             cancelled: false,
             turns_asked: 0,
@@ -153,8 +166,6 @@ impl<'a> Driver<'a> {
         finished: impl std::future::Future<Output = T>,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> T {
-        let (_, cancelled) = self.ctx.awakeable::<String>();
-        let mut cancelled = std::pin::pin!(cancelled);
         let mut finished = std::pin::pin!(finished);
         loop {
             while let Ok(request) = self.requests.try_recv() {
@@ -180,10 +191,8 @@ impl<'a> Driver<'a> {
                 Some((name, family, result)) = self.running.next() => {
                     self.finished(name, family, result, cancel).await;
                 }
-                _ = &mut cancelled, if !self.cancelled => {
-                    tracing::info!("Restate cancelled the run");
-                    self.cancelled = true;
-                    cancel.cancel();
+                () = tokio::time::sleep(CANCEL_CHECK), if self.live && !self.cancelled && !self.running.is_empty() => {
+                    self.heartbeat(cancel).await;
                 }
                 outcome = &mut finished => return outcome,
             }
@@ -265,6 +274,7 @@ impl<'a> Driver<'a> {
                             *self.starts.entry(step).or_default() += 1;
                         }
                     }
+                    Entry::Running => {}
                 }
             }
             Err(error) => self.refused(error, cancel),
@@ -325,6 +335,7 @@ impl<'a> Driver<'a> {
                     }
                     let name = pending.name.clone();
                     let family_name = family(&pending.key);
+                    self.running_family = Some(family_name.clone());
                     self.running.push(
                         work.run_attempt(attempt)
                             .map(move |result| (name, family_name, result))
@@ -340,6 +351,7 @@ impl<'a> Driver<'a> {
         if let Some(work) = pending.work.take() {
             let name = pending.name.clone();
             let family_name = family(&pending.key);
+            self.running_family = Some(family_name.clone());
             self.running.push(
                 work.run_attempt(attempt)
                     .map(move |result| (name, family_name, result))
@@ -382,6 +394,22 @@ impl<'a> Driver<'a> {
             }
             Ok(value) => self.answer(&name, Ok(value)),
             Err(NotRecorded) => self.answer(&name, Err(StepError::NotRecorded)),
+        }
+    }
+
+    /// Records that work is still going on: Restate answers a cancelled invocation's next
+    /// entry with 409, which is how a cancellation reaches running tools (the SDK surfaces it
+    /// at journal operations only, and awaiting any other durable future here would put await
+    /// points in the journal that a replay cannot reproduce).
+    async fn heartbeat(&mut self, cancel: &tokio_util::sync::CancellationToken) {
+        let Some(family) = self.running_family.clone() else {
+            return;
+        };
+        if let Err(error) = self
+            .record(family, || futures::future::ready(Entry::Running).boxed())
+            .await
+        {
+            self.refused(error, cancel);
         }
     }
 

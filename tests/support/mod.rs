@@ -225,6 +225,7 @@ pub fn peak_rss_kib() -> u64 {
 }
 
 pub mod cli;
+pub mod restate;
 
 /// The unprivileged user and group the root-only checks act as.
 pub const NOBODY: u32 = 65534;

@@ -204,7 +204,11 @@ pub(crate) struct SubmitArgs {
     /// [default: a new random ID].
     #[arg(long)]
     pub(crate) id: Option<String>,
-    /// Print the outcome as JSON lines (run_start, one tool_end per result, run_end).
+    /// Print the outcome as JSON lines: run_start, one tool_execution_end per result, outcome.
     #[arg(long)]
     pub(crate) json: bool,
+    /// How long to keep trying while the server cannot be reached (down, restarting); the run
+    /// goes on on the server meanwhile.
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, default_value = "60")]
+    pub(crate) reconnect_for: std::time::Duration,
 }

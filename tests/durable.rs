@@ -1,0 +1,398 @@
+//! Durable runs on a real Restate server (issue 17), through real processes: `golato serve`
+//! workers behind a TCP load balancer, killed with SIGKILL mid-batch.
+//!
+//! Needs the Restate server binary in `GOLATO_RESTATE_SERVER`; `.ci/run` installs it from npm
+//! and runs these with `cargo test --test durable -- --ignored`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use golato::durable::{Client, Outcome};
+use golato::message::Message;
+use support::restate::{balancer, Server, Worker};
+
+/// The longest any of these tests may take before it is declared hung (a guard, not a timing).
+const HANG_GUARD: Duration = Duration::from_secs(600);
+
+/// A file lock the test holds while the gated calls wait for it (a handshake, not a sleep).
+struct Gate {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl Gate {
+    fn closed(dir: &Path) -> Gate {
+        let path = dir.join("gate");
+        let file = std::fs::File::create(&path).unwrap();
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        Gate {
+            path,
+            file: Some(file),
+        }
+    }
+
+    fn open(&mut self) {
+        self.file = None;
+    }
+}
+
+/// The script every worker replays for every run: turn 1 runs `a` and `b` at once (they finish
+/// at once), turn 2 runs `c` and `d` at once (they wait at the gate), turn 3 answers. Each
+/// execution appends `RUN CALL ATTEMPT WORKER_PID` to the ledger.
+fn write_script(dir: &Path, gate: &Path) -> PathBuf {
+    let ledger = dir.join("ledger");
+    let fast = |id: &str| {
+        serde_json::json!({"id": id, "name": "bash", "arguments": {"command": format!(
+            "echo \"$GOLATO_RUN_KEY {id} $GOLATO_TOOL_ATTEMPT $PPID\" >> {}; echo ran {id}",
+            ledger.display()
+        )}})
+    };
+    let gated = |id: &str| {
+        serde_json::json!({"id": id, "name": "bash", "arguments": {"command": format!(
+            "echo \"$GOLATO_RUN_KEY {id} $GOLATO_TOOL_ATTEMPT $PPID\" >> {}; flock -s {} true; echo ran {id}",
+            ledger.display(), gate.display()
+        )}})
+    };
+    let script = [
+        serde_json::json!({"tool_calls": [fast("a"), fast("b")]}),
+        serde_json::json!({"tool_calls": [gated("c"), gated("d")]}),
+        serde_json::json!({"text": "done"}),
+    ];
+    let path = dir.join("script.jsonl");
+    let lines: Vec<String> = script.iter().map(ToString::to_string).collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Execution {
+    run: String,
+    call: String,
+    attempt: u32,
+    worker: u32,
+}
+
+fn ledger(dir: &Path) -> Vec<Execution> {
+    std::fs::read_to_string(dir.join("ledger"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(fields.len(), 4, "ledger line {line:?}");
+            Execution {
+                run: fields[0].to_owned(),
+                call: fields[1].to_owned(),
+                attempt: fields[2].parse().unwrap(),
+                worker: fields[3].parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// Waits until `done` holds for the ledger, polling the file (a file-system handshake).
+fn wait_for_ledger(dir: &Path, what: &str, done: impl Fn(&[Execution]) -> bool) {
+    let started = std::time::Instant::now();
+    while started.elapsed() < HANG_GUARD {
+        if done(&ledger(dir)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!(
+        "gave up waiting for {what}: {} ledger lines",
+        ledger(dir).len()
+    );
+}
+
+/// How many times each worker's log says it asked the model for (run, step).
+fn model_requests(logs: &[PathBuf]) -> HashMap<(String, String), usize> {
+    let mut asked = HashMap::new();
+    for log in logs {
+        for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+            if !line.contains("asking the model") {
+                continue;
+            }
+            let field = |name: &str| {
+                let start = line.find(name).unwrap() + name.len();
+                line[start..]
+                    .split(|c: char| c == '}' || c == ' ' || c == ':')
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            };
+            *asked.entry((field("run="), field("step="))).or_default() += 1;
+        }
+    }
+    asked
+}
+
+/// The transcript's shape: roles and call IDs in order.
+fn shape(outcome: &Outcome) -> Vec<String> {
+    outcome
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::User(_) => "user".to_owned(),
+            Message::Assistant(_) => "assistant".to_owned(),
+            Message::ToolResult(result) => result.tool_call_id.clone(),
+        })
+        .collect()
+}
+
+fn submit_all(ingress: &str, runs: &[String]) -> Vec<Outcome> {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::new(ingress).unwrap().reconnect_for(HANG_GUARD);
+    runtime.block_on(async {
+        let tasks: Vec<_> = runs
+            .iter()
+            .map(|run| {
+                let (client, run) = (client.clone(), run.clone());
+                tokio::spawn(async move { client.submit(&run, "go").await })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            outcomes.push(
+                tokio::time::timeout(HANG_GUARD, task)
+                    .await
+                    .expect("a run did not finish")
+                    .unwrap()
+                    .unwrap(),
+            );
+        }
+        outcomes
+    })
+}
+
+fn results(outcome: &Outcome) -> HashMap<String, golato::message::ToolResultMessage> {
+    outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::ToolResult(result) => Some((result.tool_call_id.clone(), result.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_running() {
+    const RUNS: usize = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let mut gate = Gate::closed(dir.path());
+    let script = write_script(dir.path(), &gate.path);
+    let flags = [
+        "--script",
+        script.to_str().unwrap(),
+        "--cwd",
+        dir.path().to_str().unwrap(),
+    ];
+    let mut workers: Vec<Worker> = (0..3)
+        .map(|n| Worker::start(dir.path(), &format!("worker{n}"), &flags))
+        .collect();
+    let front = balancer(workers.iter().map(|worker| worker.port).collect());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(golato::durable::register(
+            &server.admin,
+            &format!("http://{front}"),
+        ))
+        .unwrap();
+
+    let runs: Vec<String> = (0..RUNS).map(|n| format!("run-{n}")).collect();
+    let submitting = {
+        let (ingress, runs) = (server.ingress.clone(), runs.clone());
+        std::thread::spawn(move || submit_all(&ingress, &runs))
+    };
+    // Every run is in its second batch, both calls waiting at the gate: turns 1 and 2 and the
+    // results of a and b are recorded, c and d are running.
+    wait_for_ledger(dir.path(), "every gated call to start", |ledger| {
+        ledger
+            .iter()
+            .filter(|e| e.call == "c" || e.call == "d")
+            .count()
+            == 2 * RUNS
+    });
+    let before = ledger(dir.path());
+    let mut per_worker: HashMap<u32, usize> = HashMap::new();
+    for execution in &before {
+        *per_worker.entry(execution.worker).or_default() += 1;
+    }
+    let victim = workers
+        .iter()
+        .position(|worker| per_worker.get(&worker.pid()).copied().unwrap_or(0) > 0)
+        .expect("no worker ran anything");
+    let victim_pid = workers[victim].pid();
+    workers[victim].kill();
+    gate.open();
+    let outcomes = submitting.join().unwrap();
+
+    // Every run completed once, its transcript in source order.
+    assert_eq!(outcomes.len(), RUNS);
+    for outcome in &outcomes {
+        assert_eq!(outcome.error, None, "{}", outcome.run_id);
+        assert_eq!(outcome.final_text().as_deref(), Some("done"));
+        assert_eq!(
+            shape(outcome),
+            [
+                "user",
+                "assistant",
+                "a",
+                "b",
+                "assistant",
+                "c",
+                "d",
+                "assistant"
+            ],
+            "{}",
+            outcome.run_id
+        );
+    }
+    // The calls that were running on the victim (and only those) ran twice, the second time
+    // elsewhere as attempt 2, and their results say so; nothing recorded ran again.
+    let after = ledger(dir.path());
+    let mut executions: HashMap<(String, String), Vec<Execution>> = HashMap::new();
+    for execution in &after {
+        executions
+            .entry((execution.run.clone(), execution.call.clone()))
+            .or_default()
+            .push(execution.clone());
+    }
+    let mut retried = 0;
+    for outcome in &outcomes {
+        let results = results(outcome);
+        for call in ["a", "b", "c", "d"] {
+            let ran = &executions[&(outcome.run_id.clone(), call.to_owned())];
+            let first = &ran[0];
+            let interrupted = (call == "c" || call == "d") && first.worker == victim_pid;
+            if interrupted {
+                assert_eq!(ran.len(), 2, "{} {call}: {ran:?}", outcome.run_id);
+                assert_eq!((ran[0].attempt, ran[1].attempt), (1, 2));
+                assert_ne!(ran[1].worker, victim_pid);
+                assert_eq!(results[call].attempt, Some(2), "{} {call}", outcome.run_id);
+                retried += 1;
+            } else {
+                assert_eq!(ran.len(), 1, "{} {call} ran again: {ran:?}", outcome.run_id);
+                assert_eq!(results[call].attempt, None, "{} {call}", outcome.run_id);
+            }
+            assert!(results[call].text().contains(&format!("ran {call}")));
+        }
+    }
+    assert!(
+        retried > 0,
+        "the victim was running none of the gated calls"
+    );
+    // No recorded turn was asked of the model twice; every turn was asked once.
+    let logs: Vec<PathBuf> = workers.iter().map(|worker| worker.log.clone()).collect();
+    let asked = model_requests(&logs);
+    for run in &runs {
+        for step in ["turn-1", "turn-2", "turn-3"] {
+            assert_eq!(
+                asked.get(&(run.clone(), step.to_owned())).copied(),
+                Some(1),
+                "{run} {step}"
+            );
+        }
+    }
+    eprintln!(
+        "{RUNS} runs, victim pid {victim_pid} was running {} of them; {retried} calls ran again",
+        retried / 2
+    );
+    drop(server);
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let mut gate = Gate::closed(dir.path());
+    gate.open();
+    let script = write_script(dir.path(), &gate.path);
+    let worker = Worker::start(
+        dir.path(),
+        "worker",
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+        ],
+    );
+    let submit = |id: &str, json: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_golato"));
+        command.args(["submit", "--restate", &server.ingress, "--id", id]);
+        if json {
+            command.arg("--json");
+        }
+        command.arg("go").output().unwrap()
+    };
+    let first = submit("one", true);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(first.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let types: Vec<&str> = lines
+        .iter()
+        .map(|line| line["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "run_start",
+            "tool_execution_end",
+            "tool_execution_end",
+            "tool_execution_end",
+            "tool_execution_end",
+            "outcome"
+        ]
+    );
+    assert_eq!(lines[5]["final_text"], "done");
+    assert_eq!(lines[5]["tool_calls"], 4);
+    assert_eq!(ledger(dir.path()).len(), 4);
+
+    // Again with the same ID: the same outcome, nothing runs again.
+    let again = submit("one", false);
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), "done\n");
+    assert_eq!(ledger(dir.path()).len(), 4);
+    let asked = model_requests(std::slice::from_ref(&worker.log));
+    assert_eq!(asked.len(), 3, "{asked:?}");
+
+    // A server that is not there: a clear error, exit 1.
+    let nowhere = Command::new(env!("CARGO_BIN_EXE_golato"))
+        .args([
+            "submit",
+            "--restate",
+            &format!("http://127.0.0.1:{}", support::restate::free_port()),
+            "--id",
+            "x",
+            "--reconnect-for",
+            "1",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(nowhere.status.code(), Some(1));
+    let stderr = String::from_utf8(nowhere.stderr).unwrap();
+    assert!(
+        stderr.contains("could not reach the Restate server"),
+        "{stderr}"
+    );
+}

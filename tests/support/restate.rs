@@ -1,0 +1,242 @@
+//! A real Restate server, `golato serve` workers and a TCP load balancer in front of them, for
+//! the durable-run tests. The server binary comes from the npm package
+//! `@restatedev/restate-server`, which `.ci/run` installs; its path is in
+//! `GOLATO_RESTATE_SERVER`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A loopback port free right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The server binary, or a panic saying how to get it.
+pub fn server_binary() -> PathBuf {
+    let path = std::env::var_os("GOLATO_RESTATE_SERVER")
+        .map(PathBuf::from)
+        .expect(
+            "GOLATO_RESTATE_SERVER must name the restate-server binary (.ci/run installs \
+         @restatedev/restate-server from npm and sets it)",
+        );
+    assert!(path.is_file(), "{} is not a file", path.display());
+    path
+}
+
+/// A Restate server on loopback ports with its own data directory.
+pub struct Server {
+    child: Option<Child>,
+    pub data: tempfile::TempDir,
+    ports: [u16; 3],
+    pub ingress: String,
+    pub admin: String,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        let ports = [free_port(), free_port(), free_port()];
+        let mut server = Server {
+            child: None,
+            data: tempfile::tempdir().unwrap(),
+            ports,
+            ingress: format!("http://127.0.0.1:{}", ports[1]),
+            admin: format!("http://127.0.0.1:{}", ports[2]),
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let [node, ingress, admin] = self.ports;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data.path().join("server.log"))
+            .unwrap();
+        let child = Command::new(server_binary())
+            .arg("--no-logo")
+            .env("RESTATE_BASE_DIR", self.data.path().join("data"))
+            .env("RESTATE_LISTEN_MODE", "tcp")
+            .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
+            .env(
+                "RESTATE_ADVERTISED_ADDRESS",
+                format!("http://127.0.0.1:{node}"),
+            )
+            .env(
+                "RESTATE_INGRESS__BIND_ADDRESS",
+                format!("127.0.0.1:{ingress}"),
+            )
+            .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
+            .env(
+                "RESTATE_ADMIN__QUERY_ENGINE__PGSQL_BIND_ADDRESS",
+                format!("127.0.0.1:{}", free_port()),
+            )
+            .env("RESTATE_DISABLE_TELEMETRY", "true")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    /// Waits until the admin API answers its health check (a readiness handshake).
+    fn wait_ready(&self) {
+        let health = format!("127.0.0.1:{}", self.ports[2]);
+        for _ in 0..600 {
+            if http_get_ok(&health, "/health") {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "the Restate server did not become ready; its log:\n{}",
+            self.log()
+        );
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// SIGKILLs the server and starts it again on the same ports and data.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A minimal HTTP/1.1 GET: whether it answered 200.
+fn http_get_ok(address: &str, path: &str) -> bool {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut stream) = std::net::TcpStream::connect(address) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.1 200")
+}
+
+/// A `golato serve` process.
+pub struct Worker {
+    pub child: Child,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl Worker {
+    /// Starts `golato serve` on a free port with `arguments` (agent flags), logging to a file
+    /// in `dir`; waits until it listens.
+    pub fn start(dir: &Path, name: &str, arguments: &[&str]) -> Worker {
+        let port = free_port();
+        let log = dir.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_golato"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(arguments)
+            .env("RUST_LOG", "golato=info")
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        for _ in 0..600 {
+            if std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("serving durable runs")
+            {
+                return Worker { child, port, log };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "golato serve did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A TCP load balancer: each new connection goes to the next backend that accepts it (round
+/// robin), as an L4 balancer in front of a deployment's replicas does. Runs on its own thread
+/// until the process ends.
+pub fn balancer(backends: Vec<u16>) -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let backends = Arc::new(Mutex::new(backends));
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let next = Arc::new(AtomicUsize::new(0));
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                let backends = Arc::clone(&backends);
+                let next = Arc::clone(&next);
+                tokio::spawn(async move {
+                    let ports = backends.lock().unwrap().clone();
+                    for _ in 0..ports.len() {
+                        let port = ports[next.fetch_add(1, Ordering::SeqCst) % ports.len()];
+                        if let Ok(mut outbound) =
+                            tokio::net::TcpStream::connect(("127.0.0.1", port)).await
+                        {
+                            let _ =
+                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+    });
+    address
+}
