@@ -159,7 +159,8 @@ impl Worker {
         let port = free_port();
         let log = dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_golato"))
+        #[allow(clippy::zombie_processes)] // waited for by `Worker::drop`, or below on failure
+        let mut child = Command::new(env!("CARGO_BIN_EXE_golato"))
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(arguments)
             .env("RUST_LOG", "golato=info")
@@ -177,6 +178,8 @@ impl Worker {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!(
             "golato serve did not start: {}",
             std::fs::read_to_string(&log).unwrap_or_default()
