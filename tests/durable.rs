@@ -121,7 +121,7 @@ fn model_requests(logs: &[PathBuf]) -> HashMap<(String, String), usize> {
             let field = |name: &str| {
                 let start = line.find(name).unwrap() + name.len();
                 line[start..]
-                    .split(|c: char| c == '}' || c == ' ' || c == ':')
+                    .split(['}', ' ', ':'])
                     .next()
                     .unwrap()
                     .to_owned()
