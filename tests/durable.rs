@@ -396,3 +396,136 @@ fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
         "{stderr}"
     );
 }
+
+/// Starts a server and one worker registered with it, the script's gate closed.
+fn one_worker(dir: &Path) -> (Server, Gate, Worker) {
+    let server = Server::start();
+    let gate = Gate::closed(dir);
+    let script = write_script(dir, &gate.path);
+    let worker = Worker::start(
+        dir,
+        "worker",
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            dir.to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+        ],
+    );
+    (server, gate, worker)
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn cancelling_a_durable_run_reaches_its_running_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _gate, _worker) = one_worker(dir.path());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::new(&server.ingress)
+        .unwrap()
+        .with_admin(&server.admin)
+        .unwrap();
+    let running = {
+        let client = client.clone();
+        runtime.spawn(async move { client.submit("to-cancel", "go").await })
+    };
+    // Both gated calls are running (and would wait for the gate forever).
+    wait_for_ledger(dir.path(), "the gated calls to start", |ledger| {
+        ledger.len() == 4
+    });
+    assert!(runtime.block_on(client.cancel("to-cancel")).unwrap());
+    let outcome = runtime
+        .block_on(async { tokio::time::timeout(HANG_GUARD, running).await })
+        .expect("the cancelled run did not end")
+        .unwrap()
+        .unwrap();
+    let error = outcome.error.clone().expect("the run was not cancelled");
+    assert!(error.contains("cancel"), "{error}");
+    // The gated calls ended as cancelled (their bash processes killed), in the transcript.
+    let results = results(&outcome);
+    for call in ["c", "d"] {
+        let text = results[call].text();
+        assert!(results[call].is_error, "{call}: {text}");
+        assert!(
+            text.contains("cancel") || text.contains("abort"),
+            "{call}: {text}"
+        );
+    }
+    // Nothing still waits at the gate.
+    let waiting = Command::new("pgrep")
+        .args([
+            "-f",
+            &format!("flock -s {}", dir.path().join("gate").display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        waiting.stdout.is_empty(),
+        "still running: {}",
+        String::from_utf8_lossy(&waiting.stdout)
+    );
+    // Cancelling a run that is not going on finds nothing.
+    assert!(!runtime.block_on(client.cancel("to-cancel")).unwrap());
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn runs_go_on_when_the_restate_server_restarts_mid_run() {
+    const RUNS: usize = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, mut gate, worker) = one_worker(dir.path());
+    let runs: Vec<String> = (0..RUNS).map(|n| format!("restart-{n}")).collect();
+    let submitting = {
+        let (ingress, runs) = (server.ingress.clone(), runs.clone());
+        std::thread::spawn(move || submit_all(&ingress, &runs))
+    };
+    wait_for_ledger(dir.path(), "every gated call to start", |ledger| {
+        ledger.len() == 4 * RUNS
+    });
+    // SIGKILL the server and start it again on the same data: the clients reconnect, the
+    // worker is asked again, the runs go on from their journals.
+    server.restart();
+    gate.open();
+    let outcomes = submitting.join();
+    if outcomes.is_err() {
+        eprintln!(
+            "worker log: {}",
+            std::fs::read_to_string(&worker.log).unwrap_or_default()
+        );
+    }
+    let outcomes = outcomes.unwrap();
+    for outcome in &outcomes {
+        assert_eq!(outcome.error, None, "{}", outcome.run_id);
+        assert_eq!(
+            shape(outcome),
+            [
+                "user",
+                "assistant",
+                "a",
+                "b",
+                "assistant",
+                "c",
+                "d",
+                "assistant"
+            ]
+        );
+    }
+    // Recorded calls did not run again; no turn was asked twice.
+    let ran = ledger(dir.path());
+    for run in &runs {
+        for call in ["a", "b"] {
+            assert_eq!(
+                ran.iter()
+                    .filter(|e| &e.run == run && e.call == call)
+                    .count(),
+                1,
+                "{run} {call}"
+            );
+        }
+    }
+    let asked = model_requests(std::slice::from_ref(&worker.log));
+    assert!(asked.values().all(|times| *times == 1), "{asked:?}");
+    assert_eq!(asked.len(), 3 * RUNS);
+}

@@ -119,9 +119,17 @@ where
 {
     let started = tokio::time::Instant::now();
     let mut pause = Duration::from_millis(50);
+    // A server that has just come back may answer 404 for a service whose registration it has
+    // not loaded yet: after a failed connection that is worth waiting for too.
+    let mut reconnecting = false;
     loop {
         match send().await {
-            Ok(response) if !is_unavailable(response.status()) => return Ok(response),
+            Ok(response)
+                if !is_unavailable(response.status())
+                    && !(reconnecting && response.status() == reqwest::StatusCode::NOT_FOUND) =>
+            {
+                return Ok(response)
+            }
             Ok(response) if started.elapsed() >= waited => {
                 return Err(Error::Unreachable {
                     url: url.to_string(),
@@ -138,7 +146,7 @@ where
                     reason: crate::generator::http::causes(&error),
                 })
             }
-            _ => {}
+            _ => reconnecting = true,
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_secs(1));
@@ -154,6 +162,7 @@ fn is_unavailable(status: reqwest::StatusCode) -> bool {
 #[derive(Debug, Clone)]
 pub struct Client {
     ingress: reqwest::Url,
+    admin: Option<reqwest::Url>,
     http: reqwest::Client,
     reconnect_for: Duration,
 }
@@ -163,9 +172,75 @@ impl Client {
     pub fn new(ingress: &str) -> Result<Client, Error> {
         Ok(Client {
             ingress: parse(ingress)?,
+            admin: None,
             http: reqwest::Client::new(),
             reconnect_for: Duration::from_secs(60),
         })
+    }
+
+    /// The server's admin API (port 9070 by default), which [`cancel`](Self::cancel) needs.
+    pub fn with_admin(mut self, admin: &str) -> Result<Client, Error> {
+        self.admin = Some(parse(admin)?);
+        Ok(self)
+    }
+
+    /// Cancels run `run_id` if it is going on: its running tools are cancelled (bash's
+    /// processes killed) within a few seconds, and the run ends with a cancellation error in
+    /// its outcome, its transcript so far kept. Returns whether a running invocation was found.
+    /// Needs the admin API ([`with_admin`](Self::with_admin)).
+    pub async fn cancel(&self, run_id: &str) -> Result<bool, Error> {
+        let Some(admin) = &self.admin else {
+            return Err(Error::BadUrl {
+                url: String::new(),
+                reason: "cancelling needs the server's admin API: give it with Client::with_admin"
+                    .to_owned(),
+            });
+        };
+        let query = with_segments(admin, &["query"]);
+        // Keys are the caller's text: quoted as an SQL string literal.
+        let key = run_id.replace('\'', "''");
+        let sql = format!(
+            "SELECT id FROM sys_invocation WHERE target_service_name = '{RUN_OBJECT}' AND target_service_key = '{key}' AND target_handler_name = 'run' AND status <> 'completed'"
+        );
+        let body = serde_json::json!({ "query": sql });
+        let response = retrying(self.reconnect_for, &query, "admin", || {
+            self.http
+                .post(query.clone())
+                .header("accept", "application/json")
+                .json(&body)
+                .send()
+        })
+        .await?;
+        let rows: serde_json::Value = self.read(&query, response).await?;
+        let ids: Vec<String> = rows
+            .get("rows")
+            .and_then(serde_json::Value::as_array)
+            .map(|rows| {
+                rows.iter()
+                    .filter_map(|row| row.get("id").and_then(serde_json::Value::as_str))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for id in &ids {
+            let url = with_segments(admin, &["invocations", id, "cancel"]);
+            let response = retrying(self.reconnect_for, &url, "admin", || {
+                self.http.patch(url.clone()).send()
+            })
+            .await?;
+            let status = response.status();
+            // 404/409: it ended meanwhile.
+            if !status.is_success() && !matches!(status.as_u16(), 404 | 409) {
+                let message = response.text().await.unwrap_or_default();
+                return Err(Error::Refused {
+                    url: url.to_string(),
+                    status: status.as_u16(),
+                    message: message.chars().take(2_000).collect(),
+                    hint: "",
+                });
+            }
+        }
+        Ok(!ids.is_empty())
     }
 
     /// How long to keep trying when the server cannot be reached (down, restarting): 60 s by

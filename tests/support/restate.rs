@@ -126,6 +126,14 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+        if std::thread::panicking() {
+            let log = self.log();
+            let tail: Vec<&str> = log.lines().rev().take(80).collect();
+            eprintln!("--- the Restate server's log, last lines ---");
+            for line in tail.iter().rev() {
+                eprintln!("{line}");
+            }
+        }
     }
 }
 
@@ -169,10 +177,16 @@ impl Worker {
             .stderr(file)
             .spawn()
             .unwrap();
+        // Listening, and registered when asked to register.
+        let ready = if arguments.contains(&"--restate-admin") {
+            "registered"
+        } else {
+            "serving durable runs"
+        };
         for _ in 0..600 {
             if std::fs::read_to_string(&log)
                 .unwrap_or_default()
-                .contains("serving durable runs")
+                .contains(ready)
             {
                 return Worker { child, port, log };
             }
