@@ -119,15 +119,10 @@ where
 {
     let started = tokio::time::Instant::now();
     let mut pause = Duration::from_millis(50);
-    // A server that has just come back may answer 404 for a service whose registration it has
-    // not loaded yet: after a failed connection that is worth waiting for too.
     let mut reconnecting = false;
     loop {
         match send().await {
-            Ok(response)
-                if !is_unavailable(response.status())
-                    && !(reconnecting && response.status() == reqwest::StatusCode::NOT_FOUND) =>
-            {
+            Ok(response) if !worth_waiting_for(response.status(), reconnecting) => {
                 return Ok(response)
             }
             Ok(response) if started.elapsed() >= waited => {
@@ -153,9 +148,11 @@ where
     }
 }
 
-/// A server restarting or without partitions yet answers 503/502: worth asking again.
-fn is_unavailable(status: reqwest::StatusCode) -> bool {
-    matches!(status.as_u16(), 502..=504)
+/// A server restarting or without partitions yet answers 502-504, and one that has just come
+/// back may answer 404 for a service whose registration it has not loaded yet: worth asking
+/// again (the 404 only after a failed connection).
+fn worth_waiting_for(status: reqwest::StatusCode, reconnecting: bool) -> bool {
+    matches!(status.as_u16(), 502..=504) || (reconnecting && status.as_u16() == 404)
 }
 
 /// Submits durable runs through a Restate server's ingress and waits for their outcome.
