@@ -48,6 +48,7 @@ mod edit;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 mod images;
+mod locks;
 mod paths;
 mod read;
 mod write;
@@ -56,7 +57,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use golato_actors::path_lock::PathLock;
+
 use golato_actors::{Host, HostError};
+pub use locks::{SharedLease, SharedLock};
 
 use crate::tool::Tool;
 
@@ -119,6 +122,10 @@ pub struct Config {
     /// the result says so (the tail shown is still the command's last output). `None` means
     /// [`DEFAULT_BASH_OUTPUT_FILE_LIMIT`].
     pub bash_output_file_limit: Option<u64>,
+    /// A lock shared with other processes that `write` and `edit` also take on a file (after
+    /// this process's own), for processes sharing a file system: durable workers use
+    /// `golato::durable::SharedPathLock`. `None` (the default): the lock is this process's.
+    pub shared_lock: Option<Arc<dyn SharedLock>>,
 }
 
 /// How much of a command's output `bash` keeps in its full-output file by default: 64 MiB.
@@ -167,7 +174,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
         Some(host) => host,
         None => Host::global()?,
     };
-    let lock = PathLock::new(&host)?;
+    let lock = locks::Locks::new(PathLock::new(&host)?, config.shared_lock.clone());
     let builtins = if config.disable_builtin_tools {
         Vec::new()
     } else {

@@ -43,8 +43,10 @@
 mod client;
 mod journal;
 mod object;
+mod path_lock;
 
 pub use client::{register, Client, Error};
+pub use path_lock::{SharedPathLock, LEASE_TTL, LEASE_WORKFLOW, PATH_LOCK_OBJECT};
 
 use std::sync::Arc;
 
@@ -139,6 +141,8 @@ impl Worker {
     ) {
         let endpoint = Endpoint::builder()
             .bind(object::RunObject { agent: self.agent })
+            .bind(path_lock::PathLockObject)
+            .bind(path_lock::LeaseWorkflow)
             .build();
         HttpServer::new(endpoint)
             .serve_with_cancel(listener, shutdown)

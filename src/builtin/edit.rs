@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use golato_actors::path_lock::PathLock;
+use super::locks::Locks;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -37,7 +37,7 @@ struct Replacement {
     new_text: String,
 }
 
-pub(super) fn tool(workspace: Arc<Workspace>, lock: PathLock) -> Tool {
+pub(super) fn tool(workspace: Arc<Workspace>, lock: Locks) -> Tool {
     Tool::typed(
         "edit",
         "Edit a file by replacing exact text. Each edits[i].oldText must occur exactly once in the \
@@ -49,10 +49,7 @@ pub(super) fn tool(workspace: Arc<Workspace>, lock: PathLock) -> Tool {
             let (workspace, lock) = (Arc::clone(&workspace), lock.clone());
             async move {
                 let path = workspace.resolve(&args.path);
-                let lease = tokio::select! {
-                    lease = lock.acquire(lock_key(&path)) => lease?,
-                    () = ctx.cancelled() => return Err("edit was cancelled before it started".into()),
-                };
+                let lease = lock.acquire(lock_key(&path), &ctx, "edit").await?;
                 let cancel = ctx.cancellation_token().clone();
                 // The lease goes with the edit to the blocking pool: if golato gives up on this
                 // call (a timeout it ignores), the edit runs on there, and no later write of the

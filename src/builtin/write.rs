@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use golato_actors::path_lock::PathLock;
+use super::locks::Locks;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -24,7 +24,7 @@ struct WriteArgs {
     content: String,
 }
 
-pub(super) fn tool(workspace: Arc<Workspace>, lock: PathLock) -> Tool {
+pub(super) fn tool(workspace: Arc<Workspace>, lock: Locks) -> Tool {
     Tool::typed(
         "write",
         "Write content to a file. Creates the file if it does not exist, overwrites it if it does, \
@@ -40,16 +40,13 @@ pub(super) fn tool(workspace: Arc<Workspace>, lock: PathLock) -> Tool {
 
 async fn write(
     workspace: &Workspace,
-    lock: &PathLock,
+    lock: &Locks,
     ctx: ToolContext,
     args: WriteArgs,
 ) -> Result<ToolResult, BoxError> {
     let path = workspace.resolve(&args.path);
     let shown = super::paths::shown(&args.path);
-    let lease = tokio::select! {
-        lease = lock.acquire(lock_key(&path)) => lease?,
-        () = ctx.cancelled() => return Err("write was cancelled before it started".into()),
-    };
+    let lease = lock.acquire(lock_key(&path), &ctx, "write").await?;
     let bytes = args.content.len();
     let written = {
         let shown = shown.clone();

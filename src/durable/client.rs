@@ -52,7 +52,7 @@ pub enum Error {
     },
 }
 
-fn parse(url: &str) -> Result<reqwest::Url, Error> {
+pub(super) fn parse(url: &str) -> Result<reqwest::Url, Error> {
     let parsed = reqwest::Url::parse(url).map_err(|error| Error::BadUrl {
         url: url.to_owned(),
         reason: error.to_string(),
@@ -66,7 +66,7 @@ fn parse(url: &str) -> Result<reqwest::Url, Error> {
     Ok(parsed)
 }
 
-fn with_segments(base: &reqwest::Url, segments: &[&str]) -> reqwest::Url {
+pub(super) fn with_segments(base: &reqwest::Url, segments: &[&str]) -> reqwest::Url {
     let mut url = base.clone();
     if let Ok(mut path) = url.path_segments_mut() {
         path.pop_if_empty().extend(segments);

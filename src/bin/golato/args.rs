@@ -185,6 +185,15 @@ pub(crate) struct ServeArgs {
     /// once it listens.
     #[arg(long, value_name = "URL")]
     pub(crate) restate_admin: Option<String>,
+    /// The Restate server's ingress (e.g. http://127.0.0.1:8080): write and edit then lock each
+    /// file through it, so that workers sharing a file system never interleave their writes of
+    /// one file. Without it the lock is this worker's own.
+    #[arg(long, value_name = "URL")]
+    pub(crate) restate: Option<String>,
+    /// How long a file lock taken through --restate lasts at most: a worker that dies holding
+    /// one holds its file that long.
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, default_value = "30")]
+    pub(crate) lock_ttl: std::time::Duration,
     /// The address to register instead of http://LISTEN: the load balancer in front of several
     /// workers, or the name other machines reach this one by.
     #[arg(long, value_name = "URL")]

@@ -25,7 +25,15 @@ pub(crate) async fn submit(_: SubmitArgs) -> Result<Exit, CliError> {
 pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     use golato::durable::Worker;
     log_to_stderr();
-    let (agent, _) = crate::run::build_agent(&args.agent).await?;
+    let shared_lock = match &args.restate {
+        Some(ingress) => Some(std::sync::Arc::new(
+            golato::durable::SharedPathLock::new(ingress)
+                .map_err(|error| CliError::usage(format!("--restate: {error}")))?
+                .with_ttl(args.lock_ttl),
+        ) as std::sync::Arc<dyn golato::builtin::SharedLock>),
+        None => None,
+    };
+    let (agent, _) = crate::run::build_agent(&args.agent, shared_lock).await?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|error| {

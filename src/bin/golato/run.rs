@@ -26,7 +26,7 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a
 
 pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     // Everything a usage error can come from is checked before anything runs.
-    let (agent, recording) = build_agent(&args.agent).await?;
+    let (agent, recording) = build_agent(&args.agent, None).await?;
     let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
     let journal = match &args.journal {
         Some(path) => Some(Arc::new(
@@ -48,9 +48,13 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
 }
 
 /// The agent the flags describe, and the recording `--script` replays (if any).
-pub(crate) async fn build_agent(args: &AgentArgs) -> Result<(Agent, Option<Recording>), CliError> {
+/// `shared_lock`, for durable workers, serializes writes of a file with other processes.
+pub(crate) async fn build_agent(
+    args: &AgentArgs,
+    shared_lock: Option<Arc<dyn builtin::SharedLock>>,
+) -> Result<(Agent, Option<Recording>), CliError> {
     let mcp_tools = mcp_tools(args).await?;
-    let tools = builtin_tools(args, mcp_tools)?;
+    let tools = builtin_tools(args, mcp_tools, shared_lock)?;
     let (generator, model, recording) = match &args.script {
         Some(path) => {
             let (scripted, recording) = load_script(path)?;
@@ -115,12 +119,14 @@ async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
 fn builtin_tools(
     args: &AgentArgs,
     custom_tools: Vec<golato::Tool>,
+    shared_lock: Option<Arc<dyn builtin::SharedLock>>,
 ) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {
         working_directory: args.cwd.clone(),
         allowed_tool_names: args.tools.clone(),
         excluded_tool_names: args.exclude.clone(),
         custom_tools,
+        shared_lock,
         ..Default::default()
     })
     .map_err(|error| {
