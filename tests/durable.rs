@@ -599,7 +599,7 @@ fn editors(shared: bool) -> (usize, Vec<usize>, Vec<Outcome>) {
         .unwrap();
     let runs: Vec<String> = (0..RUNS).map(|n| format!("editor-{n}")).collect();
     let submitting = {
-        let (ingress, runs) = (server.ingress.clone(), runs.clone());
+        let ingress = server.ingress.clone();
         std::thread::spawn(move || submit_all(&ingress, &runs))
     };
     // A third of the edits are in: kill a worker in the middle of the rest.
