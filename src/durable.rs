@@ -2,7 +2,7 @@
 //! server (feature `durable`).
 //!
 //! A durable run is a Restate virtual object, `GolatoRun`, keyed by the run's ID. Its `run`
-//! handler starts an ordinary run of the worker's [`Agent`](crate::agent::Agent) with a journal
+//! handler starts an ordinary run of the worker's [`Agent`] with a journal
 //! ([`Journal`](crate::agent::Journal)) kept in the Restate invocation: each model turn (the
 //! finished assistant message) and each tool call's result is an entry there. When the worker
 //! dies, Restate runs the handler again on another worker behind the same address: the run

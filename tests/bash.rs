@@ -297,12 +297,15 @@ fn commands_inherit_the_environment_unless_given_one() {
     })
     .unwrap();
     // What was given, what bash itself sets (PWD, SHLVL, _) and the call's mark (which finds
-    // its processes again at a timeout), nothing inherited.
+    // its processes again at a timeout) and who is asking (the call and its attempt), nothing
+    // inherited.
     assert_eq!(
         variable_names(&explicit),
         [
             "GOLATO_BASH_CALL",
             "GOLATO_ONLY",
+            "GOLATO_TOOL_ATTEMPT",
+            "GOLATO_TOOL_CALL_ID",
             "PATH",
             "PWD",
             "SHLVL",
@@ -424,4 +427,15 @@ fn the_full_output_file_stops_at_its_limit_and_says_so() {
     );
     std::fs::remove_file(path).unwrap();
     assert_eq!(builtin::DEFAULT_BASH_OUTPUT_FILE_LIMIT, 64 * 1024 * 1024);
+}
+
+#[test]
+fn commands_know_their_call_and_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = bash(
+        dir.path(),
+        serde_json::json!({"command": "echo \"$GOLATO_TOOL_CALL_ID $GOLATO_TOOL_ATTEMPT ${GOLATO_RUN_KEY-none}\""}),
+    );
+    // A run without a journal: the first attempt, no run key.
+    assert!(result.text().ends_with(" 1 none"), "{}", result.text());
 }

@@ -111,8 +111,9 @@ impl LeaseWorkflow {
     }
 }
 
-/// A [`SharedLock`] on a Restate server: give it to [`builtin::Config::shared_lock`]
-/// (crate::builtin::Config::shared_lock) of every worker sharing a file system, so that their
+/// A [`SharedLock`] on a Restate server: give it to
+/// [`builtin::Config::shared_lock`](crate::builtin::Config::shared_lock) of every worker sharing
+/// a file system, so that their
 /// `write` and `edit` calls never interleave on one file.
 ///
 /// Costs four requests to the server's ingress per write or edit (start, wait for the grant,
