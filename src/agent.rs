@@ -79,8 +79,8 @@ pub use event::{
 };
 pub use input::Input;
 pub use journal::{
-    FileJournal, FileJournalError, Journal, JournalError, MemoryJournal, NotRecorded, StepError,
-    StepKey, StepWork, JOURNAL_FORMAT,
+    FileJournal, FileJournalError, InboxRecord, Journal, JournalError, MemoryJournal, NotRecorded,
+    StepError, StepKey, StepWork, JOURNAL_FORMAT,
 };
 pub use run::{Events, NotDelivered, Run};
 

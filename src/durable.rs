@@ -41,11 +41,13 @@
 //! ```
 
 mod client;
+mod inbox;
 mod journal;
 mod object;
 mod path_lock;
 
 pub use client::{register, Client, Error};
+pub use inbox::INBOX_OBJECT;
 pub use path_lock::{SharedPathLock, LEASE_TTL, LEASE_WORKFLOW, PATH_LOCK_OBJECT};
 
 use std::sync::Arc;
@@ -141,6 +143,7 @@ impl Worker {
     ) {
         let endpoint = Endpoint::builder()
             .bind(object::RunObject { agent: self.agent })
+            .bind(inbox::InboxObject)
             .bind(path_lock::PathLockObject)
             .bind(path_lock::LeaseWorkflow)
             .build();

@@ -649,3 +649,83 @@ fn editors_on_three_workers_lose_no_edit_when_one_worker_is_killed() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn steering_and_follow_ups_reach_a_durable_run_and_are_refused_after_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let mut gate = Gate::closed(dir.path());
+    let ledger = dir.path().join("ledger");
+    let script = dir.path().join("script.jsonl");
+    let gated = serde_json::json!({"id": "c", "name": "bash", "arguments": {"command": format!(
+        "echo \"$GOLATO_RUN_KEY c $GOLATO_TOOL_ATTEMPT $PPID\" >> {}; flock -s {} true; echo ran c",
+        ledger.display(), gate.path.display()
+    )}});
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{}\n{}\n",
+            serde_json::json!({"tool_calls": [gated]}),
+            serde_json::json!({"text": "first"}),
+            serde_json::json!({"text": "second"})
+        ),
+    )
+    .unwrap();
+    let _worker = Worker::start(
+        dir.path(),
+        "worker",
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+        ],
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::new(&server.ingress).unwrap();
+    let running = {
+        let client = client.clone();
+        runtime.spawn(async move { client.submit("steered", "go").await })
+    };
+    wait_for_ledger(dir.path(), "the gated call to start", |ledger| {
+        ledger.len() == 1
+    });
+    runtime
+        .block_on(client.steer("steered", "mind the tests"))
+        .unwrap();
+    runtime
+        .block_on(client.follow_up("steered", "now the docs"))
+        .unwrap();
+    gate.open();
+    let outcome = runtime.block_on(running).unwrap().unwrap();
+    assert_eq!(outcome.error, None);
+    let texts: Vec<String> = outcome
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::User(user) => format!("user: {}", user.text()),
+            Message::Assistant(assistant) => format!("assistant: {}", assistant.text()),
+            Message::ToolResult(result) => format!("result: {}", result.tool_call_id),
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "user: go",
+            "assistant: ",
+            "result: c",
+            "user: mind the tests",
+            "assistant: first",
+            "user: now the docs",
+            "assistant: second"
+        ]
+    );
+    // The run has ended: a message now is refused, saying so.
+    let error = runtime
+        .block_on(client.steer("steered", "too late"))
+        .unwrap_err();
+    assert!(error.to_string().contains("the run has ended"), "{error}");
+}

@@ -121,7 +121,9 @@ fn a_journaled_run_records_every_step_and_replays_them_without_asking_or_running
             "turn-1/call-b",
             "turn-1/call-c",
             "turn-1/call-d",
-            "turn-2"
+            "turn-1/inbox",
+            "turn-2",
+            "turn-2/inbox-end"
         ]
     );
     assert_eq!(result_ids(&first.messages), ["a", "b", "c", "d"]);
@@ -230,7 +232,11 @@ fn a_failed_turn_is_not_recorded_and_is_asked_again() {
     }
     assert_eq!((generator.asked(1), generator.asked(2)), (1, 2));
     assert_eq!(ledger.lock().unwrap()["a"], 1);
-    assert_eq!(journal.keys(), ["input", "turn-1", "turn-1/call-a"]);
+    // The inbox after the batch is a step too (nothing was queued: it records none).
+    assert_eq!(
+        journal.keys(),
+        ["input", "turn-1", "turn-1/call-a", "turn-1/inbox"]
+    );
 }
 
 #[test]
@@ -363,7 +369,11 @@ fn a_file_journal_survives_its_process_and_ignores_a_line_cut_by_a_crash() {
     // mid-write would.
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 7, "the input, two turns and four calls");
+    assert_eq!(
+        lines.len(),
+        9,
+        "the input, two turns, four calls and two inbox steps"
+    );
     let kept = lines[..5].join("\n") + "\n";
     let mut file = std::fs::File::create(&path).unwrap();
     file.write_all(kept.as_bytes()).unwrap();
@@ -465,4 +475,73 @@ fn a_retried_call_sees_its_attempt_and_its_result_says_so() {
     assert!(plain.messages.iter().all(
         |message| !matches!(message, Message::ToolResult(result) if result.attempt.is_some())
     ));
+}
+
+#[test]
+fn a_journal_records_the_steering_a_run_took_and_a_replay_takes_the_same() {
+    let (started, is_started) = std::sync::mpsc::channel();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let tool = {
+        let release = Arc::clone(&release);
+        let started = Mutex::new(started);
+        Tool::new(
+            "work",
+            "Does some work.",
+            json!({"type": "object", "properties": {"id": {"type": "string"}}}),
+            move |_, _: Value| {
+                let release = Arc::clone(&release);
+                let _ = started.lock().unwrap().send(());
+                async move {
+                    release.notified().await;
+                    Ok(ToolResult::text("done"))
+                }
+            },
+        )
+    };
+    let generator = Counting::new(Scripted::new([
+        AssistantMessage::with_tool_calls([work_call("a")]),
+        AssistantMessage::with_text("steered"),
+    ]));
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::clone(&generator) as Arc<dyn Generator>),
+        tools: vec![tool],
+        ..Default::default()
+    })
+    .unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let run = agent.start_journaled(prompt("go"), journal.clone());
+    is_started.recv().unwrap();
+    run.steer(golato::message::UserMessage::new("look at b too"))
+        .unwrap();
+    release.notify_one();
+    let first = run.wait().unwrap();
+    let user_texts = |messages: &[Message]| -> Vec<String> {
+        messages
+            .iter()
+            .filter_map(|message| match message {
+                Message::User(user) => Some(user.text()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(user_texts(&first.messages), ["go", "look at b too"]);
+    assert!(journal.keys().contains(&"turn-1/inbox".to_owned()));
+
+    // Picked up again on the journal, nobody steering: the recorded steering joins at the same
+    // place, and nothing is asked or run again.
+    let again = agent
+        .start_journaled(prompt("go"), journal)
+        .wait()
+        .unwrap();
+    assert_eq!(again.messages, first.messages);
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 1));
+
+    // The same from the transcript alone.
+    let from_transcript = Arc::new(MemoryJournal::from_transcript(&first.messages));
+    let resumed = agent
+        .start_journaled(prompt("go"), from_transcript)
+        .wait()
+        .unwrap();
+    assert_eq!(resumed.messages, first.messages);
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 1));
 }

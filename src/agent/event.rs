@@ -148,7 +148,7 @@ pub struct ToolHookEvent {
 }
 
 /// How a queued user message reached the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Delivery {
     /// `Run::steer`: after the batch that was running, before the next model turn.

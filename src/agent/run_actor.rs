@@ -8,6 +8,7 @@
 
 mod batch;
 mod generation;
+mod inbox;
 
 use std::sync::Arc;
 
@@ -151,7 +152,7 @@ impl RunActor {
         }
     }
 
-    fn end(&mut self, outcome: Result<RunResult, Error>, ctx: &mut Context<Self>) {
+    pub(super) fn end(&mut self, outcome: Result<RunResult, Error>, ctx: &mut Context<Self>) {
         if self.ended {
             return;
         }
@@ -178,7 +179,7 @@ impl RunActor {
         Arc::make_mut(&mut self.plan.messages).extend(messages);
     }
 
-    fn succeed(&mut self, final_message: AssistantMessage, ctx: &mut Context<Self>) {
+    pub(super) fn succeed(&mut self, final_message: AssistantMessage, ctx: &mut Context<Self>) {
         let result = RunResult {
             final_message,
             messages: self.take_messages(),
@@ -188,27 +189,7 @@ impl RunActor {
         self.end(Ok(result), ctx);
     }
 
-    /// The run would end here with `final_message`, unless steering or follow-up messages are
-    /// queued: then they join the transcript and the run goes on.
-    fn finish_or_continue(&mut self, final_message: AssistantMessage, ctx: &mut Context<Self>) {
-        match self.plan.channel.take_before_end() {
-            None => self.succeed(final_message, ctx),
-            Some((delivery, messages)) => {
-                self.deliver(delivery, messages);
-                self.request_turn(ctx);
-            }
-        }
-    }
-
-    /// Steering queued while the batch ran joins the transcript before the next turn.
-    fn deliver_steering(&mut self) {
-        let messages = self.plan.channel.take_steering();
-        if !messages.is_empty() {
-            self.deliver(Delivery::Steer, messages);
-        }
-    }
-
-    fn deliver(&mut self, delivery: Delivery, messages: Vec<UserMessage>) {
+    pub(super) fn deliver(&mut self, delivery: Delivery, messages: Vec<UserMessage>) {
         for message in messages {
             self.emit(|| {
                 Event::UserMessage(UserMessageEvent {

@@ -267,6 +267,40 @@ impl Client {
         self.read(&url, response).await
     }
 
+    /// Steers run `run_id`: `text` joins its transcript as a user message after the batch of
+    /// tool calls that is running (or the next one), before the next model turn. Refused once
+    /// the run has ended. A message posted before the run starts joins it after its first batch.
+    pub async fn steer(&self, run_id: &str, text: &str) -> Result<(), Error> {
+        self.post(run_id, text, false).await
+    }
+
+    /// Queues a follow-up for run `run_id`: when the run would end, it goes on with `text` as a
+    /// user message instead. Refused once the run has ended.
+    pub async fn follow_up(&self, run_id: &str, text: &str) -> Result<(), Error> {
+        self.post(run_id, text, true).await
+    }
+
+    async fn post(&self, run_id: &str, text: &str, follow_up: bool) -> Result<(), Error> {
+        let url = with_segments(&self.ingress, &[super::INBOX_OBJECT, run_id, "post"]);
+        let body = super::inbox::Post {
+            text: text.to_owned(),
+            follow_up,
+        };
+        let response = retrying(self.reconnect_for, &url, "ingress", || {
+            self.http.post(url.clone()).json(&body).send()
+        })
+        .await?;
+        let _: serde_json::Value =
+            self.read(&url, response)
+                .await
+                .or_else(|error| match error {
+                    // The handler answers nothing: an empty body is not JSON.
+                    Error::Malformed { .. } => Ok(serde_json::Value::Null),
+                    other => Err(other),
+                })?;
+        Ok(())
+    }
+
     /// The outcome of run `run_id` if it ended, `None` if it is running or unknown.
     pub async fn outcome(&self, run_id: &str) -> Result<Option<Outcome>, Error> {
         let url = with_segments(&self.ingress, &[RUN_OBJECT, run_id, "outcome"]);

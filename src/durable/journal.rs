@@ -107,6 +107,7 @@ fn family(key: &StepKey) -> String {
         StepKey::Input => "input".to_owned(),
         StepKey::Turn { turn } => format!("turn-{turn}"),
         StepKey::Call { turn, .. } => format!("batch-{turn}"),
+        StepKey::Inbox { turn, .. } => format!("inbox-{turn}"),
     }
 }
 
@@ -171,6 +172,14 @@ impl<'a> Driver<'a> {
             while let Ok(request) = self.requests.try_recv() {
                 self.accept(request);
             }
+            let inbox = self
+                .pending
+                .iter()
+                .position(|pending| matches!(pending.key, StepKey::Inbox { .. }));
+            if let Some(at) = inbox {
+                self.inbox(at, cancel).await;
+                continue;
+            }
             if self.cancelled {
                 // Nothing more is recorded: every step runs as in a run without a journal.
                 for pending in std::mem::take(&mut self.pending) {
@@ -197,6 +206,36 @@ impl<'a> Driver<'a> {
                 outcome = &mut finished => return outcome,
             }
         }
+    }
+
+    /// An inbox step: the messages clients posted to the run's `GolatoInbox`, taken with a
+    /// Restate call (journaled: a replay gets the same answer at the same place).
+    async fn inbox(&mut self, at: usize, cancel: &tokio_util::sync::CancellationToken) {
+        let Pending { key, reply, .. } = self.pending.remove(at);
+        let StepKey::Inbox { ending, .. } = key else {
+            return;
+        };
+        if self.cancelled {
+            // The run is ending: take nothing more.
+            let _ = reply.send(Ok(crate::agent::journal::seal(Value::Null)));
+            return;
+        }
+        let ctx = self.ctx;
+        let taken = ctx
+            .object_client::<super::inbox::InboxObjectClient>(ctx.key().to_owned())
+            .take(Json(ending))
+            .call()
+            .await;
+        let answer = match taken {
+            Ok(Json(record)) => Ok(crate::agent::journal::seal(
+                serde_json::to_value(record).unwrap_or_default(),
+            )),
+            Err(error) => {
+                self.refused(error, cancel);
+                Err(StepError::NotRecorded)
+            }
+        };
+        let _ = reply.send(answer);
     }
 
     fn accept(&mut self, request: StepRequest) {

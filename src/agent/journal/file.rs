@@ -35,7 +35,7 @@ use super::{Journal, JournalError, StepError, StepKey, StepWork};
 /// let journal = Arc::new(FileJournal::open(&path)?);
 /// agent.start_journaled(UserMessage::new("go"), journal).wait()?;
 /// // Another process could pick the run up from the file.
-/// assert_eq!(FileJournal::open(&path)?.keys(), ["input", "turn-1"]);
+/// assert_eq!(FileJournal::open(&path)?.keys(), ["input", "turn-1", "turn-1/inbox-end"]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]

@@ -31,15 +31,32 @@ pub enum StepKey {
         /// The call's ID, as the model gave it.
         call_id: String,
     },
+    /// The user messages queued for the run ([`Run::steer`](crate::agent::Run::steer),
+    /// [`Run::follow_up`](crate::agent::Run::follow_up)) that it took after turn `turn`: after
+    /// the turn's batch (steering), or when the run would have ended (`ending`: steering, else
+    /// follow-ups; none means the run ends). Messages come from outside the run, so a journal
+    /// records which ones joined it where.
+    Inbox {
+        /// The turn, from 1.
+        turn: usize,
+        /// Taken when the run would otherwise end.
+        ending: bool,
+    },
 }
 
 impl fmt::Display for StepKey {
-    /// `input`, `turn-3`, or `turn-3/call-ID`: a name a journal may use as is.
+    /// `input`, `turn-3`, `turn-3/call-ID`, `turn-3/inbox` or `turn-3/inbox-end`: a name a
+    /// journal may use as is.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StepKey::Input => f.write_str("input"),
             StepKey::Turn { turn } => write!(f, "turn-{turn}"),
             StepKey::Call { turn, call_id } => write!(f, "turn-{turn}/call-{call_id}"),
+            StepKey::Inbox {
+                turn,
+                ending: false,
+            } => write!(f, "turn-{turn}/inbox"),
+            StepKey::Inbox { turn, ending: true } => write!(f, "turn-{turn}/inbox-end"),
         }
     }
 }
@@ -131,6 +148,15 @@ pub(crate) fn unseal(record: Value, step: &str) -> Result<Value, JournalError> {
         .ok_or_else(|| refused("its record holds no step".to_owned()))
 }
 
+/// What a journal records of an inbox step: the messages that joined the run there, if any.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct InboxRecord {
+    /// How they reached the run.
+    pub delivery: crate::agent::Delivery,
+    /// The messages, in the order they were queued.
+    pub messages: Vec<crate::message::UserMessage>,
+}
+
 /// What a journal records of a call: its result message and whether it asked to end the run.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct RecordedCall {
@@ -194,7 +220,7 @@ pub struct JournalError {
 /// })?;
 /// let journal = Arc::new(MemoryJournal::new());
 /// let first = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
-/// assert_eq!(journal.keys(), ["input", "turn-1"]);
+/// assert_eq!(journal.keys(), ["input", "turn-1", "turn-1/inbox-end"]);
 /// // Again on the same journal: the turn comes from the journal, the model is not asked.
 /// let again = agent.start_journaled(UserMessage::new("hello"), journal.clone()).wait()?;
 /// assert_eq!(again.final_message, first.final_message);
@@ -272,10 +298,53 @@ impl MemoryJournal {
                     order.push(name);
                 }
             };
+            // User messages after a turn joined the run from its inbox: after the turn's batch
+            // when the turn asked for calls, else when the run would have ended.
+            let mut inbox: Option<(StepKey, InboxRecord)> = None;
+            let mut asked_for_calls = false;
+            let flush = |inbox: &mut Option<(StepKey, InboxRecord)>,
+                         record: &mut dyn FnMut(StepKey, Value)| {
+                if let Some((key, messages)) = inbox.take() {
+                    if let Ok(value) = serde_json::to_value(Some(messages)) {
+                        record(key, value);
+                    }
+                }
+            };
             for message in transcript {
                 match message {
+                    Message::User(user) if turn > 0 => {
+                        let (key, delivery) = if asked_for_calls {
+                            (
+                                StepKey::Inbox {
+                                    turn,
+                                    ending: false,
+                                },
+                                crate::agent::Delivery::Steer,
+                            )
+                        } else {
+                            (
+                                StepKey::Inbox { turn, ending: true },
+                                crate::agent::Delivery::FollowUp,
+                            )
+                        };
+                        inbox
+                            .get_or_insert_with(|| {
+                                (
+                                    key,
+                                    InboxRecord {
+                                        delivery,
+                                        messages: Vec::new(),
+                                    },
+                                )
+                            })
+                            .1
+                            .messages
+                            .push(user.clone());
+                    }
                     Message::Assistant(assistant) => {
+                        flush(&mut inbox, &mut record);
                         turn += 1;
+                        asked_for_calls = !assistant.tool_calls.is_empty();
                         if let Ok(value) = serde_json::to_value(assistant) {
                             record(StepKey::Turn { turn }, value);
                         }
@@ -296,6 +365,7 @@ impl MemoryJournal {
                     _ => {}
                 }
             }
+            flush(&mut inbox, &mut record);
         }
         journal
     }

@@ -356,8 +356,7 @@ impl RunActor {
             let message = assistant(&self.plan.messages);
             return self.finish_or_continue(message, ctx);
         }
-        self.deliver_steering();
-        self.request_turn(ctx);
+        self.after_batch(ctx);
     }
 
     /// Puts the results after the assistant message at `message_index` in the order of its
