@@ -529,10 +529,7 @@ fn a_journal_records_the_steering_a_run_took_and_a_replay_takes_the_same() {
 
     // Picked up again on the journal, nobody steering: the recorded steering joins at the same
     // place, and nothing is asked or run again.
-    let again = agent
-        .start_journaled(prompt("go"), journal)
-        .wait()
-        .unwrap();
+    let again = agent.start_journaled(prompt("go"), journal).wait().unwrap();
     assert_eq!(again.messages, first.messages);
     assert_eq!((generator.asked(1), generator.asked(2)), (1, 1));
 

@@ -139,6 +139,9 @@ pub(crate) struct Driver<'a> {
     cancelled: bool,
     /// Model turns this attempt asked for (not replayed), for the worker's log.
     pub(crate) turns_asked: usize,
+    /// Entries this attempt wrote to the journal, and their bytes (JSON), for the worker's log.
+    pub(crate) entries_written: usize,
+    pub(crate) bytes_written: usize,
 }
 
 impl<'a> Driver<'a> {
@@ -157,6 +160,8 @@ impl<'a> Driver<'a> {
             live: false,
             cancelled: false,
             turns_asked: 0,
+            entries_written: 0,
+            bytes_written: 0,
         }
     }
 
@@ -261,13 +266,19 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Records `entry` under `family` (see [`record`]).
-    fn record(
-        &self,
+    /// Records `entry` under `family` (see [`record`]), counting what this attempt wrote.
+    async fn record(
+        &mut self,
         family: String,
         entry: impl FnOnce() -> BoxFuture<'static, Entry> + Send + 'static,
-    ) -> impl std::future::Future<Output = Result<(Entry, bool), TerminalError>> + Send + 'a {
-        record(self.ctx, family, entry)
+    ) -> Result<(Entry, bool), TerminalError> {
+        let ctx = self.ctx;
+        let (entry, fresh) = record(ctx, family, entry).await?;
+        if fresh {
+            self.entries_written += 1;
+            self.bytes_written += serde_json::to_vec(&entry).map_or(0, |bytes| bytes.len());
+        }
+        Ok((entry, fresh))
     }
 
     /// Not live: reads the next entry for the first step asked for (see the module's docs).

@@ -46,7 +46,13 @@ impl RunObject {
             tracing::info_span!("durable_run", run = %run_id),
         )
         .await;
-        tracing::info!(run = %run_id, turns_asked = driver.turns_asked, "run ended");
+        tracing::info!(
+            run = %run_id,
+            turns_asked = driver.turns_asked,
+            entries_written = driver.entries_written,
+            bytes_written = driver.bytes_written,
+            "run ended"
+        );
         drop(driver);
         let outcome = Outcome::from_result(run_id, result);
         ctx.set(OUTCOME, Json(outcome.clone()));

@@ -105,6 +105,10 @@ impl Server {
         );
     }
 
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.data.path().join("server.log")).unwrap_or_default()
     }
@@ -153,6 +157,23 @@ fn http_get_ok(address: &str, path: &str) -> bool {
     answer.starts_with("HTTP/1.1 200")
 }
 
+/// The `golato` binary: the one cargo built for these tests, else `GOLATO_BIN`, else the
+/// release build (`cargo build --release --features durable`).
+pub fn golato_binary() -> PathBuf {
+    if let Some(built) = option_env!("CARGO_BIN_EXE_golato") {
+        return PathBuf::from(built);
+    }
+    let path = std::env::var_os("GOLATO_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/release/golato"));
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo build --release --features durable` (or set GOLATO_BIN)",
+        path.display()
+    );
+    path
+}
+
 /// A `golato serve` process.
 pub struct Worker {
     pub child: Child,
@@ -168,7 +189,7 @@ impl Worker {
         let log = dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).unwrap();
         #[allow(clippy::zombie_processes)] // waited for by `Worker::drop`, or below on failure
-        let mut child = Command::new(env!("CARGO_BIN_EXE_golato"))
+        let mut child = Command::new(golato_binary())
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(arguments)
             .env("RUST_LOG", "golato=info")
