@@ -375,6 +375,17 @@ fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
     let asked = model_requests(std::slice::from_ref(&worker.log));
     assert_eq!(asked.len(), 3, "{asked:?}");
 
+    // The worker registered again (a restart of `golato serve --restate-admin`): accepted,
+    // and runs go on as before.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(golato::durable::register(
+            &server.admin,
+            &format!("http://127.0.0.1:{}", worker.port),
+        ))
+        .unwrap();
+    assert!(submit("two", false).status.success());
+
     // A server that is not there: a clear error, exit 1.
     let nowhere = Command::new(env!("CARGO_BIN_EXE_golato"))
         .args([

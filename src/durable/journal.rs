@@ -271,7 +271,7 @@ impl<'a> Driver<'a> {
         &mut self,
         family: String,
         entry: impl FnOnce() -> BoxFuture<'static, Entry> + Send + 'static,
-    ) -> Result<(Entry, bool), TerminalError> {
+    ) -> Result<(Entry, bool), Refusal> {
         let ctx = self.ctx;
         let (entry, fresh) = record(ctx, family, entry).await?;
         if fresh {
@@ -463,34 +463,94 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Restate refused an entry: the invocation was cancelled (409), or failed for good.
-    fn refused(&mut self, error: TerminalError, cancel: &tokio_util::sync::CancellationToken) {
-        tracing::info!(
-            code = error.code(),
-            message = error.message(),
-            "Restate ended the run's invocation"
-        );
+    /// An entry could not be recorded or read: Restate ended the invocation (cancelled: 409),
+    /// or the journal holds an entry this golato cannot read, which ends the run with a
+    /// journal error naming it. Nothing more is recorded either way.
+    fn refused(
+        &mut self,
+        refusal: impl Into<Refusal>,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) {
+        match refusal.into() {
+            Refusal::Restate(error) => tracing::info!(
+                code = error.code(),
+                message = error.message(),
+                "Restate ended the run's invocation"
+            ),
+            Refusal::Unreadable { family, reason } => {
+                tracing::error!(
+                    family,
+                    reason,
+                    "the run's journal holds an entry this golato cannot read"
+                );
+                for pending in std::mem::take(&mut self.pending) {
+                    let _ = pending.reply.send(Err(StepError::Journal(JournalError {
+                        step: pending.name,
+                        reason: format!("its journal entry ({family}) is not one this golato reads: {reason}; was the deployment replaced by another version of golato while the run was going on? Register a new version at a new address: Restate finishes running runs on the old one")
+                    })));
+                }
+            }
+        }
         self.cancelled = true;
         cancel.cancel();
     }
 }
 
+/// Why an entry could not be recorded or read.
+#[derive(Debug)]
+pub(crate) enum Refusal {
+    /// Restate refused it (a cancelled invocation: 409).
+    Restate(TerminalError),
+    /// The journal holds something this golato does not read there.
+    Unreadable { family: String, reason: String },
+}
+
+impl From<TerminalError> for Refusal {
+    fn from(error: TerminalError) -> Self {
+        Refusal::Restate(error)
+    }
+}
+
+/// Reads a journaled entry, or says what is wrong with it.
+fn parse_entry(value: Value) -> Result<Entry, String> {
+    serde_json::from_value(value).map_err(|error| error.to_string())
+}
+
 /// Records `entry` under `family` in the invocation's journal: `(entry, true)` when it was
 /// recorded now (the closure ran), `(recorded, false)` when the journal already held one there.
 /// A free function, not a method: the future must not borrow the driver, which is not `Sync`.
+/// Entries are journaled as plain JSON and read here, so that one this golato cannot read is a
+/// run's clear error rather than the SDK's endless retries.
 async fn record<'a>(
     ctx: &'a ObjectContext<'a>,
     family: String,
     entry: impl FnOnce() -> BoxFuture<'static, Entry> + Send + 'static,
-) -> Result<(Entry, bool), TerminalError> {
+) -> Result<(Entry, bool), Refusal> {
     let fresh = Arc::new(AtomicBool::new(false));
     let ran = Arc::clone(&fresh);
-    let Json(entry) = ctx
+    let Json(value) = ctx
         .run(move || async move {
             ran.store(true, Ordering::SeqCst);
-            Ok(Json(entry().await))
+            Ok(Json(
+                serde_json::to_value(entry().await).unwrap_or_default(),
+            ))
         })
-        .name(family)
+        .name(family.clone())
         .await?;
+    let entry = parse_entry(value).map_err(|reason| Refusal::Unreadable { family, reason })?;
     Ok((entry, fresh.load(Ordering::SeqCst)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_of_another_version_is_named_not_misread() {
+        let done = serde_json::json!({"entry": "done", "step": "turn-1", "value": 1});
+        assert!(matches!(parse_entry(done), Ok(Entry::Done { .. })));
+        let future = serde_json::json!({"entry": "paused", "until": 3});
+        let reason = parse_entry(future).err().unwrap_or_default();
+        assert!(reason.contains("paused"), "{reason}");
+    }
 }
