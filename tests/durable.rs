@@ -740,3 +740,47 @@ fn steering_and_follow_ups_reach_a_durable_run_and_are_refused_after_it_ended() 
         .unwrap_err();
     assert!(error.to_string().contains("the run has ended"), "{error}");
 }
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn ctrl_c_detaches_golato_submit_and_the_same_id_attaches_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, mut gate, _worker) = one_worker(dir.path());
+    let submit = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_golato"));
+        command.args([
+            "submit",
+            "--restate",
+            &server.ingress,
+            "--id",
+            "detached",
+            "go",
+        ]);
+        command
+    };
+    let child = submit()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run waits at the gate: the client is waiting for it.
+    wait_for_ledger(dir.path(), "the gated calls to start", |ledger| {
+        ledger.len() == 4
+    });
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let detached = child.wait_with_output().unwrap();
+    assert_eq!(detached.status.code(), Some(130));
+    let stderr = String::from_utf8(detached.stderr).unwrap();
+    assert!(stderr.contains("detached from run detached"), "{stderr}");
+    // The run went on; the same ID attaches to it and prints its answer.
+    gate.open();
+    let attached = submit().output().unwrap();
+    assert!(
+        attached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&attached.stderr)
+    );
+    assert_eq!(String::from_utf8(attached.stdout).unwrap(), "done\n");
+    assert_eq!(ledger(dir.path()).len(), 4, "nothing ran twice");
+}

@@ -59,16 +59,17 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         }
         eprintln!("golato: registered {advertised} with {admin}");
     }
-    wait_for_stop().await;
+    interrupted().await;
     eprintln!("golato: stopping; runs in flight go on where Restate retries them");
     stop.cancel();
     let _ = server.await;
     Ok(Exit::Success)
 }
 
-/// SIGINT or SIGTERM: a worker's normal stop.
+/// SIGINT or SIGTERM, which one.
 #[cfg(feature = "durable")]
-async fn wait_for_stop() {
+async fn interrupted() -> crate::interrupt::Signal {
+    use crate::interrupt::Signal;
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),
@@ -77,8 +78,8 @@ async fn wait_for_stop() {
         return std::future::pending().await;
     };
     tokio::select! {
-        _ = interrupt.recv() => {}
-        _ = terminate.recv() => {}
+        _ = interrupt.recv() => Signal::Interrupt,
+        _ = terminate.recv() => Signal::Terminate,
     }
 }
 
@@ -112,11 +113,22 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
     };
     if args.json {
         emit(json!({"type": "run_start", "run_id": id}));
+    } else {
+        eprintln!("golato: run {id}");
     }
-    let outcome = client
-        .submit(&id, &args.prompt)
-        .await
-        .map_err(|error| CliError::Failed(error.to_string()))?;
+    // Ctrl-C detaches: the run is the server's, not this process's.
+    let outcome = tokio::select! {
+        outcome = client.submit(&id, &args.prompt) => {
+            outcome.map_err(|error| CliError::Failed(error.to_string()))?
+        }
+        signal = interrupted() => {
+            eprintln!(
+                "golato: detached from run {id}, which goes on on the server; `golato submit --restate {} --id {id} PROMPT` attaches to it again (the prompt is not used twice)",
+                args.restate
+            );
+            return Ok(Exit::Interrupted(signal));
+        }
+    };
     let exit = if outcome.error.is_some() {
         Exit::Failure
     } else {
