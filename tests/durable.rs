@@ -195,17 +195,7 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
         "--cwd",
         dir.path().to_str().unwrap(),
     ];
-    let mut workers: Vec<Worker> = (0..3)
-        .map(|n| Worker::start(dir.path(), &format!("worker{n}"), &flags))
-        .collect();
-    let front = balancer(workers.iter().map(|worker| worker.port).collect());
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime
-        .block_on(golato::durable::register(
-            &server.admin,
-            &format!("http://{front}"),
-        ))
-        .unwrap();
+    let mut workers = three_workers(dir.path(), &server, &flags);
 
     let runs: Vec<String> = (0..RUNS).map(|n| format!("run-{n}")).collect();
     let submitting = {
@@ -408,6 +398,22 @@ fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
     );
 }
 
+/// Three workers with `flags` behind a balancer, its address registered with `server`.
+fn three_workers(dir: &Path, server: &Server, flags: &[&str]) -> Vec<Worker> {
+    let workers: Vec<Worker> = (0..3)
+        .map(|n| Worker::start(dir, &format!("worker{n}"), flags))
+        .collect();
+    let front = balancer(workers.iter().map(|worker| worker.port).collect());
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(golato::durable::register(
+            &server.admin,
+            &format!("http://{front}"),
+        ))
+        .unwrap();
+    workers
+}
+
 /// Starts a server and one worker registered with it, the script's gate closed.
 fn one_worker(dir: &Path) -> (Server, Gate, Worker) {
     let server = Server::start();
@@ -597,17 +603,7 @@ fn editors(shared: bool) -> (usize, Vec<usize>, Vec<Outcome>) {
         ]);
     }
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let mut workers: Vec<Worker> = (0..3)
-        .map(|n| Worker::start(dir.path(), &format!("worker{n}"), &flags))
-        .collect();
-    let front = balancer(workers.iter().map(|worker| worker.port).collect());
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime
-        .block_on(golato::durable::register(
-            &server.admin,
-            &format!("http://{front}"),
-        ))
-        .unwrap();
+    let mut workers = three_workers(dir.path(), &server, &flags);
     let runs: Vec<String> = (0..RUNS).map(|n| format!("editor-{n}")).collect();
     let submitting = {
         let ingress = server.ingress.clone();

@@ -383,30 +383,27 @@ impl<'a> Driver<'a> {
                     } else if attempt > 1 {
                         tracing::info!(step = %step, attempt, "running a call again: its worker died before recording it");
                     }
-                    let name = pending.name.clone();
-                    let family_name = family(&pending.key);
-                    self.running_family = Some(family_name.clone());
-                    self.running.push(
-                        work.run_attempt(attempt)
-                            .map(move |result| (name, family_name, result))
-                            .boxed(),
-                    );
+                    let (name, family_name) = (pending.name.clone(), family(&pending.key));
+                    self.run_work(name, family_name, work, attempt);
                 }
             }
         }
     }
 
+    /// Starts `work` as attempt `attempt` of step `name`.
+    fn run_work(&mut self, name: String, family_name: String, work: StepWork, attempt: u32) {
+        self.running_family = Some(family_name.clone());
+        self.running.push(
+            work.run_attempt(attempt)
+                .map(move |result| (name, family_name, result))
+                .boxed(),
+        );
+    }
+
     /// Starts a step outside the journal (after a cancellation).
     fn start(&mut self, mut pending: Pending, attempt: u32) {
         if let Some(work) = pending.work.take() {
-            let name = pending.name.clone();
-            let family_name = family(&pending.key);
-            self.running_family = Some(family_name.clone());
-            self.running.push(
-                work.run_attempt(attempt)
-                    .map(move |result| (name, family_name, result))
-                    .boxed(),
-            );
+            self.run_work(pending.name.clone(), family(&pending.key), work, attempt);
         }
         self.pending.push(Pending {
             work: None,
