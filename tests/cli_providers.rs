@@ -207,3 +207,35 @@ async fn the_responses_api_is_one_flag_away() {
         .any(|line| line.to_string().contains("I'll get the current weather"));
     assert!(streamed, "{output:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_url_means_openai_compatible_even_with_an_anthropic_key_exported() {
+    // The README's "local server, no key needed" command, run by someone who has
+    // ANTHROPIC_API_KEY in their environment: it spoke Anthropic's protocol to the server.
+    let (url, requests) = serve(fixture("openai-chat/text-stop.sse")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    command
+        .args([
+            "run",
+            "--base-url",
+            &format!("{url}/v1"),
+            "--model",
+            "local-model",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "Hi",
+        ])
+        .env("ANTHROPIC_API_KEY", "an-anthropic-key")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("ANTHROPIC_BASE_URL");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let requests = requests.lock().unwrap().clone();
+    let (path, auth, body) = &requests[0];
+    assert_eq!(path, "/v1/chat/completions");
+    // Anthropic's key is not sent to another server.
+    assert_eq!(auth, &None);
+    assert_eq!(body["model"], "local-model");
+}

@@ -68,7 +68,8 @@ pub(crate) struct AgentArgs {
     /// Directory the tools work in; relative paths resolve against it.
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub(crate) cwd: PathBuf,
-    /// The model's API [default: anthropic when ANTHROPIC_API_KEY is set, else openai].
+    /// The model's API [default: openai with --base-url or OPENAI_BASE_URL; anthropic with
+    /// ANTHROPIC_BASE_URL, or with ANTHROPIC_API_KEY and no OPENAI_API_KEY; else openai].
     #[arg(long, value_enum)]
     pub(crate) provider: Option<ProviderKind>,
     /// The model ID [default: OPENAI_MODEL or ANTHROPIC_MODEL, else gpt-4o-mini or

@@ -14,19 +14,13 @@ const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
 const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 
 /// A real model client, chosen by `--provider`, `--model` and `--base-url`, falling back to
-/// `ANTHROPIC_API_KEY` (its presence picks Anthropic), `OPENAI_BASE_URL`, `OPENAI_MODEL`,
-/// `ANTHROPIC_BASE_URL` and `ANTHROPIC_MODEL`.
+/// `OPENAI_BASE_URL`, `OPENAI_MODEL`, `ANTHROPIC_BASE_URL` and `ANTHROPIC_MODEL` (see
+/// [`provider_kind`] for which provider).
 ///
 /// # Errors
 /// A usage error naming the variable to set when the key the provider needs is missing.
 pub(crate) fn from_args(args: &AgentArgs) -> Result<(Arc<dyn Generator>, Model), CliError> {
-    let kind = args
-        .provider
-        .unwrap_or(if env("ANTHROPIC_API_KEY").is_some() {
-            ProviderKind::Anthropic
-        } else {
-            ProviderKind::Openai
-        });
+    let kind = provider_kind(args);
     match kind {
         ProviderKind::Openai | ProviderKind::OpenaiResponses => {
             let base_url = args
@@ -64,6 +58,27 @@ pub(crate) fn from_args(args: &AgentArgs) -> Result<(Arc<dyn Generator>, Model),
             Ok((Arc::new(client), Model::new(model)))
         }
     }
+}
+
+/// Which provider, never by surprise: `--provider` wins; a `--base-url` without one is an
+/// OpenAI-compatible server (local servers speak that API); then a base URL set for one
+/// provider in the environment picks it; only then does a key break the tie (Anthropic's alone
+/// picks Anthropic). An exported `ANTHROPIC_API_KEY` no longer turns a `--base-url` run into
+/// Anthropic requests to an OpenAI-compatible server.
+fn provider_kind(args: &AgentArgs) -> ProviderKind {
+    if let Some(kind) = args.provider {
+        return kind;
+    }
+    if args.base_url.is_some() || env("OPENAI_BASE_URL").is_some() {
+        return ProviderKind::Openai;
+    }
+    if env("ANTHROPIC_BASE_URL").is_some() {
+        return ProviderKind::Anthropic;
+    }
+    if env("ANTHROPIC_API_KEY").is_some() && env("OPENAI_API_KEY").is_none() {
+        return ProviderKind::Anthropic;
+    }
+    ProviderKind::Openai
 }
 
 /// A variable's value, treating an empty one as unset.
