@@ -311,7 +311,8 @@ impl Agent {
     /// let journal = Arc::new(MemoryJournal::new());
     /// let result = agent.start_journaled(UserMessage::new("go"), journal.clone()).wait()?;
     /// assert_eq!(result.final_message.text(), "done");
-    /// assert_eq!(journal.keys(), ["input", "turn-1"]);
+    /// // The input, the turn, and where the run looked for follow-ups before it ended.
+    /// assert_eq!(journal.keys(), ["input", "turn-1", "turn-1/inbox-end"]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start_journaled(&self, input: impl Into<Input>, journal: Arc<dyn Journal>) -> Run {
