@@ -132,6 +132,19 @@ async fn an_anthropic_key_in_the_environment_picks_anthropic_with_its_variables(
     // Without --system a real model gets the default instructions.
     assert!(body["system"].as_str().unwrap().contains("coding agent"));
     let lines = json_lines(&output);
+    // run_start says what the run uses.
+    let start = &lines[0];
+    assert_eq!(start["type"], "run_start");
+    assert_eq!(start["provider"], "anthropic");
+    assert_eq!(start["model"], "claude-test");
+    assert_eq!(
+        start["endpoint"].as_str().unwrap(),
+        url.trim_start_matches("http://").trim_end_matches('/')
+    );
+    assert_eq!(
+        start["tools"],
+        serde_json::json!(["read", "bash", "edit", "write"])
+    );
     let outcome = lines.last().unwrap();
     assert_eq!(outcome["final_text"], "Hello there!");
     assert_eq!(outcome["usage"]["output_tokens"], 6);
@@ -238,4 +251,11 @@ async fn a_base_url_means_openai_compatible_even_with_an_anthropic_key_exported(
     // Anthropic's key is not sent to another server.
     assert_eq!(auth, &None);
     assert_eq!(body["model"], "local-model");
+    // The header on stderr says so before the run.
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    assert!(
+        stderr.starts_with(&format!("golato: openai local-model at {host} · cwd ")),
+        "{stderr}"
+    );
 }

@@ -102,7 +102,19 @@ fn piped_output_is_plain_lines_with_each_call_and_a_summary() {
         summary.starts_with("done: 2 turn(s), 2 tool call(s), "),
         "{summary}"
     );
-    assert!(output.stderr.is_empty());
+    // Stderr holds only the header: what the run used, and nothing of the run's own output.
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    let header: Vec<&str> = stderr.lines().collect();
+    assert_eq!(header.len(), 1, "{stderr}");
+    let canonical = dir.path().canonicalize().unwrap();
+    assert_eq!(
+        header[0],
+        format!(
+            "golato: script at {} · cwd {} · tools read,bash,edit,write",
+            script.display(),
+            canonical.display()
+        )
+    );
 }
 
 #[test]

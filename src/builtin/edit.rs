@@ -240,7 +240,7 @@ pub(super) fn apply(original: &str, edits: &[(&str, &str)]) -> Result<Edited, St
     let raw: Vec<&str> = edits.iter().map(|(old, _)| *old).collect();
     let scan = find_unique(content, &raw, |_, _, _| true)?;
     if let Some(index) = scan.repeated {
-        return Err(repeated(index, content.matches(raw[index]).count()));
+        return Err(repeated(index, occurrences(content, raw[index])));
     }
     for (index, start) in scan.found.iter().enumerate() {
         if let Some(start) = *start {
@@ -267,7 +267,7 @@ pub(super) fn apply(original: &str, edits: &[(&str, &str)]) -> Result<Edited, St
             .collect();
         let scan = find_unique(content, &needles, |_, _, _| true)?;
         if let Some(at) = scan.repeated {
-            return Err(repeated(wanted[at], content.matches(needles[at]).count()));
+            return Err(repeated(wanted[at], occurrences(content, needles[at])));
         }
         for (at, start) in scan.found.iter().enumerate() {
             if let Some(start) = *start {
@@ -459,6 +459,18 @@ fn find_unique(
         }
     }
     Ok(scan)
+}
+
+/// How many times `needle` occurs in `haystack`, overlapping ones included (`aa` occurs twice
+/// in `aaa`): what makes an `oldText` ambiguous, so what the refusal counts.
+fn occurrences(haystack: &str, needle: &str) -> usize {
+    let step = needle.chars().next().map_or(1, char::len_utf8);
+    let (mut count, mut from) = (0, 0);
+    while let Some(at) = haystack.get(from..).and_then(|rest| rest.find(needle)) {
+        count += 1;
+        from += at + step;
+    }
+    count
 }
 
 /// Text with the fuzzy differences folded away, and (for a file's text) for each of its bytes

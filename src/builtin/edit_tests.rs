@@ -207,3 +207,9 @@ fn needles_sharing_a_long_prefix_are_told_apart() {
         format!("one\ntwo\n{head}3\n")
     );
 }
+
+#[test]
+fn an_old_text_overlapping_itself_is_ambiguous_and_the_refusal_counts_both() {
+    let error = apply("\n\n\n", &[("\n\n", "x")]).err().unwrap_or_default();
+    assert!(error.contains("occurs 2 times"), "{error}");
+}

@@ -64,10 +64,16 @@ pub fn of_type<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
     lines.iter().filter(|line| line["type"] == kind).collect()
 }
 
-/// Stderr, which must be a single line starting `golato: ` (no backtrace, no panic).
+/// Whether `line` is the header `golato run` prints before a run (what it uses).
+pub fn is_header(line: &str) -> bool {
+    line.starts_with("golato: ") && line.contains(" · cwd ") && line.contains(" · tools ")
+}
+
+/// Stderr past the header, which must be a single line starting `golato: ` (no backtrace, no
+/// panic).
 pub fn one_error_line(output: &Output) -> String {
     let stderr = String::from_utf8(output.stderr.clone()).unwrap();
-    let lines: Vec<&str> = stderr.lines().collect();
+    let lines: Vec<&str> = stderr.lines().filter(|line| !is_header(line)).collect();
     assert_eq!(lines.len(), 1, "stderr should be one line, got: {stderr}");
     assert!(lines[0].starts_with("golato: "), "stderr: {stderr}");
     assert!(!stderr.contains("panicked"), "stderr: {stderr}");

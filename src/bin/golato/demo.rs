@@ -77,6 +77,7 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         recording: Some(recording),
         workspace: Some(workspace),
         journal: None,
+        header: None,
     })
     .await
 }

@@ -16,9 +16,18 @@ use crate::report::{Ending, View};
 pub(crate) struct JsonLines {
     /// The turn the tool events belong to (tool events do not carry it).
     turn: usize,
+    /// What the run uses, added to `run_start`.
+    header: Option<Value>,
 }
 
 impl JsonLines {
+    pub(crate) fn with_header(header: Option<&crate::header::Header>) -> JsonLines {
+        JsonLines {
+            turn: 0,
+            header: header.map(crate::header::Header::fields),
+        }
+    }
+
     fn emit(&self, line: Value) {
         let mut out = std::io::stdout().lock();
         // A closed stdout (the reader left) must not stop the run.
@@ -37,6 +46,11 @@ impl View for JsonLines {
             .unwrap_or_else(|error| json!({"type": "unserializable", "error": error.to_string()}));
         if let Event::TurnStart(start) = event {
             self.turn = start.turn;
+        }
+        if let (Event::RunStart(_), Some(Value::Object(header)), Some(fields)) =
+            (event, &self.header, line.as_object_mut())
+        {
+            fields.extend(header.clone());
         }
         let call = match event {
             Event::ToolExecutionStart(start) => Some(&start.call),

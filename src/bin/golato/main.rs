@@ -14,6 +14,7 @@
 mod args;
 mod demo;
 mod durable;
+mod header;
 mod interrupt;
 mod json;
 mod live;

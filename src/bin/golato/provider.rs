@@ -19,7 +19,9 @@ const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 ///
 /// # Errors
 /// A usage error naming the variable to set when the key the provider needs is missing.
-pub(crate) fn from_args(args: &AgentArgs) -> Result<(Arc<dyn Generator>, Model), CliError> {
+pub(crate) fn from_args(
+    args: &AgentArgs,
+) -> Result<(Arc<dyn Generator>, Model, Endpoint), CliError> {
     let kind = provider_kind(args);
     match kind {
         ProviderKind::Openai | ProviderKind::OpenaiResponses => {
@@ -35,12 +37,20 @@ pub(crate) fn from_args(args: &AgentArgs) -> Result<(Arc<dyn Generator>, Model),
                 ));
             }
             let model = model_id(args, "OPENAI_MODEL", OPENAI_DEFAULT_MODEL);
+            let endpoint = Endpoint {
+                provider: if kind == ProviderKind::OpenaiResponses {
+                    "openai-responses"
+                } else {
+                    "openai"
+                },
+                host: crate::header::host_of(&base_url),
+            };
             let client: Arc<dyn Generator> = if kind == ProviderKind::OpenaiResponses {
                 Arc::new(OpenAiResponses::new(base_url, key).map_err(client_error)?)
             } else {
                 Arc::new(OpenAiChat::new(base_url, key).map_err(client_error)?)
             };
-            Ok((client, Model::new(model)))
+            Ok((client, Model::new(model), endpoint))
         }
         ProviderKind::Anthropic => {
             let key = env("ANTHROPIC_API_KEY").ok_or_else(|| {
@@ -54,10 +64,20 @@ pub(crate) fn from_args(args: &AgentArgs) -> Result<(Arc<dyn Generator>, Model),
                 .or_else(|| env("ANTHROPIC_BASE_URL"))
                 .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE_URL.to_owned());
             let model = model_id(args, "ANTHROPIC_MODEL", ANTHROPIC_DEFAULT_MODEL);
+            let endpoint = Endpoint {
+                provider: "anthropic",
+                host: crate::header::host_of(&base_url),
+            };
             let client = Anthropic::new(base_url, key).map_err(client_error)?;
-            Ok((Arc::new(client), Model::new(model)))
+            Ok((Arc::new(client), Model::new(model), endpoint))
         }
     }
+}
+
+/// The provider chosen and the host its client talks to.
+pub(crate) struct Endpoint {
+    pub(crate) provider: &'static str,
+    pub(crate) host: String,
 }
 
 /// Which provider, never by surprise: `--provider` wins; a `--base-url` without one is an

@@ -14,6 +14,7 @@ use golato::tool::Execution;
 use indicatif::{MultiProgress, ProgressDrawTarget};
 
 use crate::args::{AgentArgs, RunArgs, ViewArgs};
+use crate::header::Header;
 use crate::interrupt::Signals;
 use crate::json::JsonLines;
 use crate::live::Live;
@@ -26,7 +27,7 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a
 
 pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     // Everything a usage error can come from is checked before anything runs.
-    let (agent, recording) = build_agent(&args.agent, None).await?;
+    let (agent, recording, header) = build_agent(&args.agent, None).await?;
     let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
     let journal = match &args.journal {
         Some(path) => Some(Arc::new(
@@ -43,6 +44,7 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
         recording,
         workspace: None,
         journal: journal.map(|journal| journal as Arc<dyn golato::agent::Journal>),
+        header: Some(header),
     })
     .await
 }
@@ -52,19 +54,33 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
 pub(crate) async fn build_agent(
     args: &AgentArgs,
     shared_lock: Option<Arc<dyn builtin::SharedLock>>,
-) -> Result<(Agent, Option<Recording>), CliError> {
+) -> Result<(Agent, Option<Recording>, Header), CliError> {
     let mcp_tools = mcp_tools(args).await?;
     let tools = builtin_tools(args, mcp_tools, shared_lock)?;
-    let (generator, model, recording) = match &args.script {
+    let (generator, model, recording, provider, endpoint) = match &args.script {
         Some(path) => {
             let (scripted, recording) = load_script(path)?;
             let generator: Arc<dyn Generator> = Arc::new(scripted);
-            (generator, Model::default(), Some(recording))
+            let shown = path.display().to_string();
+            (
+                generator,
+                Model::default(),
+                Some(recording),
+                "script",
+                shown,
+            )
         }
         None => {
-            let (generator, model) = crate::provider::from_args(args)?;
-            (generator, model, None)
+            let (generator, model, endpoint) = crate::provider::from_args(args)?;
+            (generator, model, None, endpoint.provider, endpoint.host)
         }
+    };
+    let header = Header {
+        provider,
+        model: args.script.is_none().then(|| model.id.clone()),
+        endpoint,
+        cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
+        tools: tools.iter().map(|tool| tool.name().to_owned()).collect(),
     };
     let system_prompt = match &args.system {
         Some(system) => Some(system_text(system)?),
@@ -87,7 +103,7 @@ pub(crate) async fn build_agent(
         ..Default::default()
     })
     .map_err(|error| CliError::Failed(error.to_string()))?;
-    Ok((agent, recording))
+    Ok((agent, recording, header))
 }
 
 /// The tools of every `--mcp` and `--mcp-url` server, each server connected once.
@@ -196,6 +212,8 @@ pub(crate) struct Session {
     pub(crate) workspace: Option<PathBuf>,
     /// Where the run's steps are journaled (`--journal`).
     pub(crate) journal: Option<Arc<dyn golato::agent::Journal>>,
+    /// What the run uses, shown before it starts (stderr, or `run_start` in `--json`).
+    pub(crate) header: Option<Header>,
 }
 
 /// Runs the session to its end: events to the view as they arrive, each finished turn to the
@@ -208,8 +226,11 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         trace::install(bars.clone())?;
     }
     let mut view: Box<dyn View> = if session.view.json {
-        Box::new(JsonLines::default())
+        Box::new(JsonLines::with_header(session.header.as_ref()))
     } else {
+        if let Some(header) = &session.header {
+            eprintln!("{header}");
+        }
         Box::new(Live::new(bars))
     };
     let started = Instant::now();

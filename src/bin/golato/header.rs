@@ -1,0 +1,67 @@
+//! The line that says what a run uses: provider, model, endpoint, directory and tools. On stderr
+//! before a run (so piped stdout stays the run's own), and in `--json`'s `run_start`.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+/// What a run uses.
+#[derive(Debug, Clone)]
+pub(crate) struct Header {
+    /// `openai`, `anthropic`, `openai-responses`, or `script` for a replayed recording.
+    pub(crate) provider: &'static str,
+    /// The model ID asked for (none for a script).
+    pub(crate) model: Option<String>,
+    /// The server's host (and port), or the script's path.
+    pub(crate) endpoint: String,
+    /// The tools' working directory.
+    pub(crate) cwd: PathBuf,
+    /// The tools offered to the model, by name.
+    pub(crate) tools: Vec<String>,
+}
+
+/// The host and port of `url`, or `url` itself when it does not parse.
+pub(crate) fn host_of(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) => match (parsed.host_str(), parsed.port()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            (Some(host), None) => host.to_owned(),
+            _ => url.to_owned(),
+        },
+        Err(_) => url.to_owned(),
+    }
+}
+
+impl Header {
+    /// The fields `run_start` carries in `--json`.
+    pub(crate) fn fields(&self) -> Value {
+        json!({
+            "provider": self.provider,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "cwd": self.cwd,
+            "tools": self.tools,
+        })
+    }
+}
+
+impl fmt::Display for Header {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "golato: {}", self.provider)?;
+        if let Some(model) = &self.model {
+            write!(f, " {model}")?;
+        }
+        write!(
+            f,
+            " at {} · cwd {} · tools {}",
+            self.endpoint,
+            self.cwd.display(),
+            if self.tools.is_empty() {
+                "none".to_owned()
+            } else {
+                self.tools.join(",")
+            }
+        )
+    }
+}
