@@ -103,7 +103,7 @@ fn piped_output_is_plain_lines_with_each_call_and_a_summary() {
         "{summary}"
     );
     // Stderr holds only the header: what the run used, and nothing of the run's own output.
-    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
     let header: Vec<&str> = stderr.lines().collect();
     assert_eq!(header.len(), 1, "{stderr}");
     let canonical = dir.path().canonicalize().unwrap();
