@@ -252,7 +252,7 @@ async fn a_base_url_means_openai_compatible_even_with_an_anthropic_key_exported(
     assert_eq!(auth, &None);
     assert_eq!(body["model"], "local-model");
     // The header on stderr says so before the run.
-    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
     let host = url.trim_start_matches("http://").trim_end_matches('/');
     assert!(
         stderr.starts_with(&format!("golato: openai local-model at {host} · cwd ")),
