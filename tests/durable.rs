@@ -132,6 +132,26 @@ fn model_requests(logs: &[PathBuf]) -> HashMap<(String, String), usize> {
     asked
 }
 
+/// The run went through both batches of the script of [`write_script`], results in source
+/// order.
+fn assert_two_batches_in_order(outcome: &Outcome) {
+    assert_eq!(
+        shape(outcome),
+        [
+            "user",
+            "assistant",
+            "a",
+            "b",
+            "assistant",
+            "c",
+            "d",
+            "assistant"
+        ],
+        "{}",
+        outcome.run_id
+    );
+}
+
 /// The transcript's shape: roles and call IDs in order.
 fn shape(outcome: &Outcome) -> Vec<String> {
     outcome
@@ -230,21 +250,7 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
     for outcome in &outcomes {
         assert_eq!(outcome.error, None, "{}", outcome.run_id);
         assert_eq!(outcome.final_text().as_deref(), Some("done"));
-        assert_eq!(
-            shape(outcome),
-            [
-                "user",
-                "assistant",
-                "a",
-                "b",
-                "assistant",
-                "c",
-                "d",
-                "assistant"
-            ],
-            "{}",
-            outcome.run_id
-        );
+        assert_two_batches_in_order(outcome);
     }
     // The calls that were running on the victim (and only those) ran twice, the second time
     // elsewhere as attempt 2, and their results say so; nothing recorded ran again.
@@ -515,19 +521,7 @@ fn runs_go_on_when_the_restate_server_restarts_mid_run() {
     let outcomes = outcomes.unwrap();
     for outcome in &outcomes {
         assert_eq!(outcome.error, None, "{}", outcome.run_id);
-        assert_eq!(
-            shape(outcome),
-            [
-                "user",
-                "assistant",
-                "a",
-                "b",
-                "assistant",
-                "c",
-                "d",
-                "assistant"
-            ]
-        );
+        assert_two_batches_in_order(outcome);
     }
     // Recorded calls did not run again; no turn was asked twice.
     let ran = ledger(dir.path());
