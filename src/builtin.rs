@@ -61,6 +61,7 @@ use golato_actors::path_lock::PathLock;
 use golato_actors::{Host, HostError};
 pub use locks::{SharedLease, SharedLock};
 
+use crate::sandbox;
 use crate::tool::Tool;
 
 pub(crate) use paths::Workspace;
@@ -126,6 +127,10 @@ pub struct Config {
     /// this process's own), for processes sharing a file system: durable workers use
     /// `golato::durable::SharedPathLock`. `None` (the default): the lock is this process's.
     pub shared_lock: Option<Arc<dyn SharedLock>>,
+    /// What the built-ins may touch ([`sandbox`](crate::sandbox)); [`sandbox::Policy::off`]
+    /// (the default) leaves them the process's power. Any other mode is checked by [`new`],
+    /// which fails with [`Error::Sandbox`] where the kernel cannot enforce it.
+    pub sandbox: sandbox::Policy,
 }
 
 /// How much of a command's output `bash` keeps in its full-output file by default: 64 MiB.
@@ -156,20 +161,28 @@ pub enum Error {
     /// The path lock's actor could not start.
     #[error(transparent)]
     Host(#[from] HostError),
+    /// The sandbox asked for in `builtin::Config::sandbox` cannot be set up.
+    #[error(transparent)]
+    Sandbox(#[from] sandbox::Error),
 }
 
 /// Builds the selected tools: built-ins (read, bash, edit, write) then custom tools.
 ///
 /// # Errors
 /// [`Error::UnknownToolName`] for a listed name that does not exist, [`Error::WorkingDirectory`]
-/// when the working directory cannot be resolved, [`Error::Host`] when the actor host is down.
+/// when the working directory cannot be resolved, [`Error::Host`] when the actor host is down,
+/// [`Error::Sandbox`] when the sandbox asked for cannot be enforced.
 pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
-    let workspace = Arc::new(Workspace::new(&config.working_directory).map_err(|source| {
-        Error::WorkingDirectory {
+    let mut workspace =
+        Workspace::new(&config.working_directory).map_err(|source| Error::WorkingDirectory {
             path: config.working_directory.clone(),
             source,
-        }
-    })?);
+        })?;
+    let sandbox = sandbox::Prepared::new(&config.sandbox, workspace.cwd())?.map(Arc::new);
+    if let Some(sandbox) = &sandbox {
+        workspace = workspace.confined(sandbox);
+    }
+    let workspace = Arc::new(workspace);
     let host = match config.host {
         Some(host) => host,
         None => Host::global()?,
@@ -187,6 +200,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
                     output_file_limit: config
                         .bash_output_file_limit
                         .unwrap_or(DEFAULT_BASH_OUTPUT_FILE_LIMIT),
+                    sandbox,
                 },
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),

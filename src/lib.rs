@@ -42,6 +42,7 @@ pub mod mcp;
 pub mod message;
 #[cfg(feature = "observe")]
 pub mod observe;
+pub mod sandbox;
 pub mod tool;
 
 pub use agent::{Agent, Event, Input, Run, RunResult};

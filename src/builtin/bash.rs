@@ -50,6 +50,8 @@ pub(super) struct Settings {
     pub(super) environment: Environment,
     /// Most bytes written to a command's full-output file.
     pub(super) output_file_limit: u64,
+    /// The sandbox the command runs in, if any.
+    pub(super) sandbox: Option<Arc<crate::sandbox::Prepared>>,
 }
 
 pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
@@ -111,12 +113,30 @@ async fn run(
         failure("could not create the pipe for the command's output", &error)
     };
     let (reader, writer) = std::io::pipe().map_err(pipe_failed)?;
-    let mut command = tokio::process::Command::new("bash");
+    // Under a sandbox the helper starts bash once it has confined itself; until then its
+    // standard input is this pipe, where it says why it could not.
+    let mut status = None;
+    let mut command = match &settings.sandbox {
+        Some(sandbox) => {
+            let (status_reader, status_writer) = std::io::pipe().map_err(pipe_failed)?;
+            status = Some(status_reader);
+            let mut command = tokio::process::Command::new(&sandbox.helper);
+            command
+                .args(sandbox.helper_args())
+                .arg("bash")
+                .stdin(status_writer);
+            command
+        }
+        None => {
+            let mut command = tokio::process::Command::new("bash");
+            command.stdin(Stdio::null());
+            command
+        }
+    };
     command
         .arg("-c")
         .arg(&args.command)
         .current_dir(&cwd)
-        .stdin(Stdio::null())
         .stdout(writer.try_clone().map_err(pipe_failed)?)
         .stderr(writer)
         .process_group(0)
@@ -152,6 +172,12 @@ async fn run(
     // The command keeps copies of the pipe's write end; the pipe reaches end-of-file only once
     // every writer is gone.
     drop(command);
+    if let Some(status) = status {
+        if let Some(refusal) = sandbox_refusal(status).await {
+            let _ = child.wait().await;
+            return Err(refusal.into());
+        }
+    }
     let group = child
         .id()
         .and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
@@ -214,6 +240,43 @@ async fn run(
         let _ = child.wait().await;
     }
     Ok(output.finish(ending, &killed))
+}
+
+/// What the sandbox's helper said on its status pipe before the command started: nothing when
+/// it started bash (which closed the pipe), else why it could not.
+async fn sandbox_refusal(status: std::io::PipeReader) -> Option<String> {
+    let said = tokio::task::spawn_blocking(move || {
+        use std::io::Read as _;
+        let mut said = String::new();
+        std::io::Read::take(status, 64 * 1024)
+            .read_to_string(&mut said)
+            .map(|_| said)
+    })
+    .await;
+    let said = match said {
+        Ok(Ok(said)) => said,
+        Ok(Err(error)) => {
+            return Some(failure(
+                "could not read the sandbox helper's status",
+                &error,
+            ))
+        }
+        Err(error) => {
+            return Some(format!(
+                "could not read the sandbox helper's status: {error}"
+            ))
+        }
+    };
+    if said.is_empty() {
+        return None;
+    }
+    let reason = said
+        .split_once(' ')
+        .map_or(said.as_str(), |(_, reason)| reason)
+        .trim();
+    Some(format!(
+        "the sandbox could not confine the command, so it did not run: {reason}"
+    ))
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

@@ -56,7 +56,7 @@ pub(super) fn tool(workspace: Arc<Workspace>, lock: Locks) -> Tool {
                 // file may start before it ends.
                 let applied = tokio::task::spawn_blocking(move || {
                     let _lease = lease;
-                    edit_file(&path, &args, &cancel)
+                    edit_file(&workspace, &path, &args, &cancel)
                 })
                 .await
                 .map_err(|error| format!("edit did not finish: {error}"))??;
@@ -75,9 +75,8 @@ const MAX_EDIT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The file's bytes, read no further than the limit (a file whose size says nothing, as in
 /// `/proc`, cannot make it read on).
-fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+fn read_bounded(file: std::fs::File) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
-    let file = super::paths::open_regular(path, std::fs::OpenOptions::new().read(true))?;
     if file.metadata()?.len() > MAX_EDIT_BYTES {
         return Err(std::io::ErrorKind::FileTooLarge.into());
     }
@@ -123,13 +122,27 @@ impl Applied {
 }
 
 fn edit_file(
+    workspace: &Workspace,
     path: &Path,
     args: &EditArgs,
     cancel: &CancellationToken,
 ) -> Result<Applied, BoxError> {
     let shown = &super::paths::shown(&args.path);
     let target = replaceable(path, shown)?;
-    let bytes = read_bounded(&target).map_err(|error| match error.kind() {
+    let destination = workspace.destination(&target, shown, false)?;
+    let file = super::paths::open_regular(
+        &destination.at,
+        std::fs::OpenOptions::new().read(true),
+        destination.no_follow(),
+    );
+    let bytes = file
+        .and_then(|file| {
+            workspace
+                .check_read(&file, shown)
+                .map_err(std::io::Error::other)?;
+            read_bounded(file)
+        })
+        .map_err(|error| match error.kind() {
         _ if super::paths::NotRegular::in_error(&error).is_some() => format!(
             "{shown} is not a regular file (it changed while edit looked at it: {error}); write and edit only replace regular files"
         ),
@@ -150,7 +163,7 @@ fn edit_file(
         .collect();
     let edited = apply(&original, &edits)
         .map_err(|error| format!("{error} No change was made to {shown}."))?;
-    replace_atomically(&target, edited.text.as_bytes(), Fence(cancel))
+    replace_atomically(&destination, edited.text.as_bytes(), Fence(cancel))
         .map_err(|error| write_failed(shown, &error))?;
     Ok(Applied {
         shown: shown.to_owned(),

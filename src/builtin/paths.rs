@@ -3,10 +3,13 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-/// The working directory captured by `builtin::new`.
+/// The working directory captured by `builtin::new`, and the sandbox's rules for the file
+/// tools.
 #[derive(Debug)]
 pub(crate) struct Workspace {
     cwd: PathBuf,
+    #[cfg(target_os = "linux")]
+    files: Option<crate::sandbox::FileRules>,
 }
 
 impl Workspace {
@@ -24,7 +27,57 @@ impl Workspace {
                 format!("{} is not a directory", cwd.display()),
             ));
         }
-        Ok(Workspace { cwd })
+        Ok(Workspace {
+            cwd,
+            #[cfg(target_os = "linux")]
+            files: None,
+        })
+    }
+
+    /// The workspace under `sandbox`'s rules.
+    #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
+    pub(crate) fn confined(self, sandbox: &crate::sandbox::Prepared) -> Workspace {
+        Workspace {
+            #[cfg(target_os = "linux")]
+            files: Some(crate::sandbox::FileRules::new(sandbox.mode, &sandbox.spec)),
+            ..self
+        }
+    }
+
+    /// Refuses what the sandbox denies reading: `file`, opened from `shown`.
+    #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
+    pub(crate) fn check_read(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {
+        #[cfg(target_os = "linux")]
+        if let Some(files) = &self.files {
+            return files.check_read(file, shown);
+        }
+        Ok(())
+    }
+
+    /// Where a write or edit of `target` goes: `target` itself without a sandbox, else the
+    /// file in its directory held open beneath a writable root (see [`crate::sandbox`]).
+    #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
+    pub(crate) fn destination(
+        &self,
+        target: &Path,
+        shown: &str,
+        create: bool,
+    ) -> Result<Destination, String> {
+        #[cfg(target_os = "linux")]
+        if let Some(files) = &self.files {
+            let place = files.writable_place(target, shown, create)?;
+            return Ok(Destination {
+                at: place.path(),
+                target: target.to_owned(),
+                held: Some(place),
+            });
+        }
+        Ok(Destination {
+            at: target.to_owned(),
+            target: target.to_owned(),
+            #[cfg(target_os = "linux")]
+            held: None,
+        })
     }
 
     /// The working directory.
@@ -42,6 +95,30 @@ impl Workspace {
             _ => PathBuf::from(path),
         };
         self.cwd.join(expanded)
+    }
+}
+
+/// Where a write or edit changes a file.
+#[derive(Debug)]
+pub(crate) struct Destination {
+    /// The path to work on: the target, or the target through its held directory.
+    pub(crate) at: PathBuf,
+    /// The file as the tool resolved it (for the test hooks).
+    #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
+    pub(crate) target: PathBuf,
+    /// The sandbox's handle on the directory, kept open while `at` is used.
+    #[cfg(target_os = "linux")]
+    held: Option<crate::sandbox::Place>,
+}
+
+impl Destination {
+    /// Whether a symbolic link at the final place must be refused rather than followed (under
+    /// a sandbox: it could lead anywhere).
+    pub(crate) fn no_follow(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self.held.is_some();
+        #[cfg(not(target_os = "linux"))]
+        false
     }
 }
 
@@ -106,12 +183,18 @@ impl NotRegular {
 /// controlling one (`O_NOCTTY`), and the opened file's own type decides. `O_NONBLOCK` stays on:
 /// it changes nothing for a regular file, and a kernel file that waits for data (`/proc/kmsg`)
 /// then says `WouldBlock` instead of blocking a thread that no cancellation reaches.
+///
+/// With `no_follow`, a symbolic link at the path is refused (`ELOOP`) instead of followed.
 pub(super) fn open_regular(
     path: &Path,
     options: &mut std::fs::OpenOptions,
+    no_follow: bool,
 ) -> io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    let mut flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+    if no_follow {
+        flags |= rustix::fs::OFlags::NOFOLLOW;
+    }
     let file = options.custom_flags(flags.bits() as i32).open(path)?;
     let file_type = file.metadata()?.file_type();
     if !file_type.is_file() {

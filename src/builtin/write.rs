@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use tokio_util::sync::CancellationToken;
 
-use super::paths::{lock_key, open_regular, replaceable, NotRegular};
+use super::paths::{lock_key, open_regular, replaceable, Destination, NotRegular};
 use super::Workspace;
 use crate::tool::{BoxError, Execution, Tool, ToolContext, ToolResult};
 
@@ -39,7 +39,7 @@ pub(super) fn tool(workspace: Arc<Workspace>, lock: Locks) -> Tool {
 }
 
 async fn write(
-    workspace: &Workspace,
+    workspace: &Arc<Workspace>,
     lock: &Locks,
     ctx: ToolContext,
     args: WriteArgs,
@@ -51,6 +51,7 @@ async fn write(
     let written = {
         let shown = shown.clone();
         let cancel = ctx.cancellation_token().clone();
+        let workspace = Arc::clone(workspace);
         // The file-system checks block too, so they go with the write to the blocking pool.
         // So does the lease: if golato gives up on this call (a timeout it ignores), the write
         // runs on there, and no later write of the file may start before it ends.
@@ -58,7 +59,8 @@ async fn write(
             let _lease = lease;
             // Through a symlink, replace the file it points to, not the link.
             let target = replaceable(&path, &shown)?;
-            replace_atomically(&target, args.content.as_bytes(), Fence(&cancel))
+            let destination = workspace.destination(&target, &shown, true)?;
+            replace_atomically(&destination, args.content.as_bytes(), Fence(&cancel))
                 .map_err(|error| write_failed(&shown, &error))
         })
     };
@@ -179,6 +181,12 @@ pub(super) fn write_failed(shown: &str, error: &std::io::Error) -> String {
     {
         return format!("could not write {shown}: {damaged}");
     }
+    if error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<BecameLink>())
+    {
+        return format!("could not write {shown}: {BecameLink}; nothing was changed");
+    }
     if let Some(not_regular) = NotRegular::in_error(error) {
         return format!(
             "{shown} is {}, not a regular file; write and edit only replace regular files; nothing was changed",
@@ -204,6 +212,19 @@ pub(super) fn write_failed(shown: &str, error: &std::io::Error) -> String {
         ),
     }
 }
+
+/// A sandboxed write found a symbolic link where the file was (put there after the path was
+/// resolved): following it could lead outside the writable roots.
+#[derive(Debug)]
+struct BecameLink;
+
+impl std::fmt::Display for BecameLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("it became a symbolic link while it was being written, which the sandbox does not follow")
+    }
+}
+
+impl std::error::Error for BecameLink {}
 
 /// Whether the call that writes is still wanted: checked last before the file changes, so a
 /// call golato has given up on (timed out and abandoned, or cancelled) never lands its write
@@ -251,21 +272,30 @@ pub(super) const MAX_IN_PLACE_BYTES: u64 = 64 * 1024 * 1024;
 /// content), and a file whose owner, group or extended attributes this process cannot give the
 /// temporary file (or whose directory does not let it create one), so that none of them
 /// changes. An in-place rewrite that fails midway puts the old content back.
+///
+/// Under a sandbox, `destination` is the file in its directory held open beneath a writable
+/// root, and a symbolic link found at the file's place is refused, not followed.
 pub(super) fn replace_atomically(
-    path: &Path,
+    destination: &Destination,
     content: &[u8],
     fence: Fence<'_>,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt as _;
+    let path = destination.at.as_path();
+    let no_follow = destination.no_follow();
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
     // Read too, to keep the old content for an in-place rewrite; a file this process may
     // write but not read is opened for writing only (and then only replaced by a rename).
-    let opened = match open_regular(path, std::fs::OpenOptions::new().read(true).write(true)) {
+    let opened = match open_regular(
+        path,
+        std::fs::OpenOptions::new().read(true).write(true),
+        no_follow,
+    ) {
         Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
-            open_regular(path, std::fs::OpenOptions::new().write(true))
+            open_regular(path, std::fs::OpenOptions::new().write(true), no_follow)
         }
         other => other,
     };
@@ -275,10 +305,16 @@ pub(super) fn replace_atomically(
             Some((file, metadata))
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error)
+            if no_follow
+                && error.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) =>
+        {
+            return Err(std::io::Error::other(BecameLink));
+        }
         Err(error) => return Err(error),
     };
     #[cfg(feature = "fault-injection")]
-    let _paused = super::fault::arrive(path);
+    let _paused = super::fault::arrive(&destination.target);
     let Some((file, metadata)) = existing else {
         std::fs::create_dir_all(parent)?;
         return rename_into_place(parent, path, content, None, fence);

@@ -114,6 +114,49 @@ pub(crate) struct AgentArgs {
     /// one; differences between the recorded and the replayed tool results are reported.
     #[arg(long, value_name = "FILE")]
     pub(crate) script: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) sandbox: SandboxArgs,
+}
+
+/// What the tools may touch (`golato run`, `golato serve`, `golato tool`).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct SandboxArgs {
+    /// Confine the tools: read-only (nothing writable), workspace-write (the working directory,
+    /// /tmp, TMPDIR and --writable directories writable) or off. No network unless
+    /// --allow-network; credential directories (~/.ssh, ~/.aws, …) unreadable. [default:
+    /// workspace-write for run and serve, off for tool]
+    #[arg(long, value_name = "MODE", value_parser = sandbox_mode)]
+    pub(crate) sandbox: Option<golato::sandbox::Mode>,
+    /// Let sandboxed commands use the network (and local sockets).
+    #[arg(long)]
+    pub(crate) allow_network: bool,
+    /// Another directory a workspace-write sandbox leaves writable; repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) writable: Vec<PathBuf>,
+    /// Another path a sandbox makes unreadable; repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) deny_read: Vec<PathBuf>,
+}
+
+impl SandboxArgs {
+    /// The policy these flags ask for, `default` when --sandbox is not given.
+    pub(crate) fn policy(&self, default: golato::sandbox::Mode) -> golato::sandbox::Policy {
+        let mut policy = golato::sandbox::Policy::off();
+        policy.mode = self.sandbox.unwrap_or(default);
+        policy.allow_network = self.allow_network;
+        policy.writable_roots = self.writable.clone();
+        policy.denied_paths = golato::sandbox::CREDENTIAL_PATHS
+            .iter()
+            .map(PathBuf::from)
+            .chain(self.deny_read.iter().cloned())
+            .collect();
+        policy
+    }
+}
+
+fn sandbox_mode(text: &str) -> Result<golato::sandbox::Mode, String> {
+    text.parse()
+        .map_err(|error: golato::sandbox::UnknownMode| error.to_string())
 }
 
 /// The longest duration the command line takes: 100 years, well inside what a timer holds.
@@ -175,6 +218,8 @@ pub(crate) struct ToolArgs {
     /// Directory relative paths resolve against.
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub(crate) cwd: PathBuf,
+    #[command(flatten)]
+    pub(crate) sandbox: SandboxArgs,
 }
 
 #[derive(Debug, Args)]

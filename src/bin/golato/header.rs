@@ -19,6 +19,8 @@ pub(crate) struct Header {
     pub(crate) cwd: PathBuf,
     /// The tools offered to the model, by name.
     pub(crate) tools: Vec<String>,
+    /// What the built-ins may touch.
+    pub(crate) sandbox: golato::sandbox::Policy,
 }
 
 /// The host and port of `url`, or `url` itself when it does not parse.
@@ -42,6 +44,8 @@ impl Header {
             "endpoint": self.endpoint,
             "cwd": self.cwd,
             "tools": self.tools,
+            "sandbox": self.sandbox.mode.name(),
+            "network": self.sandbox.mode == golato::sandbox::Mode::Off || self.sandbox.allow_network,
         })
     }
 }
@@ -62,6 +66,15 @@ impl fmt::Display for Header {
             } else {
                 self.tools.join(",")
             }
-        )
+        )?;
+        write!(f, " · sandbox {}", self.sandbox.mode)?;
+        if self.sandbox.mode != golato::sandbox::Mode::Off {
+            f.write_str(if self.sandbox.allow_network {
+                ", network"
+            } else {
+                ", no network"
+            })?;
+        }
+        Ok(())
     }
 }

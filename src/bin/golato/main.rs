@@ -121,6 +121,8 @@ impl CliError {
 }
 
 fn main() -> ExitCode {
+    // `golato __golato-sandbox …` is this program acting as the sandbox's helper.
+    golato::sandbox::run_helper_if_asked();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),

@@ -81,6 +81,7 @@ pub(crate) async fn build_agent(
         endpoint,
         cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
         tools: tools.iter().map(|tool| tool.name().to_owned()).collect(),
+        sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
     };
     let system_prompt = match &args.system {
         Some(system) => Some(system_text(system)?),
@@ -105,6 +106,10 @@ pub(crate) async fn build_agent(
     .map_err(|error| CliError::Failed(error.to_string()))?;
     Ok((agent, recording, header))
 }
+
+/// The sandbox of `golato run` and `golato serve` when `--sandbox` is not given: the model's
+/// commands may change the project and temporary files, nothing else, and reach no network.
+pub(crate) const DEFAULT_SANDBOX: golato::sandbox::Mode = golato::sandbox::Mode::WorkspaceWrite;
 
 /// The tools of every `--mcp` and `--mcp-url` server, each server connected once.
 async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
@@ -143,13 +148,17 @@ fn builtin_tools(
         excluded_tool_names: args.exclude.clone(),
         custom_tools,
         shared_lock,
+        sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
         ..Default::default()
     })
-    .map_err(|error| {
-        CliError::usage(format!(
+    .map_err(|error| match error {
+        builtin::Error::Sandbox(error) => {
+            CliError::Failed(format!("{error} (--sandbox, --writable, --deny-read)"))
+        }
+        error => CliError::usage(format!(
             "{error} (--cwd {}, --tools, --exclude)",
             args.cwd.display()
-        ))
+        )),
     })
 }
 

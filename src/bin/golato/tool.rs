@@ -38,9 +38,14 @@ impl Generator for OneCall {
 pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
     let tools = builtin::new(builtin::Config {
         working_directory: args.cwd,
+        // The person typing is the one asking for the call: nothing is confined unless asked.
+        sandbox: args.sandbox.policy(golato::sandbox::Mode::Off),
         ..Default::default()
     })
-    .map_err(|error| CliError::usage(error.to_string()))?;
+    .map_err(|error| match error {
+        builtin::Error::Sandbox(error) => CliError::Failed(error.to_string()),
+        error => CliError::usage(error.to_string()),
+    })?;
     let json_args = if args.json_args == "-" {
         let mut read = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut read).map_err(|error| {

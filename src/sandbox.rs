@@ -1,0 +1,239 @@
+//! An operating-system sandbox for the built-in tools: what `bash`, `read`, `write` and `edit`
+//! may touch.
+//!
+//! Off by default, as the page says: the built-ins run with the host process's power unless
+//! [`builtin::Config::sandbox`](crate::builtin::Config::sandbox) asks for a [`Policy`]. Under
+//! [`Mode::ReadOnly`] or [`Mode::WorkspaceWrite`]:
+//!
+//! - `bash` runs its command in a helper process that confines itself before it starts bash, so
+//!   golato's own process is never confined and everything the command starts inherits the
+//!   confinement: a user namespace with a private mount namespace where every mount is
+//!   read-only but the writable roots (which also stops `chmod`, `touch` and other metadata
+//!   changes), Landlock rules (writes only beneath the writable roots, by any route: `..`,
+//!   symbolic links, `/proc/PID/root`; hard links and renames out of them; signals only to
+//!   processes inside), an empty mount over each denied path, and, unless the network is
+//!   allowed, a network namespace of its own (no TCP or UDP anywhere, IPv4 or IPv6) and a
+//!   seccomp filter refusing Unix-domain sockets (a local daemon such as Docker's would be a
+//!   way out) and io_uring. The helper program is this one (it must call
+//!   [`run_helper_if_asked`] first in `main`) or the one named by [`Policy::helper`].
+//! - `read`, `write` and `edit` check in golato's process: `read` refuses a file whose opened
+//!   descriptor lies under a denied path; `write` and `edit` open the file's directory beneath a
+//!   writable root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` and work through that
+//!   handle, refusing a symbolic link in the final place, so a link swapped in during the call
+//!   cannot redirect the write.
+//!
+//! The kernel must have what the policy needs (Landlock, user namespaces): where it does not,
+//! [`builtin::new`](crate::builtin::new) fails with [`Error::Unsupported`] naming what is
+//! missing. A sandbox is never silently left out.
+//!
+//! ```no_run
+//! use golato::{builtin, sandbox};
+//!
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // First thing in main: this program is also the sandbox's helper.
+//!     sandbox::run_helper_if_asked();
+//!     let tools = builtin::new(builtin::Config {
+//!         sandbox: sandbox::Policy::workspace_write().deny_reading("~/.ssh"),
+//!         ..Default::default()
+//!     })?;
+//!     # let _ = tools;
+//!     Ok(())
+//! }
+//! ```
+
+#[cfg(target_os = "linux")]
+mod files;
+#[cfg(target_os = "linux")]
+mod helper;
+mod prepare;
+
+use std::path::PathBuf;
+
+#[cfg(target_os = "linux")]
+pub(crate) use files::{FileRules, Place};
+pub(crate) use prepare::Prepared;
+
+/// The first argument that makes a program act as the sandbox's helper.
+pub const HELPER_ARG: &str = "__golato-sandbox";
+
+/// How much of the system the built-in tools may change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Mode {
+    /// No sandbox: the tools have the host process's power (the default).
+    #[default]
+    Off,
+    /// Everything readable (but the denied paths), nothing writable but devices such as
+    /// `/dev/null`; no network unless allowed.
+    ReadOnly,
+    /// As [`Mode::ReadOnly`], and writable: the working directory, `/tmp`, `TMPDIR` and the
+    /// policy's extra writable roots.
+    WorkspaceWrite,
+}
+
+impl Mode {
+    /// The mode's name on the command line: `off`, `read-only`, `workspace-write`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::ReadOnly => "read-only",
+            Mode::WorkspaceWrite => "workspace-write",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is not a [`Mode`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("unknown sandbox mode {0:?}; choose read-only, workspace-write or off")]
+pub struct UnknownMode(pub String);
+
+impl std::str::FromStr for Mode {
+    type Err = UnknownMode;
+
+    fn from_str(name: &str) -> Result<Mode, UnknownMode> {
+        match name {
+            "off" => Ok(Mode::Off),
+            "read-only" => Ok(Mode::ReadOnly),
+            "workspace-write" => Ok(Mode::WorkspaceWrite),
+            other => Err(UnknownMode(other.to_owned())),
+        }
+    }
+}
+
+/// What the built-in tools may touch: a [`Mode`] and its options.
+///
+/// Paths may start with `~/` (the home directory); relative ones resolve against the tool set's
+/// working directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Policy {
+    /// How much may change.
+    pub mode: Mode,
+    /// Directories writable besides the working directory, `/tmp` and `TMPDIR`
+    /// ([`Mode::WorkspaceWrite`] only). Each must exist.
+    pub writable_roots: Vec<PathBuf>,
+    /// Paths nobody may read (or write), even inside a writable root: `bash` sees an empty
+    /// directory or file there, `read` refuses them. Ones that do not exist are skipped.
+    pub denied_paths: Vec<PathBuf>,
+    /// Lets commands use the network (and Unix-domain sockets, so local daemons too).
+    pub allow_network: bool,
+    /// The program that confines `bash`'s commands: one whose `main` calls
+    /// [`run_helper_if_asked`] first, such as the `golato` binary. `None`: this program.
+    pub helper: Option<PathBuf>,
+}
+
+impl Policy {
+    /// No sandbox.
+    pub fn off() -> Policy {
+        Policy::default()
+    }
+
+    /// [`Mode::ReadOnly`], without network.
+    pub fn read_only() -> Policy {
+        Policy {
+            mode: Mode::ReadOnly,
+            ..Policy::default()
+        }
+    }
+
+    /// [`Mode::WorkspaceWrite`], without network.
+    pub fn workspace_write() -> Policy {
+        Policy {
+            mode: Mode::WorkspaceWrite,
+            ..Policy::default()
+        }
+    }
+
+    /// Adds a writable root.
+    pub fn writable(mut self, root: impl Into<PathBuf>) -> Policy {
+        self.writable_roots.push(root.into());
+        self
+    }
+
+    /// Adds a path denied even for reading.
+    pub fn deny_reading(mut self, path: impl Into<PathBuf>) -> Policy {
+        self.denied_paths.push(path.into());
+        self
+    }
+
+    /// Allows the network (or not).
+    pub fn allow_network(mut self, allow: bool) -> Policy {
+        self.allow_network = allow;
+        self
+    }
+
+    /// Names the helper program.
+    pub fn helper(mut self, program: impl Into<PathBuf>) -> Policy {
+        self.helper = Some(program.into());
+        self
+    }
+}
+
+/// Paths with credentials in most home directories, which the command line denies by default.
+pub const CREDENTIAL_PATHS: [&str; 8] = [
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker",
+    "~/.netrc",
+];
+
+/// Why a sandbox could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The kernel or the platform lacks what the policy needs.
+    #[error("the {mode} sandbox cannot be enforced here: {missing}. Run on a Linux kernel that has it, or choose the sandbox mode off to run the tools unconfined")]
+    Unsupported {
+        /// The mode asked for.
+        mode: Mode,
+        /// What is missing, and where it is turned on.
+        missing: String,
+    },
+    /// The helper program did not act as one.
+    #[error("the sandbox helper {program:?} did not answer as one ({reason}); call golato::sandbox::run_helper_if_asked() first in that program's main, or set sandbox::Policy::helper to the golato binary")]
+    Helper {
+        /// The program.
+        program: PathBuf,
+        /// What happened instead.
+        reason: String,
+    },
+    /// A path of the policy is unusable.
+    #[error("the sandbox's {role} {path:?} is unusable: {reason}")]
+    Path {
+        /// Which kind of path ("writable root", …).
+        role: &'static str,
+        /// The path as given.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Acts as the sandbox's helper when this process was started as one, and otherwise returns at
+/// once. Call it first in `main` of a program that sandboxes `bash` without naming another
+/// helper in [`Policy::helper`]: the helper is then this program, started again with
+/// [`HELPER_ARG`] as its first argument. When it is one, this function never returns: the
+/// process confines itself and becomes the command (or exits with the reason it could not).
+pub fn run_helper_if_asked() {
+    let mut args = std::env::args_os();
+    if args.nth(1).as_deref() != Some(std::ffi::OsStr::new(HELPER_ARG)) {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    helper::main(args);
+    #[cfg(not(target_os = "linux"))]
+    {
+        tracing::error!("the sandbox helper runs on Linux only");
+        std::process::exit(125);
+    }
+}

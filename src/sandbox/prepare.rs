@@ -1,0 +1,235 @@
+//! A [`Policy`] made concrete for one tool set: paths resolved, the helper and the kernel
+//! checked once by a probe.
+
+use std::collections::HashMap;
+use std::io::Read as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Error, Mode, Policy, HELPER_ARG};
+
+/// What the helper is told: everything resolved, absolute and canonical.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(crate) struct Spec {
+    /// Directories left writable (none in read-only mode).
+    pub(crate) writable: Vec<PathBuf>,
+    /// Existing paths hidden behind an empty mount.
+    pub(crate) denied: Vec<PathBuf>,
+    /// Whether the network (and Unix-domain sockets) stay reachable.
+    pub(crate) network: bool,
+    /// Where the command runs.
+    pub(crate) cwd: PathBuf,
+}
+
+/// A policy ready for the tools.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub(crate) mode: Mode,
+    pub(crate) helper: PathBuf,
+    /// The helper's instructions, as JSON.
+    spec_json: String,
+    pub(crate) spec: Spec,
+}
+
+impl Prepared {
+    /// `None` for [`Mode::Off`]; else the policy resolved against `cwd` and probed.
+    pub(crate) fn new(policy: &Policy, cwd: &Path) -> Result<Option<Prepared>, Error> {
+        if policy.mode == Mode::Off {
+            return Ok(None);
+        }
+        if !cfg!(target_os = "linux") {
+            return Err(Error::Unsupported {
+                mode: policy.mode,
+                missing: format!(
+                    "a Linux kernel (Landlock, user namespaces); this is {}",
+                    std::env::consts::OS
+                ),
+            });
+        }
+        let mut writable = Vec::new();
+        if policy.mode == Mode::WorkspaceWrite {
+            writable.push(canonical(cwd, cwd, "working directory")?);
+            for temporary in ["/tmp".into(), std::env::temp_dir()] {
+                if let Ok(temporary) = temporary.canonicalize() {
+                    writable.push(temporary);
+                }
+            }
+            for root in &policy.writable_roots {
+                let root = canonical(&expand(root, cwd), root, "writable root")?;
+                if !root.is_dir() {
+                    return Err(Error::Path {
+                        role: "writable root",
+                        path: root,
+                        reason: "it is not a directory".into(),
+                    });
+                }
+                writable.push(root);
+            }
+        }
+        writable.sort();
+        writable.dedup();
+        let mut denied: Vec<PathBuf> = policy
+            .denied_paths
+            .iter()
+            .filter_map(|path| expand(path, cwd).canonicalize().ok())
+            .collect();
+        denied.sort();
+        denied.dedup();
+        let spec = Spec {
+            writable,
+            denied,
+            network: policy.allow_network,
+            cwd: canonical(cwd, cwd, "working directory")?,
+        };
+        let helper = match &policy.helper {
+            Some(helper) => helper.clone(),
+            None => std::env::current_exe().map_err(|error| Error::Helper {
+                program: "(this program)".into(),
+                reason: format!("could not find this program's executable: {error}"),
+            })?,
+        };
+        let spec_json = serde_json::to_string(&spec).map_err(|error| Error::Path {
+            role: "paths",
+            path: spec.cwd.clone(),
+            reason: error.to_string(),
+        })?;
+        let enforced = probe(&helper, &spec_json, policy.mode)?;
+        tracing::info!(mode = %policy.mode, %enforced, "sandbox ready");
+        Ok(Some(Prepared {
+            mode: policy.mode,
+            helper,
+            spec_json,
+            spec,
+        }))
+    }
+
+    /// The helper's arguments before the command's own: [`HELPER_ARG`], the spec, `--`.
+    pub(crate) fn helper_args(&self) -> [&str; 3] {
+        [HELPER_ARG, &self.spec_json, "--"]
+    }
+}
+
+/// `path` with `~` expanded and made absolute against `cwd`, `.` and `..` folded.
+fn expand(path: &Path, cwd: &Path) -> PathBuf {
+    let expanded = match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_owned(),
+    };
+    let mut folded = PathBuf::new();
+    for component in cwd.join(expanded).components() {
+        match component {
+            Component::ParentDir => {
+                folded.pop();
+            }
+            Component::CurDir => {}
+            other => folded.push(other),
+        }
+    }
+    folded
+}
+
+fn canonical(path: &Path, shown: &Path, role: &'static str) -> Result<PathBuf, Error> {
+    path.canonicalize().map_err(|error| Error::Path {
+        role,
+        path: shown.to_owned(),
+        reason: error.to_string(),
+    })
+}
+
+type ProbeResult = Result<Arc<str>, String>;
+
+/// Runs the helper once in probe mode (it confines itself as for a command, then reports what
+/// it enforced), cached per helper and spec: the kernel does not change under a process.
+fn probe(helper: &Path, spec_json: &str, mode: Mode) -> Result<Arc<str>, Error> {
+    static PROBES: Mutex<Option<HashMap<(PathBuf, String), ProbeResult>>> = Mutex::new(None);
+    let key = (helper.to_owned(), spec_json.to_owned());
+    if let Some(found) = PROBES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .and_then(|probes| probes.get(&key).cloned())
+    {
+        return answer(found, mode);
+    }
+    // What the kernel said is cached; a helper that did not answer is not (it may be fixed
+    // while the process runs).
+    let found = match run_probe(helper, spec_json) {
+        Ok(enforced) => Ok(enforced),
+        Err(Outcome::Unsupported(missing)) => Err(missing),
+        Err(Outcome::NotAHelper(reason)) => {
+            return Err(Error::Helper {
+                program: helper.to_owned(),
+                reason,
+            })
+        }
+    };
+    PROBES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_or_insert_with(HashMap::new)
+        .insert(key, found.clone());
+    answer(found, mode)
+}
+
+fn answer(found: ProbeResult, mode: Mode) -> Result<Arc<str>, Error> {
+    found.map_err(|missing| Error::Unsupported { mode, missing })
+}
+
+enum Outcome {
+    Unsupported(String),
+    NotAHelper(String),
+}
+
+/// What the helper's status pipe says: `ok REPORT` (probe), `unsupported REASON`, `error
+/// REASON`; nothing at all when it went on to run a command.
+pub(crate) const STATUS_OK: &str = "ok ";
+pub(crate) const STATUS_UNSUPPORTED: &str = "unsupported ";
+pub(crate) const STATUS_ERROR: &str = "error ";
+
+fn run_probe(helper: &Path, spec_json: &str) -> Result<Arc<str>, Outcome> {
+    let (mut reader, writer) = std::io::pipe()
+        .map_err(|error| Outcome::NotAHelper(format!("could not create a pipe: {error}")))?;
+    let mut command = std::process::Command::new(helper);
+    command
+        .args([HELPER_ARG, spec_json, "--probe"])
+        .stdin(writer)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let child = command
+        .spawn()
+        .map_err(|error| Outcome::NotAHelper(format!("could not start it: {error}")))?;
+    // The write end now lives only in the child: end of file comes when it exits.
+    drop(command);
+    let mut status = String::new();
+    let read = reader.read_to_string(&mut status);
+    let output = child
+        .wait_with_output()
+        .map_err(|error| Outcome::NotAHelper(format!("could not wait for it: {error}")))?;
+    if let Err(error) = read {
+        return Err(Outcome::NotAHelper(format!(
+            "its answer was unreadable: {error}"
+        )));
+    }
+    if let Some(report) = status.strip_prefix(STATUS_OK) {
+        return Ok(report.trim().into());
+    }
+    if let Some(missing) = status.strip_prefix(STATUS_UNSUPPORTED) {
+        return Err(Outcome::Unsupported(missing.trim().to_owned()));
+    }
+    if let Some(error) = status.strip_prefix(STATUS_ERROR) {
+        return Err(Outcome::Unsupported(error.trim().to_owned()));
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = stderr.trim();
+    Err(Outcome::NotAHelper(format!(
+        "it exited with {} and no answer{}",
+        output.status,
+        if stderr.is_empty() {
+            String::new()
+        } else {
+            format!("; it said: {}", crate::agent::validation::excerpt(stderr))
+        }
+    )))
+}
