@@ -192,7 +192,7 @@ pub const CREDENTIAL_PATHS: [&str; 8] = [
 #[non_exhaustive]
 pub enum Error {
     /// The kernel or the platform lacks what the policy needs.
-    #[error("the {mode} sandbox cannot be enforced here: {missing}. Run on a Linux kernel that has it, or choose the sandbox mode off to run the tools unconfined")]
+    #[error("the {mode} sandbox cannot be enforced here: {missing}. Provide that, or choose the sandbox mode off (--sandbox off, sandbox::Mode::Off) to run the tools unconfined")]
     Unsupported {
         /// The mode asked for.
         mode: Mode,

@@ -26,7 +26,9 @@ fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
     let dir = tempfile::tempdir().unwrap();
     // Call a appends to the ledger and ends; call b appends, says it started and (the first
     // time) sleeps until it is killed with golato.
-    let b = "echo b >> ledger; if [ -e b.started ]; then echo again; else echo $$ > b.pid; touch b.started; exec sleep 1000; fi";
+    // b.pid comes last, whole (renamed into place): the test kills the command as soon as it
+    // sees it, and b.started must be there by then.
+    let b = "echo b >> ledger; if [ -e b.started ]; then echo again; else touch b.started; echo $$ > b.pid.new; mv b.pid.new b.pid; exec sleep 1000; fi";
     let script = script_file(
         dir.path(),
         "script.jsonl",
