@@ -6,14 +6,11 @@
 mod support;
 
 use std::io::Read;
-use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Instant;
 
 use pretty_assertions::assert_eq;
-use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
-use rustix::termios::{tcsetwinsize, Winsize};
 use serde_json::json;
 use support::cli::*;
 use support::HANG_GUARD;
@@ -67,22 +64,6 @@ fn the_demo_without_a_directory_says_where_its_project_is() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(dir.join("NOTES.md").exists());
     std::fs::remove_dir_all(dir).unwrap();
-}
-
-/// A pseudo terminal: the master side to read, and the path of the side the program gets.
-fn pty() -> (OwnedFd, std::path::PathBuf) {
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
-    grantpt(&master).unwrap();
-    unlockpt(&master).unwrap();
-    let size = Winsize {
-        ws_row: 30,
-        ws_col: 120,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    tcsetwinsize(&master, size).unwrap();
-    let name = ptsname(&master, Vec::new()).unwrap();
-    (master, name.into_string().unwrap().into())
 }
 
 /// Runs `golato run` on a terminal with a bash call that waits for the test: the screen must

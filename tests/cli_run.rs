@@ -110,7 +110,7 @@ fn piped_output_is_plain_lines_with_each_call_and_a_summary() {
     assert_eq!(
         header[0],
         format!(
-            "golato: script at {} · cwd {} · tools read,bash,edit,write",
+            "golato: script at {} · cwd {} · tools read,bash,edit,write · sandbox workspace-write, no network · approve never",
             script.display(),
             canonical.display()
         )

@@ -5,6 +5,8 @@
 //! "Outside" is a directory under the build's own temporary directory (never under `/tmp`,
 //! which a workspace-write sandbox leaves writable).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod support;
 
 use std::os::unix::fs::MetadataExt as _;
@@ -31,6 +33,9 @@ fn bash(tools: &[Tool], command: &str) -> ToolResultMessage {
     call_tool(tools, "bash", &json!({ "command": command }).to_string())
 }
 
+/// A file's content, mode and modification time (seconds, nanoseconds).
+type FileState = (String, u32, i64, i64);
+
 /// A directory outside every writable root, with a file `f` in it.
 struct Outside {
     _dir: tempfile::TempDir,
@@ -52,7 +57,7 @@ impl Outside {
 
     /// What a change would show: the entries, and the file's content, mode and times (none
     /// when it is gone).
-    fn state(&self) -> (Vec<String>, Option<(String, u32, i64, i64)>) {
+    fn state(&self) -> (Vec<String>, Option<FileState>) {
         let mut entries: Vec<String> = std::fs::read_dir(&self.path)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())

@@ -83,3 +83,110 @@ pub fn one_error_line(output: &Output) -> String {
 pub fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }
+
+/// A program running on a pseudo terminal, as a person at a terminal runs it: what it draws is
+/// collected, lines are typed at it.
+pub struct Terminal {
+    master: std::fs::File,
+    screen: std::sync::mpsc::Receiver<Vec<u8>>,
+    drawn: Vec<u8>,
+    pub child: std::process::Child,
+}
+
+/// A pseudo terminal of 30 rows and 120 columns: the master side, and the path of the side the
+/// program gets.
+pub fn pty() -> (std::os::fd::OwnedFd, PathBuf) {
+    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let size = rustix::termios::Winsize {
+        ws_row: 30,
+        ws_col: 120,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(&master, size).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    (master, name.into_string().unwrap().into())
+}
+
+impl Terminal {
+    /// Starts `command` with the terminal as its standard input, output and error.
+    pub fn start(mut command: Command) -> Terminal {
+        use std::io::Read as _;
+        let (master, slave_path) = pty();
+        let slave = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&slave_path)
+                .unwrap()
+        };
+        command
+            .env("TERM", "xterm-256color")
+            .stdin(slave())
+            .stdout(slave())
+            .stderr(slave());
+        let child = command.spawn().unwrap();
+        drop(command);
+        let master = std::fs::File::from(master);
+        let mut reader = master.try_clone().unwrap();
+        let (sender, screen) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            // Reading fails (EIO) once the program and its children closed the terminal.
+            while let Ok(count) = reader.read(&mut buffer) {
+                if count == 0 || sender.send(buffer[..count].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Terminal {
+            master,
+            screen,
+            drawn: Vec::new(),
+            child,
+        }
+    }
+
+    /// Everything drawn so far.
+    pub fn drawn(&self) -> String {
+        String::from_utf8_lossy(&self.drawn).into_owned()
+    }
+
+    /// Waits until the screen shows `text` `times` times in all.
+    pub fn wait_for(&mut self, text: &str, times: usize) {
+        let started = std::time::Instant::now();
+        while self.drawn().matches(text).count() < times {
+            assert!(
+                started.elapsed() < super::HANG_GUARD,
+                "{text:?} never showed: {:?}",
+                self.drawn()
+            );
+            if let Ok(chunk) = self.screen.recv_timeout(super::HANG_GUARD) {
+                self.drawn.extend(chunk);
+            }
+        }
+    }
+
+    /// Types `line` and Enter.
+    pub fn type_line(&mut self, line: &str) {
+        use std::io::Write as _;
+        self.master
+            .write_all(format!("{line}\r").as_bytes())
+            .unwrap();
+    }
+
+    /// Waits for the program to exit; returns its exit code and everything it drew.
+    pub fn finish(mut self) -> (Option<i32>, String) {
+        let status = self.child.wait().unwrap();
+        while let Ok(chunk) = self
+            .screen
+            .recv_timeout(std::time::Duration::from_millis(300))
+        {
+            self.drawn.extend(chunk);
+        }
+        (status.code(), self.drawn())
+    }
+}

@@ -116,6 +116,12 @@ pub(crate) struct AgentArgs {
     pub(crate) script: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) sandbox: SandboxArgs,
+    /// Which calls wait for your yes on the terminal: ask (every bash, write and edit), edits
+    /// (writes and edits in the working and --writable directories go through; bash asks) or
+    /// never. A call that needs a yes when no terminal can answer is refused, never left
+    /// waiting. [default: never when sandboxed or without a terminal, else ask]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub(crate) approve: Option<crate::approve::Approve>,
 }
 
 /// What the tools may touch (`golato run`, `golato serve`, `golato tool`).

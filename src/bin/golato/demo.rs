@@ -78,6 +78,7 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         workspace: Some(workspace),
         journal: None,
         header: None,
+        questions: None,
     })
     .await
 }

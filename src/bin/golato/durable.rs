@@ -33,7 +33,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         ) as std::sync::Arc<dyn golato::builtin::SharedLock>),
         None => None,
     };
-    let (agent, _, header) = crate::run::build_agent(&args.agent, shared_lock).await?;
+    let crate::run::Built { agent, header, .. } =
+        crate::run::build_agent(&args.agent, shared_lock, false).await?;
     eprintln!("{header}");
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -21,6 +21,8 @@ pub(crate) struct Header {
     pub(crate) tools: Vec<String>,
     /// What the built-ins may touch.
     pub(crate) sandbox: golato::sandbox::Policy,
+    /// Which calls wait for a yes.
+    pub(crate) approve: crate::approve::Approve,
 }
 
 /// The host and port of `url`, or `url` itself when it does not parse.
@@ -46,6 +48,7 @@ impl Header {
             "tools": self.tools,
             "sandbox": self.sandbox.mode.name(),
             "network": self.sandbox.mode == golato::sandbox::Mode::Off || self.sandbox.allow_network,
+            "approve": self.approve.name(),
         })
     }
 }
@@ -75,6 +78,6 @@ impl fmt::Display for Header {
                 ", no network"
             })?;
         }
-        Ok(())
+        write!(f, " · approve {}", self.approve)
     }
 }

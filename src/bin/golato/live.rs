@@ -322,6 +322,26 @@ impl View for Live {
         }
     }
 
+    fn question(&mut self, prompt: &str) {
+        // The spinners step aside while the person reads and types; they come back after.
+        if let Some(bars) = &self.bars {
+            let _ = bars.clear();
+            bars.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        }
+        let mut err = anstream::stderr().lock();
+        if !self.at_line_start {
+            let _ = err.write_all(b"\n");
+            self.at_line_start = true;
+        }
+        let _ = write!(err, "{YELLOW}?{YELLOW:#} {prompt}").and_then(|()| err.flush());
+    }
+
+    fn answered(&mut self, _answer: crate::approve::Answer) {
+        if let Some(bars) = &self.bars {
+            bars.set_draw_target(indicatif::ProgressDrawTarget::stdout());
+        }
+    }
+
     fn abandon(&mut self) {
         self.clear_bars();
         if !self.at_line_start {

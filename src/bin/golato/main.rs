@@ -11,6 +11,7 @@
 //! outcome (a generator failure, `--max-turns` reached; for `tool`: an error result), 2 for a
 //! usage error, 130 after Ctrl-C and 143 after SIGTERM.
 
+mod approve;
 mod args;
 mod demo;
 mod durable;

@@ -23,6 +23,14 @@ pub(crate) trait View {
     fn end(&mut self, ending: &Ending<'_>);
     /// The program exits at once (a second signal): leave the terminal clean.
     fn abandon(&mut self);
+    /// A call waits for a yes: show `prompt` where the person will answer.
+    fn question(&mut self, prompt: &str) {
+        let _ = prompt;
+    }
+    /// The question was answered.
+    fn answered(&mut self, answer: crate::approve::Answer) {
+        let _ = answer;
+    }
 }
 
 /// Counts of a run, kept from its events.

@@ -12,7 +12,9 @@ use golato::generator::{Generator, Model, Scripted};
 use golato::message::UserMessage;
 use golato::tool::Execution;
 use indicatif::{MultiProgress, ProgressDrawTarget};
+use tokio::sync::mpsc;
 
+use crate::approve::{Answer, Approve, Approver, Question, Questions};
 use crate::args::{AgentArgs, RunArgs, ViewArgs};
 use crate::header::Header;
 use crate::interrupt::Signals;
@@ -27,7 +29,13 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a
 
 pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     // Everything a usage error can come from is checked before anything runs.
-    let (agent, recording, header) = build_agent(&args.agent, None).await?;
+    let interactive = std::io::stdin().is_terminal() && !args.view.json;
+    let Built {
+        agent,
+        recording,
+        header,
+        questions,
+    } = build_agent(&args.agent, None, interactive).await?;
     let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
     let journal = match &args.journal {
         Some(path) => Some(Arc::new(
@@ -45,16 +53,28 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
         workspace: None,
         journal: journal.map(|journal| journal as Arc<dyn golato::agent::Journal>),
         header: Some(header),
+        questions,
     })
     .await
 }
 
-/// The agent the flags describe, and the recording `--script` replays (if any).
-/// `shared_lock`, for durable workers, serializes writes of a file with other processes.
+/// What the flags build.
+pub(crate) struct Built {
+    pub(crate) agent: Agent,
+    /// The recording `--script` replays, if any.
+    pub(crate) recording: Option<Recording>,
+    pub(crate) header: Header,
+    /// The calls waiting for a yes, when someone at a terminal can answer.
+    pub(crate) questions: Option<crate::approve::Questions>,
+}
+
+/// The agent the flags describe. `shared_lock`, for durable workers, serializes writes of a
+/// file with other processes; `interactive` says whether a person can answer questions.
 pub(crate) async fn build_agent(
     args: &AgentArgs,
     shared_lock: Option<Arc<dyn builtin::SharedLock>>,
-) -> Result<(Agent, Option<Recording>, Header), CliError> {
+    interactive: bool,
+) -> Result<Built, CliError> {
     let mcp_tools = mcp_tools(args).await?;
     let tools = builtin_tools(args, mcp_tools, shared_lock)?;
     let (generator, model, recording, provider, endpoint) = match &args.script {
@@ -75,6 +95,12 @@ pub(crate) async fn build_agent(
             (generator, model, None, endpoint.provider, endpoint.host)
         }
     };
+    let sandboxed = args.sandbox.policy(DEFAULT_SANDBOX).mode != golato::sandbox::Mode::Off;
+    let approve = args
+        .approve
+        .unwrap_or_else(|| Approve::default_for(sandboxed, interactive));
+    let (approver, questions) =
+        Approver::new(approve, &args.cwd, &args.sandbox.writable, interactive);
     let header = Header {
         provider,
         model: args.script.is_none().then(|| model.id.clone()),
@@ -82,6 +108,7 @@ pub(crate) async fn build_agent(
         cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
         tools: tools.iter().map(|tool| tool.name().to_owned()).collect(),
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
+        approve,
     };
     let system_prompt = match &args.system {
         Some(system) => Some(system_text(system)?),
@@ -101,10 +128,19 @@ pub(crate) async fn build_agent(
         max_turns: args.max_turns.map(usize::from),
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,
+        hooks: match approve {
+            Approve::Never => Vec::new(),
+            _ => vec![approver as Arc<dyn golato::hook::Hook>],
+        },
         ..Default::default()
     })
     .map_err(|error| CliError::Failed(error.to_string()))?;
-    Ok((agent, recording, header))
+    Ok(Built {
+        agent,
+        recording,
+        header,
+        questions: questions.filter(|_| approve != Approve::Never),
+    })
 }
 
 /// The sandbox of `golato run` and `golato serve` when `--sandbox` is not given: the model's
@@ -223,6 +259,8 @@ pub(crate) struct Session {
     pub(crate) journal: Option<Arc<dyn golato::agent::Journal>>,
     /// What the run uses, shown before it starts (stderr, or `run_start` in `--json`).
     pub(crate) header: Option<Header>,
+    /// Calls waiting for a yes on the terminal (`--approve`).
+    pub(crate) questions: Option<Questions>,
 }
 
 /// Runs the session to its end: events to the view as they arrive, each finished turn to the
@@ -251,8 +289,23 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     let mut tally = Tally::default();
     let mut interrupted = None;
     let mut record_error = None;
+    let mut answers: Option<mpsc::UnboundedReceiver<String>> = None;
     loop {
         tokio::select! {
+            Some(question) = next_question(&mut session.questions) => {
+                let lines = answers.get_or_insert_with(terminal_lines);
+                match ask(&mut *view, &question, lines, &mut signals).await {
+                    Ok(answer) => {
+                        let _ = question.reply.send(answer);
+                    }
+                    Err(signal) => {
+                        let _ = question.reply.send(Answer::No);
+                        interrupted = Some(signal);
+                        view.interrupted(signal);
+                        run.cancel();
+                    }
+                }
+            }
             event = run.next_event() => {
                 let Some(event) = event else { break };
                 tally.observe(&event);
@@ -304,6 +357,56 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         eprintln!("golato: {error}");
     }
     Ok(exit)
+}
+
+async fn next_question(questions: &mut Option<Questions>) -> Option<Question> {
+    match questions {
+        Some(questions) => questions.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The lines typed on the terminal, read by a thread of their own (a blocked read of standard
+/// input cannot be cancelled, so it must not hold up the runtime at exit).
+fn terminal_lines() -> mpsc::UnboundedReceiver<String> {
+    let (sender, lines) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}
+
+/// Shows `question` and waits for an answer; a signal meanwhile is returned instead (the run is
+/// then cancelled), and the end of input answers no.
+async fn ask(
+    view: &mut dyn View,
+    question: &Question,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+    signals: &mut Signals,
+) -> Result<Answer, crate::interrupt::Signal> {
+    view.question(&format!(
+        "Allow {}? [y]es, [n]o, [a]lways for {} in this run: ",
+        question.label, question.tool
+    ));
+    let answer = loop {
+        tokio::select! {
+            line = lines.recv() => {
+                let Some(line) = line else { break Ok(Answer::No) };
+                match Answer::parse(&line) {
+                    Some(answer) => break Ok(answer),
+                    None => view.question("Answer y, n or a: "),
+                }
+            }
+            signal = signals.next() => break Err(signal),
+        }
+    };
+    view.answered(*answer.as_ref().unwrap_or(&Answer::No));
+    answer
 }
 
 /// The error in the command line's terms.

@@ -1,0 +1,236 @@
+//! `--approve ask|edits|never`: which tool calls wait for a yes on the terminal, built on
+//! golato's hooks.
+//!
+//! The hook decides whether a call needs asking; the question goes to the loop that drives the
+//! run ([`crate::run::drive`]), which shows it, reads the answer from the terminal and sends it
+//! back. Where nobody can answer (standard input is not a terminal, `--json`, a worker), a call
+//! that needs asking is refused with a result that says how to allow it: never a hang.
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use clap::ValueEnum;
+use golato::hook::{BeforeToolCall, Hook, HookContext};
+use golato::tool::BoxError;
+use tokio::sync::{mpsc, oneshot};
+
+/// Which calls ask first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Approve {
+    /// Every bash, write and edit call asks: yes, no, or always for that tool in this run.
+    Ask,
+    /// Writes and edits inside the working directory and the --writable directories go
+    /// through; bash and anything else that changes files asks.
+    Edits,
+    /// Nothing asks.
+    Never,
+}
+
+impl Approve {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Approve::Ask => "ask",
+            Approve::Edits => "edits",
+            Approve::Never => "never",
+        }
+    }
+
+    /// The mode when `--approve` is not given. A run the sandbox confines asks nothing: the
+    /// kernel holds the line, and a question for every command inside it teaches people to
+    /// answer yes unread. An unconfined run on a terminal asks before every bash, write and
+    /// edit: nothing else stands between the model and the machine. Without a terminal nobody
+    /// can answer, so nothing asks (the choice of `--sandbox off` was the person's own).
+    pub(crate) fn default_for(sandboxed: bool, interactive: bool) -> Approve {
+        if !sandboxed && interactive {
+            Approve::Ask
+        } else {
+            Approve::Never
+        }
+    }
+}
+
+impl std::fmt::Display for Approve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A call waiting for the person's answer.
+#[derive(Debug)]
+pub(crate) struct Question {
+    /// The tool's name.
+    pub(crate) tool: String,
+    /// The call as the live view labels it (`bash $ ls`, `write notes.md`).
+    pub(crate) label: String,
+    pub(crate) reply: oneshot::Sender<Answer>,
+}
+
+/// What the person said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Yes,
+    No,
+    /// Yes, and to every later call of this tool in this run.
+    Always,
+}
+
+impl Answer {
+    /// The answer a line of input gives, if it is one.
+    pub(crate) fn parse(line: &str) -> Option<Answer> {
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => Some(Answer::Yes),
+            "n" | "no" | "" => Some(Answer::No),
+            "a" | "always" => Some(Answer::Always),
+            _ => None,
+        }
+    }
+}
+
+/// The questions of a run, for the loop that drives it.
+pub(crate) type Questions = mpsc::UnboundedReceiver<Question>;
+
+/// The hook: asks (or refuses) the calls `mode` says need a yes.
+pub(crate) struct Approver {
+    mode: Approve,
+    /// Where `--approve edits` lets writes and edits through.
+    roots: Vec<PathBuf>,
+    cwd: PathBuf,
+    /// Where questions go; `None` when nobody can answer.
+    questions: Option<mpsc::UnboundedSender<Question>>,
+    /// Tools answered "always".
+    always: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Approver {
+    /// The hook, and the receiving end of its questions when `interactive`.
+    pub(crate) fn new(
+        mode: Approve,
+        cwd: &Path,
+        writable: &[PathBuf],
+        interactive: bool,
+    ) -> (Arc<Approver>, Option<Questions>) {
+        let (sender, receiver) = match interactive {
+            true => {
+                let (sender, receiver) = mpsc::unbounded_channel();
+                (Some(sender), Some(receiver))
+            }
+            false => (None, None),
+        };
+        let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
+        let roots = std::iter::once(cwd.clone())
+            .chain(writable.iter().map(|root| resolve(&cwd, root)))
+            .collect();
+        let approver = Approver {
+            mode,
+            roots,
+            cwd,
+            questions: sender,
+            always: Arc::default(),
+        };
+        (Arc::new(approver), receiver)
+    }
+
+    /// Whether the call must wait for a yes.
+    fn needs_asking(&self, ctx: &HookContext) -> bool {
+        let tool = ctx.call.name.as_str();
+        if !matches!(tool, "bash" | "write" | "edit") {
+            return false;
+        }
+        if self
+            .always
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(tool)
+        {
+            return false;
+        }
+        match self.mode {
+            Approve::Never => false,
+            Approve::Ask => true,
+            Approve::Edits => match (tool, ctx.arguments["path"].as_str()) {
+                ("write" | "edit", Some(path)) => {
+                    let path = resolve(&self.cwd, Path::new(path));
+                    !self.roots.iter().any(|root| path.starts_with(root))
+                }
+                _ => true,
+            },
+        }
+    }
+}
+
+impl Hook for Approver {
+    fn before_tool_call(
+        &self,
+        ctx: HookContext,
+    ) -> futures::future::BoxFuture<'static, Result<BeforeToolCall, BoxError>> {
+        let tool = ctx.call.name.clone();
+        if !self.needs_asking(&ctx) {
+            return Box::pin(async { Ok(BeforeToolCall::Run) });
+        }
+        let Some(questions) = &self.questions else {
+            let reason = format!(
+                "This {tool} call was not run: it needs approval (--approve {}) and no terminal can answer (standard input is not a terminal, or --json). Allow it with --approve never, or --approve edits for writes and edits in the working directory, or run golato on a terminal.",
+                self.mode
+            );
+            return Box::pin(async move { Ok(BeforeToolCall::Block(reason)) });
+        };
+        let (reply, answer) = oneshot::channel();
+        let asked = questions.send(Question {
+            tool: tool.clone(),
+            label: crate::live::call_label(&ctx.call),
+            reply,
+        });
+        let always = Arc::clone(&self.always);
+        Box::pin(async move {
+            if asked.is_err() {
+                return Ok(BeforeToolCall::Block(format!(
+                    "This {tool} call was not run: the run is ending and nobody can approve it."
+                )));
+            }
+            let answer = tokio::select! {
+                answer = answer => answer.unwrap_or(Answer::No),
+                () = ctx.cancel.cancelled() => Answer::No,
+            };
+            Ok(match answer {
+                Answer::Yes => BeforeToolCall::Run,
+                Answer::Always => {
+                    always
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(tool);
+                    BeforeToolCall::Run
+                }
+                Answer::No => BeforeToolCall::Block(format!(
+                    "The user did not allow this {tool} call; it was not run. Ask them, or do it another way."
+                )),
+            })
+        })
+    }
+}
+
+/// `path` made absolute against `cwd`, `~` expanded, `.` and `..` folded, and the existing part
+/// resolved through its links.
+fn resolve(cwd: &Path, path: &Path) -> PathBuf {
+    let expanded = match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_owned(),
+    };
+    let mut folded = PathBuf::new();
+    for component in cwd.join(expanded).components() {
+        match component {
+            Component::ParentDir => {
+                folded.pop();
+            }
+            Component::CurDir => {}
+            other => folded.push(other),
+        }
+    }
+    folded
+        .ancestors()
+        .find_map(|existing| {
+            let canonical = existing.canonicalize().ok()?;
+            Some(canonical.join(folded.strip_prefix(existing).ok()?))
+        })
+        .unwrap_or(folded)
+}
