@@ -1,8 +1,8 @@
 //! The built-in tools under load: read at the end of a 1 GiB sparse file, bash printing 100 MB,
 //! a fuzzy edit of a 10 MB file, and the path-lock lease against a plain
 //! `DashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>` (alone and with 8 tasks contending for one
-//! key) and against a small-file edit. Peak resident
-//! memory is printed after the read and bash benches.
+//! key) and against a small-file edit; a bash call and a write with and without the sandbox.
+//! Peak resident memory is printed after the read and bash benches.
 //!
 //! `cargo bench --bench builtins`
 
@@ -225,5 +225,46 @@ fn path_lock(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, read_and_bash, path_lock);
+/// The sandbox's price: a bash call that does nothing (`true`) and a small write, unconfined
+/// and under each policy (the helper is the `golato` binary of this build).
+fn sandbox(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut group = c.benchmark_group("sandbox");
+    for policy in [
+        golato::sandbox::Policy::off(),
+        golato::sandbox::Policy::read_only(),
+        golato::sandbox::Policy::workspace_write(),
+    ] {
+        let name = policy.mode.name();
+        let tools = builtin::new(builtin::Config {
+            working_directory: dir.path().into(),
+            sandbox: policy.helper(env!("CARGO_BIN_EXE_golato")),
+            ..Default::default()
+        })
+        .unwrap();
+        let bash = find(&tools, "bash");
+        group.bench_function(format!("bash_true_{name}"), |b| {
+            b.iter(|| invoke(&runtime, bash, json!({"command": "true"})))
+        });
+        if name != "read-only" {
+            let write = find(&tools, "write");
+            group.bench_function(format!("write_small_file_{name}"), |b| {
+                b.iter(|| {
+                    invoke(
+                        &runtime,
+                        write,
+                        json!({"path": "deep/dir/file.txt", "content": "hello"}),
+                    )
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, read_and_bash, path_lock, sandbox);
 criterion_main!(benches);

@@ -1,10 +1,11 @@
 //! The built-in tools a coding agent needs: `read`, `bash`, `edit` and `write`.
 //!
-//! # These tools are not a sandbox
-//! They run with the hosting process's file, process, environment and network permissions; `bash`
-//! inherits the process environment, exported credentials included. Give them to trusted work
-//! only; anything else needs process isolation (a container, a virtual machine or an isolated
-//! host).
+//! # These tools are not a sandbox unless you ask
+//! By default they run with the hosting process's file, process, environment and network
+//! permissions; `bash` inherits the process environment, exported credentials included. Give
+//! them to trusted work only, or confine them with [`Config::sandbox`] (see
+//! [`sandbox`](crate::sandbox): read-only or workspace-write, no network), and for anything
+//! untrusted add process isolation (a container, a virtual machine or an isolated host).
 //!
 //! [`new`] returns the selected tools, built-ins first in the order read, bash, edit, write, then
 //! the custom tools; the list goes to `agent::Config::tools`. Relative paths resolve against the

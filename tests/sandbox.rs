@@ -217,16 +217,27 @@ fn what_a_coding_agent_needs_still_works_in_workspace_write() {
              mkdir -p src/deep && echo nested > src/deep/file && mv src/deep/file src/moved
              head -c 5 /etc/passwd > /dev/null && echo read-anywhere
              echo piped | tr a-z A-Z
+             python3 -c 'import multiprocessing as m; print(\"pool\", sum(m.Pool(2).map(abs, [-1, -2])))'
+             echo shared > /dev/shm/golato-test && cat /dev/shm/golato-test
              (sleep 0.1; echo background) & wait",
             extra = extra.display()
         ),
     );
     let text = result.text();
     assert!(!result.is_error, "{text}");
-    for expected in ["built and ran", "read-anywhere", "PIPED", "background"] {
+    for expected in [
+        "built and ran",
+        "read-anywhere",
+        "PIPED",
+        "background",
+        "pool 3",
+        "shared",
+    ] {
         assert!(text.contains(expected), "{expected:?} missing from {text}");
     }
     assert_eq!(std::fs::read_to_string(&tmp_name).unwrap(), "tmp\n");
+    // /dev/shm was the sandbox's own.
+    assert!(!Path::new("/dev/shm/golato-test").exists());
     std::fs::remove_file(&tmp_name).unwrap();
     assert_eq!(
         std::fs::read_to_string(extra.join("file")).unwrap(),

@@ -20,7 +20,7 @@ use landlock::{
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 
-use super::prepare::{Spec, STATUS_ERROR, STATUS_OK, STATUS_UNSUPPORTED};
+use super::prepare::{Spec, SHM, STATUS_ERROR, STATUS_OK, STATUS_UNSUPPORTED};
 
 /// Devices a confined command may still write (and read): output sinks, sources of bytes, the
 /// terminal.
@@ -171,10 +171,22 @@ fn mount_read_only(spec: &Spec) -> Result<(), Stop> {
         };
         hidden.map_err(failed(format_args!("could not hide {}", denied.display())))?;
     }
+    if spec.private_shm {
+        mount(
+            Some("tmpfs"),
+            SHM,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=1777"),
+        )
+        .map_err(failed(format_args!("could not mount a private {SHM}")))?;
+    }
     let table = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|error| Stop::Failed(format!("could not read /proc/self/mountinfo: {error}")))?;
     for (point, options) in table.lines().filter_map(mount_point) {
-        if spec.writable.iter().any(|root| point.starts_with(root)) {
+        if spec.writable.iter().any(|root| point.starts_with(root))
+            || (spec.private_shm && point.starts_with(SHM))
+        {
             continue;
         }
         // A mount inherited from the parent namespace keeps its locked flags; leaving one
@@ -263,6 +275,11 @@ fn restrict_paths(spec: &Spec) -> Result<String, Stop> {
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
         .map_err(landlock)?
         .add_rules(path_beneath_rules(&spec.writable, AccessFs::from_all(abi)))
+        .map_err(landlock)?
+        .add_rules(path_beneath_rules(
+            spec.private_shm.then_some(SHM),
+            AccessFs::from_all(abi),
+        ))
         .map_err(landlock)?
         .add_rules(path_beneath_rules(devices, AccessFs::from_file(abi)))
         .map_err(landlock)?

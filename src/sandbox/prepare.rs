@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Error, Mode, Policy, HELPER_ARG};
 
+/// Where POSIX shared memory lives.
+pub(crate) const SHM: &str = "/dev/shm";
+
 /// What the helper is told: everything resolved, absolute and canonical.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) struct Spec {
@@ -19,6 +22,11 @@ pub(crate) struct Spec {
     pub(crate) denied: Vec<PathBuf>,
     /// Whether the network (and Unix-domain sockets) stay reachable.
     pub(crate) network: bool,
+    /// Whether `/dev/shm` is replaced by a writable one of the sandbox's own (workspace-write:
+    /// POSIX shared memory and semaphores, as Python's multiprocessing uses, keep working
+    /// without reaching the host's).
+    #[serde(default)]
+    pub(crate) private_shm: bool,
     /// Where the command runs.
     pub(crate) cwd: PathBuf,
 }
@@ -81,6 +89,7 @@ impl Prepared {
             writable,
             denied,
             network: policy.allow_network,
+            private_shm: policy.mode == Mode::WorkspaceWrite && Path::new(SHM).is_dir(),
             cwd: canonical(cwd, cwd, "working directory")?,
         };
         let helper = match &policy.helper {
