@@ -4,7 +4,7 @@
 //! By default they run with the hosting process's file, process, environment and network
 //! permissions; `bash` inherits the process environment, exported credentials included. Give
 //! them to trusted work only, or confine them with [`Config::sandbox`] (see
-//! [`sandbox`](crate::sandbox): read-only or workspace-write, no network), and for anything
+//! [`sandbox`]: read-only or workspace-write, no network), and for anything
 //! untrusted add process isolation (a container, a virtual machine or an isolated host).
 //!
 //! [`new`] returns the selected tools, built-ins first in the order read, bash, edit, write, then
@@ -128,7 +128,7 @@ pub struct Config {
     /// this process's own), for processes sharing a file system: durable workers use
     /// `golato::durable::SharedPathLock`. `None` (the default): the lock is this process's.
     pub shared_lock: Option<Arc<dyn SharedLock>>,
-    /// What the built-ins may touch ([`sandbox`](crate::sandbox)); [`sandbox::Policy::off`]
+    /// What the built-ins may touch ([`sandbox`]); [`sandbox::Policy::off`]
     /// (the default) leaves them the process's power. Any other mode is checked by [`new`],
     /// which fails with [`Error::Sandbox`] where the kernel cannot enforce it.
     pub sandbox: sandbox::Policy,

@@ -279,7 +279,12 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
                 assert_eq!(ran.len(), 1, "{} {call} ran again: {ran:?}", outcome.run_id);
                 assert_eq!(results[call].attempt, None, "{} {call}", outcome.run_id);
             }
-            assert!(results[call].text().contains(&format!("ran {call}")));
+            assert!(
+                results[call].text().contains(&format!("ran {call}")),
+                "{} {call}: {}",
+                outcome.run_id,
+                results[call].text()
+            );
         }
     }
     assert!(

@@ -218,6 +218,10 @@ async fn run(
             }
             () = sleep_until(drain_until), if drain_until.is_some() => {
                 if let Some(status) = exited {
+                    // What the shell wrote before it exited is in the pipe already, even when a
+                    // loaded runtime has not yet seen the pipe become readable (a busy machine
+                    // lost a command's last line that way): read it straight from the pipe.
+                    drain_now(&pipe, &mut output, &mut chunk);
                     break Ending::Exited(status);
                 }
             }
@@ -277,6 +281,17 @@ async fn sandbox_refusal(status: std::io::PipeReader) -> Option<String> {
     Some(format!(
         "the sandbox could not confine the command, so it did not run: {reason}"
     ))
+}
+
+/// Reads what `pipe` holds now, without waiting, into `output`.
+fn drain_now(pipe: &tokio::net::unix::pipe::Receiver, output: &mut Output, chunk: &mut [u8]) {
+    use std::os::fd::AsFd as _;
+    while let Ok(count) = rustix::io::read(pipe.as_fd(), &mut *chunk) {
+        if count == 0 {
+            break;
+        }
+        output.push(&chunk[..count]);
+    }
 }
 
 async fn sleep_until(deadline: Option<Instant>) {
