@@ -47,7 +47,7 @@ mod files;
 mod helper;
 mod prepare;
 
-use std::path::PathBuf;
+use std::path::{Component, Path, PathBuf};
 
 #[cfg(target_os = "linux")]
 pub(crate) use files::{FileRules, Place};
@@ -217,6 +217,46 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+}
+
+/// `path` as the sandbox judges it: `~/` expanded to the home directory, made absolute against
+/// `cwd`, `.` and `..` folded, and the longest part of it that exists resolved through its
+/// symbolic links (the rest, not yet there, appended as written).
+///
+/// ```
+/// let cwd = std::env::temp_dir().canonicalize()?;
+/// let resolved = golato::sandbox::resolve(&cwd, "a/../b/./new.txt".as_ref());
+/// assert_eq!(resolved, cwd.join("b/new.txt"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn resolve(cwd: &Path, path: &Path) -> PathBuf {
+    let expanded = match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_owned(),
+    };
+    let folded = fold(&cwd.join(expanded));
+    folded
+        .ancestors()
+        .find_map(|existing| {
+            let canonical = existing.canonicalize().ok()?;
+            Some(canonical.join(folded.strip_prefix(existing).ok()?))
+        })
+        .unwrap_or(folded)
+}
+
+/// `path` with `.` and `..` folded lexically (a `..` at the root stays there).
+pub(crate) fn fold(path: &Path) -> PathBuf {
+    let mut folded = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                folded.pop();
+            }
+            Component::CurDir => {}
+            other => folded.push(other),
+        }
+    }
+    folded
 }
 
 /// Acts as the sandbox's helper when this process was started as one, and otherwise returns at

@@ -27,16 +27,34 @@ fn three_calls(dir: &Path) -> std::path::PathBuf {
     )
 }
 
+/// `golato run FLAGS --cwd DIR --script SCRIPT go` on a pseudo terminal.
+fn on_a_terminal(dir: &Path, script: &Path, flags: &[&str]) -> Terminal {
+    let mut command = golato();
+    command.arg("run").args(flags).arg("--cwd").arg(dir);
+    command.arg("--script").arg(script).arg("go");
+    Terminal::start(command)
+}
+
+/// The same with standard input closed, as a pipeline or a CI job runs it.
+fn without_a_terminal(dir: &Path, script: &Path, flags: &[&str]) -> std::process::Output {
+    golato()
+        .arg("run")
+        .args(flags)
+        .arg("--cwd")
+        .arg(dir)
+        .arg("--script")
+        .arg(script)
+        .arg("go")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn on_a_terminal_each_call_waits_for_yes_no_or_always() {
     let dir = tempfile::tempdir().unwrap();
     let script = three_calls(dir.path());
-    let mut command = golato();
-    command
-        .args(["run", "--approve", "ask", "--cwd"])
-        .arg(dir.path());
-    command.arg("--script").arg(&script).arg("go");
-    let mut terminal = Terminal::start(command);
+    let mut terminal = on_a_terminal(dir.path(), &script, &["--approve", "ask"]);
     terminal.wait_for("Allow bash $ echo one > one.txt?", 1);
     // Nothing ran before the answer.
     assert!(!dir.path().join("one.txt").exists());
@@ -67,12 +85,7 @@ fn on_a_terminal_each_call_waits_for_yes_no_or_always() {
 fn ctrl_c_at_a_question_cancels_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let script = three_calls(dir.path());
-    let mut command = golato();
-    command
-        .args(["run", "--approve", "ask", "--cwd"])
-        .arg(dir.path());
-    command.arg("--script").arg(&script).arg("go");
-    let mut terminal = Terminal::start(command);
+    let mut terminal = on_a_terminal(dir.path(), &script, &["--approve", "ask"]);
     terminal.wait_for("Allow bash", 1);
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(terminal.child.id() as i32).unwrap(),
@@ -89,15 +102,7 @@ fn ctrl_c_at_a_question_cancels_the_run() {
 fn without_a_terminal_a_call_that_needs_a_yes_is_refused_with_how_to_allow_it() {
     let dir = tempfile::tempdir().unwrap();
     let script = three_calls(dir.path());
-    let output = golato()
-        .args(["run", "--json", "--approve", "ask", "--cwd"])
-        .arg(dir.path())
-        .arg("--script")
-        .arg(&script)
-        .arg("go")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let output = without_a_terminal(dir.path(), &script, &["--json", "--approve", "ask"]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let lines = json_lines(&output);
     assert_eq!(of_type(&lines, "run_start")[0]["approve"], "ask");
@@ -168,12 +173,7 @@ fn the_default_asks_only_an_unconfined_run_on_a_terminal() {
     assert_eq!(of_type(&lines, "run_start")[0]["approve"], "never");
     assert!(dir.path().join("two.txt").exists());
     // Unconfined on a terminal: the first call asks.
-    let mut command = golato();
-    command
-        .args(["run", "--sandbox", "off", "--cwd"])
-        .arg(dir.path());
-    command.arg("--script").arg(&script).arg("go");
-    let mut terminal = Terminal::start(command);
+    let mut terminal = on_a_terminal(dir.path(), &script, &["--sandbox", "off"]);
     terminal.wait_for("Allow bash", 1);
     terminal.type_line("y");
     terminal.wait_for("Allow write", 1);

@@ -5,15 +5,11 @@
 
 mod support;
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Instant;
+use std::process::Command;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use support::cli::*;
-use support::HANG_GUARD;
 
 #[test]
 fn the_demo_fixes_its_project_and_the_check_ends_green() {
@@ -78,65 +74,26 @@ fn run_on_a_terminal(no_color: bool) -> String {
             json!({"text": "All done."}),
         ],
     );
-    let (master, slave_path) = pty();
-    let slave = || {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&slave_path)
-            .unwrap()
-    };
     let mut command = golato();
-    command
-        .args([
-            "run",
-            "--cwd",
-            dir.path().to_str().unwrap(),
-            "--script",
-            script.to_str().unwrap(),
-            "go",
-        ])
-        .env("TERM", "xterm-256color")
-        .stdin(Stdio::from(slave()))
-        .stdout(Stdio::from(slave()))
-        .stderr(Stdio::from(slave()));
+    command.args([
+        "run",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "go",
+    ]);
     if no_color {
         command.env("NO_COLOR", "1");
     }
-    let mut child = command.spawn().unwrap();
-    drop(command);
-    let (sender, screen) = mpsc::channel::<Vec<u8>>();
-    let mut reader = std::fs::File::from(master);
-    std::thread::spawn(move || {
-        let mut buffer = [0u8; 4096];
-        // Reading fails (EIO) once the program and its children closed the terminal.
-        while let Ok(count) = reader.read(&mut buffer) {
-            if count == 0 || sender.send(buffer[..count].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut drawn = Vec::new();
-    let started = Instant::now();
+    let mut terminal = Terminal::start(command);
     // The handshake: the spinner line shows the tool's latest output ("42ready" is in no
     // argument, only in what the shell printed).
-    while !String::from_utf8_lossy(&drawn).contains("42ready") {
-        assert!(
-            started.elapsed() < HANG_GUARD,
-            "no spinner: {:?}",
-            String::from_utf8_lossy(&drawn)
-        );
-        if let Ok(chunk) = screen.recv_timeout(HANG_GUARD) {
-            drawn.extend(chunk);
-        }
-    }
+    terminal.wait_for("42ready", 1);
     std::fs::write(dir.path().join("go"), "").unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
-    while let Ok(chunk) = screen.recv_timeout(std::time::Duration::from_millis(500)) {
-        drawn.extend(chunk);
-    }
-    String::from_utf8(drawn).unwrap()
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, Some(0));
+    screen
 }
 
 #[test]

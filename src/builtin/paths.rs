@@ -1,7 +1,7 @@
 //! Paths as the model gives them, resolved against the set's working directory.
 
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// The working directory captured by `builtin::new`, and the sandbox's rules for the file
 /// tools.
@@ -134,17 +134,7 @@ pub(crate) fn lock_key(path: &Path) -> PathBuf {
             return parent.join(name);
         }
     }
-    let mut folded = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                folded.pop();
-            }
-            Component::CurDir => {}
-            other => folded.push(other),
-        }
-    }
-    folded
+    crate::sandbox::fold(path)
 }
 
 /// `path` as error texts show it: whole up to 2,000 characters, else cut there with its length

@@ -156,30 +156,12 @@ impl FileRules {
     }
 }
 
-/// `path` split into its directory and file name, with `.` and `..` folded and the existing
-/// part of the directory's symbolic links followed (only to choose the writable root: the
-/// opening beneath it is what decides).
+/// `path` split into its resolved directory and its file name (only to choose the writable
+/// root: the opening beneath it is what decides).
 fn resolve_lexically(path: &Path) -> Option<(PathBuf, OsString)> {
-    let mut folded = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                folded.pop();
-            }
-            Component::CurDir => {}
-            other => folded.push(other),
-        }
-    }
+    let folded = super::fold(path);
     let name = folded.file_name()?.to_owned();
-    let directory = folded.parent()?;
-    let resolved = directory
-        .ancestors()
-        .find_map(|existing| {
-            let canonical = existing.canonicalize().ok()?;
-            Some(canonical.join(directory.strip_prefix(existing).ok()?))
-        })
-        .unwrap_or_else(|| directory.to_owned());
-    Some((resolved, name))
+    Some((super::resolve(Path::new("/"), folded.parent()?), name))
 }
 
 fn denied_text(shown: &str, denied: &Path) -> String {

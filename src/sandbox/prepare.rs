@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::Read as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -65,7 +65,7 @@ impl Prepared {
                 }
             }
             for root in &policy.writable_roots {
-                let root = canonical(&expand(root, cwd), root, "writable root")?;
+                let root = canonical(&super::resolve(cwd, root), root, "writable root")?;
                 if !root.is_dir() {
                     return Err(Error::Path {
                         role: "writable root",
@@ -81,7 +81,7 @@ impl Prepared {
         let mut denied: Vec<PathBuf> = policy
             .denied_paths
             .iter()
-            .filter_map(|path| expand(path, cwd).canonicalize().ok())
+            .filter_map(|path| super::resolve(cwd, path).canonicalize().ok())
             .collect();
         denied.sort();
         denied.dedup();
@@ -118,25 +118,6 @@ impl Prepared {
     pub(crate) fn helper_args(&self) -> [&str; 3] {
         [HELPER_ARG, &self.spec_json, "--"]
     }
-}
-
-/// `path` with `~` expanded and made absolute against `cwd`, `.` and `..` folded.
-fn expand(path: &Path, cwd: &Path) -> PathBuf {
-    let expanded = match (path.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => path.to_owned(),
-    };
-    let mut folded = PathBuf::new();
-    for component in cwd.join(expanded).components() {
-        match component {
-            Component::ParentDir => {
-                folded.pop();
-            }
-            Component::CurDir => {}
-            other => folded.push(other),
-        }
-    }
-    folded
 }
 
 fn canonical(path: &Path, shown: &Path, role: &'static str) -> Result<PathBuf, Error> {

@@ -7,7 +7,7 @@
 //! that needs asking is refused with a result that says how to allow it: never a hang.
 
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use clap::ValueEnum;
@@ -119,7 +119,11 @@ impl Approver {
         };
         let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
         let roots = std::iter::once(cwd.clone())
-            .chain(writable.iter().map(|root| resolve(&cwd, root)))
+            .chain(
+                writable
+                    .iter()
+                    .map(|root| golato::sandbox::resolve(&cwd, root)),
+            )
             .collect();
         let approver = Approver {
             mode,
@@ -150,7 +154,7 @@ impl Approver {
             Approve::Ask => true,
             Approve::Edits => match (tool, ctx.arguments["path"].as_str()) {
                 ("write" | "edit", Some(path)) => {
-                    let path = resolve(&self.cwd, Path::new(path));
+                    let path = golato::sandbox::resolve(&self.cwd, Path::new(path));
                     !self.roots.iter().any(|root| path.starts_with(root))
                 }
                 _ => true,
@@ -207,30 +211,4 @@ impl Hook for Approver {
             })
         })
     }
-}
-
-/// `path` made absolute against `cwd`, `~` expanded, `.` and `..` folded, and the existing part
-/// resolved through its links.
-fn resolve(cwd: &Path, path: &Path) -> PathBuf {
-    let expanded = match (path.strip_prefix("~"), std::env::var_os("HOME")) {
-        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
-        _ => path.to_owned(),
-    };
-    let mut folded = PathBuf::new();
-    for component in cwd.join(expanded).components() {
-        match component {
-            Component::ParentDir => {
-                folded.pop();
-            }
-            Component::CurDir => {}
-            other => folded.push(other),
-        }
-    }
-    folded
-        .ancestors()
-        .find_map(|existing| {
-            let canonical = existing.canonicalize().ok()?;
-            Some(canonical.join(folded.strip_prefix(existing).ok()?))
-        })
-        .unwrap_or(folded)
 }
