@@ -102,14 +102,19 @@ async fn openai_compatible_flags_reach_the_server_and_the_answer_streams() {
         .map(|tool| tool["function"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(tools, ["read", "bash"]);
-    // The recorded answer, then the summary with the tokens the provider reported.
-    let text = stdout(&output);
-    let summary = text.lines().last().unwrap();
+    // Piped, standard output carries the answer alone; the story and the summary, with the
+    // tokens the provider reported, go to standard error.
+    let answer = stdout(&output);
+    assert!(!answer.trim().is_empty(), "{output:?}");
+    assert!(!answer.contains("done:"), "{answer}");
+    let story = String::from_utf8(output.stderr).unwrap();
+    assert!(story.contains(answer.trim()), "{story}");
+    let summary = story.lines().last().unwrap();
     assert!(
         summary.starts_with("done: 1 turn(s), 0 tool call(s)"),
-        "{text}"
+        "{story}"
     );
-    assert!(summary.ends_with("14 in / 47 out tokens"), "{text}");
+    assert!(summary.ends_with("14 in / 47 out tokens"), "{story}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,13 +173,14 @@ async fn an_unreachable_provider_is_exit_1_with_one_line_saying_what_to_check() 
     ]);
     let output = run(command).await;
     assert_eq!(output.status.code(), Some(1), "{output:?}");
-    let error = one_error_line(&output);
-    assert!(error.contains("check the base URL"), "{error}");
-    assert!(stdout(&output)
-        .lines()
-        .last()
-        .unwrap()
-        .starts_with("failed: 1 turn(s)"));
+    // No answer on standard output; on standard error the error, then the summary counting it.
+    assert_eq!(stdout(&output), "");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|line| !is_header(line)).collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(lines[0].starts_with("golato: "), "{stderr}");
+    assert!(lines[0].contains("check the base URL"), "{stderr}");
+    assert!(lines[1].starts_with("failed: 1 turn(s)"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,5 +263,77 @@ async fn a_base_url_means_openai_compatible_even_with_an_anthropic_key_exported(
     assert!(
         stderr.starts_with(&format!("golato: openai local-model at {host} · cwd ")),
         "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_comes_from_an_argument_a_file_or_standard_input_and_images_attach() {
+    use std::io::Write as _;
+    let (url, requests) = serve(fixture("openai-chat/text-stop.sse")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let prompt_file = dir.path().join("prompt.txt");
+    std::fs::write(&prompt_file, "from a file").unwrap();
+    let png = dir.path().join("dot.png");
+    image::RgbImage::from_pixel(2, 2, image::Rgb([0, 0, 255]))
+        .save(&png)
+        .unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["an argument".into()], ""),
+        (vec![format!("@{}", prompt_file.display())], ""),
+        (vec!["-".into()], "from a pipe"),
+        (vec![], "piped, no argument"),
+        (
+            vec!["see".into(), "--image".into(), png.display().to_string()],
+            "",
+        ),
+    ];
+    for (arguments, stdin) in &cases {
+        let mut command = golato();
+        command
+            .args([
+                "run",
+                "-q",
+                "--base-url",
+                &format!("{url}/v1"),
+                "-m",
+                "m",
+                "-C",
+            ])
+            .arg(dir.path())
+            .args(arguments)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let stdin = stdin.to_string();
+        let output = tokio::task::spawn_blocking(move || {
+            let mut child = command.spawn().unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(stdin.as_bytes())
+                .unwrap();
+            child.wait_with_output().unwrap()
+        })
+        .await
+        .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{arguments:?}: {output:?}");
+    }
+    let sent: Vec<Value> = requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, _, body)| body["messages"][1]["content"].clone())
+        .collect();
+    assert_eq!(sent[0], "an argument");
+    assert_eq!(sent[1], "from a file");
+    assert_eq!(sent[2], "from a pipe");
+    assert_eq!(sent[3], "piped, no argument");
+    // With an image, the content is a list: the text, then the image as a data URL.
+    assert_eq!(sent[4][0]["text"], "see", "{}", sent[4]);
+    let image_url = sent[4][1]["image_url"]["url"].as_str().unwrap();
+    assert!(
+        image_url.starts_with("data:image/png;base64,"),
+        "{image_url}"
     );
 }

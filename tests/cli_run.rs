@@ -70,7 +70,7 @@ fn an_image_result_is_named_with_its_type_and_size() {
     );
     let output = run_script(dir.path(), &script, &[]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let text = stdout(&output);
+    let text = story(&output);
     assert!(
         text.contains(&format!("  │ [image: image/png, {png_size} bytes]")),
         "{text}"
@@ -78,20 +78,32 @@ fn an_image_result_is_named_with_its_type_and_size() {
 }
 
 #[test]
-fn piped_output_is_plain_lines_with_each_call_and_a_summary() {
+fn piped_stdout_is_the_answer_alone_and_the_story_goes_to_stderr_in_plain_lines() {
     let dir = tempfile::tempdir().unwrap();
     let script = two_calls_script(dir.path());
     let output = run_script(dir.path(), &script, &[]);
     assert_eq!(output.status.code(), Some(0));
-    let text = stdout(&output);
+    // As `codex exec` does: what a pipeline consumes is the final answer.
+    assert_eq!(stdout(&output), "Both ran.\n");
+    let text = String::from_utf8(output.stderr).unwrap();
     assert!(
         !text.contains('\x1b'),
         "escape codes in piped output: {text:?}"
     );
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "Looking.");
-    assert_eq!(lines[1], "→ bash $ echo one");
-    assert_eq!(lines[2], "→ bash $ echo two");
+    let canonical = dir.path().canonicalize().unwrap();
+    // First the header: what the run uses.
+    assert_eq!(
+        lines[0],
+        format!(
+            "golato: script at {} · cwd {} · tools read,bash,edit,write · sandbox workspace-write, no network · approve never",
+            script.display(),
+            canonical.display()
+        )
+    );
+    assert_eq!(lines[1], "Looking.");
+    assert_eq!(lines[2], "→ bash $ echo one");
+    assert_eq!(lines[3], "→ bash $ echo two");
     assert!(lines
         .iter()
         .any(|line| line.starts_with("✓ bash $ echo one")));
@@ -102,19 +114,18 @@ fn piped_output_is_plain_lines_with_each_call_and_a_summary() {
         summary.starts_with("done: 2 turn(s), 2 tool call(s), "),
         "{summary}"
     );
-    // Stderr holds only the header: what the run used, and nothing of the run's own output.
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    let header: Vec<&str> = stderr.lines().collect();
-    assert_eq!(header.len(), 1, "{stderr}");
-    let canonical = dir.path().canonicalize().unwrap();
-    assert_eq!(
-        header[0],
-        format!(
-            "golato: script at {} · cwd {} · tools read,bash,edit,write · sandbox workspace-write, no network · approve never",
-            script.display(),
-            canonical.display()
-        )
-    );
+}
+
+#[test]
+fn quiet_prints_the_answer_alone_and_o_writes_it_to_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = two_calls_script(dir.path());
+    let answer = dir.path().join("answer.txt");
+    let output = run_script(dir.path(), &script, &["-q", "-o", answer.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(stdout(&output), "Both ran.\n");
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    assert_eq!(std::fs::read_to_string(&answer).unwrap(), "Both ran.");
 }
 
 #[test]
@@ -293,14 +304,15 @@ fn max_turns_ends_the_run_with_exit_1_and_one_clear_line() {
     let script = two_calls_script(dir.path());
     let output = run_script(dir.path(), &script, &["--max-turns", "1"]);
     assert_eq!(output.status.code(), Some(1));
-    let error = one_error_line(&output);
+    assert_eq!(stdout(&output), "", "no answer");
+    // The error, then the summary that counts it, last on stderr.
+    let text = story(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    let (error, summary) = (lines[lines.len() - 2], lines[lines.len() - 1]);
+    assert!(error.starts_with("golato: "), "{text}");
     assert!(error.contains("limit of 1 turn(s)"), "{error}");
     assert!(error.contains("--max-turns"), "{error}");
-    assert!(stdout(&output)
-        .lines()
-        .last()
-        .unwrap()
-        .starts_with("failed: "));
+    assert!(summary.starts_with("failed: "), "{text}");
 }
 
 #[test]
@@ -433,7 +445,7 @@ fn a_replay_whose_results_differ_says_where_and_still_finishes() {
 
     let output = run_script(dir.path(), &recorded, &[]);
     assert_eq!(output.status.code(), Some(0));
-    let text = stdout(&output);
+    let text = story(&output);
     assert!(
         text.contains("! the replay differs from the recording at turn 1, call 2 (read r): line 1: recorded \"first\", the replay got \"changed\""),
         "{text}"
@@ -506,7 +518,7 @@ fn usage_errors_exit_2_with_one_line_before_anything_runs() {
             vec!["run", "--tool", "read", "go"],
             "a similar argument exists: '--tools'",
         ),
-        (vec!["run"], "<PROMPT>; see 'golato run --help'"),
+        (vec!["run"], "the prompt is empty"),
         (vec!["run", "--max-turns", "0", "go"], "--max-turns"),
     ] {
         let output = golato_output(&args);

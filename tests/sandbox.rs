@@ -2,8 +2,8 @@
 //! checked on the file system, a loopback listener or a process (not only the tool's word);
 //! what must still work; and what happens where the kernel cannot enforce a policy.
 //!
-//! "Outside" is a directory under the build's own temporary directory (never under `/tmp`,
-//! which a workspace-write sandbox leaves writable).
+//! "Outside" is a directory under none of the places a workspace-write sandbox leaves writable
+//! ([`outside_base`]).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -33,6 +33,25 @@ fn bash(tools: &[Tool], command: &str) -> ToolResultMessage {
     call_tool(tools, "bash", &json!({ "command": command }).to_string())
 }
 
+/// A directory under none of workspace-write's own writable places (`/tmp`, `TMPDIR`): the
+/// build's temporary directory unless the checkout itself is under one of them (a clone in
+/// `/tmp`), else `/var/tmp`, else the home directory.
+fn outside_base() -> PathBuf {
+    let writable: Vec<PathBuf> = [PathBuf::from("/tmp"), std::env::temp_dir()]
+        .iter()
+        .filter_map(|path| path.canonicalize().ok())
+        .collect();
+    [
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()),
+    ]
+    .into_iter()
+    .filter_map(|candidate| candidate.canonicalize().ok())
+    .find(|candidate| !writable.iter().any(|root| candidate.starts_with(root)))
+    .expect("a directory outside /tmp and TMPDIR to try escapes into")
+}
+
 /// A file's content, mode and modification time (seconds, nanoseconds).
 type FileState = (String, u32, i64, i64);
 
@@ -44,7 +63,7 @@ struct Outside {
 
 impl Outside {
     fn new() -> Outside {
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let dir = tempfile::tempdir_in(outside_base()).unwrap();
         let path = dir.path().canonicalize().unwrap();
         std::fs::write(path.join("f"), "original").unwrap();
         support::chmod(&path.join("f"), 0o644);
@@ -202,7 +221,7 @@ fn read_only_leaves_nothing_writable_not_even_the_workspace_or_tmp() {
 #[test]
 fn what_a_coding_agent_needs_still_works_in_workspace_write() {
     let (_dir, workspace) = workspace();
-    let extra = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let extra = tempfile::tempdir_in(outside_base()).unwrap();
     let extra = extra.path().canonicalize().unwrap();
     let tools = tools(&workspace, Policy::workspace_write().writable(&extra));
     let tmp_name = format!("/tmp/golato-sandbox-ok-{}", std::process::id());

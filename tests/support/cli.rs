@@ -80,6 +80,11 @@ pub fn one_error_line(output: &Output) -> String {
     lines[0].to_owned()
 }
 
+/// Standard error: where a piped run's story goes (header, live view, summary).
+pub fn story(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
 pub fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()
 }

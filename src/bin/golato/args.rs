@@ -7,8 +7,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Runs LLM agents with the read, bash, edit and write tools.
 ///
-/// These tools are not a sandbox: they run with this process's file, process, environment and
-/// network permissions. Use them on trusted work only.
+/// `golato run` confines the tools by default (--sandbox workspace-write: the working directory,
+/// /tmp and TMPDIR writable, no network); `--sandbox off` gives them this process's file,
+/// process, environment and network permissions.
 #[derive(Debug, Parser)]
 #[command(name = "golato", version, about, long_about)]
 pub(crate) struct Cli {
@@ -46,8 +47,19 @@ pub(crate) enum ProviderKind {
 
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// What to ask the agent.
-    pub(crate) prompt: String,
+    /// What to ask the agent: the text, @FILE for a file's contents, or - to read it from
+    /// standard input (also read from there when no PROMPT is given and standard input is not
+    /// a terminal).
+    pub(crate) prompt: Option<String>,
+    /// Attach an image (PNG, JPEG, GIF or WebP) to the prompt; repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) image: Vec<PathBuf>,
+    /// Also write the final answer to FILE.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub(crate) output_last_message: Option<PathBuf>,
+    /// Print only the final answer: no live view, no summary (errors still go to stderr).
+    #[arg(short, long, conflicts_with = "json")]
+    pub(crate) quiet: bool,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
     /// Write what the model said, turn by turn, as a script that --script replays.
@@ -66,7 +78,13 @@ pub(crate) struct RunArgs {
 #[derive(Debug, Args)]
 pub(crate) struct AgentArgs {
     /// Directory the tools work in; relative paths resolve against it.
-    #[arg(long, default_value = ".", value_name = "DIR")]
+    #[arg(
+        short = 'C',
+        long,
+        visible_alias = "cd",
+        default_value = ".",
+        value_name = "DIR"
+    )]
     pub(crate) cwd: PathBuf,
     /// The model's API [default: openai with --base-url or OPENAI_BASE_URL; anthropic with
     /// ANTHROPIC_BASE_URL, or with ANTHROPIC_API_KEY and no OPENAI_API_KEY; else openai].
@@ -74,7 +92,7 @@ pub(crate) struct AgentArgs {
     pub(crate) provider: Option<ProviderKind>,
     /// The model ID [default: OPENAI_MODEL or ANTHROPIC_MODEL, else gpt-4o-mini or
     /// claude-sonnet-4-5].
-    #[arg(long)]
+    #[arg(short, long)]
     pub(crate) model: Option<String>,
     /// The API's base URL, e.g. http://localhost:11434/v1 for Ollama [default: OPENAI_BASE_URL or
     /// ANTHROPIC_BASE_URL, else the provider's own].

@@ -71,7 +71,9 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
     let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
     drive(Session {
         agent,
-        prompt: PROMPT.to_owned(),
+        prompt: golato::message::UserMessage::new(PROMPT),
+        story: crate::live::Target::Stdout,
+        last_message: None,
         view: args.view,
         recorder,
         recording: Some(recording),

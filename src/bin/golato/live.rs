@@ -34,9 +34,43 @@ const RESULT_LINES: usize = 3;
 /// Characters of one shown line (an argument summary, a result line, the latest output).
 const LINE_WIDTH: usize = 100;
 
+/// Where the live view writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// Standard output: the terminal, or (for the demo) wherever it goes.
+    Stdout,
+    /// Standard error, when standard output carries only the final answer.
+    Stderr,
+    /// Nowhere (`--quiet`).
+    Nowhere,
+}
+
+impl Target {
+    /// Whether the target is a terminal that can show spinners.
+    pub(crate) fn is_terminal(self) -> bool {
+        use std::io::IsTerminal as _;
+        match self {
+            Target::Stdout => std::io::stdout().is_terminal(),
+            Target::Stderr => std::io::stderr().is_terminal(),
+            Target::Nowhere => false,
+        }
+    }
+
+    /// The spinners' draw target on this stream.
+    pub(crate) fn draw_target(self) -> indicatif::ProgressDrawTarget {
+        match self {
+            Target::Stdout => indicatif::ProgressDrawTarget::stdout(),
+            Target::Stderr => indicatif::ProgressDrawTarget::stderr(),
+            Target::Nowhere => indicatif::ProgressDrawTarget::hidden(),
+        }
+    }
+}
+
 /// The terminal view.
 pub(crate) struct Live {
-    /// The spinners, when stdout is a terminal.
+    /// Where the story goes.
+    target: Target,
+    /// The spinners, when the target is a terminal.
     bars: Option<MultiProgress>,
     /// Calls of the current batch that have started and not ended, by index.
     calls: HashMap<usize, Running>,
@@ -63,8 +97,9 @@ enum Streamed {
 impl Live {
     /// A view drawing spinners through `bars` when given (stdout is a terminal), plain lines
     /// otherwise.
-    pub(crate) fn new(bars: Option<MultiProgress>) -> Live {
+    pub(crate) fn new(target: Target, bars: Option<MultiProgress>) -> Live {
         Live {
+            target,
             bars,
             calls: HashMap::new(),
             stream: Streamed::Nothing,
@@ -72,16 +107,25 @@ impl Live {
         }
     }
 
-    /// Writes to stdout with the spinners cleared, so text never lands inside a bar.
+    /// Writes to the target with the spinners cleared, so text never lands inside a bar.
     fn write(&mut self, text: &str) {
-        if text.is_empty() {
+        if text.is_empty() || self.target == Target::Nowhere {
             return;
         }
         self.at_line_start = text.ends_with('\n');
+        let target = self.target;
         let write = || {
-            let mut out = anstream::stdout().lock();
-            // A closed stdout (a pipe whose reader left) must not stop the run.
-            let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+            // A closed stream (a pipe whose reader left) must not stop the run.
+            let _ = match target {
+                Target::Stderr => {
+                    let mut out = anstream::stderr().lock();
+                    out.write_all(text.as_bytes()).and_then(|()| out.flush())
+                }
+                _ => {
+                    let mut out = anstream::stdout().lock();
+                    out.write_all(text.as_bytes()).and_then(|()| out.flush())
+                }
+            };
         };
         match &self.bars {
             Some(bars) => bars.suspend(write),
@@ -338,7 +382,7 @@ impl View for Live {
 
     fn answered(&mut self, _answer: crate::approve::Answer) {
         if let Some(bars) = &self.bars {
-            bars.set_draw_target(indicatif::ProgressDrawTarget::stdout());
+            bars.set_draw_target(self.target.draw_target());
         }
     }
 

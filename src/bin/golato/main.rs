@@ -19,6 +19,7 @@ mod header;
 mod interrupt;
 mod json;
 mod live;
+mod prompt;
 mod provider;
 mod record;
 mod report;

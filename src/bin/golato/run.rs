@@ -11,7 +11,7 @@ use golato::builtin;
 use golato::generator::{Generator, Model, Scripted};
 use golato::message::UserMessage;
 use golato::tool::Execution;
-use indicatif::{MultiProgress, ProgressDrawTarget};
+use indicatif::MultiProgress;
 use tokio::sync::mpsc;
 
 use crate::approve::{Answer, Approve, Approver, Question, Questions};
@@ -19,7 +19,7 @@ use crate::args::{AgentArgs, RunArgs, ViewArgs};
 use crate::header::Header;
 use crate::interrupt::Signals;
 use crate::json::JsonLines;
-use crate::live::Live;
+use crate::live::{Live, Target};
 use crate::record::{Recorder, Recording};
 use crate::report::{Ending, Tally, View};
 use crate::{trace, CliError, Exit};
@@ -29,6 +29,7 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a
 
 pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     // Everything a usage error can come from is checked before anything runs.
+    let prompt = crate::prompt::user_message(args.prompt, &args.image)?;
     let interactive = std::io::stdin().is_terminal() && !args.view.json;
     let Built {
         agent,
@@ -44,10 +45,20 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
         )),
         None => None,
     };
+    // As `codex exec` does: piped, standard output carries the final answer and nothing else.
+    let story = if args.quiet {
+        Target::Nowhere
+    } else if std::io::stdout().is_terminal() {
+        Target::Stdout
+    } else {
+        Target::Stderr
+    };
     drive(Session {
         agent,
-        prompt: args.prompt,
+        prompt,
         view: args.view,
+        story,
+        last_message: args.output_last_message,
         recorder,
         recording,
         workspace: None,
@@ -200,7 +211,7 @@ fn builtin_tools(
 
 /// The script as a generator, and the results it recorded.
 pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError> {
-    let text = read_bounded(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
+    let text = crate::prompt::read_bounded(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
         CliError::usage(format!(
             "cannot read the script {}: {error}; give --script a JSON or JSONL file written by --record",
             path.display()
@@ -214,30 +225,10 @@ pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError
 /// The largest system prompt read from a file: 16 MiB.
 const MAX_SYSTEM_PROMPT_BYTES: u64 = 16 * 1024 * 1024;
 
-/// The text of the file at `path`, read no further than `limit` bytes: a device such as
-/// `/dev/zero` would otherwise be read without end.
-fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
-    use std::io::Read as _;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(limit + 1)
-        .read_to_string(&mut text)?;
-    if text.len() as u64 > limit {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::FileTooLarge,
-            format!(
-                "it is larger than {} MiB, the most golato reads",
-                limit / (1024 * 1024)
-            ),
-        ));
-    }
-    Ok(text)
-}
-
 /// `--system TEXT`, or `--system @FILE` for a file's contents.
 fn system_text(value: &str) -> Result<String, CliError> {
     match value.strip_prefix('@') {
-        Some(path) => read_bounded(Path::new(path), MAX_SYSTEM_PROMPT_BYTES).map_err(|error| {
+        Some(path) => crate::prompt::read_bounded(Path::new(path), MAX_SYSTEM_PROMPT_BYTES).map_err(|error| {
             CliError::usage(format!(
                 "cannot read the system prompt from {path}: {error}; --system takes the text itself or @FILE"
             ))
@@ -249,8 +240,13 @@ fn system_text(value: &str) -> Result<String, CliError> {
 /// One run to drive.
 pub(crate) struct Session {
     pub(crate) agent: Agent,
-    pub(crate) prompt: String,
+    pub(crate) prompt: UserMessage,
     pub(crate) view: ViewArgs,
+    /// Where the live view writes; unless it is standard output, the final answer goes there
+    /// alone at the end.
+    pub(crate) story: Target,
+    /// Where the final answer is also written (`-o`).
+    pub(crate) last_message: Option<PathBuf>,
     pub(crate) recorder: Option<Recorder>,
     pub(crate) recording: Option<Recording>,
     /// Shown at the end (the demo's project directory).
@@ -268,20 +264,20 @@ pub(crate) struct Session {
 /// (started tools are waited for); a second one exits at once.
 pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     let mut signals = Signals::listen()?;
-    let bars = spinners(&session.view);
+    let bars = spinners(&session.view, session.story);
     if session.view.trace {
         trace::install(bars.clone())?;
     }
     let mut view: Box<dyn View> = if session.view.json {
         Box::new(JsonLines::with_header(session.header.as_ref()))
     } else {
-        if let Some(header) = &session.header {
+        if let (Some(header), false) = (&session.header, session.story == Target::Nowhere) {
             eprintln!("{header}");
         }
-        Box::new(Live::new(bars))
+        Box::new(Live::new(session.story, bars))
     };
     let started = Instant::now();
-    let input = Input::from(UserMessage::new(session.prompt.as_str()));
+    let input = Input::from(session.prompt);
     let run = match session.journal.clone() {
         Some(journal) => session.agent.start_journaled(input, journal),
         None => session.agent.start(input),
@@ -292,9 +288,14 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     let mut answers: Option<mpsc::UnboundedReceiver<String>> = None;
     loop {
         tokio::select! {
-            Some(question) = next_question(&mut session.questions) => {
+            Some(mut question) = next_question(&mut session.questions) => {
+                // A run being cancelled asks nothing more (its calls are refused anyway).
+                if interrupted.is_some() || question.reply.is_closed() {
+                    let _ = question.reply.send(Answer::No);
+                    continue;
+                }
                 let lines = answers.get_or_insert_with(terminal_lines);
-                match ask(&mut *view, &question, lines, &mut signals).await {
+                match ask(&mut *view, &mut question, lines, &mut signals).await {
                     Ok(answer) => {
                         let _ = question.reply.send(answer);
                     }
@@ -345,16 +346,32 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         }
         (_, error) => (exit, error),
     };
+    // The error first, then the summary that counts it.
+    if let Some(error) = &error {
+        eprintln!("golato: {error}");
+    }
     view.end(&Ending {
         exit,
-        error: error.clone(),
-        final_text,
+        error,
+        final_text: final_text.clone(),
         tally: &tally,
         wall: started.elapsed(),
         workspace: session.workspace,
     });
-    if let Some(error) = error {
-        eprintln!("golato: {error}");
+    if let Some(text) = &final_text {
+        if session.story != Target::Stdout && !session.view.json {
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{text}").and_then(|()| out.flush());
+        }
+        if let Some(path) = &session.last_message {
+            std::fs::write(path, text).map_err(|error| {
+                CliError::Failed(format!(
+                    "the run ended but its answer could not be written to {} (-o): {error}",
+                    path.display()
+                ))
+            })?;
+        }
     }
     Ok(exit)
 }
@@ -382,10 +399,11 @@ fn terminal_lines() -> mpsc::UnboundedReceiver<String> {
 }
 
 /// Shows `question` and waits for an answer; a signal meanwhile is returned instead (the run is
-/// then cancelled), and the end of input answers no.
+/// then cancelled), and the end of input answers no, as does a call that stopped waiting (its
+/// run was cancelled, or it timed out).
 async fn ask(
     view: &mut dyn View,
-    question: &Question,
+    question: &mut Question,
     lines: &mut mpsc::UnboundedReceiver<String>,
     signals: &mut Signals,
 ) -> Result<Answer, crate::interrupt::Signal> {
@@ -403,6 +421,7 @@ async fn ask(
                 }
             }
             signal = signals.next() => break Err(signal),
+            () = question.reply.closed() => break Ok(Answer::No),
         }
     };
     view.answered(*answer.as_ref().unwrap_or(&Answer::No));
@@ -420,8 +439,8 @@ fn describe(error: &agent::Error) -> String {
 }
 
 /// Spinners are drawn only on a terminal that can show them, and never with `--json`.
-fn spinners(view: &ViewArgs) -> Option<MultiProgress> {
+fn spinners(view: &ViewArgs, story: Target) -> Option<MultiProgress> {
     let dumb = std::env::var("TERM").is_ok_and(|term| term == "dumb");
-    (!view.json && !dumb && std::io::stdout().is_terminal())
-        .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stdout()))
+    (!view.json && !dumb && story.is_terminal())
+        .then(|| MultiProgress::with_draw_target(story.draw_target()))
 }

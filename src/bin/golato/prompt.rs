@@ -1,0 +1,118 @@
+//! Where `golato run`'s prompt comes from: the argument, `@FILE`, or standard input (`-`, or
+//! piped with no argument); and the images `--image` attaches to it.
+
+use std::io::{IsTerminal as _, Read as _};
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use golato::message::{Content, UserMessage};
+
+use crate::CliError;
+
+/// The largest prompt read from a file or standard input: 16 MiB.
+const MAX_PROMPT_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest image attached: 20 MiB (providers refuse far smaller ones).
+const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+
+/// The prompt as a user message: its text, then the images.
+pub(crate) fn user_message(
+    argument: Option<String>,
+    images: &[PathBuf],
+) -> Result<UserMessage, CliError> {
+    let text = match argument.as_deref() {
+        Some("-") => from_stdin()?,
+        Some(argument) => match argument.strip_prefix('@') {
+            Some(path) => read_bounded(Path::new(path), MAX_PROMPT_BYTES).map_err(|error| {
+                CliError::usage(format!(
+                    "cannot read the prompt from {path}: {error}; give the prompt itself, @FILE for a file's contents, or - for standard input"
+                ))
+            })?,
+            None => argument.to_owned(),
+        },
+        None if std::io::stdin().is_terminal() => {
+            return Err(CliError::usage(
+                "no prompt: give it as an argument (golato run \"fix the build\"), as @FILE, or on standard input (echo \"fix the build\" | golato run)",
+            ))
+        }
+        None => from_stdin()?,
+    };
+    if text.trim().is_empty() && images.is_empty() {
+        return Err(CliError::usage(
+            "the prompt is empty; say what the agent should do",
+        ));
+    }
+    let mut content = vec![Content::text(text)];
+    for path in images {
+        content.push(image(path)?);
+    }
+    Ok(UserMessage { content })
+}
+
+fn from_stdin() -> Result<String, CliError> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_PROMPT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|error| {
+            CliError::usage(format!(
+                "could not read the prompt from standard input: {error}"
+            ))
+        })?;
+    if bytes.len() as u64 > MAX_PROMPT_BYTES {
+        return Err(CliError::usage(format!(
+            "the prompt on standard input is larger than {} MiB, the most golato reads",
+            MAX_PROMPT_BYTES / (1024 * 1024)
+        )));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| CliError::usage("the prompt on standard input is not UTF-8 text"))
+}
+
+/// The text of the file at `path`, read no further than `limit` bytes: a device such as
+/// `/dev/zero` would otherwise be read without end.
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "it is larger than {} MiB, the most golato reads",
+                limit / (1024 * 1024)
+            ),
+        ));
+    }
+    Ok(text)
+}
+
+/// `--image FILE` as an image part.
+fn image(path: &Path) -> Result<Content, CliError> {
+    let refuse = |why: String| {
+        CliError::usage(format!(
+            "--image {}: {why}; attach a PNG, JPEG, GIF or WebP file of at most {} MiB",
+            path.display(),
+            MAX_IMAGE_BYTES / (1024 * 1024)
+        ))
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_IMAGE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|error| refuse(format!("cannot read it ({error})")))?;
+    if bytes.len() as u64 > MAX_IMAGE_BYTES {
+        return Err(refuse("it is too large".into()));
+    }
+    let mime_type = match image::guess_format(&bytes) {
+        Ok(image::ImageFormat::Png) => "image/png",
+        Ok(image::ImageFormat::Jpeg) => "image/jpeg",
+        Ok(image::ImageFormat::Gif) => "image/gif",
+        Ok(image::ImageFormat::WebP) => "image/webp",
+        _ => return Err(refuse("it is not an image of a kind models take".into())),
+    };
+    Ok(Content::Image {
+        mime_type: mime_type.to_owned(),
+        data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+    })
+}
