@@ -583,3 +583,51 @@ fn trace_shows_each_actor_message_nested_run_turn_batch_call() {
         .unwrap()
         .contains("mailbox_wait_us"));
 }
+
+#[test]
+fn the_live_view_shows_an_edits_diff_and_the_end_of_a_commands_output() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "one\ntwo\nthree\n").unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "e", "name": "edit", "arguments": {"path": "f.txt", "edits": [{"oldText": "two", "newText": "TWO"}]}},
+                {"id": "b", "name": "bash", "arguments": {"command": "seq 1 10; echo the-error; exit 3"}},
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let text = story(&run_script(dir.path(), &script, &[]));
+    let lines: Vec<&str> = text.lines().collect();
+    let edit = lines
+        .iter()
+        .position(|line| line.starts_with("✓ edit f.txt"))
+        .unwrap();
+    assert_eq!(
+        lines[edit + 1..edit + 6],
+        [
+            "  │ @@ -1,3 +1,3 @@",
+            "  │  one",
+            "  │ -two",
+            "  │ +TWO",
+            "  │  three"
+        ],
+        "{text}"
+    );
+    let bash = lines
+        .iter()
+        .position(|line| line.starts_with("✗ bash $ seq 1 10"))
+        .unwrap();
+    assert_eq!(
+        lines[bash + 1..bash + 5],
+        [
+            "  │ … 10 earlier line(s)",
+            "  │ the-error",
+            "  │ ",
+            "  │ Command exited with code 3"
+        ],
+        "{text}"
+    );
+}

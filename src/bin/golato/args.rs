@@ -215,6 +215,9 @@ pub(crate) struct DemoArgs {
     /// Write the replayed session as a script, as `golato run --record` does.
     #[arg(long, value_name = "FILE")]
     pub(crate) record: Option<PathBuf>,
+    /// Play at full speed on a terminal too (piped or with --json it always does).
+    #[arg(long)]
+    pub(crate) fast: bool,
     #[command(flatten)]
     pub(crate) view: ViewArgs,
 }

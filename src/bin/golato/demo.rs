@@ -6,10 +6,14 @@
 //!
 //! The files are compiled into the binary, so the demo works wherever the binary is.
 
+use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use futures::StreamExt as _;
 use golato::agent::{self, Agent};
 use golato::builtin;
+use golato::generator::{Delta, EventStream, Generator, Request, Scripted, StreamEvent};
 
 use crate::args::DemoArgs;
 use crate::record::{Recorder, Recording};
@@ -53,7 +57,7 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
             ))
         })?;
     }
-    let script = golato::generator::Scripted::from_json(SESSION).map_err(|error| {
+    let script = Scripted::from_json(SESSION).map_err(|error| {
         CliError::Failed(format!("the bundled demo session is broken: {error}"))
     })?;
     let recording = Recording::parse(SESSION, Path::new("examples/demo/session.jsonl"))?;
@@ -62,9 +66,22 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         ..Default::default()
     })
     .map_err(|error| CliError::Failed(error.to_string()))?;
+    // On a terminal the session plays at a pace a person can follow; piped, --json or --fast,
+    // at full speed.
+    let paced = !args.fast && !args.view.json && std::io::stdout().is_terminal();
+    let (generator, hooks): (std::sync::Arc<dyn Generator>, _) = if paced {
+        let linger = golato::hook::before(|_| async {
+            tokio::time::sleep(TOOL_LINGER).await;
+            Ok(golato::hook::BeforeToolCall::Run)
+        });
+        (std::sync::Arc::new(Paced(script)), vec![linger])
+    } else {
+        (std::sync::Arc::new(script), Vec::new())
+    };
     let agent = Agent::new(agent::Config {
-        generator: Some(std::sync::Arc::new(script)),
+        generator: Some(generator),
         tools,
+        hooks,
         ..Default::default()
     })
     .map_err(|error| CliError::Failed(error.to_string()))?;
@@ -83,6 +100,40 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         questions: None,
     })
     .await
+}
+
+/// How long each piece of text waits: a fast reader's pace (about 60 characters a second).
+const PIECE_DELAY: Duration = Duration::from_millis(50);
+/// Characters per piece of streamed text.
+const PIECE_CHARS: usize = 3;
+/// How long each tool call's spinner shows before the call runs.
+const TOOL_LINGER: Duration = Duration::from_millis(600);
+
+/// The recorded session at a human pace: its text in small pieces at a reading rate.
+struct Paced(Scripted);
+
+impl Generator for Paced {
+    fn stream(&self, request: Request) -> EventStream {
+        self.0
+            .stream(request)
+            .flat_map(|event| match event {
+                Ok(StreamEvent::Delta(Delta::Text(text))) => {
+                    let chars: Vec<char> = text.chars().collect();
+                    let pieces: Vec<String> = chars
+                        .chunks(PIECE_CHARS)
+                        .map(|piece| piece.iter().collect())
+                        .collect();
+                    futures::stream::iter(pieces)
+                        .then(|piece| async move {
+                            tokio::time::sleep(PIECE_DELAY).await;
+                            Ok(StreamEvent::Delta(Delta::Text(piece)))
+                        })
+                        .boxed()
+                }
+                other => futures::stream::once(async move { other }).boxed(),
+            })
+            .boxed()
+    }
 }
 
 /// A new directory under the system's temporary directory, kept after the demo so the result

@@ -245,12 +245,31 @@ impl Live {
         );
         let body = result.text();
         let lines: Vec<&str> = body.lines().collect();
-        for line in lines.iter().take(RESULT_LINES) {
-            text.push_str(&format!("\n  {DIM}│{DIM:#} {}", clip(line)));
-        }
-        if lines.len() > RESULT_LINES {
-            let more = lines.len() - RESULT_LINES;
-            text.push_str(&format!("\n  {DIM}│ … {more} more line(s){DIM:#}"));
+        let diff = result
+            .details
+            .as_ref()
+            .and_then(|details| details["diff"].as_str())
+            .filter(|_| call.name == "edit" && !result.is_error);
+        match diff {
+            // What changed, not just that it did.
+            Some(diff) => text.push_str(&diff_lines(diff)),
+            // A command's last lines say how it ended (errors come at the end).
+            None if call.name == "bash" && lines.len() > RESULT_LINES => {
+                let earlier = lines.len() - RESULT_LINES;
+                text.push_str(&format!("\n  {DIM}│ … {earlier} earlier line(s){DIM:#}"));
+                for line in &lines[earlier..] {
+                    text.push_str(&format!("\n  {DIM}│{DIM:#} {}", clip(line)));
+                }
+            }
+            None => {
+                for line in lines.iter().take(RESULT_LINES) {
+                    text.push_str(&format!("\n  {DIM}│{DIM:#} {}", clip(line)));
+                }
+                if lines.len() > RESULT_LINES {
+                    let more = lines.len() - RESULT_LINES;
+                    text.push_str(&format!("\n  {DIM}│ … {more} more line(s){DIM:#}"));
+                }
+            }
         }
         // A terminal cannot show the image the model gets, but it can say one came back.
         for part in &result.content {
@@ -392,6 +411,32 @@ impl View for Live {
             self.write("\n");
         }
     }
+}
+
+/// Lines of an edit's diff shown under its ✓.
+const DIFF_LINES: usize = 12;
+
+/// An edit's unified diff as the view shows it: the changed lines and their context, removed
+/// lines red, added green, at most [`DIFF_LINES`] of them and then how many more.
+fn diff_lines(diff: &str) -> String {
+    let body: Vec<&str> = diff
+        .lines()
+        .filter(|line| !line.starts_with("--- ") && !line.starts_with("+++ "))
+        .collect();
+    let mut text = String::new();
+    for line in body.iter().take(DIFF_LINES) {
+        let style = match line.as_bytes().first() {
+            Some(b'+') => GREEN,
+            Some(b'-') => RED,
+            _ => DIM,
+        };
+        text.push_str(&format!("\n  {DIM}│{DIM:#} {style}{}{style:#}", clip(line)));
+    }
+    if body.len() > DIFF_LINES {
+        let more = body.len() - DIFF_LINES;
+        text.push_str(&format!("\n  {DIM}│ … {more} more diff line(s){DIM:#}"));
+    }
+    text
 }
 
 fn spinner_style() -> ProgressStyle {
