@@ -337,3 +337,44 @@ async fn the_prompt_comes_from_an_argument_a_file_or_standard_input_and_images_a
         "{image_url}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_sends_the_saved_transcript_and_the_new_prompt() {
+    let (url, requests) = serve(fixture("openai-chat/text-stop.sse")).await;
+    let dir = tempfile::tempdir().unwrap();
+    for prompt in ["first question", "second question"] {
+        let mut command = golato();
+        command.args([
+            "run",
+            "-q",
+            "--base-url",
+            &format!("{url}/v1"),
+            "-m",
+            "m",
+            "-C",
+        ]);
+        command.arg(dir.path());
+        if prompt == "second question" {
+            command.arg("-c");
+        }
+        command.arg(prompt);
+        let output = run(command).await;
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+    }
+    let requests = requests.lock().unwrap();
+    let second = requests[1].2["messages"].as_array().unwrap();
+    let roles: Vec<&str> = second
+        .iter()
+        .map(|message| message["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"], "{second:?}");
+    assert_eq!(second[1]["content"], "first question");
+    assert_eq!(second[3]["content"], "second question");
+    // The first answer, as the provider streamed it.
+    assert!(
+        second[2]["content"]
+            .as_str()
+            .is_some_and(|text| !text.is_empty()),
+        "{second:?}"
+    );
+}

@@ -23,7 +23,15 @@ pub fn golato() -> Command {
     ] {
         command.env_remove(variable);
     }
+    // Sessions go to a directory of this test binary's own, never the user's.
+    command.env("GOLATO_DATA_DIR", data_dir());
     command
+}
+
+/// Where the binary saves sessions in the tests: one temporary directory per test binary.
+pub fn data_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
 }
 
 /// Runs the binary with `args` to its end.

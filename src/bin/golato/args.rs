@@ -32,6 +32,19 @@ pub(crate) enum Command {
     /// Submits a durable run to a Restate server and prints its outcome; the same --id again
     /// gives the same outcome (build with `--features durable`).
     Submit(SubmitArgs),
+    /// Goes on with a saved session (the newest one without ID), with a new prompt or none.
+    Resume(ResumeArgs),
+    /// Lists the saved sessions, newest first: ID, last activity, turns, directory, first
+    /// prompt.
+    Sessions,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ResumeArgs {
+    /// The session's ID, as `golato sessions` lists it [default: the newest].
+    pub(crate) id: Option<String>,
+    #[command(flatten)]
+    pub(crate) run: Box<RunArgs>,
 }
 
 /// Which API a real model is reached through.
@@ -60,6 +73,12 @@ pub(crate) struct RunArgs {
     /// Print only the final answer: no live view, no summary (errors still go to stderr).
     #[arg(short, long, conflicts_with = "json")]
     pub(crate) quiet: bool,
+    /// Go on with the newest session of this directory, with a new prompt or none.
+    #[arg(short = 'c', long = "continue")]
+    pub(crate) continue_session: bool,
+    /// Save no session.
+    #[arg(long)]
+    pub(crate) ephemeral: bool,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
     /// Write what the model said, turn by turn, as a script that --script replays.

@@ -88,7 +88,8 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
     let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
     drive(Session {
         agent,
-        prompt: golato::message::UserMessage::new(PROMPT),
+        input: golato::agent::Input::from(golato::message::UserMessage::new(PROMPT)),
+        saving: None,
         story: crate::live::Target::Stdout,
         last_message: None,
         view: args.view,

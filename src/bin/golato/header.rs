@@ -23,6 +23,8 @@ pub(crate) struct Header {
     pub(crate) sandbox: golato::sandbox::Policy,
     /// Which calls wait for a yes.
     pub(crate) approve: crate::approve::Approve,
+    /// The session the run is saved in, if any.
+    pub(crate) session: Option<String>,
 }
 
 /// The host and port of `url`, or `url` itself when it does not parse.
@@ -49,6 +51,7 @@ impl Header {
             "sandbox": self.sandbox.mode.name(),
             "network": self.sandbox.mode == golato::sandbox::Mode::Off || self.sandbox.allow_network,
             "approve": self.approve.name(),
+            "session": self.session,
         })
     }
 }
@@ -78,6 +81,10 @@ impl fmt::Display for Header {
                 ", no network"
             })?;
         }
-        write!(f, " · approve {}", self.approve)
+        write!(f, " · approve {}", self.approve)?;
+        if let Some(session) = &self.session {
+            write!(f, " · session {session}")?;
+        }
+        Ok(())
     }
 }

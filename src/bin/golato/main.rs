@@ -24,6 +24,7 @@ mod provider;
 mod record;
 mod report;
 mod run;
+mod session;
 mod tool;
 mod trace;
 
@@ -154,6 +155,8 @@ fn main() -> ExitCode {
             Command::Tool(args) => tool::command(args).await,
             Command::Serve(args) => durable::serve(*args).await,
             Command::Submit(args) => durable::submit(args).await,
+            Command::Resume(args) => run::resume(args).await,
+            Command::Sessions => session::list(),
         }
     });
     // A server held by an abandoned call, or by a task the exit never finishes, would

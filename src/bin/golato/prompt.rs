@@ -19,7 +19,37 @@ pub(crate) fn user_message(
     argument: Option<String>,
     images: &[PathBuf],
 ) -> Result<UserMessage, CliError> {
-    let text = match argument.as_deref() {
+    let Some(text) = text(argument)? else {
+        return Err(CliError::usage(
+            "no prompt: give it as an argument (golato run \"fix the build\"), as @FILE, or on standard input (echo \"fix the build\" | golato run)",
+        ));
+    };
+    if text.trim().is_empty() && images.is_empty() {
+        return Err(CliError::usage(
+            "the prompt is empty; say what the agent should do",
+        ));
+    }
+    with_images(text, images)
+}
+
+/// A prompt to go on with, if one was given (going on with a session needs none).
+pub(crate) fn optional_user_message(
+    argument: Option<String>,
+    images: &[PathBuf],
+) -> Result<Option<UserMessage>, CliError> {
+    match text(argument)? {
+        Some(text) if !text.trim().is_empty() || !images.is_empty() => {
+            with_images(text, images).map(Some)
+        }
+        _ if !images.is_empty() => with_images(String::new(), images).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The prompt's text: the argument, a file's or standard input's; `None` when there is no
+/// argument and standard input is a terminal.
+fn text(argument: Option<String>) -> Result<Option<String>, CliError> {
+    Ok(Some(match argument.as_deref() {
         Some("-") => from_stdin()?,
         Some(argument) => match argument.strip_prefix('@') {
             Some(path) => read_bounded(Path::new(path), MAX_PROMPT_BYTES).map_err(|error| {
@@ -29,18 +59,12 @@ pub(crate) fn user_message(
             })?,
             None => argument.to_owned(),
         },
-        None if std::io::stdin().is_terminal() => {
-            return Err(CliError::usage(
-                "no prompt: give it as an argument (golato run \"fix the build\"), as @FILE, or on standard input (echo \"fix the build\" | golato run)",
-            ))
-        }
+        None if std::io::stdin().is_terminal() => return Ok(None),
         None => from_stdin()?,
-    };
-    if text.trim().is_empty() && images.is_empty() {
-        return Err(CliError::usage(
-            "the prompt is empty; say what the agent should do",
-        ));
-    }
+    }))
+}
+
+fn with_images(text: String, images: &[PathBuf]) -> Result<UserMessage, CliError> {
     let mut content = vec![Content::text(text)];
     for path in images {
         content.push(image(path)?);

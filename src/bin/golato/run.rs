@@ -9,32 +9,64 @@ use std::time::Instant;
 use golato::agent::{self, Agent, Event, Input};
 use golato::builtin;
 use golato::generator::{Generator, Model, Scripted};
-use golato::message::UserMessage;
 use golato::tool::Execution;
 use indicatif::MultiProgress;
 use tokio::sync::mpsc;
 
 use crate::approve::{Answer, Approve, Approver, Question, Questions};
-use crate::args::{AgentArgs, RunArgs, ViewArgs};
+use crate::args::{AgentArgs, ResumeArgs, RunArgs, ViewArgs};
 use crate::header::Header;
 use crate::interrupt::Signals;
 use crate::json::JsonLines;
 use crate::live::{Live, Target};
 use crate::record::{Recorder, Recording};
 use crate::report::{Ending, Tally, View};
+use crate::session::Saved;
 use crate::{trace, CliError, Exit};
 
 /// Sent when `--system` is not given and a real model is asked.
 const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a project directory. Use the tools to look before you change anything, make the smallest change that does the job, and check the result (run the tests) before you answer. Answer briefly with what you did.";
 
 pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
+    let going_on = match args.continue_session {
+        true => Some(crate::session::find(None, Some(&args.agent.cwd))?),
+        false => None,
+    };
+    start(args, going_on).await
+}
+
+/// `golato resume [ID]`: a saved session goes on, in its own directory unless `-C` says
+/// otherwise.
+pub(crate) async fn resume(args: ResumeArgs) -> Result<Exit, CliError> {
+    let saved = crate::session::find(args.id.as_deref(), None)?;
+    let mut run = *args.run;
+    if run.agent.cwd == Path::new(".") {
+        run.agent.cwd = saved.header.cwd.clone();
+    }
+    start(run, Some(saved)).await
+}
+
+/// Runs the flags' agent on the prompt, going on with `going_on` when given.
+async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError> {
     // Everything a usage error can come from is checked before anything runs.
-    let prompt = crate::prompt::user_message(args.prompt, &args.image)?;
+    let prompt = match &going_on {
+        None => Some(crate::prompt::user_message(args.prompt, &args.image)?),
+        Some(saved) => {
+            let prompt = crate::prompt::optional_user_message(args.prompt, &args.image)?;
+            if prompt.is_none() && saved.answered() {
+                return Err(CliError::usage(format!(
+                    "the session {} ended with the model's answer; give a prompt to go on (golato resume {} \"and now …\")",
+                    saved.header.id, saved.header.id
+                )));
+            }
+            prompt
+        }
+    };
     let interactive = std::io::stdin().is_terminal() && !args.view.json;
     let Built {
         agent,
         recording,
-        header,
+        mut header,
         questions,
     } = build_agent(&args.agent, None, interactive).await?;
     let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
@@ -45,6 +77,23 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
         )),
         None => None,
     };
+    let (transcript, saving) = match going_on {
+        Some(saved) => {
+            let saving = match args.ephemeral {
+                true => None,
+                false => Some(crate::session::Writer::append(&saved.path)?),
+            };
+            (saved.transcript, saving)
+        }
+        None => {
+            let saving = match args.ephemeral {
+                true => None,
+                false => Some(crate::session::Writer::create(&args.agent.cwd)?),
+            };
+            (Vec::new(), saving)
+        }
+    };
+    header.session = saving.as_ref().map(crate::session::Writer::id);
     // As `codex exec` does: piped, standard output carries the final answer and nothing else.
     let story = if args.quiet {
         Target::Nowhere
@@ -55,7 +104,11 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     };
     drive(Session {
         agent,
-        prompt,
+        input: Input {
+            prompts: prompt.into_iter().collect(),
+            transcript,
+        },
+        saving,
         view: args.view,
         story,
         last_message: args.output_last_message,
@@ -120,6 +173,7 @@ pub(crate) async fn build_agent(
         tools: tools.iter().map(|tool| tool.name().to_owned()).collect(),
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
         approve,
+        session: None,
     };
     let system_prompt = match &args.system {
         Some(system) => Some(system_text(system)?),
@@ -240,7 +294,10 @@ fn system_text(value: &str) -> Result<String, CliError> {
 /// One run to drive.
 pub(crate) struct Session {
     pub(crate) agent: Agent,
-    pub(crate) prompt: UserMessage,
+    /// The prompt, after a saved transcript when going on with a session.
+    pub(crate) input: Input,
+    /// Where the session is saved as it goes (none with `--ephemeral`, or for the demo).
+    pub(crate) saving: Option<crate::session::Writer>,
     pub(crate) view: ViewArgs,
     /// Where the live view writes; unless it is standard output, the final answer goes there
     /// alone at the end.
@@ -277,7 +334,12 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         Box::new(Live::new(session.story, bars))
     };
     let started = Instant::now();
-    let input = Input::from(session.prompt);
+    if let Some(saving) = &mut session.saving {
+        for prompt in &session.input.prompts {
+            saving.step(&golato::message::Message::User(prompt.clone()));
+        }
+    }
+    let input = session.input;
     let run = match session.journal.clone() {
         Some(journal) => session.agent.start_journaled(input, journal),
         None => session.agent.start(input),
@@ -310,6 +372,9 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
             event = run.next_event() => {
                 let Some(event) = event else { break };
                 tally.observe(&event);
+                if let Some(saving) = &mut session.saving {
+                    save_step(saving, &event, interrupted.is_some());
+                }
                 view.event(&event);
                 let Event::TurnEnd(turn) = &event else { continue };
                 if let Some(recording) = &session.recording {
@@ -374,6 +439,20 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         }
     }
     Ok(exit)
+}
+
+/// Saves the steps a session keeps: each assistant message, each tool result. Results that
+/// come while the run is being cancelled are not kept: going on runs those calls again.
+fn save_step(saving: &mut crate::session::Writer, event: &Event, cancelling: bool) {
+    match event {
+        Event::MessageEnd(end) => {
+            saving.step(&golato::message::Message::Assistant(end.message.clone()))
+        }
+        Event::ToolExecutionEnd(end) if !cancelling => {
+            saving.step(&golato::message::Message::ToolResult(end.result.clone()));
+        }
+        _ => {}
+    }
 }
 
 async fn next_question(questions: &mut Option<Questions>) -> Option<Question> {

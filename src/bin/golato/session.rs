@@ -1,0 +1,382 @@
+//! Sessions: every `golato run` saves its transcript as it goes, so `--continue` and
+//! `golato resume` can go on from where it stopped (a Ctrl-C, a kill, a crash included).
+//!
+//! One JSON-lines file per session under the data directory (`GOLATO_DATA_DIR`, else
+//! `$XDG_DATA_HOME/golato`, else `~/.local/share/golato`), in `sessions/`: a first line that
+//! describes the session, then one line per step as it finishes, each synced to disk before
+//! the next: the prompt, each assistant message, each tool result (the steps a journal
+//! records). A process killed mid-write leaves at most a torn last line, which reading skips.
+
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use golato::message::{Message, StopReason};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::CliError;
+
+/// The format of a session file's first line.
+const FORMAT: u32 = 1;
+
+/// What a session's first line says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Header {
+    golato_session: u32,
+    pub(crate) id: String,
+    /// The tools' working directory.
+    pub(crate) cwd: PathBuf,
+    /// When it started (seconds since the epoch).
+    pub(crate) created: u64,
+}
+
+/// A session being written.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+    /// Why saving stopped, told once.
+    failed: Option<String>,
+}
+
+/// Where sessions live.
+pub(crate) fn directory() -> Result<PathBuf, CliError> {
+    let data = std::env::var_os("GOLATO_DATA_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("XDG_DATA_HOME")
+                .filter(|dir| !dir.is_empty())
+                .map(|dir| PathBuf::from(dir).join("golato"))
+        })
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share/golato"))
+        })
+        .ok_or_else(|| {
+            CliError::usage(
+                "no place to save sessions: set GOLATO_DATA_DIR or HOME, or pass --ephemeral",
+            )
+        })?;
+    Ok(data.join("sessions"))
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// A new session ID: when it started (sortable), and a part that tells apart two sessions
+/// started in the same second.
+fn new_id() -> String {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "{}-{:05x}{:04x}",
+        since.as_secs(),
+        since.subsec_micros(),
+        std::process::id() & 0xffff
+    )
+}
+
+impl Writer {
+    /// Starts a new session for a run in `cwd`.
+    pub(crate) fn create(cwd: &Path) -> Result<Writer, CliError> {
+        let dir = directory()?;
+        std::fs::create_dir_all(&dir).map_err(|error| {
+            CliError::Failed(format!(
+                "could not create the sessions directory {}: {error}; set GOLATO_DATA_DIR, or pass --ephemeral",
+                dir.display()
+            ))
+        })?;
+        let header = Header {
+            golato_session: FORMAT,
+            id: new_id(),
+            cwd: cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned()),
+            created: now(),
+        };
+        let path = dir.join(format!("{}.jsonl", header.id));
+        let file = std::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(|error| {
+                CliError::Failed(format!(
+                    "could not create the session file {}: {error}; pass --ephemeral to save nothing",
+                    path.display()
+                ))
+            })?;
+        let mut writer = Writer {
+            path,
+            file: Some(file),
+            failed: None,
+        };
+        writer.line(&serde_json::to_value(&header).unwrap_or(Value::Null));
+        Ok(writer)
+    }
+
+    /// Goes on writing the session at `path`.
+    pub(crate) fn append(path: &Path) -> Result<Writer, CliError> {
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|error| {
+                CliError::Failed(format!(
+                    "could not open the session {} to go on: {error}",
+                    path.display()
+                ))
+            })?;
+        Ok(Writer {
+            path: path.to_owned(),
+            file: Some(file),
+            failed: None,
+        })
+    }
+
+    /// The session's ID (its file's name).
+    pub(crate) fn id(&self) -> String {
+        self.path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Saves one step; a failure stops saving and is told once on stderr (the run goes on).
+    pub(crate) fn step(&mut self, message: &Message) {
+        let value = serde_json::json!({ "message": message });
+        self.line(&value);
+    }
+
+    fn line(&mut self, value: &Value) {
+        let Some(file) = &mut self.file else { return };
+        let mut line = value.to_string();
+        line.push('\n');
+        // Synced per step: a killed process loses at most the step it was writing.
+        if let Err(error) = file
+            .write_all(line.as_bytes())
+            .and_then(|()| file.sync_data())
+        {
+            let why = format!(
+                "golato: the session {} is no longer saved: {error}",
+                self.path.display()
+            );
+            eprintln!("{why}");
+            self.failed = Some(why);
+            self.file = None;
+        }
+    }
+}
+
+/// A saved session, read back.
+#[derive(Debug)]
+pub(crate) struct Saved {
+    pub(crate) header: Header,
+    pub(crate) path: PathBuf,
+    /// The transcript, tool results in their calls' order, a last answer cut short dropped.
+    pub(crate) transcript: Vec<Message>,
+    /// When it was last written.
+    pub(crate) modified: SystemTime,
+}
+
+impl Saved {
+    /// Reads the session file at `path`.
+    pub(crate) fn read(path: &Path) -> Result<Saved, CliError> {
+        let unreadable = |why: String| {
+            CliError::Failed(format!(
+                "the session {} cannot be read: {why}",
+                path.display()
+            ))
+        };
+        let file = std::fs::File::open(path).map_err(|error| unreadable(error.to_string()))?;
+        let modified = file
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .unwrap_or(UNIX_EPOCH);
+        let mut lines = std::io::BufReader::new(file).lines();
+        let header: Header = lines
+            .next()
+            .and_then(Result::ok)
+            .and_then(|line| serde_json::from_str(&line).ok())
+            .ok_or_else(|| unreadable("its first line is not a golato session's".into()))?;
+        if header.golato_session != FORMAT {
+            return Err(unreadable(format!(
+                "it is of format {}, this golato reads {FORMAT}",
+                header.golato_session
+            )));
+        }
+        let mut steps = Vec::new();
+        for line in lines {
+            let Ok(line) = line else { break };
+            // A torn last line (the process was killed while writing it) ends the session.
+            let Ok(step) = serde_json::from_str::<Value>(&line) else {
+                break;
+            };
+            match serde_json::from_value::<Message>(step["message"].clone()) {
+                Ok(message) => steps.push(message),
+                Err(_) => break,
+            }
+        }
+        Ok(Saved {
+            header,
+            path: path.to_owned(),
+            transcript: in_call_order(steps),
+            modified,
+        })
+    }
+
+    /// The first prompt's text.
+    pub(crate) fn first_prompt(&self) -> String {
+        self.transcript
+            .iter()
+            .find_map(|message| match message {
+                Message::User(user) => Some(user.text()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// Assistant messages, one per turn.
+    pub(crate) fn turns(&self) -> usize {
+        self.transcript
+            .iter()
+            .filter(|message| matches!(message, Message::Assistant(_)))
+            .count()
+    }
+
+    /// Whether the model has answered and the session needs a new prompt to go on.
+    pub(crate) fn answered(&self) -> bool {
+        matches!(self.transcript.last(), Some(Message::Assistant(last)) if last.tool_calls.is_empty())
+    }
+}
+
+/// Steps as saved (tool results in the order they finished) as a transcript: each assistant
+/// message's results in its calls' order; a last answer cut short (cancelled, failed) without
+/// tool calls dropped, so going on asks again.
+fn in_call_order(steps: Vec<Message>) -> Vec<Message> {
+    let mut transcript: Vec<Message> = Vec::with_capacity(steps.len());
+    let mut results = Vec::new();
+    let mut order: Vec<String> = Vec::new();
+    let flush = |transcript: &mut Vec<Message>,
+                 results: &mut Vec<golato::message::ToolResultMessage>,
+                 order: &[String]| {
+        results.sort_by_key(|result| {
+            order
+                .iter()
+                .position(|id| *id == result.tool_call_id)
+                .unwrap_or(usize::MAX)
+        });
+        transcript.extend(results.drain(..).map(Message::ToolResult));
+    };
+    for step in steps {
+        match step {
+            Message::ToolResult(result) => results.push(result),
+            other => {
+                flush(&mut transcript, &mut results, &order);
+                if let Message::Assistant(assistant) = &other {
+                    order = assistant
+                        .tool_calls
+                        .iter()
+                        .map(|call| call.id.clone())
+                        .collect();
+                }
+                transcript.push(other);
+            }
+        }
+    }
+    flush(&mut transcript, &mut results, &order);
+    if let Some(Message::Assistant(last)) = transcript.last() {
+        if last.tool_calls.is_empty()
+            && matches!(last.stop_reason, StopReason::Aborted | StopReason::Error)
+        {
+            transcript.pop();
+        }
+    }
+    transcript
+}
+
+/// Every saved session, newest first (unreadable files are skipped).
+pub(crate) fn all() -> Result<Vec<Saved>, CliError> {
+    let dir = directory()?;
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => {
+            return Err(CliError::Failed(format!(
+                "could not read the sessions directory {}: {error}",
+                dir.display()
+            )))
+        }
+    };
+    let mut sessions: Vec<Saved> = entries
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+        })
+        .filter_map(|path| Saved::read(&path).ok())
+        .collect();
+    sessions.sort_by_key(|saved| std::cmp::Reverse(saved.modified));
+    Ok(sessions)
+}
+
+/// The session named `id`, or the newest one (in `cwd` when given).
+pub(crate) fn find(id: Option<&str>, cwd: Option<&Path>) -> Result<Saved, CliError> {
+    if let Some(id) = id {
+        let path = directory()?.join(format!("{id}.jsonl"));
+        if !path.exists() {
+            return Err(CliError::usage(format!(
+                "no session {id}; `golato sessions` lists them"
+            )));
+        }
+        return Saved::read(&path);
+    }
+    let cwd = cwd.map(|cwd| cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned()));
+    all()?
+        .into_iter()
+        .find(|saved| cwd.as_ref().is_none_or(|cwd| saved.header.cwd == *cwd))
+        .ok_or_else(|| match &cwd {
+            Some(cwd) => CliError::usage(format!(
+                "no session to continue in {}; `golato sessions` lists them all",
+                cwd.display()
+            )),
+            None => CliError::usage("no session saved yet"),
+        })
+}
+
+/// `golato sessions`: one line each, newest first.
+pub(crate) fn list() -> Result<crate::Exit, CliError> {
+    let sessions = all()?;
+    let mut out = std::io::stdout().lock();
+    if sessions.is_empty() {
+        let _ = writeln!(out, "no sessions saved in {}", directory()?.display());
+        return Ok(crate::Exit::Success);
+    }
+    for saved in sessions {
+        let age = saved
+            .modified
+            .elapsed()
+            .map_or_else(|_| "now".to_owned(), |since| ago(since.as_secs()));
+        let _ = writeln!(
+            out,
+            "{}  {}  {} turn(s)  {}  {}",
+            saved.header.id,
+            age,
+            saved.turns(),
+            saved.header.cwd.display(),
+            crate::live::clip(saved.first_prompt().lines().next().unwrap_or_default())
+        );
+    }
+    Ok(crate::Exit::Success)
+}
+
+/// `seconds` ago, as a person says it.
+fn ago(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("{seconds}s ago"),
+        60..3600 => format!("{}m ago", seconds / 60),
+        3600..86_400 => format!("{}h ago", seconds / 3600),
+        _ => format!("{}d ago", seconds / 86_400),
+    }
+}
