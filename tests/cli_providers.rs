@@ -378,3 +378,25 @@ async fn continue_sends_the_saved_transcript_and_the_new_prompt() {
         "{second:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_url_without_v1_gets_a_404_and_one_line_suggesting_it() {
+    let (url, _) = serve(fixture("openai-chat/text-stop.sse")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    // The server answers under /v1 only: without it, every path is a 404.
+    command.args(["run", "--base-url", &url, "-m", "m", "-C"]);
+    command.arg(dir.path()).arg("hi");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|line| !is_header(line)).collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(
+        lines[0].starts_with("golato: the model's API failed"),
+        "{stderr}"
+    );
+    assert!(lines[0].contains("HTTP 404"), "{stderr}");
+    assert!(lines[0].contains("/v1"), "{stderr}");
+    assert!(lines[1].starts_with("failed: "), "{stderr}");
+}

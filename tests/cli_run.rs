@@ -92,15 +92,13 @@ fn piped_stdout_is_the_answer_alone_and_the_story_goes_to_stderr_in_plain_lines(
     );
     let lines: Vec<&str> = text.lines().collect();
     let canonical = dir.path().canonicalize().unwrap();
-    // First the header: what the run uses.
-    assert_eq!(
-        lines[0],
-        format!(
-            "golato: script at {} · cwd {} · tools read,bash,edit,write · sandbox workspace-write, no network · approve never",
-            script.display(),
-            canonical.display()
-        )
+    // First the header: what the run uses, and the session it is saved in.
+    let expected = format!(
+        "golato: script at {} · cwd {} · tools read,bash,edit,write · sandbox workspace-write, no network · approve never · session ",
+        script.display(),
+        canonical.display()
     );
+    assert!(lines[0].starts_with(&expected), "{}", lines[0]);
     assert_eq!(lines[1], "Looking.");
     assert_eq!(lines[2], "→ bash $ echo one");
     assert_eq!(lines[3], "→ bash $ echo two");

@@ -62,7 +62,17 @@ fn usage_error(error: &clap::Error) -> ExitCode {
     }
     let rendered = error.render().to_string();
     let mut parts: Vec<String> = Vec::new();
-    let mut command = "golato".to_owned();
+    // The subcommand typed, when clap's message names none ("invalid value … for --provider").
+    let mut command = match std::env::args().nth(1) {
+        Some(sub)
+            if <Cli as clap::CommandFactory>::command()
+                .find_subcommand(&sub)
+                .is_some() =>
+        {
+            format!("golato {sub}")
+        }
+        _ => "golato".to_owned(),
+    };
     let mut in_message = false;
     for line in rendered.lines().map(str::trim) {
         if let Some(message) = line.strip_prefix("error: ") {

@@ -252,15 +252,24 @@ fn builtin_tools(
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
         ..Default::default()
     })
-    .map_err(|error| match error {
+    .map_err(builtin_error)
+}
+
+/// Why the tools could not be built, in the command line's words.
+pub(crate) fn builtin_error(error: builtin::Error) -> CliError {
+    match error {
         builtin::Error::Sandbox(error) => {
             CliError::Failed(format!("{error} (--sandbox, --writable, --deny-read)"))
         }
-        error => CliError::usage(format!(
-            "{error} (--cwd {}, --tools, --exclude)",
-            args.cwd.display()
+        builtin::Error::WorkingDirectory { path, source } => CliError::usage(format!(
+            "-C/--cwd {}: cannot work there ({source}); give an existing directory",
+            path.display()
         )),
-    })
+        builtin::Error::UnknownToolName { name, known } => CliError::usage(format!(
+            "--tools or --exclude names the tool {name:?}, which does not exist; the tools are: {known}"
+        )),
+        error => CliError::Failed(error.to_string()),
+    }
 }
 
 /// The script as a generator, and the results it recorded.
@@ -513,7 +522,25 @@ fn describe(error: &agent::Error) -> String {
         agent::Error::MaxTurns { limit, .. } => format!(
             "the run reached its limit of {limit} turn(s) and the model asked for another; raise --max-turns"
         ),
-        other => other.to_string(),
+        agent::Error::Generator { source, .. } => {
+            let hint = match source {
+                golato::generator::Error::Provider {
+                    status: Some(404), ..
+                } => "; a 404 from an OpenAI-compatible server often means the base URL lacks /v1 at its end (--base-url http://HOST:PORT/v1)",
+                _ => "",
+            };
+            one_line(&format!("the model's API failed: {source}{hint}"))
+        }
+        other => one_line(&other.to_string()),
+    }
+}
+
+/// `text` on one line (a provider's HTML error page has many), cut at 600 characters.
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match joined.char_indices().nth(600) {
+        Some((cut, _)) => format!("{} …", &joined[..cut]),
+        None => joined,
     }
 }
 

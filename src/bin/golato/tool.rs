@@ -42,10 +42,7 @@ pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
         sandbox: args.sandbox.policy(golato::sandbox::Mode::Off),
         ..Default::default()
     })
-    .map_err(|error| match error {
-        builtin::Error::Sandbox(error) => CliError::Failed(error.to_string()),
-        error => CliError::usage(error.to_string()),
-    })?;
+    .map_err(crate::run::builtin_error)?;
     let json_args = if args.json_args == "-" {
         let mut read = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut read).map_err(|error| {
