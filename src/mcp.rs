@@ -62,12 +62,27 @@ pub enum McpTransport {
         program: String,
         /// Its arguments.
         args: Vec<String>,
+        /// Variables added to the environment it inherits.
+        env: Vec<(String, String)>,
     },
     /// A streamable HTTP endpoint, such as `http://127.0.0.1:3001/mcp`.
     Http {
         /// The endpoint's URL.
         url: String,
     },
+}
+
+/// A leading `NAME=value` word of a command line, as a shell reads it.
+fn assignment(word: &str) -> Option<(String, String)> {
+    let (name, value) = word.split_once('=')?;
+    let valid = name
+        .chars()
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && name
+            .chars()
+            .all(|char| char.is_ascii_alphanumeric() || char == '_');
+    valid.then(|| (name.to_owned(), value.to_owned()))
 }
 
 /// An MCP server to connect to, and how its tools are named.
@@ -99,6 +114,7 @@ impl McpServerConfig {
             transport: McpTransport::Stdio {
                 program: program.into(),
                 args: args.into_iter().map(Into::into).collect(),
+                env: Vec::new(),
             },
             prefix: None,
             host: None,
@@ -107,15 +123,47 @@ impl McpServerConfig {
         }
     }
 
-    /// A server started by a command line, split at whitespace (no shell quoting), such as
-    /// `npx -y @modelcontextprotocol/server-everything`.
+    /// A server started by a command line, split into words as a POSIX shell would (quotes
+    /// and backslashes, no expansion), such as `npx -y @modelcontextprotocol/server-everything`
+    /// or `node "/opt/my servers/index.js"`. Leading `NAME=value` words set variables of its
+    /// environment, as in a shell: `API_TOKEN=x node server.js`.
+    ///
+    /// ```
+    /// use golato::mcp::{McpServerConfig, McpTransport};
+    ///
+    /// let config = McpServerConfig::command_line(r#"MODE=fast node "/opt/my servers/index.js" -v"#)?;
+    /// let McpTransport::Stdio { program, args, env } = config.transport else { unreachable!() };
+    /// assert_eq!(program, "node");
+    /// assert_eq!(args, ["/opt/my servers/index.js", "-v"]);
+    /// assert_eq!(env, [("MODE".to_owned(), "fast".to_owned())]);
+    /// # Ok::<(), golato::mcp::Error>(())
+    /// ```
     ///
     /// # Errors
-    /// [`Error::EmptyCommand`] for a blank command line.
+    /// [`Error::EmptyCommand`] for a command line with no program, [`Error::Quoting`] for one
+    /// whose quotes do not close.
     pub fn command_line(line: &str) -> Result<Self, Error> {
-        let mut words = line.split_whitespace();
+        let words = shlex::split(line).ok_or_else(|| Error::Quoting(line.to_owned()))?;
+        let mut words = words.into_iter().peekable();
+        let mut env = Vec::new();
+        while let Some((name, value)) = words.peek().and_then(|word| assignment(word)) {
+            env.push((name, value));
+            words.next();
+        }
         let program = words.next().ok_or(Error::EmptyCommand)?;
-        Ok(McpServerConfig::stdio(program, words))
+        let mut config = McpServerConfig::stdio(program, words);
+        if let McpTransport::Stdio { env: into, .. } = &mut config.transport {
+            *into = env;
+        }
+        Ok(config)
+    }
+
+    /// Adds a variable to a stdio server's environment (nothing for an HTTP server).
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        if let McpTransport::Stdio { env, .. } = &mut self.transport {
+            env.push((name.into(), value.into()));
+        }
+        self
     }
 
     /// A server at a streamable HTTP endpoint.
@@ -149,7 +197,7 @@ impl McpServerConfig {
 
     fn describe(&self) -> String {
         match &self.transport {
-            McpTransport::Stdio { program, args } => std::iter::once(program.as_str())
+            McpTransport::Stdio { program, args, .. } => std::iter::once(program.as_str())
                 .chain(args.iter().map(String::as_str))
                 .collect::<Vec<_>>()
                 .join(" "),
@@ -165,6 +213,9 @@ pub enum Error {
     /// The command line of a stdio server is blank.
     #[error("the MCP server's command line is empty; give the program to run, such as `npx -y @modelcontextprotocol/server-everything`")]
     EmptyCommand,
+    /// A command line whose quotes do not close.
+    #[error("the MCP server's command line {0:?} has a quote that does not close; quote each argument with spaces in '…' or \"…\"")]
+    Quoting(String),
     /// The server could not be started or reached, or did not complete MCP's handshake.
     #[error("could not connect to the MCP server `{server}`: {reason}; check the command (is it installed?) or the URL")]
     Connect {
@@ -488,8 +539,8 @@ async fn open(
     let seen = diagnosis.clone();
     let opened = host.runtime().spawn(async move {
         match transport {
-            McpTransport::Stdio { program, args } => {
-                let (process, stdout, stdin) = ServerProcess::start(&program, &args)
+            McpTransport::Stdio { program, args, env } => {
+                let (process, stdout, stdin) = ServerProcess::start(&program, &args, &env)
                     .map_err(|error| format!("could not start {program}: {error}"))?;
                 tracing::debug!(pid = ?process.id(), %program, "started an MCP server");
                 // rmcp's own line limit is set past golato's, so that golato's check (which

@@ -400,3 +400,50 @@ async fn a_base_url_without_v1_gets_a_404_and_one_line_suggesting_it() {
     assert!(lines[0].contains("/v1"), "{stderr}");
     assert!(lines[1].starts_with("failed: "), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_settings_reach_each_api_in_its_own_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        "--temperature",
+        "0.3",
+        "--max-output-tokens",
+        "100",
+        "--reasoning-effort",
+        "low",
+    ];
+    let (url, requests) = serve(fixture("openai-chat/text-stop.sse")).await;
+    let mut command = golato();
+    command.args(["run", "-q", "--base-url", &format!("{url}/v1"), "-m", "m"]);
+    command.args(flags).arg("-C").arg(dir.path()).arg("hi");
+    assert_eq!(run(command).await.status.code(), Some(0));
+    let body = requests.lock().unwrap()[0].2.clone();
+    assert_eq!(body["temperature"], 0.3);
+    assert_eq!(body["max_completion_tokens"], 100, "{body}");
+    assert_eq!(body["reasoning_effort"], "low");
+
+    let (url, requests) = serve(fixture("anthropic/basic-text.sse")).await;
+    let mut command = golato();
+    command.args([
+        "run",
+        "-q",
+        "--provider",
+        "anthropic",
+        "--base-url",
+        &url,
+        "-m",
+        "c",
+    ]);
+    command.args(flags).arg("-C").arg(dir.path()).arg("hi");
+    command.env("ANTHROPIC_API_KEY", "test-key");
+    assert_eq!(run(command).await.status.code(), Some(0));
+    let body = requests.lock().unwrap()[0].2.clone();
+    assert_eq!(body["thinking"]["type"], "enabled", "{body}");
+    assert_eq!(body["thinking"]["budget_tokens"], 2048);
+    // Room for the answer beyond the thinking budget.
+    assert_eq!(body["max_tokens"], 2048 + 4096);
+
+    let output = golato_output(&["run", "--temperature", "3", "hi"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(one_error_line(&output).contains("between 0 and 2"));
+}

@@ -168,3 +168,25 @@ fn golato_run_leaves_no_server_behind_after_a_call_it_gave_up_on() {
     assert_gone_soon(pid, "the server");
     assert_gone_soon(child, "the server's child");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_line_with_quotes_and_an_environment_reaches_the_server_whole() {
+    // A directory with a space in its name, passed quoted; a variable set before the program.
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("with space");
+    std::fs::create_dir(&dir).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/hostile_mcp_server.py");
+    let line = format!(
+        r#"HOSTILE_NOTE="set by the command line" python3 '{}' normal "{}""#,
+        script.display(),
+        dir.display()
+    );
+    let config = McpServerConfig::command_line(&line)
+        .unwrap()
+        .with_connect_timeout(Duration::from_secs(5));
+    let server = McpServer::connect(config).await.unwrap();
+    let tools = server.tools().await.unwrap();
+    assert_eq!(tools[0].description(), "set by the command line");
+    // The quoted directory arrived as one argument: the server wrote its pid file there.
+    pid_in(&dir, "server.pid");
+}

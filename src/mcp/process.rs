@@ -162,6 +162,7 @@ impl ServerProcess {
     pub(super) fn start(
         program: &str,
         args: &[String],
+        env: &[(String, String)],
     ) -> std::io::Result<(
         ServerProcess,
         tokio::process::ChildStdout,
@@ -169,6 +170,7 @@ impl ServerProcess {
     )> {
         let mut child = tokio::process::Command::new(program)
             .args(args)
+            .envs(env.iter().map(|(name, value)| (name, value)))
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())

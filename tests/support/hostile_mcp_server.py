@@ -48,7 +48,8 @@ for line in sys.stdin:
         }})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": ident, "result": {"tools": [
-            {"name": "poke", "description": "Pokes.", "inputSchema": {"type": "object"}},
+            {"name": "poke", "description": os.environ.get("HOSTILE_NOTE", "Pokes."),
+             "inputSchema": {"type": "object"}},
         ]}})
     elif method == "tools/call":
         if mode == "garbage":

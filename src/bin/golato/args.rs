@@ -117,6 +117,16 @@ pub(crate) struct AgentArgs {
     /// ANTHROPIC_BASE_URL, else the provider's own].
     #[arg(long, value_name = "URL")]
     pub(crate) base_url: Option<String>,
+    /// Sampling temperature (0 to 2) [default: the provider's].
+    #[arg(long, value_name = "T", value_parser = temperature)]
+    pub(crate) temperature: Option<f64>,
+    /// The most tokens one answer may have [default: the provider's; Anthropic 4096].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_output_tokens: Option<std::num::NonZeroU32>,
+    /// How hard a reasoning model thinks: OpenAI's reasoning effort; on Anthropic, extended
+    /// thinking with a budget of 2,048, 8,192 or 24,576 tokens.
+    #[arg(long, value_enum, value_name = "EFFORT")]
+    pub(crate) reasoning_effort: Option<ReasoningEffort>,
     /// Instructions sent before the conversation: the text itself, or @FILE to read them from a
     /// file.
     #[arg(long, value_name = "TEXT|@FILE")]
@@ -140,8 +150,9 @@ pub(crate) struct AgentArgs {
     /// Stop with an error (exit 1) when the run needs more model requests than this.
     #[arg(long, value_name = "N")]
     pub(crate) max_turns: Option<NonZeroUsize>,
-    /// Add the tools of an MCP server started by this command line (split at whitespace),
-    /// named `{server}_{tool}`; repeatable. E.g. --mcp 'npx -y @modelcontextprotocol/server-everything'.
+    /// Add the tools of an MCP server started by this command line, named `{server}_{tool}`;
+    /// repeatable. Split as a shell would (quote arguments with spaces); leading NAME=value
+    /// words set its environment. E.g. --mcp 'TOKEN=x npx -y @modelcontextprotocol/server-everything'.
     #[arg(long, value_name = "COMMAND")]
     pub(crate) mcp: Vec<String>,
     /// Add the tools of an MCP server at this streamable HTTP URL; repeatable.
@@ -200,6 +211,21 @@ impl SandboxArgs {
 fn sandbox_mode(text: &str) -> Result<golato::sandbox::Mode, String> {
     text.parse()
         .map_err(|error: golato::sandbox::UnknownMode| error.to_string())
+}
+
+/// How hard a reasoning model thinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ReasoningEffort {
+    Low,
+    Medium,
+    High,
+}
+
+fn temperature(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.0..=2.0).contains(&value) => Ok(value),
+        _ => Err(format!("{text:?} is not a temperature between 0 and 2")),
+    }
 }
 
 /// The longest duration the command line takes: 100 years, well inside what a timer holds.

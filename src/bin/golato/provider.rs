@@ -50,7 +50,7 @@ pub(crate) fn from_args(
             } else {
                 Arc::new(OpenAiChat::new(base_url, key).map_err(client_error)?)
             };
-            Ok((client, Model::new(model), endpoint))
+            Ok((client, settings(args, Model::new(model), kind), endpoint))
         }
         ProviderKind::Anthropic => {
             let key = env("ANTHROPIC_API_KEY").ok_or_else(|| {
@@ -69,7 +69,11 @@ pub(crate) fn from_args(
                 host: crate::header::host_of(&base_url),
             };
             let client = Anthropic::new(base_url, key).map_err(client_error)?;
-            Ok((Arc::new(client), Model::new(model), endpoint))
+            Ok((
+                Arc::new(client),
+                settings(args, Model::new(model), kind),
+                endpoint,
+            ))
         }
     }
 }
@@ -111,6 +115,54 @@ fn model_id(args: &AgentArgs, variable: &str, default: &str) -> String {
         .clone()
         .or_else(|| env(variable))
         .unwrap_or_else(|| default.to_owned())
+}
+
+/// `--temperature`, `--max-output-tokens` and `--reasoning-effort` in each API's terms.
+fn settings(args: &AgentArgs, mut model: Model, kind: ProviderKind) -> Model {
+    use crate::args::ReasoningEffort;
+    use serde_json::json;
+    model.temperature = args.temperature;
+    model.max_output_tokens = args.max_output_tokens.map(std::num::NonZeroU32::get);
+    let Some(effort) = args.reasoning_effort else {
+        return model;
+    };
+    let name = match effort {
+        ReasoningEffort::Low => "low",
+        ReasoningEffort::Medium => "medium",
+        ReasoningEffort::High => "high",
+    };
+    match kind {
+        ProviderKind::Openai => {
+            model.extra.insert("reasoning_effort".into(), json!(name));
+            // Reasoning models refuse `max_tokens`; they take `max_completion_tokens`.
+            if let Some(limit) = model.max_output_tokens.take() {
+                model
+                    .extra
+                    .insert("max_completion_tokens".into(), json!(limit));
+            }
+        }
+        ProviderKind::OpenaiResponses => {
+            model
+                .extra
+                .insert("reasoning".into(), json!({ "effort": name }));
+        }
+        ProviderKind::Anthropic => {
+            let budget: u32 = match effort {
+                ReasoningEffort::Low => 2_048,
+                ReasoningEffort::Medium => 8_192,
+                ReasoningEffort::High => 24_576,
+            };
+            model.extra.insert(
+                "thinking".into(),
+                json!({ "type": "enabled", "budget_tokens": budget }),
+            );
+            // The answer must have room beyond the thinking.
+            let floor = budget + 4_096;
+            model.max_output_tokens =
+                Some(model.max_output_tokens.map_or(floor, |max| max.max(floor)));
+        }
+    }
+    model
 }
 
 fn client_error(error: golato::generator::Error) -> CliError {
