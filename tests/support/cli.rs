@@ -183,6 +183,12 @@ impl Terminal {
         }
     }
 
+    /// Types `text` as it is (control characters included: `\x04` is Ctrl-D).
+    pub fn type_raw(&mut self, text: &str) {
+        use std::io::Write as _;
+        self.master.write_all(text.as_bytes()).unwrap();
+    }
+
     /// Types `line` and Enter.
     pub fn type_line(&mut self, line: &str) {
         use std::io::Write as _;

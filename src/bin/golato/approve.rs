@@ -15,6 +15,9 @@ use golato::hook::{BeforeToolCall, Hook, HookContext};
 use golato::tool::BoxError;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::interrupt::Signals;
+use crate::report::View;
+
 /// Which calls ask first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Approve {
@@ -211,4 +214,56 @@ impl Hook for Approver {
             })
         })
     }
+}
+
+pub(crate) async fn next_question(questions: &mut Option<Questions>) -> Option<Question> {
+    match questions {
+        Some(questions) => questions.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The lines typed on the terminal, read by a thread of their own (a blocked read of standard
+/// input cannot be cancelled, so it must not hold up the runtime at exit).
+pub(crate) fn terminal_lines() -> mpsc::UnboundedReceiver<String> {
+    let (sender, lines) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}
+
+/// Shows `question` and waits for an answer; a signal meanwhile is returned instead (the run is
+/// then cancelled), and the end of input answers no, as does a call that stopped waiting (its
+/// run was cancelled, or it timed out).
+pub(crate) async fn ask(
+    view: &mut dyn View,
+    question: &mut Question,
+    lines: &mut mpsc::UnboundedReceiver<String>,
+    signals: &mut Signals,
+) -> Result<Answer, crate::interrupt::Signal> {
+    view.question(&format!(
+        "Allow {}? [y]es, [n]o, [a]lways for {} in this run: ",
+        question.label, question.tool
+    ));
+    let answer = loop {
+        tokio::select! {
+            line = lines.recv() => {
+                let Some(line) = line else { break Ok(Answer::No) };
+                match Answer::parse(&line) {
+                    Some(answer) => break Ok(answer),
+                    None => view.question("Answer y, n or a: "),
+                }
+            }
+            signal = signals.next() => break Err(signal),
+            () = question.reply.closed() => break Ok(Answer::No),
+        }
+    };
+    view.answered(*answer.as_ref().unwrap_or(&Answer::No));
+    answer
 }

@@ -34,9 +34,25 @@ pub(crate) enum Command {
     Submit(SubmitArgs),
     /// Goes on with a saved session (the newest one without ID), with a new prompt or none.
     Resume(ResumeArgs),
+    /// Talks with the agent on the terminal: each line a prompt in one session; a line typed
+    /// while it works steers it (`+` first: a follow-up); Ctrl-C cancels the run; Ctrl-D
+    /// leaves.
+    Chat(Box<ChatArgs>),
     /// Lists the saved sessions, newest first: ID, last activity, turns, directory, first
     /// prompt.
     Sessions,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
+    /// Go on with the newest session of this directory.
+    #[arg(short = 'c', long = "continue")]
+    pub(crate) continue_session: bool,
+    /// Save no session.
+    #[arg(long)]
+    pub(crate) ephemeral: bool,
 }
 
 #[derive(Debug, Args)]

@@ -133,6 +133,11 @@ impl Live {
         }
     }
 
+    /// Shows a note of the command line's own (what was done with a typed line), dimmed.
+    pub(crate) fn note(&mut self, text: &str) {
+        self.line(&format!("{DIM}{text}{DIM:#}"));
+    }
+
     /// Writes `line` on a line of its own.
     fn line(&mut self, line: &str) {
         let mut text = String::new();

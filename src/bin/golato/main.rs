@@ -13,6 +13,7 @@
 
 mod approve;
 mod args;
+mod chat;
 mod demo;
 mod durable;
 mod header;
@@ -167,6 +168,7 @@ fn main() -> ExitCode {
             Command::Submit(args) => durable::submit(args).await,
             Command::Resume(args) => run::resume(args).await,
             Command::Sessions => session::list(),
+            Command::Chat(args) => chat::command(*args).await,
         }
     });
     // A server held by an abandoned call, or by a task the exit never finishes, would

@@ -13,7 +13,7 @@ use golato::tool::Execution;
 use indicatif::MultiProgress;
 use tokio::sync::mpsc;
 
-use crate::approve::{Answer, Approve, Approver, Question, Questions};
+use crate::approve::{Answer, Approve, Approver, Questions};
 use crate::args::{AgentArgs, ResumeArgs, RunArgs, ViewArgs};
 use crate::header::Header;
 use crate::interrupt::Signals;
@@ -78,11 +78,18 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         None => None,
     };
     let (transcript, saving) = match going_on {
-        Some(saved) => {
-            let saving = match args.ephemeral {
+        Some(mut saved) => {
+            let mut saving = match args.ephemeral {
                 true => None,
                 false => Some(crate::session::Writer::append(&saved.path)?),
             };
+            if prompt.is_some() {
+                for closed in saved.close_cut_off_calls() {
+                    if let Some(saving) = &mut saving {
+                        saving.step(&closed);
+                    }
+                }
+            }
             (saved.transcript, saving)
         }
         None => {
@@ -359,14 +366,14 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     let mut answers: Option<mpsc::UnboundedReceiver<String>> = None;
     loop {
         tokio::select! {
-            Some(mut question) = next_question(&mut session.questions) => {
+            Some(mut question) = crate::approve::next_question(&mut session.questions) => {
                 // A run being cancelled asks nothing more (its calls are refused anyway).
                 if interrupted.is_some() || question.reply.is_closed() {
                     let _ = question.reply.send(Answer::No);
                     continue;
                 }
-                let lines = answers.get_or_insert_with(terminal_lines);
-                match ask(&mut *view, &mut question, lines, &mut signals).await {
+                let lines = answers.get_or_insert_with(crate::approve::terminal_lines);
+                match crate::approve::ask(&mut *view, &mut question, lines, &mut signals).await {
                     Ok(answer) => {
                         let _ = question.reply.send(answer);
                     }
@@ -382,7 +389,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
                 let Some(event) = event else { break };
                 tally.observe(&event);
                 if let Some(saving) = &mut session.saving {
-                    save_step(saving, &event, interrupted.is_some());
+                    saving.save_event(&event, interrupted.is_some());
                 }
                 view.event(&event);
                 let Event::TurnEnd(turn) = &event else { continue };
@@ -450,74 +457,8 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     Ok(exit)
 }
 
-/// Saves the steps a session keeps: each assistant message, each tool result. Results that
-/// come while the run is being cancelled are not kept: going on runs those calls again.
-fn save_step(saving: &mut crate::session::Writer, event: &Event, cancelling: bool) {
-    match event {
-        Event::MessageEnd(end) => {
-            saving.step(&golato::message::Message::Assistant(end.message.clone()))
-        }
-        Event::ToolExecutionEnd(end) if !cancelling => {
-            saving.step(&golato::message::Message::ToolResult(end.result.clone()));
-        }
-        _ => {}
-    }
-}
-
-async fn next_question(questions: &mut Option<Questions>) -> Option<Question> {
-    match questions {
-        Some(questions) => questions.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The lines typed on the terminal, read by a thread of their own (a blocked read of standard
-/// input cannot be cancelled, so it must not hold up the runtime at exit).
-fn terminal_lines() -> mpsc::UnboundedReceiver<String> {
-    let (sender, lines) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let Ok(line) = line else { break };
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    lines
-}
-
-/// Shows `question` and waits for an answer; a signal meanwhile is returned instead (the run is
-/// then cancelled), and the end of input answers no, as does a call that stopped waiting (its
-/// run was cancelled, or it timed out).
-async fn ask(
-    view: &mut dyn View,
-    question: &mut Question,
-    lines: &mut mpsc::UnboundedReceiver<String>,
-    signals: &mut Signals,
-) -> Result<Answer, crate::interrupt::Signal> {
-    view.question(&format!(
-        "Allow {}? [y]es, [n]o, [a]lways for {} in this run: ",
-        question.label, question.tool
-    ));
-    let answer = loop {
-        tokio::select! {
-            line = lines.recv() => {
-                let Some(line) = line else { break Ok(Answer::No) };
-                match Answer::parse(&line) {
-                    Some(answer) => break Ok(answer),
-                    None => view.question("Answer y, n or a: "),
-                }
-            }
-            signal = signals.next() => break Err(signal),
-            () = question.reply.closed() => break Ok(Answer::No),
-        }
-    };
-    view.answered(*answer.as_ref().unwrap_or(&Answer::No));
-    answer
-}
-
 /// The error in the command line's terms.
-fn describe(error: &agent::Error) -> String {
+pub(crate) fn describe(error: &agent::Error) -> String {
     match error {
         agent::Error::MaxTurns { limit, .. } => format!(
             "the run reached its limit of {limit} turn(s) and the model asked for another; raise --max-turns"
@@ -545,7 +486,7 @@ fn one_line(text: &str) -> String {
 }
 
 /// Spinners are drawn only on a terminal that can show them, and never with `--json`.
-fn spinners(view: &ViewArgs, story: Target) -> Option<MultiProgress> {
+pub(crate) fn spinners(view: &ViewArgs, story: Target) -> Option<MultiProgress> {
     let dumb = std::env::var("TERM").is_ok_and(|term| term == "dumb");
     (!view.json && !dumb && story.is_terminal())
         .then(|| MultiProgress::with_draw_target(story.draw_target()))

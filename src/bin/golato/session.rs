@@ -142,6 +142,23 @@ impl Writer {
             .unwrap_or_default()
     }
 
+    /// Saves the steps a session keeps: each assistant message, each tool result, each queued
+    /// message as it joins. Results
+    /// that come while the run is being cancelled are not kept: going on runs those calls
+    /// again.
+    pub(crate) fn save_event(&mut self, event: &golato::agent::Event, cancelling: bool) {
+        use golato::agent::Event;
+        match event {
+            Event::MessageEnd(end) => self.step(&Message::Assistant(end.message.clone())),
+            Event::ToolExecutionEnd(end) if !cancelling => {
+                self.step(&Message::ToolResult(end.result.clone()));
+            }
+            // Steering and follow-ups, when (and where) they joined the transcript.
+            Event::UserMessage(joined) => self.step(&Message::User(joined.message.clone())),
+            _ => {}
+        }
+    }
+
     /// Saves one step; a failure stops saving and is told once on stderr (the run goes on).
     pub(crate) fn step(&mut self, message: &Message) {
         let value = serde_json::json!({ "message": message });
@@ -244,21 +261,70 @@ impl Saved {
             .count()
     }
 
+    /// Gives the last message's calls that have no result (the run stopped while they ran) an
+    /// error result saying so: a new prompt goes on from there (without one, they run again).
+    pub(crate) fn close_cut_off_calls(&mut self) -> Vec<Message> {
+        let Some(last_assistant) = self
+            .transcript
+            .iter()
+            .rposition(|message| matches!(message, Message::Assistant(_)))
+        else {
+            return Vec::new();
+        };
+        let Message::Assistant(assistant) = &self.transcript[last_assistant] else {
+            return Vec::new();
+        };
+        let answered: Vec<&str> = self.transcript[last_assistant..]
+            .iter()
+            .filter_map(|message| match message {
+                Message::ToolResult(result) => Some(result.tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let closing: Vec<Message> = assistant
+            .tool_calls
+            .iter()
+            .filter(|call| !answered.contains(&call.id.as_str()))
+            .map(|call| {
+                Message::ToolResult(golato::message::ToolResultMessage {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    content: vec![golato::message::Content::text(
+                        "This call did not finish: the run was stopped while it ran (Ctrl-C, a kill or a crash). It may have done part of its work.",
+                    )],
+                    details: None,
+                    is_error: true,
+                    attempt: None,
+                })
+            })
+            .collect();
+        // Where the results belong: right after the calls' other results.
+        let at = self.transcript[last_assistant + 1..]
+            .iter()
+            .position(|message| !matches!(message, Message::ToolResult(_)))
+            .map_or(self.transcript.len(), |offset| last_assistant + 1 + offset);
+        self.transcript.splice(at..at, closing.iter().cloned());
+        closing
+    }
+
     /// Whether the model has answered and the session needs a new prompt to go on.
     pub(crate) fn answered(&self) -> bool {
         matches!(self.transcript.last(), Some(Message::Assistant(last)) if last.tool_calls.is_empty())
     }
 }
 
-/// Steps as saved (tool results in the order they finished) as a transcript: each assistant
-/// message's results in its calls' order; a last answer cut short (cancelled, failed) without
-/// tool calls dropped, so going on asks again.
+/// Steps as saved (tool results in the order they finished; a steering message when it was
+/// sent) as a transcript: each assistant message's results in its calls' order, then the
+/// messages sent while they ran (where the run put them); a last answer cut short (cancelled,
+/// failed) without tool calls dropped, so going on asks again.
 fn in_call_order(steps: Vec<Message>) -> Vec<Message> {
     let mut transcript: Vec<Message> = Vec::with_capacity(steps.len());
-    let mut results = Vec::new();
+    let mut results: Vec<golato::message::ToolResultMessage> = Vec::new();
+    let mut waiting: Vec<Message> = Vec::new();
     let mut order: Vec<String> = Vec::new();
     let flush = |transcript: &mut Vec<Message>,
                  results: &mut Vec<golato::message::ToolResultMessage>,
+                 waiting: &mut Vec<Message>,
                  order: &[String]| {
         results.sort_by_key(|result| {
             order
@@ -267,24 +333,30 @@ fn in_call_order(steps: Vec<Message>) -> Vec<Message> {
                 .unwrap_or(usize::MAX)
         });
         transcript.extend(results.drain(..).map(Message::ToolResult));
+        transcript.append(waiting);
     };
     for step in steps {
         match step {
             Message::ToolResult(result) => results.push(result),
+            // Sent while the batch ran: it joins after the batch's results.
+            Message::User(user) if results.len() < order.len() => {
+                waiting.push(Message::User(user));
+            }
             other => {
-                flush(&mut transcript, &mut results, &order);
-                if let Message::Assistant(assistant) = &other {
-                    order = assistant
+                flush(&mut transcript, &mut results, &mut waiting, &order);
+                order = match &other {
+                    Message::Assistant(assistant) => assistant
                         .tool_calls
                         .iter()
                         .map(|call| call.id.clone())
-                        .collect();
-                }
+                        .collect(),
+                    _ => Vec::new(),
+                };
                 transcript.push(other);
             }
         }
     }
-    flush(&mut transcript, &mut results, &order);
+    flush(&mut transcript, &mut results, &mut waiting, &order);
     if let Some(Message::Assistant(last)) = transcript.last() {
         if last.tool_calls.is_empty()
             && matches!(last.stop_reason, StopReason::Aborted | StopReason::Error)

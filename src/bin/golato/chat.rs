@@ -1,0 +1,201 @@
+//! `golato chat`: an interactive loop on the terminal. Each line is a prompt in one session,
+//! shown with the same live view as `golato run`; a line typed while a run is busy steers it
+//! (`Run::steer`), or with a leading `+` waits as a follow-up (`Run::follow_up`); Ctrl-C
+//! cancels the current run, not the program; Ctrl-D (or `/exit`) leaves. The session is saved
+//! like any other (`golato resume` goes on with it).
+
+use std::io::Write as _;
+
+use golato::agent::{Event, Input};
+use golato::message::{Message, UserMessage};
+
+use crate::approve::{Answer, Question};
+use crate::args::ChatArgs;
+use crate::interrupt::Signals;
+use crate::live::{Live, Target};
+use crate::report::{Ending, Tally, View};
+use crate::run::{build_agent, describe, spinners, Built};
+use crate::{CliError, Exit};
+
+/// What starts a follow-up instead of steering.
+const FOLLOW_UP: char = '+';
+
+pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
+    let going_on = match args.continue_session {
+        true => Some(crate::session::find(None, Some(&args.agent.cwd))?),
+        false => None,
+    };
+    let Built {
+        agent,
+        mut header,
+        mut questions,
+        ..
+    } = build_agent(&args.agent, None, true).await?;
+    let (mut transcript, mut saving) = match going_on {
+        Some(mut saved) => {
+            let saving = match args.ephemeral {
+                true => None,
+                false => Some(crate::session::Writer::append(&saved.path)?),
+            };
+            saved.close_cut_off_calls();
+            (saved.transcript, saving)
+        }
+        None => {
+            let saving = match args.ephemeral {
+                true => None,
+                false => Some(crate::session::Writer::create(&args.agent.cwd)?),
+            };
+            (Vec::new(), saving)
+        }
+    };
+    header.session = saving.as_ref().map(crate::session::Writer::id);
+    eprintln!("{header}");
+    eprintln!(
+        "golato: each line is a prompt; while a run is busy a line steers it ({FOLLOW_UP} first: a follow-up); Ctrl-C cancels the run, Ctrl-D leaves"
+    );
+    let mut signals = Signals::listen()?;
+    let mut lines = crate::approve::terminal_lines();
+    let view_args = crate::args::ViewArgs {
+        json: false,
+        trace: false,
+    };
+    loop {
+        prompt_marker();
+        let line = tokio::select! {
+            line = lines.recv() => line,
+            _ = signals.next() => {
+                eprintln!("\n(Ctrl-D or /exit leaves)");
+                continue;
+            }
+        };
+        let Some(line) = line else { break };
+        let line = line.trim().to_owned();
+        if line.is_empty() {
+            continue;
+        }
+        if line == "/exit" {
+            break;
+        }
+        let prompt = UserMessage::new(line);
+        if let Some(saving) = &mut saving {
+            saving.step(&Message::User(prompt.clone()));
+        }
+        let run = agent.start(Input {
+            prompts: vec![prompt],
+            transcript: std::mem::take(&mut transcript),
+        });
+        let story = Target::Stdout;
+        let mut view = Live::new(story, spinners(&view_args, story));
+        let mut tally = Tally::default();
+        let mut cancelling = false;
+        let mut interrupted = None;
+        let started = std::time::Instant::now();
+        loop {
+            tokio::select! {
+                event = run.next_event() => {
+                    let Some(event) = event else { break };
+                    tally.observe(&event);
+                    if let Some(saving) = &mut saving {
+                        saving.save_event(&event, cancelling);
+                    }
+                    view.event(&event);
+                    if matches!(event, Event::RunEnd(_)) {
+                        break;
+                    }
+                }
+                Some(mut question) = crate::approve::next_question(&mut questions) => {
+                    let answer = match cancelling || question.reply.is_closed() {
+                        true => Answer::No,
+                        false => match crate::approve::ask(&mut view, &mut question, &mut lines, &mut signals).await {
+                            Ok(answer) => answer,
+                            Err(signal) => {
+                                cancelling = true;
+                                interrupted = Some(signal);
+                                view.interrupted(signal);
+                                run.cancel();
+                                Answer::No
+                            }
+                        },
+                    };
+                    answer_question(question, answer);
+                }
+                line = lines.recv() => {
+                    let Some(line) = line else {
+                        // The terminal closed: end the run, then leave.
+                        cancelling = true;
+                        run.cancel();
+                        continue;
+                    };
+                    queue(&run, &mut view, line.trim());
+                }
+                signal = signals.next() => {
+                    if cancelling {
+                        view.abandon();
+                        golato::mcp::stop_servers();
+                        std::process::exit(i32::from(signal.exit_code()));
+                    }
+                    cancelling = true;
+                    interrupted = Some(signal);
+                    view.interrupted(signal);
+                    run.cancel();
+                }
+            }
+        }
+        let outcome = run.finish().await;
+        let (exit, error, final_text) = match (&outcome, interrupted) {
+            (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
+            (Ok(result), None) => (Exit::Success, None, Some(result.final_message.text())),
+            (Err(error), None) => (Exit::Failure, Some(describe(error)), None),
+        };
+        if let Some(error) = &error {
+            eprintln!("golato: {error}");
+        }
+        view.end(&Ending {
+            exit,
+            error,
+            final_text,
+            tally: &tally,
+            wall: started.elapsed(),
+            workspace: None,
+        });
+        // The conversation goes on from what the run left, whatever ended it.
+        transcript = match outcome {
+            Ok(result) => result.messages,
+            Err(error) => error
+                .messages()
+                .map(<[Message]>::to_vec)
+                .unwrap_or_default(),
+        };
+    }
+    eprintln!();
+    Ok(Exit::Success)
+}
+
+fn answer_question(question: Question, answer: Answer) {
+    let _ = question.reply.send(answer);
+}
+
+/// A line typed while the run is busy: steering, or with a leading `+` a follow-up.
+fn queue(run: &golato::Run, view: &mut Live, line: &str) {
+    if line.is_empty() {
+        return;
+    }
+    let (kind, text, queued) = match line.strip_prefix(FOLLOW_UP) {
+        Some(text) => {
+            let message = UserMessage::new(text.trim());
+            ("follow-up", text.trim(), run.follow_up(message))
+        }
+        None => ("steering", line, run.steer(UserMessage::new(line))),
+    };
+    match queued {
+        // Saved when it joins the transcript (its event), where the run puts it.
+        Ok(()) => view.note(&format!("» {kind}: {text}")),
+        Err(_) => view.note(&format!("» not delivered ({kind}): the run has ended")),
+    }
+}
+
+/// The marker that says a prompt is awaited.
+fn prompt_marker() {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "› ").and_then(|()| err.flush());
+}
