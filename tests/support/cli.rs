@@ -23,8 +23,10 @@ pub fn golato() -> Command {
     ] {
         command.env_remove(variable);
     }
-    // Sessions go to a directory of this test binary's own, never the user's.
+    // Sessions go to a directory of this test binary's own, never the user's; the user's
+    // configuration file is not read (a test that wants one sets GOLATO_CONFIG).
     command.env("GOLATO_DATA_DIR", data_dir());
+    command.env("GOLATO_CONFIG", data_dir().join("no-config.toml"));
     command
 }
 

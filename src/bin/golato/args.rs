@@ -38,6 +38,9 @@ pub(crate) enum Command {
     /// while it works steers it (`+` first: a follow-up); Ctrl-C cancels the run; Ctrl-D
     /// leaves.
     Chat(Box<ChatArgs>),
+    /// Shows the settings in effect from the configuration files (and --profile, --config),
+    /// each with where it comes from.
+    Config(ConfigArgs),
     /// Lists the saved sessions, newest first: ID, last activity, turns, directory, first
     /// prompt.
     Sessions,
@@ -180,6 +183,19 @@ pub(crate) struct AgentArgs {
     pub(crate) script: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) sandbox: SandboxArgs,
+    /// Use the settings of this profile of the configuration files ([profiles.NAME]).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) profile: Option<String>,
+    /// Override a setting of the configuration files, such as model=gpt-4o; repeatable.
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    pub(crate) config: Vec<String>,
+    /// The flags given on the command line (by their names), which configuration never
+    /// overrides.
+    #[arg(skip)]
+    pub(crate) given: std::collections::HashSet<String>,
+    /// MCP servers of the configuration given as a program, arguments and environment.
+    #[arg(skip)]
+    pub(crate) mcp_commands: Vec<McpCommand>,
     /// Which calls wait for your yes on the terminal: ask (every bash, write and edit), edits
     /// (writes and edits in the working and --writable directories go through; bash asks) or
     /// never. A call that needs a yes when no terminal can answer is refused, never left
@@ -208,6 +224,19 @@ pub(crate) struct SandboxArgs {
     pub(crate) deny_read: Vec<PathBuf>,
 }
 
+impl Command {
+    /// The agent flags of the command, if it has them.
+    pub(crate) fn agent_args(&mut self) -> Option<&mut AgentArgs> {
+        match self {
+            Command::Run(args) => Some(&mut args.agent),
+            Command::Resume(args) => Some(&mut args.run.agent),
+            Command::Chat(args) => Some(&mut args.agent),
+            Command::Serve(args) => Some(&mut args.agent),
+            _ => None,
+        }
+    }
+}
+
 impl SandboxArgs {
     /// The policy these flags ask for, `default` when --sandbox is not given.
     pub(crate) fn policy(&self, default: golato::sandbox::Mode) -> golato::sandbox::Policy {
@@ -229,6 +258,33 @@ fn sandbox_mode(text: &str) -> Result<golato::sandbox::Mode, String> {
         .map_err(|error: golato::sandbox::UnknownMode| error.to_string())
 }
 
+/// An MCP server as the configuration gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct McpCommand {
+    pub(crate) program: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConfigArgs {
+    /// The project directory whose .golato/config.toml counts.
+    #[arg(
+        short = 'C',
+        long,
+        visible_alias = "cd",
+        default_value = ".",
+        value_name = "DIR"
+    )]
+    pub(crate) cwd: PathBuf,
+    /// Show this profile's settings in effect too.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) profile: Option<String>,
+    /// Overrides, as for run.
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    pub(crate) config: Vec<String>,
+}
+
 /// How hard a reasoning model thinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum ReasoningEffort {
@@ -237,7 +293,7 @@ pub(crate) enum ReasoningEffort {
     High,
 }
 
-fn temperature(text: &str) -> Result<f64, String> {
+pub(crate) fn temperature(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(value) if (0.0..=2.0).contains(&value) => Ok(value),
         _ => Err(format!("{text:?} is not a temperature between 0 and 2")),
@@ -248,7 +304,7 @@ fn temperature(text: &str) -> Result<f64, String> {
 const MAX_SECONDS: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// A positive number of seconds, such as 30 or 0.5.
-fn positive_seconds(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn positive_seconds(text: &str) -> Result<std::time::Duration, String> {
     let seconds: f64 = text
         .parse()
         .map_err(|_| format!("{text:?} is not a number of seconds"))?;

@@ -14,6 +14,7 @@
 mod approve;
 mod args;
 mod chat;
+mod config;
 mod demo;
 mod durable;
 mod header;
@@ -30,8 +31,6 @@ mod tool;
 mod trace;
 
 use std::process::ExitCode;
-
-use clap::Parser as _;
 
 use args::{Cli, Command};
 
@@ -134,13 +133,40 @@ impl CliError {
     }
 }
 
+/// The command line, with the names of the flags given on it (configuration fills the rest).
+fn parse() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let matches = Cli::command().try_get_matches()?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    let given: std::collections::HashSet<String> = match matches.subcommand() {
+        Some((_, sub)) => sub
+            .ids()
+            .filter(|id| {
+                sub.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+            })
+            .map(|id| id.as_str().to_owned())
+            .collect(),
+        None => Default::default(),
+    };
+    if let Some(agent) = cli.command.agent_args() {
+        agent.given = given;
+    }
+    Ok(cli)
+}
+
 fn main() -> ExitCode {
     // `golato __golato-sandbox …` is this program acting as the sandbox's helper.
     golato::sandbox::run_helper_if_asked();
-    let cli = match Cli::try_parse() {
+    let mut cli = match parse() {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),
     };
+    if let Some(agent) = cli.command.agent_args() {
+        if let Err(error) = config::apply(agent) {
+            eprintln!("golato: {error}");
+            return Exit::Usage.into();
+        }
+    }
     // The CLI's own work (signals, reading events, drawing) is light: one thread is enough. The
     // agents run on golato's own host either way.
     // A worker serves many runs' journals at once: it gets a thread per core.
@@ -169,6 +195,7 @@ fn main() -> ExitCode {
             Command::Resume(args) => run::resume(args).await,
             Command::Sessions => session::list(),
             Command::Chat(args) => chat::command(*args).await,
+            Command::Config(args) => config::show(args),
         }
     });
     // A server held by an abandoned call, or by a task the exit never finishes, would

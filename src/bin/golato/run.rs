@@ -229,6 +229,13 @@ async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
                 .map_err(|error| CliError::usage(format!("--mcp: {error}")))?,
         );
     }
+    for server in &args.mcp_commands {
+        let mut config = McpServerConfig::stdio(&server.program, &server.args);
+        for (name, value) in &server.env {
+            config = config.with_env(name, value);
+        }
+        configs.push(config);
+    }
     configs.extend(args.mcp_url.iter().map(McpServerConfig::http));
     let mut tools = Vec::new();
     for config in configs {

@@ -1,0 +1,373 @@
+//! Configuration: defaults for the agent flags from TOML files, named profiles and
+//! `--config KEY=VALUE` overrides; `golato config` shows what is in effect and where each value
+//! comes from.
+//!
+//! Layers, each over the one before: the user's file (`$XDG_CONFIG_HOME/golato/config.toml`,
+//! else `~/.config/golato/config.toml`; `GOLATO_CONFIG` names another), the project's
+//! (`.golato/config.toml` in the working directory), the profile `--profile NAME` picks (a
+//! `[profiles.NAME]` table of either file, the project's winning), `--config` overrides, and
+//! last the flags themselves.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum as _;
+use serde::Deserialize;
+
+use crate::args::{AgentArgs, ConfigArgs, ProviderKind, ReasoningEffort};
+use crate::CliError;
+
+/// What a layer may set; the names are the flags' (`base_url` for `--base-url`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    provider: Option<String>,
+    model: Option<String>,
+    base_url: Option<String>,
+    system: Option<String>,
+    tools: Option<Vec<String>>,
+    exclude: Option<Vec<String>>,
+    sequential: Option<bool>,
+    max_parallel: Option<usize>,
+    tool_timeout: Option<f64>,
+    max_turns: Option<usize>,
+    mcp: Option<Vec<McpEntry>>,
+    mcp_url: Option<Vec<String>>,
+    sandbox: Option<String>,
+    allow_network: Option<bool>,
+    writable: Option<Vec<PathBuf>>,
+    deny_read: Option<Vec<PathBuf>>,
+    approve: Option<String>,
+    temperature: Option<f64>,
+    max_output_tokens: Option<u32>,
+    reasoning_effort: Option<String>,
+}
+
+/// An MCP server: a command line, or a table with its arguments and environment.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum McpEntry {
+    Line(String),
+    Table {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        env: BTreeMap<String, String>,
+    },
+}
+
+/// A file's `[profiles.NAME]` tables, by name.
+type Profiles = BTreeMap<String, Settings>;
+
+/// A layer: where it comes from, and what it sets.
+#[derive(Debug)]
+struct Layer {
+    source: String,
+    settings: Settings,
+}
+
+/// The user's configuration file.
+fn user_file() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("GOLATO_CONFIG") {
+        return Some(PathBuf::from(path));
+    }
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))
+        .map(|dir| dir.join("golato/config.toml"))
+}
+
+/// A file's settings and profiles; nothing when it does not exist.
+fn read(path: &Path) -> Result<Option<(Settings, Profiles)>, CliError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => {
+            return Err(CliError::usage(format!(
+                "cannot read the configuration {}: {error}",
+                path.display()
+            )))
+        }
+    };
+    let bad = |error: String| {
+        CliError::usage(format!(
+            "the configuration {} is not valid: {error}; fix or remove that line (`golato config` shows what is in effect)",
+            path.display()
+        ))
+    };
+    let mut table: toml::Table =
+        toml::from_str(&text).map_err(|error| bad(error.message().to_owned()))?;
+    let profiles = match table.remove("profiles") {
+        Some(profiles) => profiles
+            .try_into::<Profiles>()
+            .map_err(|error| bad(format!("in [profiles]: {}", error.message())))?,
+        None => BTreeMap::new(),
+    };
+    let settings = toml::Value::Table(table)
+        .try_into::<Settings>()
+        .map_err(|error| bad(error.message().to_owned()))?;
+    Ok(Some((settings, profiles)))
+}
+
+/// The layers in order, lowest first.
+fn layers(cwd: &Path, profile: Option<&str>, overrides: &[String]) -> Result<Vec<Layer>, CliError> {
+    let mut layers = Vec::new();
+    let mut profiles: Vec<(String, Profiles)> = Vec::new();
+    let files = [user_file(), Some(cwd.join(".golato/config.toml"))];
+    for path in files.into_iter().flatten() {
+        if let Some((settings, file_profiles)) = read(&path)? {
+            let source = path.display().to_string();
+            layers.push(Layer {
+                source: source.clone(),
+                settings,
+            });
+            profiles.push((source, file_profiles));
+        }
+    }
+    if let Some(name) = profile {
+        let mut found = false;
+        for (source, file_profiles) in &profiles {
+            if let Some(settings) = file_profiles.get(name) {
+                found = true;
+                layers.push(Layer {
+                    source: format!("profile {name} in {source}"),
+                    settings: settings.clone(),
+                });
+            }
+        }
+        if !found {
+            let known: Vec<&str> = profiles
+                .iter()
+                .flat_map(|(_, file_profiles)| file_profiles.keys().map(String::as_str))
+                .collect();
+            return Err(CliError::usage(format!(
+                "--profile {name}: no such profile; the configuration files define: {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+    }
+    for entry in overrides {
+        let (key, value) = entry.split_once('=').ok_or_else(|| {
+            CliError::usage(format!(
+                "--config {entry}: give KEY=VALUE, such as --config model=gpt-4o"
+            ))
+        })?;
+        // A TOML value (a number, true, a list), else the text itself.
+        let value: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+            .ok()
+            .and_then(|mut table| table.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_owned()));
+        let mut table = toml::Table::new();
+        table.insert(key.trim().to_owned(), value);
+        let settings = toml::Value::Table(table)
+            .try_into::<Settings>()
+            .map_err(|error| CliError::usage(format!("--config {entry}: {}", error.message())))?;
+        layers.push(Layer {
+            source: format!("--config {entry}"),
+            settings,
+        });
+    }
+    Ok(layers)
+}
+
+/// Fills the flags not given from the configuration.
+pub(crate) fn apply(args: &mut AgentArgs) -> Result<(), CliError> {
+    let layers = layers(&args.cwd, args.profile.as_deref(), &args.config)?;
+    for layer in &layers {
+        fill(args, &layer.settings, &layer.source)?;
+    }
+    Ok(())
+}
+
+/// Sets what `settings` sets, but never a flag given on the command line. Layers are applied
+/// lowest first, so each overrides the ones before it.
+fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), CliError> {
+    let invalid = |key: &str, why: String| CliError::usage(format!("{key} in {source}: {why}"));
+    let given = &args.given;
+    macro_rules! set {
+        ($field:ident, $value:expr) => {
+            if !given.contains(stringify!($field)) {
+                args.$field = $value;
+            }
+        };
+    }
+    if let Some(provider) = &settings.provider {
+        let kind = ProviderKind::from_str(provider, true).map_err(|_| {
+            invalid(
+                "provider",
+                format!("{provider:?} is not openai, anthropic or openai-responses"),
+            )
+        })?;
+        set!(provider, Some(kind));
+    }
+    if let Some(model) = &settings.model {
+        set!(model, Some(model.clone()));
+    }
+    if let Some(base_url) = &settings.base_url {
+        set!(base_url, Some(base_url.clone()));
+    }
+    if let Some(system) = &settings.system {
+        set!(system, Some(system.clone()));
+    }
+    if let Some(tools) = &settings.tools {
+        set!(tools, Some(tools.clone()));
+    }
+    if let Some(exclude) = &settings.exclude {
+        set!(exclude, exclude.clone());
+    }
+    if let Some(sequential) = settings.sequential {
+        set!(sequential, sequential);
+    }
+    if let Some(max_parallel) = settings.max_parallel {
+        let value = std::num::NonZeroUsize::new(max_parallel)
+            .ok_or_else(|| invalid("max_parallel", "it must be at least 1".into()))?;
+        set!(max_parallel, Some(value));
+    }
+    if let Some(seconds) = settings.tool_timeout {
+        let value = crate::args::positive_seconds(&seconds.to_string())
+            .map_err(|why| invalid("tool_timeout", why))?;
+        set!(tool_timeout, Some(value));
+    }
+    if let Some(max_turns) = settings.max_turns {
+        let value = std::num::NonZeroUsize::new(max_turns)
+            .ok_or_else(|| invalid("max_turns", "it must be at least 1".into()))?;
+        set!(max_turns, Some(value));
+    }
+    if let Some(entries) = &settings.mcp {
+        let mut lines = Vec::new();
+        let mut servers = Vec::new();
+        for entry in entries {
+            match entry {
+                McpEntry::Line(line) => lines.push(line.clone()),
+                McpEntry::Table { command, args, env } => {
+                    servers.push(crate::args::McpCommand {
+                        program: command.clone(),
+                        args: args.clone(),
+                        env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    });
+                }
+            }
+        }
+        set!(mcp, lines);
+        set!(mcp_commands, servers);
+    }
+    if let Some(urls) = &settings.mcp_url {
+        set!(mcp_url, urls.clone());
+    }
+    if let Some(mode) = &settings.sandbox {
+        let mode: golato::sandbox::Mode = mode
+            .parse()
+            .map_err(|error: golato::sandbox::UnknownMode| invalid("sandbox", error.to_string()))?;
+        if !given.contains("sandbox") {
+            args.sandbox.sandbox = Some(mode);
+        }
+    }
+    if let Some(allow) = settings.allow_network {
+        if !given.contains("allow_network") {
+            args.sandbox.allow_network = allow;
+        }
+    }
+    if let Some(writable) = &settings.writable {
+        if !given.contains("writable") {
+            args.sandbox.writable = writable.clone();
+        }
+    }
+    if let Some(deny_read) = &settings.deny_read {
+        if !given.contains("deny_read") {
+            args.sandbox.deny_read = deny_read.clone();
+        }
+    }
+    if let Some(approve) = &settings.approve {
+        let value = crate::approve::Approve::from_str(approve, true)
+            .map_err(|_| invalid("approve", format!("{approve:?} is not ask, edits or never")))?;
+        set!(approve, Some(value));
+    }
+    if let Some(temperature) = settings.temperature {
+        let value = crate::args::temperature(&temperature.to_string())
+            .map_err(|why| invalid("temperature", why))?;
+        set!(temperature, Some(value));
+    }
+    if let Some(tokens) = settings.max_output_tokens {
+        let value = std::num::NonZeroU32::new(tokens)
+            .ok_or_else(|| invalid("max_output_tokens", "it must be at least 1".into()))?;
+        set!(max_output_tokens, Some(value));
+    }
+    if let Some(effort) = &settings.reasoning_effort {
+        let value = ReasoningEffort::from_str(effort, true).map_err(|_| {
+            invalid(
+                "reasoning_effort",
+                format!("{effort:?} is not low, medium or high"),
+            )
+        })?;
+        set!(reasoning_effort, Some(value));
+    }
+    Ok(())
+}
+
+/// `golato config`: every setting in effect, and where it comes from.
+pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
+    use std::io::Write as _;
+    let layers = layers(&args.cwd, args.profile.as_deref(), &args.config)?;
+    let mut out = std::io::stdout().lock();
+    let files = [user_file(), Some(args.cwd.join(".golato/config.toml"))];
+    for path in files.into_iter().flatten() {
+        let state = if path.exists() { "read" } else { "none" };
+        let _ = writeln!(out, "# {}: {state}", path.display());
+    }
+    let mut effective: BTreeMap<&'static str, (String, String)> = BTreeMap::new();
+    for layer in &layers {
+        for (key, value) in entries(&layer.settings) {
+            effective.insert(key, (value, layer.source.clone()));
+        }
+    }
+    if effective.is_empty() {
+        let _ = writeln!(
+            out,
+            "# nothing set: every flag has its default (golato run --help)"
+        );
+    }
+    for (key, (value, source)) in effective {
+        let _ = writeln!(out, "{key} = {value}    # {source}");
+    }
+    Ok(crate::Exit::Success)
+}
+
+/// What `settings` sets, as TOML-like text.
+fn entries(settings: &Settings) -> Vec<(&'static str, String)> {
+    let mut entries = Vec::new();
+    let text = |value: &dyn std::fmt::Debug| format!("{value:?}");
+    macro_rules! entry {
+        ($field:ident) => {
+            if let Some(value) = &settings.$field {
+                entries.push((stringify!($field), text(value)));
+            }
+        };
+    }
+    entry!(provider);
+    entry!(model);
+    entry!(base_url);
+    entry!(system);
+    entry!(tools);
+    entry!(exclude);
+    entry!(sequential);
+    entry!(max_parallel);
+    entry!(tool_timeout);
+    entry!(max_turns);
+    entry!(mcp);
+    entry!(mcp_url);
+    entry!(sandbox);
+    entry!(allow_network);
+    entry!(writable);
+    entry!(deny_read);
+    entry!(approve);
+    entry!(temperature);
+    entry!(max_output_tokens);
+    entry!(reasoning_effort);
+    entries
+}
