@@ -629,3 +629,54 @@ fn the_live_view_shows_an_edits_diff_and_the_end_of_a_commands_output() {
         "{text}"
     );
 }
+
+#[test]
+fn a_recording_carries_its_prompt_and_strict_replay_fails_on_any_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "first").unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "r", "name": "read", "arguments": {"path": "f.txt"}}]}),
+            json!({"text": "Read it."}),
+        ],
+    );
+    let recorded = dir.path().join("recorded.jsonl");
+    let output = run_script(
+        dir.path(),
+        &script,
+        &["--record", recorded.to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let replay = |flags: &[&str], prompt: Option<&str>| {
+        let mut command = golato();
+        command.args(["run", "-C"]).arg(dir.path());
+        command.arg("--script").arg(&recorded).args(flags);
+        if let Some(prompt) = prompt {
+            command.arg(prompt);
+        }
+        command.stdin(std::process::Stdio::null()).output().unwrap()
+    };
+    // No prompt needed: the recording's ("go", run_script's) is used, and all is the same.
+    let same = replay(&["--strict-replay"], None);
+    assert_eq!(same.status.code(), Some(0), "{same:?}");
+    // Another prompt: a warning, and with --strict-replay a failure.
+    let other = replay(&[], Some("something else"));
+    assert_eq!(other.status.code(), Some(0));
+    assert!(
+        story(&other).contains("the prompt differs from the one the script was recorded with (go)")
+    );
+    let strict = replay(&["--strict-replay"], Some("something else"));
+    assert_eq!(strict.status.code(), Some(1), "{strict:?}");
+    // A tool result that differs fails a strict replay.
+    std::fs::write(dir.path().join("f.txt"), "changed").unwrap();
+    let changed = replay(&["--strict-replay"], None);
+    assert_eq!(changed.status.code(), Some(1), "{changed:?}");
+    assert!(story(&changed).contains("--strict-replay makes that a failure"));
+    assert_eq!(
+        replay(&[], None).status.code(),
+        Some(0),
+        "without it, a warning only"
+    );
+}

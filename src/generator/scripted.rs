@@ -165,6 +165,10 @@ struct ScriptEntry {
     /// command line compares a replay against it; the generator ignores it.
     #[serde(default, rename = "tool_results")]
     _tool_results: Option<serde::de::IgnoredAny>,
+    /// What the recording was made with (`golato run --record`: the prompt): the command line
+    /// replays with it; the generator ignores it.
+    #[serde(default, rename = "recorded")]
+    _recorded: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]

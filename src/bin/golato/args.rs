@@ -98,6 +98,10 @@ pub(crate) struct RunArgs {
     /// Save no session.
     #[arg(long)]
     pub(crate) ephemeral: bool,
+    /// With --script: any difference from the recording (a tool result, the prompt) makes the
+    /// run fail (exit 1), for CI.
+    #[arg(long, requires = "script")]
+    pub(crate) strict_replay: bool,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
     /// Write what the model said, turn by turn, as a script that --script replays.

@@ -85,7 +85,10 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         ..Default::default()
     })
     .map_err(|error| CliError::Failed(error.to_string()))?;
-    let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
+    let recorder = match &args.record {
+        Some(path) => Some(Recorder::create(path, Some(PROMPT.to_owned()))?),
+        None => None,
+    };
     drive(Session {
         agent,
         input: golato::agent::Input::from(golato::message::UserMessage::new(PROMPT)),
@@ -99,6 +102,7 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         journal: None,
         header: None,
         questions: None,
+        strict_replay: None,
     })
     .await
 }

@@ -20,11 +20,14 @@ use crate::CliError;
 pub(crate) struct Recorder {
     path: PathBuf,
     file: File,
+    /// The prompt, written with the first entry (so a replay needs none).
+    prompt: Option<String>,
 }
 
 impl Recorder {
     /// Creates (or truncates) the file before the run starts, so a bad path is a usage error.
-    pub(crate) fn create(path: &Path) -> Result<Recorder, CliError> {
+    /// `prompt` goes with the first entry.
+    pub(crate) fn create(path: &Path, prompt: Option<String>) -> Result<Recorder, CliError> {
         let file = File::create(path).map_err(|error| {
             CliError::usage(format!(
                 "cannot write the recording to {}: {error}; give --record a path in a writable directory",
@@ -34,12 +37,17 @@ impl Recorder {
         Ok(Recorder {
             path: path.to_owned(),
             file,
+            prompt,
         })
     }
 
     /// Appends the turn as one script entry.
     pub(crate) fn record(&mut self, turn: &TurnEndEvent) -> Result<(), CliError> {
-        let mut line = entry(&turn.message, &turn.tool_results).to_string();
+        let mut entry = entry(&turn.message, &turn.tool_results);
+        if let (Some(prompt), Value::Object(fields)) = (self.prompt.take(), &mut entry) {
+            fields.insert("recorded".into(), serde_json::json!({ "prompt": prompt }));
+        }
+        let mut line = entry.to_string();
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
@@ -69,6 +77,8 @@ fn entry(message: &AssistantMessage, results: &[ToolResultMessage]) -> Value {
 #[derive(Debug, Default)]
 pub(crate) struct Recording {
     turns: Vec<Option<Vec<ToolResultMessage>>>,
+    /// The prompt the recording was made with, when it says.
+    pub(crate) prompt: Option<String>,
 }
 
 /// A replayed tool result that differs from the recorded one.
@@ -110,6 +120,10 @@ impl Recording {
             }
             entries
         };
+        let prompt = entries
+            .first()
+            .and_then(|(_, first)| first["recorded"]["prompt"].as_str())
+            .map(str::to_owned);
         let turns = entries
             .into_iter()
             .map(|(number, mut value)| match value.get_mut("tool_results") {
@@ -119,7 +133,7 @@ impl Recording {
                     .map_err(|error| invalid(number, format!("tool_results: {error}"))),
             })
             .collect::<Result<_, _>>()?;
-        Ok(Recording { turns })
+        Ok(Recording { turns, prompt })
     }
 
     /// Compares a replayed turn's results with the recorded ones.

@@ -49,8 +49,29 @@ pub(crate) async fn resume(args: ResumeArgs) -> Result<Exit, CliError> {
 /// Runs the flags' agent on the prompt, going on with `going_on` when given.
 async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError> {
     // Everything a usage error can come from is checked before anything runs.
+    let recorded = match &args.agent.script {
+        Some(path) => load_script(path)?.1.prompt,
+        None => None,
+    };
+    let mut prompt_differs = false;
     let prompt = match &going_on {
-        None => Some(crate::prompt::user_message(args.prompt, &args.image)?),
+        // A recording made with --record carries its prompt: a replay needs none.
+        None if args.prompt.is_none() && recorded.is_some() => {
+            Some(crate::prompt::user_message(recorded.clone(), &args.image)?)
+        }
+        None => {
+            let prompt = crate::prompt::user_message(args.prompt, &args.image)?;
+            if let Some(recorded) = &recorded {
+                if prompt.text() != *recorded {
+                    prompt_differs = true;
+                    eprintln!(
+                        "golato: the prompt differs from the one the script was recorded with ({}); the replay may differ too",
+                        crate::live::clip(recorded)
+                    );
+                }
+            }
+            Some(prompt)
+        }
         Some(saved) => {
             let prompt = crate::prompt::optional_user_message(args.prompt, &args.image)?;
             if prompt.is_none() && saved.answered() {
@@ -69,7 +90,13 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         mut header,
         questions,
     } = build_agent(&args.agent, None, interactive).await?;
-    let recorder = args.record.as_deref().map(Recorder::create).transpose()?;
+    let recorder = match &args.record {
+        Some(path) => Some(Recorder::create(
+            path,
+            prompt.as_ref().map(golato::message::UserMessage::text),
+        )?),
+        None => None,
+    };
     let journal = match &args.journal {
         Some(path) => Some(Arc::new(
             golato::agent::FileJournal::open(path)
@@ -125,6 +152,7 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         journal: journal.map(|journal| journal as Arc<dyn golato::agent::Journal>),
         header: Some(header),
         questions,
+        strict_replay: args.strict_replay.then_some(prompt_differs),
     })
     .await
 }
@@ -337,6 +365,9 @@ pub(crate) struct Session {
     pub(crate) header: Option<Header>,
     /// Calls waiting for a yes on the terminal (`--approve`).
     pub(crate) questions: Option<Questions>,
+    /// `--strict-replay`: any difference from the recording fails the run; whether the prompt
+    /// already differs.
+    pub(crate) strict_replay: Option<bool>,
 }
 
 /// Runs the session to its end: events to the view as they arrive, each finished turn to the
@@ -433,6 +464,21 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
             (Exit::Failure, Some(record_error.to_string()))
         }
         (_, error) => (exit, error),
+    };
+    let (exit, error) = match session.strict_replay {
+        Some(prompt_differs)
+            if exit == Exit::Success && (prompt_differs || tally.replay_mismatches > 0) =>
+        {
+            (
+                Exit::Failure,
+                Some(format!(
+                    "the replay differs from the recording ({} tool result(s){}); --strict-replay makes that a failure",
+                    tally.replay_mismatches,
+                    if prompt_differs { ", and the prompt" } else { "" }
+                )),
+            )
+        }
+        _ => (exit, error),
     };
     // The error first, then the summary that counts it.
     if let Some(error) = &error {
