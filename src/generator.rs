@@ -10,6 +10,7 @@
 
 pub mod anthropic;
 mod assembly;
+mod cache;
 pub(crate) mod http;
 pub mod openai;
 pub mod responses;
@@ -24,6 +25,7 @@ use futures::stream::BoxStream;
 use crate::message::{AssistantMessage, Message, ToolDefinition};
 
 pub use anthropic::Anthropic;
+pub use cache::PromptCache;
 pub use http::{
     RetryPolicy, DEFAULT_IDLE_TIMEOUT, MAX_ERROR_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGE_BYTES,
 };
@@ -66,6 +68,9 @@ pub struct Model {
     /// More top-level fields of the request body, passed through as they are; a field named
     /// here replaces the one golato would send (the wire format is then yours to keep valid).
     pub extra: serde_json::Map<String, serde_json::Value>,
+    /// Prompt caching: Anthropic's cache breakpoints, OpenAI's `prompt_cache_key` (on by
+    /// default; see [`PromptCache`]).
+    pub prompt_cache: PromptCache,
 }
 
 /// Whether the model may, must or must not call tools.
@@ -93,7 +98,14 @@ impl Model {
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: None,
             extra: serde_json::Map::new(),
+            prompt_cache: PromptCache::default(),
         }
+    }
+
+    /// Sets how requests ask for prompt caching (on by default).
+    pub fn with_prompt_cache(mut self, cache: PromptCache) -> Self {
+        self.prompt_cache = cache;
+        self
     }
 
     /// Sets the sampling temperature.

@@ -135,7 +135,10 @@ async fn an_anthropic_key_in_the_environment_picks_anthropic_with_its_variables(
     assert_eq!(auth.as_deref(), Some("test-key"));
     assert_eq!(body["model"], "claude-test");
     // Without --system a real model gets the default instructions.
-    assert!(body["system"].as_str().unwrap().contains("coding agent"));
+    assert!(body["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("coding agent"));
     let lines = json_lines(&output);
     // run_start says what the run uses.
     let start = &lines[0];

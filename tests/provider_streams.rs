@@ -276,7 +276,10 @@ fn openai_compatible_dialects() {
     assert_eq!(xai.text(), "");
     assert_eq!(arguments(&xai, 0), json!({"location": "San Francisco"}));
     assert_eq!(xai.stop_reason, StopReason::ToolCalls);
+    // Cached prompt tokens, as the provider reports them.
+    assert_eq!(xai.usage.cache_read_tokens, 306);
     let deepseek = openai("openai-compatible/deepseek-tool-call.jsonl");
+    assert_eq!(deepseek.usage.cache_read_tokens, 320);
     assert_eq!(deepseek.reasoning.chars().count(), 191);
     assert_eq!(
         arguments(&deepseek, 0),
@@ -400,6 +403,7 @@ fn responses_function_call_with_argument_deltas() {
 #[test]
 fn responses_reasoning_text_and_a_call_whose_arguments_come_whole() {
     let message = responses("openai-responses/lmstudio-reasoning-tool-call.jsonl");
+    assert_eq!(message.usage.cache_read_tokens, 2);
     assert_eq!(
         message.text(),
         "I'll get the current weather information for San Francisco for you."

@@ -203,7 +203,7 @@ async fn anthropic_replays_recorded_streams_in_any_pieces() {
         assert_eq!(headers["x-api-key"], "ant-key");
         assert_eq!(headers["anthropic-version"], "2023-06-01");
         assert_eq!(body["max_tokens"], 1024);
-        assert_eq!(body["system"], "Be brief.");
+        assert_eq!(body["system"][0]["text"], "Be brief.");
         assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
     }
 }
@@ -890,4 +890,75 @@ async fn api_keys_stay_out_of_logs_and_errors_even_when_the_server_quotes_them()
     let logged = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     assert!(logged.contains("retrying"), "nothing was logged: {logged}");
     assert!(!logged.contains(key), "{logged}");
+}
+
+/// Prompt caching, as each API takes it: Anthropic's breakpoints on the system prompt, the
+/// last tool and the newest message; OpenAI's key, the same for every turn of a conversation.
+#[tokio::test]
+async fn requests_ask_each_provider_to_cache_the_prefix_and_can_be_told_not_to() {
+    let turn_two = |model: Model| {
+        let mut request = request(model);
+        let mut messages = (*request.messages).clone();
+        messages.push(Message::Assistant(
+            golato::message::AssistantMessage::with_text("Sunny."),
+        ));
+        messages.push(Message::User(UserMessage::new("And tomorrow?")));
+        request.messages = Arc::new(messages);
+        request
+    };
+    let (url, server) = serve(vec![
+        Reply::ok(fixture("anthropic/tool-use.sse"), 1),
+        Reply::ok(fixture("anthropic/tool-use.sse"), 1),
+    ])
+    .await;
+    let client = Anthropic::new(url, "ant-key").unwrap();
+    collect_stream(&client, turn_two(Model::new("claude")))
+        .await
+        .unwrap();
+    let (_, body) = server.requests.lock().unwrap().remove(0);
+    let ephemeral = json!({"type": "ephemeral"});
+    assert_eq!(body["system"][0]["cache_control"], ephemeral, "{body}");
+    assert_eq!(body["tools"][0]["cache_control"], ephemeral);
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["content"][0]["text"], "And tomorrow?");
+    assert_eq!(last["content"][0]["cache_control"], ephemeral);
+    // Three breakpoints, within the four the API allows.
+    assert_eq!(body.to_string().matches("cache_control").count(), 3);
+    let off = Model::new("claude").with_prompt_cache(golato::generator::PromptCache::off());
+    collect_stream(&client, turn_two(off)).await.unwrap();
+    let (_, body) = server.requests.lock().unwrap().remove(0);
+    assert_eq!(body["system"], "Be brief.");
+    assert!(!body.to_string().contains("cache_control"), "{body}");
+
+    let (url, server) = serve(
+        (0..4)
+            .map(|_| Reply::ok(fixture("openai-chat/text-stop.sse"), 1))
+            .collect(),
+    )
+    .await;
+    let client = OpenAiChat::new(format!("{url}/v1"), Some("sk".into())).unwrap();
+    collect_stream(&client, request(Model::new("gpt")))
+        .await
+        .unwrap();
+    collect_stream(&client, turn_two(Model::new("gpt")))
+        .await
+        .unwrap();
+    let keyed =
+        Model::new("gpt").with_prompt_cache(golato::generator::PromptCache::keyed("user-42"));
+    collect_stream(&client, turn_two(keyed)).await.unwrap();
+    let off = Model::new("gpt").with_prompt_cache(golato::generator::PromptCache::off());
+    collect_stream(&client, turn_two(off)).await.unwrap();
+    let bodies: Vec<Value> = server
+        .requests
+        .lock()
+        .unwrap()
+        .drain(..)
+        .map(|(_, body)| body)
+        .collect();
+    let first_key = bodies[0]["prompt_cache_key"].as_str().unwrap();
+    assert!(first_key.starts_with("golato-"), "{first_key}");
+    // Turn two of the same conversation: the same key, so the same cache.
+    assert_eq!(bodies[1]["prompt_cache_key"], first_key);
+    assert_eq!(bodies[2]["prompt_cache_key"], "user-42");
+    assert!(bodies[3].get("prompt_cache_key").is_none());
 }

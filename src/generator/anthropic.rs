@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::assembly::Assembly;
-use super::openai::excerpt;
+use super::http::excerpt;
 use super::{Delta, Error, ToolChoice};
 use crate::message::{AssistantMessage, Content, StopReason, ToolCall};
 
@@ -435,6 +435,7 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
             body["tool_choice"] = choice;
         }
     }
+    super::cache::mark_anthropic(request, &mut body);
     request.model.finish_body(&mut body);
     body
 }

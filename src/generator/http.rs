@@ -340,7 +340,7 @@ fn provider_message(body: &str) -> String {
                 .or_else(|| value.get("message"))
         })
         .and_then(serde_json::Value::as_str)
-        .map_or_else(|| super::openai::excerpt(body.trim()), str::to_owned)
+        .map_or_else(|| excerpt(body.trim()), str::to_owned)
 }
 
 enum State<D> {
@@ -497,5 +497,14 @@ async fn step<D: WireDecoder>(
                 State::Streaming(streaming)
             }
         };
+    }
+}
+
+/// The first 200 characters of a provider's text that golato could not use (a chunk that is
+/// not JSON, an error body), for error messages.
+pub(super) fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
     }
 }

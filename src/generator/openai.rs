@@ -37,7 +37,10 @@ impl ChatStreamDecoder {
             return Ok(Vec::new());
         }
         let chunk: Value = serde_json::from_str(data).map_err(|error| Error::MalformedStream {
-            reason: format!("a chunk is not JSON ({error}): {}", excerpt(data)),
+            reason: format!(
+                "a chunk is not JSON ({error}): {}",
+                super::http::excerpt(data)
+            ),
         })?;
         if let Some(error) = chunk.get("error") {
             return Err(Error::Provider {
@@ -183,13 +186,6 @@ fn usage_of(usage: &Value) -> Usage {
         output_tokens: number(usage, "completion_tokens"),
         cache_read_tokens: cached,
         cache_write_tokens: 0,
-    }
-}
-
-pub(super) fn excerpt(text: &str) -> String {
-    match text.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
     }
 }
 
@@ -401,6 +397,9 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
     }
     if let Some(limit) = request.model.max_output_tokens {
         body["max_tokens"] = limit.into();
+    }
+    if let Some(key) = super::cache::openai_key(request) {
+        body["prompt_cache_key"] = key.into();
     }
     request.model.finish_body(&mut body);
     body

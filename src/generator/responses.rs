@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::assembly::Assembly;
-use super::openai::excerpt;
+use super::http::excerpt;
 use super::{Delta, Error, ToolChoice};
 use crate::message::{AssistantMessage, Content, Message, StopReason, ToolCall, Usage};
 
@@ -440,6 +440,9 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
     }
     if let Some(limit) = request.model.max_output_tokens {
         body["max_output_tokens"] = limit.into();
+    }
+    if let Some(key) = super::cache::openai_key(request) {
+        body["prompt_cache_key"] = key.into();
     }
     request.model.finish_body(&mut body);
     body
