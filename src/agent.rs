@@ -49,6 +49,7 @@
 
 mod admission;
 mod batch_calls;
+mod budget;
 mod error;
 mod event;
 mod input;
@@ -71,6 +72,7 @@ use crate::hook::Hook;
 use crate::message::{AssistantMessage, Message, Usage};
 use crate::tool::{self, Execution, Tool, ToolDefinition};
 
+pub use budget::Budget;
 pub use error::Error;
 pub use event::{
     Delivery, Event, MessageEndEvent, MessageStartEvent, MessageUpdateEvent, RunEndEvent,
@@ -112,6 +114,9 @@ pub struct Config {
     /// Most model requests one run may make; `None` (the default) sets no limit. When a run
     /// needs one more, it ends with [`Error::MaxTurns`] carrying the transcript.
     pub max_turns: Option<usize>,
+    /// What one run may spend (tokens, money); `None` (the default) sets no limit. A run that
+    /// reaches it ends after the batch it is in, with [`Error::Budget`] carrying the transcript.
+    pub budget: Option<Budget>,
     /// Events buffered for a consumer that falls behind before pending updates are coalesced
     /// (lifecycle events are never dropped). Default [`DEFAULT_EVENT_BUFFER`].
     pub event_buffer: usize,
@@ -146,6 +151,7 @@ impl Default for Config {
             tool_execution: Execution::Parallel,
             system_prompt: None,
             max_turns: None,
+            budget: None,
             event_buffer: DEFAULT_EVENT_BUFFER,
             host: None,
             hooks: Vec::new(),
@@ -169,6 +175,7 @@ impl fmt::Debug for Config {
             .field("tool_execution", &self.tool_execution)
             .field("system_prompt", &self.system_prompt)
             .field("max_turns", &self.max_turns)
+            .field("budget", &self.budget)
             .field("event_buffer", &self.event_buffer)
             .field("hooks", &self.hooks.len())
             .field("tool_timeout", &self.tool_timeout)
@@ -189,6 +196,8 @@ pub struct RunResult {
     pub messages: Vec<Message>,
     /// Tokens used by this run's requests.
     pub usage: Usage,
+    /// What they cost in US dollars, at the model's price; `None` when it has none.
+    pub cost: Option<f64>,
     /// Model requests made by this run.
     pub turns: usize,
 }
@@ -202,6 +211,7 @@ pub(crate) struct AgentInner {
     pub(crate) tool_execution: Execution,
     pub(crate) system_prompt: Option<String>,
     pub(crate) max_turns: Option<usize>,
+    pub(crate) budget: Option<Budget>,
     pub(crate) event_buffer: usize,
     pub(crate) host: Host,
     pub(crate) hooks: Arc<[Arc<dyn Hook>]>,
@@ -256,6 +266,17 @@ impl Agent {
     /// [`Error::Host`] when the actor host cannot start.
     pub fn new(config: Config) -> Result<Agent, Error> {
         let generator = config.generator.ok_or(Error::NoGenerator)?;
+        if let (
+            Some(Budget {
+                max_cost: Some(_), ..
+            }),
+            None,
+        ) = (&config.budget, config.model.price)
+        {
+            return Err(Error::UnpricedBudget {
+                model: config.model.id.clone(),
+            });
+        }
         let schemas = tool::compile(&config.tools)?;
         let host = match config.host {
             Some(host) => host,
@@ -271,6 +292,7 @@ impl Agent {
                 tool_execution: config.tool_execution,
                 system_prompt: config.system_prompt,
                 max_turns: config.max_turns,
+                budget: config.budget,
                 event_buffer: config.event_buffer,
                 host,
                 hooks: config.hooks.into(),

@@ -13,6 +13,7 @@ mod assembly;
 mod cache;
 pub(crate) mod http;
 pub mod openai;
+mod price;
 pub mod responses;
 mod scripted;
 pub mod sse;
@@ -30,6 +31,7 @@ pub use http::{
     RetryPolicy, DEFAULT_IDLE_TIMEOUT, MAX_ERROR_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGE_BYTES,
 };
 pub use openai::OpenAiChat;
+pub use price::Price;
 pub use responses::OpenAiResponses;
 pub use scripted::{Scripted, MAX_SCRIPT_BYTES};
 
@@ -71,6 +73,9 @@ pub struct Model {
     /// Prompt caching: Anthropic's cache breakpoints, OpenAI's `prompt_cache_key` (on by
     /// default; see [`PromptCache`]).
     pub prompt_cache: PromptCache,
+    /// What its tokens cost ([`Price::known`] for the ID by default; `None` for a model
+    /// golato has no price for: its cost is unknown, never taken as zero).
+    pub price: Option<Price>,
 }
 
 /// Whether the model may, must or must not call tools.
@@ -99,7 +104,21 @@ impl Model {
             parallel_tool_calls: None,
             extra: serde_json::Map::new(),
             prompt_cache: PromptCache::default(),
+            price: None,
         }
+        .priced()
+    }
+
+    /// The model with golato's known price for its ID (none for an unknown model).
+    fn priced(mut self) -> Self {
+        self.price = Price::known(&self.id);
+        self
+    }
+
+    /// Sets the model's price (for a model golato has none for, or to correct one).
+    pub fn with_price(mut self, price: Price) -> Self {
+        self.price = Some(price);
+        self
     }
 
     /// Sets how requests ask for prompt caching (on by default).

@@ -450,3 +450,61 @@ async fn model_settings_reach_each_api_in_its_own_terms() {
     assert_eq!(output.status.code(), Some(2));
     assert!(one_error_line(&output).contains("between 0 and 2"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_shows_the_cost_and_max_cost_needs_a_known_price() {
+    let (url, _) = serve(fixture("openai-chat/text-stop.sse")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    command.args([
+        "run",
+        "--json",
+        "--base-url",
+        &format!("{url}/v1"),
+        "-m",
+        "gpt-4o-mini",
+        "-C",
+    ]);
+    command.arg(dir.path()).arg("hi");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let outcome = json_lines(&output).last().unwrap().clone();
+    // 14 input and 47 output tokens at $0.15 and $0.60 per million.
+    let expected = (14.0 * 0.15 + 47.0 * 0.60) / 1_000_000.0;
+    let cost = outcome["cost_usd"].as_f64().unwrap();
+    assert!((cost - expected).abs() < 1e-12, "{outcome}");
+
+    let mut command = golato();
+    command.args([
+        "run",
+        "--max-cost",
+        "1",
+        "--base-url",
+        &format!("{url}/v1"),
+        "-m",
+        "local",
+        "-C",
+    ]);
+    command.arg(dir.path()).arg("hi");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(one_error_line(&output).contains("--max-tokens"));
+
+    // A token budget ends a run that reaches it, with exit status 1 and what to raise.
+    let script_dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        script_dir.path(),
+        "script.jsonl",
+        &[
+            serde_json::json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "true"}}], "usage": {"input_tokens": 50}}),
+            serde_json::json!({"text": "never asked"}),
+        ],
+    );
+    let output = run_script(script_dir.path(), &script, &["--max-tokens", "10"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        story(&output).contains("raise --max-tokens or --max-cost"),
+        "{}",
+        story(&output)
+    );
+}

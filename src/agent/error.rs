@@ -48,6 +48,20 @@ pub enum Error {
         /// text.
         messages: Vec<Message>,
     },
+    /// The run reached its `agent::Config::budget` (after a batch, before the next request).
+    #[error("the run reached its budget: {reached}; raise agent::Config::budget or resume from the transcript")]
+    Budget {
+        /// Which limit, with what was spent.
+        reached: String,
+        /// The transcript so far.
+        messages: Vec<Message>,
+    },
+    /// A money budget for a model without a price.
+    #[error("agent::Config::budget limits the cost, but the model {model:?} has no price golato knows; give one with Model::with_price, or limit tokens instead")]
+    UnpricedBudget {
+        /// The model's ID.
+        model: String,
+    },
     /// The run reached `agent::Config::max_turns` and needed another turn.
     #[error("the run reached its limit of {limit} turn(s); raise agent::Config::max_turns or resume from the transcript")]
     MaxTurns {
@@ -86,6 +100,7 @@ impl Error {
             Error::Cancelled { messages }
             | Error::Generator { messages, .. }
             | Error::MaxTurns { messages, .. }
+            | Error::Budget { messages, .. }
             | Error::Lost { messages }
             | Error::Journal { messages, .. }
             | Error::Crashed { messages } => Some(messages),

@@ -184,6 +184,12 @@ impl RunActor {
             final_message,
             messages: self.take_messages(),
             usage: self.usage,
+            cost: self
+                .plan
+                .agent
+                .model
+                .price
+                .map(|price| price.cost(&self.usage)),
             turns: self.turn,
         };
         self.end(Ok(result), ctx);

@@ -26,6 +26,12 @@ impl RunActor {
                 return self.end(Err(Error::MaxTurns { limit, messages }), ctx);
             }
         }
+        if let Some(budget) = &self.plan.agent.budget {
+            if let Some(reached) = budget.reached(&self.usage, self.plan.agent.model.price) {
+                let messages = self.take_messages();
+                return self.end(Err(Error::Budget { reached, messages }), ctx);
+            }
+        }
         self.turn += 1;
         let turn = self.turn;
         self.turn_span = tracing::debug_span!(parent: &self.plan.span, "turn", turn);

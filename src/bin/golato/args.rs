@@ -170,6 +170,14 @@ pub(crate) struct AgentArgs {
     /// out (bash's own `timeout` argument still applies inside it).
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
     pub(crate) tool_timeout: Option<std::time::Duration>,
+    /// End the run (exit 1) once it has used this many tokens (input, output, cached), after
+    /// the batch it is in.
+    #[arg(long, value_name = "N")]
+    pub(crate) max_tokens: Option<std::num::NonZeroU64>,
+    /// End the run (exit 1) once it has cost this many US dollars at the model's price (a model
+    /// golato knows the price of), after the batch it is in.
+    #[arg(long, value_name = "USD", value_parser = dollars)]
+    pub(crate) max_cost: Option<f64>,
     /// Stop with an error (exit 1) when the run needs more model requests than this.
     #[arg(long, value_name = "N")]
     pub(crate) max_turns: Option<NonZeroUsize>,
@@ -295,6 +303,15 @@ pub(crate) enum ReasoningEffort {
     Low,
     Medium,
     High,
+}
+
+fn dollars(text: &str) -> Result<f64, String> {
+    match text.trim_start_matches('$').parse::<f64>() {
+        Ok(value) if value.is_finite() && value > 0.0 => Ok(value),
+        _ => Err(format!(
+            "{text:?} is not an amount of US dollars above 0, such as 0.50"
+        )),
+    }
 }
 
 pub(crate) fn temperature(text: &str) -> Result<f64, String> {

@@ -29,6 +29,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         agent,
         mut header,
         mut questions,
+        price,
         ..
     } = build_agent(&args.agent, None, true).await?;
     let (mut transcript, mut saving) = match going_on {
@@ -157,6 +158,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
             tally: &tally,
             wall: started.elapsed(),
             workspace: None,
+            cost: price.map(|price| price.cost(&tally.usage)),
         });
         // The conversation goes on from what the run left, whatever ended it.
         transcript = match outcome {

@@ -103,6 +103,7 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         header: None,
         questions: None,
         strict_replay: None,
+        price: None,
     })
     .await
 }

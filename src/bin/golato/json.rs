@@ -95,6 +95,7 @@ impl View for JsonLines {
             "tool_errors": tally.tool_errors,
             "replay_mismatches": tally.replay_mismatches,
             "usage": tally.usage,
+            "cost_usd": ending.cost,
             "wall_ms": u64::try_from(ending.wall.as_millis()).unwrap_or(u64::MAX),
             "workspace": ending.workspace,
         }));

@@ -373,6 +373,9 @@ impl View for Live {
                 usage.output_tokens
             ));
         }
+        if let Some(cost) = ending.cost {
+            parts.push(format!("${cost:.4}"));
+        }
         let (style, status) = match ending.status() {
             "completed" => (GREEN, "done"),
             "interrupted" => (YELLOW, "interrupted"),

@@ -74,6 +74,8 @@ pub(crate) struct Ending<'a> {
     pub(crate) wall: Duration,
     /// Where the demo's project is (for `golato demo`).
     pub(crate) workspace: Option<PathBuf>,
+    /// What the tokens cost in US dollars, when the model's price is known.
+    pub(crate) cost: Option<f64>,
 }
 
 impl Ending<'_> {

@@ -89,6 +89,7 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         recording,
         mut header,
         questions,
+        price,
     } = build_agent(&args.agent, None, interactive).await?;
     let recorder = match &args.record {
         Some(path) => Some(Recorder::create(
@@ -153,6 +154,7 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         header: Some(header),
         questions,
         strict_replay: args.strict_replay.then_some(prompt_differs),
+        price,
     })
     .await
 }
@@ -165,6 +167,8 @@ pub(crate) struct Built {
     pub(crate) header: Header,
     /// The calls waiting for a yes, when someone at a terminal can answer.
     pub(crate) questions: Option<crate::approve::Questions>,
+    /// The model's price, when golato knows it.
+    pub(crate) price: Option<golato::generator::Price>,
 }
 
 /// The agent the flags describe. `shared_lock`, for durable workers, serializes writes of a
@@ -215,6 +219,7 @@ pub(crate) async fn build_agent(
         None if args.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
         None => None,
     };
+    let price = model.price;
     let agent = Agent::new(agent::Config {
         generator: Some(generator),
         model,
@@ -226,6 +231,7 @@ pub(crate) async fn build_agent(
         },
         system_prompt,
         max_turns: args.max_turns.map(usize::from),
+        budget: budget(args),
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,
         hooks: match approve {
@@ -234,18 +240,36 @@ pub(crate) async fn build_agent(
         },
         ..Default::default()
     })
-    .map_err(|error| CliError::Failed(error.to_string()))?;
+    .map_err(|error| match error {
+        agent::Error::UnpricedBudget { model } => CliError::usage(format!(
+            "--max-cost needs the model's price, and golato knows none for {model:?}; limit tokens with --max-tokens instead"
+        )),
+        error => CliError::Failed(error.to_string()),
+    })?;
     Ok(Built {
         agent,
         recording,
         header,
         questions: questions.filter(|_| approve != Approve::Never),
+        price,
     })
 }
 
 /// The sandbox of `golato run` and `golato serve` when `--sandbox` is not given: the model's
 /// commands may change the project and temporary files, nothing else, and reach no network.
 pub(crate) const DEFAULT_SANDBOX: golato::sandbox::Mode = golato::sandbox::Mode::WorkspaceWrite;
+
+/// `--max-tokens` and `--max-cost`.
+fn budget(args: &AgentArgs) -> Option<agent::Budget> {
+    let mut budget = agent::Budget::default();
+    if let Some(tokens) = args.max_tokens {
+        budget = budget.with_max_tokens(tokens.get());
+    }
+    if let Some(dollars) = args.max_cost {
+        budget = budget.with_max_cost(dollars);
+    }
+    (budget != agent::Budget::default()).then_some(budget)
+}
 
 /// The tools of every `--mcp` and `--mcp-url` server, each server connected once.
 async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
@@ -365,6 +389,8 @@ pub(crate) struct Session {
     pub(crate) header: Option<Header>,
     /// Calls waiting for a yes on the terminal (`--approve`).
     pub(crate) questions: Option<Questions>,
+    /// The model's price, for the cost in the summary.
+    pub(crate) price: Option<golato::generator::Price>,
     /// `--strict-replay`: any difference from the recording fails the run; whether the prompt
     /// already differs.
     pub(crate) strict_replay: Option<bool>,
@@ -491,6 +517,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         tally: &tally,
         wall: started.elapsed(),
         workspace: session.workspace,
+        cost: session.price.map(|price| price.cost(&tally.usage)),
     });
     if let Some(text) = &final_text {
         if session.story != Target::Stdout && !session.view.json {
@@ -515,6 +542,9 @@ pub(crate) fn describe(error: &agent::Error) -> String {
     match error {
         agent::Error::MaxTurns { limit, .. } => format!(
             "the run reached its limit of {limit} turn(s) and the model asked for another; raise --max-turns"
+        ),
+        agent::Error::Budget { reached, .. } => format!(
+            "the run reached its budget ({reached}) and was ended after its last batch; raise --max-tokens or --max-cost, or go on with golato run -c"
         ),
         agent::Error::Generator { source, .. } => {
             let hint = match source {

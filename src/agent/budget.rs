@@ -1,0 +1,74 @@
+//! A run's budget: the tokens and the money it may spend before it is ended.
+
+use crate::generator::Price;
+use crate::message::Usage;
+
+/// What a run may spend. Checked after each turn's batch, before the next request: a run that
+/// has reached a limit ends with [`Error::Budget`](super::Error::Budget), carrying its
+/// transcript.
+///
+/// ```
+/// use golato::agent::{self, Budget};
+///
+/// let config = agent::Config {
+///     budget: Some(Budget::tokens(200_000).with_max_cost(1.50)),
+///     ..Default::default()
+/// };
+/// # let _ = config;
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Budget {
+    /// Most tokens of every kind (input, output, cache reads and writes) in all.
+    pub max_tokens: Option<u64>,
+    /// Most US dollars, at the model's price (the model must have one:
+    /// [`Model::with_price`](crate::generator::Model::with_price)).
+    pub max_cost: Option<f64>,
+}
+
+impl Budget {
+    /// At most `tokens` tokens.
+    pub fn tokens(tokens: u64) -> Budget {
+        Budget {
+            max_tokens: Some(tokens),
+            max_cost: None,
+        }
+    }
+
+    /// At most `dollars` US dollars.
+    pub fn cost(dollars: f64) -> Budget {
+        Budget {
+            max_tokens: None,
+            max_cost: Some(dollars),
+        }
+    }
+
+    /// Adds a money limit.
+    pub fn with_max_cost(mut self, dollars: f64) -> Budget {
+        self.max_cost = Some(dollars);
+        self
+    }
+
+    /// Adds a token limit.
+    pub fn with_max_tokens(mut self, tokens: u64) -> Budget {
+        self.max_tokens = Some(tokens);
+        self
+    }
+
+    /// The limit `usage` has reached, in words, if any.
+    pub(crate) fn reached(&self, usage: &Usage, price: Option<Price>) -> Option<String> {
+        let tokens = total_tokens(usage);
+        if let Some(limit) = self.max_tokens.filter(|limit| tokens >= *limit) {
+            return Some(format!("{tokens} tokens used, the budget is {limit}"));
+        }
+        let cost = price.map(|price| price.cost(usage))?;
+        self.max_cost
+            .filter(|limit| cost >= *limit)
+            .map(|limit| format!("${cost:.4} spent, the budget is ${limit:.4}"))
+    }
+}
+
+/// Every token a run's requests counted.
+pub(crate) fn total_tokens(usage: &Usage) -> u64 {
+    usage.input_tokens + usage.output_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+}
