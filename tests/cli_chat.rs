@@ -5,23 +5,9 @@
 
 mod support;
 
-use std::path::Path;
-
 use serde_json::json;
 use support::cli::*;
-use support::HANG_GUARD;
-
-fn wait_for_file(path: &Path) {
-    let started = std::time::Instant::now();
-    while !path.exists() {
-        assert!(
-            started.elapsed() < HANG_GUARD,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::yield_now();
-    }
-}
+use support::wait_for_file;
 
 #[test]
 fn a_chat_takes_prompts_steering_and_ctrl_c_then_ctrl_d_leaves() {

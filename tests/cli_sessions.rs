@@ -10,7 +10,7 @@ use std::process::{Child, Stdio};
 
 use serde_json::json;
 use support::cli::*;
-use support::HANG_GUARD;
+use support::wait_for_file;
 
 /// A session's first turn: a bash call that appends to `ledger`, says it started and waits for
 /// `go`; then the answer.
@@ -38,18 +38,6 @@ fn start(dir: &Path, script: &Path, flags: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-fn wait_for_file(path: &Path) {
-    let started = std::time::Instant::now();
-    while !path.exists() {
-        assert!(
-            started.elapsed() < HANG_GUARD,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::yield_now();
-    }
 }
 
 fn session_id(stderr: &[u8]) -> String {

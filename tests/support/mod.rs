@@ -224,6 +224,20 @@ pub fn peak_rss_kib() -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
+/// Waits (yielding, not sleeping) until `path` exists: a handshake with a command that
+/// creates it.
+pub fn wait_for_file(path: &std::path::Path) {
+    let started = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::yield_now();
+    }
+}
+
 pub mod cli;
 pub mod restate;
 

@@ -32,23 +32,9 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         price,
         ..
     } = build_agent(&args.agent, None, true).await?;
-    let (mut transcript, mut saving) = match going_on {
-        Some(mut saved) => {
-            let saving = match args.ephemeral {
-                true => None,
-                false => Some(crate::session::Writer::append(&saved.path)?),
-            };
-            saved.close_cut_off_calls();
-            (saved.transcript, saving)
-        }
-        None => {
-            let saving = match args.ephemeral {
-                true => None,
-                false => Some(crate::session::Writer::create(&args.agent.cwd)?),
-            };
-            (Vec::new(), saving)
-        }
-    };
+    // Each line typed is a new prompt: calls a stop cut off are closed first.
+    let (mut transcript, mut saving) =
+        crate::session::open(going_on, &args.agent.cwd, args.ephemeral, true)?;
     header.session = saving.as_ref().map(crate::session::Writer::id);
     eprintln!("{header}");
     eprintln!(

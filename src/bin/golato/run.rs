@@ -105,29 +105,8 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         )),
         None => None,
     };
-    let (transcript, saving) = match going_on {
-        Some(mut saved) => {
-            let mut saving = match args.ephemeral {
-                true => None,
-                false => Some(crate::session::Writer::append(&saved.path)?),
-            };
-            if prompt.is_some() {
-                for closed in saved.close_cut_off_calls() {
-                    if let Some(saving) = &mut saving {
-                        saving.step(&closed);
-                    }
-                }
-            }
-            (saved.transcript, saving)
-        }
-        None => {
-            let saving = match args.ephemeral {
-                true => None,
-                false => Some(crate::session::Writer::create(&args.agent.cwd)?),
-            };
-            (Vec::new(), saving)
-        }
-    };
+    let (transcript, saving) =
+        crate::session::open(going_on, &args.agent.cwd, args.ephemeral, prompt.is_some())?;
     header.session = saving.as_ref().map(crate::session::Writer::id);
     // As `codex exec` does: piped, standard output carries the final answer and nothing else.
     let story = if args.quiet {

@@ -367,6 +367,40 @@ fn in_call_order(steps: Vec<Message>) -> Vec<Message> {
     transcript
 }
 
+/// The transcript a run starts from and where it is saved: a new session in `cwd`, or the one
+/// `going_on` names (its calls cut off by a stop closed with an error result, and saved so,
+/// when `closing` says a new prompt follows); nothing saved with `ephemeral`.
+pub(crate) fn open(
+    going_on: Option<Saved>,
+    cwd: &Path,
+    ephemeral: bool,
+    closing: bool,
+) -> Result<(Vec<Message>, Option<Writer>), CliError> {
+    match going_on {
+        Some(mut saved) => {
+            let mut saving = match ephemeral {
+                true => None,
+                false => Some(Writer::append(&saved.path)?),
+            };
+            if closing {
+                for closed in saved.close_cut_off_calls() {
+                    if let Some(saving) = &mut saving {
+                        saving.step(&closed);
+                    }
+                }
+            }
+            Ok((saved.transcript, saving))
+        }
+        None => {
+            let saving = match ephemeral {
+                true => None,
+                false => Some(Writer::create(cwd)?),
+            };
+            Ok((Vec::new(), saving))
+        }
+    }
+}
+
 /// Every saved session, newest first (unreadable files are skipped).
 pub(crate) fn all() -> Result<Vec<Saved>, CliError> {
     let dir = directory()?;
