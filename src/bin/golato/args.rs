@@ -195,12 +195,8 @@ pub(crate) struct AgentArgs {
     pub(crate) script: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) sandbox: SandboxArgs,
-    /// Use the settings of this profile of the configuration files ([profiles.NAME]).
-    #[arg(long, value_name = "NAME")]
-    pub(crate) profile: Option<String>,
-    /// Override a setting of the configuration files, such as model=gpt-4o; repeatable.
-    #[arg(long = "config", value_name = "KEY=VALUE")]
-    pub(crate) config: Vec<String>,
+    #[command(flatten)]
+    pub(crate) settings: SettingsArgs,
     /// The flags given on the command line (by their names), which configuration never
     /// overrides.
     #[arg(skip)]
@@ -289,10 +285,17 @@ pub(crate) struct ConfigArgs {
         value_name = "DIR"
     )]
     pub(crate) cwd: PathBuf,
-    /// Show this profile's settings in effect too.
+    #[command(flatten)]
+    pub(crate) settings: SettingsArgs,
+}
+
+/// Which settings of the configuration files apply.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct SettingsArgs {
+    /// Use the settings of this profile of the configuration files ([profiles.NAME]).
     #[arg(long, value_name = "NAME")]
     pub(crate) profile: Option<String>,
-    /// Overrides, as for run.
+    /// Override a setting of the configuration files, such as model=gpt-4o; repeatable.
     #[arg(long = "config", value_name = "KEY=VALUE")]
     pub(crate) config: Vec<String>,
 }

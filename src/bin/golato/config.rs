@@ -178,7 +178,11 @@ fn layers(cwd: &Path, profile: Option<&str>, overrides: &[String]) -> Result<Vec
 
 /// Fills the flags not given from the configuration.
 pub(crate) fn apply(args: &mut AgentArgs) -> Result<(), CliError> {
-    let layers = layers(&args.cwd, args.profile.as_deref(), &args.config)?;
+    let layers = layers(
+        &args.cwd,
+        args.settings.profile.as_deref(),
+        &args.settings.config,
+    )?;
     for layer in &layers {
         fill(args, &layer.settings, &layer.source)?;
     }
@@ -313,7 +317,11 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
 /// `golato config`: every setting in effect, and where it comes from.
 pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     use std::io::Write as _;
-    let layers = layers(&args.cwd, args.profile.as_deref(), &args.config)?;
+    let layers = layers(
+        &args.cwd,
+        args.settings.profile.as_deref(),
+        &args.settings.config,
+    )?;
     let mut out = std::io::stdout().lock();
     let files = [user_file(), Some(args.cwd.join(".golato/config.toml"))];
     for path in files.into_iter().flatten() {
