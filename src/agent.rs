@@ -54,6 +54,7 @@ mod error;
 mod event;
 mod input;
 pub(crate) mod journal;
+mod output;
 mod run;
 mod run_actor;
 mod tool_actor;
@@ -84,6 +85,7 @@ pub use journal::{
     FileJournal, FileJournalError, InboxRecord, Journal, JournalError, MemoryJournal, NotRecorded,
     StepError, StepKey, StepWork, JOURNAL_FORMAT,
 };
+pub use output::output_schema;
 pub use run::{Events, NotDelivered, Run};
 
 use run::Channel;
@@ -114,6 +116,12 @@ pub struct Config {
     /// Most model requests one run may make; `None` (the default) sets no limit. When a run
     /// needs one more, it ends with [`Error::MaxTurns`] carrying the transcript.
     pub max_turns: Option<usize>,
+    /// A JSON Schema the final answer must satisfy ([`output_schema`] makes one from a type);
+    /// `None` (the default) takes any answer. Compiled by [`Agent::new`]; providers that can
+    /// are asked for it natively; the answer is validated anyway, and one that fails gets one
+    /// more turn with what was wrong before the run fails with [`Error::InvalidOutput`]. The
+    /// value is in [`RunResult::output`].
+    pub output_schema: Option<serde_json::Value>,
     /// What one run may spend (tokens, money); `None` (the default) sets no limit. A run that
     /// reaches it ends after the batch it is in, with [`Error::Budget`] carrying the transcript.
     pub budget: Option<Budget>,
@@ -152,6 +160,7 @@ impl Default for Config {
             system_prompt: None,
             max_turns: None,
             budget: None,
+            output_schema: None,
             event_buffer: DEFAULT_EVENT_BUFFER,
             host: None,
             hooks: Vec::new(),
@@ -176,6 +185,7 @@ impl fmt::Debug for Config {
             .field("system_prompt", &self.system_prompt)
             .field("max_turns", &self.max_turns)
             .field("budget", &self.budget)
+            .field("output_schema", &self.output_schema)
             .field("event_buffer", &self.event_buffer)
             .field("hooks", &self.hooks.len())
             .field("tool_timeout", &self.tool_timeout)
@@ -198,6 +208,8 @@ pub struct RunResult {
     pub usage: Usage,
     /// What they cost in US dollars, at the model's price; `None` when it has none.
     pub cost: Option<f64>,
+    /// The final answer as JSON, valid against `Config::output_schema` (when one is set).
+    pub output: Option<serde_json::Value>,
     /// Model requests made by this run.
     pub turns: usize,
 }
@@ -212,6 +224,7 @@ pub(crate) struct AgentInner {
     pub(crate) system_prompt: Option<String>,
     pub(crate) max_turns: Option<usize>,
     pub(crate) budget: Option<Budget>,
+    pub(crate) output: Option<output::OutputCheck>,
     pub(crate) event_buffer: usize,
     pub(crate) host: Host,
     pub(crate) hooks: Arc<[Arc<dyn Hook>]>,
@@ -278,6 +291,15 @@ impl Agent {
             });
         }
         let schemas = tool::compile(&config.tools)?;
+        let output = config
+            .output_schema
+            .map(output::OutputCheck::compile)
+            .transpose()
+            .map_err(|reason| Error::InvalidOutputSchema { reason })?;
+        let mut model = config.model;
+        if let Some(output) = &output {
+            model.output_schema = Some(std::sync::Arc::clone(&output.schema));
+        }
         let host = match config.host {
             Some(host) => host,
             None => Host::global()?,
@@ -286,13 +308,14 @@ impl Agent {
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 generator,
-                model: config.model,
+                model,
                 registry: Registry::new(config.tools, schemas),
                 definitions,
                 tool_execution: config.tool_execution,
                 system_prompt: config.system_prompt,
                 max_turns: config.max_turns,
                 budget: config.budget,
+                output,
                 event_buffer: config.event_buffer,
                 host,
                 hooks: config.hooks.into(),

@@ -76,6 +76,9 @@ pub struct Model {
     /// What its tokens cost ([`Price::known`] for the ID by default; `None` for a model
     /// golato has no price for: its cost is unknown, never taken as zero).
     pub price: Option<Price>,
+    /// A JSON Schema the final answer must satisfy, asked of the provider in its own terms
+    /// (set by `Agent::new` from `agent::Config::output_schema`, which also validates it).
+    pub output_schema: Option<Arc<serde_json::Value>>,
 }
 
 /// Whether the model may, must or must not call tools.
@@ -105,6 +108,7 @@ impl Model {
             extra: serde_json::Map::new(),
             prompt_cache: PromptCache::default(),
             price: None,
+            output_schema: None,
         }
         .priced()
     }

@@ -680,3 +680,39 @@ fn a_recording_carries_its_prompt_and_strict_replay_fails_on_any_difference() {
         "without it, a warning only"
     );
 }
+
+#[test]
+fn output_schema_prints_the_answer_as_valid_json_after_one_correction() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(
+        &schema,
+        r#"{"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}"#,
+    )
+    .unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"text": "There are three."}),
+            json!({"text": "{\"count\": 3}"}),
+        ],
+    );
+    let output = run_script(
+        dir.path(),
+        &script,
+        &["--output-schema", schema.to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(answer, json!({"count": 3}));
+
+    std::fs::write(&schema, "not json").unwrap();
+    let output = run_script(
+        dir.path(),
+        &script,
+        &["--output-schema", schema.to_str().unwrap()],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(one_error_line(&output).contains("--output-schema"));
+}

@@ -962,3 +962,37 @@ async fn requests_ask_each_provider_to_cache_the_prefix_and_can_be_told_not_to()
     assert_eq!(bodies[2]["prompt_cache_key"], "user-42");
     assert!(bodies[3].get("prompt_cache_key").is_none());
 }
+
+#[tokio::test]
+async fn the_output_schema_is_asked_of_each_provider_in_its_own_terms() {
+    let schema = json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+    let mut model = Model::new("m");
+    model.output_schema = Some(Arc::new(schema.clone()));
+    let (url, server) = serve(vec![
+        Reply::ok(fixture("openai-chat/text-stop.sse"), 1),
+        Reply::ok(fixture("anthropic/tool-use.sse"), 1),
+    ])
+    .await;
+    let chat = OpenAiChat::new(format!("{url}/v1"), Some("sk".into())).unwrap();
+    collect_stream(&chat, request(model.clone())).await.unwrap();
+    let anthropic = Anthropic::new(url, "key").unwrap();
+    collect_stream(&anthropic, request(model)).await.unwrap();
+    let bodies: Vec<Value> = server
+        .requests
+        .lock()
+        .unwrap()
+        .drain(..)
+        .map(|(_, body)| body)
+        .collect();
+    assert_eq!(bodies[0]["response_format"]["type"], "json_schema");
+    assert_eq!(
+        bodies[0]["response_format"]["json_schema"]["schema"],
+        schema
+    );
+    let system = bodies[1]["system"][0]["text"].as_str().unwrap();
+    assert!(system.starts_with("Be brief.\n\n"), "{system}");
+    assert!(
+        system.contains("valid against this JSON Schema"),
+        "{system}"
+    );
+}

@@ -368,11 +368,12 @@ fn shutdown_waits_for_tracked_work_then_refuses_new_actors() {
     let guard = golato_actors::embed::track(&host);
     let token = golato_actors::embed::shutdown_token(&host).clone();
     let (released_tx, released_rx) = mpsc::channel();
-    // The "work" ends when it sees the shutdown signal.
+    // The "work" ends when it sees the shutdown signal: it says so, then lets go of its guard
+    // (in that order: shutdown may return the moment the guard is gone).
     host.spawn(async move {
         token.cancelled().await;
-        drop(guard);
         released_tx.send(()).unwrap();
+        drop(guard);
     });
     let report = host.shutdown_blocking(std::time::Duration::from_secs(60));
     assert_eq!(report.unfinished, 0);

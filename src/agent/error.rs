@@ -56,6 +56,21 @@ pub enum Error {
         /// The transcript so far.
         messages: Vec<Message>,
     },
+    /// The final answer did not satisfy `agent::Config::output_schema`, also after one more
+    /// turn that said what was wrong.
+    #[error("the final answer does not satisfy the output schema: {reason}")]
+    InvalidOutput {
+        /// What is wrong with the last answer.
+        reason: String,
+        /// The transcript, both answers included.
+        messages: Vec<Message>,
+    },
+    /// `agent::Config::output_schema` does not compile.
+    #[error("agent::Config::output_schema is not a valid JSON Schema: {reason}")]
+    InvalidOutputSchema {
+        /// What the schema compiler said.
+        reason: String,
+    },
     /// A money budget for a model without a price.
     #[error("agent::Config::budget limits the cost, but the model {model:?} has no price golato knows; give one with Model::with_price, or limit tokens instead")]
     UnpricedBudget {
@@ -101,6 +116,7 @@ impl Error {
             | Error::Generator { messages, .. }
             | Error::MaxTurns { messages, .. }
             | Error::Budget { messages, .. }
+            | Error::InvalidOutput { messages, .. }
             | Error::Lost { messages }
             | Error::Journal { messages, .. }
             | Error::Crashed { messages } => Some(messages),

@@ -61,6 +61,7 @@ impl RunPlan {
             plan: self,
             turn: 0,
             usage: Usage::default(),
+            output_retried: false,
             batch_id: 0,
             batch: None,
             ended: false,
@@ -74,6 +75,8 @@ pub(crate) struct RunActor {
     mailbox: Mailbox<RunActor>,
     turn: usize,
     usage: Usage,
+    /// Whether an answer that failed the output schema was sent back once already.
+    output_retried: bool,
     batch_id: u64,
     batch: Option<Batch>,
     ended: bool,
@@ -180,7 +183,27 @@ impl RunActor {
     }
 
     pub(super) fn succeed(&mut self, final_message: AssistantMessage, ctx: &mut Context<Self>) {
+        let output = match &self.plan.agent.output {
+            None => None,
+            Some(check) => match check.check(&final_message.text()) {
+                Ok(value) => Some(value),
+                Err(reason) if !self.output_retried => {
+                    // One more turn, saying what was wrong.
+                    self.output_retried = true;
+                    let correction = UserMessage::new(format!(
+                        "Your answer cannot be used: {reason}. Answer again with only a JSON value valid against the output schema."
+                    ));
+                    self.append([TranscriptMessage::User(correction)]);
+                    return self.request_turn(ctx);
+                }
+                Err(reason) => {
+                    let messages = self.take_messages();
+                    return self.end(Err(Error::InvalidOutput { reason, messages }), ctx);
+                }
+            },
+        };
         let result = RunResult {
+            output,
             final_message,
             messages: self.take_messages(),
             usage: self.usage,

@@ -408,8 +408,15 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
         "messages": messages,
         "stream": true,
     });
-    if let Some(system) = &request.system_prompt {
-        body["system"] = system.clone().into();
+    // No native structured output here: the instructions say it.
+    let format = request.model.output_schema.as_ref().map(|schema| {
+        format!("Your final answer must be a single JSON value, and nothing else, valid against this JSON Schema:\n{schema}")
+    });
+    match (&request.system_prompt, format) {
+        (Some(system), Some(format)) => body["system"] = format!("{system}\n\n{format}").into(),
+        (Some(system), None) => body["system"] = system.clone().into(),
+        (None, Some(format)) => body["system"] = format.into(),
+        (None, None) => {}
     }
     if !request.tools.is_empty() {
         body["tools"] = request

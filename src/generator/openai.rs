@@ -398,6 +398,12 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
     if let Some(limit) = request.model.max_output_tokens {
         body["max_tokens"] = limit.into();
     }
+    if let Some(schema) = &request.model.output_schema {
+        body["response_format"] = serde_json::json!({
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": **schema},
+        });
+    }
     if let Some(key) = super::cache::openai_key(request) {
         body["prompt_cache_key"] = key.into();
     }

@@ -178,6 +178,10 @@ pub(crate) struct AgentArgs {
     /// golato knows the price of), after the batch it is in.
     #[arg(long, value_name = "USD", value_parser = dollars)]
     pub(crate) max_cost: Option<f64>,
+    /// The final answer must be JSON valid against the JSON Schema in FILE; it is printed as
+    /// that JSON (an invalid answer gets one more turn, then the run fails).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) output_schema: Option<PathBuf>,
     /// Stop with an error (exit 1) when the run needs more model requests than this.
     #[arg(long, value_name = "N")]
     pub(crate) max_turns: Option<NonZeroUsize>,

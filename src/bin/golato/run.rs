@@ -211,6 +211,10 @@ pub(crate) async fn build_agent(
         system_prompt,
         max_turns: args.max_turns.map(usize::from),
         budget: budget(args),
+        output_schema: match &args.output_schema {
+            Some(path) => Some(schema_file(path)?),
+            None => None,
+        },
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,
         hooks: match approve {
@@ -220,6 +224,9 @@ pub(crate) async fn build_agent(
         ..Default::default()
     })
     .map_err(|error| match error {
+        agent::Error::InvalidOutputSchema { reason } => {
+            CliError::usage(format!("--output-schema: not a valid JSON Schema: {reason}"))
+        }
         agent::Error::UnpricedBudget { model } => CliError::usage(format!(
             "--max-cost needs the model's price, and golato knows none for {model:?}; limit tokens with --max-tokens instead"
         )),
@@ -237,6 +244,22 @@ pub(crate) async fn build_agent(
 /// The sandbox of `golato run` and `golato serve` when `--sandbox` is not given: the model's
 /// commands may change the project and temporary files, nothing else, and reach no network.
 pub(crate) const DEFAULT_SANDBOX: golato::sandbox::Mode = golato::sandbox::Mode::WorkspaceWrite;
+
+/// `--output-schema FILE`: the schema, read and parsed.
+fn schema_file(path: &Path) -> Result<serde_json::Value, CliError> {
+    let text = crate::prompt::read_bounded(path, MAX_SYSTEM_PROMPT_BYTES).map_err(|error| {
+        CliError::usage(format!(
+            "cannot read --output-schema {}: {error}",
+            path.display()
+        ))
+    })?;
+    serde_json::from_str(&text).map_err(|error| {
+        CliError::usage(format!(
+            "--output-schema {} is not JSON ({error}); give a JSON Schema file",
+            path.display()
+        ))
+    })
+}
 
 /// `--max-tokens` and `--max-cost`.
 fn budget(args: &AgentArgs) -> Option<agent::Budget> {
@@ -461,7 +484,15 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     let outcome = run.finish().await;
     let (exit, error, final_text) = match (outcome, interrupted) {
         (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
-        (Ok(result), None) => (Exit::Success, None, Some(result.final_message.text())),
+        // With --output-schema, the answer is the JSON value.
+        (Ok(result), None) => match &result.output {
+            Some(value) => (
+                Exit::Success,
+                None,
+                Some(serde_json::to_string_pretty(value).unwrap_or_default()),
+            ),
+            None => (Exit::Success, None, Some(result.final_message.text())),
+        },
         (Err(error), None) => (Exit::Failure, Some(describe(&error)), None),
     };
     let (exit, error) = match (record_error, error) {
