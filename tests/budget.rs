@@ -96,3 +96,27 @@ fn a_model_without_a_price_has_no_cost_and_no_money_budget() {
         Some(Price::new(3.0, 15.0, 0.3, 3.75))
     );
 }
+
+#[test]
+fn each_turn_end_carries_its_cost_and_the_run_end_the_totals() {
+    let run = agent_with_price(Price::new(100.0, 1_000.0, 0.0, 0.0)).start(prompt("go"));
+    let (events, result) = collect(run);
+    let result = result.unwrap();
+    let turn_costs: Vec<f64> = events
+        .iter()
+        .filter_map(|event| match event {
+            golato::Event::TurnEnd(end) => Some(end.cost.unwrap()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(turn_costs.len(), 4);
+    for cost in &turn_costs {
+        assert!((cost - 0.16).abs() < 1e-9, "{cost}");
+    }
+    let Some(golato::Event::RunEnd(end)) = events.last() else {
+        panic!("{events:?}");
+    };
+    assert_eq!(end.usage, result.usage);
+    assert_eq!(end.usage.input_tokens, 2_400);
+    assert!((end.cost.unwrap() - turn_costs.iter().sum::<f64>()).abs() < 1e-9);
+}

@@ -179,13 +179,20 @@ pub struct TurnEndEvent {
     pub message: AssistantMessage,
     /// Its tool results, in source order.
     pub tool_results: Vec<ToolResultMessage>,
+    /// What the turn's request cost in US dollars (its tokens are `message.usage`), at the
+    /// model's price; `None` for a model without one.
+    pub cost: Option<f64>,
 }
 
 /// The run is over.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct RunEndEvent {
     /// `None` when the run ended normally, else the error's text (the error itself comes from
     /// `Run::wait`).
     pub error: Option<String>,
+    /// Tokens used by all the run's requests.
+    pub usage: crate::message::Usage,
+    /// What they cost in US dollars, at the model's price; `None` for a model without one.
+    pub cost: Option<f64>,
 }

@@ -165,9 +165,16 @@ impl RunActor {
             Some(error) => tracing::debug!(%error, turns = self.turn, "run ended with an error"),
             None => tracing::debug!(turns = self.turn, "run ended"),
         }
-        self.emit(|| Event::RunEnd(RunEndEvent { error }));
+        let usage = self.usage;
+        let cost = self.cost_of(&usage);
+        self.emit(|| Event::RunEnd(RunEndEvent { error, usage, cost }));
         self.plan.channel.finish(outcome);
         ctx.stop();
+    }
+
+    /// What `usage` costs at the model's price, if it has one.
+    pub(super) fn cost_of(&self, usage: &Usage) -> Option<f64> {
+        self.plan.agent.model.price.map(|price| price.cost(usage))
     }
 
     fn take_messages(&mut self) -> Vec<TranscriptMessage> {
@@ -207,12 +214,7 @@ impl RunActor {
             final_message,
             messages: self.take_messages(),
             usage: self.usage,
-            cost: self
-                .plan
-                .agent
-                .model
-                .price
-                .map(|price| price.cost(&self.usage)),
+            cost: self.cost_of(&self.usage),
             turns: self.turn,
         };
         self.end(Ok(result), ctx);
@@ -299,6 +301,7 @@ impl RunActor {
                     turn: self.turn,
                     message: message.clone(),
                     tool_results: Vec::new(),
+                    cost: self.cost_of(&message.usage),
                 })
             });
             self.append([TranscriptMessage::Assistant(message.clone())]);

@@ -87,7 +87,11 @@ fn lifecycle_events_are_kept_beyond_capacity() {
         channel.push(start(i));
         channel.push(end(i));
     }
-    channel.push(Event::RunEnd(RunEndEvent { error: None }));
+    channel.push(Event::RunEnd(RunEndEvent {
+        error: None,
+        usage: crate::message::Usage::default(),
+        cost: None,
+    }));
     assert_eq!(drain(&channel).len(), 201);
 }
 

@@ -326,10 +326,13 @@ impl RunActor {
             _ => AssistantMessage::default(),
         };
         self.emit(|| {
+            let message = assistant(&self.plan.messages);
+            let cost = self.cost_of(&message.usage);
             Event::TurnEnd(TurnEndEvent {
                 turn: self.turn,
-                message: assistant(&self.plan.messages),
+                message,
                 tool_results: results.clone(),
+                cost,
             })
         });
         // Room for the results and the answer that usually follows them, in one step (the

@@ -195,6 +195,7 @@ impl RunActor {
                 turn: self.turn,
                 message: message.clone(),
                 tool_results: Vec::new(),
+                cost: self.cost_of(&message.usage),
             })
         });
         self.append([TranscriptMessage::Assistant(message)]);
