@@ -179,8 +179,15 @@ fn every_event_serializes_with_its_kind_and_fields() {
         .find(|line| line["type"] == "turn_end")
         .unwrap();
     assert_eq!(turn_end["tool_results"][0]["tool_call_id"], "1");
+    // The scripted model has no price: no cost, never a zero one.
+    assert_eq!(turn_end["cost"], serde_json::Value::Null);
     assert_eq!(
         lines.last().unwrap(),
-        &serde_json::json!({"type": "run_end", "error": null})
+        &serde_json::json!({
+            "type": "run_end",
+            "error": null,
+            "usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0},
+            "cost": null,
+        })
     );
 }
