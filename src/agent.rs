@@ -50,6 +50,7 @@
 mod admission;
 mod batch_calls;
 mod budget;
+mod compaction;
 mod error;
 mod event;
 mod input;
@@ -74,11 +75,15 @@ use crate::message::{AssistantMessage, Message, Usage};
 use crate::tool::{self, Execution, Tool, ToolDefinition};
 
 pub use budget::Budget;
+pub use compaction::{
+    Compacted, Compaction, CompactionReason, EstimateTokens, Summarizer, TokenCounter,
+    DEFAULT_KEEP_RECENT, DEFAULT_THRESHOLD, SUMMARY_HEADER,
+};
 pub use error::Error;
 pub use event::{
-    Delivery, Event, MessageEndEvent, MessageStartEvent, MessageUpdateEvent, RunEndEvent,
-    RunStartEvent, ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent,
-    ToolHookEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
+    CompactionEvent, Delivery, Event, MessageEndEvent, MessageStartEvent, MessageUpdateEvent,
+    RunEndEvent, RunStartEvent, ToolExecutionEndEvent, ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent, ToolHookEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
 };
 pub use input::Input;
 pub use journal::{
@@ -125,6 +130,13 @@ pub struct Config {
     /// What one run may spend (tokens, money); `None` (the default) sets no limit. A run that
     /// reaches it ends after the batch it is in, with [`Error::Budget`] carrying the transcript.
     pub budget: Option<Budget>,
+    /// The model's context window in tokens; `None` (the default) takes the figure golato
+    /// knows for the model ([`context_window`](crate::generator::context_window)), and for a
+    /// model it has none for, only a provider's "too long" refusal makes a run compact.
+    pub context_window: Option<u64>,
+    /// When and how runs compact their context to fit the window (on by default; see
+    /// [`Compaction`]).
+    pub compaction: Compaction,
     /// Events buffered for a consumer that falls behind before pending updates are coalesced
     /// (lifecycle events are never dropped). Default [`DEFAULT_EVENT_BUFFER`].
     pub event_buffer: usize,
@@ -160,6 +172,8 @@ impl Default for Config {
             system_prompt: None,
             max_turns: None,
             budget: None,
+            context_window: None,
+            compaction: Compaction::default(),
             output_schema: None,
             event_buffer: DEFAULT_EVENT_BUFFER,
             host: None,
@@ -185,6 +199,8 @@ impl fmt::Debug for Config {
             .field("system_prompt", &self.system_prompt)
             .field("max_turns", &self.max_turns)
             .field("budget", &self.budget)
+            .field("context_window", &self.context_window)
+            .field("compaction", &self.compaction)
             .field("output_schema", &self.output_schema)
             .field("event_buffer", &self.event_buffer)
             .field("hooks", &self.hooks.len())
@@ -224,6 +240,10 @@ pub(crate) struct AgentInner {
     pub(crate) system_prompt: Option<String>,
     pub(crate) max_turns: Option<usize>,
     pub(crate) budget: Option<Budget>,
+    /// The window in tokens, when known.
+    pub(crate) context_window: Option<u64>,
+    /// `None` when compaction is off.
+    pub(crate) compaction: Option<Compaction>,
     pub(crate) output: Option<output::OutputCheck>,
     pub(crate) event_buffer: usize,
     pub(crate) host: Host,
@@ -290,12 +310,21 @@ impl Agent {
                 model: config.model.id.clone(),
             });
         }
+        if config.compaction.enabled {
+            config
+                .compaction
+                .check()
+                .map_err(|reason| Error::InvalidCompaction { reason })?;
+        }
         let schemas = tool::compile(&config.tools)?;
         let output = config
             .output_schema
             .map(output::OutputCheck::compile)
             .transpose()
             .map_err(|reason| Error::InvalidOutputSchema { reason })?;
+        let context_window = config
+            .context_window
+            .or_else(|| crate::generator::context_window(&config.model.id));
         let mut model = config.model;
         if let Some(output) = &output {
             model.output_schema = Some(std::sync::Arc::clone(&output.schema));
@@ -315,6 +344,8 @@ impl Agent {
                 system_prompt: config.system_prompt,
                 max_turns: config.max_turns,
                 budget: config.budget,
+                context_window,
+                compaction: config.compaction.enabled.then_some(config.compaction),
                 output,
                 event_buffer: config.event_buffer,
                 host,
@@ -436,6 +467,109 @@ impl Agent {
     /// background).
     pub async fn run(&self, input: impl Into<Input>) -> Result<RunResult, Error> {
         self.start(input).finish().await
+    }
+
+    /// Replaces the oldest messages of `messages` by a summary the model writes (or
+    /// `Compaction::summarizer`), keeping the recent ones word for word, and returns the
+    /// shorter transcript: one to start a run from ([`Input`] takes it), or to store. Nothing
+    /// is cut between a tool call and its result. A transcript too short to compact comes back
+    /// as given, with `replaced` 0. It works whether or not automatic compaction is on (its
+    /// settings apply).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use golato::agent::{self, Agent};
+    /// use golato::generator::Scripted;
+    /// use golato::message::{AssistantMessage, Message, UserMessage};
+    ///
+    /// let agent = Agent::new(agent::Config {
+    ///     generator: Some(Arc::new(Scripted::new([AssistantMessage::with_text(
+    ///         "The user asked about the weather in Paris.",
+    ///     )]))),
+    ///     ..Default::default()
+    /// })?;
+    /// let transcript = vec![
+    ///     Message::User(UserMessage::new("What is the weather in Paris?")),
+    ///     Message::Assistant(AssistantMessage::with_text("Sunny.")),
+    ///     Message::User(UserMessage::new("And tomorrow?")),
+    ///     Message::Assistant(AssistantMessage::with_text("Rain.")),
+    /// ];
+    /// # tokio::runtime::Runtime::new()?.block_on(async {
+    /// let compacted = agent.compact(transcript).await?;
+    /// assert_eq!(compacted.replaced, 3);
+    /// assert_eq!(compacted.messages.len(), 2); // the summary, then "Rain."
+    /// # Ok::<(), agent::Error>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Compaction`] (with the transcript as given) when the summary cannot be written.
+    pub async fn compact(&self, messages: Vec<Message>) -> Result<Compacted, Error> {
+        let inner = &self.inner;
+        let settings = inner.compaction.clone().unwrap_or_default();
+        let counts: Vec<u64> = messages
+            .iter()
+            .map(|message| settings.counter.count_message(message))
+            .collect();
+        let prelude = settings
+            .counter
+            .count_prelude(inner.system_prompt.as_deref(), &inner.definitions);
+        let tokens_before = prelude + counts.iter().sum::<u64>();
+        let basis = inner
+            .context_window
+            .map_or(tokens_before, |window| window.min(tokens_before));
+        let keep = (settings.keep_recent * basis as f64) as u64;
+        let Some(cut) = compaction::choose_cut(&messages, &counts, keep) else {
+            return Ok(Compacted {
+                messages,
+                summary: String::new(),
+                replaced: 0,
+                tokens_before,
+                tokens_after: tokens_before,
+                usage: Usage::default(),
+            });
+        };
+        let budget_bytes = compaction::render_budget(inner.context_window, tokens_before, false);
+        let rendered = compaction::render(&messages[..cut], budget_bytes);
+        let (generator, model) = match &settings.summarizer {
+            Some(summarizer) => (Arc::clone(&summarizer.generator), summarizer.model.clone()),
+            None => (Arc::clone(&inner.generator), inner.model.clone()),
+        };
+        let summarized = inner
+            .host
+            .spawn(compaction::summarize(generator, model, rendered))
+            .await;
+        let (summary, usage) = match summarized {
+            Ok(Ok(summarized)) => summarized,
+            Ok(Err(error)) => {
+                return Err(Error::Compaction {
+                    reason: error.to_string(),
+                    messages,
+                })
+            }
+            Err(error) => {
+                return Err(Error::Compaction {
+                    reason: format!("the summarizer's task failed ({error})"),
+                    messages,
+                })
+            }
+        };
+        let summary_message = Message::User(compaction::summary_message(&summary));
+        let tokens_after = prelude
+            + settings.counter.count_message(&summary_message)
+            + counts[cut..].iter().sum::<u64>();
+        let mut compacted = Vec::with_capacity(messages.len() - cut + 1);
+        compacted.push(summary_message);
+        compacted.extend(messages.into_iter().skip(cut));
+        Ok(Compacted {
+            messages: compacted,
+            summary,
+            replaced: cut,
+            tokens_before,
+            tokens_after,
+            usage,
+        })
     }
 
     /// The tools the model may call, as sent to it.

@@ -31,7 +31,7 @@ pub use http::{
     RetryPolicy, DEFAULT_IDLE_TIMEOUT, MAX_ERROR_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGE_BYTES,
 };
 pub use openai::OpenAiChat;
-pub use price::Price;
+pub use price::{context_window, Price};
 pub use responses::OpenAiResponses;
 pub use scripted::{Scripted, MAX_SCRIPT_BYTES};
 
@@ -192,6 +192,10 @@ pub struct Request {
     pub messages: Arc<Vec<Message>>,
     /// The tools the model may call.
     pub tools: Arc<[ToolDefinition]>,
+    /// How many assistant messages of the run's transcript the summary at the start of
+    /// `messages` stands for (0 unless the run compacted its context): a generator that counts
+    /// the turns before a request, as [`Scripted`] does, adds them.
+    pub compacted_turns: usize,
 }
 
 /// A fragment of the message being generated.
@@ -289,6 +293,42 @@ pub type EventStream = BoxStream<'static, Result<StreamEvent, Error>>;
 pub trait Generator: Send + Sync + 'static {
     /// Streams the answer to `request`.
     fn stream(&self, request: Request) -> EventStream;
+}
+
+impl Error {
+    /// Whether the provider refused the request as longer than the model's context window
+    /// (OpenAI's `context_length_exceeded`, Anthropic's "prompt is too long", HTTP 413, and the
+    /// wordings of compatible servers). A run compacts its context and retries once on it.
+    ///
+    /// ```
+    /// use golato::generator::Error;
+    ///
+    /// let refused = Error::Provider {
+    ///     status: Some(400),
+    ///     message: "prompt is too long: 210000 tokens > 200000 maximum".into(),
+    /// };
+    /// assert!(refused.is_context_too_long());
+    /// ```
+    pub fn is_context_too_long(&self) -> bool {
+        let Error::Provider { status, message } = self else {
+            return false;
+        };
+        if *status == Some(413) {
+            return true;
+        }
+        let message = message.to_lowercase();
+        [
+            "context_length_exceeded",
+            "context length",
+            "context window",
+            "prompt is too long",
+            "too many tokens",
+            "maximum context",
+            "input is too long",
+        ]
+        .iter()
+        .any(|phrase| message.contains(phrase))
+    }
 }
 
 /// Why a generator could not produce a message.

@@ -508,3 +508,66 @@ async fn the_summary_shows_the_cost_and_max_cost_needs_a_known_price() {
         story(&output)
     );
 }
+
+#[test]
+fn a_run_that_outgrows_the_context_is_compacted_and_goes_on() {
+    use support::too_long;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("page.txt"), "word ".repeat(400)).unwrap();
+    let read_page = serde_json::json!({"path": "page.txt"});
+    for json in [false, true] {
+        let (_runtime, url, provider) =
+            too_long::provider(12_000, too_long::tool_turns(6, "read", &read_page));
+        let mut command = golato();
+        command.args([
+            "run",
+            "--base-url",
+            &url,
+            "--model",
+            "local-model",
+            "--tools",
+            "read",
+            "--ephemeral",
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "Read page.txt six times.",
+        ]);
+        if json {
+            command.arg("--json");
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let refused = provider
+            .bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(size, _)| *size > 12_000)
+            .count();
+        assert!(
+            refused > 0,
+            "the provider never refused: the test proves nothing"
+        );
+        if json {
+            let lines = json_lines(&output);
+            let compactions = of_type(&lines, "compaction");
+            assert_eq!(compactions.len(), refused, "{lines:#?}");
+            assert_eq!(compactions[0]["reason"], "context_too_long");
+            assert!(compactions[0]["replaced"].as_u64().unwrap() > 0);
+        } else {
+            let story = story(&output);
+            assert!(
+                story.contains("context compacted (the provider refused the request as too long)"),
+                "{story}"
+            );
+            assert!(
+                story
+                    .lines()
+                    .last()
+                    .unwrap()
+                    .starts_with("done: 7 turn(s), 6 tool call(s)"),
+                "{story}"
+            );
+        }
+    }
+}

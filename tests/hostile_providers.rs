@@ -103,6 +103,7 @@ fn request() -> Request {
         system_prompt: None,
         messages: Arc::new(vec![Message::User(UserMessage::new("hi"))]),
         tools: Vec::new().into(),
+        compacted_turns: 0,
     }
 }
 

@@ -85,6 +85,7 @@ fn request() -> Request {
         system_prompt: None,
         messages: std::sync::Arc::new(vec![Message::User(UserMessage::new("Say hello"))]),
         tools: Vec::new().into(),
+        compacted_turns: 0,
     }
 }
 

@@ -135,6 +135,7 @@ fn request(model: Model) -> Request {
             parameters: json!({"type": "object"}),
         }]
         .into(),
+        compacted_turns: 0,
     }
 }
 

@@ -1,6 +1,5 @@
 //! A run's budget: the tokens and the money it may spend before it is ended.
 
-use crate::generator::Price;
 use crate::message::Usage;
 
 /// What a run may spend. Checked after each turn's batch, before the next request: a run that
@@ -55,13 +54,13 @@ impl Budget {
         self
     }
 
-    /// The limit `usage` has reached, in words, if any.
-    pub(crate) fn reached(&self, usage: &Usage, price: Option<Price>) -> Option<String> {
+    /// The limit `usage` (costing `cost`) has reached, in words, if any.
+    pub(crate) fn reached(&self, usage: &Usage, cost: Option<f64>) -> Option<String> {
         let tokens = total_tokens(usage);
         if let Some(limit) = self.max_tokens.filter(|limit| tokens >= *limit) {
             return Some(format!("{tokens} tokens used, the budget is {limit}"));
         }
-        let cost = price.map(|price| price.cost(usage))?;
+        let cost = cost?;
         self.max_cost
             .filter(|limit| cost >= *limit)
             .map(|limit| format!("${cost:.4} spent, the budget is ${limit:.4}"))

@@ -71,6 +71,21 @@ pub enum Error {
         /// What the schema compiler said.
         reason: String,
     },
+    /// `agent::Config::compaction` has settings out of range.
+    #[error("agent::Config::compaction is not usable: {reason}")]
+    InvalidCompaction {
+        /// Which setting, and what to give.
+        reason: String,
+    },
+    /// The transcript had to be compacted to go on (it outgrew the context window, or the
+    /// provider refused it as too long) and the summary could not be written.
+    #[error("the run's context had to be compacted and the summary could not be written: {reason}; give agent::Config::compaction a summarizer that works, a larger context window, or resume from the transcript")]
+    Compaction {
+        /// What the summarizer said (and, after a refusal, what the provider said).
+        reason: String,
+        /// The transcript so far, whole.
+        messages: Vec<Message>,
+    },
     /// A money budget for a model without a price.
     #[error("agent::Config::budget limits the cost, but the model {model:?} has no price golato knows; give one with Model::with_price, or limit tokens instead")]
     UnpricedBudget {
@@ -117,6 +132,7 @@ impl Error {
             | Error::MaxTurns { messages, .. }
             | Error::Budget { messages, .. }
             | Error::InvalidOutput { messages, .. }
+            | Error::Compaction { messages, .. }
             | Error::Lost { messages }
             | Error::Journal { messages, .. }
             | Error::Crashed { messages } => Some(messages),

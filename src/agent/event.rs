@@ -50,6 +50,11 @@ pub enum Event {
     ToolHook(ToolHookEvent),
     /// A message queued with `Run::steer` or `Run::follow_up` joined the transcript.
     UserMessage(UserMessageEvent),
+    /// The next request's oldest messages were replaced by a summary (the transcript keeps
+    /// them). Comes after the turn's `TurnStart`, before the `MessageStart` of the request it
+    /// made fit; a request the provider refused as too long is followed by this event and
+    /// another `MessageStart` of the same turn.
+    Compaction(CompactionEvent),
     /// The turn is over.
     TurnEnd(TurnEndEvent),
     /// The run is over; `Run::wait` returns its outcome.
@@ -167,6 +172,27 @@ pub struct UserMessageEvent {
     pub message: UserMessage,
     /// Steering or follow-up.
     pub delivery: Delivery,
+}
+
+/// A run compacted its context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct CompactionEvent {
+    /// The turn whose request was compacted.
+    pub turn: usize,
+    /// Why.
+    pub reason: super::CompactionReason,
+    /// How many messages at the start of the transcript the summary now stands for in
+    /// requests (an earlier summary's included).
+    pub replaced: usize,
+    /// The summary, as the model wrote it.
+    pub summary: String,
+    /// The estimated tokens of the request before and after.
+    pub tokens_before: u64,
+    /// See `tokens_before`.
+    pub tokens_after: u64,
+    /// What writing the summary used (counted in the run's usage).
+    pub usage: crate::message::Usage,
 }
 
 /// The turn is over.

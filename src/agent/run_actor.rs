@@ -7,6 +7,7 @@
 //! of the run's event channel, so events come out in the order it handled what happened.
 
 mod batch;
+mod compact;
 mod generation;
 mod inbox;
 
@@ -61,6 +62,12 @@ impl RunPlan {
             plan: self,
             turn: 0,
             usage: Usage::default(),
+            summarizer_usage: Usage::default(),
+            summarizer_price: None,
+            view: None,
+            anchor_from: 0,
+            refusal_compacted: false,
+            compactions_this_turn: 0,
             output_retried: false,
             batch_id: 0,
             batch: None,
@@ -74,7 +81,18 @@ pub(crate) struct RunActor {
     plan: RunPlan,
     mailbox: Mailbox<RunActor>,
     turn: usize,
+    /// Tokens of the run's model: its turns, and the summaries it wrote.
     usage: Usage,
+    /// Tokens of a separate summarizer, at its own price.
+    summarizer_usage: Usage,
+    summarizer_price: Option<crate::generator::Price>,
+    /// What requests send once the run has compacted; `None`: the transcript.
+    view: Option<compact::View>,
+    /// The transcript index from which reported usage measures the current view.
+    anchor_from: usize,
+    /// Whether this turn compacted after a refusal already.
+    refusal_compacted: bool,
+    compactions_this_turn: usize,
     /// Whether an answer that failed the output schema was sent back once already.
     output_retried: bool,
     batch_id: u64,
@@ -165,8 +183,7 @@ impl RunActor {
             Some(error) => tracing::debug!(%error, turns = self.turn, "run ended with an error"),
             None => tracing::debug!(turns = self.turn, "run ended"),
         }
-        let usage = self.usage;
-        let cost = self.cost_of(&usage);
+        let (usage, cost) = self.spent();
         self.emit(|| Event::RunEnd(RunEndEvent { error, usage, cost }));
         self.plan.channel.finish(outcome);
         ctx.stop();
@@ -175,6 +192,21 @@ impl RunActor {
     /// What `usage` costs at the model's price, if it has one.
     pub(super) fn cost_of(&self, usage: &Usage) -> Option<f64> {
         self.plan.agent.model.price.map(|price| price.cost(usage))
+    }
+
+    /// Every token the run used (a summarizer's included) and what they cost, when every
+    /// model involved has a price.
+    pub(super) fn spent(&self) -> (Usage, Option<f64>) {
+        let mut usage = self.usage;
+        usage += self.summarizer_usage;
+        let summaries = if self.summarizer_usage == Usage::default() {
+            Some(0.0)
+        } else {
+            self.summarizer_price
+                .map(|price| price.cost(&self.summarizer_usage))
+        };
+        let cost = self.cost_of(&self.usage).zip(summaries).map(|(a, b)| a + b);
+        (usage, cost)
     }
 
     fn take_messages(&mut self) -> Vec<TranscriptMessage> {
@@ -209,12 +241,13 @@ impl RunActor {
                 }
             },
         };
+        let (usage, cost) = self.spent();
         let result = RunResult {
             output,
             final_message,
             messages: self.take_messages(),
-            usage: self.usage,
-            cost: self.cost_of(&self.usage),
+            usage,
+            cost,
             turns: self.turn,
         };
         self.end(Ok(result), ctx);

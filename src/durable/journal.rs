@@ -108,6 +108,7 @@ fn family(key: &StepKey) -> String {
         StepKey::Turn { turn } => format!("turn-{turn}"),
         StepKey::Call { turn, .. } => format!("batch-{turn}"),
         StepKey::Inbox { turn, .. } => format!("inbox-{turn}"),
+        StepKey::Compaction { turn, index } => format!("compaction-{turn}-{index}"),
     }
 }
 

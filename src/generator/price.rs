@@ -1,4 +1,4 @@
-//! What tokens cost: a price per model, so that usage can be turned into money and a run can
+//! What tokens cost, and how many a model holds: a price per model, so that usage can be turned into money and a run can
 //! be held to a budget. A model golato has no price for has none (its cost is unknown, never
 //! guessed as zero); give one with [`Model::with_price`](super::Model::with_price).
 
@@ -32,6 +32,45 @@ const KNOWN: [(&str, Price); 8] = [
     ("claude-opus-4-1", Price::new(15.00, 75.00, 1.50, 18.75)),
 ];
 
+/// The context windows golato ships, in tokens, as the providers publish them, for the models
+/// of the price table.
+const WINDOWS: [(&str, u64); 8] = [
+    ("gpt-4o-mini", 128_000),
+    ("gpt-4o", 128_000),
+    ("gpt-4.1-mini", 1_047_576),
+    ("gpt-4.1", 1_047_576),
+    ("claude-sonnet-4-5", 200_000),
+    ("claude-sonnet-4", 200_000),
+    ("claude-haiku-4-5", 200_000),
+    ("claude-opus-4-1", 200_000),
+];
+
+/// The context window golato knows for `model`, in tokens (the models it has prices for,
+/// also with a date suffix), or `None`.
+///
+/// ```
+/// assert_eq!(golato::generator::context_window("claude-sonnet-4-5-20250929"), Some(200_000));
+/// assert_eq!(golato::generator::context_window("my-local-model"), None);
+/// ```
+pub fn context_window(model: &str) -> Option<u64> {
+    known_entry(&WINDOWS, model)
+}
+
+/// The entry of `table` for `model`: an exact ID, or one followed by a date suffix; the
+/// longest match wins (`gpt-4o-mini` over `gpt-4o`).
+fn known_entry<T: Copy>(table: &[(&str, T)], model: &str) -> Option<T> {
+    table
+        .iter()
+        .filter(|(id, _)| {
+            model == *id
+                || model.strip_prefix(id).is_some_and(|rest| {
+                    rest.starts_with('-') && rest[1..].starts_with(|c: char| c.is_ascii_digit())
+                })
+        })
+        .max_by_key(|(id, _)| id.len())
+        .map(|(_, value)| *value)
+}
+
 impl Price {
     /// A price: input, output, cache read and cache write, in dollars per million tokens.
     pub const fn new(input: f64, output: f64, cache_read: f64, cache_write: f64) -> Price {
@@ -53,16 +92,7 @@ impl Price {
     /// assert_eq!(Price::known("my-local-model"), None);
     /// ```
     pub fn known(model: &str) -> Option<Price> {
-        KNOWN
-            .iter()
-            .filter(|(id, _)| {
-                model == *id
-                    || model.strip_prefix(id).is_some_and(|rest| {
-                        rest.starts_with('-') && rest[1..].starts_with(|c: char| c.is_ascii_digit())
-                    })
-            })
-            .max_by_key(|(id, _)| id.len())
-            .map(|(_, price)| *price)
+        known_entry(&KNOWN, model)
     }
 
     /// What `usage` costs, in dollars.

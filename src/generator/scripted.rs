@@ -295,7 +295,8 @@ impl Generator for Scripted {
             .messages
             .iter()
             .filter(|message| matches!(message, Message::Assistant(_)))
-            .count();
+            .count()
+            + request.compacted_turns;
         match self.entries.get(answered) {
             Some(message) => {
                 let mut message = message.clone();
@@ -344,6 +345,7 @@ mod tests {
             system_prompt: None,
             messages: Arc::new(Vec::new()),
             tools: Arc::from(Vec::new()),
+            compacted_turns: 0,
         };
         let items: Vec<_> =
             futures::executor::block_on(Scripted::new([message.clone()]).stream(request).collect());

@@ -42,10 +42,19 @@ pub enum StepKey {
         /// Taken when the run would otherwise end.
         ending: bool,
     },
+    /// The summary that compacted turn `turn`'s request (the `index`th of that turn, from 1),
+    /// with what it replaced: a run picked up from its journal sends what it sent before.
+    Compaction {
+        /// The turn, from 1.
+        turn: usize,
+        /// Which compaction of the turn, from 1 (a refused request compacts a second time).
+        index: usize,
+    },
 }
 
 impl fmt::Display for StepKey {
-    /// `input`, `turn-3`, `turn-3/call-ID`, `turn-3/inbox` or `turn-3/inbox-end`: a name a
+    /// `input`, `turn-3`, `turn-3/call-ID`, `turn-3/inbox`, `turn-3/inbox-end` or
+    /// `turn-3/compaction-1`: a name a
     /// journal may use as is.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -57,6 +66,7 @@ impl fmt::Display for StepKey {
                 ending: false,
             } => write!(f, "turn-{turn}/inbox"),
             StepKey::Inbox { turn, ending: true } => write!(f, "turn-{turn}/inbox-end"),
+            StepKey::Compaction { turn, index } => write!(f, "turn-{turn}/compaction-{index}"),
         }
     }
 }

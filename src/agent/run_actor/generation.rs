@@ -27,7 +27,8 @@ impl RunActor {
             }
         }
         if let Some(budget) = &self.plan.agent.budget {
-            if let Some(reached) = budget.reached(&self.usage, self.plan.agent.model.price) {
+            let (usage, cost) = self.spent();
+            if let Some(reached) = budget.reached(&usage, cost) {
                 let messages = self.take_messages();
                 return self.end(Err(Error::Budget { reached, messages }), ctx);
             }
@@ -36,13 +37,22 @@ impl RunActor {
         let turn = self.turn;
         self.turn_span = tracing::debug_span!(parent: &self.plan.span, "turn", turn);
         self.emit(|| Event::TurnStart(TurnStartEvent { turn }));
-        self.emit(|| Event::MessageStart(MessageStartEvent { turn }));
+        self.refusal_compacted = false;
+        self.compactions_this_turn = 0;
+        self.prepare_request(ctx);
+    }
 
+    /// Asks the generator for the current turn's message.
+    pub(super) fn generate(&mut self, ctx: &mut Context<Self>) {
+        let turn = self.turn;
+        self.emit(|| Event::MessageStart(MessageStartEvent { turn }));
+        let (messages, compacted_turns) = self.request_messages();
         let request = Request {
             model: self.plan.agent.model.clone(),
             system_prompt: self.plan.agent.system_prompt.clone(),
-            messages: Arc::clone(&self.plan.messages),
+            messages,
             tools: Arc::clone(&self.plan.agent.definitions),
+            compacted_turns,
         };
         // The model request, with OpenTelemetry's GenAI field names; usage is recorded when
         // the message arrives.
@@ -149,6 +159,15 @@ impl RunActor {
                 self.cancelled(ctx);
             }
             Generated::Failed(source, partial) => {
+                // Refused as too long before anything streamed in: compact and ask again.
+                let source = if partial.text.is_empty() && partial.reasoning.is_empty() {
+                    match self.compact_refused(source, ctx) {
+                        Ok(()) => return,
+                        Err(source) => source,
+                    }
+                } else {
+                    source
+                };
                 self.record_partial(partial, StopReason::Error, Some(source.to_string()));
                 let messages = self.take_messages();
                 self.end(Err(Error::Generator { source, messages }), ctx);

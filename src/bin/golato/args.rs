@@ -178,6 +178,14 @@ pub(crate) struct AgentArgs {
     /// golato knows the price of), after the batch it is in.
     #[arg(long, value_name = "USD", value_parser = dollars)]
     pub(crate) max_cost: Option<f64>,
+    /// The model's context window in tokens (golato knows it for the models it has prices
+    /// for); past 80% of it, the oldest turns are summarized so the run can go on.
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) context_window: Option<std::num::NonZeroU64>,
+    /// Never summarize older turns: a run that outgrows the context window fails with the
+    /// provider's error.
+    #[arg(long)]
+    pub(crate) no_compact: bool,
     /// The final answer must be JSON valid against the JSON Schema in FILE; it is printed as
     /// that JSON (an invalid answer gets one more turn, then the run fails).
     #[arg(long, value_name = "FILE")]

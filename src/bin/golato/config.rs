@@ -31,6 +31,8 @@ struct Settings {
     max_parallel: Option<usize>,
     tool_timeout: Option<f64>,
     max_turns: Option<usize>,
+    context_window: Option<u64>,
+    no_compact: Option<bool>,
     mcp: Option<Vec<McpEntry>>,
     mcp_url: Option<Vec<String>>,
     sandbox: Option<String>,
@@ -243,6 +245,14 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
             .ok_or_else(|| invalid("max_turns", "it must be at least 1".into()))?;
         set!(max_turns, Some(value));
     }
+    if let Some(tokens) = settings.context_window {
+        let value = std::num::NonZeroU64::new(tokens)
+            .ok_or_else(|| invalid("context_window", "it must be at least 1".into()))?;
+        set!(context_window, Some(value));
+    }
+    if let Some(no_compact) = settings.no_compact {
+        set!(no_compact, no_compact);
+    }
     if let Some(entries) = &settings.mcp {
         let mut lines = Vec::new();
         let mut servers = Vec::new();
@@ -367,6 +377,8 @@ fn entries(settings: &Settings) -> Vec<(&'static str, String)> {
     entry!(max_parallel);
     entry!(tool_timeout);
     entry!(max_turns);
+    entry!(context_window);
+    entry!(no_compact);
     entry!(mcp);
     entry!(mcp_url);
     entry!(sandbox);

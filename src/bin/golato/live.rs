@@ -329,6 +329,18 @@ impl View for Live {
             Event::UserMessage(message) => {
                 self.line(&format!("{DIM}> {}{DIM:#}", clip(&message.message.text())));
             }
+            Event::Compaction(compaction) => {
+                let why = match compaction.reason {
+                    golato::agent::CompactionReason::ContextTooLong => {
+                        "the provider refused the request as too long"
+                    }
+                    _ => "the context window is filling up",
+                };
+                self.line(&format!(
+                    "{DIM}context compacted ({why}): {} earlier message(s) summarized, about {} → {} tokens sent{DIM:#}",
+                    compaction.replaced, compaction.tokens_before, compaction.tokens_after
+                ));
+            }
             _ => {}
         }
     }

@@ -53,6 +53,8 @@ impl Tally {
         match event {
             Event::TurnStart(_) => self.turns += 1,
             Event::MessageEnd(end) => self.usage += end.message.usage,
+            // The CLI's summaries are written by the run's own model, at its price.
+            Event::Compaction(compaction) => self.usage += compaction.usage,
             Event::ToolExecutionEnd(end) => {
                 self.tool_calls += 1;
                 self.tool_errors += usize::from(end.result.is_error);

@@ -211,6 +211,12 @@ pub(crate) async fn build_agent(
         system_prompt,
         max_turns: args.max_turns.map(usize::from),
         budget: budget(args),
+        context_window: args.context_window.map(std::num::NonZeroU64::get),
+        compaction: if args.no_compact {
+            agent::Compaction::off()
+        } else {
+            agent::Compaction::default()
+        },
         output_schema: match &args.output_schema {
             Some(path) => Some(schema_file(path)?),
             None => None,

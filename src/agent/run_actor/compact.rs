@@ -1,0 +1,350 @@
+//! The run's side of context compaction: what its requests send (the transcript, or a summary
+//! and the recent messages), when that must shrink, and the summary's round trip (through the
+//! journal for a journaled run, so that a run picked up sends what it sent before).
+
+use std::sync::Arc;
+
+use actix::fut::ActorFutureExt;
+use actix::{AsyncContext, Context, WrapFuture};
+
+use super::RunActor;
+use crate::agent::compaction::{self, CompactionReason, SummaryError};
+use crate::agent::event::{CompactionEvent, Event};
+use crate::agent::Error;
+use crate::generator::{self, Generator, Model};
+use crate::message::{Message, Usage};
+
+/// What requests send once a run has compacted: a summary, then the transcript from `cut`.
+pub(super) struct View {
+    /// The summary message, then copies of the transcript's messages from `cut`.
+    messages: Arc<Vec<Message>>,
+    /// The transcript index of the first message kept.
+    cut: usize,
+    /// Transcript messages copied into `messages` so far.
+    synced: usize,
+    /// Assistant messages of the transcript before `cut`.
+    compacted_turns: usize,
+}
+
+/// A compaction asked for, before its summary.
+struct Plan {
+    reason: CompactionReason,
+    /// Transcript index of the first message kept.
+    cut: usize,
+    tokens_before: u64,
+    /// The estimate after, less the summary's own tokens.
+    kept_tokens: u64,
+    /// The provider's refusal that asked for it, if one did.
+    refusal: Option<generator::Error>,
+}
+
+/// The summary written for a plan, as a journal records it.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Summary {
+    summary: String,
+    usage: Usage,
+}
+
+impl RunActor {
+    /// The messages the next request sends, and how many turns its summary stands for.
+    pub(super) fn request_messages(&mut self) -> (Arc<Vec<Message>>, usize) {
+        let Some(view) = &mut self.view else {
+            return (Arc::clone(&self.plan.messages), 0);
+        };
+        let transcript = &self.plan.messages;
+        if view.synced < transcript.len() {
+            Arc::make_mut(&mut view.messages).extend_from_slice(&transcript[view.synced..]);
+            view.synced = transcript.len();
+        }
+        (Arc::clone(&view.messages), view.compacted_turns)
+    }
+
+    /// The transcript index of `view`'s message `index`.
+    fn transcript_index(&self, index: usize) -> usize {
+        match &self.view {
+            None => index,
+            Some(view) => view.cut + index - 1,
+        }
+    }
+
+    /// The estimated tokens of the next request: what the provider counted for the newest
+    /// answer made from the current view plus the messages since, else the counter's figure.
+    fn estimate(&mut self, counts: &[u64], prelude: u64) -> u64 {
+        let transcript = &self.plan.messages;
+        let floor = self
+            .anchor_from
+            .max(self.view.as_ref().map_or(0, |view| view.cut));
+        let anchored = (floor..transcript.len()).rev().find_map(|index| {
+            let Message::Assistant(answer) = &transcript[index] else {
+                return None;
+            };
+            let usage = &answer.usage;
+            let prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
+            (prompt > 0).then_some((index, prompt + usage.output_tokens))
+        });
+        match anchored {
+            Some((index, tokens)) => {
+                // The view ends with the transcript, so the messages after the answer are
+                // the last ones of `counts`.
+                let after = transcript.len() - index - 1;
+                tokens
+                    + counts[counts.len().saturating_sub(after)..]
+                        .iter()
+                        .sum::<u64>()
+            }
+            None => prelude + counts.iter().sum::<u64>(),
+        }
+    }
+
+    /// Asks the generator for the turn's message, compacting the request first when it would
+    /// reach the threshold of a known window.
+    pub(super) fn prepare_request(&mut self, ctx: &mut Context<Self>) {
+        let agent = Arc::clone(&self.plan.agent);
+        let (Some(settings), Some(window)) = (&agent.compaction, agent.context_window) else {
+            return self.generate(ctx);
+        };
+        let (messages, _) = self.request_messages();
+        let counts: Vec<u64> = messages
+            .iter()
+            .map(|message| settings.counter.count_message(message))
+            .collect();
+        let prelude = settings
+            .counter
+            .count_prelude(agent.system_prompt.as_deref(), &agent.definitions);
+        let estimate = self.estimate(&counts, prelude);
+        if (estimate as f64) < settings.threshold * window as f64 {
+            return self.generate(ctx);
+        }
+        match self.plan_compaction(CompactionReason::Threshold, &messages, &counts, estimate) {
+            // Nothing older to summarize: the request goes as it is.
+            None => self.generate(ctx),
+            Some(plan) => self.compact(plan, &messages, ctx),
+        }
+    }
+
+    /// After the provider refused the turn's request as too long: compacts and asks again,
+    /// once per turn. False when it cannot (the caller ends the run with the refusal).
+    pub(super) fn compact_refused(
+        &mut self,
+        refusal: generator::Error,
+        ctx: &mut Context<Self>,
+    ) -> Result<(), generator::Error> {
+        let agent = Arc::clone(&self.plan.agent);
+        let Some(settings) = &agent.compaction else {
+            return Err(refusal);
+        };
+        if self.refusal_compacted || !refusal.is_context_too_long() {
+            return Err(refusal);
+        }
+        self.refusal_compacted = true;
+        let (messages, _) = self.request_messages();
+        let counts: Vec<u64> = messages
+            .iter()
+            .map(|message| settings.counter.count_message(message))
+            .collect();
+        let prelude = settings
+            .counter
+            .count_prelude(agent.system_prompt.as_deref(), &agent.definitions);
+        let estimate = self.estimate(&counts, prelude);
+        match self.plan_compaction(
+            CompactionReason::ContextTooLong,
+            &messages,
+            &counts,
+            estimate,
+        ) {
+            None => Err(refusal),
+            Some(mut plan) => {
+                plan.refusal = Some(refusal);
+                self.compact(plan, &messages, ctx);
+                Ok(())
+            }
+        }
+    }
+
+    fn plan_compaction(
+        &self,
+        reason: CompactionReason,
+        messages: &[Message],
+        counts: &[u64],
+        tokens_before: u64,
+    ) -> Option<Plan> {
+        let agent = &self.plan.agent;
+        let settings = agent.compaction.as_ref()?;
+        // Refused without a known window: the request was too long, so keep a share of it.
+        let basis = match (reason, agent.context_window) {
+            (CompactionReason::ContextTooLong, _) | (_, None) => tokens_before,
+            (_, Some(window)) => window.min(tokens_before.max(1)),
+        };
+        let keep = (settings.keep_recent * basis as f64) as u64;
+        let cut = compaction::choose_cut(messages, counts, keep)?;
+        let prelude = settings
+            .counter
+            .count_prelude(agent.system_prompt.as_deref(), &agent.definitions);
+        Some(Plan {
+            reason,
+            cut: self.transcript_index(cut),
+            tokens_before,
+            kept_tokens: prelude + counts[cut..].iter().sum::<u64>(),
+            refusal: None,
+        })
+    }
+
+    /// Has the messages before the plan's cut summarized, then asks for the turn's message.
+    fn compact(&mut self, plan: Plan, messages: &[Message], ctx: &mut Context<Self>) {
+        let agent = Arc::clone(&self.plan.agent);
+        let Some(settings) = &agent.compaction else {
+            return self.generate(ctx);
+        };
+        let view_cut = messages.len() - (self.plan.messages.len() - plan.cut);
+        let budget_bytes = compaction::render_budget(
+            agent.context_window,
+            plan.tokens_before,
+            plan.reason == CompactionReason::ContextTooLong,
+        );
+        let rendered = compaction::render(&messages[..view_cut], budget_bytes);
+        let (generator, model): (Arc<dyn Generator>, Model) = match &settings.summarizer {
+            Some(summarizer) => (Arc::clone(&summarizer.generator), summarizer.model.clone()),
+            None => (Arc::clone(&agent.generator), agent.model.clone()),
+        };
+        tracing::info!(
+            reason = ?plan.reason,
+            tokens = plan.tokens_before,
+            replaced = plan.cut,
+            "compacting the run's context"
+        );
+        self.compactions_this_turn += 1;
+        let summarize = async move {
+            compaction::summarize(generator, model, rendered)
+                .await
+                .map(|(summary, usage)| Summary { summary, usage })
+        };
+        let summarize = match self.plan.journal.clone() {
+            None => futures::future::Either::Left(summarize),
+            Some(journal) => {
+                let key = crate::agent::StepKey::Compaction {
+                    turn: self.turn,
+                    index: self.compactions_this_turn,
+                };
+                futures::future::Either::Right(Box::pin(journaled(journal, key, summarize)))
+            }
+        };
+        let cancel = self.plan.cancel.clone();
+        let turn = self.turn;
+        let outcome = async move {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                summary = summarize => Some(summary),
+            }
+        };
+        ctx.spawn(outcome.into_actor(self).map(move |outcome, this, ctx| {
+            if this.ended || this.turn != turn {
+                return;
+            }
+            match outcome {
+                None => this.cancelled(ctx),
+                Some(Ok(summary)) => this.compacted(plan, summary, ctx),
+                Some(Err(error)) => {
+                    let reason = match &plan.refusal {
+                        Some(refusal) => {
+                            format!("{error} (the provider had refused the request: {refusal})")
+                        }
+                        None => error.to_string(),
+                    };
+                    let messages = this.take_messages();
+                    this.end(Err(Error::Compaction { reason, messages }), ctx);
+                }
+            }
+        }));
+    }
+
+    fn compacted(&mut self, plan: Plan, summary: Summary, ctx: &mut Context<Self>) {
+        let agent = Arc::clone(&self.plan.agent);
+        match &agent
+            .compaction
+            .as_ref()
+            .and_then(|s| s.summarizer.as_ref())
+        {
+            Some(summarizer) => {
+                self.summarizer_usage += summary.usage;
+                self.summarizer_price = summarizer.model.price;
+            }
+            None => self.usage += summary.usage,
+        }
+        let message = Message::User(compaction::summary_message(&summary.summary));
+        let summary_tokens = agent
+            .compaction
+            .as_ref()
+            .map_or(0, |settings| settings.counter.count_message(&message));
+        let transcript = &self.plan.messages;
+        let mut messages = Vec::with_capacity(transcript.len() - plan.cut + 1);
+        messages.push(message);
+        messages.extend_from_slice(&transcript[plan.cut..]);
+        let compacted_turns = transcript[..plan.cut]
+            .iter()
+            .filter(|message| matches!(message, Message::Assistant(_)))
+            .count();
+        self.view = Some(View {
+            messages: Arc::new(messages),
+            cut: plan.cut,
+            synced: transcript.len(),
+            compacted_turns,
+        });
+        self.anchor_from = transcript.len();
+        self.emit(|| {
+            Event::Compaction(CompactionEvent {
+                turn: self.turn,
+                reason: plan.reason,
+                replaced: plan.cut,
+                summary: summary.summary.clone(),
+                tokens_before: plan.tokens_before,
+                tokens_after: plan.kept_tokens + summary_tokens,
+                usage: summary.usage,
+            })
+        });
+        self.generate(ctx);
+    }
+}
+
+/// The summary through `journal`: its record, or `summarize`'s result, recorded.
+async fn journaled(
+    journal: Arc<dyn crate::agent::Journal>,
+    key: crate::agent::StepKey,
+    summarize: impl std::future::Future<Output = Result<Summary, SummaryError>> + Send + 'static,
+) -> Result<Summary, SummaryError> {
+    use crate::agent::{NotRecorded, StepError, StepWork};
+    let failure = Arc::new(std::sync::Mutex::new(None));
+    let slot = Arc::clone(&failure);
+    let work = async move {
+        let failed = match summarize.await {
+            Ok(summary) => match serde_json::to_value(&summary) {
+                Ok(value) => return Ok(crate::agent::journal::seal(value)),
+                Err(error) => SummaryError::Unrecordable(error.to_string()),
+            },
+            Err(error) => error,
+        };
+        *slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(failed);
+        Err(NotRecorded)
+    };
+    let step = key.to_string();
+    match journal.step(key, StepWork::new(work)).await {
+        Ok(record) => crate::agent::journal::unseal(record, &step)
+            .and_then(|value| {
+                serde_json::from_value::<Summary>(value).map_err(|error| {
+                    crate::agent::JournalError {
+                        step: step.clone(),
+                        reason: format!("what it holds is not a summary ({error})"),
+                    }
+                })
+            })
+            .map_err(|error| SummaryError::Unrecordable(error.to_string())),
+        Err(StepError::NotRecorded) => Err(failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .unwrap_or(SummaryError::Generator(generator::Error::IncompleteStream))),
+        Err(StepError::Journal(error)) => Err(SummaryError::Unrecordable(error.to_string())),
+    }
+}

@@ -1,0 +1,115 @@
+//! An OpenAI-compatible loopback provider with a context limit: it refuses a request body
+//! over `limit` bytes as OpenAI does (`context_length_exceeded`), writes a summary when
+//! golato's summarizer asks, and otherwise answers scripted turns.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+
+/// An OpenAI-compatible server that refuses a body over `limit` bytes as OpenAI does, writes
+/// a summary when asked by golato's summarizer, and otherwise answers from `turns`.
+pub struct Provider {
+    limit: usize,
+    turns: Mutex<std::collections::VecDeque<Value>>,
+    /// Every request's size and body, in order.
+    pub bodies: Mutex<Vec<(usize, Value)>>,
+}
+
+fn sse(message: &Value) -> String {
+    let mut events = String::new();
+    let delta = if let Some(text) = message.get("text") {
+        json!({"role": "assistant", "content": text})
+    } else {
+        json!({"role": "assistant", "tool_calls": message["tool_calls"]})
+    };
+    let finish = if message.get("text").is_some() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    for chunk in [
+        json!({"choices": [{"index": 0, "delta": delta}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
+    ] {
+        events.push_str(&format!("data: {chunk}\n\n"));
+    }
+    events.push_str("data: [DONE]\n\n");
+    events
+}
+
+async fn chat(State(provider): State<Arc<Provider>>, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap();
+    provider
+        .bodies
+        .lock()
+        .unwrap()
+        .push((body.len(), request.clone()));
+    if body.len() > provider.limit {
+        let refusal = json!({"error": {
+            "message": format!("This model's maximum context length is {} tokens. However, your messages resulted in {} tokens.", provider.limit / 4, body.len() / 4),
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+        }});
+        return (StatusCode::BAD_REQUEST, refusal.to_string()).into_response();
+    }
+    let summarizing = request["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|system| system.starts_with("You compact the transcript"));
+    let answer = if summarizing {
+        json!({"text": "Pages 0 to 2 were fetched."})
+    } else {
+        provider
+            .turns
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(json!({"text": "no more turns scripted"}))
+    };
+    ([("content-type", "text/event-stream")], sse(&answer)).into_response()
+}
+
+/// `calls` turns calling `fetch`, then a final answer.
+pub fn provider_turns(calls: usize) -> Vec<Value> {
+    tool_turns(calls, "fetch", &json!({}))
+}
+
+/// `calls` turns calling `tool` with `arguments`, then a final answer.
+pub fn tool_turns(calls: usize, tool: &str, arguments: &Value) -> Vec<Value> {
+    let mut turns: Vec<Value> = (0..calls)
+        .map(|turn| {
+            json!({"tool_calls": [{"index": 0, "id": format!("c{turn}"), "type": "function",
+                "function": {"name": tool, "arguments": arguments.to_string()}}]})
+        })
+        .collect();
+    turns.push(json!({"text": "done"}));
+    turns
+}
+
+/// Starts the provider; returns its base URL and state.
+pub fn provider(
+    limit: usize,
+    turns: Vec<Value>,
+) -> (tokio::runtime::Runtime, String, Arc<Provider>) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let provider = Arc::new(Provider {
+        limit,
+        turns: Mutex::new(turns.into()),
+        bodies: Mutex::new(Vec::new()),
+    });
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .with_state(Arc::clone(&provider));
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (runtime, format!("http://{address}/v1"), provider)
+}
