@@ -1,8 +1,6 @@
-//! golato runs LLM agents: it asks a model (the generator) for the next message, validates every
-//! tool call in it, runs the batch (in parallel by default), records one result message per call
-//! in source order, streams events while tools run, and asks again until the run ends.
+#![doc = include_str!("../README.md")]
 //!
-//! # Tour
+//! # Tour of the crate
 //! - [`message`]: the transcript (user, assistant and tool-result messages), serde-stable.
 //! - [`tool`]: [`Tool`], its [`ToolResult`] and [`ToolContext`](tool::ToolContext); typed tools
 //!   derive their schema from a Rust type.
