@@ -321,6 +321,7 @@ impl Error {
             "context_length_exceeded",
             "context length",
             "context window",
+            "context size",
             "prompt is too long",
             "too many tokens",
             "maximum context",

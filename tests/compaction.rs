@@ -467,3 +467,74 @@ fn with_compaction_off_a_refusal_fails_the_run() {
             .unwrap_or_default()
             .starts_with("You compact")));
 }
+
+#[test]
+fn a_journaled_run_refused_as_too_long_asks_the_turn_again_under_the_same_step() {
+    let (_runtime, base_url, provider) = provider(9_000, provider_turns(6));
+    let agent = provider_agent(&base_url, Compaction::default());
+    let journal = Arc::new(MemoryJournal::new());
+    let result = agent
+        .start_journaled(prompt("fetch six pages"), journal.clone())
+        .wait()
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(result.messages.len(), 14);
+    let keys = journal.keys();
+    assert!(
+        keys.iter().any(|key| key.ends_with("/compaction-1")),
+        "{keys:?}"
+    );
+    // Every turn is recorded once, the refused one included (under its retry).
+    for turn in 1..=7 {
+        let name = format!("turn-{turn}");
+        assert_eq!(
+            keys.iter().filter(|key| **key == name).count(),
+            1,
+            "{keys:?}"
+        );
+    }
+    let asked = provider.bodies.lock().unwrap().len();
+    // Picked up again: nothing is asked.
+    let again = provider_agent(&base_url, Compaction::default())
+        .start_journaled(prompt("fetch six pages"), journal)
+        .wait()
+        .unwrap();
+    assert_eq!(again.messages, result.messages);
+    assert_eq!(provider.bodies.lock().unwrap().len(), asked);
+}
+
+#[test]
+fn each_providers_wording_of_too_long_is_recognized_and_nothing_else() {
+    use golato::generator::Error;
+    let refusal = |status: Option<u16>, message: &str| Error::Provider {
+        status,
+        message: message.to_owned(),
+    };
+    for (status, message) in [
+        // OpenAI Chat Completions.
+        (Some(400), "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens."),
+        // OpenAI Responses.
+        (Some(400), "Your input exceeds the context window of this model. Please adjust your input and try again."),
+        // Anthropic.
+        (Some(400), "prompt is too long: 210000 tokens > 200000 maximum"),
+        // In Anthropic's stream, without a status.
+        (None, "prompt is too long: 210000 tokens > 200000 maximum"),
+        // llama.cpp server, vLLM.
+        (Some(400), "the request exceeds the available context size, try increasing it"),
+        (Some(400), "This model's maximum context length is 8192 tokens."),
+        // A proxy's body limit.
+        (Some(413), "Request Entity Too Large"),
+    ] {
+        assert!(refusal(status, message).is_context_too_long(), "{message}");
+    }
+    for (status, message) in [
+        (Some(429), "Rate limit reached for gpt-4o"),
+        (
+            Some(400),
+            "Invalid 'tools[0].function.name': string does not match pattern",
+        ),
+        (Some(401), "Incorrect API key provided"),
+    ] {
+        assert!(!refusal(status, message).is_context_too_long(), "{message}");
+    }
+    assert!(!Error::IncompleteStream.is_context_too_long());
+}

@@ -21,7 +21,9 @@ use crate::tool::ToolResult;
 /// come before the next call's start. When a turn's answer is cut short by cancellation or a
 /// generator failure after some text or reasoning streamed in, that part is recorded (with
 /// `StopReason::Aborted` or `StopReason::Error`) and gets its `MessageEnd` and `TurnEnd` before
-/// `RunEnd`; with nothing streamed in, the turn ends with `RunEnd` alone.
+/// `RunEnd`; with nothing streamed in, the turn ends with `RunEnd` alone. A turn whose request
+/// was compacted has a `Compaction` between its `TurnStart` and its `MessageStart` (a request
+/// the provider refused as too long: `MessageStart`, `Compaction`, `MessageStart` again).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
