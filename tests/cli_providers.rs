@@ -511,13 +511,13 @@ async fn the_summary_shows_the_cost_and_max_cost_needs_a_known_price() {
 
 #[test]
 fn a_run_that_outgrows_the_context_is_compacted_and_goes_on() {
-    use support::too_long;
+    use support::compaction;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("page.txt"), "word ".repeat(400)).unwrap();
     let read_page = serde_json::json!({"path": "page.txt"});
     for json in [false, true] {
         let (_runtime, url, provider) =
-            too_long::provider(12_000, too_long::tool_turns(6, "read", &read_page));
+            compaction::provider(12_000, compaction::tool_turns(6, "read", &read_page));
         let mut command = golato();
         command.args([
             "run",

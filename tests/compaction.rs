@@ -11,76 +11,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use golato::agent::{
-    self, Agent, Compaction, CompactionReason, Event, MemoryJournal, TokenCounter, SUMMARY_HEADER,
+    self, Agent, Compaction, CompactionReason, Event, MemoryJournal, SUMMARY_HEADER,
 };
-use golato::generator::{
-    EventStream, Generator, Model, OpenAiChat, Request, RetryPolicy, Scripted,
-};
-use golato::message::{AssistantMessage, Content, Message, ToolCall};
-use golato::tool::{Tool, ToolResult};
-use serde_json::{json, Value};
+use golato::generator::{Generator, Model, OpenAiChat, Request, RetryPolicy, Scripted};
+use golato::message::{AssistantMessage, Content, Message};
+use serde_json::Value;
 use support::*;
-
-/// Counts 100 tokens per message: every figure below follows from message counts.
-struct PerMessage;
-
-impl TokenCounter for PerMessage {
-    fn count_message(&self, _: &Message) -> u64 {
-        100
-    }
-    fn count_prelude(&self, _: Option<&str>, _: &[golato::message::ToolDefinition]) -> u64 {
-        0
-    }
-}
-
-/// Remembers every request, then lets `inner` answer it.
-struct Recording<G> {
-    inner: G,
-    requests: Arc<Mutex<Vec<Request>>>,
-}
-
-impl<G: Generator> Generator for Recording<G> {
-    fn stream(&self, request: Request) -> EventStream {
-        self.requests.lock().unwrap().push(request.clone());
-        self.inner.stream(request)
-    }
-}
-
-fn recording<G: Generator>(inner: G) -> (Recording<G>, Arc<Mutex<Vec<Request>>>) {
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    (
-        Recording {
-            inner,
-            requests: Arc::clone(&requests),
-        },
-        requests,
-    )
-}
-
-/// A tool that returns `size` bytes of text.
-fn fetch_tool(size: usize) -> Tool {
-    Tool::new(
-        "fetch",
-        "Fetches a page.",
-        json!({"type": "object"}),
-        move |_ctx, _args| async move { Ok(ToolResult::text("x".repeat(size))) },
-    )
-}
-
-/// `turns` messages calling `fetch` (twice each when `pairs`), then an answer.
-fn fetching_script(turns: usize, pairs: bool) -> Vec<AssistantMessage> {
-    let mut entries: Vec<AssistantMessage> = (0..turns)
-        .map(|turn| {
-            let mut calls = vec![ToolCall::new(format!("a{turn}"), "fetch", "{}")];
-            if pairs {
-                calls.push(ToolCall::new(format!("b{turn}"), "fetch", "{}"));
-            }
-            AssistantMessage::with_tool_calls(calls)
-        })
-        .collect();
-    entries.push(AssistantMessage::with_text("all fetched"));
-    entries
-}
 
 /// Every tool result of a request follows the assistant message that made its call, and
 /// every call of a request has its result there (but the calls of its last message).
@@ -354,7 +290,7 @@ fn agent_compact_replaces_the_oldest_turns_on_demand() {
     );
 }
 
-use support::too_long::{provider, provider_turns};
+use support::compaction::*;
 
 fn provider_agent(base_url: &str, compaction: Compaction) -> Agent {
     let client = OpenAiChat::new(base_url, None)

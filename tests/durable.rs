@@ -779,3 +779,72 @@ fn ctrl_c_detaches_golato_submit_and_the_same_id_attaches_again() {
     assert_eq!(String::from_utf8(attached.stdout).unwrap(), "done\n");
     assert_eq!(ledger(dir.path()).len(), 4, "nothing ran twice");
 }
+
+/// A durable run past its compaction threshold: the summary is a step of the run's Restate
+/// journal (`compaction-4-1`), so the run's outcome is whole and the same ID gives it again
+/// without asking the model or the summarizer.
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_durable_run_compacts_with_its_summary_in_the_journal() {
+    use std::sync::Arc;
+
+    use golato::agent::{self, Agent, Compaction};
+    use golato::generator::{Model, Scripted};
+    use golato::message::AssistantMessage;
+    use support::compaction::{fetch_tool, fetching_script, recording, PerMessage};
+
+    let server = Server::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (model, requests) = recording(Scripted::new(fetching_script(6, false)));
+    let (summaries, summary_requests) = recording(Scripted::new([AssistantMessage::with_text(
+        "Pages were fetched.",
+    )]));
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(model)),
+        tools: vec![fetch_tool(10)],
+        context_window: Some(1_000),
+        compaction: Compaction::default()
+            .with_counter(Arc::new(PerMessage))
+            .with_summarizer(Arc::new(summaries), Model::new("cheap")),
+        ..Default::default()
+    })
+    .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = runtime.spawn(golato::durable::Worker::new(agent).serve(listener, stopped));
+    runtime
+        .block_on(golato::durable::register(
+            &server.admin,
+            &format!("http://{address}"),
+        ))
+        .unwrap();
+    let client = Client::new(&server.ingress)
+        .unwrap()
+        .reconnect_for(HANG_GUARD);
+    let outcome = runtime
+        .block_on(async {
+            tokio::time::timeout(HANG_GUARD, client.submit("compacting", "go")).await
+        })
+        .expect("the run did not finish")
+        .unwrap();
+    assert_eq!(outcome.error, None, "{outcome:#?}");
+    assert_eq!(outcome.final_text().as_deref(), Some("all fetched"));
+    // The transcript keeps everything: the prompt, 7 answers, 6 results.
+    assert_eq!(outcome.messages.len(), 14);
+    let summaries_asked = summary_requests.lock().unwrap().len();
+    assert!(summaries_asked > 0, "the run never compacted");
+    let asked = requests.lock().unwrap().len();
+    // A request after the compaction began with the summary.
+    let last = requests.lock().unwrap().last().cloned().unwrap();
+    assert!(last.compacted_turns > 0, "{last:#?}");
+
+    let again = runtime.block_on(client.submit("compacting", "go")).unwrap();
+    assert_eq!(again, outcome);
+    assert_eq!(requests.lock().unwrap().len(), asked);
+    assert_eq!(summary_requests.lock().unwrap().len(), summaries_asked);
+    let _ = stop.send(());
+    runtime.block_on(worker).unwrap();
+}

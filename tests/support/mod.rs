@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
-pub mod too_long;
+pub mod compaction;
 
 use std::future::Future;
 use std::pin::Pin;

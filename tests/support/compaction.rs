@@ -1,10 +1,77 @@
-//! An OpenAI-compatible loopback provider with a context limit: it refuses a request body
-//! over `limit` bytes as OpenAI does (`context_length_exceeded`), writes a summary when
-//! golato's summarizer asks, and otherwise answers scripted turns.
+//! For the compaction tests: a token counter whose figures follow from message counts, a
+//! generator that remembers its requests, a tool and a script that make a run grow, and an
+//! OpenAI-compatible loopback provider with a context limit (it refuses a request body over
+//! `limit` bytes as OpenAI does, `context_length_exceeded`, writes a summary when golato's
+//! summarizer asks, and otherwise answers scripted turns).
 
 use std::sync::{Arc, Mutex};
 
+use golato::agent::TokenCounter;
+use golato::generator::{EventStream, Generator, Request};
+use golato::message::{AssistantMessage, Message, ToolCall};
+use golato::tool::{Tool, ToolResult};
 use serde_json::{json, Value};
+
+/// Counts 100 tokens per message: every figure below follows from message counts.
+pub struct PerMessage;
+
+impl TokenCounter for PerMessage {
+    fn count_message(&self, _: &Message) -> u64 {
+        100
+    }
+    fn count_prelude(&self, _: Option<&str>, _: &[golato::message::ToolDefinition]) -> u64 {
+        0
+    }
+}
+
+/// Remembers every request, then lets `inner` answer it.
+pub struct Recording<G> {
+    inner: G,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+impl<G: Generator> Generator for Recording<G> {
+    fn stream(&self, request: Request) -> EventStream {
+        self.requests.lock().unwrap().push(request.clone());
+        self.inner.stream(request)
+    }
+}
+
+pub fn recording<G: Generator>(inner: G) -> (Recording<G>, Arc<Mutex<Vec<Request>>>) {
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    (
+        Recording {
+            inner,
+            requests: Arc::clone(&requests),
+        },
+        requests,
+    )
+}
+
+/// A tool that returns `size` bytes of text.
+pub fn fetch_tool(size: usize) -> Tool {
+    Tool::new(
+        "fetch",
+        "Fetches a page.",
+        json!({"type": "object"}),
+        move |_ctx, _args| async move { Ok(ToolResult::text("x".repeat(size))) },
+    )
+}
+
+/// `turns` messages calling `fetch` (twice each when `pairs`), then an answer.
+pub fn fetching_script(turns: usize, pairs: bool) -> Vec<AssistantMessage> {
+    let mut entries: Vec<AssistantMessage> = (0..turns)
+        .map(|turn| {
+            let mut calls = vec![ToolCall::new(format!("a{turn}"), "fetch", "{}")];
+            if pairs {
+                calls.push(ToolCall::new(format!("b{turn}"), "fetch", "{}"));
+            }
+            AssistantMessage::with_tool_calls(calls)
+        })
+        .collect();
+    entries.push(AssistantMessage::with_text("all fetched"));
+    entries
+}
 
 use axum::body::Bytes;
 use axum::extract::State;
