@@ -114,3 +114,46 @@ fn a_bad_configuration_is_a_usage_error_naming_the_file_and_the_key() {
     assert_eq!(output.status.code(), Some(2));
     assert!(one_error_line(&output).contains("--profile nope"));
 }
+
+#[test]
+fn a_configured_budget_ends_a_run_and_a_bad_one_is_a_usage_error() {
+    let project = tempfile::tempdir().unwrap();
+    let user = project.path().join("user.toml");
+    std::fs::write(&user, "sandbox = \"off\"\nmax_tokens = 50\n").unwrap();
+    let script = script_file(
+        project.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "1", "name": "bash", "arguments": {"command": "true"}}],
+                   "usage": {"input_tokens": 100, "output_tokens": 10}}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let run = |config: &std::path::Path| {
+        golato()
+            .env("GOLATO_CONFIG", config)
+            .args(["run", "-C"])
+            .arg(project.path())
+            .arg("--script")
+            .arg(&script)
+            .arg("go")
+            .output()
+            .unwrap()
+    };
+    let output = run(&user);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let story = story(&output);
+    assert!(
+        story.contains("110 tokens used, the budget is 50"),
+        "{story}"
+    );
+
+    std::fs::write(&user, "max_cost = -1.0\n").unwrap();
+    let output = run(&user);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let error = one_error_line(&output);
+    assert!(
+        error.contains("max_cost") && error.contains("user.toml"),
+        "{error}"
+    );
+}

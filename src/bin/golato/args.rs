@@ -320,7 +320,7 @@ pub(crate) enum ReasoningEffort {
     High,
 }
 
-fn dollars(text: &str) -> Result<f64, String> {
+pub(crate) fn dollars(text: &str) -> Result<f64, String> {
     match text.trim_start_matches('$').parse::<f64>() {
         Ok(value) if value.is_finite() && value > 0.0 => Ok(value),
         _ => Err(format!(

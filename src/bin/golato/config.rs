@@ -33,6 +33,8 @@ struct Settings {
     max_turns: Option<usize>,
     context_window: Option<u64>,
     no_compact: Option<bool>,
+    max_tokens: Option<u64>,
+    max_cost: Option<f64>,
     mcp: Option<Vec<McpEntry>>,
     mcp_url: Option<Vec<String>>,
     sandbox: Option<String>,
@@ -253,6 +255,16 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
     if let Some(no_compact) = settings.no_compact {
         set!(no_compact, no_compact);
     }
+    if let Some(tokens) = settings.max_tokens {
+        let value = std::num::NonZeroU64::new(tokens)
+            .ok_or_else(|| invalid("max_tokens", "it must be at least 1".into()))?;
+        set!(max_tokens, Some(value));
+    }
+    if let Some(dollars) = settings.max_cost {
+        let value =
+            crate::args::dollars(&dollars.to_string()).map_err(|why| invalid("max_cost", why))?;
+        set!(max_cost, Some(value));
+    }
     if let Some(entries) = &settings.mcp {
         let mut lines = Vec::new();
         let mut servers = Vec::new();
@@ -379,6 +391,8 @@ fn entries(settings: &Settings) -> Vec<(&'static str, String)> {
     entry!(max_turns);
     entry!(context_window);
     entry!(no_compact);
+    entry!(max_tokens);
+    entry!(max_cost);
     entry!(mcp);
     entry!(mcp_url);
     entry!(sandbox);
