@@ -122,8 +122,9 @@ impl RunActor {
         }
     }
 
-    /// After the provider refused the turn's request as too long: compacts and asks again,
-    /// once per turn. False when it cannot (the caller ends the run with the refusal).
+    /// After the provider refused the turn's request: compacts and asks again, once per turn,
+    /// when the refusal says the request was too long. The refusal comes back when it cannot
+    /// (the caller ends the run with it).
     pub(super) fn compact_refused(
         &mut self,
         refusal: generator::Error,
