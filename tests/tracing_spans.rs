@@ -111,4 +111,32 @@ fn actor_messages_are_traced_with_mailbox_wait_and_nested_spans() {
         .find(|s| s.name == "actor_message" && s.fields["message_type"] == "RunBatch")
         .unwrap();
     assert_eq!(run_batch.ancestors, ["batch", "turn", "run"]);
+
+    // A compaction's summary request is a model request of its turn.
+    use golato::agent::{self, Agent, Compaction};
+    use golato::generator::{Model, Scripted};
+    use golato::message::AssistantMessage;
+    use support::compaction::{fetch_tool, fetching_script, PerMessage};
+    let compacting = Agent::new(agent::Config {
+        generator: Some(Arc::new(Scripted::new(fetching_script(6, false)))),
+        tools: vec![fetch_tool(10)],
+        context_window: Some(1_000),
+        compaction: Compaction::default()
+            .with_counter(Arc::new(PerMessage))
+            .with_summarizer(
+                Arc::new(Scripted::new([AssistantMessage::with_text("summary")])),
+                Model::new("cheap-model"),
+            ),
+        ..Default::default()
+    })
+    .unwrap();
+    compacting.start(prompt("go")).wait().unwrap();
+    let spans = recorder.0.lock().unwrap().clone();
+    let compact = spans
+        .iter()
+        .find(|s| s.name == "compact")
+        .expect("a span for the summary request");
+    assert_eq!(compact.ancestors, ["turn", "run"]);
+    assert_eq!(compact.fields["gen_ai.request.model"], "cheap-model");
+    assert_eq!(compact.fields["reason"], "Threshold");
 }

@@ -207,6 +207,7 @@ impl RunActor {
             Some(summarizer) => (Arc::clone(&summarizer.generator), summarizer.model.clone()),
             None => (Arc::clone(&agent.generator), agent.model.clone()),
         };
+        let summarizer_model = model.id.clone();
         tracing::info!(
             reason = ?plan.reason,
             tokens = plan.tokens_before,
@@ -229,6 +230,19 @@ impl RunActor {
                 futures::future::Either::Right(Box::pin(journaled(journal, key, summarize)))
             }
         };
+        // The summary request, as a model request of the turn (OpenTelemetry's GenAI names).
+        let span = tracing::debug_span!(
+            parent: &self.turn_span,
+            "compact",
+            reason = ?plan.reason,
+            tokens_before = plan.tokens_before,
+            replaced = plan.cut,
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = %summarizer_model,
+            otel.name = %format_args!("chat {summarizer_model}"),
+            otel.kind = "client",
+        );
+        let summarize = tracing::Instrument::instrument(summarize, span);
         let cancel = self.plan.cancel.clone();
         let turn = self.turn;
         let outcome = async move {
