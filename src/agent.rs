@@ -76,7 +76,7 @@ use crate::tool::{self, Execution, Tool, ToolDefinition};
 
 pub use budget::Budget;
 pub use compaction::{
-    Compacted, Compaction, CompactionReason, EstimateTokens, Summarizer, TokenCounter,
+    Compacted, Compaction, CompactionReason, EstimateTokens, Summarizer, Summary, TokenCounter,
     DEFAULT_KEEP_RECENT, DEFAULT_THRESHOLD, SUMMARY_HEADER,
 };
 pub use error::Error;
@@ -226,6 +226,9 @@ pub struct RunResult {
     pub cost: Option<f64>,
     /// The final answer as JSON, valid against `Config::output_schema` (when one is set).
     pub output: Option<serde_json::Value>,
+    /// How requests sent the transcript at the end, when the run (or its input) compacted it:
+    /// give it to the next run's [`Input::summary`] to go on from the same view.
+    pub summary: Option<Summary>,
     /// Model requests made by this run.
     pub turns: usize,
 }
@@ -401,6 +404,7 @@ impl Agent {
         let channel = Channel::new(self.inner.event_buffer);
         let cancel = golato_actors::embed::shutdown_token(host).child_token();
         let run = Run::new(Arc::clone(&channel), cancel.clone(), id);
+        let summary = input.summary.clone();
         let messages = match input.into_messages() {
             Ok(messages) => messages,
             Err(error) => {
@@ -423,6 +427,7 @@ impl Agent {
             span,
             id,
             journal,
+            summary,
         };
         let Some(admission) = &self.inner.admission else {
             launch(plan);

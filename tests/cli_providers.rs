@@ -571,3 +571,52 @@ fn a_run_that_outgrows_the_context_is_compacted_and_goes_on() {
         }
     }
 }
+
+#[test]
+fn continuing_a_compacted_session_sends_its_summary_without_summarizing_again() {
+    use support::compaction;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("page.txt"), "word ".repeat(400)).unwrap();
+    let read_page = serde_json::json!({"path": "page.txt"});
+    let run = |url: &str, flags: &[&str], prompt: &str| {
+        let mut command = golato();
+        command
+            .args(["run", "--base-url", url, "--model", "local-model"])
+            .args(["--tools", "read", "--cwd", dir.path().to_str().unwrap()])
+            .args(flags)
+            .arg(prompt);
+        command.output().unwrap()
+    };
+    let (_first_runtime, url, first) =
+        compaction::provider(12_000, compaction::tool_turns(6, "read", &read_page));
+    let output = run(&url, &[], "Read page.txt six times.");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(story(&output).contains("context compacted"), "{output:?}");
+    drop(first);
+
+    let (_second_runtime, url, second) = compaction::provider(
+        12_000,
+        vec![serde_json::json!({"text": "Nothing changed."})],
+    );
+    let output = run(&url, &["-c"], "Anything new?");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let bodies = second.bodies.lock().unwrap();
+    // One request: the answer. No summary was asked for: the session kept its summary.
+    assert_eq!(bodies.len(), 1, "{bodies:#?}");
+    let messages = bodies[0].1["messages"].as_array().unwrap();
+    let texts: Vec<String> = messages
+        .iter()
+        .map(|message| {
+            message["content"]
+                .as_str()
+                .map(str::to_owned)
+                .or_else(|| message["content"][0]["text"].as_str().map(str::to_owned))
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        texts[1].starts_with(golato::agent::SUMMARY_HEADER),
+        "{texts:#?}"
+    );
+    assert_eq!(texts.last().unwrap(), "Anything new?");
+}

@@ -277,6 +277,7 @@ fn agent_compact_replaces_the_oldest_turns_on_demand() {
         .start(agent::Input {
             prompts: vec![golato::message::UserMessage::new("more")],
             transcript: compacted.messages,
+            summary: None,
         })
         .wait()
         .unwrap();
@@ -473,4 +474,66 @@ fn each_providers_wording_of_too_long_is_recognized_and_nothing_else() {
         assert!(!refusal(status, message).is_context_too_long(), "{message}");
     }
     assert!(!Error::IncompleteStream.is_context_too_long());
+}
+
+#[test]
+fn the_next_run_goes_on_from_the_summary_a_run_gave_without_summarizing_again() {
+    let (summaries, _) = summarizer();
+    let agent = compacting_agent(Scripted::new(fetching_script(6, false)), summaries);
+    let first = agent.start(prompt("go")).wait().unwrap();
+    let summary = first.summary.clone().expect("the run compacted");
+    assert!(summary.fits(&first.messages));
+
+    // Another process goes on (a wider window, so that nothing needs compacting again).
+    let mut script = fetching_script(6, false);
+    script.push(AssistantMessage::with_text("and more"));
+    let (model, requests) = recording(Scripted::new(script));
+    let (summaries, summary_requests) = summarizer();
+    let going_on = Agent::new(agent::Config {
+        generator: Some(Arc::new(model)),
+        tools: vec![fetch_tool(10)],
+        context_window: Some(10_000),
+        compaction: Compaction::default()
+            .with_counter(Arc::new(PerMessage))
+            .with_summarizer(Arc::new(summaries), Model::new("cheap")),
+        ..Default::default()
+    })
+    .unwrap();
+    let second = going_on
+        .start(agent::Input {
+            prompts: vec![golato::message::UserMessage::new("more")],
+            transcript: first.messages.clone(),
+            summary: Some(summary.clone()),
+        })
+        .wait()
+        .unwrap();
+    // The script's next entry answered: the summary's turns were counted.
+    assert_eq!(second.final_message.text(), "and more");
+    assert_eq!(second.summary, Some(summary.clone()));
+    assert!(summary_requests.lock().unwrap().is_empty());
+    let requests = requests.lock().unwrap();
+    let sent = &requests[0];
+    assert_eq!(
+        sent.messages.len(),
+        1 + first.messages.len() - summary.replaces + 1
+    );
+    let Message::User(head) = &sent.messages[0] else {
+        panic!("{sent:#?}");
+    };
+    assert!(head.text().contains(&summary.text));
+
+    // A summary that does not fit the transcript is refused, saying why.
+    let error = agent
+        .start(agent::Input {
+            prompts: vec![golato::message::UserMessage::new("more")],
+            transcript: first.messages[..2].to_vec(),
+            summary: Some(summary),
+        })
+        .wait()
+        .unwrap_err();
+    assert!(
+        matches!(error, agent::Error::NotContinuable { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("Input::summary"), "{error}");
 }

@@ -337,6 +337,7 @@ fn a_journal_made_from_a_transcript_picks_the_run_up_as_resuming_the_transcript_
         .start(agent::Input {
             prompts: Vec::new(),
             transcript: cut.clone(),
+            summary: None,
         })
         .wait()
         .unwrap();

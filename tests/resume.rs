@@ -98,6 +98,7 @@ fn a_finished_transcript_continues_with_a_new_prompt() {
         .start(Input {
             transcript: first.messages.clone(),
             prompts: vec![UserMessage::new("and then?")],
+            summary: None,
         })
         .wait()
         .unwrap();

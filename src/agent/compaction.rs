@@ -239,6 +239,70 @@ impl Compaction {
     }
 }
 
+/// A transcript's compaction, carried from one run to the next: requests send `text` in
+/// place of the transcript's first `replaces` messages. [`RunResult::summary`](super::RunResult::summary)
+/// and [`CompactionEvent`](super::CompactionEvent) give it; [`Input::summary`](super::Input::summary)
+/// takes it, so a conversation of many runs (a chat) does not summarize its history again at
+/// every run.
+///
+/// ```
+/// use golato::agent::{Input, Summary};
+/// use golato::message::{AssistantMessage, Message, UserMessage};
+///
+/// let input = Input {
+///     prompts: vec![UserMessage::new("And now?")],
+///     transcript: vec![
+///         Message::User(UserMessage::new("Fetch the pages.")),
+///         Message::Assistant(AssistantMessage::with_text("Fetched.")),
+///     ],
+///     // The model sees the summary, then "Fetched.", then the prompt.
+///     summary: Some(Summary::new("The user asked for the pages.", 1)),
+/// };
+/// # let _ = input;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Summary {
+    /// The summary, as the model wrote it.
+    pub text: String,
+    /// How many messages at the start of the transcript it stands for; the message at that
+    /// index must be an assistant message (compaction cuts only there).
+    pub replaces: usize,
+}
+
+impl Summary {
+    /// A summary standing for the first `replaces` messages.
+    pub fn new(text: impl Into<String>, replaces: usize) -> Summary {
+        Summary {
+            text: text.into(),
+            replaces,
+        }
+    }
+
+    /// Whether it can stand for the start of `transcript` (as [`Input::summary`](super::Input::summary)
+    /// requires): it replaces at least one message, and an assistant message follows them.
+    pub fn fits(&self, transcript: &[Message]) -> bool {
+        self.check(transcript).is_ok()
+    }
+
+    /// Why it cannot stand for the start of `transcript`, if it cannot.
+    pub(crate) fn check(&self, transcript: &[Message]) -> Result<(), String> {
+        match transcript.get(self.replaces) {
+            _ if self.replaces == 0 => Err("it replaces no message; leave Input::summary None instead".to_owned()),
+            Some(Message::Assistant(_)) => Ok(()),
+            Some(_) => Err(format!(
+                "Input::summary replaces {} message(s), but message {} of the transcript is not an assistant message (a summary ends where an assistant message begins, so that no tool result loses its call); pass the Summary a run gave for this transcript",
+                self.replaces, self.replaces
+            )),
+            None => Err(format!(
+                "Input::summary replaces {} message(s), but the transcript has {}; pass the Summary a run gave for this transcript",
+                self.replaces,
+                transcript.len()
+            )),
+        }
+    }
+}
+
 /// Why a run compacted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]

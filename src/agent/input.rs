@@ -13,6 +13,10 @@ pub struct Input {
     /// message with unanswered tool calls continues by running those calls; one ending in tool
     /// results or a user message continues by asking the generator.
     pub transcript: Vec<Message>,
+    /// How an earlier run compacted `transcript` ([`RunResult::summary`](super::RunResult::summary)):
+    /// requests send the summary in place of the messages it replaces, as that run did. `None`
+    /// sends the whole transcript (compacting it again if it is too long).
+    pub summary: Option<super::Summary>,
 }
 
 impl From<UserMessage> for Input {
@@ -20,6 +24,7 @@ impl From<UserMessage> for Input {
         Input {
             prompts: vec![prompt],
             transcript: Vec::new(),
+            summary: None,
         }
     }
 }
@@ -27,6 +32,11 @@ impl From<UserMessage> for Input {
 impl Input {
     /// The messages the run starts with, or why they cannot be continued.
     pub(crate) fn into_messages(self) -> Result<Vec<Message>, Error> {
+        if let Some(summary) = &self.summary {
+            summary
+                .check(&self.transcript)
+                .map_err(|reason| Error::NotContinuable { reason })?;
+        }
         let no_prompts = self.prompts.is_empty();
         let mut messages = self.transcript;
         messages.extend(self.prompts.into_iter().map(Message::User));

@@ -47,6 +47,8 @@ pub(crate) struct RunPlan {
     pub(crate) id: u64,
     /// Where the run's steps are recorded and found again; `None` for a run without one.
     pub(crate) journal: Option<Arc<dyn super::Journal>>,
+    /// How an earlier run compacted the input's transcript (checked against it).
+    pub(crate) summary: Option<super::Summary>,
 }
 
 impl RunPlan {
@@ -56,7 +58,13 @@ impl RunPlan {
         self.channel.finish(Err(Error::Cancelled { messages }));
     }
 
-    pub(crate) fn into_actor(self, ctx: &mut Context<RunActor>) -> RunActor {
+    pub(crate) fn into_actor(mut self, ctx: &mut Context<RunActor>) -> RunActor {
+        let view = self
+            .summary
+            .take()
+            .map(|summary| compact::View::new(summary, &self.messages));
+        // Usage reported before this run measured other requests than the view's.
+        let anchor_from = view.as_ref().map_or(0, |_| self.messages.len());
         RunActor {
             mailbox: Mailbox::counted(ctx.address(), &self.agent.host),
             plan: self,
@@ -64,8 +72,8 @@ impl RunPlan {
             usage: Usage::default(),
             summarizer_usage: Usage::default(),
             summarizer_price: None,
-            view: None,
-            anchor_from: 0,
+            anchor_from,
+            view,
             refusal_compacted: false,
             compactions_this_turn: 0,
             output_retried: false,
@@ -242,7 +250,9 @@ impl RunActor {
             },
         };
         let (usage, cost) = self.spent();
+        let summary = self.view.as_ref().map(compact::View::summary);
         let result = RunResult {
+            summary,
             output,
             final_message,
             messages: self.take_messages(),

@@ -16,6 +16,8 @@ use crate::message::{Message, Usage};
 
 /// What requests send once a run has compacted: a summary, then the transcript from `cut`.
 pub(super) struct View {
+    /// The summary's text.
+    summary: String,
     /// The summary message, then copies of the transcript's messages from `cut`.
     messages: Arc<Vec<Message>>,
     /// The transcript index of the first message kept.
@@ -24,6 +26,31 @@ pub(super) struct View {
     synced: usize,
     /// Assistant messages of the transcript before `cut`.
     compacted_turns: usize,
+}
+
+impl View {
+    /// The view of `transcript` a summary of its first messages makes.
+    pub(super) fn new(summary: crate::agent::Summary, transcript: &[Message]) -> View {
+        let cut = summary.replaces.min(transcript.len());
+        let mut messages = Vec::with_capacity(transcript.len() - cut + 1);
+        messages.push(Message::User(compaction::summary_message(&summary.text)));
+        messages.extend_from_slice(&transcript[cut..]);
+        View {
+            summary: summary.text,
+            messages: Arc::new(messages),
+            cut,
+            synced: transcript.len(),
+            compacted_turns: transcript[..cut]
+                .iter()
+                .filter(|message| matches!(message, Message::Assistant(_)))
+                .count(),
+        }
+    }
+
+    /// What it is, for the next run.
+    pub(super) fn summary(&self) -> crate::agent::Summary {
+        crate::agent::Summary::new(self.summary.clone(), self.cut)
+    }
 }
 
 /// A compaction asked for, before its summary.
@@ -40,7 +67,7 @@ struct Plan {
 
 /// The summary written for a plan, as a journal records it.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Summary {
+struct Written {
     summary: String,
     usage: Usage,
 }
@@ -218,7 +245,7 @@ impl RunActor {
         let summarize = async move {
             compaction::summarize(generator, model, rendered)
                 .await
-                .map(|(summary, usage)| Summary { summary, usage })
+                .map(|(summary, usage)| Written { summary, usage })
         };
         let summarize = match self.plan.journal.clone() {
             None => futures::future::Either::Left(summarize),
@@ -273,7 +300,7 @@ impl RunActor {
         }));
     }
 
-    fn compacted(&mut self, plan: Plan, summary: Summary, ctx: &mut Context<Self>) {
+    fn compacted(&mut self, plan: Plan, summary: Written, ctx: &mut Context<Self>) {
         let agent = Arc::clone(&self.plan.agent);
         match &agent
             .compaction
@@ -286,25 +313,18 @@ impl RunActor {
             }
             None => self.usage += summary.usage,
         }
-        let message = Message::User(compaction::summary_message(&summary.summary));
-        let summary_tokens = agent
-            .compaction
-            .as_ref()
-            .map_or(0, |settings| settings.counter.count_message(&message));
-        let transcript = &self.plan.messages;
-        let mut messages = Vec::with_capacity(transcript.len() - plan.cut + 1);
-        messages.push(message);
-        messages.extend_from_slice(&transcript[plan.cut..]);
-        let compacted_turns = transcript[..plan.cut]
-            .iter()
-            .filter(|message| matches!(message, Message::Assistant(_)))
-            .count();
-        self.view = Some(View {
-            messages: Arc::new(messages),
-            cut: plan.cut,
-            synced: transcript.len(),
-            compacted_turns,
+        let summary_tokens = agent.compaction.as_ref().map_or(0, |settings| {
+            settings
+                .counter
+                .count_message(&Message::User(compaction::summary_message(
+                    &summary.summary,
+                )))
         });
+        let transcript = &self.plan.messages;
+        self.view = Some(View::new(
+            crate::agent::Summary::new(summary.summary.clone(), plan.cut),
+            transcript,
+        ));
         self.anchor_from = transcript.len();
         self.emit(|| {
             Event::Compaction(CompactionEvent {
@@ -325,8 +345,8 @@ impl RunActor {
 async fn journaled(
     journal: Arc<dyn crate::agent::Journal>,
     key: crate::agent::StepKey,
-    summarize: impl std::future::Future<Output = Result<Summary, SummaryError>> + Send + 'static,
-) -> Result<Summary, SummaryError> {
+    summarize: impl std::future::Future<Output = Result<Written, SummaryError>> + Send + 'static,
+) -> Result<Written, SummaryError> {
     use crate::agent::{NotRecorded, StepError, StepWork};
     let failure = Arc::new(std::sync::Mutex::new(None));
     let slot = Arc::clone(&failure);
@@ -347,7 +367,7 @@ async fn journaled(
     match journal.step(key, StepWork::new(work)).await {
         Ok(record) => crate::agent::journal::unseal(record, &step)
             .and_then(|value| {
-                serde_json::from_value::<Summary>(value).map_err(|error| {
+                serde_json::from_value::<Written>(value).map_err(|error| {
                     crate::agent::JournalError {
                         step: step.clone(),
                         reason: format!("what it holds is not a summary ({error})"),

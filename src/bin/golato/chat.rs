@@ -33,8 +33,11 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         ..
     } = build_agent(&args.agent, None, true).await?;
     // Each line typed is a new prompt: calls a stop cut off are closed first.
-    let (mut transcript, mut saving) =
-        crate::session::open(going_on, &args.agent.cwd, args.ephemeral, true)?;
+    let crate::session::Opened {
+        mut transcript,
+        mut summary,
+        mut saving,
+    } = crate::session::open(going_on, &args.agent.cwd, args.ephemeral, true)?;
     header.session = saving.as_ref().map(crate::session::Writer::id);
     eprintln!("{header}");
     eprintln!(
@@ -67,9 +70,12 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         if let Some(saving) = &mut saving {
             saving.step(&Message::User(prompt.clone()));
         }
+        // A run that failed without its transcript leaves nothing the summary could stand for.
+        let fitting = summary.clone().filter(|summary| summary.fits(&transcript));
         let run = agent.start(Input {
             prompts: vec![prompt],
             transcript: std::mem::take(&mut transcript),
+            summary: fitting,
         });
         let story = Target::Stdout;
         let mut view = Live::new(story, spinners(&view_args, story));
@@ -82,6 +88,10 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                 event = run.next_event() => {
                     let Some(event) = event else { break };
                     tally.observe(&event);
+                    // The next line's run sends the history as this one does now.
+                    if let Event::Compaction(compaction) = &event {
+                        summary = Some(golato::agent::Summary::new(compaction.summary.clone(), compaction.replaced));
+                    }
                     if let Some(saving) = &mut saving {
                         saving.save_event(&event, cancelling);
                     }

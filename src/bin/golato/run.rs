@@ -105,8 +105,11 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         )),
         None => None,
     };
-    let (transcript, saving) =
-        crate::session::open(going_on, &args.agent.cwd, args.ephemeral, prompt.is_some())?;
+    let crate::session::Opened {
+        transcript,
+        summary,
+        saving,
+    } = crate::session::open(going_on, &args.agent.cwd, args.ephemeral, prompt.is_some())?;
     header.session = saving.as_ref().map(crate::session::Writer::id);
     // As `codex exec` does: piped, standard output carries the final answer and nothing else.
     let story = if args.quiet {
@@ -121,6 +124,7 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         input: Input {
             prompts: prompt.into_iter().collect(),
             transcript,
+            summary,
         },
         saving,
         view: args.view,

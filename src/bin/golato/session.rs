@@ -155,6 +155,13 @@ impl Writer {
             }
             // Steering and follow-ups, when (and where) they joined the transcript.
             Event::UserMessage(joined) => self.step(&Message::User(joined.message.clone())),
+            // How requests send the transcript from now on: going on starts from it instead
+            // of summarizing the whole history again.
+            Event::Compaction(compaction) => {
+                let summary =
+                    golato::agent::Summary::new(compaction.summary.clone(), compaction.replaced);
+                self.line(&serde_json::json!({ "compaction": summary }));
+            }
             _ => {}
         }
     }
@@ -192,6 +199,8 @@ pub(crate) struct Saved {
     pub(crate) path: PathBuf,
     /// The transcript, tool results in their calls' order, a last answer cut short dropped.
     pub(crate) transcript: Vec<Message>,
+    /// The last compaction, when it still fits the transcript.
+    pub(crate) summary: Option<golato::agent::Summary>,
     /// When it was last written.
     pub(crate) modified: SystemTime,
 }
@@ -223,21 +232,28 @@ impl Saved {
             )));
         }
         let mut steps = Vec::new();
+        let mut summary = None;
         for line in lines {
             let Ok(line) = line else { break };
             // A torn last line (the process was killed while writing it) ends the session.
             let Ok(step) = serde_json::from_str::<Value>(&line) else {
                 break;
             };
+            if let Some(compaction) = step.get("compaction") {
+                summary = serde_json::from_value(compaction.clone()).ok();
+                continue;
+            }
             match serde_json::from_value::<Message>(step["message"].clone()) {
                 Ok(message) => steps.push(message),
                 Err(_) => break,
             }
         }
+        let transcript = in_call_order(steps);
         Ok(Saved {
             header,
             path: path.to_owned(),
-            transcript: in_call_order(steps),
+            summary: summary.filter(|summary: &golato::agent::Summary| summary.fits(&transcript)),
+            transcript,
             modified,
         })
     }
@@ -367,6 +383,14 @@ fn in_call_order(steps: Vec<Message>) -> Vec<Message> {
     transcript
 }
 
+/// What a run starts from, and where it is saved.
+pub(crate) struct Opened {
+    pub(crate) transcript: Vec<Message>,
+    /// How an earlier run compacted the transcript.
+    pub(crate) summary: Option<golato::agent::Summary>,
+    pub(crate) saving: Option<Writer>,
+}
+
 /// The transcript a run starts from and where it is saved: a new session in `cwd`, or the one
 /// `going_on` names (its calls cut off by a stop closed with an error result, and saved so,
 /// when `closing` says a new prompt follows); nothing saved with `ephemeral`.
@@ -375,7 +399,7 @@ pub(crate) fn open(
     cwd: &Path,
     ephemeral: bool,
     closing: bool,
-) -> Result<(Vec<Message>, Option<Writer>), CliError> {
+) -> Result<Opened, CliError> {
     match going_on {
         Some(mut saved) => {
             let mut saving = match ephemeral {
@@ -389,14 +413,22 @@ pub(crate) fn open(
                     }
                 }
             }
-            Ok((saved.transcript, saving))
+            Ok(Opened {
+                transcript: saved.transcript,
+                summary: saved.summary,
+                saving,
+            })
         }
         None => {
             let saving = match ephemeral {
                 true => None,
                 false => Some(Writer::create(cwd)?),
             };
-            Ok((Vec::new(), saving))
+            Ok(Opened {
+                transcript: Vec::new(),
+                summary: None,
+                saving,
+            })
         }
     }
 }
