@@ -85,3 +85,47 @@ fn a_chat_takes_prompts_steering_and_ctrl_c_then_ctrl_d_leaves() {
         ]
     );
 }
+
+#[test]
+fn a_chat_goes_on_from_its_summary_after_a_compaction() {
+    use support::compaction;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("page.txt"), "word ".repeat(400)).unwrap();
+    let mut turns = compaction::tool_turns(6, "read", &json!({"path": "page.txt"}));
+    turns.push(json!({"text": "Nothing changed."}));
+    let (_runtime, url, provider) = compaction::provider(12_000, turns);
+    let mut command = golato();
+    command
+        .args([
+            "chat",
+            "--base-url",
+            &url,
+            "--model",
+            "local-model",
+            "--tools",
+            "read",
+            "-C",
+        ])
+        .arg(dir.path());
+    let mut terminal = Terminal::start(command);
+    terminal.wait_for("› ", 1);
+    terminal.type_line("Read page.txt six times.");
+    terminal.wait_for("context compacted", 1);
+    terminal.wait_for("› ", 2);
+    let before = provider.bodies.lock().unwrap().len();
+    terminal.type_line("Anything new?");
+    terminal.wait_for("Nothing changed.", 1);
+    terminal.wait_for("› ", 3);
+    terminal.type_raw("\x04");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, Some(0), "{screen}");
+    let bodies = provider.bodies.lock().unwrap();
+    // The second line's run asked once, starting from the first run's summary.
+    assert_eq!(bodies.len(), before + 1, "{screen}");
+    let first = &bodies[before].1["messages"][1];
+    let text = first["content"]
+        .as_str()
+        .or_else(|| first["content"][0]["text"].as_str())
+        .unwrap_or_default();
+    assert!(text.starts_with(golato::agent::SUMMARY_HEADER), "{first}");
+}
