@@ -513,13 +513,11 @@ impl Agent {
     pub async fn compact(&self, messages: Vec<Message>) -> Result<Compacted, Error> {
         let inner = &self.inner;
         let settings = inner.compaction.clone().unwrap_or_default();
-        let counts: Vec<u64> = messages
-            .iter()
-            .map(|message| settings.counter.count_message(message))
-            .collect();
-        let prelude = settings
-            .counter
-            .count_prelude(inner.system_prompt.as_deref(), &inner.definitions);
+        let (counts, prelude) = settings.measure(
+            &messages,
+            inner.system_prompt.as_deref(),
+            &inner.definitions,
+        );
         let tokens_before = prelude + counts.iter().sum::<u64>();
         let basis = inner
             .context_window

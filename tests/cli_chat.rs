@@ -123,9 +123,6 @@ fn a_chat_goes_on_from_its_summary_after_a_compaction() {
     // The second line's run asked once, starting from the first run's summary.
     assert_eq!(bodies.len(), before + 1, "{screen}");
     let first = &bodies[before].1["messages"][1];
-    let text = first["content"]
-        .as_str()
-        .or_else(|| first["content"][0]["text"].as_str())
-        .unwrap_or_default();
+    let text = compaction::wire_text(first);
     assert!(text.starts_with(golato::agent::SUMMARY_HEADER), "{first}");
 }

@@ -604,19 +604,10 @@ fn continuing_a_compacted_session_sends_its_summary_without_summarizing_again() 
     // One request: the answer. No summary was asked for: the session kept its summary.
     assert_eq!(bodies.len(), 1, "{bodies:#?}");
     let messages = bodies[0].1["messages"].as_array().unwrap();
-    let texts: Vec<String> = messages
-        .iter()
-        .map(|message| {
-            message["content"]
-                .as_str()
-                .map(str::to_owned)
-                .or_else(|| message["content"][0]["text"].as_str().map(str::to_owned))
-                .unwrap_or_default()
-        })
-        .collect();
+    let texts: Vec<&str> = messages.iter().map(compaction::wire_text).collect();
     assert!(
         texts[1].starts_with(golato::agent::SUMMARY_HEADER),
         "{texts:#?}"
     );
-    assert_eq!(texts.last().unwrap(), "Anything new?");
+    assert_eq!(texts.last().unwrap(), &"Anything new?");
 }

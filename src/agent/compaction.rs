@@ -220,6 +220,20 @@ impl Compaction {
         self
     }
 
+    /// Each message's tokens, and those of the system prompt and tool definitions.
+    pub(crate) fn measure(
+        &self,
+        messages: &[Message],
+        system_prompt: Option<&str>,
+        tools: &[ToolDefinition],
+    ) -> (Vec<u64>, u64) {
+        let counts = messages
+            .iter()
+            .map(|message| self.counter.count_message(message))
+            .collect();
+        (counts, self.counter.count_prelude(system_prompt, tools))
+    }
+
     /// Says what is wrong with the settings, if anything.
     pub(crate) fn check(&self) -> Result<(), String> {
         let share = |value: f64| value > 0.0 && value <= 1.0;

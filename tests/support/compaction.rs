@@ -180,3 +180,11 @@ pub fn provider(
     runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
     (runtime, format!("http://{address}/v1"), provider)
 }
+
+/// The text of a message of an OpenAI request (its content as a string, or its first part's).
+pub fn wire_text(message: &Value) -> &str {
+    message["content"]
+        .as_str()
+        .or_else(|| message["content"][0]["text"].as_str())
+        .unwrap_or_default()
+}

@@ -123,6 +123,22 @@ impl RunActor {
         }
     }
 
+    /// The next request's messages, each one's tokens, and the estimate of the whole.
+    fn measure(
+        &mut self,
+        settings: &crate::agent::Compaction,
+    ) -> (Arc<Vec<Message>>, Vec<u64>, u64) {
+        let (messages, _) = self.request_messages();
+        let agent = &self.plan.agent;
+        let (counts, prelude) = settings.measure(
+            &messages,
+            agent.system_prompt.as_deref(),
+            &agent.definitions,
+        );
+        let estimate = self.estimate(&counts, prelude);
+        (messages, counts, estimate)
+    }
+
     /// Asks the generator for the turn's message, compacting the request first when it would
     /// reach the threshold of a known window.
     pub(super) fn prepare_request(&mut self, ctx: &mut Context<Self>) {
@@ -130,15 +146,7 @@ impl RunActor {
         let (Some(settings), Some(window)) = (&agent.compaction, agent.context_window) else {
             return self.generate(ctx);
         };
-        let (messages, _) = self.request_messages();
-        let counts: Vec<u64> = messages
-            .iter()
-            .map(|message| settings.counter.count_message(message))
-            .collect();
-        let prelude = settings
-            .counter
-            .count_prelude(agent.system_prompt.as_deref(), &agent.definitions);
-        let estimate = self.estimate(&counts, prelude);
+        let (messages, counts, estimate) = self.measure(settings);
         if (estimate as f64) < settings.threshold * window as f64 {
             return self.generate(ctx);
         }
@@ -165,15 +173,7 @@ impl RunActor {
             return Err(refusal);
         }
         self.refusal_compacted = true;
-        let (messages, _) = self.request_messages();
-        let counts: Vec<u64> = messages
-            .iter()
-            .map(|message| settings.counter.count_message(message))
-            .collect();
-        let prelude = settings
-            .counter
-            .count_prelude(agent.system_prompt.as_deref(), &agent.definitions);
-        let estimate = self.estimate(&counts, prelude);
+        let (messages, counts, estimate) = self.measure(settings);
         match self.plan_compaction(
             CompactionReason::ContextTooLong,
             &messages,
