@@ -155,12 +155,41 @@ pub struct Usage {
     pub cache_write_tokens: u64,
 }
 
+impl Usage {
+    /// Prompt tokens of every kind: input, cache reads and cache writes (saturating: a
+    /// provider may report anything).
+    pub fn prompt_tokens(&self) -> u64 {
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
+    }
+
+    /// Every token counted: prompt and output (saturating).
+    ///
+    /// ```
+    /// use golato::message::Usage;
+    ///
+    /// let usage = Usage { input_tokens: 10, output_tokens: 5, cache_read_tokens: 100, ..Default::default() };
+    /// assert_eq!(usage.prompt_tokens(), 110);
+    /// assert_eq!(usage.total_tokens(), 115);
+    /// ```
+    pub fn total_tokens(&self) -> u64 {
+        self.prompt_tokens().saturating_add(self.output_tokens)
+    }
+}
+
+/// Adds counts, saturating at `u64::MAX` (a provider may report absurd figures; they must not
+/// wrap around or panic the run).
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
     }
 }
 

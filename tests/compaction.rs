@@ -533,3 +533,40 @@ fn the_next_run_goes_on_from_the_summary_a_run_gave_without_summarizing_again() 
     );
     assert!(error.to_string().contains("Input::summary"), "{error}");
 }
+
+#[test]
+fn absurd_usage_from_a_provider_neither_panics_nor_wraps() {
+    // A provider may report anything: tokens at u64::MAX in every field, turn after turn.
+    let huge = golato::message::Usage {
+        input_tokens: u64::MAX,
+        output_tokens: u64::MAX,
+        cache_read_tokens: u64::MAX,
+        cache_write_tokens: u64::MAX,
+    };
+    let mut script = fetching_script(3, false);
+    for entry in &mut script {
+        entry.usage = huge;
+    }
+    let (summaries, _) = summarizer();
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(Scripted::new(script))),
+        tools: vec![fetch_tool(10)],
+        model: Model::new("gpt-4o-mini"),
+        context_window: Some(1_000),
+        compaction: Compaction::default()
+            .with_counter(Arc::new(PerMessage))
+            .with_summarizer(Arc::new(summaries), Model::new("cheap")),
+        budget: Some(agent::Budget::tokens(u64::MAX)),
+        ..Default::default()
+    })
+    .unwrap();
+    let (events, outcome) = collect(agent.start(prompt("go")));
+    // The run is held to its budget (it has spent "everything") instead of crashing.
+    let error = outcome.unwrap_err();
+    assert!(matches!(error, agent::Error::Budget { .. }), "{error}");
+    let Some(Event::RunEnd(end)) = events.last() else {
+        panic!("{events:#?}")
+    };
+    assert_eq!(end.usage.input_tokens, u64::MAX);
+    assert!(end.cost.unwrap().is_finite());
+}

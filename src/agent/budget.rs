@@ -56,7 +56,7 @@ impl Budget {
 
     /// The limit `usage` (costing `cost`) has reached, in words, if any.
     pub(crate) fn reached(&self, usage: &Usage, cost: Option<f64>) -> Option<String> {
-        let tokens = total_tokens(usage);
+        let tokens = usage.total_tokens();
         if let Some(limit) = self.max_tokens.filter(|limit| tokens >= *limit) {
             return Some(format!("{tokens} tokens used, the budget is {limit}"));
         }
@@ -65,9 +65,4 @@ impl Budget {
             .filter(|limit| cost >= *limit)
             .map(|limit| format!("${cost:.4} spent, the budget is ${limit:.4}"))
     }
-}
-
-/// Every token a run's requests counted.
-pub(crate) fn total_tokens(usage: &Usage) -> u64 {
-    usage.input_tokens + usage.output_tokens + usage.cache_read_tokens + usage.cache_write_tokens
 }

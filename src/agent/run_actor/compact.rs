@@ -106,8 +106,7 @@ impl RunActor {
                 return None;
             };
             let usage = &answer.usage;
-            let prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
-            (prompt > 0).then_some((index, prompt + usage.output_tokens))
+            (usage.prompt_tokens() > 0).then_some((index, usage.total_tokens()))
         });
         match anchored {
             Some((index, tokens)) => {
@@ -333,7 +332,7 @@ impl RunActor {
                 replaced: plan.cut,
                 summary: summary.summary.clone(),
                 tokens_before: plan.tokens_before,
-                tokens_after: plan.kept_tokens + summary_tokens,
+                tokens_after: plan.kept_tokens.saturating_add(summary_tokens),
                 usage: summary.usage,
             })
         });

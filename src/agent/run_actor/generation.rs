@@ -94,7 +94,7 @@ impl RunActor {
                     Some(Ok(StreamEvent::Done(message))) => {
                         let usage = &message.usage;
                         // Zero is "not reported" (Scripted, servers without usage).
-                        if usage.input_tokens + usage.output_tokens > 0 {
+                        if usage.total_tokens() > 0 {
                             let span = tracing::Span::current();
                             // As signed integers: OpenTelemetry has no unsigned ones, and
                             // an unsigned field would be exported as text.

@@ -378,10 +378,10 @@ impl View for Live {
         }
         parts.push(format!("{:.2} s", ending.wall.as_secs_f64()));
         let usage = tally.usage;
-        if usage.input_tokens + usage.output_tokens > 0 {
+        if usage.total_tokens() > 0 {
             parts.push(format!(
                 "{} in / {} out tokens",
-                usage.input_tokens + usage.cache_read_tokens,
+                usage.input_tokens.saturating_add(usage.cache_read_tokens),
                 usage.output_tokens
             ));
         }
