@@ -518,7 +518,7 @@ impl Agent {
             inner.system_prompt.as_deref(),
             &inner.definitions,
         );
-        let tokens_before = prelude + counts.iter().sum::<u64>();
+        let tokens_before = prelude.saturating_add(compaction::total(&counts));
         let basis = inner
             .context_window
             .map_or(tokens_before, |window| window.min(tokens_before));
@@ -560,8 +560,8 @@ impl Agent {
         };
         let summary_message = Message::User(compaction::summary_message(&summary));
         let tokens_after = prelude
-            + settings.counter.count_message(&summary_message)
-            + counts[cut..].iter().sum::<u64>();
+            .saturating_add(settings.counter.count_message(&summary_message))
+            .saturating_add(compaction::total(&counts[cut..]));
         let mut compacted = Vec::with_capacity(messages.len() - cut + 1);
         compacted.push(summary_message);
         compacted.extend(messages.into_iter().skip(cut));

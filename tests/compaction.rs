@@ -570,3 +570,33 @@ fn absurd_usage_from_a_provider_neither_panics_nor_wraps() {
     assert_eq!(end.usage.input_tokens, u64::MAX);
     assert!(end.cost.unwrap().is_finite());
 }
+
+/// A counter that says every message is as large as can be.
+struct Enormous;
+
+impl golato::agent::TokenCounter for Enormous {
+    fn count_message(&self, _: &Message) -> u64 {
+        u64::MAX
+    }
+}
+
+#[test]
+fn a_counter_returning_absurd_figures_neither_panics_nor_loses_messages() {
+    let (summaries, _) = summarizer();
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(Scripted::new(fetching_script(4, false)))),
+        tools: vec![fetch_tool(10)],
+        context_window: Some(1_000),
+        compaction: Compaction::default()
+            .with_counter(Arc::new(Enormous))
+            .with_summarizer(Arc::new(summaries), Model::new("cheap")),
+        ..Default::default()
+    })
+    .unwrap();
+    let (events, outcome) = collect(agent.start(prompt("go")));
+    let result = outcome.unwrap();
+    assert_eq!(result.messages.len(), 1 + 5 + 4);
+    assert!(events
+        .iter()
+        .any(|event| matches!(event, Event::Compaction(c) if c.tokens_before == u64::MAX)));
+}

@@ -349,6 +349,13 @@ pub struct Compacted {
     pub usage: Usage,
 }
 
+/// The sum of token counts, saturating (a counter of the user's may return anything).
+pub(crate) fn total(counts: &[u64]) -> u64 {
+    counts
+        .iter()
+        .fold(0, |total: u64, count| total.saturating_add(*count))
+}
+
 /// Whether `message` is a summary golato wrote.
 pub(crate) fn is_summary(message: &Message) -> bool {
     match message {
@@ -370,7 +377,7 @@ pub(crate) fn summary_message(summary: &str) -> UserMessage {
 /// the last one. `None` when there is no such cut.
 pub(crate) fn choose_cut(messages: &[Message], counts: &[u64], keep: u64) -> Option<usize> {
     let start = usize::from(messages.first().is_some_and(is_summary));
-    let mut tail: u64 = counts.iter().sum();
+    let mut tail: u64 = total(counts);
     let mut last = None;
     for (index, message) in messages.iter().enumerate() {
         if index > start && matches!(message, Message::Assistant(_)) {

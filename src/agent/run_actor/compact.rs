@@ -96,7 +96,7 @@ impl RunActor {
 
     /// The estimated tokens of the next request: what the provider counted for the newest
     /// answer made from the current view plus the messages since, else the counter's figure.
-    fn estimate(&mut self, counts: &[u64], prelude: u64) -> u64 {
+    fn estimate(&self, counts: &[u64], prelude: u64) -> u64 {
         let transcript = &self.plan.messages;
         let floor = self
             .anchor_from
@@ -113,12 +113,11 @@ impl RunActor {
                 // The view ends with the transcript, so the messages after the answer are
                 // the last ones of `counts`.
                 let after = transcript.len() - index - 1;
-                tokens
-                    + counts[counts.len().saturating_sub(after)..]
-                        .iter()
-                        .sum::<u64>()
+                tokens.saturating_add(compaction::total(
+                    &counts[counts.len().saturating_sub(after)..],
+                ))
             }
-            None => prelude + counts.iter().sum::<u64>(),
+            None => prelude.saturating_add(compaction::total(counts)),
         }
     }
 
@@ -211,7 +210,7 @@ impl RunActor {
             reason,
             cut: self.transcript_index(cut),
             tokens_before,
-            kept_tokens: prelude + counts[cut..].iter().sum::<u64>(),
+            kept_tokens: prelude.saturating_add(compaction::total(&counts[cut..])),
             refusal: None,
         })
     }
