@@ -611,3 +611,42 @@ fn continuing_a_compacted_session_sends_its_summary_without_summarizing_again() 
     );
     assert_eq!(texts.last().unwrap(), &"Anything new?");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_summary_says_how_many_prompt_tokens_the_cache_served() {
+    // OpenAI's usage: 1,000 prompt tokens, 900 of them read from its cache.
+    let chunks = [
+        serde_json::json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi."}}]}),
+        serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        serde_json::json!({"choices": [], "usage": {"prompt_tokens": 1000, "completion_tokens": 20,
+            "prompt_tokens_details": {"cached_tokens": 900}}}),
+    ];
+    let mut body: String = chunks
+        .iter()
+        .map(|chunk| format!("data: {chunk}\n\n"))
+        .collect();
+    body.push_str("data: [DONE]\n\n");
+    let (url, _) = serve(body.into_bytes()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    command.args([
+        "run",
+        "--base-url",
+        &format!("{url}/v1"),
+        "-m",
+        "gpt-4o-mini",
+        "-C",
+    ]);
+    command.arg(dir.path()).arg("hi");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let story = String::from_utf8(output.stderr).unwrap();
+    let summary = story.lines().last().unwrap();
+    assert!(
+        summary.contains("1000 in (900 cached) / 20 out tokens"),
+        "{story}"
+    );
+    // 100 input tokens at $0.15, 900 cached at $0.075, 20 output at $0.60 per million.
+    let expected = (100.0 * 0.15 + 900.0 * 0.075 + 20.0 * 0.60) / 1_000_000.0;
+    assert!(summary.ends_with(&format!("${expected:.4}")), "{story}");
+}

@@ -379,9 +379,15 @@ impl View for Live {
         parts.push(format!("{:.2} s", ending.wall.as_secs_f64()));
         let usage = tally.usage;
         if usage.total_tokens() > 0 {
+            // Prompt tokens of every kind, and how many of them the provider's cache served:
+            // what shows that prompt caching works.
+            let cached = match usage.cache_read_tokens {
+                0 => String::new(),
+                read => format!(" ({read} cached)"),
+            };
             parts.push(format!(
-                "{} in / {} out tokens",
-                usage.input_tokens.saturating_add(usage.cache_read_tokens),
+                "{} in{cached} / {} out tokens",
+                usage.prompt_tokens(),
                 usage.output_tokens
             ));
         }
