@@ -245,8 +245,11 @@ pub(crate) struct AgentInner {
     pub(crate) budget: Option<Budget>,
     /// The window in tokens, when known.
     pub(crate) context_window: Option<u64>,
-    /// `None` when compaction is off.
-    pub(crate) compaction: Option<Compaction>,
+    /// The compaction settings (also when off: `Agent::compact` uses them).
+    pub(crate) compaction: Compaction,
+    /// The tokens of the system prompt and tool definitions by the compaction's counter, the
+    /// same for every request: counted once.
+    pub(crate) prelude_tokens: u64,
     pub(crate) output: Option<output::OutputCheck>,
     pub(crate) event_buffer: usize,
     pub(crate) host: Host,
@@ -283,6 +286,11 @@ impl fmt::Debug for Agent {
 }
 
 impl AgentInner {
+    /// The compaction settings when runs compact by themselves.
+    pub(crate) fn automatic_compaction(&self) -> Option<&Compaction> {
+        self.compaction.enabled.then_some(&self.compaction)
+    }
+
     fn registry_names(&self) -> Vec<&str> {
         self.definitions
             .iter()
@@ -336,7 +344,12 @@ impl Agent {
             Some(host) => host,
             None => Host::global()?,
         };
-        let definitions = config.tools.iter().map(Tool::definition).collect();
+        let definitions: Arc<[ToolDefinition]> =
+            config.tools.iter().map(Tool::definition).collect();
+        let prelude_tokens = config
+            .compaction
+            .counter
+            .count_prelude(config.system_prompt.as_deref(), &definitions);
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 generator,
@@ -348,7 +361,8 @@ impl Agent {
                 max_turns: config.max_turns,
                 budget: config.budget,
                 context_window,
-                compaction: config.compaction.enabled.then_some(config.compaction),
+                prelude_tokens,
+                compaction: config.compaction,
                 output,
                 event_buffer: config.event_buffer,
                 host,
@@ -512,12 +526,9 @@ impl Agent {
     /// [`Error::Compaction`] (with the transcript as given) when the summary cannot be written.
     pub async fn compact(&self, messages: Vec<Message>) -> Result<Compacted, Error> {
         let inner = &self.inner;
-        let settings = inner.compaction.clone().unwrap_or_default();
-        let (counts, prelude) = settings.measure(
-            &messages,
-            inner.system_prompt.as_deref(),
-            &inner.definitions,
-        );
+        let settings = &inner.compaction;
+        let prelude = inner.prelude_tokens;
+        let counts = settings.measure(&messages);
         let tokens_before = prelude.saturating_add(compaction::total(&counts));
         let basis = inner
             .context_window

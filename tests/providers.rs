@@ -61,6 +61,18 @@ struct Server {
     requests: Mutex<Vec<(HeaderMap, Value)>>,
 }
 
+impl Server {
+    /// The bodies of the requests received so far, taken.
+    fn take_bodies(&self) -> Vec<Value> {
+        self.requests
+            .lock()
+            .unwrap()
+            .drain(..)
+            .map(|(_, body)| body)
+            .collect()
+    }
+}
+
 async fn answer(State(server): State<Arc<Server>>, headers: HeaderMap, body: Bytes) -> Response {
     server.requests.lock().unwrap().push((
         headers,
@@ -949,13 +961,7 @@ async fn requests_ask_each_provider_to_cache_the_prefix_and_can_be_told_not_to()
     collect_stream(&client, turn_two(keyed)).await.unwrap();
     let off = Model::new("gpt").with_prompt_cache(golato::generator::PromptCache::off());
     collect_stream(&client, turn_two(off)).await.unwrap();
-    let bodies: Vec<Value> = server
-        .requests
-        .lock()
-        .unwrap()
-        .drain(..)
-        .map(|(_, body)| body)
-        .collect();
+    let bodies = server.take_bodies();
     let first_key = bodies[0]["prompt_cache_key"].as_str().unwrap();
     assert!(first_key.starts_with("golato-"), "{first_key}");
     // Turn two of the same conversation: the same key, so the same cache.
@@ -978,13 +984,7 @@ async fn the_output_schema_is_asked_of_each_provider_in_its_own_terms() {
     collect_stream(&chat, request(model.clone())).await.unwrap();
     let anthropic = Anthropic::new(url, "key").unwrap();
     collect_stream(&anthropic, request(model)).await.unwrap();
-    let bodies: Vec<Value> = server
-        .requests
-        .lock()
-        .unwrap()
-        .drain(..)
-        .map(|(_, body)| body)
-        .collect();
+    let bodies = server.take_bodies();
     assert_eq!(bodies[0]["response_format"]["type"], "json_schema");
     assert_eq!(
         bodies[0]["response_format"]["json_schema"]["schema"],

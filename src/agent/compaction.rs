@@ -220,18 +220,12 @@ impl Compaction {
         self
     }
 
-    /// Each message's tokens, and those of the system prompt and tool definitions.
-    pub(crate) fn measure(
-        &self,
-        messages: &[Message],
-        system_prompt: Option<&str>,
-        tools: &[ToolDefinition],
-    ) -> (Vec<u64>, u64) {
-        let counts = messages
+    /// Each message's tokens.
+    pub(crate) fn measure(&self, messages: &[Message]) -> Vec<u64> {
+        messages
             .iter()
             .map(|message| self.counter.count_message(message))
-            .collect();
-        (counts, self.counter.count_prelude(system_prompt, tools))
+            .collect()
     }
 
     /// Says what is wrong with the settings, if anything.
@@ -410,16 +404,18 @@ pub(crate) fn render(older: &[Message], max_bytes: usize) -> String {
     let mut parts: Vec<String> = older.iter().map(render_message).collect();
     let mut total: usize = parts.iter().map(|part| part.len() + 2).sum();
     let first_droppable = usize::from(older.first().is_some_and(is_summary));
+    // The oldest go first (never the earlier summary, never the newest message).
     let mut dropped = 0;
-    while total > max_bytes && parts.len() > first_droppable + 1 {
-        total -= parts[first_droppable].len() + 2;
-        parts.remove(first_droppable);
+    while total > max_bytes && first_droppable + dropped + 1 < parts.len() {
+        total -= parts[first_droppable + dropped].len() + 2;
         dropped += 1;
     }
     if dropped > 0 {
-        parts.insert(
-            first_droppable,
-            format!("[{dropped} older message(s) left out: too long to summarize at once]"),
+        parts.splice(
+            first_droppable..first_droppable + dropped,
+            [format!(
+                "[{dropped} older message(s) left out: too long to summarize at once]"
+            )],
         );
     }
     parts.join("\n\n")

@@ -127,13 +127,8 @@ impl RunActor {
         settings: &crate::agent::Compaction,
     ) -> (Arc<Vec<Message>>, Vec<u64>, u64) {
         let (messages, _) = self.request_messages();
-        let agent = &self.plan.agent;
-        let (counts, prelude) = settings.measure(
-            &messages,
-            agent.system_prompt.as_deref(),
-            &agent.definitions,
-        );
-        let estimate = self.estimate(&counts, prelude);
+        let counts = settings.measure(&messages);
+        let estimate = self.estimate(&counts, self.plan.agent.prelude_tokens);
         (messages, counts, estimate)
     }
 
@@ -141,7 +136,8 @@ impl RunActor {
     /// reach the threshold of a known window.
     pub(super) fn prepare_request(&mut self, ctx: &mut Context<Self>) {
         let agent = Arc::clone(&self.plan.agent);
-        let (Some(settings), Some(window)) = (&agent.compaction, agent.context_window) else {
+        let (Some(settings), Some(window)) = (agent.automatic_compaction(), agent.context_window)
+        else {
             return self.generate(ctx);
         };
         let (messages, counts, estimate) = self.measure(settings);
@@ -164,7 +160,7 @@ impl RunActor {
         ctx: &mut Context<Self>,
     ) -> Result<(), generator::Error> {
         let agent = Arc::clone(&self.plan.agent);
-        let Some(settings) = &agent.compaction else {
+        let Some(settings) = agent.automatic_compaction() else {
             return Err(refusal);
         };
         if self.refusal_compacted || !refusal.is_context_too_long() {
@@ -195,7 +191,7 @@ impl RunActor {
         tokens_before: u64,
     ) -> Option<Plan> {
         let agent = &self.plan.agent;
-        let settings = agent.compaction.as_ref()?;
+        let settings = agent.automatic_compaction()?;
         // Refused without a known window: the request was too long, so keep a share of it.
         let basis = match (reason, agent.context_window) {
             (CompactionReason::ContextTooLong, _) | (_, None) => tokens_before,
@@ -203,14 +199,13 @@ impl RunActor {
         };
         let keep = (settings.keep_recent * basis as f64) as u64;
         let cut = compaction::choose_cut(messages, counts, keep)?;
-        let prelude = settings
-            .counter
-            .count_prelude(agent.system_prompt.as_deref(), &agent.definitions);
         Some(Plan {
             reason,
             cut: self.transcript_index(cut),
             tokens_before,
-            kept_tokens: prelude.saturating_add(compaction::total(&counts[cut..])),
+            kept_tokens: agent
+                .prelude_tokens
+                .saturating_add(compaction::total(&counts[cut..])),
             refusal: None,
         })
     }
@@ -218,7 +213,7 @@ impl RunActor {
     /// Has the messages before the plan's cut summarized, then asks for the turn's message.
     fn compact(&mut self, plan: Plan, messages: &[Message], ctx: &mut Context<Self>) {
         let agent = Arc::clone(&self.plan.agent);
-        let Some(settings) = &agent.compaction else {
+        let Some(settings) = agent.automatic_compaction() else {
             return self.generate(ctx);
         };
         let view_cut = messages.len() - (self.plan.messages.len() - plan.cut);
@@ -300,24 +295,20 @@ impl RunActor {
 
     fn compacted(&mut self, plan: Plan, summary: Written, ctx: &mut Context<Self>) {
         let agent = Arc::clone(&self.plan.agent);
-        match &agent
-            .compaction
-            .as_ref()
-            .and_then(|s| s.summarizer.as_ref())
-        {
+        match &agent.compaction.summarizer {
             Some(summarizer) => {
                 self.summarizer_usage += summary.usage;
                 self.summarizer_price = summarizer.model.price;
             }
             None => self.usage += summary.usage,
         }
-        let summary_tokens = agent.compaction.as_ref().map_or(0, |settings| {
-            settings
+        let summary_tokens =
+            agent
+                .compaction
                 .counter
                 .count_message(&Message::User(compaction::summary_message(
                     &summary.summary,
-                )))
-        });
+                )));
         let transcript = &self.plan.messages;
         self.view = Some(View::new(
             crate::agent::Summary::new(summary.summary.clone(), plan.cut),
