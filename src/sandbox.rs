@@ -119,10 +119,19 @@ pub struct Policy {
     /// ([`Mode::WorkspaceWrite`] only). Each must exist.
     pub writable_roots: Vec<PathBuf>,
     /// Paths nobody may read (or write), even inside a writable root: `bash` sees an empty
-    /// directory or file there, `read` refuses them. Ones that do not exist are skipped.
+    /// directory or file there, `read` refuses them. One that does not exist yet is denied by
+    /// name: hidden from the first command that starts after it appears.
     pub denied_paths: Vec<PathBuf>,
     /// Lets commands use the network (and Unix-domain sockets, so local daemons too).
     pub allow_network: bool,
+    /// Variables a command still gets although named like a secret (see [`looks_secret`]):
+    /// under a sandbox, `bash` starts without `OPENAI_API_KEY`, `GITHUB_TOKEN` and the like
+    /// unless they are named here.
+    pub pass_env: Vec<String>,
+    /// Lets `write` and `edit` change a file with several hard links. Off: such a file is
+    /// refused, since a link placed in the workspace may lead to a file outside every writable
+    /// root, which a write in place would change.
+    pub allow_hard_links: bool,
     /// The program that confines `bash`'s commands: one whose `main` calls
     /// [`run_helper_if_asked`] first, such as the `golato` binary. `None`: this program.
     pub helper: Option<PathBuf>,
@@ -168,6 +177,18 @@ impl Policy {
         self
     }
 
+    /// Passes a variable named like a secret on to commands.
+    pub fn pass_env(mut self, name: impl Into<String>) -> Policy {
+        self.pass_env.push(name.into());
+        self
+    }
+
+    /// Lets writes change files with several hard links (or not).
+    pub fn allow_hard_links(mut self, allow: bool) -> Policy {
+        self.allow_hard_links = allow;
+        self
+    }
+
     /// Names the helper program.
     pub fn helper(mut self, program: impl Into<PathBuf>) -> Policy {
         self.helper = Some(program.into());
@@ -186,6 +207,56 @@ pub const CREDENTIAL_PATHS: [&str; 8] = [
     "~/.docker",
     "~/.netrc",
 ];
+
+/// Paths beneath each writable root that stay read-only under a sandbox unless a writable
+/// root the policy names is at or inside one: golato's configuration, other agents' control
+/// files and instructions, git's hooks and configuration, and the shell's and git's startup
+/// files (for a home directory made writable). A command rewriting one of them could act
+/// later, outside the sandbox.
+pub const PROTECTED_NAMES: [&str; 18] = [
+    ".golato",
+    ".git/hooks",
+    ".git/config",
+    ".agents",
+    ".claude",
+    ".codex",
+    "AGENTS.md",
+    "CLAUDE.md",
+    ".config/golato",
+    ".config/git",
+    ".gitconfig",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+];
+
+/// Whether a variable's name looks like a secret's: it contains `KEY`, `TOKEN`, `SECRET`,
+/// `PASSWORD`, `PASSWD`, `CREDENTIAL` or `PRIVATE` (any case). golato's own
+/// `GOLATO_RUN_KEY` does not count.
+///
+/// ```
+/// use golato::sandbox::looks_secret;
+/// assert!(looks_secret("OPENAI_API_KEY"));
+/// assert!(looks_secret("github_token"));
+/// assert!(!looks_secret("PATH"));
+/// ```
+pub fn looks_secret(name: &str) -> bool {
+    const MARKS: [&str; 7] = [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "PRIVATE",
+    ];
+    let upper = name.to_ascii_uppercase();
+    upper != "GOLATO_RUN_KEY" && MARKS.iter().any(|mark| upper.contains(mark))
+}
 
 /// Why a sandbox could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -239,7 +310,14 @@ pub fn resolve(cwd: &Path, path: &Path) -> PathBuf {
         .ancestors()
         .find_map(|existing| {
             let canonical = existing.canonicalize().ok()?;
-            Some(canonical.join(folded.strip_prefix(existing).ok()?))
+            let rest = folded.strip_prefix(existing).ok()?;
+            // Joining an empty rest would add a trailing separator, which makes a file's path
+            // unusable ("/home/u/.netrc/").
+            Some(if rest.as_os_str().is_empty() {
+                canonical
+            } else {
+                canonical.join(rest)
+            })
         })
         .unwrap_or(folded)
 }

@@ -39,7 +39,7 @@ impl Workspace {
     pub(crate) fn confined(self, sandbox: &crate::sandbox::Prepared) -> Workspace {
         Workspace {
             #[cfg(target_os = "linux")]
-            files: Some(crate::sandbox::FileRules::new(sandbox.mode, &sandbox.spec)),
+            files: Some(crate::sandbox::FileRules::new(sandbox)),
             ..self
         }
     }
@@ -52,6 +52,37 @@ impl Workspace {
             return files.check_read(file, shown);
         }
         Ok(())
+    }
+
+    /// Opens `path` to read it as a regular file; under a sandbox, refusing a way through a
+    /// magic link such as `/proc/PID/fd/N` (an error of kind `InvalidInput` saying so).
+    pub(crate) fn open_to_read(&self, path: &Path) -> io::Result<std::fs::File> {
+        #[cfg(target_os = "linux")]
+        if let Some(files) = &self.files {
+            let file = files.open_for_reading(path).map_err(|error| {
+                if error.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+                    && std::fs::symlink_metadata(path).is_ok()
+                {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "it leads through a /proc magic link (a process's open file) or a link loop, which the sandbox does not follow",
+                    )
+                } else {
+                    error
+                }
+            })?;
+            let file_type = file.metadata()?.file_type();
+            if !file_type.is_file() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    NotRegular {
+                        kind: kind(&file_type),
+                    },
+                ));
+            }
+            return Ok(file);
+        }
+        open_regular(path, std::fs::OpenOptions::new().read(true), false)
     }
 
     /// Where a write or edit of `target` goes: `target` itself without a sandbox, else the
@@ -69,12 +100,14 @@ impl Workspace {
             return Ok(Destination {
                 at: place.path(),
                 target: target.to_owned(),
+                hard_links_allowed: files.allows_hard_links(),
                 held: Some(place),
             });
         }
         Ok(Destination {
             at: target.to_owned(),
             target: target.to_owned(),
+            hard_links_allowed: true,
             #[cfg(target_os = "linux")]
             held: None,
         })
@@ -106,6 +139,8 @@ pub(crate) struct Destination {
     /// The file as the tool resolved it (for the test hooks).
     #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
     pub(crate) target: PathBuf,
+    /// Whether a file with several hard links may be changed (in place).
+    pub(crate) hard_links_allowed: bool,
     /// The sandbox's handle on the directory, kept open while `at` is used.
     #[cfg(target_os = "linux")]
     held: Option<crate::sandbox::Place>,

@@ -84,7 +84,7 @@ fn read(
 ) -> Result<ToolResult, BoxError> {
     let path = workspace.resolve(&args.path);
     let shown = &super::paths::shown(&args.path);
-    let file = open(&path, shown)?;
+    let file = open(workspace, &path, shown)?;
     workspace.check_read(&file, shown)?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let head = reader.fill_buf().map_err(|e| describe(e, shown))?;
@@ -170,7 +170,7 @@ fn describe_binary(head: &[u8]) -> String {
     format!("starting {}", shown.join(" "))
 }
 
-fn open(path: &Path, shown: &str) -> Result<File, BoxError> {
+fn open(workspace: &Workspace, path: &Path, shown: &str) -> Result<File, BoxError> {
     let metadata = std::fs::metadata(path).map_err(|error| describe(error, shown))?;
     if metadata.is_dir() {
         return Err(
@@ -187,7 +187,7 @@ fn open(path: &Path, shown: &str) -> Result<File, BoxError> {
     }
     // The path may have changed since it was looked at (a link turned to a FIFO): what was
     // opened is checked again, and the open never blocks.
-    super::paths::open_regular(path, std::fs::OpenOptions::new().read(true), false).map_err(|error| {
+    workspace.open_to_read(path).map_err(|error| {
         match super::paths::NotRegular::in_error(&error) {
             Some(not_regular) => format!(
                 "{shown} is {} (it changed while read looked at it), not a regular file; read only reads files",

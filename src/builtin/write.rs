@@ -187,6 +187,12 @@ pub(super) fn write_failed(shown: &str, error: &std::io::Error) -> String {
     {
         return format!("could not write {shown}: {BecameLink}; nothing was changed");
     }
+    if let Some(linked) = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<HardLinked>())
+    {
+        return format!("{shown} cannot be written: {linked}; nothing was changed");
+    }
     if let Some(not_regular) = NotRegular::in_error(error) {
         return format!(
             "{shown} is {}, not a regular file; write and edit only replace regular files; nothing was changed",
@@ -225,6 +231,25 @@ impl std::fmt::Display for BecameLink {
 }
 
 impl std::error::Error for BecameLink {}
+
+/// A sandboxed write found a file with several hard links, which it refuses: another link may
+/// be outside every writable root, and a write in place would change it there too.
+#[derive(Debug)]
+struct HardLinked {
+    links: u64,
+}
+
+impl std::fmt::Display for HardLinked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "it has {} hard links, and the sandbox does not change a file that may also be linked from outside its writable places; remove the other links, or allow it (sandbox::Policy::allow_hard_links, --allow-hard-links)",
+            self.links
+        )
+    }
+}
+
+impl std::error::Error for HardLinked {}
 
 /// Whether the call that writes is still wanted: checked last before the file changes, so a
 /// call golato has given up on (timed out and abandoned, or cancelled) never lands its write
@@ -320,6 +345,11 @@ pub(super) fn replace_atomically(
         return rename_into_place(parent, path, content, None, fence);
     };
     if metadata.nlink() > 1 {
+        if !destination.hard_links_allowed {
+            return Err(std::io::Error::other(HardLinked {
+                links: metadata.nlink(),
+            }));
+        }
         return rewrite_in_place(file, &metadata, content, fence);
     }
     match rename_into_place(parent, path, content, Some((&file, &metadata)), fence) {

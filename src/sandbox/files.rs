@@ -7,18 +7,22 @@
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use rustix::fs::{Mode as FileMode, OFlags, ResolveFlags};
 
-use super::prepare::Spec;
+use super::prepare::Prepared;
 use super::Mode;
 
 /// What the file tools may touch.
 #[derive(Debug, Clone)]
 pub(crate) struct FileRules {
     mode: Mode,
-    writable: Vec<PathBuf>,
+    /// Each writable root, and its directory held open since the policy was resolved.
+    writable: Vec<(PathBuf, Arc<OwnedFd>)>,
     denied: Vec<PathBuf>,
+    protected: Vec<PathBuf>,
+    allow_hard_links: bool,
 }
 
 /// A place a write may change: its directory, held open, and the file's name in it.
@@ -42,26 +46,50 @@ impl Place {
 }
 
 impl FileRules {
-    pub(crate) fn new(mode: Mode, spec: &Spec) -> FileRules {
+    pub(crate) fn new(prepared: &Prepared) -> FileRules {
         FileRules {
-            mode,
-            writable: spec.writable.clone(),
-            denied: spec.denied.clone(),
+            mode: prepared.mode,
+            writable: prepared.roots.clone(),
+            denied: prepared.spec.denied.clone(),
+            protected: prepared.spec.protected.clone(),
+            allow_hard_links: prepared.allow_hard_links,
         }
     }
 
+    /// Whether a write may change a file with several hard links.
+    pub(crate) fn allows_hard_links(&self) -> bool {
+        self.allow_hard_links
+    }
+
+    /// Opens `path` for reading as the sandbox allows: no magic link on the way (a
+    /// `/proc/PID/fd/N` leads to whatever another process holds, deleted files too).
+    pub(crate) fn open_for_reading(&self, path: &Path) -> std::io::Result<std::fs::File> {
+        let fd = rustix::fs::openat2(
+            rustix::fs::CWD,
+            path,
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+            FileMode::empty(),
+            ResolveFlags::NO_MAGICLINKS,
+        )?;
+        Ok(std::fs::File::from(fd))
+    }
+
     /// Refuses `file` (opened from what the model called `shown`) if it lies under a denied
-    /// path.
+    /// path, or in another process's part of `/proc` (or golato's own: its environment holds
+    /// the provider's key), which `bash` in its own PID namespace cannot see either.
     pub(crate) fn check_read(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {
-        if self.denied.is_empty() {
-            return Ok(());
-        }
         let real =
             std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(|error| {
                 format!(
                     "could not tell where {shown} is, for the sandbox: {error}; is /proc mounted?"
                 )
             })?;
+        if is_process_file(&real) {
+            return Err(format!(
+                "{shown} is a process's file in /proc ({}), which the sandbox keeps out of reach; read your own command's output through bash instead",
+                real.display()
+            ));
+        }
         match self.denied.iter().find(|denied| real.starts_with(denied)) {
             Some(denied) => Err(denied_text(shown, denied)),
             None => Ok(()),
@@ -90,17 +118,20 @@ impl FileRules {
         {
             return Err(denied_text(shown, denied));
         }
-        let Some(root) = self
+        if let Some(protected) = self.protected_at(&resolved.join(&name)) {
+            return Err(protected_text(shown, protected));
+        }
+        let Some((root, held)) = self
             .writable
             .iter()
-            .filter(|root| resolved.starts_with(root))
-            .max_by_key(|root| root.as_os_str().len())
+            .filter(|(root, _)| resolved.starts_with(root))
+            .max_by_key(|(root, _)| root.as_os_str().len())
         else {
             return Err(format!(
                 "{shown} is outside the sandbox's writable places ({}); write inside them, or add a writable root (--writable DIR, sandbox::Policy::writable_roots)",
                 self.writable
                     .iter()
-                    .map(|root| root.display().to_string())
+                    .map(|(root, _)| root.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
@@ -114,10 +145,14 @@ impl FileRules {
             other => format!("could not open the directory of {shown}: {other}"),
         }
         };
-        let mut directory = rustix::fs::open(
-            root,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        // From the root's own directory, held since the policy was resolved: a parent of the
+        // root swapped for a link meanwhile changes nothing.
+        let mut directory = rustix::fs::openat2(
+            held.as_ref(),
+            ".",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             FileMode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
         )
         .map_err(outside)?;
         let relative = resolved.strip_prefix(root).unwrap_or(Path::new(""));
@@ -152,8 +187,48 @@ impl FileRules {
                 Err(error) => return Err(outside(error)),
             };
         }
+        // Where the walk really ended (a link inside the root may lead elsewhere in it): the
+        // denials and protections hold there too.
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", directory.as_raw_fd()))
+            .map_err(|error| format!("could not tell where {shown} is, for the sandbox: {error}"))?
+            .join(&name);
+        if let Some(denied) = self.denied.iter().find(|denied| real.starts_with(denied)) {
+            return Err(denied_text(shown, denied));
+        }
+        if let Some(protected) = self.protected_at(&real) {
+            return Err(protected_text(shown, protected));
+        }
         Ok(Place { directory, name })
     }
+}
+
+impl FileRules {
+    fn protected_at(&self, path: &Path) -> Option<&Path> {
+        self.protected
+            .iter()
+            .find(|protected| path.starts_with(protected))
+            .map(PathBuf::as_path)
+    }
+}
+
+/// Whether `real` (a path the kernel reported) is in a process's directory of `/proc`.
+fn is_process_file(real: &Path) -> bool {
+    let mut components = real.components();
+    components.next() == Some(Component::RootDir)
+        && components.next() == Some(Component::Normal("proc".as_ref()))
+        && components.next().is_some_and(|part| {
+            let part = part.as_os_str().to_string_lossy();
+            part == "self"
+                || part == "thread-self"
+                || (!part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit()))
+        })
+}
+
+fn protected_text(shown: &str, protected: &Path) -> String {
+    format!(
+        "{shown} is under {}, which the sandbox keeps read-only (a control or startup file a command could use to act later, outside the sandbox); change it yourself, or give that path as a writable root (--writable, sandbox::Policy::writable_roots)",
+        protected.display()
+    )
 }
 
 /// `path` split into its resolved directory and its file name (only to choose the writable

@@ -1,29 +1,39 @@
-//! The helper process: confines itself, then becomes the command.
+//! The helper process: confines itself, then starts the command.
 //!
-//! It runs as a fresh single-threaded process (a multi-threaded one such as golato's cannot
-//! enter a new user namespace), started as `PROGRAM __golato-sandbox SPEC -- COMMAND…` or
-//! `… SPEC --probe`. Its standard input is the write end of golato's status pipe: a failure is
-//! written there (and the helper exits 125); a command replaces it with `/dev/null` when it
-//! starts, which closes the pipe with nothing said; a probe writes what it enforced.
+//! Two stages, both this program. golato starts the first as `PROGRAM __golato-sandbox SPEC --
+//! COMMAND…` (or `… SPEC --probe`): a fresh single-threaded process (a multi-threaded one such
+//! as golato's cannot enter a new user namespace) that makes the namespaces (user, mount, PID,
+//! IPC, and network unless allowed), builds the file system's view and starts the second stage
+//! as `… SPEC --inside …`. The second is the first process of the new PID namespace: it mounts
+//! a `/proc` and a `/dev` of its own, leaves the terminal's session, drops capabilities, applies
+//! Landlock and seccomp, closes what it inherited, and starts the command with secrets taken out
+//! of its environment. When the command ends the second stage exits, and the kernel ends every
+//! process left in the namespace; when the first stage is killed, the second dies with it.
+//!
+//! Standard input of both is the write end of golato's status pipe: a failure is written there
+//! (and the helper exits 125); both let go of it once the command starts, which closes the pipe
+//! with nothing said; a probe writes what it enforced.
 
-use std::collections::BTreeMap;
+mod mounts;
+mod seccomp;
+
 use std::ffi::OsString;
 use std::io::Write as _;
 use std::os::fd::AsFd as _;
-use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::Path;
 
 use landlock::{
     path_beneath_rules, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
-use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 
 use super::prepare::{Spec, SHM, STATUS_ERROR, STATUS_OK, STATUS_UNSUPPORTED};
+use super::HELPER_ARG;
 
 /// Devices a confined command may still write (and read): output sinks, sources of bytes, the
-/// terminal.
+/// terminal (which, outside its session, it cannot open).
 const DEVICES: [&str; 8] = [
     "/dev/null",
     "/dev/zero",
@@ -35,6 +45,9 @@ const DEVICES: [&str; 8] = [
     "/dev/pts",
 ];
 
+/// The second stage's first argument after the spec.
+const INSIDE: &str = "--inside";
+
 /// Why the helper stopped before the command.
 enum Stop {
     /// The kernel lacks a feature the policy needs.
@@ -45,32 +58,215 @@ enum Stop {
 
 /// The helper's `main`: never returns.
 pub(super) fn main(mut args: std::env::ArgsOs) -> ! {
-    let spec = args
-        .next()
-        .and_then(|json| serde_json::from_str::<Spec>(&json.to_string_lossy()).ok());
-    let Some(spec) = spec else {
+    let spec_json = args.next().unwrap_or_default();
+    let Ok(spec) = serde_json::from_str::<Spec>(&spec_json.to_string_lossy()) else {
         finish(Err(Stop::Failed(
             "its instructions were missing or unreadable (a golato of another version?)".into(),
         )))
     };
-    let mode = args.next();
-    let command: Vec<OsString> = args.collect();
-    let confined = confine(&spec);
-    match (mode.as_deref().and_then(|mode| mode.to_str()), confined) {
-        (Some("--probe"), Ok(report)) => finish(Ok(report)),
-        (Some("--"), Ok(_)) if !command.is_empty() => {
-            let error = std::process::Command::new(&command[0])
-                .args(&command[1..])
-                .stdin(std::process::Stdio::null())
-                .exec();
-            finish(Err(Stop::Failed(format!(
+    let rest: Vec<OsString> = args.collect();
+    let outcome = match rest.first().and_then(|first| first.to_str()) {
+        Some(INSIDE) => inside(&spec, &rest[1..]),
+        _ => outside(&spec, &spec_json, &rest),
+    };
+    finish(outcome)
+}
+
+/// What comes after the spec: `--probe`, or `--` and the command.
+enum Task<'a> {
+    Probe,
+    Command(&'a [OsString]),
+}
+
+fn task(rest: &[OsString]) -> Result<Task<'_>, Stop> {
+    match rest.first().and_then(|first| first.to_str()) {
+        Some("--probe") => Ok(Task::Probe),
+        Some("--") if rest.len() > 1 => Ok(Task::Command(&rest[1..])),
+        _ => Err(Stop::Failed("it was started without a command".into())),
+    }
+}
+
+/// The first stage: namespaces and the file system's view, then the second stage; exits as
+/// the second did.
+fn outside(spec: &Spec, spec_json: &OsString, rest: &[OsString]) -> Result<String, Stop> {
+    task(rest)?;
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    let mut namespaces = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWPID
+        | CloneFlags::CLONE_NEWIPC;
+    if !spec.network {
+        namespaces |= CloneFlags::CLONE_NEWNET;
+    }
+    unshare(namespaces).map_err(|error| {
+        Stop::Unsupported(format!(
+            "user namespaces are not available, or not with mount, PID and IPC namespaces inside ({error}); allow them (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1 where it exists, or kernel.apparmor_restrict_unprivileged_userns=0)"
+        ))
+    })?;
+    // Root inside maps to the caller outside: files created keep the caller as owner.
+    let write = |file: &str, content: String| {
+        std::fs::write(file, content)
+            .map_err(|error| Stop::Failed(format!("could not write {file}: {error}")))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    mounts::file_system(spec)?;
+    let mut second = std::process::Command::new("/proc/self/exe")
+        .arg(HELPER_ARG)
+        .arg(spec_json)
+        .arg(INSIDE)
+        .args(rest)
+        .spawn()
+        .map_err(|error| Stop::Failed(format!("could not start its second stage: {error}")))?;
+    // Only the second stage holds the status pipe now: it closes when the command starts.
+    let null = std::fs::File::open("/dev/null")
+        .map_err(|error| Stop::Failed(format!("could not open /dev/null: {error}")))?;
+    let _ = rustix::stdio::dup2_stdin(&null);
+    let status = second
+        .wait()
+        .map_err(|error| Stop::Failed(format!("could not wait for its second stage: {error}")))?;
+    exit_as(status)
+}
+
+/// Exits as `status` says: with its code, or by its signal (a code of 128 + N from the second
+/// stage, which as a namespace's first process cannot die by its own signal, is signal N).
+fn exit_as(status: std::process::ExitStatus) -> ! {
+    let signal = status.signal().or_else(|| {
+        status
+            .code()
+            .filter(|code| (129..=128 + 64).contains(code))
+            .map(|code| code - 128)
+    });
+    if let Some(signal) = signal.and_then(rustix::process::Signal::from_named_raw) {
+        // No core file of the helper for the command's crash.
+        let _ = rustix::process::setrlimit(
+            rustix::process::Resource::Core,
+            rustix::process::Rlimit {
+                current: Some(0),
+                maximum: None,
+            },
+        );
+        let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
+    }
+    std::process::exit(status.code().unwrap_or(125))
+}
+
+/// The second stage, the PID namespace's first process: the rest of the confinement, then the
+/// command (reaping whatever it leaves behind) or the probe's report.
+fn inside(spec: &Spec, rest: &[OsString]) -> Result<String, Stop> {
+    // Dies with the first stage, which is what golato kills.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let task = task(rest)?;
+    mounts::proc_and_dev(spec)?;
+    // A session of its own: no controlling terminal, so nothing can be pushed into the user's
+    // (TIOCSTI) or read from it.
+    rustix::process::setsid()
+        .map_err(|error| Stop::Failed(format!("could not start a new session: {error}")))?;
+    close_inherited()?;
+    std::env::set_current_dir(&spec.cwd).map_err(|error| {
+        Stop::Failed(format!(
+            "could not enter the working directory {}: {error}",
+            spec.cwd.display()
+        ))
+    })?;
+    // Nothing for the command to regain: an empty bounding set leaves root inside the
+    // namespace without capabilities once it starts the command.
+    for bit in 0..64 {
+        let _ = rustix::thread::remove_capability_from_bounding_set(
+            rustix::thread::CapabilitySet::from_bits_retain(1 << bit),
+        );
+    }
+    let landlock = restrict_paths(spec)?;
+    seccomp::install(spec.network)?;
+    let network = if spec.network {
+        "network allowed"
+    } else {
+        "no network (own network namespace; Unix-domain and vsock sockets refused)"
+    };
+    let report = format!(
+        "read-only mounts but {} writable root(s); own PID, IPC and mount namespaces, /proc and /dev; new session; {landlock}; {network}; keyrings and io_uring refused",
+        spec.writable.len()
+    );
+    let command = match task {
+        Task::Probe => return Ok(report),
+        Task::Command(command) => command,
+    };
+    let mut child = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .env_clear()
+        .envs(passed_environment(spec))
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .map_err(|error| {
+            Stop::Failed(format!(
                 "could not start {}: {error}",
                 command[0].to_string_lossy()
-            ))))
+            ))
+        })?;
+    let null = std::fs::File::open("/dev/null")
+        .map_err(|error| Stop::Failed(format!("could not open /dev/null: {error}")))?;
+    let _ = rustix::stdio::dup2_stdin(&null);
+    let command_pid = child.id();
+    // As the namespace's first process it adopts every orphan: reap them all until the command
+    // itself ends; then exiting ends the rest.
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((pid, status))) if pid.as_raw_nonzero().get() as u32 == command_pid => {
+                let code = status
+                    .exit_status()
+                    .map(|code| code as i32)
+                    .or_else(|| {
+                        status
+                            .terminating_signal()
+                            .map(|signal| 128 + signal as i32)
+                    })
+                    .unwrap_or(125);
+                std::process::exit(code)
+            }
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => {
+                let status = child.wait().map_err(|error| {
+                    Stop::Failed(format!("could not wait for the command: {error}"))
+                })?;
+                std::process::exit(status.code().unwrap_or(125))
+            }
         }
-        (_, Ok(_)) => finish(Err(Stop::Failed("it was started without a command".into()))),
-        (_, Err(stop)) => finish(Err(stop)),
     }
+}
+
+/// Variables named like secrets (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, …) stay out of
+/// the command's environment unless the policy passes them on.
+fn passed_environment(spec: &Spec) -> impl Iterator<Item = (OsString, OsString)> + '_ {
+    std::env::vars_os().filter(move |(name, _)| {
+        let name = name.to_string_lossy();
+        spec.pass_env.iter().any(|passed| *passed == name) || !super::looks_secret(&name)
+    })
+}
+
+/// Marks every descriptor above standard error close-on-exec, so nothing golato's own parent
+/// left open (a file, a socket) reaches the command.
+fn close_inherited() -> Result<(), Stop> {
+    let entries = std::fs::read_dir("/proc/self/fd")
+        .map_err(|error| Stop::Failed(format!("could not list open descriptors: {error}")))?;
+    let numbers: Vec<i32> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in numbers {
+        set_close_on_exec(fd);
+    }
+    Ok(())
+}
+
+#[allow(unsafe_code)]
+fn set_close_on_exec(fd: i32) {
+    // SAFETY: the helper is single-threaded and `fd` was just listed as open in this process;
+    // the borrow lives only for this call, and fcntl on a descriptor closed meanwhile (the
+    // listing's own) fails with EBADF, changing nothing.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let _ = rustix::io::fcntl_setfd(borrowed, rustix::io::FdFlags::CLOEXEC);
 }
 
 /// Writes the outcome to the status pipe and exits.
@@ -88,166 +284,6 @@ fn finish(outcome: Result<String, Stop>) -> ! {
 
 fn failed(what: impl std::fmt::Display) -> impl FnOnce(nix::Error) -> Stop {
     move |error| Stop::Failed(format!("{what}: {error}"))
-}
-
-/// Confines this process as `spec` says; returns what was enforced.
-fn confine(spec: &Spec) -> Result<String, Stop> {
-    let uid = rustix::process::getuid().as_raw();
-    let gid = rustix::process::getgid().as_raw();
-    let mut namespaces = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS;
-    if !spec.network {
-        namespaces |= CloneFlags::CLONE_NEWNET;
-    }
-    unshare(namespaces).map_err(|error| {
-        Stop::Unsupported(format!(
-            "user namespaces are not available ({error}); allow them (sysctl user.max_user_namespaces above 0, kernel.unprivileged_userns_clone=1 where it exists, or kernel.apparmor_restrict_unprivileged_userns=0)"
-        ))
-    })?;
-    // Root inside maps to the caller outside: files created keep the caller as owner.
-    let write = |file: &str, content: String| {
-        std::fs::write(file, content)
-            .map_err(|error| Stop::Failed(format!("could not write {file}: {error}")))
-    };
-    write("/proc/self/setgroups", "deny".into())?;
-    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
-    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
-    mount_read_only(spec)?;
-    std::env::set_current_dir(&spec.cwd).map_err(|error| {
-        Stop::Failed(format!(
-            "could not enter the working directory {}: {error}",
-            spec.cwd.display()
-        ))
-    })?;
-    // Nothing for the command to regain: an empty bounding set leaves root inside the
-    // namespace without capabilities once it starts the command.
-    for bit in 0..64 {
-        let _ = rustix::thread::remove_capability_from_bounding_set(
-            rustix::thread::CapabilitySet::from_bits_retain(1 << bit),
-        );
-    }
-    let landlock = restrict_paths(spec)?;
-    let network = if spec.network {
-        "network allowed".to_owned()
-    } else {
-        refuse_sockets()?;
-        "no network (own network namespace; Unix-domain sockets and io_uring refused)".to_owned()
-    };
-    Ok(format!(
-        "read-only mounts but {} writable root(s); {landlock}; {network}",
-        spec.writable.len()
-    ))
-}
-
-/// A private mount namespace: writable roots bound on themselves, denied paths hidden, every
-/// other mount read-only.
-fn mount_read_only(spec: &Spec) -> Result<(), Stop> {
-    let none = None::<&str>;
-    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
-        .map_err(failed("could not make the mounts private"))?;
-    for root in &spec.writable {
-        mount(
-            Some(root),
-            root,
-            none,
-            MsFlags::MS_BIND | MsFlags::MS_REC,
-            none,
-        )
-        .map_err(failed(format_args!("could not bind {}", root.display())))?;
-    }
-    for denied in &spec.denied {
-        let Ok(metadata) = std::fs::metadata(denied) else {
-            continue;
-        };
-        let hidden = if metadata.is_dir() {
-            mount(
-                Some("tmpfs"),
-                denied,
-                Some("tmpfs"),
-                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-                Some("mode=000,size=0"),
-            )
-        } else {
-            mount(Some("/dev/null"), denied, none, MsFlags::MS_BIND, none)
-        };
-        hidden.map_err(failed(format_args!("could not hide {}", denied.display())))?;
-    }
-    if spec.private_shm {
-        mount(
-            Some("tmpfs"),
-            SHM,
-            Some("tmpfs"),
-            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-            Some("mode=1777"),
-        )
-        .map_err(failed(format_args!("could not mount a private {SHM}")))?;
-    }
-    let table = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|error| Stop::Failed(format!("could not read /proc/self/mountinfo: {error}")))?;
-    for (point, options) in table.lines().filter_map(mount_point) {
-        if spec.writable.iter().any(|root| point.starts_with(root))
-            || (spec.private_shm && point.starts_with(SHM))
-        {
-            continue;
-        }
-        // A mount inherited from the parent namespace keeps its locked flags; leaving one
-        // out would be refused.
-        let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY;
-        for option in options.split(',') {
-            flags |= match option {
-                "nosuid" => MsFlags::MS_NOSUID,
-                "nodev" => MsFlags::MS_NODEV,
-                "noexec" => MsFlags::MS_NOEXEC,
-                "noatime" => MsFlags::MS_NOATIME,
-                "nodiratime" => MsFlags::MS_NODIRATIME,
-                "relatime" => MsFlags::MS_RELATIME,
-                _ => MsFlags::empty(),
-            };
-        }
-        match mount(none, &point, none, flags, none) {
-            // Gone since the table was read, or under a mount that hides it.
-            Ok(()) | Err(nix::Error::ENOENT) => {}
-            Err(error) => {
-                return Err(Stop::Failed(format!(
-                    "could not make {} read-only: {error}",
-                    point.display()
-                )))
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A line of `/proc/self/mountinfo`: the mount point and its per-mount options.
-fn mount_point(line: &str) -> Option<(PathBuf, &str)> {
-    let mut fields = line.split(' ').skip(4);
-    let point = unescape(fields.next()?);
-    Some((point, fields.next()?))
-}
-
-/// Undoes mountinfo's octal escapes (`\040` for a space, …).
-fn unescape(field: &str) -> PathBuf {
-    use std::os::unix::ffi::OsStringExt as _;
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let escaped = bytes
-            .get(index + 1..index + 4)
-            .filter(|_| bytes[index] == b'\\')
-            .and_then(|digits| std::str::from_utf8(digits).ok())
-            .and_then(|digits| u8::from_str_radix(digits, 8).ok());
-        match escaped {
-            Some(byte) => {
-                out.push(byte);
-                index += 4;
-            }
-            None => {
-                out.push(bytes[index]);
-                index += 1;
-            }
-        }
-    }
-    PathBuf::from(OsString::from_vec(out))
 }
 
 /// Landlock: reading and running anywhere, writing beneath the writable roots and to the
@@ -277,7 +313,10 @@ fn restrict_paths(spec: &Spec) -> Result<String, Stop> {
         .add_rules(path_beneath_rules(&spec.writable, AccessFs::from_all(abi)))
         .map_err(landlock)?
         .add_rules(path_beneath_rules(
-            spec.private_shm.then_some(SHM),
+            spec.private_shm
+                .then_some(Path::new(SHM))
+                .into_iter()
+                .chain(spec.private_tmp.as_deref()),
             AccessFs::from_all(abi),
         ))
         .map_err(landlock)?
@@ -296,38 +335,4 @@ fn restrict_paths(spec: &Spec) -> Result<String, Stop> {
             "Landlock partly enforced: this kernel predates some of its rules (signals are scoped only from Linux 6.12)".into(),
         ),
     }
-}
-
-/// seccomp: Unix-domain sockets (a path to a local daemon leaves the network namespace) and
-/// io_uring (which could open sockets past the filter) are refused.
-fn refuse_sockets() -> Result<(), Stop> {
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-        SeccompRule, TargetArch,
-    };
-    let seccomp = |error: seccompiler::BackendError| Stop::Failed(format!("seccomp: {error}"));
-    let unix = SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Eq,
-        nix::libc::AF_UNIX as u64,
-    )
-    .map_err(seccomp)?;
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(
-        nix::libc::SYS_socket,
-        vec![SeccompRule::new(vec![unix]).map_err(seccomp)?],
-    );
-    rules.insert(nix::libc::SYS_io_uring_setup, Vec::new());
-    let arch = TargetArch::try_from(std::env::consts::ARCH)
-        .map_err(|error| Stop::Unsupported(format!("seccomp on this architecture: {error}")))?;
-    let filter = SeccompFilter::new(
-        rules,
-        SeccompAction::Allow,
-        SeccompAction::Errno(nix::libc::EACCES as u32),
-        arch,
-    )
-    .map_err(seccomp)?;
-    let program: BpfProgram = filter.try_into().map_err(seccomp)?;
-    seccompiler::apply_filter(&program).map_err(|error| Stop::Failed(format!("seccomp: {error}")))
 }

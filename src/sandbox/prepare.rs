@@ -18,8 +18,13 @@ pub(crate) const SHM: &str = "/dev/shm";
 pub(crate) struct Spec {
     /// Directories left writable (none in read-only mode).
     pub(crate) writable: Vec<PathBuf>,
-    /// Existing paths hidden behind an empty mount.
+    /// Paths hidden behind an empty mount, those that exist when a command starts (so one
+    /// made later is hidden from the next command on).
     pub(crate) denied: Vec<PathBuf>,
+    /// golato's and other agents' control files inside the writable roots, read-only to
+    /// commands where they exist when a command starts.
+    #[serde(default)]
+    pub(crate) protected: Vec<PathBuf>,
     /// Whether the network (and Unix-domain sockets) stay reachable.
     pub(crate) network: bool,
     /// Whether `/dev/shm` is replaced by a writable one of the sandbox's own (workspace-write:
@@ -27,6 +32,12 @@ pub(crate) struct Spec {
     /// without reaching the host's).
     #[serde(default)]
     pub(crate) private_shm: bool,
+    /// A `TMPDIR` outside every writable root, replaced by an empty private one.
+    #[serde(default)]
+    pub(crate) private_tmp: Option<PathBuf>,
+    /// Variables named like secrets that the command still gets.
+    #[serde(default)]
+    pub(crate) pass_env: Vec<String>,
     /// Where the command runs.
     pub(crate) cwd: PathBuf,
 }
@@ -39,6 +50,11 @@ pub(crate) struct Prepared {
     /// The helper's instructions, as JSON.
     spec_json: String,
     pub(crate) spec: Spec,
+    /// Each writable root, held open since the policy was resolved: the file tools walk down
+    /// from these, never from a path that could be swapped meanwhile.
+    pub(crate) roots: Vec<(PathBuf, Arc<std::os::fd::OwnedFd>)>,
+    /// Whether a write may change a file with several hard links.
+    pub(crate) allow_hard_links: bool,
 }
 
 impl Prepared {
@@ -56,16 +72,14 @@ impl Prepared {
                 ),
             });
         }
+        let cwd = canonical(cwd, cwd, "working directory")?;
         let mut writable = Vec::new();
+        let mut private_tmp = None;
+        let mut explicit = Vec::new();
         if policy.mode == Mode::WorkspaceWrite {
-            writable.push(canonical(cwd, cwd, "working directory")?);
-            for temporary in ["/tmp".into(), std::env::temp_dir()] {
-                if let Ok(temporary) = temporary.canonicalize() {
-                    writable.push(temporary);
-                }
-            }
+            writable.push(cwd.clone());
             for root in &policy.writable_roots {
-                let root = canonical(&super::resolve(cwd, root), root, "writable root")?;
+                let root = canonical(&super::resolve(&cwd, root), root, "writable root")?;
                 if !root.is_dir() {
                     return Err(Error::Path {
                         role: "writable root",
@@ -73,7 +87,20 @@ impl Prepared {
                         reason: "it is not a directory".into(),
                     });
                 }
-                writable.push(root);
+                explicit.push(root);
+            }
+            writable.extend(explicit.iter().cloned());
+            if let Ok(tmp) = Path::new("/tmp").canonicalize() {
+                writable.push(tmp);
+            }
+            // A TMPDIR elsewhere (a directory in the home, say) would make that place
+            // writable; commands get an empty one of their own there instead.
+            if let Ok(tmpdir) = std::env::temp_dir().canonicalize() {
+                if writable.iter().any(|root| tmpdir.starts_with(root)) {
+                    writable.push(tmpdir);
+                } else if tmpdir.is_dir() {
+                    private_tmp = Some(tmpdir);
+                }
             }
         }
         writable.sort();
@@ -81,16 +108,49 @@ impl Prepared {
         let mut denied: Vec<PathBuf> = policy
             .denied_paths
             .iter()
-            .filter_map(|path| super::resolve(cwd, path).canonicalize().ok())
+            .map(|path| super::resolve(&cwd, path))
             .collect();
         denied.sort();
         denied.dedup();
+        // Temporary directories hold nobody's configuration; the workspace and the roots the
+        // policy names may.
+        let temporary: Vec<PathBuf> = ["/tmp".into(), std::env::temp_dir()]
+            .iter()
+            .filter_map(|path: &PathBuf| path.canonicalize().ok())
+            .collect();
+        let guarded: Vec<PathBuf> = writable
+            .iter()
+            .filter(|root| !temporary.contains(root))
+            .cloned()
+            .collect();
+        let protected = protected_paths(&guarded, &explicit);
+        let roots = writable
+            .iter()
+            .map(|root| {
+                rustix::fs::open(
+                    root,
+                    rustix::fs::OFlags::PATH
+                        | rustix::fs::OFlags::DIRECTORY
+                        | rustix::fs::OFlags::CLOEXEC,
+                    rustix::fs::Mode::empty(),
+                )
+                .map(|fd| (root.clone(), Arc::new(fd)))
+                .map_err(|error| Error::Path {
+                    role: "writable root",
+                    path: root.clone(),
+                    reason: error.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
         let spec = Spec {
             writable,
             denied,
+            protected,
             network: policy.allow_network,
             private_shm: policy.mode == Mode::WorkspaceWrite && Path::new(SHM).is_dir(),
-            cwd: canonical(cwd, cwd, "working directory")?,
+            private_tmp,
+            pass_env: policy.pass_env.clone(),
+            cwd,
         };
         let helper = match &policy.helper {
             Some(helper) => helper.clone(),
@@ -111,6 +171,8 @@ impl Prepared {
             helper,
             spec_json,
             spec,
+            roots,
+            allow_hard_links: policy.allow_hard_links,
         }))
     }
 
@@ -118,6 +180,26 @@ impl Prepared {
     pub(crate) fn helper_args(&self) -> [&str; 3] {
         [HELPER_ARG, &self.spec_json, "--"]
     }
+}
+
+/// The control files of golato and of other agents, and the shell's and git's startup files,
+/// beneath each writable root: what a command must not rewrite to act later, outside the
+/// sandbox (a planted MCP server, `sandbox = "off"`, a git hook, a line in `.bashrc`). A
+/// writable root the policy names explicitly at or inside one of them leaves that one
+/// writable.
+fn protected_paths(writable: &[PathBuf], explicit: &[PathBuf]) -> Vec<PathBuf> {
+    let mut protected: Vec<PathBuf> = writable
+        .iter()
+        .flat_map(|root| {
+            super::PROTECTED_NAMES
+                .iter()
+                .map(move |name| root.join(name))
+        })
+        .filter(|path| !explicit.iter().any(|root| root.starts_with(path)))
+        .collect();
+    protected.sort();
+    protected.dedup();
+    protected
 }
 
 fn canonical(path: &Path, shown: &Path, role: &'static str) -> Result<PathBuf, Error> {

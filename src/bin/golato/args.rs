@@ -242,6 +242,14 @@ pub(crate) struct SandboxArgs {
     /// Another path a sandbox makes unreadable; repeatable.
     #[arg(long, value_name = "PATH")]
     pub(crate) deny_read: Vec<PathBuf>,
+    /// Give sandboxed commands this variable although it is named like a secret (*KEY*,
+    /// *TOKEN*, *SECRET*, *PASSWORD*, …), which they otherwise do not see; repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) pass_env: Vec<String>,
+    /// Let a sandboxed write or edit change a file with several hard links (one of which may be
+    /// outside the writable directories).
+    #[arg(long)]
+    pub(crate) allow_hard_links: bool,
 }
 
 impl Command {
@@ -264,6 +272,8 @@ impl SandboxArgs {
         policy.mode = self.sandbox.unwrap_or(default);
         policy.allow_network = self.allow_network;
         policy.writable_roots = self.writable.clone();
+        policy.pass_env = self.pass_env.clone();
+        policy.allow_hard_links = self.allow_hard_links;
         policy.denied_paths = golato::sandbox::CREDENTIAL_PATHS
             .iter()
             .map(PathBuf::from)

@@ -69,6 +69,46 @@ type Profiles = BTreeMap<String, Settings>;
 struct Layer {
     source: String,
     settings: Settings,
+    /// What the layer set but may not, as `key = value`: see [`untrusted`].
+    ignored: Vec<String>,
+}
+
+/// A project's file (one a cloned repository brings along) may not loosen what the user's
+/// safety rests on: turn the sandbox off or down, open the network or more writable
+/// directories, approve without asking, start or reach MCP servers, or send the provider's key
+/// and the code to another server. Those settings are taken out of `settings` and returned,
+/// as `key = value`; everything else (the model, the prompt, limits, more denied paths)
+/// stands. A user who wants one of them sets it in their own file or passes the flag.
+fn untrusted(settings: &mut Settings) -> Vec<String> {
+    let mut ignored = Vec::new();
+    let mut drop = |key: &str, value: String| ignored.push(format!("{key} = {value}"));
+    if let Some(mode) = settings.sandbox.take_if(|mode| mode != "read-only") {
+        drop("sandbox", format!("{mode:?}"));
+    }
+    if let Some(allow) = settings.allow_network.take_if(|allow| *allow) {
+        drop("allow_network", allow.to_string());
+    }
+    if let Some(writable) = settings.writable.take() {
+        drop("writable", format!("{writable:?}"));
+    }
+    if let Some(approve) = settings.approve.take_if(|approve| approve != "ask") {
+        drop("approve", format!("{approve:?}"));
+    }
+    if let Some(mcp) = settings.mcp.take() {
+        drop("mcp", format!("{mcp:?}"));
+    }
+    if let Some(urls) = settings.mcp_url.take() {
+        drop("mcp_url", format!("{urls:?}"));
+    }
+    if let Some(url) = settings.base_url.take() {
+        drop("base_url", format!("{url:?}"));
+    }
+    ignored
+}
+
+/// The project's configuration file in `cwd`.
+fn project_file(cwd: &Path) -> PathBuf {
+    cwd.join(".golato/config.toml")
 }
 
 /// The user's configuration file.
@@ -118,33 +158,47 @@ fn read(path: &Path) -> Result<Option<(Settings, Profiles)>, CliError> {
 /// The layers in order, lowest first.
 fn layers(cwd: &Path, profile: Option<&str>, overrides: &[String]) -> Result<Vec<Layer>, CliError> {
     let mut layers = Vec::new();
-    let mut profiles: Vec<(String, Profiles)> = Vec::new();
-    let files = [user_file(), Some(cwd.join(".golato/config.toml"))];
-    for path in files.into_iter().flatten() {
-        if let Some((settings, file_profiles)) = read(&path)? {
+    let mut profiles: Vec<(String, bool, Profiles)> = Vec::new();
+    let files = [(user_file(), true), (Some(project_file(cwd)), false)];
+    for (path, trusted) in files {
+        let Some(path) = path else { continue };
+        if let Some((mut settings, file_profiles)) = read(&path)? {
             let source = path.display().to_string();
+            let ignored = if trusted {
+                Vec::new()
+            } else {
+                untrusted(&mut settings)
+            };
             layers.push(Layer {
                 source: source.clone(),
                 settings,
+                ignored,
             });
-            profiles.push((source, file_profiles));
+            profiles.push((source, trusted, file_profiles));
         }
     }
     if let Some(name) = profile {
         let mut found = false;
-        for (source, file_profiles) in &profiles {
+        for (source, trusted, file_profiles) in &profiles {
             if let Some(settings) = file_profiles.get(name) {
                 found = true;
+                let mut settings = settings.clone();
+                let ignored = if *trusted {
+                    Vec::new()
+                } else {
+                    untrusted(&mut settings)
+                };
                 layers.push(Layer {
                     source: format!("profile {name} in {source}"),
-                    settings: settings.clone(),
+                    settings,
+                    ignored,
                 });
             }
         }
         if !found {
             let known: Vec<&str> = profiles
                 .iter()
-                .flat_map(|(_, file_profiles)| file_profiles.keys().map(String::as_str))
+                .flat_map(|(_, _, file_profiles)| file_profiles.keys().map(String::as_str))
                 .collect();
             return Err(CliError::usage(format!(
                 "--profile {name}: no such profile; the configuration files define: {}",
@@ -175,6 +229,7 @@ fn layers(cwd: &Path, profile: Option<&str>, overrides: &[String]) -> Result<Vec
         layers.push(Layer {
             source: format!("--config {entry}"),
             settings,
+            ignored: Vec::new(),
         });
     }
     Ok(layers)
@@ -188,9 +243,22 @@ pub(crate) fn apply(args: &mut AgentArgs) -> Result<(), CliError> {
         &args.settings.config,
     )?;
     for layer in &layers {
+        for setting in &layer.ignored {
+            eprintln!("golato: {}", ignored_text(setting, &layer.source));
+        }
         fill(args, &layer.settings, &layer.source)?;
     }
     Ok(())
+}
+
+fn ignored_text(setting: &str, source: &str) -> String {
+    let user = user_file().map_or_else(
+        || "your user configuration".to_owned(),
+        |path| path.display().to_string(),
+    );
+    format!(
+        "ignored {setting} from {source}: a project's configuration may not loosen the sandbox or approvals, start or reach MCP servers, or choose where the API key is sent; set it in {user} or pass the flag"
+    )
 }
 
 /// Sets what `settings` sets, but never a flag given on the command line. Layers are applied
@@ -304,9 +372,10 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
             args.sandbox.writable = writable.clone();
         }
     }
+    // Denials add up: a later layer (a project's) cannot take back one an earlier one made.
     if let Some(deny_read) = &settings.deny_read {
         if !given.contains("deny_read") {
-            args.sandbox.deny_read = deny_read.clone();
+            args.sandbox.deny_read.extend(deny_read.iter().cloned());
         }
     }
     if let Some(approve) = &settings.approve {
@@ -345,7 +414,7 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
         &args.settings.config,
     )?;
     let mut out = std::io::stdout().lock();
-    let files = [user_file(), Some(args.cwd.join(".golato/config.toml"))];
+    let files = [user_file(), Some(project_file(&args.cwd))];
     for path in files.into_iter().flatten() {
         let state = if path.exists() { "read" } else { "none" };
         let _ = writeln!(out, "# {}: {state}", path.display());
@@ -354,6 +423,9 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     for layer in &layers {
         for (key, value) in entries(&layer.settings) {
             effective.insert(key, (value, layer.source.clone()));
+        }
+        for setting in &layer.ignored {
+            let _ = writeln!(out, "# {}", ignored_text(setting, &layer.source));
         }
     }
     if effective.is_empty() {

@@ -50,6 +50,7 @@ impl Header {
             "tools": self.tools,
             "sandbox": self.sandbox.mode.name(),
             "network": self.sandbox.mode == golato::sandbox::Mode::Off || self.sandbox.allow_network,
+            "pass_env": self.sandbox.pass_env,
             "approve": self.approve.name(),
             "session": self.session,
         })
@@ -80,6 +81,11 @@ impl fmt::Display for Header {
             } else {
                 ", no network"
             })?;
+            // Said up front: a command that needs a token fails otherwise without a clue.
+            f.write_str(", secrets kept from bash")?;
+            if !self.sandbox.pass_env.is_empty() {
+                write!(f, " but {}", self.sandbox.pass_env.join(","))?;
+            }
         }
         write!(f, " · approve {}", self.approve)?;
         if let Some(session) = &self.session {
