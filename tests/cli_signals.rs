@@ -35,13 +35,33 @@ fn assert_group_gone(group: i32) {
     }
 }
 
+/// The process group (as this process sees it) of the process whose command line starts with
+/// `cmdline` (arguments separated by NUL), once it exists.
+fn group_of_command(cmdline: &str) -> i32 {
+    let started = Instant::now();
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(found) = std::fs::read(entry.path().join("cmdline")) else {
+                continue;
+            };
+            if found.starts_with(cmdline.as_bytes()) {
+                let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap();
+                let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+                return after_name.split(' ').nth(2).unwrap().parse().unwrap();
+            }
+        }
+        assert!(started.elapsed() < HANG_GUARD, "{cmdline:?} never started");
+        std::thread::yield_now();
+    }
+}
+
 fn interrupt_a_sleeping_bash(signal: Signal, code: i32, name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let script = script_file(
         dir.path(),
         "script.jsonl",
         &[
-            json!({"text": "Sleeping.", "tool_calls": [{"id": "s", "name": "bash", "arguments": {"command": "echo ready $$; sleep 1000"}}]}),
+            json!({"text": "Sleeping.", "tool_calls": [{"id": "s", "name": "bash", "arguments": {"command": "echo ready; sleep 1000.137"}}]}),
             json!({"text": "never reached"}),
         ],
     );
@@ -64,8 +84,9 @@ fn interrupt_a_sleeping_bash(signal: Signal, code: i32, name: &str) {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen: Vec<Value> = Vec::new();
-    // The handshake: the tool's own progress update says the shell is up, with its pid (the
-    // leader of its process group).
+    // The handshake: the tool's own progress update says the shell is up; its sleep's process
+    // group, seen from here (the sandboxed shell's own `$$` is a PID of its namespace), is the
+    // one that must be gone afterwards.
     let group: i32 = loop {
         let line = lines
             .next()
@@ -79,8 +100,8 @@ fn interrupt_a_sleeping_bash(signal: Signal, code: i32, name: &str) {
         let text = value["partial_result"]["content"][0]["text"]
             .as_str()
             .unwrap();
-        if let Some(pid) = text.trim().strip_prefix("ready ") {
-            break pid.parse().unwrap();
+        if text.trim() == "ready" {
+            break group_of_command("sleep\u{0}1000.137");
         }
     };
     test_kill_process_group(Pid::from_raw(group).unwrap()).unwrap();

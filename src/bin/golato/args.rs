@@ -273,6 +273,7 @@ impl SandboxArgs {
         policy.allow_network = self.allow_network;
         policy.writable_roots = self.writable.clone();
         policy.pass_env = self.pass_env.clone();
+        policy.helper = small_helper();
         policy.allow_hard_links = self.allow_hard_links;
         policy.denied_paths = golato::sandbox::CREDENTIAL_PATHS
             .iter()
@@ -281,6 +282,15 @@ impl SandboxArgs {
             .collect();
         policy
     }
+}
+
+/// The small `golato-sandbox` helper when it is installed beside this binary (it starts faster
+/// than this one); else `None`, and this binary is the helper.
+fn small_helper() -> Option<PathBuf> {
+    let small = std::env::current_exe()
+        .ok()?
+        .with_file_name("golato-sandbox");
+    small.is_file().then_some(small)
 }
 
 fn sandbox_mode(text: &str) -> Result<golato::sandbox::Mode, String> {
