@@ -226,7 +226,8 @@ fn path_lock(c: &mut Criterion) {
 }
 
 /// The sandbox's price: a bash call that does nothing (`true`) and a small write, unconfined
-/// and under each policy (the helper is the `golato` binary of this build).
+/// and under each policy (the helper is the small `golato-sandbox` binary of this build, as the
+/// command line uses it).
 fn sandbox(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -242,7 +243,7 @@ fn sandbox(c: &mut Criterion) {
         let name = policy.mode.name();
         let tools = builtin::new(builtin::Config {
             working_directory: dir.path().into(),
-            sandbox: policy.helper(env!("CARGO_BIN_EXE_golato")),
+            sandbox: policy.helper(env!("CARGO_BIN_EXE_golato-sandbox")),
             ..Default::default()
         })
         .unwrap();

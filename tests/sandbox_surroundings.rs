@@ -284,8 +284,8 @@ fn processes_outside_are_out_of_sight_and_none_outlives_the_call() {
     // Only the shell, ps and wc (and the helper's first process) are there.
     let count: usize = text
         .lines()
-        .filter_map(|line| line.trim().parse().ok())
-        .last()
+        .rev()
+        .find_map(|line| line.trim().parse().ok())
         .unwrap();
     assert!(count <= 4, "{count} processes visible: {text}");
     assert!(
@@ -609,7 +609,7 @@ fn a_parent_swapped_for_a_link_cannot_send_writes_outside() {
     let tools = tools(&ws, Policy::workspace_write());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let swapper = {
-        let (stop, parent, aside) = (stop.clone(), parent.clone(), base.join("a-real"));
+        let (stop, parent, aside) = (stop.clone(), parent, base.join("a-real"));
         let link_to = outside.path().to_owned();
         std::thread::spawn(move || {
             let mut swaps = 0;

@@ -71,16 +71,7 @@ impl Workspace {
                     error
                 }
             })?;
-            let file_type = file.metadata()?.file_type();
-            if !file_type.is_file() {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    NotRegular {
-                        kind: kind(&file_type),
-                    },
-                ));
-            }
-            return Ok(file);
+            return regular(file);
         }
         open_regular(path, std::fs::OpenOptions::new().read(true), false)
     }
@@ -220,7 +211,11 @@ pub(super) fn open_regular(
     if no_follow {
         flags |= rustix::fs::OFlags::NOFOLLOW;
     }
-    let file = options.custom_flags(flags.bits() as i32).open(path)?;
+    regular(options.custom_flags(flags.bits() as i32).open(path)?)
+}
+
+/// `file` if it is a regular file; else an error of kind `InvalidInput` saying what it is.
+fn regular(file: std::fs::File) -> io::Result<std::fs::File> {
     let file_type = file.metadata()?.file_type();
     if !file_type.is_file() {
         return Err(io::Error::new(

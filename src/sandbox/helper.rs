@@ -216,12 +216,7 @@ fn inside(spec: &Spec, rest: &[OsString]) -> Result<String, Stop> {
             Ok(Some((pid, status))) if pid.as_raw_nonzero().get() as u32 == command_pid => {
                 let code = status
                     .exit_status()
-                    .map(|code| code as i32)
-                    .or_else(|| {
-                        status
-                            .terminating_signal()
-                            .map(|signal| 128 + signal as i32)
-                    })
+                    .or_else(|| status.terminating_signal().map(|signal| 128 + signal))
                     .unwrap_or(125);
                 std::process::exit(code)
             }

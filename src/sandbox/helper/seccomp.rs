@@ -63,7 +63,7 @@ fn refuse_x32() -> BpfProgram {
     if std::env::consts::ARCH != "x86_64" {
         return Vec::new();
     }
-    const LOAD_WORD: u16 = 0x00 | 0x00 | 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const LOAD_WORD: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS
     const JUMP_IF_AT_LEAST: u16 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
     const RETURN: u16 = 0x06; // BPF_RET | BPF_K
     const X32_BIT: u32 = 0x4000_0000;
