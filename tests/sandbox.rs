@@ -18,16 +18,7 @@ use golato::sandbox::{self, Policy};
 use golato::Tool;
 use serde_json::json;
 use support::call_tool;
-
-/// The tools in `workspace` under `policy`, the `golato` binary as the helper.
-fn tools(workspace: &Path, policy: Policy) -> Vec<Tool> {
-    builtin::new(builtin::Config {
-        working_directory: workspace.into(),
-        sandbox: policy.helper(env!("CARGO_BIN_EXE_golato")),
-        ..Default::default()
-    })
-    .unwrap()
-}
+use support::sandboxed_tools as tools;
 
 fn bash(tools: &[Tool], command: &str) -> ToolResultMessage {
     call_tool(tools, "bash", &json!({ "command": command }).to_string())

@@ -11,13 +11,12 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use golato::builtin;
 use golato::message::ToolResultMessage;
 use golato::sandbox::Policy;
-use golato::Tool;
 use serde_json::{json, Value};
 use support::call_tool;
 use support::cli::{golato, run_script, script_file};
+use support::sandboxed_tools as tools;
 
 fn workspace() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
@@ -36,16 +35,6 @@ fn outside_dir() -> tempfile::TempDir {
         base
     };
     tempfile::tempdir_in(base).unwrap()
-}
-
-/// The library's tools in `workspace` under `policy`, the `golato` binary as the helper.
-fn tools(workspace: &Path, policy: Policy) -> Vec<Tool> {
-    builtin::new(builtin::Config {
-        working_directory: workspace.into(),
-        sandbox: policy.helper(env!("CARGO_BIN_EXE_golato")),
-        ..Default::default()
-    })
-    .unwrap()
 }
 
 fn text_of(result: &ToolResultMessage) -> String {
@@ -643,4 +632,23 @@ fn a_parent_swapped_for_a_link_cannot_send_writes_outside() {
         "{} writes landed outside: {landed:?}",
         landed.len()
     );
+}
+
+#[test]
+fn the_commands_exit_code_and_signal_come_through_both_stages_exactly() {
+    let (_dir, ws) = workspace();
+    let output = golato()
+        .args(["tool", "bash", &json!({"command": "exit 130"}).to_string()])
+        .args([
+            "--sandbox",
+            "workspace-write",
+            "--cwd",
+            ws.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["details"]["exit_code"], 130, "{result}");
+    let (text, is_error) = bash(&ws, "kill -KILL $$");
+    assert!(is_error && text.contains("killed by signal 9"), "{text}");
 }

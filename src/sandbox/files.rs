@@ -200,9 +200,7 @@ impl FileRules {
         }
         Ok(Place { directory, name })
     }
-}
 
-impl FileRules {
     fn protected_at(&self, path: &Path) -> Option<&Path> {
         self.protected
             .iter()

@@ -7,8 +7,10 @@
 //! as `… SPEC --inside …`. The second is the first process of the new PID namespace: it mounts
 //! a `/proc` and a `/dev` of its own, leaves the terminal's session, drops capabilities, applies
 //! Landlock and seccomp, closes what it inherited, and starts the command with secrets taken out
-//! of its environment. When the command ends the second stage exits, and the kernel ends every
-//! process left in the namespace; when the first stage is killed, the second dies with it.
+//! of its environment. When the command ends the second stage writes how (`exit N`, `signal N`)
+//! on a pipe to the first and exits, and the kernel ends every process left in the namespace;
+//! the first ends the same way (by the signal itself, so golato sees what bash saw). When the
+//! first stage is killed, the second dies with it.
 //!
 //! Standard input of both is the write end of golato's status pipe: a failure is written there
 //! (and the helper exits 125); both let go of it once the command starts, which closes the pipe
@@ -18,8 +20,8 @@ mod mounts;
 mod seccomp;
 
 use std::ffi::OsString;
-use std::io::Write as _;
-use std::os::fd::AsFd as _;
+use std::io::{Read as _, Write as _};
+use std::os::fd::{AsFd as _, AsRawFd as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 
@@ -113,33 +115,40 @@ fn outside(spec: &Spec, spec_json: &OsString, rest: &[OsString]) -> Result<Strin
     write("/proc/self/uid_map", format!("0 {uid} 1"))?;
     write("/proc/self/gid_map", format!("0 {gid} 1"))?;
     mounts::file_system(spec)?;
+    // The second stage says here how the command ended (it cannot die of the command's signal
+    // itself: a namespace's first process ignores its own). Not close-on-exec, so the second
+    // stage inherits the write end; it is told the number.
+    let (fate_reader, fate_writer) = rustix::pipe::pipe()
+        .map_err(|error| Stop::Failed(format!("could not create a pipe: {error}")))?;
     let mut second = std::process::Command::new("/proc/self/exe")
         .arg(HELPER_ARG)
         .arg(spec_json)
         .arg(INSIDE)
+        .arg(fate_writer.as_raw_fd().to_string())
         .args(rest)
         .spawn()
         .map_err(|error| Stop::Failed(format!("could not start its second stage: {error}")))?;
+    drop(fate_writer);
     // Only the second stage holds the status pipe now: it closes when the command starts.
     let null = std::fs::File::open("/dev/null")
         .map_err(|error| Stop::Failed(format!("could not open /dev/null: {error}")))?;
     let _ = rustix::stdio::dup2_stdin(&null);
+    let mut fate = String::new();
+    let _ = std::fs::File::from(fate_reader).read_to_string(&mut fate);
     let status = second
         .wait()
         .map_err(|error| Stop::Failed(format!("could not wait for its second stage: {error}")))?;
-    exit_as(status)
+    match fate.split_once(' ') {
+        Some(("exit", code)) => std::process::exit(code.parse().unwrap_or(125)),
+        Some(("signal", signal)) => die_of(signal.parse().unwrap_or(0), 125),
+        // The second stage itself was killed (or failed before the command): end as it did.
+        _ => die_of(status.signal().unwrap_or(0), status.code().unwrap_or(125)),
+    }
 }
 
-/// Exits as `status` says: with its code, or by its signal (a code of 128 + N from the second
-/// stage, which as a namespace's first process cannot die by its own signal, is signal N).
-fn exit_as(status: std::process::ExitStatus) -> ! {
-    let signal = status.signal().or_else(|| {
-        status
-            .code()
-            .filter(|code| (129..=128 + 64).contains(code))
-            .map(|code| code - 128)
-    });
-    if let Some(signal) = signal.and_then(rustix::process::Signal::from_named_raw) {
+/// Ends this process by `signal` when it is one, else exits with `code`.
+fn die_of(signal: i32, code: i32) -> ! {
+    if let Some(signal) = rustix::process::Signal::from_named_raw(signal) {
         // No core file of the helper for the command's crash.
         let _ = rustix::process::setrlimit(
             rustix::process::Resource::Core,
@@ -150,7 +159,7 @@ fn exit_as(status: std::process::ExitStatus) -> ! {
         );
         let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
     }
-    std::process::exit(status.code().unwrap_or(125))
+    std::process::exit(code)
 }
 
 /// The second stage, the PID namespace's first process: the rest of the confinement, then the
@@ -158,8 +167,17 @@ fn exit_as(status: std::process::ExitStatus) -> ! {
 fn inside(spec: &Spec, rest: &[OsString]) -> Result<String, Stop> {
     // Dies with the first stage, which is what golato kills.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    let (fate, rest) = rest
+        .split_first()
+        .ok_or_else(|| Stop::Failed("it was started without its fate pipe".into()))?;
     let task = task(rest)?;
     mounts::proc_and_dev(spec)?;
+    // Reopened (close-on-exec) before Landlock, which would refuse opening it for writing; the
+    // inherited descriptor is closed for the command below with the rest.
+    let mut fate = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/self/fd/{}", fate.to_string_lossy()))
+        .map_err(|error| Stop::Failed(format!("could not open its fate pipe: {error}")))?;
     // A session of its own: no controlling terminal, so nothing can be pushed into the user's
     // (TIOCSTI) or read from it.
     rustix::process::setsid()
@@ -193,7 +211,7 @@ fn inside(spec: &Spec, rest: &[OsString]) -> Result<String, Stop> {
         Task::Probe => return Ok(report),
         Task::Command(command) => command,
     };
-    let mut child = std::process::Command::new(&command[0])
+    let command_pid = std::process::Command::new(&command[0])
         .args(&command[1..])
         .env_clear()
         .envs(passed_environment(spec))
@@ -204,31 +222,32 @@ fn inside(spec: &Spec, rest: &[OsString]) -> Result<String, Stop> {
                 "could not start {}: {error}",
                 command[0].to_string_lossy()
             ))
-        })?;
+        })?
+        .id();
     let null = std::fs::File::open("/dev/null")
         .map_err(|error| Stop::Failed(format!("could not open /dev/null: {error}")))?;
     let _ = rustix::stdio::dup2_stdin(&null);
-    let command_pid = child.id();
     // As the namespace's first process it adopts every orphan: reap them all until the command
     // itself ends; then exiting ends the rest.
-    loop {
+    let (line, code) = loop {
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
             Ok(Some((pid, status))) if pid.as_raw_nonzero().get() as u32 == command_pid => {
-                let code = status
-                    .exit_status()
-                    .or_else(|| status.terminating_signal().map(|signal| 128 + signal))
-                    .unwrap_or(125);
-                std::process::exit(code)
+                break match (status.exit_status(), status.terminating_signal()) {
+                    (Some(code), _) => (format!("exit {code}"), code),
+                    (None, Some(signal)) => (format!("signal {signal}"), 128 + signal),
+                    (None, None) => ("exit 125".to_owned(), 125),
+                };
             }
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(_) => {
-                let status = child.wait().map_err(|error| {
-                    Stop::Failed(format!("could not wait for the command: {error}"))
-                })?;
-                std::process::exit(status.code().unwrap_or(125))
+            Err(error) => {
+                return Err(Stop::Failed(format!(
+                    "could not wait for the command: {error}"
+                )))
             }
         }
-    }
+    };
+    let _ = fate.write_all(line.as_bytes());
+    std::process::exit(code)
 }
 
 /// Variables named like secrets (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, …) stay out of

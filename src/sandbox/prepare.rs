@@ -76,6 +76,9 @@ impl Prepared {
         let mut writable = Vec::new();
         let mut private_tmp = None;
         let mut explicit = Vec::new();
+        // Where control files are protected: the working directory and the roots the policy
+        // names, not the temporary directories (nobody's configuration lives there).
+        let mut guarded = Vec::new();
         if policy.mode == Mode::WorkspaceWrite {
             writable.push(cwd.clone());
             for root in &policy.writable_roots {
@@ -90,6 +93,7 @@ impl Prepared {
                 explicit.push(root);
             }
             writable.extend(explicit.iter().cloned());
+            guarded.clone_from(&writable);
             if let Ok(tmp) = Path::new("/tmp").canonicalize() {
                 writable.push(tmp);
             }
@@ -112,17 +116,6 @@ impl Prepared {
             .collect();
         denied.sort();
         denied.dedup();
-        // Temporary directories hold nobody's configuration; the workspace and the roots the
-        // policy names may.
-        let temporary: Vec<PathBuf> = ["/tmp".into(), std::env::temp_dir()]
-            .iter()
-            .filter_map(|path: &PathBuf| path.canonicalize().ok())
-            .collect();
-        let guarded: Vec<PathBuf> = writable
-            .iter()
-            .filter(|root| !temporary.contains(root))
-            .cloned()
-            .collect();
         let protected = protected_paths(&guarded, &explicit);
         let roots = writable
             .iter()

@@ -192,6 +192,16 @@ impl Log {
     }
 }
 
+/// The built-ins in `workspace` under the sandbox `policy`, the `golato` binary as the helper.
+pub fn sandboxed_tools(workspace: &std::path::Path, policy: golato::sandbox::Policy) -> Vec<Tool> {
+    golato::builtin::new(golato::builtin::Config {
+        working_directory: workspace.into(),
+        sandbox: policy.helper(env!("CARGO_BIN_EXE_golato")),
+        ..Default::default()
+    })
+    .expect("the sandbox is available on the test machine")
+}
+
 /// Runs one call of `name` with `arguments` through a whole agent run (validation included) and
 /// returns its result message.
 pub fn call_tool(
