@@ -257,7 +257,7 @@ fn ignored_text(setting: &str, source: &str) -> String {
         |path| path.display().to_string(),
     );
     format!(
-        "ignored {setting} from {source}: a project's configuration may not loosen the sandbox or approvals, start or reach MCP servers, or choose where the API key is sent; set it in {user} or pass the flag"
+        "ignored {setting} from {source} (a project's file may not loosen the sandbox, approvals or network, start MCP servers, or redirect the API key); set it in {user} or pass the flag"
     )
 }
 
