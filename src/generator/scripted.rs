@@ -65,14 +65,29 @@ impl Scripted {
     /// entry that is not an assistant message.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, Error> {
         use std::io::Read as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
         let path = path.as_ref();
         let failed = |source| Error::ReadScript {
             path: path.to_owned(),
             source,
         };
-        // Bounded: a device (`/dev/zero`) or a runaway file must not be read without end.
+        // A regular file, opened without blocking (a FIFO would hold the caller) and read with a
+        // bound (a runaway file must not be read without end).
         let mut text = String::new();
-        std::fs::File::open(path)
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)
+            .and_then(|file| {
+                if file.metadata()?.is_file() {
+                    Ok(file)
+                } else {
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "it is not a regular file (a device, a FIFO or a directory)",
+                    ))
+                }
+            })
             .and_then(|file| file.take(MAX_SCRIPT_BYTES + 1).read_to_string(&mut text))
             .map_err(failed)?;
         if text.len() as u64 > MAX_SCRIPT_BYTES {

@@ -93,6 +93,14 @@ impl FileJournal {
             .append(true)
             .open(&path)
             .map_err(io)?;
+        // A device (`/dev/zero`, `/dev/full`) would be read without end, a FIFO would hold the
+        // run: a journal is a regular file.
+        if !file.metadata().map_err(io)?.is_file() {
+            return Err(io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "it is not a regular file (a device, a FIFO or a directory); give a path to a file",
+            )));
+        }
         let mut steps = HashMap::new();
         let mut order = Vec::new();
         let mut reader = std::io::BufReader::new(&file);

@@ -42,8 +42,25 @@ pub(crate) enum Command {
     /// each with where it comes from.
     Config(ConfigArgs),
     /// Lists the saved sessions, newest first: ID, last activity, turns, directory, first
-    /// prompt.
-    Sessions,
+    /// prompt (`golato sessions repair ID` mends a damaged one).
+    Sessions(SessionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SessionsArgs {
+    #[command(subcommand)]
+    pub(crate) action: Option<SessionsAction>,
+}
+
+/// What `golato sessions` does besides listing.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SessionsAction {
+    /// Mends a session damaged in the middle: keeps the steps before the damage and moves the
+    /// rest to ID.jsonl.damaged beside it (a torn last line goes to ID.torn).
+    Repair {
+        /// The session's ID, as `golato sessions` lists it.
+        id: String,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -125,9 +125,9 @@ fn user_file() -> Option<PathBuf> {
 
 /// A file's settings and profiles; nothing when it does not exist.
 fn read(path: &Path) -> Result<Option<(Settings, Profiles)>, CliError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::bounded::read_text(path, crate::bounded::CONFIG_LIMIT) {
         Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(crate::bounded::Unreadable::Missing) => return Ok(None),
         Err(error) => {
             return Err(CliError::usage(format!(
                 "cannot read the configuration {}: {error}",

@@ -13,6 +13,7 @@
 
 mod approve;
 mod args;
+mod bounded;
 mod chat;
 mod config;
 mod demo;
@@ -193,7 +194,10 @@ fn main() -> ExitCode {
             Command::Serve(args) => durable::serve(*args).await,
             Command::Submit(args) => durable::submit(args).await,
             Command::Resume(args) => run::resume(args).await,
-            Command::Sessions => session::list(),
+            Command::Sessions(args) => match args.action {
+                None => session::list(),
+                Some(args::SessionsAction::Repair { id }) => session::repair(&id),
+            },
             Command::Chat(args) => chat::command(*args).await,
             Command::Config(args) => config::show(args),
         }

@@ -257,7 +257,7 @@ pub(crate) const DEFAULT_SANDBOX: golato::sandbox::Mode = golato::sandbox::Mode:
 
 /// `--output-schema FILE`: the schema, read and parsed.
 fn schema_file(path: &Path) -> Result<serde_json::Value, CliError> {
-    let text = crate::prompt::read_bounded(path, MAX_SYSTEM_PROMPT_BYTES).map_err(|error| {
+    let text = crate::bounded::read_text(path, crate::bounded::SCHEMA_LIMIT).map_err(|error| {
         CliError::usage(format!(
             "cannot read --output-schema {}: {error}",
             path.display()
@@ -352,7 +352,7 @@ pub(crate) fn builtin_error(error: builtin::Error) -> CliError {
 
 /// The script as a generator, and the results it recorded.
 pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError> {
-    let text = crate::prompt::read_bounded(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
+    let text = crate::bounded::read_text(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
         CliError::usage(format!(
             "cannot read the script {}: {error}; give --script a JSON or JSONL file written by --record",
             path.display()

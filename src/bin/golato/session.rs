@@ -5,9 +5,14 @@
 //! `$XDG_DATA_HOME/golato`, else `~/.local/share/golato`), in `sessions/`: a first line that
 //! describes the session, then one line per step as it finishes, each synced to disk before
 //! the next: the prompt, each assistant message, each tool result (the steps a journal
-//! records). A process killed mid-write leaves at most a torn last line, which reading skips.
+//! records). A process killed mid-write leaves at most a torn last line, which reading skips
+//! and the next append sets aside (`file.rs`); a line damaged in the middle is an error naming
+//! it, with `golato sessions repair ID` as the way out; one process at a time writes a session
+//! (a lock beside it).
 
-use std::io::{BufRead as _, Write as _};
+mod file;
+
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -38,6 +43,34 @@ pub(crate) struct Writer {
     file: Option<std::fs::File>,
     /// Why saving stopped, told once.
     failed: Option<String>,
+    /// Held while the session is written.
+    _lock: file::Lock,
+}
+
+/// The longest session ID golato takes (its own are 23 characters).
+const MAX_ID: usize = 128;
+
+/// Refuses an ID that is not a plain name: it must not lead out of the sessions directory.
+fn check_id(id: &str) -> Result<(), CliError> {
+    let plain = !id.is_empty()
+        && id.len() <= MAX_ID
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
+    if plain {
+        return Ok(());
+    }
+    let shown: String = id
+        .chars()
+        .take(40)
+        .collect::<String>()
+        .escape_debug()
+        .to_string();
+    let more = if id.chars().count() > 40 { "…" } else { "" };
+    Err(CliError::usage(format!(
+        "\"{shown}{more}\" is not a session ID: an ID is a name of letters, digits, '-', '_' and '.' (at most {MAX_ID}), as `golato sessions` lists them"
+    )))
 }
 
 /// Where sessions live.
@@ -97,6 +130,7 @@ impl Writer {
             created: now(),
         };
         let path = dir.join(format!("{}.jsonl", header.id));
+        let lock = file::Lock::take(&path, &header.id)?;
         let file = std::fs::OpenOptions::new()
             .create_new(true)
             .append(true)
@@ -111,26 +145,22 @@ impl Writer {
             path,
             file: Some(file),
             failed: None,
+            _lock: lock,
         };
         writer.line(&serde_json::to_value(&header).unwrap_or(Value::Null));
         Ok(writer)
     }
 
-    /// Goes on writing the session at `path`.
-    pub(crate) fn append(path: &Path) -> Result<Writer, CliError> {
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|error| {
-                CliError::Failed(format!(
-                    "could not open the session {} to go on: {error}",
-                    path.display()
-                ))
-            })?;
+    /// Goes on writing `saved`, as it was read: refused while another golato writes it or when
+    /// it changed since.
+    pub(crate) fn append(saved: &Saved) -> Result<Writer, CliError> {
+        let lock = file::Lock::take(&saved.path, &saved.header.id)?;
+        let file = file::open_for_append(&saved.path, saved.length, &lock)?;
         Ok(Writer {
-            path: path.to_owned(),
+            path: saved.path.clone(),
             file: Some(file),
             failed: None,
+            _lock: lock,
         })
     }
 
@@ -203,49 +233,79 @@ pub(crate) struct Saved {
     pub(crate) summary: Option<golato::agent::Summary>,
     /// When it was last written.
     pub(crate) modified: SystemTime,
+    /// Its size when it was read, in bytes.
+    length: u64,
+}
+
+/// A session that could not be read: why, and what is known of it.
+#[derive(Debug)]
+pub(crate) struct Unreadable {
+    pub(crate) error: CliError,
+    header: Option<Header>,
+    modified: SystemTime,
 }
 
 impl Saved {
     /// Reads the session file at `path`.
     pub(crate) fn read(path: &Path) -> Result<Saved, CliError> {
-        let unreadable = |why: String| {
-            CliError::Failed(format!(
-                "the session {} cannot be read: {why}",
-                path.display()
-            ))
-        };
-        let file = std::fs::File::open(path).map_err(|error| unreadable(error.to_string()))?;
-        let modified = file
-            .metadata()
+        Saved::read_judged(path).map_err(|unreadable| unreadable.error)
+    }
+
+    fn read_judged(path: &Path) -> Result<Saved, Unreadable> {
+        let modified = std::fs::metadata(path)
             .and_then(|metadata| metadata.modified())
             .unwrap_or(UNIX_EPOCH);
-        let mut lines = std::io::BufReader::new(file).lines();
-        let header: Header = lines
-            .next()
-            .and_then(Result::ok)
-            .and_then(|line| serde_json::from_str(&line).ok())
-            .ok_or_else(|| unreadable("its first line is not a golato session's".into()))?;
+        let id = path
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let unreadable = |why: String, header: Option<Header>| Unreadable {
+            error: CliError::Failed(format!(
+                "the session {} cannot be read: {why}",
+                path.display()
+            )),
+            header,
+            modified,
+        };
+        let bytes = crate::bounded::read(path, crate::bounded::SESSION_LIMIT)
+            .map_err(|why| unreadable(why.to_string(), None))?;
+        let judged = file::lines(&bytes);
+        let header: Header = judged
+            .header
+            .and_then(|header| serde_json::from_value(header).ok())
+            .ok_or_else(|| unreadable("its first line is not a golato session's".into(), None))?;
         if header.golato_session != FORMAT {
-            return Err(unreadable(format!(
-                "it is of format {}, this golato reads {FORMAT}",
-                header.golato_session
-            )));
+            return Err(unreadable(
+                format!(
+                    "it is of format {}, this golato reads {FORMAT}",
+                    header.golato_session
+                ),
+                Some(header),
+            ));
+        }
+        let damaged = |line: usize, header: Header| {
+            Unreadable {
+            error: CliError::Failed(format!(
+                "the session {id} is damaged at line {line} of {} (not a step golato wrote); `golato sessions repair {id}` keeps the steps before it and sets the rest aside, or start a new session",
+                path.display()
+            )),
+            header: Some(header),
+            modified,
+        }
+        };
+        if let Some(line) = judged.damaged {
+            return Err(damaged(line, header));
         }
         let mut steps = Vec::new();
         let mut summary = None;
-        for line in lines {
-            let Ok(line) = line else { break };
-            // A torn last line (the process was killed while writing it) ends the session.
-            let Ok(step) = serde_json::from_str::<Value>(&line) else {
-                break;
-            };
+        for (line, step) in judged.steps {
             if let Some(compaction) = step.get("compaction") {
                 summary = serde_json::from_value(compaction.clone()).ok();
                 continue;
             }
             match serde_json::from_value::<Message>(step["message"].clone()) {
                 Ok(message) => steps.push(message),
-                Err(_) => break,
+                Err(_) => return Err(damaged(line, header)),
             }
         }
         let transcript = in_call_order(steps);
@@ -255,6 +315,7 @@ impl Saved {
             summary: summary.filter(|summary: &golato::agent::Summary| summary.fits(&transcript)),
             transcript,
             modified,
+            length: bytes.len() as u64,
         })
     }
 
@@ -404,7 +465,7 @@ pub(crate) fn open(
         Some(mut saved) => {
             let mut saving = match ephemeral {
                 true => None,
-                false => Some(Writer::append(&saved.path)?),
+                false => Some(Writer::append(&saved)?),
             };
             if closing {
                 for closed in saved.close_cut_off_calls() {
@@ -433,12 +494,14 @@ pub(crate) fn open(
     }
 }
 
-/// Every saved session, newest first (unreadable files are skipped).
-pub(crate) fn all() -> Result<Vec<Saved>, CliError> {
+/// Every saved session, newest first, and the ones that could not be read.
+pub(crate) fn all() -> Result<(Vec<Saved>, Vec<Unreadable>), CliError> {
     let dir = directory()?;
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((Vec::new(), Vec::new()))
+        }
         Err(error) => {
             return Err(CliError::Failed(format!(
                 "could not read the sessions directory {}: {error}",
@@ -446,24 +509,29 @@ pub(crate) fn all() -> Result<Vec<Saved>, CliError> {
             )))
         }
     };
-    let mut sessions: Vec<Saved> = entries
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "jsonl")
-        })
-        .filter_map(|path| Saved::read(&path).ok())
-        .collect();
+    let (mut sessions, mut unreadable): (Vec<Saved>, Vec<Unreadable>) = (Vec::new(), Vec::new());
+    for path in entries.flatten().map(|entry| entry.path()) {
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "jsonl")
+        {
+            match Saved::read_judged(&path) {
+                Ok(saved) => sessions.push(saved),
+                Err(problem) => unreadable.push(problem),
+            }
+        }
+    }
     sessions.sort_by_key(|saved| std::cmp::Reverse(saved.modified));
-    Ok(sessions)
+    Ok((sessions, unreadable))
 }
 
-/// The session named `id`, or the newest one (in `cwd` when given).
+/// The session named `id`, or the newest one (in `cwd` when given). A newer session that could
+/// not be read is an error, not a reason to go on with an older one.
 pub(crate) fn find(id: Option<&str>, cwd: Option<&Path>) -> Result<Saved, CliError> {
     if let Some(id) = id {
+        check_id(id)?;
         let path = directory()?.join(format!("{id}.jsonl"));
-        if !path.exists() {
+        if std::fs::symlink_metadata(&path).is_err() {
             return Err(CliError::usage(format!(
                 "no session {id}; `golato sessions` lists them"
             )));
@@ -471,21 +539,54 @@ pub(crate) fn find(id: Option<&str>, cwd: Option<&Path>) -> Result<Saved, CliErr
         return Saved::read(&path);
     }
     let cwd = cwd.map(|cwd| cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned()));
-    all()?
+    let here = |header: Option<&Header>| {
+        cwd.as_ref()
+            .is_none_or(|cwd| header.is_some_and(|header| header.cwd == *cwd))
+    };
+    let (sessions, unreadable) = all()?;
+    let found = sessions.into_iter().find(|saved| here(Some(&saved.header)));
+    if let Some(problem) = unreadable
         .into_iter()
-        .find(|saved| cwd.as_ref().is_none_or(|cwd| saved.header.cwd == *cwd))
-        .ok_or_else(|| match &cwd {
-            Some(cwd) => CliError::usage(format!(
-                "no session to continue in {}; `golato sessions` lists them all",
-                cwd.display()
-            )),
-            None => CliError::usage("no session saved yet"),
+        .filter(|problem| here(problem.header.as_ref()))
+        .filter(|problem| {
+            found
+                .as_ref()
+                .is_none_or(|found| problem.modified > found.modified)
         })
+        .max_by_key(|problem| problem.modified)
+    {
+        return Err(problem.error);
+    }
+    found.ok_or_else(|| match &cwd {
+        Some(cwd) => CliError::usage(format!(
+            "no session to continue in {}; `golato sessions` lists them all",
+            cwd.display()
+        )),
+        None => CliError::usage("no session saved yet"),
+    })
+}
+
+/// `golato sessions repair ID`.
+pub(crate) fn repair(id: &str) -> Result<crate::Exit, CliError> {
+    check_id(id)?;
+    let path = directory()?.join(format!("{id}.jsonl"));
+    let bytes = crate::bounded::read(&path, crate::bounded::SESSION_LIMIT).map_err(|why| {
+        CliError::usage(format!(
+            "the session {id} cannot be repaired: {} ({why})",
+            path.display()
+        ))
+    })?;
+    let said = file::repair(&path, id, &bytes)?;
+    let _ = writeln!(std::io::stdout().lock(), "{said}");
+    Ok(crate::Exit::Success)
 }
 
 /// `golato sessions`: one line each, newest first.
 pub(crate) fn list() -> Result<crate::Exit, CliError> {
-    let sessions = all()?;
+    let (sessions, unreadable) = all()?;
+    for problem in &unreadable {
+        eprintln!("golato: {}", problem.error);
+    }
     let mut out = std::io::stdout().lock();
     if sessions.is_empty() {
         let _ = writeln!(out, "no sessions saved in {}", directory()?.display());
