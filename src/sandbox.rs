@@ -291,8 +291,9 @@ pub enum Error {
 }
 
 /// `path` as the sandbox judges it: `~/` expanded to the home directory, made absolute against
-/// `cwd`, `.` and `..` folded, and the longest part of it that exists resolved through its
-/// symbolic links (the rest, not yet there, appended as written).
+/// `cwd`, the longest part of it that exists resolved as the kernel would (symbolic links
+/// first, then `..`: `link/../x` is beside where `link` leads, not beside `link`), and the rest,
+/// not yet there, appended with its `.` and `..` folded.
 ///
 /// ```
 /// let cwd = std::env::temp_dir().canonicalize()?;
@@ -305,21 +306,17 @@ pub fn resolve(cwd: &Path, path: &Path) -> PathBuf {
         (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => path.to_owned(),
     };
-    let folded = fold(&cwd.join(expanded));
-    folded
+    let joined = cwd.join(expanded);
+    joined
         .ancestors()
         .find_map(|existing| {
             let canonical = existing.canonicalize().ok()?;
-            let rest = folded.strip_prefix(existing).ok()?;
-            // Joining an empty rest would add a trailing separator, which makes a file's path
-            // unusable ("/home/u/.netrc/").
-            Some(if rest.as_os_str().is_empty() {
-                canonical
-            } else {
-                canonical.join(rest)
-            })
+            let rest = joined.strip_prefix(existing).ok()?;
+            // Folding pushes component by component: an empty rest adds no trailing
+            // separator, which would make a file's path unusable ("/home/u/.netrc/").
+            Some(fold(&canonical.join(rest)))
         })
-        .unwrap_or(folded)
+        .unwrap_or_else(|| fold(&joined))
 }
 
 /// `path` with `.` and `..` folded lexically (a `..` at the root stays there).

@@ -64,9 +64,31 @@ impl std::fmt::Display for Approve {
 pub(crate) struct Question {
     /// The tool's name.
     pub(crate) tool: String,
-    /// The call as the live view labels it (`bash $ ls`, `write notes.md`).
-    pub(crate) label: String,
+    /// What the person must see whole to decide: the command, or the path written.
+    pub(crate) detail: String,
     pub(crate) reply: oneshot::Sender<Answer>,
+}
+
+/// Lines of a call's detail shown before the question; more are shown on `v`.
+const DETAIL_LINES: usize = 20;
+
+/// What a call does, whole, as the question shows it (made visible when shown): `bash $ …`
+/// with the whole command, `write PATH (N bytes)`, `edit PATH (N edit(s))`.
+fn detail(call: &golato::message::ToolCall, arguments: &serde_json::Value) -> String {
+    let text = |name: &str| arguments[name].as_str().map(str::to_owned);
+    match call.name.as_str() {
+        "bash" => text("command").map(|command| format!("bash $ {command}")),
+        "write" => text("path").map(|path| {
+            let bytes = text("content").map_or(0, |content| content.len());
+            format!("write {path} ({bytes} bytes)")
+        }),
+        "edit" => text("path").map(|path| {
+            let edits = arguments["edits"].as_array().map_or(0, Vec::len);
+            format!("edit {path} ({edits} edit(s))")
+        }),
+        _ => None,
+    }
+    .unwrap_or_else(|| format!("{} {}", call.name, call.arguments))
 }
 
 /// What the person said.
@@ -185,7 +207,7 @@ impl Hook for Approver {
         let (reply, answer) = oneshot::channel();
         let asked = questions.send(Question {
             tool: tool.clone(),
-            label: crate::live::call_label(&ctx.call),
+            detail: detail(&ctx.call, &ctx.arguments),
             reply,
         });
         let always = Arc::clone(&self.always);
@@ -223,14 +245,30 @@ pub(crate) async fn next_question(questions: &mut Option<Questions>) -> Option<Q
     }
 }
 
+/// A line typed on the terminal: its text, or that it was not UTF-8.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Typed {
+    Line(String),
+    NotText,
+}
+
 /// The lines typed on the terminal, read by a thread of their own (a blocked read of standard
-/// input cannot be cancelled, so it must not hold up the runtime at exit).
-pub(crate) fn terminal_lines() -> mpsc::UnboundedReceiver<String> {
+/// input cannot be cancelled, so it must not hold up the runtime at exit). A line that is not
+/// UTF-8 is passed on as [`Typed::NotText`], not taken for the end of input.
+pub(crate) fn terminal_lines() -> mpsc::UnboundedReceiver<Typed> {
+    use std::io::BufRead as _;
     let (sender, lines) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
-        for line in std::io::stdin().lines() {
-            let Ok(line) = line else { break };
-            if sender.send(line).is_err() {
+        for line in std::io::stdin().lock().split(b'\n') {
+            let Ok(mut line) = line else { break };
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            let typed = match String::from_utf8(line) {
+                Ok(line) => Typed::Line(line),
+                Err(_) => Typed::NotText,
+            };
+            if sender.send(typed).is_err() {
                 break;
             }
         }
@@ -238,23 +276,56 @@ pub(crate) fn terminal_lines() -> mpsc::UnboundedReceiver<String> {
     lines
 }
 
+/// What to say of a line that was not UTF-8.
+pub(crate) const NOT_TEXT: &str =
+    "that line was not UTF-8 text (a stray byte?); nothing was sent, type it again";
+
 /// Shows `question` and waits for an answer; a signal meanwhile is returned instead (the run is
 /// then cancelled), and the end of input answers no, as does a call that stopped waiting (its
 /// run was cancelled, or it timed out).
 pub(crate) async fn ask(
     view: &mut dyn View,
     question: &mut Question,
-    lines: &mut mpsc::UnboundedReceiver<String>,
+    lines: &mut mpsc::UnboundedReceiver<Typed>,
     signals: &mut Signals,
 ) -> Result<Answer, crate::interrupt::Signal> {
-    view.question(&format!(
-        "Allow {}? [y]es, [n]o, [a]lways for {} in this run: ",
-        question.label, question.tool
-    ));
+    // The whole call, made visible: the person approves what they can read, never a first line
+    // or a cut (a second line of a command would otherwise go unseen).
+    let shown = crate::shown::visible(&question.detail).into_owned();
+    let detail: Vec<&str> = shown.lines().collect();
+    let choices = format!("[y]es, [n]o, [a]lways for {} in this run", question.tool);
+    let hidden = detail.len().saturating_sub(DETAIL_LINES);
+    let boxed =
+        |lines: &[&str]| -> String { lines.iter().map(|line| format!("\n  │ {line}")).collect() };
+    let asking = match detail.as_slice() {
+        [one] => format!("Allow {one}? {choices}: "),
+        _ if hidden == 0 => format!(
+            "This call is {} lines:{}\nAllow it? {choices}: ",
+            detail.len(),
+            boxed(&detail)
+        ),
+        _ => format!(
+            "This call is {} lines:{}\n  │ … {hidden} more line(s)\nAllow it? {choices}, [v]iew all: ",
+            detail.len(),
+            boxed(&detail[..DETAIL_LINES])
+        ),
+    };
+    view.question(&asking);
     let answer = loop {
         tokio::select! {
             line = lines.recv() => {
                 let Some(line) = line else { break Ok(Answer::No) };
+                let Typed::Line(line) = line else {
+                    view.question(&format!("{NOT_TEXT}. Answer y, n or a: "));
+                    continue;
+                };
+                if hidden > 0 && line.trim().eq_ignore_ascii_case("v") {
+                    view.question(&format!(
+                        "The whole call:{}\nAllow it? {choices}: ",
+                        boxed(&detail)
+                    ));
+                    continue;
+                }
                 match Answer::parse(&line) {
                     Some(answer) => break Ok(answer),
                     None => view.question("Answer y, n or a: "),

@@ -59,6 +59,10 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
             }
         };
         let Some(line) = line else { break };
+        let crate::approve::Typed::Line(line) = line else {
+            eprintln!("golato: {}", crate::approve::NOT_TEXT);
+            continue;
+        };
         let line = line.trim().to_owned();
         if line.is_empty() {
             continue;
@@ -81,6 +85,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         let mut view = Live::new(story, spinners(&view_args, story));
         let mut tally = Tally::default();
         let mut cancelling = false;
+        let mut leaving = false;
         let mut interrupted = None;
         let started = std::time::Instant::now();
         loop {
@@ -116,14 +121,23 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                     };
                     answer_question(question, answer);
                 }
-                line = lines.recv() => {
-                    let Some(line) = line else {
-                        // The terminal closed: end the run, then leave.
-                        cancelling = true;
-                        run.cancel();
-                        continue;
-                    };
-                    queue(&run, &mut view, line.trim());
+                line = lines.recv(), if !leaving => {
+                    match line {
+                        // The terminal closed, or /exit: end the run, then leave.
+                        None => {
+                            cancelling = true;
+                            leaving = true;
+                            run.cancel();
+                        }
+                        Some(crate::approve::Typed::Line(line)) if line.trim() == "/exit" => {
+                            view.note("» leaving: cancelling the run first");
+                            cancelling = true;
+                            leaving = true;
+                            run.cancel();
+                        }
+                        Some(crate::approve::Typed::Line(line)) => queue(&run, &mut view, line.trim()),
+                        Some(crate::approve::Typed::NotText) => view.note(&format!("» {}", crate::approve::NOT_TEXT)),
+                    }
                 }
                 signal = signals.next() => {
                     if cancelling {
@@ -145,7 +159,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
             (Err(error), None) => (Exit::Failure, Some(describe(error)), None),
         };
         if let Some(error) = &error {
-            eprintln!("golato: {error}");
+            eprintln!("golato: {}", crate::shown::visible(error));
         }
         view.end(&Ending {
             exit,
@@ -164,6 +178,9 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                 .map(<[Message]>::to_vec)
                 .unwrap_or_default(),
         };
+        if leaving {
+            break;
+        }
     }
     eprintln!();
     Ok(Exit::Success)

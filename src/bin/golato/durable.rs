@@ -171,7 +171,10 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
         }));
     } else {
         match (&outcome.error, outcome.final_text()) {
-            (Some(error), _) => eprintln!("golato: run {id} failed: {error}"),
+            (Some(error), _) => eprintln!(
+                "golato: run {id} failed: {}",
+                crate::shown::visible(&error.to_string())
+            ),
             (None, Some(text)) => {
                 let _ = writeln!(out, "{text}");
             }

@@ -22,6 +22,7 @@ use serde_json::Value;
 use crate::interrupt::Signal;
 use crate::record::Mismatch;
 use crate::report::{Ending, View};
+use crate::shown::visible;
 
 const GREEN: Style = AnsiColor::Green.on_default();
 const RED: Style = AnsiColor::Red.on_default();
@@ -156,11 +157,11 @@ impl Live {
                     self.line("");
                 }
                 self.stream = Streamed::Text;
-                self.write(text);
+                self.write(&visible(text));
             }
             Delta::Reasoning(text) => {
                 self.stream = Streamed::Reasoning;
-                self.write(&format!("{DIM}{text}{DIM:#}"));
+                self.write(&format!("{DIM}{}{DIM:#}", visible(text)));
             }
             // A call is shown when it starts, with its whole arguments.
             Delta::ToolCall { .. } => {}
@@ -170,7 +171,7 @@ impl Live {
     fn message_end(&mut self, message: &AssistantMessage) {
         let text = message.text();
         if self.stream != Streamed::Text && !text.is_empty() {
-            self.write(&text);
+            self.write(&visible(&text));
         }
         if !self.at_line_start {
             self.write("\n");
@@ -180,7 +181,7 @@ impl Live {
             StopReason::Aborted => Some("the answer was cut short by cancellation".to_owned()),
             StopReason::Error => Some(format!(
                 "the answer was cut short: {}",
-                message.error_message.as_deref().unwrap_or("provider error")
+                visible(message.error_message.as_deref().unwrap_or("provider error"))
             )),
             StopReason::Stop | StopReason::ToolCalls => None,
         };
@@ -322,7 +323,7 @@ impl View for Live {
                 };
                 self.line(&format!(
                     "{YELLOW}  hook on {}: {}{YELLOW:#}",
-                    hook.call.name,
+                    clip(&hook.call.name),
                     clip(&what)
                 ));
             }
@@ -350,9 +351,9 @@ impl View for Live {
             "{YELLOW}! the replay differs from the recording at turn {}, call {} ({} {}): {}{YELLOW:#}",
             mismatch.turn,
             mismatch.index + 1,
-            mismatch.tool_name,
-            mismatch.call_id,
-            mismatch.difference
+            clip(&mismatch.tool_name),
+            clip(&mismatch.call_id),
+            visible(&mismatch.difference)
         ));
     }
 
@@ -518,7 +519,7 @@ pub(crate) fn call_label(call: &ToolCall) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     });
-    format!("{} {}", call.name, clip(&summary))
+    format!("{} {}", clip(&call.name), clip(&summary))
 }
 
 /// The label with the tool's name in bold.
@@ -529,11 +530,12 @@ fn styled(label: &str) -> String {
     }
 }
 
-/// At most [`LINE_WIDTH`] characters of `text`.
+/// At most [`LINE_WIDTH`] characters of `text`, its control characters made visible.
 pub(crate) fn clip(text: &str) -> String {
+    let text = visible(text);
     match text.char_indices().nth(LINE_WIDTH) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
+        None => text.into_owned(),
     }
 }
 

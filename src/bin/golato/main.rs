@@ -28,6 +28,7 @@ mod record;
 mod report;
 mod run;
 mod session;
+mod shown;
 mod tool;
 mod trace;
 
@@ -164,7 +165,7 @@ fn main() -> ExitCode {
     };
     if let Some(agent) = cli.command.agent_args() {
         if let Err(error) = config::apply(agent) {
-            eprintln!("golato: {error}");
+            eprintln!("golato: {}", shown::visible(&error.to_string()));
             return Exit::Usage.into();
         }
     }
@@ -208,7 +209,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(exit) => exit.into(),
         Err(error) => {
-            eprintln!("golato: {error}");
+            eprintln!("golato: {}", shown::visible(&error.to_string()));
             match error {
                 CliError::Usage(_) => Exit::Usage.into(),
                 CliError::Failed(_) => Exit::Failure.into(),

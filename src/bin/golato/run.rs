@@ -439,7 +439,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     let mut tally = Tally::default();
     let mut interrupted = None;
     let mut record_error = None;
-    let mut answers: Option<mpsc::UnboundedReceiver<String>> = None;
+    let mut answers: Option<mpsc::UnboundedReceiver<crate::approve::Typed>> = None;
     loop {
         tokio::select! {
             Some(mut question) = crate::approve::next_question(&mut session.questions) => {
@@ -528,7 +528,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     };
     // The error first, then the summary that counts it.
     if let Some(error) = &error {
-        eprintln!("golato: {error}");
+        eprintln!("golato: {}", crate::shown::visible(error));
     }
     view.end(&Ending {
         exit,
@@ -541,8 +541,14 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     });
     if let Some(text) = &final_text {
         if session.story != Target::Stdout && !session.view.json {
+            use std::io::IsTerminal as _;
             use std::io::Write as _;
             let mut out = std::io::stdout().lock();
+            // On a terminal the answer is shown; into a pipe or a file it is data, exact.
+            let text = match out.is_terminal() {
+                true => crate::shown::visible(text),
+                false => std::borrow::Cow::Borrowed(text.as_str()),
+            };
             let _ = writeln!(out, "{text}").and_then(|()| out.flush());
         }
         if let Some(path) = &session.last_message {

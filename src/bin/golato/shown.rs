@@ -1,0 +1,72 @@
+//! Text from outside golato (a model's answer, a tool's output, a call's name, a provider's
+//! error, a saved prompt) as a terminal view shows it: control characters made visible, so
+//! none reaches the terminal as a command. An escape sequence could otherwise write the
+//! clipboard (OSC 52), set the title, clear the screen, hide a link behind text (OSC 8), query
+//! the terminal (DCS) or rewrite a question being asked. `--json` output stays exact.
+
+use std::borrow::Cow;
+
+/// `text` with every control character but newline and tab replaced by a visible form:
+/// `^[` for escape and the caret form for the rest of C0, `^?` for delete, `<U+009B>` for the
+/// C1 controls (which some terminals obey like escape sequences).
+///
+/// ```ignore
+/// assert_eq!(visible("a\u{1b}]52;c;eA==\u{7}b"), "a^[]52;c;eA==^Gb");
+/// ```
+pub(crate) fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_hidden_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for character in text.chars() {
+        match character {
+            control if (control as u32) < 0x20 && is_hidden_control(control) => {
+                shown.push('^');
+                shown.push(char::from(b'@' + control as u8));
+            }
+            '\u{7f}' => shown.push_str("^?"),
+            control if is_hidden_control(control) => {
+                shown.push_str(&format!("<U+{:04X}>", control as u32));
+            }
+            other => shown.push(other),
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// Whether `character` would act on a terminal rather than show: C0 but newline and tab,
+/// delete, C1.
+fn is_hidden_control(character: char) -> bool {
+    matches!(character, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn escape_sequences_are_shown_not_obeyed() {
+        assert_eq!(visible("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(visible("a\u{1b}]52;c;eA==\u{7}b"), "a^[]52;c;eA==^Gb");
+        assert_eq!(
+            visible("\u{1b}[2J\r\u{9b}31m\u{7f}"),
+            "^[[2J^M<U+009B>31m^?"
+        );
+    }
+
+    proptest! {
+        /// Whatever comes in, nothing but newline and tab among the controls goes out, and
+        /// text without controls is unchanged.
+        #[test]
+        fn no_control_survives(text in any::<String>()) {
+            let shown = visible(&text);
+            prop_assert!(!shown.chars().any(is_hidden_control));
+            if !text.chars().any(is_hidden_control) {
+                prop_assert_eq!(shown.as_ref(), text.as_str());
+            }
+        }
+    }
+}
