@@ -191,6 +191,12 @@ impl Terminal {
         self.master.write_all(text.as_bytes()).unwrap();
     }
 
+    /// Types raw bytes (a line that is not UTF-8, say).
+    pub fn type_bytes(&mut self, bytes: &[u8]) {
+        use std::io::Write as _;
+        self.master.write_all(bytes).unwrap();
+    }
+
     /// Types `line` and Enter.
     pub fn type_line(&mut self, line: &str) {
         use std::io::Write as _;
