@@ -157,3 +157,42 @@ fn a_configured_budget_ends_a_run_and_a_bad_one_is_a_usage_error() {
         "{error}"
     );
 }
+
+#[test]
+fn a_wrong_typed_setting_is_refused_naming_the_file_the_line_and_the_key() {
+    let cases = [
+        ("max_cost = \"lots\"", "max_cost", "expected a number"),
+        ("sandbox = 5", "sandbox", "expected a string"),
+        ("tools = \"read\"", "tools", "expected a list"),
+        ("max_turns = -3", "max_turns", "expected a whole number"),
+        (
+            "context_window = 1.5",
+            "context_window",
+            "expected a whole number",
+        ),
+        (
+            "mcp = [1, 2]",
+            "mcp",
+            "a command line (a string) or a table",
+        ),
+        ("writable = true", "writable", "expected a list"),
+    ];
+    for (line, key, why) in cases {
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir(project.path().join(".golato")).unwrap();
+        let file = project.path().join(".golato/config.toml");
+        std::fs::write(&file, format!("model = \"m\"\n\n{line}\n")).unwrap();
+        let output = golato_output(&["config", "--cwd", project.path().to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(2), "{line}: {output:?}");
+        let error = one_error_line(&output);
+        assert!(
+            error.contains(&file.display().to_string()),
+            "{line}: {error}"
+        );
+        assert!(
+            error.contains(&format!("line 3: `{key}`")),
+            "{line}: {error}"
+        );
+        assert!(error.contains(why), "{line}: {error}");
+    }
+}

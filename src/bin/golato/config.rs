@@ -141,18 +141,97 @@ fn read(path: &Path) -> Result<Option<(Settings, Profiles)>, CliError> {
             path.display()
         ))
     };
-    let mut table: toml::Table =
-        toml::from_str(&text).map_err(|error| bad(error.message().to_owned()))?;
-    let profiles = match table.remove("profiles") {
-        Some(profiles) => profiles
-            .try_into::<Profiles>()
-            .map_err(|error| bad(format!("in [profiles]: {}", error.message())))?,
-        None => BTreeMap::new(),
-    };
-    let settings = toml::Value::Table(table)
-        .try_into::<Settings>()
-        .map_err(|error| bad(error.message().to_owned()))?;
+    let mut table: toml::Table = toml::from_str(&text).map_err(|error| {
+        let line = error
+            .span()
+            .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+        bad(match line {
+            Some(line) => format!("line {line}: {}", error.message().trim()),
+            None => error.message().trim().to_owned(),
+        })
+    })?;
+    let mut profiles = BTreeMap::new();
+    if let Some(tables) = table.remove("profiles") {
+        let toml::Value::Table(tables) = tables else {
+            return Err(bad("`profiles` must be tables: [profiles.NAME]".into()));
+        };
+        for (name, settings) in tables {
+            let toml::Value::Table(settings) = settings else {
+                return Err(bad(format!(
+                    "`profiles.{name}` must be a table: [profiles.{name}]"
+                )));
+            };
+            let section = format!("[profiles.{name}]");
+            profiles.insert(
+                name,
+                settings_of(settings, &text, Some(&section)).map_err(bad)?,
+            );
+        }
+    }
+    let settings = settings_of(table, &text, None).map_err(bad)?;
     Ok(Some((settings, profiles)))
+}
+
+/// `table` as settings; when it is not, which key is wrong, on which line of `text` (in
+/// `section`, or before any section), and why.
+fn settings_of(table: toml::Table, text: &str, section: Option<&str>) -> Result<Settings, String> {
+    let whole = toml::Value::Table(table.clone()).try_into::<Settings>();
+    let Err(error) = whole else {
+        return whole.map_err(|error| error.message().to_owned());
+    };
+    for (key, value) in table {
+        let mut alone = toml::Table::new();
+        alone.insert(key.clone(), value);
+        if let Err(wrong) = toml::Value::Table(alone).try_into::<Settings>() {
+            let at = line_of(text, section, &key)
+                .map_or_else(String::new, |line| format!("line {line}: "));
+            let why = match key.as_str() {
+                "mcp" => "each entry must be a command line (a string) or a table with command, args and env".to_owned(),
+                _ => plain_types(wrong.message().trim()),
+            };
+            return Err(format!("{at}`{key}`: {why}"));
+        }
+    }
+    Err(error.message().trim().to_owned())
+}
+
+/// serde's type names in a person's words.
+fn plain_types(message: &str) -> String {
+    [
+        ("expected f64", "expected a number"),
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected u32", "expected a whole number, 0 or more"),
+        (
+            "expected a sequence",
+            "expected a list, such as [\"a\", \"b\"]",
+        ),
+        ("expected a boolean", "expected true or false"),
+    ]
+    .iter()
+    .fold(message.to_owned(), |message, (rust, plain)| {
+        message.replace(rust, plain)
+    })
+}
+
+/// The line (1-based) where `key` is set in `text`, within `section` (`[profiles.NAME]`) or
+/// before the first section.
+fn line_of(text: &str, section: Option<&str>, key: &str) -> Option<usize> {
+    let mut inside = section.is_none();
+    for (index, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            inside = section.is_some_and(|section| trimmed.starts_with(section));
+            continue;
+        }
+        let named = trimmed
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        if inside && named {
+            return Some(index + 1);
+        }
+    }
+    None
 }
 
 /// The layers in order, lowest first.
