@@ -45,9 +45,11 @@ mod process;
 pub use process::stop_servers;
 use process::{BoundedLines, Diagnosis, ServerProcess};
 
-/// How long a server may take to start and complete MCP's handshake by default: 60 s (the
-/// first `npx -y` of a package downloads it).
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a server may take to start and complete MCP's handshake by default: 20 s. Long
+/// enough for a server that starts at all (codex waits 10 s), short enough that nobody takes it
+/// for a hang; a first `npx -y` of a large package may need more
+/// ([`McpServerConfig::with_connect_timeout`]).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How long a request may go unanswered by default: 120 s, counted again from each progress
 /// notification of a tool call.
@@ -554,7 +556,7 @@ async fn open(
                     Ok(Ok(service)) => Ok((service, Some(process))),
                     Ok(Err(error)) => Err(format!("{error}{}", seen.suffix())),
                     Err(_) => Err(format!(
-                        "it did not complete MCP's handshake within {} s{}; it was stopped",
+                        "it did not complete MCP's handshake within {} s{}; it was stopped (a server that needs longer to start, such as a first `npx -y` download, needs a longer connect timeout)",
                         timeout.as_secs_f64(),
                         seen.suffix()
                     )),
@@ -566,7 +568,7 @@ async fn open(
                     Ok(Ok(service)) => Ok((service, None)),
                     Ok(Err(error)) => Err(error.to_string()),
                     Err(_) => Err(format!(
-                        "it did not complete MCP's handshake within {} s",
+                        "it did not complete MCP's handshake within {} s (a server that needs longer needs a longer connect timeout)",
                         timeout.as_secs_f64()
                     )),
                 }

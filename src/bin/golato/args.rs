@@ -218,6 +218,9 @@ pub(crate) struct AgentArgs {
     /// Add the tools of an MCP server at this streamable HTTP URL; repeatable.
     #[arg(long, value_name = "URL")]
     pub(crate) mcp_url: Vec<String>,
+    /// How long each MCP server may take to start and answer MCP's handshake [default: 20].
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub(crate) mcp_timeout: Option<std::time::Duration>,
     /// Replay a recorded model (a script written by --record, or by hand) instead of calling
     /// one; differences between the recorded and the replayed tool results are reported.
     #[arg(long, value_name = "FILE")]

@@ -301,11 +301,31 @@ async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
         configs.push(config);
     }
     configs.extend(args.mcp_url.iter().map(McpServerConfig::http));
+    if configs.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Ctrl-C while a server starts stops it too (it runs in a process group of its own).
+    let mut signals = crate::interrupt::Signals::listen()?;
     let mut tools = Vec::new();
-    for config in configs {
-        let server = McpServer::connect(config)
-            .await
-            .map_err(|error| CliError::Failed(error.to_string()))?;
+    for mut config in configs {
+        if let Some(timeout) = args.mcp_timeout {
+            config = config.with_connect_timeout(timeout);
+        }
+        let connected = tokio::select! {
+            connected = McpServer::connect(config) => connected,
+            signal = signals.next() => {
+                golato::mcp::stop_servers();
+                eprintln!("golato: {} received while an MCP server started; it was stopped", signal.name());
+                std::process::exit(i32::from(signal.exit_code()));
+            }
+        };
+        let server = connected.map_err(|error| {
+            let hint = match error.to_string().contains("handshake within") {
+                true => "; give it longer with --mcp-timeout SECONDS",
+                false => "",
+            };
+            CliError::Failed(format!("{error}{hint}"))
+        })?;
         tools.extend(
             server
                 .tools()
