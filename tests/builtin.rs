@@ -917,3 +917,22 @@ fn write_does_not_carry_file_capabilities_over_to_new_content() {
         "the new content kept the old program's capabilities"
     );
 }
+
+#[test]
+fn a_write_that_cannot_make_its_temporary_file_names_the_users_path_not_golatos() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = support::tools_in(dir.path());
+    for (tool, arguments) in [
+        ("write", json!({"path": "/proc/self/comm", "content": "x"})),
+        (
+            "edit",
+            json!({"path": "/proc/self/comm", "edits": [{"oldText": "a", "newText": "b"}]}),
+        ),
+    ] {
+        let result = support::call_tool(&tools, tool, &arguments.to_string());
+        let text = result.content[0].as_text().unwrap().to_owned();
+        assert!(result.is_error, "{text}");
+        assert!(!text.contains(".golato-write"), "{tool}: {text}");
+        assert!(text.contains("/proc/self/comm"), "{tool}: {text}");
+    }
+}

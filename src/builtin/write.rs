@@ -380,7 +380,19 @@ fn rename_into_place(
         .prefix(&temporary_prefix())
         .rand_bytes(TEMPORARY_RANDOM_CHARS)
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(parent)?;
+        .tempfile_in(parent)
+        .map_err(|error| {
+            // tempfile names its own random file; the person knows only their path, and what
+            // the system said is what they can act on.
+            let shown = error.to_string();
+            let said = shown.split(" at path \"").next().unwrap_or_default();
+            std::io::Error::new(
+                error.kind(),
+                format!(
+                    "its directory does not take the temporary file a write goes through ({said})"
+                ),
+            )
+        })?;
     if let Some((old, replaced)) = replaced {
         let own = temporary.as_file().metadata()?;
         if (own.uid(), own.gid()) != (replaced.uid(), replaced.gid()) {
