@@ -88,7 +88,12 @@ impl Scripted {
                     ))
                 }
             })
-            .and_then(|file| file.take(MAX_SCRIPT_BYTES + 1).read_to_string(&mut text))
+            .and_then(|file| {
+                // Sized once: growing by doubling would hold two buffers of a long script.
+                let size = file.metadata()?.len().min(MAX_SCRIPT_BYTES + 1);
+                text.reserve_exact(usize::try_from(size).unwrap_or(0));
+                file.take(MAX_SCRIPT_BYTES + 1).read_to_string(&mut text)
+            })
             .map_err(failed)?;
         if text.len() as u64 > MAX_SCRIPT_BYTES {
             return Err(failed(std::io::Error::new(

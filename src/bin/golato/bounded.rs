@@ -65,7 +65,9 @@ pub(crate) fn open_regular(path: &Path) -> Result<std::fs::File, Unreadable> {
 /// The whole of the regular file at `path`, at most `limit` bytes.
 pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, Unreadable> {
     let file = open_regular(path)?;
-    let mut bytes = Vec::new();
+    // Sized once: growing by doubling would hold two buffers of a long file.
+    let size = file.metadata()?.len().min(limit + 1);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
         return Err(Unreadable::TooLarge { limit });

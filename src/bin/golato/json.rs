@@ -40,13 +40,31 @@ impl JsonLines {
 
 impl View for JsonLines {
     fn event(&mut self, event: &Event) {
+        if let Event::TurnStart(start) = event {
+            self.turn = start.turn;
+        }
+        let plain = !matches!(
+            event,
+            Event::RunStart(_)
+                | Event::ToolExecutionStart(_)
+                | Event::ToolExecutionUpdate(_)
+                | Event::ToolExecutionEnd(_)
+                | Event::ToolHook(_)
+        );
+        if plain {
+            // Written as it is, without a copy as a JSON value first: a long answer is held
+            // once more at most while its line is written.
+            let mut out = std::io::stdout().lock();
+            let _ = serde_json::to_writer(&mut out, event)
+                .map_err(std::io::Error::from)
+                .and_then(|()| out.write_all(b"\n"))
+                .and_then(|()| out.flush());
+            return;
+        }
         // The library's own form of the event, plus what a reader of a flat stream needs: the
         // turn a tool event belongs to, and the call's ID and tool name at the top level.
         let mut line = serde_json::to_value(event)
             .unwrap_or_else(|error| json!({"type": "unserializable", "error": error.to_string()}));
-        if let Event::TurnStart(start) = event {
-            self.turn = start.turn;
-        }
         if let (Event::RunStart(_), Some(Value::Object(header)), Some(fields)) =
             (event, &self.header, line.as_object_mut())
         {

@@ -378,8 +378,10 @@ pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError
             path.display()
         ))
     })?;
-    let scripted = Scripted::from_file(path).map_err(|error| CliError::usage(error.to_string()))?;
     let recording = Recording::parse(&text, path)?;
+    // Not held while the script is read again: a long recorded answer would be twice in memory.
+    drop(text);
+    let scripted = Scripted::from_file(path).map_err(|error| CliError::usage(error.to_string()))?;
     Ok((scripted, recording))
 }
 
