@@ -28,7 +28,7 @@ fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
     // time) sleeps until it is killed with golato.
     // b.pid comes last, whole (renamed into place): the test kills the command as soon as it
     // sees it, and b.started must be there by then.
-    let b = "echo b >> ledger; if [ -e b.started ]; then echo again; else touch b.started; echo $$ > b.pid.new; mv b.pid.new b.pid; exec sleep 1000; fi";
+    let b = "echo b >> ledger; if [ -e b.started ]; then echo again; else touch b.started; echo $$ > b.pid.new; mv b.pid.new b.pid; exec sleep 1000.4321; fi";
     let script = script_file(
         dir.path(),
         "script.jsonl",
@@ -61,18 +61,18 @@ fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
         std::fs::read_to_string(&journal).is_ok_and(|text| text.contains("turn-1/call-a"))
             && dir.path().join("b.pid").exists()
     });
+    let sleeping = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| cmdline.starts_with(b"sleep\x001000.4321"))
+        })
+    };
+    wait_for("b to sleep", sleeping);
     first.kill().unwrap();
     first.wait().unwrap();
-    // The sleeping command survived golato's SIGKILL (nothing can reap it then): end it.
-    let sleeper: i32 = std::fs::read_to_string(dir.path().join("b.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let _ = rustix::process::kill_process(
-        rustix::process::Pid::from_raw(sleeper).unwrap(),
-        rustix::process::Signal::KILL,
-    );
+    // The sandboxed command ends with golato, SIGKILL included (it would otherwise sleep on,
+    // unreaped).
+    wait_for("the sleeping command to end with golato", || !sleeping());
 
     let second = run().output().unwrap();
     assert!(second.status.success(), "{second:?}");

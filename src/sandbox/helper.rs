@@ -91,6 +91,10 @@ fn task(rest: &[OsString]) -> Result<Task<'_>, Stop> {
 /// The first stage: namespaces and the file system's view, then the second stage; exits as
 /// the second did.
 fn outside(spec: &Spec, spec_json: &OsString, rest: &[OsString]) -> Result<String, Stop> {
+    // Dies with golato (the thread that started it, a runtime's long-lived thread), and the
+    // second stage and the whole namespace with it: a sandboxed command never outlives
+    // golato, even one killed with SIGKILL.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     task(rest)?;
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();

@@ -191,6 +191,10 @@ impl Worker {
         #[allow(clippy::zombie_processes)] // waited for by `Worker::drop`, or below on failure
         let mut child = Command::new(golato_binary())
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            // The tests tell workers apart by the PID of bash's parent ($PPID), which a
+            // sandboxed command (in a PID namespace of its own) cannot see; the sandbox has
+            // tests of its own.
+            .args(["--sandbox", "off"])
             .args(arguments)
             .env("RUST_LOG", "golato=info")
             .stdin(Stdio::null())
