@@ -120,8 +120,13 @@ fn model(original: &str, edits: &[(String, String)]) -> Option<String> {
         if old.is_empty() || old == new || edits[..index].iter().any(|(other, _)| other == old) {
             return None;
         }
-        let mut found = content.match_indices(old.as_str());
-        let (start, _) = found.next()?;
+        // Occurrences that overlap count too (" x " twice in " x x "), as edit counts them;
+        // `match_indices` would skip the second.
+        let mut found = content
+            .char_indices()
+            .map(|(at, _)| at)
+            .filter(|at| content[*at..].starts_with(old.as_str()));
+        let start = found.next()?;
         if found.next().is_some() {
             return None;
         }
