@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs every fuzz target (or those in $TARGETS) for SECONDS each (default 600), one after another, with seed corpora
-# from ../../shared/fixtures/llm (the recorded provider streams; not copied into the project).
+# from ../tests/fixtures/llm (the recorded provider streams the tests replay).
 # Needs the nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`). Logs and corpora go
 # to $FUZZ_WORK (default /tmp/golato-fuzz); a crash leaves its input under fuzz/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-600}
 work=${FUZZ_WORK:-/tmp/golato-fuzz}
-fixtures=../../shared/fixtures/llm
+fixtures=../tests/fixtures/llm
 mkdir -p "$work"
 seed() { # target, fixture directory
     mkdir -p "$work/corpus/$1"

@@ -1,5 +1,5 @@
 //! `golato run` against real provider APIs, played by a loopback server that replays recorded
-//! streams from `../shared/fixtures/llm/` and keeps what it was sent.
+//! streams from `tests/fixtures/llm/` and keeps what it was sent.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,4 +1,4 @@
-//! The streaming decoders against real recorded provider streams (`../shared/fixtures/llm/`),
+//! The streaming decoders against real recorded provider streams (`tests/fixtures/llm/`),
 //! whole and cut at random byte boundaries: the assembled message must not depend on the cuts.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -16,11 +16,11 @@ use serde_json::{json, Value};
 
 fn fixture(path: &str) -> Vec<u8> {
     let full = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/llm")
+        .join("tests/fixtures/llm")
         .join(path);
     std::fs::read(&full).unwrap_or_else(|error| {
         panic!(
-            "fixture {} is missing ({error}); shared/ must sit beside the checkout",
+            "fixture {} is missing ({error})",
             full.display()
         )
     })

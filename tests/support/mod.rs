@@ -217,10 +217,10 @@ pub fn call_tool(
     transcript_results(&result.messages).remove(0)
 }
 
-/// A recorded provider stream from `../shared/fixtures/llm/` (`shared/` beside the checkout).
+/// A recorded provider stream from `tests/fixtures/llm/` (copied into the repository; `SOURCES.md` there says from where).
 pub fn fixture(path: &str) -> Vec<u8> {
     let full = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/llm")
+        .join("tests/fixtures/llm")
         .join(path);
     std::fs::read(&full)
         .unwrap_or_else(|error| panic!("fixture {} is missing ({error})", full.display()))
