@@ -4,7 +4,7 @@
 //! counts vary by a few per run with scheduling, not with the machine, so they show what a change
 //! to the pipeline costs in allocations.
 //!
-//! `cargo bench --bench allocations`
+//! `cargo bench -p golato --bench allocations`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -4,7 +4,7 @@
 //! key) and against a small-file edit; a bash call and a write with and without the sandbox.
 //! Peak resident memory is printed after the read and bash benches.
 //!
-//! `cargo bench --bench builtins`
+//! `cargo bench -p golato --bench builtins`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -225,9 +225,27 @@ fn path_lock(c: &mut Criterion) {
     group.finish();
 }
 
+/// The sandbox's helper: the small `golato-sandbox` binary of the command line's crate, built
+/// beside this bench (`cargo bench --workspace` builds it; alone: `cargo build --release -p
+/// golato-cli --bin golato-sandbox`).
+fn sandbox_helper() -> std::path::PathBuf {
+    let bench = std::env::current_exe().unwrap();
+    let helper = bench
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("golato-sandbox");
+    assert!(
+        helper.is_file(),
+        "{} is missing: cargo build --release -p golato-cli --bin golato-sandbox",
+        helper.display()
+    );
+    helper
+}
+
 /// The sandbox's price: a bash call that does nothing (`true`) and a small write, unconfined
-/// and under each policy (the helper is the small `golato-sandbox` binary of this build, as the
-/// command line uses it).
+/// and under each policy (the helper is the small `golato-sandbox` binary, as the command line
+/// uses it).
 fn sandbox(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -243,7 +261,7 @@ fn sandbox(c: &mut Criterion) {
         let name = policy.mode.name();
         let tools = builtin::new(builtin::Config {
             working_directory: dir.path().into(),
-            sandbox: policy.helper(env!("CARGO_BIN_EXE_golato-sandbox")),
+            sandbox: policy.helper(sandbox_helper()),
             ..Default::default()
         })
         .unwrap();

@@ -8,7 +8,7 @@
 //! work and awaits the join handles), the alternative design.
 //! Also: two 200 ms CPU-bound calls in one batch, which must overlap.
 //!
-//! `cargo bench --bench dispatch`
+//! `cargo bench -p golato --bench dispatch`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

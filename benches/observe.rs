@@ -6,7 +6,7 @@
 //! The rows run in that order in one process, because a global subscriber, once installed,
 //! stays: the filter is switched with a reload handle.
 //!
-//! `cargo bench --bench observe`
+//! `cargo bench -p golato --bench observe`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -10,7 +10,7 @@
 //! the four built-in tools, and 19 turns each reading a 3 KB file before an answer. Costs are
 //! at golato's price for claude-sonnet-4-5.
 //!
-//! `cargo bench --bench prompt_cache`
+//! `cargo bench -p golato --bench prompt_cache`
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 

@@ -4,7 +4,7 @@
 //! nor kept) awaited together, and `Agent::start` + `Run::wait` (a run's events are built and
 //! buffered, unread, until `wait` is called on it; the runs are waited for one after another).
 //!
-//! `cargo bench --bench stress`
+//! `cargo bench -p golato --bench stress`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -2,7 +2,7 @@
 //! other command is shown on the terminal and runs only if you answer `y`.
 //!
 //! ```text
-//! cargo run --example approval
+//! cargo run -p golato --example approval
 //! ```
 //!
 //! The model is a recorded script (offline), asking for three commands one after another; the

@@ -9,9 +9,9 @@
 //! start again elsewhere (their ledger lines carry a clock).
 //!
 //! ```text
-//! cargo build --release --features durable
+//! cargo build --release
 //! GOLATO_RESTATE_SERVER=.../bin/restate-server \
-//!     cargo run --release --features durable --example durable_load -- [--runs 300] [--calls 8]
+//!     cargo run --release -p golato --features durable --example durable_load -- [--runs 300] [--calls 8]
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]

@@ -3,7 +3,7 @@
 //! which restarts the service if it fails while runs it started go on.
 //!
 //! ```text
-//! cargo run --example embedded_actix
+//! cargo run -p golato --example embedded_actix
 //! ```
 
 use std::io::Write;

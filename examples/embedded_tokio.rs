@@ -3,7 +3,7 @@
 //! shut down with a deadline before the application exits.
 //!
 //! ```text
-//! cargo run --example embedded_tokio
+//! cargo run -p golato --example embedded_tokio
 //! ```
 
 use std::io::Write;

@@ -2,7 +2,7 @@
 //! stays within the process's decode budget (512 MiB) instead of adding up per call.
 //!
 //! ```text
-//! cargo run --release --example image_batch -- [CALLS] [SIDE]
+//! cargo run --release -p golato --example image_batch -- [CALLS] [SIDE]
 //! ```
 //!
 //! Writes one SIDE × SIDE PNG (default 6920, just under 48 million pixels), reads it with CALLS

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! OPENAI_BASE_URL=http://localhost:11434/v1 OPENAI_MODEL=qwen2.5-coder \
-//!     cargo run --example openai_compatible -- "What files are in this project?"
+//!     cargo run -p golato --example openai_compatible -- "What files are in this project?"
 //! ```
 //!
 //! `OPENAI_API_KEY` is required for OpenAI's own URL (the default). Set `ANTHROPIC_API_KEY` (and

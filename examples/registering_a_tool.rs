@@ -3,7 +3,7 @@
 //! The model is the offline `Scripted` generator, so this runs anywhere:
 //!
 //! ```text
-//! cargo run --example registering_a_tool
+//! cargo run -p golato --example registering_a_tool
 //! ```
 
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! The documentation page's third example: select only some tools, then validate the set.
 //!
 //! ```text
-//! cargo run --example selecting_tools
+//! cargo run -p golato --example selecting_tools
 //! ```
 
 use std::io::Write;

@@ -20,9 +20,9 @@
 //! are in, by allocation site.
 //!
 //! ```text
-//! cargo run --release --example stress -- [--runs 10000] [--calls 8] [--parked] \
+//! cargo run --release -p golato --example stress -- [--runs 10000] [--calls 8] [--parked] \
 //!     [--arbiters N] [--workers N]
-//! cargo run --release --example stress --features dhat-heap -- --parked
+//! cargo run --release -p golato --example stress --features dhat-heap -- --parked
 //! ```
 
 use std::process::ExitCode;

@@ -3,8 +3,8 @@
 //! call, with how long it took. `RUST_LOG` filters it (default `golato=debug`).
 //!
 //! ```text
-//! cargo run --example tracing
-//! RUST_LOG=golato=debug,golato_actors=off cargo run --example tracing
+//! cargo run -p golato --example tracing
+//! RUST_LOG=golato=debug,golato_actors=off cargo run -p golato --example tracing
 //! ```
 
 use std::sync::Arc;

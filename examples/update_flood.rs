@@ -3,7 +3,7 @@
 //! coalesces them again), whatever the count.
 //!
 //! ```text
-//! cargo run --release --example update_flood -- [UPDATES] [events|wait]
+//! cargo run --release -p golato --example update_flood -- [UPDATES] [events|wait]
 //! ```
 //!
 //! Sends UPDATES (default 1,000,000) updates of 1 KiB from one call; `events` starts the run

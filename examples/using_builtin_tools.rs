@@ -5,7 +5,7 @@
 //! run, in the directory given as the first argument (default: the current directory):
 //!
 //! ```text
-//! cargo run --example using_builtin_tools -- path/to/project
+//! cargo run -p golato --example using_builtin_tools -- path/to/project
 //! ```
 //!
 //! These tools are not a sandbox: `bash` runs with this process's permissions and environment.

@@ -12,12 +12,12 @@ use crate::generator::{Delta, Error};
 use crate::message::{AssistantMessage, ToolCall};
 use crate::tool::{self, Tool, ToolResult};
 
-/// A Chat Completions stream: see [`stream`].
+/// A Chat Completions stream: decoded as `stream` (private) says.
 pub fn openai_chat_stream(data: &[u8]) -> Option<AssistantMessage> {
     stream(data, ChatStreamDecoder::decode, ChatStreamDecoder::finish)
 }
 
-/// An Anthropic Messages stream: see [`stream`].
+/// An Anthropic Messages stream: decoded as `stream` (private) says.
 pub fn anthropic_stream(data: &[u8]) -> Option<AssistantMessage> {
     stream(
         data,
@@ -26,7 +26,7 @@ pub fn anthropic_stream(data: &[u8]) -> Option<AssistantMessage> {
     )
 }
 
-/// A Responses API stream: see [`stream`].
+/// A Responses API stream: decoded as `stream` (private) says.
 pub fn responses_stream(data: &[u8]) -> Option<AssistantMessage> {
     stream(
         data,

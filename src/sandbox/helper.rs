@@ -124,6 +124,10 @@ fn outside(spec: &Spec, spec_json: &OsString, rest: &[OsString]) -> Result<Strin
     // stage inherits the write end; it is told the number.
     let (fate_reader, fate_writer) = rustix::pipe::pipe()
         .map_err(|error| Stop::Failed(format!("could not create a pipe: {error}")))?;
+    // Opened before the second stage starts: it shares this mount namespace and covers /dev
+    // with a fresh one, where /dev/null appears only a moment later.
+    let null = std::fs::File::open("/dev/null")
+        .map_err(|error| Stop::Failed(format!("could not open /dev/null: {error}")))?;
     let mut second = std::process::Command::new("/proc/self/exe")
         .arg(HELPER_ARG)
         .arg(spec_json)
@@ -134,8 +138,6 @@ fn outside(spec: &Spec, spec_json: &OsString, rest: &[OsString]) -> Result<Strin
         .map_err(|error| Stop::Failed(format!("could not start its second stage: {error}")))?;
     drop(fate_writer);
     // Only the second stage holds the status pipe now: it closes when the command starts.
-    let null = std::fs::File::open("/dev/null")
-        .map_err(|error| Stop::Failed(format!("could not open /dev/null: {error}")))?;
     let _ = rustix::stdio::dup2_stdin(&null);
     let mut fate = String::new();
     let _ = std::fs::File::from(fate_reader).read_to_string(&mut fate);

@@ -8,7 +8,7 @@ use serde_json::Value;
 /// The binary, with none of the provider, colour or log variables of the environment the tests
 /// run in, so each test sets exactly what it means to.
 pub fn golato() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_golato"));
+    let mut command = Command::new(super::golato_binary());
     for variable in [
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",

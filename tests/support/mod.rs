@@ -196,7 +196,7 @@ impl Log {
 pub fn sandboxed_tools(workspace: &std::path::Path, policy: golato::sandbox::Policy) -> Vec<Tool> {
     golato::builtin::new(golato::builtin::Config {
         working_directory: workspace.into(),
-        sandbox: policy.helper(env!("CARGO_BIN_EXE_golato")),
+        sandbox: policy.helper(golato_binary()),
         ..Default::default()
     })
     .expect("the sandbox is available on the test machine")
@@ -217,11 +217,25 @@ pub fn call_tool(
     transcript_results(&result.messages).remove(0)
 }
 
+/// The repository's root: the library's and the command line's tests both include this module.
+pub fn repository() -> &'static std::path::Path {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("tests/fixtures/llm").is_dir())
+        .expect("the tests run inside the repository")
+}
+
+/// The built `golato` binary (only the command line's tests have one).
+pub fn golato_binary() -> &'static str {
+    match option_env!("CARGO_BIN_EXE_golato") {
+        Some(path) => path,
+        None => panic!("only golato-cli's tests drive the golato binary"),
+    }
+}
+
 /// A recorded provider stream from `tests/fixtures/llm/` (copied into the repository; `SOURCES.md` there says from where).
 pub fn fixture(path: &str) -> Vec<u8> {
-    let full = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/llm")
-        .join(path);
+    let full = repository().join("tests/fixtures/llm").join(path);
     std::fs::read(&full)
         .unwrap_or_else(|error| panic!("fixture {} is missing ({error})", full.display()))
 }
@@ -274,7 +288,7 @@ pub fn reachable_golato() -> &'static std::path::Path {
         let dir = tempfile::tempdir().unwrap();
         chmod(dir.path(), 0o755);
         let bin = dir.path().join("golato");
-        std::fs::copy(env!("CARGO_BIN_EXE_golato"), &bin).unwrap();
+        std::fs::copy(golato_binary(), &bin).unwrap();
         chmod(&bin, 0o755);
         (dir, bin)
     });

@@ -158,7 +158,7 @@ fn http_get_ok(address: &str, path: &str) -> bool {
 }
 
 /// The `golato` binary: the one cargo built for these tests, else `GOLATO_BIN`, else the
-/// release build (`cargo build --release --features durable`).
+/// release build (`cargo build --release`).
 pub fn golato_binary() -> PathBuf {
     if let Some(built) = option_env!("CARGO_BIN_EXE_golato") {
         return PathBuf::from(built);
@@ -168,7 +168,7 @@ pub fn golato_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("target/release/golato"));
     assert!(
         path.is_file(),
-        "{} is not built: run `cargo build --release --features durable` (or set GOLATO_BIN)",
+        "{} is not built: run `cargo build --release` (or set GOLATO_BIN)",
         path.display()
     );
     path

@@ -1,0 +1,31 @@
+//! The command line's tests, one binary (`suite/*.rs`): they drive the built `golato` and
+//! `golato-sandbox` binaries as a person or a script would. The helpers they share with the
+//! library's tests (the fake provider, scripted models, recorded streams) are in `../../tests/support/`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../../tests/support/mod.rs"]
+mod support;
+
+mod suite {
+    mod approve;
+    mod chat;
+    mod cli;
+    mod config;
+    mod demo;
+    mod durable;
+    mod faults;
+    mod file_ownership;
+    mod hostile_terminal;
+    mod journal;
+    mod mcp;
+    mod mcp_hostile;
+    mod mcp_start;
+    mod providers;
+    mod run;
+    mod sandbox;
+    mod sandbox_surroundings;
+    mod sessions;
+    mod sessions_hostile;
+    mod signals;
+}

@@ -1,0 +1,850 @@
+//! Durable runs on a real Restate server (issue 17), through real processes: `golato serve`
+//! workers behind a TCP load balancer, killed with SIGKILL mid-batch.
+//!
+//! Needs the Restate server binary in `GOLATO_RESTATE_SERVER`; `.ci/run` installs it from npm
+//! and runs these with `cargo test --test durable -- --ignored`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use golato::durable::{Client, Outcome};
+use golato::message::Message;
+use support::restate::{balancer, Server, Worker};
+
+/// The longest any of these tests may take before it is declared hung (a guard, not a timing).
+const HANG_GUARD: Duration = Duration::from_secs(600);
+
+/// A file lock the test holds while the gated calls wait for it (a handshake, not a sleep).
+struct Gate {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl Gate {
+    fn closed(dir: &Path) -> Gate {
+        let path = dir.join("gate");
+        let file = std::fs::File::create(&path).unwrap();
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).unwrap();
+        Gate {
+            path,
+            file: Some(file),
+        }
+    }
+
+    fn open(&mut self) {
+        self.file = None;
+    }
+}
+
+/// The script every worker replays for every run: turn 1 runs `a` and `b` at once (they finish
+/// at once), turn 2 runs `c` and `d` at once (they wait at the gate), turn 3 answers. Each
+/// execution appends `RUN CALL ATTEMPT WORKER_PID` to the ledger.
+fn write_script(dir: &Path, gate: &Path) -> PathBuf {
+    let ledger = dir.join("ledger");
+    let fast = |id: &str| {
+        serde_json::json!({"id": id, "name": "bash", "arguments": {"command": format!(
+            "echo \"$GOLATO_RUN_KEY {id} $GOLATO_TOOL_ATTEMPT $PPID\" >> {}; echo ran {id}",
+            ledger.display()
+        )}})
+    };
+    let gated = |id: &str| {
+        serde_json::json!({"id": id, "name": "bash", "arguments": {"command": format!(
+            "echo \"$GOLATO_RUN_KEY {id} $GOLATO_TOOL_ATTEMPT $PPID\" >> {}; flock -s {} true; echo ran {id}",
+            ledger.display(), gate.display()
+        )}})
+    };
+    let script = [
+        serde_json::json!({"tool_calls": [fast("a"), fast("b")]}),
+        serde_json::json!({"tool_calls": [gated("c"), gated("d")]}),
+        serde_json::json!({"text": "done"}),
+    ];
+    let path = dir.join("script.jsonl");
+    let lines: Vec<String> = script.iter().map(ToString::to_string).collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Execution {
+    run: String,
+    call: String,
+    attempt: u32,
+    worker: u32,
+}
+
+fn ledger(dir: &Path) -> Vec<Execution> {
+    std::fs::read_to_string(dir.join("ledger"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(fields.len(), 4, "ledger line {line:?}");
+            Execution {
+                run: fields[0].to_owned(),
+                call: fields[1].to_owned(),
+                attempt: fields[2].parse().unwrap(),
+                worker: fields[3].parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// Waits until `done` holds for the ledger, polling the file (a file-system handshake).
+fn wait_for_ledger(dir: &Path, what: &str, done: impl Fn(&[Execution]) -> bool) {
+    let started = std::time::Instant::now();
+    while started.elapsed() < HANG_GUARD {
+        if done(&ledger(dir)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!(
+        "gave up waiting for {what}: {} ledger lines",
+        ledger(dir).len()
+    );
+}
+
+/// How many times each worker's log says it asked the model for (run, step).
+fn model_requests(logs: &[PathBuf]) -> HashMap<(String, String), usize> {
+    let mut asked = HashMap::new();
+    for log in logs {
+        for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+            if !line.contains("asking the model") {
+                continue;
+            }
+            let field = |name: &str| {
+                let start = line.find(name).unwrap() + name.len();
+                line[start..]
+                    .split(['}', ' ', ':'])
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            };
+            *asked.entry((field("run="), field("step="))).or_default() += 1;
+        }
+    }
+    asked
+}
+
+/// The run went through both batches of the script of [`write_script`], results in source
+/// order.
+fn assert_two_batches_in_order(outcome: &Outcome) {
+    assert_eq!(
+        shape(outcome),
+        [
+            "user",
+            "assistant",
+            "a",
+            "b",
+            "assistant",
+            "c",
+            "d",
+            "assistant"
+        ],
+        "{}",
+        outcome.run_id
+    );
+}
+
+/// The transcript's shape: roles and call IDs in order.
+fn shape(outcome: &Outcome) -> Vec<String> {
+    outcome
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::User(_) => "user".to_owned(),
+            Message::Assistant(_) => "assistant".to_owned(),
+            Message::ToolResult(result) => result.tool_call_id.clone(),
+        })
+        .collect()
+}
+
+fn submit_all(ingress: &str, runs: &[String]) -> Vec<Outcome> {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::new(ingress).unwrap().reconnect_for(HANG_GUARD);
+    runtime.block_on(async {
+        let tasks: Vec<_> = runs
+            .iter()
+            .map(|run| {
+                let (client, run) = (client.clone(), run.clone());
+                tokio::spawn(async move { client.submit(&run, "go").await })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            outcomes.push(
+                tokio::time::timeout(HANG_GUARD, task)
+                    .await
+                    .expect("a run did not finish")
+                    .unwrap()
+                    .unwrap(),
+            );
+        }
+        outcomes
+    })
+}
+
+fn results(outcome: &Outcome) -> HashMap<String, golato::message::ToolResultMessage> {
+    outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::ToolResult(result) => Some((result.tool_call_id.clone(), result.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_running() {
+    const RUNS: usize = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let mut gate = Gate::closed(dir.path());
+    let script = write_script(dir.path(), &gate.path);
+    let flags = [
+        "--script",
+        script.to_str().unwrap(),
+        "--cwd",
+        dir.path().to_str().unwrap(),
+    ];
+    let mut workers = three_workers(dir.path(), &server, &flags);
+
+    let runs: Vec<String> = (0..RUNS).map(|n| format!("run-{n}")).collect();
+    let submitting = {
+        let (ingress, runs) = (server.ingress.clone(), runs.clone());
+        std::thread::spawn(move || submit_all(&ingress, &runs))
+    };
+    // Every run is in its second batch, both calls waiting at the gate: turns 1 and 2 and the
+    // results of a and b are recorded, c and d are running.
+    wait_for_ledger(dir.path(), "every gated call to start", |ledger| {
+        ledger
+            .iter()
+            .filter(|e| e.call == "c" || e.call == "d")
+            .count()
+            == 2 * RUNS
+    });
+    let before = ledger(dir.path());
+    let mut per_worker: HashMap<u32, usize> = HashMap::new();
+    for execution in &before {
+        *per_worker.entry(execution.worker).or_default() += 1;
+    }
+    let victim = workers
+        .iter()
+        .position(|worker| per_worker.get(&worker.pid()).copied().unwrap_or(0) > 0)
+        .expect("no worker ran anything");
+    let victim_pid = workers[victim].pid();
+    workers[victim].kill();
+    gate.open();
+    let outcomes = submitting.join().unwrap();
+
+    // Every run completed once, its transcript in source order.
+    assert_eq!(outcomes.len(), RUNS);
+    for outcome in &outcomes {
+        assert_eq!(outcome.error, None, "{}", outcome.run_id);
+        assert_eq!(outcome.final_text().as_deref(), Some("done"));
+        assert_two_batches_in_order(outcome);
+    }
+    // The calls that were running on the victim (and only those) ran twice, the second time
+    // elsewhere as attempt 2, and their results say so; nothing recorded ran again.
+    let after = ledger(dir.path());
+    let mut executions: HashMap<(String, String), Vec<Execution>> = HashMap::new();
+    for execution in &after {
+        executions
+            .entry((execution.run.clone(), execution.call.clone()))
+            .or_default()
+            .push(execution.clone());
+    }
+    let mut retried = 0;
+    for outcome in &outcomes {
+        let results = results(outcome);
+        for call in ["a", "b", "c", "d"] {
+            let ran = &executions[&(outcome.run_id.clone(), call.to_owned())];
+            let first = &ran[0];
+            let interrupted = (call == "c" || call == "d") && first.worker == victim_pid;
+            if interrupted {
+                assert_eq!(ran.len(), 2, "{} {call}: {ran:?}", outcome.run_id);
+                assert_eq!((ran[0].attempt, ran[1].attempt), (1, 2));
+                assert_ne!(ran[1].worker, victim_pid);
+                assert_eq!(results[call].attempt, Some(2), "{} {call}", outcome.run_id);
+                retried += 1;
+            } else {
+                assert_eq!(ran.len(), 1, "{} {call} ran again: {ran:?}", outcome.run_id);
+                assert_eq!(results[call].attempt, None, "{} {call}", outcome.run_id);
+            }
+            assert!(
+                results[call].text().contains(&format!("ran {call}")),
+                "{} {call}: {}",
+                outcome.run_id,
+                results[call].text()
+            );
+        }
+    }
+    assert!(
+        retried > 0,
+        "the victim was running none of the gated calls"
+    );
+    // No recorded turn was asked of the model twice; every turn was asked once.
+    let logs: Vec<PathBuf> = workers.iter().map(|worker| worker.log.clone()).collect();
+    let asked = model_requests(&logs);
+    for run in &runs {
+        for step in ["turn-1", "turn-2", "turn-3"] {
+            assert_eq!(
+                asked.get(&(run.clone(), step.to_owned())).copied(),
+                Some(1),
+                "{run} {step}"
+            );
+        }
+    }
+    eprintln!(
+        "{RUNS} runs, victim pid {victim_pid} was running {} of them; {retried} calls ran again",
+        retried / 2
+    );
+    drop(server);
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let mut gate = Gate::closed(dir.path());
+    gate.open();
+    let script = write_script(dir.path(), &gate.path);
+    let worker = Worker::start(
+        dir.path(),
+        "worker",
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+        ],
+    );
+    let submit = |id: &str, json: bool| {
+        let mut command = Command::new(crate::support::golato_binary());
+        command.args(["submit", "--restate", &server.ingress, "--id", id]);
+        if json {
+            command.arg("--json");
+        }
+        command.arg("go").output().unwrap()
+    };
+    let first = submit("one", true);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(first.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let types: Vec<&str> = lines
+        .iter()
+        .map(|line| line["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "run_start",
+            "tool_execution_end",
+            "tool_execution_end",
+            "tool_execution_end",
+            "tool_execution_end",
+            "outcome"
+        ]
+    );
+    assert_eq!(lines[5]["final_text"], "done");
+    assert_eq!(lines[5]["tool_calls"], 4);
+    assert_eq!(ledger(dir.path()).len(), 4);
+
+    // Again with the same ID: the same outcome, nothing runs again.
+    let again = submit("one", false);
+    assert!(again.status.success());
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), "done\n");
+    assert_eq!(ledger(dir.path()).len(), 4);
+    let asked = model_requests(std::slice::from_ref(&worker.log));
+    assert_eq!(asked.len(), 3, "{asked:?}");
+
+    // The worker registered again (a restart of `golato serve --restate-admin`): accepted,
+    // and runs go on as before.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime
+        .block_on(golato::durable::register(
+            &server.admin,
+            &format!("http://127.0.0.1:{}", worker.port),
+        ))
+        .unwrap();
+    assert!(submit("two", false).status.success());
+
+    // A server that is not there: a clear error, exit 1.
+    let nowhere = Command::new(crate::support::golato_binary())
+        .args([
+            "submit",
+            "--restate",
+            &format!("http://127.0.0.1:{}", support::restate::free_port()),
+            "--id",
+            "x",
+            "--reconnect-for",
+            "1",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(nowhere.status.code(), Some(1));
+    let stderr = String::from_utf8(nowhere.stderr).unwrap();
+    assert!(
+        stderr.contains("could not reach the Restate server"),
+        "{stderr}"
+    );
+}
+
+/// Three workers with `flags` behind a balancer, its address registered with `server`.
+fn three_workers(dir: &Path, server: &Server, flags: &[&str]) -> Vec<Worker> {
+    let workers: Vec<Worker> = (0..3)
+        .map(|n| Worker::start(dir, &format!("worker{n}"), flags))
+        .collect();
+    let front = balancer(workers.iter().map(|worker| worker.port).collect());
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(golato::durable::register(
+            &server.admin,
+            &format!("http://{front}"),
+        ))
+        .unwrap();
+    workers
+}
+
+/// Starts a server and one worker registered with it, the script's gate closed.
+fn one_worker(dir: &Path) -> (Server, Gate, Worker) {
+    let server = Server::start();
+    let gate = Gate::closed(dir);
+    let script = write_script(dir, &gate.path);
+    let worker = Worker::start(
+        dir,
+        "worker",
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            dir.to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+        ],
+    );
+    (server, gate, worker)
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn cancelling_a_durable_run_reaches_its_running_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _gate, _worker) = one_worker(dir.path());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::new(&server.ingress)
+        .unwrap()
+        .with_admin(&server.admin)
+        .unwrap();
+    let running = {
+        let client = client.clone();
+        runtime.spawn(async move { client.submit("to-cancel", "go").await })
+    };
+    // Both gated calls are running (and would wait for the gate forever).
+    wait_for_ledger(dir.path(), "the gated calls to start", |ledger| {
+        ledger.len() == 4
+    });
+    assert!(runtime.block_on(client.cancel("to-cancel")).unwrap());
+    let outcome = runtime
+        .block_on(async { tokio::time::timeout(HANG_GUARD, running).await })
+        .expect("the cancelled run did not end")
+        .unwrap()
+        .unwrap();
+    let error = outcome.error.clone().expect("the run was not cancelled");
+    assert!(error.contains("cancel"), "{error}");
+    // The gated calls ended as cancelled (their bash processes killed), in the transcript.
+    let results = results(&outcome);
+    for call in ["c", "d"] {
+        let text = results[call].text();
+        assert!(results[call].is_error, "{call}: {text}");
+        assert!(
+            text.contains("cancel") || text.contains("abort"),
+            "{call}: {text}"
+        );
+    }
+    // Nothing still waits at the gate.
+    let waiting = Command::new("pgrep")
+        .args([
+            "-f",
+            &format!("flock -s {}", dir.path().join("gate").display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        waiting.stdout.is_empty(),
+        "still running: {}",
+        String::from_utf8_lossy(&waiting.stdout)
+    );
+    // Cancelling a run that is not going on finds nothing.
+    assert!(!runtime.block_on(client.cancel("to-cancel")).unwrap());
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn runs_go_on_when_the_restate_server_restarts_mid_run() {
+    const RUNS: usize = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, mut gate, worker) = one_worker(dir.path());
+    let runs: Vec<String> = (0..RUNS).map(|n| format!("restart-{n}")).collect();
+    let submitting = {
+        let (ingress, runs) = (server.ingress.clone(), runs.clone());
+        std::thread::spawn(move || submit_all(&ingress, &runs))
+    };
+    wait_for_ledger(dir.path(), "every gated call to start", |ledger| {
+        ledger.len() == 4 * RUNS
+    });
+    // SIGKILL the server and start it again on the same data: the clients reconnect, the
+    // worker is asked again, the runs go on from their journals.
+    server.restart();
+    gate.open();
+    let outcomes = submitting.join();
+    if outcomes.is_err() {
+        eprintln!(
+            "worker log: {}",
+            std::fs::read_to_string(&worker.log).unwrap_or_default()
+        );
+    }
+    let outcomes = outcomes.unwrap();
+    for outcome in &outcomes {
+        assert_eq!(outcome.error, None, "{}", outcome.run_id);
+        assert_two_batches_in_order(outcome);
+    }
+    // Recorded calls did not run again; no turn was asked twice.
+    let ran = ledger(dir.path());
+    for run in &runs {
+        for call in ["a", "b"] {
+            assert_eq!(
+                ran.iter()
+                    .filter(|e| &e.run == run && e.call == call)
+                    .count(),
+                1,
+                "{run} {call}"
+            );
+        }
+    }
+    let asked = model_requests(std::slice::from_ref(&worker.log));
+    assert!(asked.values().all(|times| *times == 1), "{asked:?}");
+    assert_eq!(asked.len(), 3 * RUNS);
+}
+
+/// How many lines `x` the file holds.
+fn marks(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| *line == "x")
+        .count()
+}
+
+/// Runs `RUNS` editors, each editing all five shared files (one `x` line added before `END`),
+/// on three workers; one worker is killed once a third of the edits are in. With `shared` the
+/// workers lock each file through Restate.
+fn editors(shared: bool) -> (usize, Vec<usize>, Vec<Outcome>) {
+    const RUNS: usize = 100;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let files: Vec<PathBuf> = (0..5)
+        .map(|n| dir.path().join(format!("shared-{n}.txt")))
+        .collect();
+    for file in &files {
+        std::fs::write(file, "END\n").unwrap();
+    }
+    let edit = |n: usize, file: &Path| {
+        serde_json::json!({"id": format!("e{n}"), "name": "edit", "arguments": {
+            "path": file, "edits": [{"oldText": "END", "newText": "x\nEND"}]}})
+    };
+    let script = dir.path().join("script.jsonl");
+    let calls: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(n, file)| edit(n, file))
+        .collect();
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{}\n",
+            serde_json::json!({ "tool_calls": calls }),
+            serde_json::json!({"text": "done"})
+        ),
+    )
+    .unwrap();
+    let mut flags = vec![
+        "--script".to_owned(),
+        script.to_str().unwrap().to_owned(),
+        "--cwd".to_owned(),
+        dir.path().to_str().unwrap().to_owned(),
+    ];
+    if shared {
+        flags.extend([
+            "--restate".to_owned(),
+            server.ingress.clone(),
+            "--lock-ttl".to_owned(),
+            "3".to_owned(),
+        ]);
+    }
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut workers = three_workers(dir.path(), &server, &flags);
+    let runs: Vec<String> = (0..RUNS).map(|n| format!("editor-{n}")).collect();
+    let submitting = {
+        let ingress = server.ingress.clone();
+        std::thread::spawn(move || submit_all(&ingress, &runs))
+    };
+    // A third of the edits are in: kill a worker in the middle of the rest.
+    let started = std::time::Instant::now();
+    while files.iter().map(|file| marks(file)).sum::<usize>() < RUNS * 5 / 3 {
+        assert!(started.elapsed() < HANG_GUARD, "the edits did not start");
+        assert!(
+            !submitting.is_finished(),
+            "every run ended before a third of the edits were in: {:?}",
+            submitting.join().map(|outcomes| outcomes.first().cloned())
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    workers[1].kill();
+    let outcomes = submitting.join().unwrap();
+    let counts = files.iter().map(|file| marks(file)).collect();
+    (RUNS, counts, outcomes)
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn editors_on_three_workers_lose_no_edit_when_one_worker_is_killed() {
+    let (runs, counts, outcomes) = editors(true);
+    assert_eq!(outcomes.len(), runs);
+    // Each file: every run's edit is there; an edit interrupted by the kill may be there twice
+    // (it ran again as attempt 2, the guarantee for an interrupted call), never more.
+    for (n, count) in counts.iter().enumerate() {
+        let call = format!("e{n}");
+        let retried = outcomes
+            .iter()
+            .filter(|outcome| results(outcome)[&call].attempt.is_some())
+            .count();
+        assert!(
+            *count >= runs && *count <= runs + retried,
+            "shared-{n}.txt has {count} edits for {runs} runs ({retried} retried)"
+        );
+    }
+    for outcome in &outcomes {
+        assert_eq!(outcome.error, None, "{}", outcome.run_id);
+        for (call, result) in results(outcome) {
+            assert!(
+                !result.is_error,
+                "{} {call}: {}",
+                outcome.run_id,
+                result.text()
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn steering_and_follow_ups_reach_a_durable_run_and_are_refused_after_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let mut gate = Gate::closed(dir.path());
+    let ledger = dir.path().join("ledger");
+    let script = dir.path().join("script.jsonl");
+    let gated = serde_json::json!({"id": "c", "name": "bash", "arguments": {"command": format!(
+        "echo \"$GOLATO_RUN_KEY c $GOLATO_TOOL_ATTEMPT $PPID\" >> {}; flock -s {} true; echo ran c",
+        ledger.display(), gate.path.display()
+    )}});
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{}\n{}\n",
+            serde_json::json!({"tool_calls": [gated]}),
+            serde_json::json!({"text": "first"}),
+            serde_json::json!({"text": "second"})
+        ),
+    )
+    .unwrap();
+    let _worker = Worker::start(
+        dir.path(),
+        "worker",
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+        ],
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::new(&server.ingress).unwrap();
+    let running = {
+        let client = client.clone();
+        runtime.spawn(async move { client.submit("steered", "go").await })
+    };
+    wait_for_ledger(dir.path(), "the gated call to start", |ledger| {
+        ledger.len() == 1
+    });
+    runtime
+        .block_on(client.steer("steered", "mind the tests"))
+        .unwrap();
+    runtime
+        .block_on(client.follow_up("steered", "now the docs"))
+        .unwrap();
+    gate.open();
+    let outcome = runtime.block_on(running).unwrap().unwrap();
+    assert_eq!(outcome.error, None);
+    let texts: Vec<String> = outcome
+        .messages
+        .iter()
+        .map(|message| match message {
+            Message::User(user) => format!("user: {}", user.text()),
+            Message::Assistant(assistant) => format!("assistant: {}", assistant.text()),
+            Message::ToolResult(result) => format!("result: {}", result.tool_call_id),
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "user: go",
+            "assistant: ",
+            "result: c",
+            "user: mind the tests",
+            "assistant: first",
+            "user: now the docs",
+            "assistant: second"
+        ]
+    );
+    // The run has ended: a message now is refused, saying so.
+    let error = runtime
+        .block_on(client.steer("steered", "too late"))
+        .unwrap_err();
+    assert!(error.to_string().contains("the run has ended"), "{error}");
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn ctrl_c_detaches_golato_submit_and_the_same_id_attaches_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, mut gate, _worker) = one_worker(dir.path());
+    let submit = || {
+        let mut command = Command::new(crate::support::golato_binary());
+        command.args([
+            "submit",
+            "--restate",
+            &server.ingress,
+            "--id",
+            "detached",
+            "go",
+        ]);
+        command
+    };
+    let child = submit()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run waits at the gate: the client is waiting for it.
+    wait_for_ledger(dir.path(), "the gated calls to start", |ledger| {
+        ledger.len() == 4
+    });
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let detached = child.wait_with_output().unwrap();
+    assert_eq!(detached.status.code(), Some(130));
+    let stderr = String::from_utf8(detached.stderr).unwrap();
+    assert!(stderr.contains("detached from run detached"), "{stderr}");
+    // The run went on; the same ID attaches to it and prints its answer.
+    gate.open();
+    let attached = submit().output().unwrap();
+    assert!(
+        attached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&attached.stderr)
+    );
+    assert_eq!(String::from_utf8(attached.stdout).unwrap(), "done\n");
+    assert_eq!(ledger(dir.path()).len(), 4, "nothing ran twice");
+}
+
+/// A durable run past its compaction threshold: the summary is a step of the run's Restate
+/// journal (`compaction-4-1`), so the run's outcome is whole and the same ID gives it again
+/// without asking the model or the summarizer.
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_durable_run_compacts_with_its_summary_in_the_journal() {
+    use std::sync::Arc;
+
+    use golato::agent::{self, Agent, Compaction};
+    use golato::generator::{Model, Scripted};
+    use golato::message::AssistantMessage;
+    use support::compaction::{fetch_tool, fetching_script, recording, PerMessage};
+
+    let server = Server::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (model, requests) = recording(Scripted::new(fetching_script(6, false)));
+    let (summaries, summary_requests) = recording(Scripted::new([AssistantMessage::with_text(
+        "Pages were fetched.",
+    )]));
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(model)),
+        tools: vec![fetch_tool(10)],
+        context_window: Some(1_000),
+        compaction: Compaction::default()
+            .with_counter(Arc::new(PerMessage))
+            .with_summarizer(Arc::new(summaries), Model::new("cheap")),
+        ..Default::default()
+    })
+    .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = runtime.spawn(golato::durable::Worker::new(agent).serve(listener, stopped));
+    runtime
+        .block_on(golato::durable::register(
+            &server.admin,
+            &format!("http://{address}"),
+        ))
+        .unwrap();
+    let client = Client::new(&server.ingress)
+        .unwrap()
+        .reconnect_for(HANG_GUARD);
+    let outcome = runtime
+        .block_on(async {
+            tokio::time::timeout(HANG_GUARD, client.submit("compacting", "go")).await
+        })
+        .expect("the run did not finish")
+        .unwrap();
+    assert_eq!(outcome.error, None, "{outcome:#?}");
+    assert_eq!(outcome.final_text().as_deref(), Some("all fetched"));
+    // The transcript keeps everything: the prompt, 7 answers, 6 results.
+    assert_eq!(outcome.messages.len(), 14);
+    let summaries_asked = summary_requests.lock().unwrap().len();
+    assert!(summaries_asked > 0, "the run never compacted");
+    let asked = requests.lock().unwrap().len();
+    // A request after the compaction began with the summary.
+    let last = requests.lock().unwrap().last().cloned().unwrap();
+    assert!(last.compacted_turns > 0, "{last:#?}");
+
+    let again = runtime.block_on(client.submit("compacting", "go")).unwrap();
+    assert_eq!(again, outcome);
+    assert_eq!(requests.lock().unwrap().len(), asked);
+    assert_eq!(summary_requests.lock().unwrap().len(), summaries_asked);
+    let _ = stop.send(());
+    runtime.block_on(worker).unwrap();
+}

@@ -1,0 +1,119 @@
+//! `golato run --journal FILE` under kill -9 (issue 17, point 1): the run's steps are synced to
+//! the file as they happen; a run started again on the file after golato was SIGKILLed mid-batch
+//! runs no call the file recorded, runs again the one that was running, and finishes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::process::Stdio;
+use std::time::Instant;
+
+use serde_json::json;
+use support::cli::*;
+use support::HANG_GUARD;
+
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < HANG_GUARD, "{what} never happened");
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    // Call a appends to the ledger and ends; call b appends, says it started and (the first
+    // time) sleeps until it is killed with golato.
+    // b.pid comes last, whole (renamed into place): the test kills the command as soon as it
+    // sees it, and b.started must be there by then.
+    let b = "echo b >> ledger; if [ -e b.started ]; then echo again; else touch b.started; echo $$ > b.pid.new; mv b.pid.new b.pid; exec sleep 1000.4321; fi";
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "a", "name": "bash", "arguments": {"command": "echo a >> ledger; echo done-a"}},
+                {"id": "b", "name": "bash", "arguments": {"command": b}},
+            ]}),
+            json!({"text": "finished"}),
+        ],
+    );
+    let journal = dir.path().join("run.journal");
+    let run = || {
+        let mut command = golato();
+        command
+            .args(["run", "--json", "--cwd"])
+            .arg(dir.path())
+            .arg("--script")
+            .arg(&script)
+            .arg("--journal")
+            .arg(&journal)
+            .arg("go")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    };
+    let mut first = run().spawn().unwrap();
+    // The handshake: a's result is in the journal and b is running.
+    wait_for("a's record and b's start", || {
+        std::fs::read_to_string(&journal).is_ok_and(|text| text.contains("turn-1/call-a"))
+            && dir.path().join("b.pid").exists()
+    });
+    let sleeping = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|cmdline| cmdline.starts_with(b"sleep\x001000.4321"))
+        })
+    };
+    wait_for("b to sleep", sleeping);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // The sandboxed command ends with golato, SIGKILL included (it would otherwise sleep on,
+    // unreaped).
+    wait_for("the sleeping command to end with golato", || !sleeping());
+
+    let second = run().output().unwrap();
+    assert!(second.status.success(), "{second:?}");
+    let stdout = String::from_utf8_lossy(&second.stdout);
+    assert!(stdout.contains("finished"), "{stdout}");
+    let ledger = std::fs::read_to_string(dir.path().join("ledger")).unwrap();
+    let count = |line: &str| ledger.lines().filter(|entry| *entry == line).count();
+    assert_eq!(
+        count("a"),
+        1,
+        "a's result was journaled: it did not run again"
+    );
+    assert_eq!(count("b"), 2, "b was running at the kill: it ran again");
+    let journaled = std::fs::read_to_string(&journal).unwrap();
+    for step in ["turn-1", "turn-1/call-a", "turn-1/call-b", "turn-2"] {
+        assert!(
+            journaled.contains(&format!("\"step\":\"{step}\"")),
+            "{step} missing from {journaled}"
+        );
+    }
+}
+
+#[test]
+fn a_journal_that_is_not_golatos_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("notes.txt");
+    std::fs::write(&journal, "shopping list\n").unwrap();
+    let output = golato_output(&[
+        "run",
+        "--journal",
+        journal.to_str().unwrap(),
+        "--script",
+        script_file(dir.path(), "s.jsonl", &[json!({"text": "hi"})])
+            .to_str()
+            .unwrap(),
+        "go",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("line 1") && stderr.contains("not golato's"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,545 @@
+//! The journal seam (issue 17, point 1): every turn and every call's result of a journaled run
+//! goes through its journal; a run started again on the same journal asks the model for no
+//! recorded turn and runs no recorded call, and a call whose result was not recorded runs again.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use golato::agent::{
+    self, Agent, Journal, JournalError, MemoryJournal, StepError, StepKey, StepWork,
+};
+use golato::generator::{EventStream, Generator, Request, Scripted};
+use golato::message::{AssistantMessage, Message, ToolCall};
+use golato::tool::{Tool, ToolResult};
+use serde_json::{json, Value};
+use support::*;
+
+/// A generator that counts the requests for each turn (by how many answers the request holds).
+#[derive(Default)]
+struct Counting {
+    inner: Option<Scripted>,
+    asked: Mutex<HashMap<usize, usize>>,
+}
+
+impl Counting {
+    fn new(script: Scripted) -> Arc<Counting> {
+        Arc::new(Counting {
+            inner: Some(script),
+            asked: Mutex::default(),
+        })
+    }
+
+    fn asked(&self, turn: usize) -> usize {
+        self.asked.lock().unwrap().get(&turn).copied().unwrap_or(0)
+    }
+}
+
+impl Generator for Counting {
+    fn stream(&self, request: Request) -> EventStream {
+        let turn = 1 + request
+            .messages
+            .iter()
+            .filter(|message| matches!(message, Message::Assistant(_)))
+            .count();
+        *self.asked.lock().unwrap().entry(turn).or_default() += 1;
+        self.inner.as_ref().unwrap().stream(request)
+    }
+}
+
+/// A tool that counts its executions per call ID and echoes its call's ID.
+fn ledger_tool(ledger: Arc<Mutex<HashMap<String, usize>>>) -> Tool {
+    Tool::new(
+        "work",
+        "Does some work.",
+        json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}),
+        move |_, arguments: Value| {
+            let ledger = Arc::clone(&ledger);
+            async move {
+                let id = arguments["id"].as_str().unwrap_or_default().to_owned();
+                *ledger.lock().unwrap().entry(id.clone()).or_default() += 1;
+                Ok(ToolResult::text(format!("did {id}")))
+            }
+        },
+    )
+}
+
+fn work_call(id: &str) -> ToolCall {
+    call(id, "work", &json!({"id": id}).to_string())
+}
+
+/// Turn 1: four parallel calls; turn 2: the answer.
+fn script() -> Scripted {
+    Scripted::new([
+        AssistantMessage::with_tool_calls(["a", "b", "c", "d"].map(work_call)),
+        AssistantMessage::with_text("all done"),
+    ])
+}
+
+fn agent(generator: Arc<Counting>, ledger: Arc<Mutex<HashMap<String, usize>>>) -> Agent {
+    Agent::new(agent::Config {
+        generator: Some(generator),
+        tools: vec![ledger_tool(ledger)],
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn result_ids(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::ToolResult(result) => Some(result.tool_call_id.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_journaled_run_records_every_step_and_replays_them_without_asking_or_running_again() {
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let journal = Arc::new(MemoryJournal::new());
+
+    let first = agent.start_journaled(prompt("go"), journal.clone());
+    let (events, first) = collect(first);
+    let first = first.unwrap();
+    let mut keys = journal.keys();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "input",
+            "turn-1",
+            "turn-1/call-a",
+            "turn-1/call-b",
+            "turn-1/call-c",
+            "turn-1/call-d",
+            "turn-1/inbox",
+            "turn-2",
+            "turn-2/inbox-end"
+        ]
+    );
+    assert_eq!(result_ids(&first.messages), ["a", "b", "c", "d"]);
+    // One start and one end event per call, as without a journal.
+    assert_eq!(tool_trace(&events).len(), 8);
+
+    // The same input on the same journal: nothing is asked or run again, the same transcript.
+    let again = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+    assert_eq!(again.messages, first.messages);
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 1));
+    assert!(ledger.lock().unwrap().values().all(|runs| *runs == 1));
+
+    // Without a journal the run is the same.
+    let plain = agent.start(prompt("go")).wait().unwrap();
+    assert_eq!(plain.messages, first.messages);
+}
+
+/// A journal that fails to record the steps named in `failing`, once each, and otherwise is a
+/// [`MemoryJournal`]: what a journal whose store went away mid-run looks like to the run.
+#[derive(Debug)]
+struct Flaky {
+    inner: Arc<MemoryJournal>,
+    failing: Mutex<Vec<String>>,
+}
+
+impl Journal for Flaky {
+    fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+        let name = key.to_string();
+        let fails = {
+            let mut failing = self.failing.lock().unwrap();
+            let found = failing.iter().position(|step| *step == name);
+            found.map(|at| failing.remove(at)).is_some()
+        };
+        if !fails {
+            return self.inner.step(key, work);
+        }
+        async move {
+            // The work is done (the call ran), but its record is lost.
+            let _ = work.run().await;
+            Err(StepError::Journal(JournalError {
+                step: name,
+                reason: "the store is gone".to_owned(),
+            }))
+        }
+        .boxed()
+    }
+}
+
+#[test]
+fn a_run_picked_up_after_its_journal_failed_reruns_only_what_was_not_recorded() {
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let memory = Arc::new(MemoryJournal::new());
+    let flaky = Arc::new(Flaky {
+        inner: Arc::clone(&memory),
+        failing: Mutex::new(vec!["turn-1/call-c".to_owned()]),
+    });
+
+    let error = agent
+        .start_journaled(prompt("go"), flaky.clone())
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, agent::Error::Journal { .. }), "{error}");
+    assert!(error.to_string().contains("turn-1/call-c"), "{error}");
+    // The transcript so far: the call whose record failed says so.
+    let messages = error.messages().unwrap();
+    let failed = messages
+        .iter()
+        .find_map(|message| match message {
+            Message::ToolResult(result) if result.tool_call_id == "c" => Some(result.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(failed.is_error && failed.text().contains("the store is gone"));
+
+    // Picked up on the journal (which works again): turn 1 is not asked again, a, b and d
+    // do not run again, c does (its result was never recorded), the run ends.
+    let picked_up = agent.start_journaled(prompt("go"), flaky).wait().unwrap();
+    assert_eq!(picked_up.final_message.text(), "all done");
+    assert_eq!(result_ids(&picked_up.messages), ["a", "b", "c", "d"]);
+    assert_eq!(generator.asked(1), 1);
+    assert_eq!(generator.asked(2), 1);
+    let ledger = ledger.lock().unwrap();
+    assert_eq!(
+        (ledger["a"], ledger["b"], ledger["c"], ledger["d"]),
+        (1, 1, 2, 1)
+    );
+}
+
+#[test]
+fn a_failed_turn_is_not_recorded_and_is_asked_again() {
+    // The script has one entry: turn 2 fails (script exhausted), which is not recorded.
+    let generator = Counting::new(Scripted::new([AssistantMessage::with_tool_calls([
+        work_call("a"),
+    ])]));
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let journal = Arc::new(MemoryJournal::new());
+    for _ in 0..2 {
+        let error = agent
+            .start_journaled(prompt("go"), journal.clone())
+            .wait()
+            .unwrap_err();
+        assert!(matches!(error, agent::Error::Generator { .. }), "{error}");
+    }
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 2));
+    assert_eq!(ledger.lock().unwrap()["a"], 1);
+    // The inbox after the batch is a step too (nothing was queued: it records none).
+    assert_eq!(
+        journal.keys(),
+        ["input", "turn-1", "turn-1/call-a", "turn-1/inbox"]
+    );
+}
+
+#[test]
+fn a_journal_belongs_to_one_input() {
+    let generator = Counting::new(script());
+    let agent = agent(Arc::clone(&generator), Arc::default());
+    let journal = Arc::new(MemoryJournal::new());
+    agent
+        .start_journaled(prompt("go"), journal.clone())
+        .wait()
+        .unwrap();
+    let error = agent
+        .start_journaled(prompt("something else"), journal)
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, agent::Error::Journal { .. }), "{error}");
+    assert!(error.to_string().contains("another input"), "{error}");
+    assert_eq!(
+        generator.asked(1),
+        1,
+        "the other input was not run on this journal"
+    );
+}
+
+#[test]
+fn a_journal_holding_something_else_is_a_clear_error() {
+    #[derive(Debug)]
+    struct Garbage;
+    impl Journal for Garbage {
+        fn step(&self, _: StepKey, _: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+            futures::future::ready(Ok(json!({"not": "a message"}))).boxed()
+        }
+    }
+    let generator = Counting::new(script());
+    let agent = agent(Arc::clone(&generator), Arc::default());
+    let error = agent
+        .start_journaled(prompt("go"), Arc::new(Garbage))
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, agent::Error::Journal { .. }), "{error}");
+    assert!(
+        error.to_string().contains("another version of golato"),
+        "{error}"
+    );
+    assert_eq!(generator.asked(1), 0);
+
+    // A record of a newer format is named as such.
+    #[derive(Debug)]
+    struct Newer;
+    impl Journal for Newer {
+        fn step(&self, _: StepKey, _: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+            futures::future::ready(Ok(json!({"golato_journal": 99, "step": {}}))).boxed()
+        }
+    }
+    let error = agent
+        .start_journaled(prompt("go"), Arc::new(Newer))
+        .wait()
+        .unwrap_err();
+    assert!(error.to_string().contains("format 99"), "{error}");
+}
+
+#[test]
+fn sequential_calls_go_through_the_journal_one_after_another() {
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::clone(&generator) as Arc<dyn Generator>),
+        tools: vec![
+            ledger_tool(Arc::clone(&ledger)).with_execution(golato::tool::Execution::Sequential)
+        ],
+        ..Default::default()
+    })
+    .unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let (events, first) = collect(agent.start_journaled(prompt("go"), journal.clone()));
+    let first = first.unwrap();
+    // In a sequential batch each call starts after the one before it ended.
+    assert_eq!(
+        tool_trace(&events),
+        ["start:0", "end:0", "start:1", "end:1", "start:2", "end:2", "start:3", "end:3"]
+    );
+    let again = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+    assert_eq!(again.messages, first.messages);
+    assert!(ledger.lock().unwrap().values().all(|runs| *runs == 1));
+}
+
+#[test]
+fn a_journal_made_from_a_transcript_picks_the_run_up_as_resuming_the_transcript_does() {
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let whole = agent.start(prompt("go")).wait().unwrap().messages;
+    // Cut after the results of a and b: the run stopped while c and d were running.
+    let cut: Vec<Message> = whole[..4].to_vec();
+    assert_eq!(result_ids(&cut), ["a", "b"]);
+
+    let resumed = agent
+        .start(agent::Input {
+            prompts: Vec::new(),
+            transcript: cut.clone(),
+            summary: None,
+        })
+        .wait()
+        .unwrap();
+    let journal = Arc::new(MemoryJournal::from_transcript(&cut));
+    let picked_up = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+    assert_eq!(picked_up.messages, resumed.messages);
+    assert_eq!(picked_up.messages, whole);
+    let ledger = ledger.lock().unwrap();
+    // The whole run, then c and d once for each way of picking it up.
+    assert_eq!(
+        (ledger["a"], ledger["b"], ledger["c"], ledger["d"]),
+        (1, 1, 3, 3)
+    );
+}
+
+#[test]
+fn a_file_journal_survives_its_process_and_ignores_a_line_cut_by_a_crash() {
+    use golato::agent::FileJournal;
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.journal");
+    let generator = Counting::new(script());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    let first = agent
+        .start_journaled(prompt("go"), Arc::new(FileJournal::open(&path).unwrap()))
+        .wait()
+        .unwrap();
+    // Drop the last two records (the answer and one call), and leave half a line, as a crash
+    // mid-write would.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.len(),
+        9,
+        "the input, two turns, four calls and two inbox steps"
+    );
+    let kept = lines[..5].join("\n") + "\n";
+    let mut file = std::fs::File::create(&path).unwrap();
+    file.write_all(kept.as_bytes()).unwrap();
+    file.write_all(&lines[5].as_bytes()[..10]).unwrap();
+    drop(file);
+    let reopened = FileJournal::open(&path).unwrap();
+    assert_eq!(reopened.keys().len(), 5);
+    let again = agent
+        .start_journaled(prompt("go"), Arc::new(reopened))
+        .wait()
+        .unwrap();
+    assert_eq!(again.messages, first.messages);
+    // Only the call whose record was lost ran again, and the answer was asked again.
+    assert_eq!(ledger.lock().unwrap().values().sum::<usize>(), 5);
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 2));
+}
+
+/// A journal that runs the call `retried` as its third attempt (as a durable journal does for a
+/// call that was running when two earlier processes died), under the run key `run-7`.
+#[derive(Debug)]
+struct Retrying {
+    inner: MemoryJournal,
+    retried: &'static str,
+}
+
+impl Journal for Retrying {
+    fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+        match &key {
+            StepKey::Call { call_id, .. } if call_id == self.retried => {
+                let work = StepWork::new(work.run_attempt(3));
+                self.inner.step(key, work)
+            }
+            _ => self.inner.step(key, work),
+        }
+    }
+
+    fn run_key(&self) -> Option<&str> {
+        Some("run-7")
+    }
+}
+
+#[test]
+fn a_retried_call_sees_its_attempt_and_its_result_says_so() {
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    let tool = {
+        let seen = Arc::clone(&seen);
+        Tool::new(
+            "work",
+            "Does some work.",
+            json!({"type": "object", "properties": {"id": {"type": "string"}}}),
+            move |context, _: Value| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    seen.lock().unwrap().insert(
+                        context.call().id.clone(),
+                        (context.attempt(), context.run_key().map(str::to_owned)),
+                    );
+                    Ok(ToolResult::text("done"))
+                }
+            },
+        )
+    };
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(script())),
+        tools: vec![tool],
+        ..Default::default()
+    })
+    .unwrap();
+    let journal = Arc::new(Retrying {
+        inner: MemoryJournal::new(),
+        retried: "c",
+    });
+    let (events, outcome) = collect(agent.start_journaled(prompt("go"), journal));
+    let outcome = outcome.unwrap();
+
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen["c"], (3, Some("run-7".to_owned())));
+    assert_eq!(seen["a"], (1, Some("run-7".to_owned())));
+    let attempts: Vec<_> = outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::ToolResult(result) => Some((result.tool_call_id.as_str(), result.attempt)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [("a", None), ("b", None), ("c", Some(3)), ("d", None)]
+    );
+    // The end event carries the same result.
+    let ended = events.iter().find_map(|event| match event {
+        agent::Event::ToolExecutionEnd(end) if end.call.id == "c" => Some(end.result.attempt),
+        _ => None,
+    });
+    assert_eq!(ended, Some(Some(3)));
+    // A run without a journal: first attempt, no key.
+    let plain = agent.start(prompt("go")).wait().unwrap();
+    assert!(plain.messages.iter().all(
+        |message| !matches!(message, Message::ToolResult(result) if result.attempt.is_some())
+    ));
+}
+
+#[test]
+fn a_journal_records_the_steering_a_run_took_and_a_replay_takes_the_same() {
+    let (started, is_started) = std::sync::mpsc::channel();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let tool = {
+        let release = Arc::clone(&release);
+        let started = Mutex::new(started);
+        Tool::new(
+            "work",
+            "Does some work.",
+            json!({"type": "object", "properties": {"id": {"type": "string"}}}),
+            move |_, _: Value| {
+                let release = Arc::clone(&release);
+                let _ = started.lock().unwrap().send(());
+                async move {
+                    release.notified().await;
+                    Ok(ToolResult::text("done"))
+                }
+            },
+        )
+    };
+    let generator = Counting::new(Scripted::new([
+        AssistantMessage::with_tool_calls([work_call("a")]),
+        AssistantMessage::with_text("steered"),
+    ]));
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::clone(&generator) as Arc<dyn Generator>),
+        tools: vec![tool],
+        ..Default::default()
+    })
+    .unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let run = agent.start_journaled(prompt("go"), journal.clone());
+    is_started.recv().unwrap();
+    run.steer(golato::message::UserMessage::new("look at b too"))
+        .unwrap();
+    release.notify_one();
+    let first = run.wait().unwrap();
+    let user_texts = |messages: &[Message]| -> Vec<String> {
+        messages
+            .iter()
+            .filter_map(|message| match message {
+                Message::User(user) => Some(user.text()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(user_texts(&first.messages), ["go", "look at b too"]);
+    assert!(journal.keys().contains(&"turn-1/inbox".to_owned()));
+
+    // Picked up again on the journal, nobody steering: the recorded steering joins at the same
+    // place, and nothing is asked or run again.
+    let again = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+    assert_eq!(again.messages, first.messages);
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 1));
+
+    // The same from the transcript alone.
+    let from_transcript = Arc::new(MemoryJournal::from_transcript(&first.messages));
+    let resumed = agent
+        .start_journaled(prompt("go"), from_transcript)
+        .wait()
+        .unwrap();
+    assert_eq!(resumed.messages, first.messages);
+    assert_eq!((generator.asked(1), generator.asked(2)), (1, 1));
+}
