@@ -16,7 +16,7 @@ use golato::tool::BoxError;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::interrupt::Signals;
-use crate::report::View;
+use crate::report::{Answer, View};
 
 /// Which calls ask first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -89,27 +89,6 @@ fn detail(call: &golato::message::ToolCall, arguments: &serde_json::Value) -> St
         _ => None,
     }
     .unwrap_or_else(|| format!("{} {}", call.name, call.arguments))
-}
-
-/// What the person said.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Answer {
-    Yes,
-    No,
-    /// Yes, and to every later call of this tool in this run.
-    Always,
-}
-
-impl Answer {
-    /// The answer a line of input gives, if it is one.
-    pub(crate) fn parse(line: &str) -> Option<Answer> {
-        match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => Some(Answer::Yes),
-            "n" | "no" | "" => Some(Answer::No),
-            "a" | "always" => Some(Answer::Always),
-            _ => None,
-        }
-    }
 }
 
 /// The questions of a run, for the loop that drives it.

@@ -9,11 +9,11 @@ use std::io::Write as _;
 use golato::agent::{Event, Input};
 use golato::message::{Message, UserMessage};
 
-use crate::approve::{Answer, Question};
+use crate::approve::Question;
 use crate::args::ChatArgs;
 use crate::interrupt::Signals;
 use crate::live::{Live, Target};
-use crate::report::{Ending, Tally, View};
+use crate::report::{Answer, Ending, Tally, View};
 use crate::run::{build_agent, describe, spinners, Built};
 use crate::{CliError, Exit};
 

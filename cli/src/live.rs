@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::interrupt::Signal;
 use crate::record::Mismatch;
-use crate::report::{Ending, View};
+use crate::report::{Answer, Ending, View};
 use crate::shown::visible;
 
 const GREEN: Style = AnsiColor::Green.on_default();
@@ -426,7 +426,7 @@ impl View for Live {
         let _ = write!(err, "{YELLOW}?{YELLOW:#} {prompt}").and_then(|()| err.flush());
     }
 
-    fn answered(&mut self, _answer: crate::approve::Answer) {
+    fn answered(&mut self, _answer: Answer) {
         if let Some(bars) = &self.bars {
             bars.set_draw_target(self.target.draw_target());
         }

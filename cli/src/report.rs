@@ -28,8 +28,29 @@ pub(crate) trait View {
         let _ = prompt;
     }
     /// The question was answered.
-    fn answered(&mut self, answer: crate::approve::Answer) {
+    fn answered(&mut self, answer: Answer) {
         let _ = answer;
+    }
+}
+
+/// What the person said to a question (an approval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    Yes,
+    No,
+    /// Yes, and to every later call of this tool in this run.
+    Always,
+}
+
+impl Answer {
+    /// The answer a line of input gives, if it is one.
+    pub(crate) fn parse(line: &str) -> Option<Answer> {
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => Some(Answer::Yes),
+            "n" | "no" | "" => Some(Answer::No),
+            "a" | "always" => Some(Answer::Always),
+            _ => None,
+        }
     }
 }
 

@@ -13,14 +13,14 @@ use golato::tool::Execution;
 use indicatif::MultiProgress;
 use tokio::sync::mpsc;
 
-use crate::approve::{Answer, Approve, Approver, Questions};
+use crate::approve::{Approve, Approver, Questions};
 use crate::args::{AgentArgs, ResumeArgs, RunArgs, ViewArgs};
 use crate::header::Header;
 use crate::interrupt::Signals;
 use crate::json::JsonLines;
 use crate::live::{Live, Target};
 use crate::record::{Recorder, Recording};
-use crate::report::{Ending, Tally, View};
+use crate::report::{Answer, Ending, Tally, View};
 use crate::session::Saved;
 use crate::{trace, CliError, Exit};
 
