@@ -40,7 +40,9 @@ pub mod mcp;
 pub mod message;
 #[cfg(feature = "observe")]
 pub mod observe;
-pub mod sandbox;
+/// What the built-in tools may touch: the [`golato-sandbox`](golato_sandbox) crate, re-exported.
+#[doc(inline)]
+pub use golato_sandbox as sandbox;
 pub mod tool;
 
 pub use agent::{Agent, Event, Input, Run, RunResult};

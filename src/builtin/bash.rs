@@ -120,7 +120,7 @@ async fn run(
         Some(sandbox) => {
             let (status_reader, status_writer) = std::io::pipe().map_err(pipe_failed)?;
             status = Some(status_reader);
-            let mut command = tokio::process::Command::new(&sandbox.helper);
+            let mut command = tokio::process::Command::new(sandbox.helper());
             command
                 .args(sandbox.helper_args())
                 .arg("bash")

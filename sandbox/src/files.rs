@@ -16,7 +16,7 @@ use super::Mode;
 
 /// What the file tools may touch.
 #[derive(Debug, Clone)]
-pub(crate) struct FileRules {
+pub struct FileRules {
     mode: Mode,
     /// Each writable root, and its directory held open since the policy was resolved.
     writable: Vec<(PathBuf, Arc<OwnedFd>)>,
@@ -27,7 +27,7 @@ pub(crate) struct FileRules {
 
 /// A place a write may change: its directory, held open, and the file's name in it.
 #[derive(Debug)]
-pub(crate) struct Place {
+pub struct Place {
     directory: OwnedFd,
     name: OsString,
 }
@@ -35,18 +35,19 @@ pub(crate) struct Place {
 impl Place {
     /// The held directory as a path (`/proc/self/fd/N`): everything reached through it stays
     /// in that directory, whatever is renamed or linked on the way meanwhile.
-    pub(crate) fn directory(&self) -> PathBuf {
+    pub fn directory(&self) -> PathBuf {
         PathBuf::from(format!("/proc/self/fd/{}", self.directory.as_raw_fd()))
     }
 
     /// The file in the held directory.
-    pub(crate) fn path(&self) -> PathBuf {
+    pub fn path(&self) -> PathBuf {
         self.directory().join(&self.name)
     }
 }
 
 impl FileRules {
-    pub(crate) fn new(prepared: &Prepared) -> FileRules {
+    /// The file tools' rules under `prepared`.
+    pub fn new(prepared: &Prepared) -> FileRules {
         FileRules {
             mode: prepared.mode,
             writable: prepared.roots.clone(),
@@ -57,13 +58,13 @@ impl FileRules {
     }
 
     /// Whether a write may change a file with several hard links.
-    pub(crate) fn allows_hard_links(&self) -> bool {
+    pub fn allows_hard_links(&self) -> bool {
         self.allow_hard_links
     }
 
     /// Opens `path` for reading as the sandbox allows: no magic link on the way (a
     /// `/proc/PID/fd/N` leads to whatever another process holds, deleted files too).
-    pub(crate) fn open_for_reading(&self, path: &Path) -> std::io::Result<std::fs::File> {
+    pub fn open_for_reading(&self, path: &Path) -> std::io::Result<std::fs::File> {
         let fd = rustix::fs::openat2(
             rustix::fs::CWD,
             path,
@@ -77,7 +78,7 @@ impl FileRules {
     /// Refuses `file` (opened from what the model called `shown`) if it lies under a denied
     /// path, or in another process's part of `/proc` (or golato's own: its environment holds
     /// the provider's key), which `bash` in its own PID namespace cannot see either.
-    pub(crate) fn check_read(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {
+    pub fn check_read(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {
         let real =
             std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).map_err(|error| {
                 format!(
@@ -98,7 +99,7 @@ impl FileRules {
 
     /// The place of `target` (absolute; its last component is the file), opened beneath the
     /// writable root it is in, its missing directories created when `create` says so.
-    pub(crate) fn writable_place(
+    pub fn writable_place(
         &self,
         target: &Path,
         shown: &str,

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use nix::mount::{mount, MsFlags};
 
 use super::{failed, Stop};
-use crate::sandbox::prepare::{Spec, SHM};
+use crate::prepare::{Spec, SHM};
 
 /// Devices bound into the sandbox's own `/dev` from the host's.
 const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];

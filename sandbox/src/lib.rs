@@ -1,8 +1,9 @@
-//! An operating-system sandbox for the built-in tools: what `bash`, `read`, `write` and `edit`
-//! may touch.
+//! golato's operating-system sandbox: what the built-in tools `bash`, `read`, `write` and `edit`
+//! may touch. golato re-exports this crate as `golato::sandbox`; most programs use it from
+//! there.
 //!
-//! Off by default, as the page says: the built-ins run with the host process's power unless
-//! [`builtin::Config::sandbox`](crate::builtin::Config::sandbox) asks for a [`Policy`]. Under
+//! Off by default: the built-ins run with the host process's power unless golato's
+//! `builtin::Config::sandbox` asks for a [`Policy`]. Under
 //! [`Mode::ReadOnly`] or [`Mode::WorkspaceWrite`]:
 //!
 //! - `bash` runs its command in a helper process that confines itself before it starts bash, so
@@ -23,20 +24,23 @@
 //!   cannot redirect the write.
 //!
 //! The kernel must have what the policy needs (Landlock, user namespaces): where it does not,
-//! [`builtin::new`](crate::builtin::new) fails with [`Error::Unsupported`] naming what is
-//! missing. A sandbox is never silently left out.
+//! golato's `builtin::new` (through [`Prepared::new`]) fails with [`Error::Unsupported`] naming
+//! what is missing. A sandbox is never silently left out.
+//!
+//! The public surface is small: the [`Policy`] a caller chooses, the [`Prepared`] policy the
+//! built-ins hold (the helper's command line for `bash`, [`FileRules`] for the file tools), the
+//! [`Error`]s, and [`run_helper_if_asked`], the helper's entry point.
 //!
 //! ```no_run
-//! use golato::{builtin, sandbox};
+//! use golato_sandbox::{run_helper_if_asked, Policy, Prepared};
 //!
-//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! fn main() -> Result<(), golato_sandbox::Error> {
 //!     // First thing in main: this program is also the sandbox's helper.
-//!     sandbox::run_helper_if_asked();
-//!     let tools = builtin::new(builtin::Config {
-//!         sandbox: sandbox::Policy::workspace_write().deny_reading("~/.ssh"),
-//!         ..Default::default()
-//!     })?;
-//!     # let _ = tools;
+//!     run_helper_if_asked();
+//!     let policy = Policy::workspace_write().deny_reading("~/.ssh");
+//!     // What golato's `builtin::new` does with `builtin::Config::sandbox`.
+//!     let prepared = Prepared::new(&policy, std::path::Path::new("."))?;
+//!     # let _ = prepared;
 //!     Ok(())
 //! }
 //! ```
@@ -50,8 +54,8 @@ mod prepare;
 use std::path::{Component, Path, PathBuf};
 
 #[cfg(target_os = "linux")]
-pub(crate) use files::{FileRules, Place};
-pub(crate) use prepare::Prepared;
+pub use files::{FileRules, Place};
+pub use prepare::Prepared;
 
 /// The first argument that makes a program act as the sandbox's helper.
 pub const HELPER_ARG: &str = "__golato-sandbox";
@@ -239,7 +243,7 @@ pub const PROTECTED_NAMES: [&str; 18] = [
 /// `GOLATO_RUN_KEY` does not count.
 ///
 /// ```
-/// use golato::sandbox::looks_secret;
+/// use golato_sandbox::looks_secret;
 /// assert!(looks_secret("OPENAI_API_KEY"));
 /// assert!(looks_secret("github_token"));
 /// assert!(!looks_secret("PATH"));
@@ -297,7 +301,7 @@ pub enum Error {
 ///
 /// ```
 /// let cwd = std::env::temp_dir().canonicalize()?;
-/// let resolved = golato::sandbox::resolve(&cwd, "a/../b/./new.txt".as_ref());
+/// let resolved = golato_sandbox::resolve(&cwd, "a/../b/./new.txt".as_ref());
 /// assert_eq!(resolved, cwd.join("b/new.txt"));
 /// # Ok::<(), std::io::Error>(())
 /// ```
@@ -320,7 +324,7 @@ pub fn resolve(cwd: &Path, path: &Path) -> PathBuf {
 }
 
 /// `path` with `.` and `..` folded lexically (a `..` at the root stays there).
-pub(crate) fn fold(path: &Path) -> PathBuf {
+pub fn fold(path: &Path) -> PathBuf {
     let mut folded = PathBuf::new();
     for component in path.components() {
         match component {

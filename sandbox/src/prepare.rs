@@ -42,9 +42,9 @@ pub(crate) struct Spec {
     pub(crate) cwd: PathBuf,
 }
 
-/// A policy ready for the tools.
+/// A policy resolved against a working directory and probed: what the built-ins hold.
 #[derive(Debug)]
-pub(crate) struct Prepared {
+pub struct Prepared {
     pub(crate) mode: Mode,
     pub(crate) helper: PathBuf,
     /// The helper's instructions, as JSON.
@@ -59,7 +59,7 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     /// `None` for [`Mode::Off`]; else the policy resolved against `cwd` and probed.
-    pub(crate) fn new(policy: &Policy, cwd: &Path) -> Result<Option<Prepared>, Error> {
+    pub fn new(policy: &Policy, cwd: &Path) -> Result<Option<Prepared>, Error> {
         if policy.mode == Mode::Off {
             return Ok(None);
         }
@@ -169,8 +169,19 @@ impl Prepared {
         }))
     }
 
+    /// The program that confines a command: run it with [`Prepared::helper_args`], then the
+    /// command and its arguments.
+    pub fn helper(&self) -> &Path {
+        &self.helper
+    }
+
+    /// The mode this policy enforces.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
     /// The helper's arguments before the command's own: [`HELPER_ARG`], the spec, `--`.
-    pub(crate) fn helper_args(&self) -> [&str; 3] {
+    pub fn helper_args(&self) -> [&str; 3] {
         [HELPER_ARG, &self.spec_json, "--"]
     }
 }
@@ -294,7 +305,17 @@ fn run_probe(helper: &Path, spec_json: &str) -> Result<Arc<str>, Outcome> {
         if stderr.is_empty() {
             String::new()
         } else {
-            format!("; it said: {}", crate::agent::validation::excerpt(stderr))
+            format!("; it said: {}", excerpt(stderr))
         }
     )))
+}
+
+/// At most this much of what a failed helper said goes into an error.
+const EXCERPT_CHARS: usize = 2_000;
+
+fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
+        None => text.to_owned(),
+    }
 }
