@@ -54,7 +54,7 @@ mod compaction;
 mod error;
 mod event;
 mod input;
-pub(crate) mod journal;
+pub mod journal;
 mod output;
 mod run;
 mod run_actor;

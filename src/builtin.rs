@@ -126,7 +126,7 @@ pub struct Config {
     pub bash_output_file_limit: Option<u64>,
     /// A lock shared with other processes that `write` and `edit` also take on a file (after
     /// this process's own), for processes sharing a file system: durable workers use
-    /// `golato::durable::SharedPathLock`. `None` (the default): the lock is this process's.
+    /// `golato_restate::SharedPathLock`. `None` (the default): the lock is this process's.
     pub shared_lock: Option<Arc<dyn SharedLock>>,
     /// What the built-ins may touch ([`sandbox`]); [`sandbox::Policy::off`]
     /// (the default) leaves them the process's power. Any other mode is checked by [`new`],

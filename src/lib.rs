@@ -27,8 +27,6 @@
 
 pub mod agent;
 pub mod builtin;
-#[cfg(feature = "durable")]
-pub mod durable;
 pub mod embed;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
@@ -45,6 +43,7 @@ pub mod observe;
 pub use golato_sandbox as sandbox;
 pub mod tool;
 
+pub use agent::journal;
 pub use agent::{Agent, Event, Input, Run, RunResult};
 pub use golato_actors::{
     ActorStats, Host, HostConfig, HostError, HostStats, ShutdownReport, WaitBucket, WaitHistogram,

@@ -6,7 +6,7 @@ use crate::{CliError, Exit};
 #[cfg(not(feature = "durable"))]
 fn unavailable(command: &str) -> CliError {
     CliError::usage(format!(
-        "`golato {command}` needs durable runs, which this golato was built without; build it with `cargo install golato --features durable` (or `cargo build --features durable`)"
+        "`golato {command}` needs durable runs, which this golato was built without; build it with its default features (`cargo install --path cli`)"
     ))
 }
 
@@ -23,11 +23,11 @@ pub(crate) async fn submit(_: SubmitArgs) -> Result<Exit, CliError> {
 /// Serves the `GolatoRun` object until SIGINT or SIGTERM; registers it first when asked.
 #[cfg(feature = "durable")]
 pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
-    use golato::durable::Worker;
+    use golato_restate::Worker;
     log_to_stderr();
     let shared_lock = match &args.restate {
         Some(ingress) => Some(std::sync::Arc::new(
-            golato::durable::SharedPathLock::new(ingress)
+            golato_restate::SharedPathLock::new(ingress)
                 .map_err(|error| CliError::usage(format!("--restate: {error}")))?
                 .with_ttl(args.lock_ttl),
         ) as std::sync::Arc<dyn golato::builtin::SharedLock>),
@@ -55,7 +55,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     let server = tokio::spawn(Worker::new(agent).serve(listener, stop.clone().cancelled_owned()));
     eprintln!("golato: serving durable runs on {address}");
     if let Some(admin) = &args.restate_admin {
-        if let Err(error) = golato::durable::register(admin, &advertised).await {
+        if let Err(error) = golato_restate::register(admin, &advertised).await {
             stop.cancel();
             return Err(CliError::Failed(format!("--restate-admin: {error}")));
         }
@@ -105,7 +105,7 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
     use golato::message::Message;
     use serde_json::json;
     use std::io::Write as _;
-    let client = golato::durable::Client::new(&args.restate)
+    let client = golato_restate::Client::new(&args.restate)
         .map_err(|error| CliError::usage(format!("--restate: {error}")))?
         .reconnect_for(args.reconnect_for);
     let id = args.id.clone().unwrap_or_else(new_id);

@@ -13,6 +13,7 @@ mod suite {
     mod cli;
     mod config;
     mod demo;
+    #[cfg(feature = "durable")]
     mod durable;
     mod faults;
     mod file_ownership;

@@ -13,7 +13,7 @@ use crate::tool::ToolContext;
 /// A lock on a path shared with other processes, so that two processes (durable workers on one
 /// file system) never interleave their writes of one file: `write` and `edit` take it after the
 /// process's own lease on the path and hold it until the file is written.
-/// `golato::durable::SharedPathLock` (feature `durable`) is one, on Restate.
+/// `golato_restate::SharedPathLock` (the golato-restate crate) is one, on Restate.
 pub trait SharedLock: Send + Sync + fmt::Debug + 'static {
     /// Waits until this process holds `path` (canonical, as far as it exists) and returns the
     /// guard that releases it when dropped; an error says why the lock could not be taken.

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use golato::durable::{Client, Outcome};
 use golato::message::Message;
+use golato_restate::{Client, Outcome};
 use support::restate::{balancer, Server, Worker};
 
 /// The longest any of these tests may take before it is declared hung (a guard, not a timing).
@@ -380,7 +380,7 @@ fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
     // and runs go on as before.
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime
-        .block_on(golato::durable::register(
+        .block_on(golato_restate::register(
             &server.admin,
             &format!("http://127.0.0.1:{}", worker.port),
         ))
@@ -417,7 +417,7 @@ fn three_workers(dir: &Path, server: &Server, flags: &[&str]) -> Vec<Worker> {
     let front = balancer(workers.iter().map(|worker| worker.port).collect());
     tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(golato::durable::register(
+        .block_on(golato_restate::register(
             &server.admin,
             &format!("http://{front}"),
         ))
@@ -814,9 +814,9 @@ fn a_durable_run_compacts_with_its_summary_in_the_journal() {
         .unwrap();
     let address = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = runtime.spawn(golato::durable::Worker::new(agent).serve(listener, stopped));
+    let worker = runtime.spawn(golato_restate::Worker::new(agent).serve(listener, stopped));
     runtime
-        .block_on(golato::durable::register(
+        .block_on(golato_restate::register(
             &server.admin,
             &format!("http://{address}"),
         ))

@@ -1,4 +1,4 @@
-//! The journal seam: see [`Journal`].
+//! The journal seam: see [`Journal`]. Also reachable as `golato::journal`.
 
 mod file;
 
@@ -128,8 +128,9 @@ impl StepWork {
 /// error instead of being misread.
 pub const JOURNAL_FORMAT: u64 = 1;
 
-/// `value` as golato records it.
-pub(crate) fn seal(value: Value) -> Value {
+/// `value` as golato records it: what a [`Journal`] kept outside golato (golato-restate's) hands
+/// back for a step it answers itself.
+pub fn seal(value: Value) -> Value {
     serde_json::json!({"golato_journal": JOURNAL_FORMAT, "step": value})
 }
 

@@ -11,12 +11,12 @@
 //! ```text
 //! cargo build --release
 //! GOLATO_RESTATE_SERVER=.../bin/restate-server \
-//!     cargo run --release -p golato --features durable --example durable_load -- [--runs 300] [--calls 8]
+//!     cargo run --release -p golato-restate --example durable_load -- [--runs 300] [--calls 8]
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-#[path = "../tests/support/restate.rs"]
+#[path = "../../tests/support/restate.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod restate;
 
@@ -25,9 +25,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use golato::agent::{self, Agent};
-use golato::durable::Client;
 use golato::generator::Scripted;
 use golato::message::UserMessage;
+use golato_restate::Client;
 use restate::{balancer, Server, Worker};
 use serde_json::json;
 
@@ -91,7 +91,7 @@ fn cluster(
         .collect();
     let front = balancer(workers.iter().map(|worker| worker.port).collect());
     runtime
-        .block_on(golato::durable::register(
+        .block_on(golato_restate::register(
             &server.admin,
             &format!("http://{front}"),
         ))

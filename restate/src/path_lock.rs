@@ -18,7 +18,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use restate_sdk::prelude::*;
 
-use crate::builtin::{SharedLease, SharedLock};
+use golato::builtin::{SharedLease, SharedLock};
 
 /// The longest a path stays held by a holder that never releases it (its process died).
 pub const LEASE_TTL: Duration = Duration::from_secs(30);
@@ -112,7 +112,7 @@ impl LeaseWorkflow {
 }
 
 /// A [`SharedLock`] on a Restate server: give it to
-/// [`builtin::Config::shared_lock`](crate::builtin::Config::shared_lock) of every worker sharing
+/// [`builtin::Config::shared_lock`](golato::builtin::Config::shared_lock) of every worker sharing
 /// a file system, so that their
 /// `write` and `edit` calls never interleave on one file.
 ///
@@ -158,7 +158,7 @@ impl SharedPathLock {
         let response = request.send().await.map_err(|error| {
             format!(
                 "the Restate server at {url} did not answer: {}",
-                crate::generator::http::causes(&error)
+                crate::causes(&error)
             )
         })?;
         let status = response.status();

@@ -1,14 +1,15 @@
-//! Runs that outlive their process: durable agent runs on a [Restate](https://restate.dev)
-//! server (feature `durable`).
+//! Runs that outlive their process: golato's agent runs made durable on a
+//! [Restate](https://restate.dev) server. The command line's `golato serve` and `golato submit`
+//! are this crate.
 //!
 //! A durable run is a Restate virtual object, `GolatoRun`, keyed by the run's ID. Its `run`
 //! handler starts an ordinary run of the worker's [`Agent`] with a journal
-//! ([`Journal`](crate::agent::Journal)) kept in the Restate invocation: each model turn (the
+//! ([`Journal`](golato::agent::Journal)) kept in the Restate invocation: each model turn (the
 //! finished assistant message) and each tool call's result is an entry there. When the worker
 //! dies, Restate runs the handler again on another worker behind the same address: the run
 //! replays its recorded turns and results without asking the model or running the tools again,
 //! and goes on from where it stopped. A call that was running when its worker died runs again
-//! there, told its attempt number ([`ToolContext::attempt`](crate::tool::ToolContext::attempt));
+//! there, told its attempt number ([`ToolContext::attempt`](golato::tool::ToolContext::attempt));
 //! its result says which attempt produced it.
 //!
 //! Guarantees: a recorded step (turn or call result) happens exactly once; a call interrupted
@@ -18,7 +19,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use golato::agent::{self, Agent};
-//! use golato::durable::{Client, Worker};
+//! use golato_restate::{Client, Worker};
 //! use golato::generator::Scripted;
 //! use golato::message::AssistantMessage;
 //!
@@ -32,7 +33,7 @@
 //! tokio::spawn(Worker::new(agent).serve(listener, std::future::pending::<()>()));
 //! // Once, tell the Restate server where the workers are (the address of one worker, or of
 //! // the load balancer in front of several).
-//! golato::durable::register("http://127.0.0.1:9070", "http://127.0.0.1:9080").await?;
+//! golato_restate::register("http://127.0.0.1:9070", "http://127.0.0.1:9080").await?;
 //! // Submit a run through the server's ingress; the same ID again gives the same outcome.
 //! let outcome = Client::new("http://127.0.0.1:8080")?.submit("run-1", "hello").await?;
 //! println!("{}", outcome.final_text().unwrap_or_default());
@@ -54,8 +55,8 @@ use std::sync::Arc;
 
 use restate_sdk::prelude::*;
 
-use crate::agent::{Agent, RunResult};
-use crate::message::{AssistantMessage, Message};
+use golato::agent::{Agent, RunResult};
+use golato::message::{AssistantMessage, Message};
 
 /// The name of the virtual object durable runs are, as registered with Restate.
 pub const RUN_OBJECT: &str = "GolatoRun";
@@ -83,7 +84,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn from_result(run_id: String, result: Result<RunResult, crate::agent::Error>) -> Outcome {
+    fn from_result(run_id: String, result: Result<RunResult, golato::agent::Error>) -> Outcome {
         match result {
             Ok(result) => Outcome {
                 run_id,
@@ -151,4 +152,23 @@ impl Worker {
             .serve_with_cancel(listener, shutdown)
             .await;
     }
+}
+
+/// An error and its causes in one line, without the HTTP client's generic outer text.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(error) = next {
+        let text = error.to_string();
+        if !text.starts_with("error sending request")
+            && !chain.iter().any(|seen| seen.contains(&text))
+        {
+            chain.push(text);
+        }
+        next = error.source();
+    }
+    if chain.is_empty() {
+        return error.to_string();
+    }
+    chain.join(": ")
 }

@@ -6,8 +6,8 @@ use restate_sdk::prelude::*;
 
 use super::journal::{Driver, RestateJournal};
 use super::{Outcome, Submission};
-use crate::agent::Agent;
-use crate::message::UserMessage;
+use golato::agent::Agent;
+use golato::message::UserMessage;
 
 /// The state key holding a finished run's outcome.
 const OUTCOME: &str = "outcome";

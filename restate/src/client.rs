@@ -138,7 +138,7 @@ where
                     url: url.to_string(),
                     api,
                     waited,
-                    reason: crate::generator::http::causes(&error),
+                    reason: crate::causes(&error),
                 })
             }
             _ => reconnecting = true,
@@ -319,7 +319,7 @@ impl Client {
         let status = response.status();
         let text = response.text().await.map_err(|error| Error::Malformed {
             url: url.to_string(),
-            reason: crate::generator::http::causes(&error),
+            reason: crate::causes(&error),
         })?;
         if !status.is_success() {
             let message = serde_json::from_str::<serde_json::Value>(&text)

@@ -33,7 +33,7 @@ use restate_sdk::prelude::*;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::agent::{JournalError, NotRecorded, StepError, StepKey, StepWork};
+use golato::agent::{JournalError, NotRecorded, StepError, StepKey, StepWork};
 
 /// One step the run asks for, with its work and where its value goes.
 pub(crate) struct StepRequest {
@@ -42,7 +42,7 @@ pub(crate) struct StepRequest {
     reply: oneshot::Sender<Result<Value, StepError>>,
 }
 
-/// The run's side of the bridge: a [`crate::agent::Journal`] whose steps the invocation's
+/// The run's side of the bridge: a [`golato::agent::Journal`] whose steps the invocation's
 /// handler answers.
 #[derive(Debug)]
 pub(crate) struct RestateJournal {
@@ -64,7 +64,7 @@ fn gone(step: &str) -> StepError {
     })
 }
 
-impl crate::agent::Journal for RestateJournal {
+impl golato::agent::Journal for RestateJournal {
     fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
         let step = key.to_string();
         let (reply, answer) = oneshot::channel();
@@ -223,7 +223,7 @@ impl<'a> Driver<'a> {
         };
         if self.cancelled {
             // The run is ending: take nothing more.
-            let _ = reply.send(Ok(crate::agent::journal::seal(Value::Null)));
+            let _ = reply.send(Ok(golato::journal::seal(Value::Null)));
             return;
         }
         let ctx = self.ctx;
@@ -233,7 +233,7 @@ impl<'a> Driver<'a> {
             .call()
             .await;
         let answer = match taken {
-            Ok(Json(record)) => Ok(crate::agent::journal::seal(
+            Ok(Json(record)) => Ok(golato::journal::seal(
                 serde_json::to_value(record).unwrap_or_default(),
             )),
             Err(error) => {

@@ -1,12 +1,12 @@
 //! Steering and follow-up messages for a durable run: the `GolatoInbox` virtual object (keyed by
 //! run ID) keeps what clients posted until the run takes it at one of its inbox steps
-//! ([`StepKey::Inbox`](crate::agent::StepKey::Inbox)). The run's handler takes them with a
+//! ([`StepKey::Inbox`](golato::agent::StepKey::Inbox)). The run's handler takes them with a
 //! Restate call, which its journal records: a replay gets the same messages at the same place.
 
 use restate_sdk::prelude::*;
 
-use crate::agent::{Delivery, InboxRecord};
-use crate::message::UserMessage;
+use golato::agent::{Delivery, InboxRecord};
+use golato::message::UserMessage;
 
 /// The name of the inbox object, as registered.
 pub const INBOX_OBJECT: &str = "GolatoInbox";
