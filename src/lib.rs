@@ -1,29 +1,92 @@
-#![doc = include_str!("../README.md")]
+//! golato runs LLM agents. It asks a model (a [`Generator`](generator::Generator)) for the next
+//! message; when the model returns tool calls, golato validates every call, runs the batch (in
+//! parallel by default, serially when asked), records one result message per call in source
+//! order, streams [`Event`]s while the tools run, and asks the model again until the run ends.
+//! It ships the four tools a coding agent needs ([`builtin`]: read, bash, edit, write), clients
+//! for OpenAI-compatible and Anthropic endpoints, and an optional kernel [`sandbox`].
+//!
+//! # A run
+//! ```
+//! use std::sync::Arc;
+//! use golato::agent::{self, Agent, Event, Input};
+//! use golato::generator::Scripted;
+//! use golato::message::{AssistantMessage, ToolCall, UserMessage};
+//! use golato::tool::{Tool, ToolResult};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let lookup = Tool::new(
+//!     "lookup_customer",
+//!     "Looks up a customer's plan.",
+//!     serde_json::json!({"type": "object", "properties": {"customer_id": {"type": "string"}}}),
+//!     |_ctx, _args| async { Ok(ToolResult::text("Pro")) },
+//! );
+//! // A model that answers from a script; `generator::OpenAiChat` and `generator::Anthropic`
+//! // are real ones.
+//! let model = Scripted::new([
+//!     AssistantMessage::with_tool_calls([ToolCall::new("1", "lookup_customer", r#"{"customer_id": "C-100"}"#)]),
+//!     AssistantMessage::with_text("C-100 uses the Pro plan."),
+//! ]);
+//! let assistant = Agent::new(agent::Config {
+//!     generator: Some(Arc::new(model)),
+//!     tools: vec![lookup],
+//!     ..Default::default()
+//! })?;
+//! let run = assistant.start(Input::from(UserMessage::new("Which plan does C-100 use?")));
+//! for event in run.events() {
+//!     if let Event::ToolExecutionEnd(end) = event {
+//!         assert_eq!(end.result.text(), "Pro");
+//!     }
+//! }
+//! assert_eq!(run.wait()?.final_message.text(), "C-100 uses the Pro plan.");
+//! # Ok(())
+//! # }
+//! ```
+//! From async code: `run.next_event().await`, then `run.finish().await`, or just
+//! `assistant.run(input).await`.
 //!
 //! # Tour of the crate
 //! - [`message`]: the transcript (user, assistant and tool-result messages), serde-stable.
 //! - [`tool`]: [`Tool`], its [`ToolResult`] and [`ToolContext`](tool::ToolContext); typed tools
 //!   derive their schema from a Rust type.
-//! - [`generator`]: the streaming [`Generator`](generator::Generator) trait and the offline
-//!   [`Scripted`](generator::Scripted) generator.
-//! - [`agent`]: [`Agent`], its [`Run`] handle and [`Event`]s.
+//! - [`generator`]: the streaming [`Generator`](generator::Generator) trait, the offline
+//!   [`Scripted`](generator::Scripted) generator and the provider clients.
+//! - [`agent`]: [`Agent`], its [`Run`] handle and [`Event`]s; budgets, compaction, structured
+//!   output, steering.
+//! - [`builtin`]: read, bash, edit and write, with their limits; [`sandbox`]: what they may touch.
 //! - [`hook`]: code of yours around every tool call (block, rewrite, replace the result).
-//! - `observe` (default feature `observe`): every actor message as a span, in one line.
+//! - [`journal`]: a run's steps recorded, so a run picked up again skips what is done.
+//! - `mcp` (default feature): tools from MCP servers. `observe` (default feature): every actor
+//!   message as a span, in one line; `observe::otel` (feature `otel`): as OpenTelemetry spans.
 //! - [`Host`]: where runs execute; [`embed`]: golato inside an actix application, under its
 //!   supervisor.
 //!
+//! # Cargo features
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `observe` | yes | `golato::observe`: a ready `tracing-subscriber` layer showing every actor message |
+//! | `mcp` | yes | `golato::mcp`: tools from MCP servers over stdio or streamable HTTP (rmcp) |
+//! | `otel` | no | `golato::observe::otel`: golato's spans as OpenTelemetry spans, exported over OTLP/HTTP |
+//! | `fault-injection` | no | test-only hooks that crash a run's actor (`Run::inject_crash`); never in production |
+//! | `fuzzing` | no | entry points for the fuzz targets in `fuzz/`; not an API |
+//! | `dhat-heap` | no | for `examples/stress.rs` only: counts its heap with dhat |
+//!
+//! # The other crates
+//! - `golato-actors`: how work runs (host, supervisors, per-call actors, the path lock, traced
+//!   mailboxes); it knows nothing about models or tools. Its public types are re-exported here.
+//! - `golato-sandbox`: the sandbox's policy and helper, re-exported as [`sandbox`].
+//! - `golato-restate`: durable runs on a Restate server, built on [`journal`].
+//! - `golato-cli`: the `golato` command line.
+//!
 //! # Threads
-//! Runs are actors on a host (from the `golato-actors` crate): by default a library-owned actix
-//! system on its own threads over a library-owned multi-thread tokio runtime. Tool functions run
-//! on the runtime's workers or its blocking pool, never on an actor thread, so golato works the
-//! same from a plain `fn main`, `#[tokio::main]` (either flavour) and `#[actix::main]`. An
-//! application can lend the host its own tokio runtime ([`HostConfig::runtime`]) or, with
-//! [`embed`], its actix arbiters. Every
+//! Runs are actors on a host: by default a library-owned actix system on its own threads over a
+//! library-owned multi-thread tokio runtime. Tool functions run on the runtime's workers or its
+//! blocking pool, never on an actor thread, so golato works the same from a plain `fn main`,
+//! `#[tokio::main]` (either flavour) and `#[actix::main]`. An application can lend the host its
+//! own tokio runtime ([`HostConfig::runtime`]) or, with [`embed`], its actix arbiters. Every
 //! actor message is handled in a `tracing` span; `RUST_LOG=golato=debug` with a
 //! `tracing-subscriber` shows a run's whole story, run → turn → batch → call.
-//!
-//! # Example
-//! See [`agent`] for a complete run, and `examples/registering_a_tool.rs`.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod agent;
 pub mod builtin;
@@ -49,3 +112,8 @@ pub use golato_actors::{
     ActorStats, Host, HostConfig, HostError, HostStats, ShutdownReport, WaitBucket, WaitHistogram,
 };
 pub use tool::{Tool, ToolResult};
+
+/// The README's Rust examples, compiled and run as doctests so that a newcomer can paste them.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
