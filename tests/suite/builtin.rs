@@ -857,68 +857,6 @@ fn a_link_flipped_between_a_file_and_a_fifo_never_blocks_a_call() {
 }
 
 #[test]
-fn write_and_edit_keep_extended_attributes() {
-    // Issue 21: the temporary file renamed over the old one dropped its ACLs and labels.
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("tagged.txt");
-    std::fs::write(&file, "one\n").unwrap();
-    let flags = rustix::fs::XattrFlags::empty();
-    if let Err(error) = rustix::fs::setxattr(&file, "user.golato", b"kept", flags) {
-        eprintln!("skipped: this file system takes no user attributes ({error})");
-        return;
-    }
-    let tools = tools_in(dir.path());
-    let read_tag = || {
-        let mut value = [0u8; 16];
-        let length = rustix::fs::getxattr(&file, "user.golato", &mut value[..]).unwrap();
-        value[..length].to_vec()
-    };
-    let result = call_tool(
-        &tools,
-        "write",
-        &json!({"path": "tagged.txt", "content": "two\n"}).to_string(),
-    );
-    assert!(!result.is_error, "{}", result.text());
-    assert_eq!(read_tag(), b"kept");
-    let result = call_tool(
-        &tools,
-        "edit",
-        &json!({"path": "tagged.txt", "edits": [{"oldText": "two", "newText": "three"}]})
-            .to_string(),
-    );
-    assert!(!result.is_error, "{}", result.text());
-    assert_eq!(read_tag(), b"kept");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "three\n");
-}
-
-#[test]
-fn write_does_not_carry_file_capabilities_over_to_new_content() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("tool");
-    std::fs::write(&file, "#!/bin/sh\n").unwrap();
-    // VFS_CAP_REVISION_2 with CAP_NET_RAW permitted: what `setcap cap_net_raw+p` writes.
-    let capability: [u8; 20] = [
-        0x00, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    ];
-    let flags = rustix::fs::XattrFlags::empty();
-    if let Err(error) = rustix::fs::setxattr(&file, "security.capability", &capability, flags) {
-        eprintln!("skipped: cannot set file capabilities here ({error})");
-        return;
-    }
-    let result = call_tool(
-        &tools_in(dir.path()),
-        "write",
-        &json!({"path": "tool", "content": "#!/bin/sh\necho new\n"}).to_string(),
-    );
-    assert!(!result.is_error, "{}", result.text());
-    let mut value = [0u8; 32];
-    assert!(
-        rustix::fs::getxattr(&file, "security.capability", &mut value[..]).is_err(),
-        "the new content kept the old program's capabilities"
-    );
-}
-
-#[test]
 fn a_write_that_cannot_make_its_temporary_file_names_the_users_path_not_golatos() {
     let dir = tempfile::tempdir().unwrap();
     let tools = support::tools_in(dir.path());
@@ -934,5 +872,73 @@ fn a_write_that_cannot_make_its_temporary_file_names_the_users_path_not_golatos(
         assert!(result.is_error, "{text}");
         assert!(!text.contains(".golato-write"), "{tool}: {text}");
         assert!(text.contains("/proc/self/comm"), "{tool}: {text}");
+    }
+}
+
+/// Tests that need root (to give files away, set file capabilities, mount): ignored in an
+/// ordinary `cargo test`; `.ci/run` runs them as root (`-- --ignored needs_root`), where they
+/// fail, never skip, when the machine cannot do what they need.
+mod needs_root {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    #[ignore = "needs root (user attributes and file capabilities)"]
+    fn write_and_edit_keep_extended_attributes() {
+        // Issue 21: the temporary file renamed over the old one dropped its ACLs and labels.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tagged.txt");
+        std::fs::write(&file, "one\n").unwrap();
+        let flags = rustix::fs::XattrFlags::empty();
+        rustix::fs::setxattr(&file, "user.golato", b"kept", flags)
+            .expect("this file system takes user attributes");
+        let tools = tools_in(dir.path());
+        let read_tag = || {
+            let mut value = [0u8; 16];
+            let length = rustix::fs::getxattr(&file, "user.golato", &mut value[..]).unwrap();
+            value[..length].to_vec()
+        };
+        let result = call_tool(
+            &tools,
+            "write",
+            &json!({"path": "tagged.txt", "content": "two\n"}).to_string(),
+        );
+        assert!(!result.is_error, "{}", result.text());
+        assert_eq!(read_tag(), b"kept");
+        let result = call_tool(
+            &tools,
+            "edit",
+            &json!({"path": "tagged.txt", "edits": [{"oldText": "two", "newText": "three"}]})
+                .to_string(),
+        );
+        assert!(!result.is_error, "{}", result.text());
+        assert_eq!(read_tag(), b"kept");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "three\n");
+    }
+
+    #[test]
+    #[ignore = "needs root (user attributes and file capabilities)"]
+    fn write_does_not_carry_file_capabilities_over_to_new_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tool");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        // VFS_CAP_REVISION_2 with CAP_NET_RAW permitted: what `setcap cap_net_raw+p` writes.
+        let capability: [u8; 20] = [
+            0x00, 0x00, 0x00, 0x02, 0x00, 0x20, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ];
+        let flags = rustix::fs::XattrFlags::empty();
+        rustix::fs::setxattr(&file, "security.capability", &capability, flags)
+            .expect("root may set file capabilities");
+        let result = call_tool(
+            &tools_in(dir.path()),
+            "write",
+            &json!({"path": "tool", "content": "#!/bin/sh\necho new\n"}).to_string(),
+        );
+        assert!(!result.is_error, "{}", result.text());
+        let mut value = [0u8; 32];
+        assert!(
+            rustix::fs::getxattr(&file, "security.capability", &mut value[..]).is_err(),
+            "the new content kept the old program's capabilities"
+        );
     }
 }

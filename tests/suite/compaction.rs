@@ -333,7 +333,7 @@ fn a_request_refused_as_too_long_is_compacted_once_and_sent_again() {
         .iter()
         .all(|compaction| compaction.reason == CompactionReason::ContextTooLong));
 
-    let bodies = provider.bodies.lock().unwrap();
+    let bodies = provider.bodies();
     let refused = bodies.iter().filter(|(size, _)| *size > 9_000).count();
     assert_eq!(refused, refusals.len(), "one refusal per compaction");
     // Each refused request is followed by a summary request and the same turn sent again.
@@ -380,7 +380,7 @@ fn a_refusal_that_compaction_cannot_help_fails_the_run_with_the_providers_error(
     assert!(source.is_context_too_long(), "{source}");
     assert_eq!(messages.len(), 1);
     // Asked once: a prompt alone has nothing to summarize.
-    assert_eq!(provider.bodies.lock().unwrap().len(), 1);
+    assert_eq!(provider.bodies().len(), 1);
 }
 
 #[test]
@@ -392,7 +392,7 @@ fn with_compaction_off_a_refusal_fails_the_run() {
         matches!(&error, agent::Error::Generator { source, .. } if source.is_context_too_long()),
         "{error}"
     );
-    let bodies = provider.bodies.lock().unwrap();
+    let bodies = provider.bodies();
     assert!(bodies
         .iter()
         .all(|(_, body)| !body["messages"][0]["content"]
@@ -425,14 +425,14 @@ fn a_journaled_run_refused_as_too_long_asks_the_turn_again_under_the_same_step()
             "{keys:?}"
         );
     }
-    let asked = provider.bodies.lock().unwrap().len();
+    let asked = provider.bodies().len();
     // Picked up again: nothing is asked.
     let again = provider_agent(&base_url, Compaction::default())
         .start_journaled(prompt("fetch six pages"), journal)
         .wait()
         .unwrap();
     assert_eq!(again.messages, result.messages);
-    assert_eq!(provider.bodies.lock().unwrap().len(), asked);
+    assert_eq!(provider.bodies().len(), asked);
 }
 
 #[test]

@@ -5,16 +5,9 @@
 
 use crate::support;
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
 use futures::StreamExt;
 use golato::generator::{
     self, Anthropic, Generator, Model, OpenAiChat, OpenAiResponses, Request, RetryPolicy,
@@ -24,97 +17,12 @@ use golato::message::{
     AssistantMessage, Content, Message, StopReason, ToolResultMessage, UserMessage,
 };
 use serde_json::{json, Value};
+use support::provider::{FakeProvider, Reply, Script};
 use support::*;
 
-/// One canned reply: a status, extra headers, and the body in pieces (`None`: stall forever).
-#[derive(Clone)]
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    chunks: Vec<Vec<u8>>,
-    stall: bool,
-}
-
-impl Reply {
-    fn ok(body: Vec<u8>, pieces: usize) -> Reply {
-        let size = body.len().div_ceil(pieces.max(1)).max(1);
-        Reply {
-            status: 200,
-            headers: vec![],
-            chunks: body.chunks(size).map(<[u8]>::to_vec).collect(),
-            stall: false,
-        }
-    }
-    fn status(status: u16, body: &str) -> Reply {
-        Reply {
-            status,
-            headers: vec![],
-            chunks: vec![body.as_bytes().to_vec()],
-            stall: false,
-        }
-    }
-}
-
-#[derive(Default)]
-struct Server {
-    replies: Mutex<VecDeque<Reply>>,
-    requests: Mutex<Vec<(HeaderMap, Value)>>,
-}
-
-impl Server {
-    /// The bodies of the requests received so far, taken.
-    fn take_bodies(&self) -> Vec<Value> {
-        self.requests
-            .lock()
-            .unwrap()
-            .drain(..)
-            .map(|(_, body)| body)
-            .collect()
-    }
-}
-
-async fn answer(State(server): State<Arc<Server>>, headers: HeaderMap, body: Bytes) -> Response {
-    server.requests.lock().unwrap().push((
-        headers,
-        serde_json::from_slice(&body).unwrap_or(Value::Null),
-    ));
-    let reply = server
-        .replies
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or_else(|| Reply::status(500, "no reply scripted"));
-    let chunks = reply
-        .chunks
-        .into_iter()
-        .map(|chunk| Ok::<_, std::io::Error>(Bytes::from(chunk)));
-    let stream = futures::stream::iter(chunks);
-    let body = if reply.stall {
-        Body::from_stream(stream.chain(futures::stream::pending()))
-    } else {
-        Body::from_stream(stream)
-    };
-    let mut response = Response::builder().status(StatusCode::from_u16(reply.status).unwrap());
-    for (name, value) in reply.headers {
-        response = response.header(name, value);
-    }
-    response.body(body).unwrap()
-}
-
-async fn serve(replies: Vec<Reply>) -> (String, Arc<Server>) {
-    let server = Arc::new(Server {
-        replies: Mutex::new(replies.into()),
-        ..Default::default()
-    });
-    let app = Router::new()
-        .route("/v1/chat/completions", post(answer))
-        .route("/v1/messages", post(answer))
-        .route("/v1/responses", post(answer))
-        .with_state(Arc::clone(&server));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{address}"), server)
+/// The fake provider with `replies` queued.
+async fn serve(replies: Vec<Reply>) -> (String, Arc<FakeProvider>) {
+    FakeProvider::start(Script::Queue(replies.into())).await
 }
 
 /// An agent on a provider client, with a model chosen (a provider refuses the placeholder).
@@ -996,4 +904,49 @@ async fn the_output_schema_is_asked_of_each_provider_in_its_own_terms() {
         system.contains("valid against this JSON Schema"),
         "{system}"
     );
+}
+
+/// The fake provider checks what every test sends: a request with a tool result whose call is
+/// missing (or a call without a result) is refused, in each of the three wire formats, as
+/// OpenAI refuses it; a paired one passes.
+#[tokio::test]
+async fn the_fake_provider_refuses_a_result_without_its_call_in_every_format() {
+    use support::provider::unpaired;
+    let chat_call = json!({"role": "assistant", "tool_calls": [{"id": "a", "type": "function"}]});
+    let chat_result = json!({"role": "tool", "tool_call_id": "a", "content": "ok"});
+    assert_eq!(
+        unpaired(&json!({"messages": [chat_call, chat_result]})),
+        None
+    );
+    assert!(unpaired(&json!({"messages": [chat_result]}))
+        .unwrap()
+        .contains("\"a\""));
+    assert!(unpaired(&json!({"messages": [chat_call]}))
+        .unwrap()
+        .contains("no result"));
+    assert!(unpaired(&json!({"messages": [chat_result, chat_call]})).is_some());
+    let use_block = json!({"role": "assistant", "content": [{"type": "tool_use", "id": "b"}]});
+    let result_block =
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b"}]});
+    assert_eq!(
+        unpaired(&json!({"messages": [use_block, result_block]})),
+        None
+    );
+    assert!(unpaired(&json!({"messages": [result_block]})).is_some());
+    let call_item = json!({"type": "function_call", "call_id": "c"});
+    let output_item = json!({"type": "function_call_output", "call_id": "c"});
+    assert_eq!(unpaired(&json!({"input": [call_item, output_item]})), None);
+    assert!(unpaired(&json!({"input": [output_item]})).is_some());
+    assert!(unpaired(&json!({"input": [call_item]})).is_some());
+
+    let (url, server) = serve(vec![Reply::ok(fixture("openai-chat/text-stop.sse"), 1)]).await;
+    let response = reqwest::Client::new()
+        .post(format!("{url}/v1/chat/completions"))
+        .json(&json!({"model": "m", "messages": [chat_result]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    assert!(response.text().await.unwrap().contains("without that call"));
+    assert_eq!(server.requests.lock().unwrap().len(), 1);
 }

@@ -73,21 +73,7 @@ pub fn fetching_script(turns: usize, pairs: bool) -> Vec<AssistantMessage> {
     entries
 }
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::Router;
-
-/// An OpenAI-compatible server that refuses a body over `limit` bytes as OpenAI does, writes
-/// a summary when asked by golato's summarizer, and otherwise answers from `turns`.
-pub struct Provider {
-    limit: usize,
-    turns: Mutex<std::collections::VecDeque<Value>>,
-    /// Every request's size and body, in order.
-    pub bodies: Mutex<Vec<(usize, Value)>>,
-}
+use super::provider::{FakeProvider, Reply, Script};
 
 fn sse(message: &Value) -> String {
     let mut events = String::new();
@@ -111,37 +97,6 @@ fn sse(message: &Value) -> String {
     events
 }
 
-async fn chat(State(provider): State<Arc<Provider>>, body: Bytes) -> Response {
-    let request: Value = serde_json::from_slice(&body).unwrap();
-    provider
-        .bodies
-        .lock()
-        .unwrap()
-        .push((body.len(), request.clone()));
-    if body.len() > provider.limit {
-        let refusal = json!({"error": {
-            "message": format!("This model's maximum context length is {} tokens. However, your messages resulted in {} tokens.", provider.limit / 4, body.len() / 4),
-            "type": "invalid_request_error",
-            "code": "context_length_exceeded",
-        }});
-        return (StatusCode::BAD_REQUEST, refusal.to_string()).into_response();
-    }
-    let summarizing = request["messages"][0]["content"]
-        .as_str()
-        .is_some_and(|system| system.starts_with("You compact the transcript"));
-    let answer = if summarizing {
-        json!({"text": "Pages 0 to 2 were fetched."})
-    } else {
-        provider
-            .turns
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or(json!({"text": "no more turns scripted"}))
-    };
-    ([("content-type", "text/event-stream")], sse(&answer)).into_response()
-}
-
 /// `calls` turns calling `fetch`, then a final answer.
 pub fn provider_turns(calls: usize) -> Vec<Value> {
     tool_turns(calls, "fetch", &json!({}))
@@ -159,26 +114,37 @@ pub fn tool_turns(calls: usize, tool: &str, arguments: &Value) -> Vec<Value> {
     turns
 }
 
-/// Starts the provider; returns its base URL and state.
+/// The fake provider as an OpenAI-compatible server that refuses a body over `limit` bytes as
+/// OpenAI does, writes a summary when asked by golato's summarizer, and otherwise answers from
+/// `turns`. Returns its runtime, its base URL (with `/v1`) and its state.
 pub fn provider(
     limit: usize,
     turns: Vec<Value>,
-) -> (tokio::runtime::Runtime, String, Arc<Provider>) {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let provider = Arc::new(Provider {
-        limit,
-        turns: Mutex::new(turns.into()),
-        bodies: Mutex::new(Vec::new()),
-    });
-    let app = Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .with_state(Arc::clone(&provider));
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let address = listener.local_addr().unwrap();
-    runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (runtime, format!("http://{address}/v1"), provider)
+) -> (tokio::runtime::Runtime, String, Arc<FakeProvider>) {
+    let mut turns: std::collections::VecDeque<Value> = turns.into();
+    let respond = move |request: &Value, size: usize| {
+        if size > limit {
+            let refusal = json!({"error": {
+                "message": format!("This model's maximum context length is {} tokens. However, your messages resulted in {} tokens.", limit / 4, size / 4),
+                "type": "invalid_request_error",
+                "code": "context_length_exceeded",
+            }});
+            return Reply::status(400, &refusal.to_string());
+        }
+        let summarizing = request["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|system| system.starts_with("You compact the transcript"));
+        let answer = if summarizing {
+            json!({"text": "Pages 0 to 2 were fetched."})
+        } else {
+            turns
+                .pop_front()
+                .unwrap_or(json!({"text": "no more turns scripted"}))
+        };
+        Reply::sse(sse(&answer))
+    };
+    let (runtime, url, provider) = FakeProvider::start_blocking(Script::Respond(Box::new(respond)));
+    (runtime, format!("{url}/v1"), provider)
 }
 
 /// The text of a message of an OpenAI request (its content as a string, or its first part's).

@@ -112,14 +112,14 @@ fn a_chat_goes_on_from_its_summary_after_a_compaction() {
     terminal.type_line("Read page.txt six times.");
     terminal.wait_for("context compacted", 1);
     terminal.wait_for("› ", 2);
-    let before = provider.bodies.lock().unwrap().len();
+    let before = provider.bodies().len();
     terminal.type_line("Anything new?");
     terminal.wait_for("Nothing changed.", 1);
     terminal.wait_for("› ", 3);
     terminal.type_raw("\x04");
     let (code, screen) = terminal.finish();
     assert_eq!(code, Some(0), "{screen}");
-    let bodies = provider.bodies.lock().unwrap();
+    let bodies = provider.bodies();
     // The second line's run asked once, starting from the first run's summary.
     assert_eq!(bodies.len(), before + 1, "{screen}");
     let first = &bodies[before].1["messages"][1];

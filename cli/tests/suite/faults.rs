@@ -124,8 +124,8 @@ struct SmallDisk {
 }
 
 impl SmallDisk {
-    /// `None`, with the reason printed, where this machine does not let the tests mount.
-    fn mount(size: &str) -> Option<SmallDisk> {
+    /// Mounts it; fails the test where this machine does not let it mount.
+    fn mount(size: &str) -> SmallDisk {
         let mount = tempfile::tempdir().unwrap();
         let status = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -133,18 +133,12 @@ impl SmallDisk {
             .stderr(Stdio::piped())
             .output();
         match status {
-            Ok(output) if output.status.success() => Some(SmallDisk { mount }),
-            Ok(output) => {
-                eprintln!(
-                    "skipped: could not mount a small tmpfs ({})",
-                    String::from_utf8_lossy(&output.stderr).trim()
-                );
-                None
-            }
-            Err(error) => {
-                eprintln!("skipped: could not run mount ({error})");
-                None
-            }
+            Ok(output) if output.status.success() => SmallDisk { mount },
+            Ok(output) => panic!(
+                "could not mount a small tmpfs: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+            Err(error) => panic!("could not run mount: {error}"),
         }
     }
 
@@ -160,43 +154,6 @@ impl Drop for SmallDisk {
             .arg(self.mount.path())
             .status();
     }
-}
-
-#[test]
-fn a_full_disk_fails_write_and_edit_and_keeps_the_old_file() {
-    let Some(disk) = SmallDisk::mount("64k") else {
-        return;
-    };
-    let dir = disk.path();
-    std::fs::write(dir.join("keep.txt"), "old\n").unwrap();
-    let tools = tools_in(&dir);
-    let big = "x".repeat(256 * 1024);
-
-    let result = call_tool(
-        &tools,
-        "write",
-        &json!({"path": "keep.txt", "content": big}).to_string(),
-    );
-    assert!(result.is_error, "{}", result.text());
-    let text = result.text();
-    assert!(
-        text.contains("keep.txt") && text.contains("free some space"),
-        "{text}"
-    );
-    let edit = json!({"path": "keep.txt", "edits": [{"oldText": "old", "newText": big}]});
-    let result = call_tool(&tools, "edit", &edit.to_string());
-    assert!(result.is_error, "{}", result.text());
-    assert!(
-        result.text().contains("free some space"),
-        "{}",
-        result.text()
-    );
-
-    assert_eq!(
-        std::fs::read_to_string(dir.join("keep.txt")).unwrap(),
-        "old\n"
-    );
-    assert_eq!(names_in(&dir), ["keep.txt"], "no temporary file left");
 }
 
 #[test]
@@ -314,4 +271,47 @@ fn an_in_place_rewrite_failing_midway_puts_the_old_content_back() {
         std::fs::read_to_string(dir.path().join("other-link.txt")).unwrap(),
         old
     );
+}
+
+/// Tests that need root (to give files away, set file capabilities, mount): ignored in an
+/// ordinary `cargo test`; `.ci/run` runs them as root (`-- --ignored needs_root`), where they
+/// fail, never skip, when the machine cannot do what they need.
+mod needs_root {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs root (mounts a small tmpfs)"]
+    fn a_full_disk_fails_write_and_edit_and_keeps_the_old_file() {
+        let disk = SmallDisk::mount("64k");
+        let dir = disk.path();
+        std::fs::write(dir.join("keep.txt"), "old\n").unwrap();
+        let tools = tools_in(&dir);
+        let big = "x".repeat(256 * 1024);
+
+        let result = call_tool(
+            &tools,
+            "write",
+            &json!({"path": "keep.txt", "content": big}).to_string(),
+        );
+        assert!(result.is_error, "{}", result.text());
+        let text = result.text();
+        assert!(
+            text.contains("keep.txt") && text.contains("free some space"),
+            "{text}"
+        );
+        let edit = json!({"path": "keep.txt", "edits": [{"oldText": "old", "newText": big}]});
+        let result = call_tool(&tools, "edit", &edit.to_string());
+        assert!(result.is_error, "{}", result.text());
+        assert!(
+            result.text().contains("free some space"),
+            "{}",
+            result.text()
+        );
+
+        assert_eq!(
+            std::fs::read_to_string(dir.join("keep.txt")).unwrap(),
+            "old\n"
+        );
+        assert_eq!(names_in(&dir), ["keep.txt"], "no temporary file left");
+    }
 }

@@ -62,58 +62,6 @@ fn a_file_the_caller_may_not_write_is_refused_even_in_a_writable_directory() {
 }
 
 #[test]
-fn edit_and_write_keep_the_files_mode_owner_and_group() {
-    if !is_root() {
-        eprintln!("skipped: giving a file to another user needs root");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("theirs.txt");
-    for (tool, arguments) in [
-        ("edit", edit_args("theirs.txt")),
-        (
-            "write",
-            json!({"path": "theirs.txt", "content": "new\n"}).to_string(),
-        ),
-    ] {
-        std::fs::write(&file, "old\n").unwrap();
-        std::os::unix::fs::chown(&file, Some(NOBODY), Some(NOBODY)).unwrap();
-        chmod(&file, 0o640);
-        let result = call_tool(&tools_in(dir.path()), tool, &arguments);
-        assert!(!result.is_error, "{tool}: {}", result.text());
-        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n", "{tool}");
-        let metadata = std::fs::metadata(&file).unwrap();
-        assert_eq!(
-            (metadata.uid(), metadata.gid(), metadata.mode() & 0o7777),
-            (NOBODY, NOBODY, 0o640),
-            "{tool} kept owner, group and mode"
-        );
-    }
-}
-
-#[test]
-fn an_unprivileged_edit_of_a_file_it_may_write_but_not_own_keeps_the_owner() {
-    if !is_root() {
-        eprintln!("skipped: a file owned by another user that this user may write needs root");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    chmod(dir.path(), 0o777);
-    let file = dir.path().join("shared.txt");
-    std::fs::write(&file, "old\n").unwrap();
-    chmod(&file, 0o666);
-    let (code, stdout) = golato_as_nobody("edit", &edit_args("shared.txt"), dir.path());
-    assert_eq!(code, Some(0), "{stdout}");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
-    let metadata = std::fs::metadata(&file).unwrap();
-    assert_eq!(
-        (metadata.uid(), metadata.mode() & 0o7777),
-        (0, 0o666),
-        "still root's, not the editor's"
-    );
-}
-
-#[test]
 fn every_hard_link_sees_an_edit_or_a_write() {
     let dir = tempfile::tempdir().unwrap();
     let first = dir.path().join("first.txt");
@@ -136,23 +84,76 @@ fn every_hard_link_sees_an_edit_or_a_write() {
     assert_eq!(std::fs::metadata(&first).unwrap().nlink(), 2);
 }
 
-#[test]
-fn a_file_the_caller_may_write_but_not_read_is_still_written() {
-    // Opening for reading too (to keep the old content for an in-place rewrite) must not refuse
-    // a write-only file: it is replaced by a rename, as before.
-    if !is_root() {
-        eprintln!("skipped: needs root to act as nobody");
-        return;
+/// Tests that need root (to give files away, set file capabilities, mount): ignored in an
+/// ordinary `cargo test`; `.ci/run` runs them as root (`-- --ignored needs_root`), where they
+/// fail, never skip, when the machine cannot do what they need.
+mod needs_root {
+    use super::*;
+
+    #[test]
+    #[ignore = "needs root"]
+    fn edit_and_write_keep_the_files_mode_owner_and_group() {
+        assert!(is_root(), "run as root");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("theirs.txt");
+        for (tool, arguments) in [
+            ("edit", edit_args("theirs.txt")),
+            (
+                "write",
+                json!({"path": "theirs.txt", "content": "new\n"}).to_string(),
+            ),
+        ] {
+            std::fs::write(&file, "old\n").unwrap();
+            std::os::unix::fs::chown(&file, Some(NOBODY), Some(NOBODY)).unwrap();
+            chmod(&file, 0o640);
+            let result = call_tool(&tools_in(dir.path()), tool, &arguments);
+            assert!(!result.is_error, "{tool}: {}", result.text());
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n", "{tool}");
+            let metadata = std::fs::metadata(&file).unwrap();
+            assert_eq!(
+                (metadata.uid(), metadata.gid(), metadata.mode() & 0o7777),
+                (NOBODY, NOBODY, 0o640),
+                "{tool} kept owner, group and mode"
+            );
+        }
     }
-    let dir = tempfile::tempdir().unwrap();
-    chmod(dir.path(), 0o777);
-    let file = dir.path().join("drop-box.txt");
-    std::fs::write(&file, "old\n").unwrap();
-    std::os::unix::fs::chown(&file, Some(NOBODY), Some(NOBODY)).unwrap();
-    chmod(&file, 0o200);
-    let arguments = json!({"path": "drop-box.txt", "content": "new\n"}).to_string();
-    let (code, stdout) = golato_as_nobody("write", &arguments, dir.path());
-    assert_eq!(code, Some(0), "{stdout}");
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
-    assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o200);
+
+    #[test]
+    #[ignore = "needs root"]
+    fn an_unprivileged_edit_of_a_file_it_may_write_but_not_own_keeps_the_owner() {
+        assert!(is_root(), "run as root");
+        let dir = tempfile::tempdir().unwrap();
+        chmod(dir.path(), 0o777);
+        let file = dir.path().join("shared.txt");
+        std::fs::write(&file, "old\n").unwrap();
+        chmod(&file, 0o666);
+        let (code, stdout) = golato_as_nobody("edit", &edit_args("shared.txt"), dir.path());
+        assert_eq!(code, Some(0), "{stdout}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
+        let metadata = std::fs::metadata(&file).unwrap();
+        assert_eq!(
+            (metadata.uid(), metadata.mode() & 0o7777),
+            (0, 0o666),
+            "still root's, not the editor's"
+        );
+    }
+
+    #[test]
+    #[ignore = "needs root"]
+    fn a_file_the_caller_may_write_but_not_read_is_still_written() {
+        // Opening for reading too (to keep the old content for an in-place rewrite) must not refuse
+        // a write-only file: it is replaced by a rename, as before.
+        assert!(is_root(), "run as root");
+        let dir = tempfile::tempdir().unwrap();
+        chmod(dir.path(), 0o777);
+        let file = dir.path().join("drop-box.txt");
+        std::fs::write(&file, "old\n").unwrap();
+        std::os::unix::fs::chown(&file, Some(NOBODY), Some(NOBODY)).unwrap();
+        chmod(&file, 0o200);
+        let arguments = json!({"path": "drop-box.txt", "content": "new\n"}).to_string();
+        let (code, stdout) = golato_as_nobody("write", &arguments, dir.path());
+        assert_eq!(code, Some(0), "{stdout}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
+        assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o200);
+    }
 }

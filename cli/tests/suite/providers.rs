@@ -5,51 +5,17 @@
 
 use crate::support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::routing::post;
-use axum::Router;
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 use support::cli::*;
 use support::fixture;
+use support::provider::{FakeProvider, Reply, Script};
 
-/// What the server was sent: the path, the auth header, the body.
-type Requests = Arc<Mutex<Vec<(String, Option<String>, Value)>>>;
-
-/// A server answering every request with `body` (an SSE stream).
-async fn serve(body: Vec<u8>) -> (String, Requests) {
-    let requests = Requests::default();
-    let reply = move |path: &'static str| {
-        let body = body.clone();
-        move |State(requests): State<Requests>, headers: HeaderMap, request: Bytes| {
-            let body = body.clone();
-            async move {
-                let auth = headers
-                    .get("authorization")
-                    .or_else(|| headers.get("x-api-key"))
-                    .map(|value| value.to_str().unwrap().to_owned());
-                let request = serde_json::from_slice(&request).unwrap_or(Value::Null);
-                requests
-                    .lock()
-                    .unwrap()
-                    .push((path.to_owned(), auth, request));
-                body
-            }
-        }
-    };
-    let app = Router::new()
-        .route("/v1/chat/completions", post(reply("/v1/chat/completions")))
-        .route("/v1/messages", post(reply("/v1/messages")))
-        .route("/v1/responses", post(reply("/v1/responses")))
-        .with_state(Arc::clone(&requests));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{address}"), requests)
+/// The fake provider answering every request with `body` (an SSE stream).
+async fn serve(body: Vec<u8>) -> (String, Arc<FakeProvider>) {
+    FakeProvider::start(Script::Repeat(Reply::ok(body, 1))).await
 }
 
 /// Runs the binary without blocking the server's runtime.
@@ -85,7 +51,7 @@ async fn openai_compatible_flags_reach_the_server_and_the_answer_streams() {
     ]);
     let output = run(command).await;
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let requests = requests.lock().unwrap().clone();
+    let requests = requests.sent();
     assert_eq!(requests.len(), 1);
     let (path, auth, body) = &requests[0];
     assert_eq!(path, "/v1/chat/completions");
@@ -129,7 +95,7 @@ async fn an_anthropic_key_in_the_environment_picks_anthropic_with_its_variables(
         .env("ANTHROPIC_MODEL", "claude-test");
     let output = run(command).await;
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let requests = requests.lock().unwrap().clone();
+    let requests = requests.sent();
     let (path, auth, body) = &requests[0];
     assert_eq!(path, "/v1/messages");
     assert_eq!(auth.as_deref(), Some("test-key"));
@@ -217,7 +183,7 @@ async fn the_responses_api_is_one_flag_away() {
         ])
         .env("OPENAI_API_KEY", "sk-responses-test");
     let output = run(command).await;
-    let requests = requests.lock().unwrap().clone();
+    let requests = requests.sent();
     let (path, auth, body) = &requests[0];
     assert_eq!(path, "/v1/responses");
     assert_eq!(auth.as_deref(), Some("Bearer sk-responses-test"));
@@ -254,7 +220,7 @@ async fn a_base_url_means_openai_compatible_even_with_an_anthropic_key_exported(
         .env_remove("ANTHROPIC_BASE_URL");
     let output = run(command).await;
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let requests = requests.lock().unwrap().clone();
+    let requests = requests.sent();
     let (path, auth, body) = &requests[0];
     assert_eq!(path, "/v1/chat/completions");
     // Anthropic's key is not sent to another server.
@@ -323,8 +289,7 @@ async fn the_prompt_comes_from_an_argument_a_file_or_standard_input_and_images_a
         assert_eq!(output.status.code(), Some(0), "{arguments:?}: {output:?}");
     }
     let sent: Vec<Value> = requests
-        .lock()
-        .unwrap()
+        .sent()
         .iter()
         .map(|(_, _, body)| body["messages"][1]["content"].clone())
         .collect();
@@ -364,7 +329,7 @@ async fn continue_sends_the_saved_transcript_and_the_new_prompt() {
         let output = run(command).await;
         assert_eq!(output.status.code(), Some(0), "{output:?}");
     }
-    let requests = requests.lock().unwrap();
+    let requests = requests.sent();
     let second = requests[1].2["messages"].as_array().unwrap();
     let roles: Vec<&str> = second
         .iter()
@@ -420,7 +385,7 @@ async fn model_settings_reach_each_api_in_its_own_terms() {
     command.args(["run", "-q", "--base-url", &format!("{url}/v1"), "-m", "m"]);
     command.args(flags).arg("-C").arg(dir.path()).arg("hi");
     assert_eq!(run(command).await.status.code(), Some(0));
-    let body = requests.lock().unwrap()[0].2.clone();
+    let body = requests.sent()[0].2.clone();
     assert_eq!(body["temperature"], 0.3);
     assert_eq!(body["max_completion_tokens"], 100, "{body}");
     assert_eq!(body["reasoning_effort"], "low");
@@ -440,7 +405,7 @@ async fn model_settings_reach_each_api_in_its_own_terms() {
     command.args(flags).arg("-C").arg(dir.path()).arg("hi");
     command.env("ANTHROPIC_API_KEY", "test-key");
     assert_eq!(run(command).await.status.code(), Some(0));
-    let body = requests.lock().unwrap()[0].2.clone();
+    let body = requests.sent()[0].2.clone();
     assert_eq!(body["thinking"]["type"], "enabled", "{body}");
     assert_eq!(body["thinking"]["budget_tokens"], 2048);
     // Room for the answer beyond the thinking budget.
@@ -538,9 +503,7 @@ fn a_run_that_outgrows_the_context_is_compacted_and_goes_on() {
         let output = command.output().unwrap();
         assert_eq!(output.status.code(), Some(0), "{output:?}");
         let refused = provider
-            .bodies
-            .lock()
-            .unwrap()
+            .bodies()
             .iter()
             .filter(|(size, _)| *size > 12_000)
             .count();
@@ -600,7 +563,7 @@ fn continuing_a_compacted_session_sends_its_summary_without_summarizing_again() 
     );
     let output = run(&url, &["-c"], "Anything new?");
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let bodies = second.bodies.lock().unwrap();
+    let bodies = second.bodies();
     // One request: the answer. No summary was asked for: the session kept its summary.
     assert_eq!(bodies.len(), 1, "{bodies:#?}");
     let messages = bodies[0].1["messages"].as_array().unwrap();
