@@ -261,7 +261,7 @@ fn sandbox(c: &mut Criterion) {
         let name = policy.mode.name();
         let tools = builtin::new(builtin::Config {
             working_directory: dir.path().into(),
-            sandbox: policy.helper(sandbox_helper()),
+            sandbox: policy.with_helper(sandbox_helper()),
             ..Default::default()
         })
         .unwrap();

@@ -50,9 +50,9 @@
 mod admission;
 mod batch_calls;
 mod budget;
-mod compaction;
+pub mod compaction;
 mod error;
-mod event;
+pub mod event;
 mod input;
 pub mod journal;
 mod output;
@@ -75,21 +75,12 @@ use crate::message::{AssistantMessage, Message, Usage};
 use crate::tool::{self, Execution, Tool, ToolDefinition};
 
 pub use budget::Budget;
-pub use compaction::{
-    Compacted, Compaction, CompactionReason, EstimateTokens, Summarizer, Summary, TokenCounter,
-    DEFAULT_KEEP_RECENT, DEFAULT_THRESHOLD, SUMMARY_HEADER,
-};
+use compaction::{Compacted, Compaction, Summary};
 pub use error::Error;
-pub use event::{
-    CompactionEvent, Delivery, Event, MessageEndEvent, MessageStartEvent, MessageUpdateEvent,
-    RunEndEvent, RunStartEvent, ToolExecutionEndEvent, ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent, ToolHookEvent, TurnEndEvent, TurnStartEvent, UserMessageEvent,
-};
+use event::Delivery;
+pub use event::Event;
 pub use input::Input;
-pub use journal::{
-    FileJournal, FileJournalError, InboxRecord, Journal, JournalError, MemoryJournal, NotRecorded,
-    StepError, StepKey, StepWork, JOURNAL_FORMAT,
-};
+use journal::Journal;
 pub use output::output_schema;
 pub use run::{Events, NotDelivered, Run};
 
@@ -393,7 +384,8 @@ impl Agent {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use golato::agent::{self, Agent, MemoryJournal};
+    /// use golato::agent::{self, Agent};
+    /// use golato::journal::MemoryJournal;
     /// use golato::generator::Scripted;
     /// use golato::message::{AssistantMessage, UserMessage};
     ///

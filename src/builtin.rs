@@ -83,7 +83,7 @@ pub(crate) fn fuzz_image(bytes: &[u8]) -> bool {
 }
 
 /// The names of the built-in tools, in the order [`new`] returns them.
-pub const BUILTIN_TOOL_NAMES: [&str; 4] = ["read", "bash", "edit", "write"];
+pub const TOOL_NAMES: [&str; 4] = ["read", "bash", "edit", "write"];
 
 /// Which tools [`new`] returns.
 #[derive(Debug, Clone, Default)]
@@ -223,7 +223,7 @@ fn select(
     allowed: Option<&[String]>,
     excluded: &[String],
 ) -> Result<Vec<Tool>, Error> {
-    let known: Vec<String> = BUILTIN_TOOL_NAMES
+    let known: Vec<String> = TOOL_NAMES
         .iter()
         .map(|name| (*name).to_owned())
         .chain(custom.iter().map(|tool| tool.name().to_owned()))

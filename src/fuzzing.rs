@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use crate::agent::validation::{prepare, Prepared, Registry};
 use crate::generator::anthropic::MessagesStreamDecoder;
-use crate::generator::openai::ChatStreamDecoder;
-use crate::generator::responses::ResponsesStreamDecoder;
+use crate::generator::openai::chat::ChatStreamDecoder;
+use crate::generator::openai::responses::ResponsesStreamDecoder;
 use crate::generator::sse::SseDecoder;
 use crate::generator::{Delta, Error};
 use crate::message::{AssistantMessage, ToolCall};

@@ -14,7 +14,6 @@ mod cache;
 pub(crate) mod http;
 pub mod openai;
 mod price;
-pub mod responses;
 mod scripted;
 pub mod sse;
 
@@ -30,9 +29,8 @@ pub use cache::PromptCache;
 pub use http::{
     RetryPolicy, DEFAULT_IDLE_TIMEOUT, MAX_ERROR_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGE_BYTES,
 };
-pub use openai::OpenAiChat;
+pub use openai::{OpenAiChat, OpenAiResponses};
 pub use price::{context_window, Price};
-pub use responses::OpenAiResponses;
 pub use scripted::{Scripted, MAX_SCRIPT_BYTES};
 
 /// The model to ask, what it can do, and how to ask it.

@@ -49,7 +49,7 @@ pub const DEFAULT_FILTER: &str = "golato=debug";
 /// Why [`init`] or [`env_filter`] could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ObserveError {
+pub enum Error {
     /// `RUST_LOG` is set to something that is not a filter.
     #[error(
         "RUST_LOG={directives:?} is not a valid filter ({reason}); try RUST_LOG={DEFAULT_FILTER}"
@@ -97,11 +97,11 @@ where
 /// `RUST_LOG` as a filter when it is set, else [`DEFAULT_FILTER`].
 ///
 /// # Errors
-/// [`ObserveError::InvalidFilter`] when `RUST_LOG` does not parse.
-pub fn env_filter() -> Result<EnvFilter, ObserveError> {
+/// [`Error::InvalidFilter`] when `RUST_LOG` does not parse.
+pub fn env_filter() -> Result<EnvFilter, Error> {
     match std::env::var("RUST_LOG") {
         Ok(directives) if !directives.trim().is_empty() => {
-            EnvFilter::try_new(&directives).map_err(|error| ObserveError::InvalidFilter {
+            EnvFilter::try_new(&directives).map_err(|error| Error::InvalidFilter {
                 directives,
                 reason: error.to_string(),
             })
@@ -115,12 +115,12 @@ pub fn env_filter() -> Result<EnvFilter, ObserveError> {
 /// run's actors at work.
 ///
 /// # Errors
-/// [`ObserveError::InvalidFilter`] for an unparsable `RUST_LOG`;
-/// [`ObserveError::AlreadyInstalled`] when the process already has a global subscriber.
-pub fn init() -> Result<(), ObserveError> {
+/// [`Error::InvalidFilter`] for an unparsable `RUST_LOG`;
+/// [`Error::AlreadyInstalled`] when the process already has a global subscriber.
+pub fn init() -> Result<(), Error> {
     let colours = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::registry()
         .with(layer_with(env_filter()?, std::io::stderr, colours))
         .try_init()
-        .map_err(|_| ObserveError::AlreadyInstalled)
+        .map_err(|_| Error::AlreadyInstalled)
 }

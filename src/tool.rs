@@ -106,7 +106,7 @@ impl ToolResult {
     }
 
     /// Asks the agent to stop after this batch (see [`ToolResult::terminate`]).
-    pub fn terminating(mut self) -> Self {
+    pub fn with_terminate(mut self) -> Self {
         self.terminate = true;
         self
     }

@@ -113,7 +113,8 @@ fn actor_messages_are_traced_with_mailbox_wait_and_nested_spans() {
     assert_eq!(run_batch.ancestors, ["batch", "turn", "run"]);
 
     // A compaction's summary request is a model request of its turn.
-    use golato::agent::{self, Agent, Compaction};
+    use golato::agent::compaction::Compaction;
+    use golato::agent::{self, Agent};
     use golato::generator::{Model, Scripted};
     use golato::message::AssistantMessage;
     use support::compaction::{fetch_tool, fetching_script, PerMessage};

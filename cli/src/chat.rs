@@ -95,7 +95,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                     tally.observe(&event);
                     // The next line's run sends the history as this one does now.
                     if let Event::Compaction(compaction) = &event {
-                        summary = Some(golato::agent::Summary::new(compaction.summary.clone(), compaction.replaced));
+                        summary = Some(golato::agent::compaction::Summary::new(compaction.summary.clone(), compaction.replaced));
                     }
                     if let Some(saving) = &mut saving {
                         saving.save_event(&event, cancelling);

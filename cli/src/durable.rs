@@ -107,7 +107,7 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
     use std::io::Write as _;
     let client = golato_restate::Client::new(&args.restate)
         .map_err(|error| CliError::usage(format!("--restate: {error}")))?
-        .reconnect_for(args.reconnect_for);
+        .with_reconnect_for(args.reconnect_for);
     let id = args.id.clone().unwrap_or_else(new_id);
     let mut out = std::io::stdout().lock();
     let mut emit = |line: serde_json::Value| {

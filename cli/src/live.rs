@@ -332,7 +332,7 @@ impl View for Live {
             }
             Event::Compaction(compaction) => {
                 let why = match compaction.reason {
-                    golato::agent::CompactionReason::ContextTooLong => {
+                    golato::agent::compaction::CompactionReason::ContextTooLong => {
                         "the provider refused the request as too long"
                     }
                     _ => "the context window is filling up",

@@ -3,8 +3,7 @@
 use std::sync::Arc;
 
 use golato::generator::{
-    anthropic::ANTHROPIC_DEFAULT_BASE_URL, openai::OPENAI_DEFAULT_BASE_URL, Anthropic, Generator,
-    Model, OpenAiChat, OpenAiResponses,
+    anthropic, openai, Anthropic, Generator, Model, OpenAiChat, OpenAiResponses,
 };
 
 use crate::args::{AgentArgs, ProviderKind};
@@ -29,9 +28,9 @@ pub(crate) fn from_args(
                 .base_url
                 .clone()
                 .or_else(|| env("OPENAI_BASE_URL"))
-                .unwrap_or_else(|| OPENAI_DEFAULT_BASE_URL.to_owned());
+                .unwrap_or_else(|| openai::DEFAULT_BASE_URL.to_owned());
             let key = env("OPENAI_API_KEY");
-            if key.is_none() && base_url.trim_end_matches('/') == OPENAI_DEFAULT_BASE_URL {
+            if key.is_none() && base_url.trim_end_matches('/') == openai::DEFAULT_BASE_URL {
                 return Err(CliError::usage(
                     "no API key for OpenAI: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at an OpenAI-compatible server such as Ollama (http://localhost:11434/v1), or use --provider anthropic with ANTHROPIC_API_KEY",
                 ));
@@ -62,7 +61,7 @@ pub(crate) fn from_args(
                 .base_url
                 .clone()
                 .or_else(|| env("ANTHROPIC_BASE_URL"))
-                .unwrap_or_else(|| ANTHROPIC_DEFAULT_BASE_URL.to_owned());
+                .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_owned());
             let model = model_id(args, "ANTHROPIC_MODEL", ANTHROPIC_DEFAULT_MODEL);
             let endpoint = Endpoint {
                 provider: "anthropic",

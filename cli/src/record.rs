@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use golato::agent::TurnEndEvent;
+use golato::agent::event::TurnEndEvent;
 use golato::message::{AssistantMessage, Content, ToolResultMessage};
 use serde_json::Value;
 

@@ -100,7 +100,7 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
     };
     let journal = match &args.journal {
         Some(path) => Some(Arc::new(
-            golato::agent::FileJournal::open(path)
+            golato::journal::FileJournal::open(path)
                 .map_err(|error| CliError::usage(format!("--journal: {error}")))?,
         )),
         None => None,
@@ -133,7 +133,7 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         recorder,
         recording,
         workspace: None,
-        journal: journal.map(|journal| journal as Arc<dyn golato::agent::Journal>),
+        journal: journal.map(|journal| journal as Arc<dyn golato::journal::Journal>),
         header: Some(header),
         questions,
         strict_replay: args.strict_replay.then_some(prompt_differs),
@@ -217,9 +217,9 @@ pub(crate) async fn build_agent(
         budget: budget(args),
         context_window: args.context_window.map(std::num::NonZeroU64::get),
         compaction: if args.no_compact {
-            agent::Compaction::off()
+            agent::compaction::Compaction::off()
         } else {
-            agent::Compaction::default()
+            agent::compaction::Compaction::default()
         },
         output_schema: match &args.output_schema {
             Some(path) => Some(schema_file(path)?),
@@ -418,7 +418,7 @@ pub(crate) struct Session {
     /// Shown at the end (the demo's project directory).
     pub(crate) workspace: Option<PathBuf>,
     /// Where the run's steps are journaled (`--journal`).
-    pub(crate) journal: Option<Arc<dyn golato::agent::Journal>>,
+    pub(crate) journal: Option<Arc<dyn golato::journal::Journal>>,
     /// What the run uses, shown before it starts (stderr, or `run_start` in `--json`).
     pub(crate) header: Option<Header>,
     /// Calls waiting for a yes on the terminal (`--approve`).

@@ -188,8 +188,10 @@ impl Writer {
             // How requests send the transcript from now on: going on starts from it instead
             // of summarizing the whole history again.
             Event::Compaction(compaction) => {
-                let summary =
-                    golato::agent::Summary::new(compaction.summary.clone(), compaction.replaced);
+                let summary = golato::agent::compaction::Summary::new(
+                    compaction.summary.clone(),
+                    compaction.replaced,
+                );
                 self.line(&serde_json::json!({ "compaction": summary }));
             }
             _ => {}
@@ -230,7 +232,7 @@ pub(crate) struct Saved {
     /// The transcript, tool results in their calls' order, a last answer cut short dropped.
     pub(crate) transcript: Vec<Message>,
     /// The last compaction, when it still fits the transcript.
-    pub(crate) summary: Option<golato::agent::Summary>,
+    pub(crate) summary: Option<golato::agent::compaction::Summary>,
     /// When it was last written.
     pub(crate) modified: SystemTime,
     /// Its size when it was read, in bytes.
@@ -312,7 +314,8 @@ impl Saved {
         Ok(Saved {
             header,
             path: path.to_owned(),
-            summary: summary.filter(|summary: &golato::agent::Summary| summary.fits(&transcript)),
+            summary: summary
+                .filter(|summary: &golato::agent::compaction::Summary| summary.fits(&transcript)),
             transcript,
             modified,
             length: bytes.len() as u64,
@@ -448,7 +451,7 @@ fn in_call_order(steps: Vec<Message>) -> Vec<Message> {
 pub(crate) struct Opened {
     pub(crate) transcript: Vec<Message>,
     /// How an earlier run compacted the transcript.
-    pub(crate) summary: Option<golato::agent::Summary>,
+    pub(crate) summary: Option<golato::agent::compaction::Summary>,
     pub(crate) saving: Option<Writer>,
 }
 

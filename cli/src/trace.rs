@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use golato::observe::{self, ObserveError};
+use golato::observe;
 use indicatif::MultiProgress;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -17,7 +17,7 @@ use crate::CliError;
 /// drawn, so a trace line never lands inside a spinner.
 pub(crate) fn install(bars: Option<MultiProgress>) -> Result<(), CliError> {
     let filter = observe::env_filter().map_err(|error| match error {
-        ObserveError::InvalidFilter { .. } => CliError::usage(error.to_string()),
+        observe::Error::InvalidFilter { .. } => CliError::usage(error.to_string()),
         other => CliError::Failed(other.to_string()),
     })?;
     tracing_subscriber::registry()

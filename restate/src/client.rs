@@ -243,7 +243,7 @@ impl Client {
     /// How long to keep trying when the server cannot be reached (down, restarting): 60 s by
     /// default. A run in flight goes on on the server meanwhile; the client attaches to it
     /// again once the server answers.
-    pub fn reconnect_for(mut self, wait: Duration) -> Client {
+    pub fn with_reconnect_for(mut self, wait: Duration) -> Client {
         self.reconnect_for = wait;
         self
     }

@@ -1,11 +1,12 @@
 //! Steering and follow-up messages for a durable run: the `GolatoInbox` virtual object (keyed by
 //! run ID) keeps what clients posted until the run takes it at one of its inbox steps
-//! ([`StepKey::Inbox`](golato::agent::StepKey::Inbox)). The run's handler takes them with a
+//! ([`StepKey::Inbox`](golato::journal::StepKey::Inbox)). The run's handler takes them with a
 //! Restate call, which its journal records: a replay gets the same messages at the same place.
 
 use restate_sdk::prelude::*;
 
-use golato::agent::{Delivery, InboxRecord};
+use golato::agent::event::Delivery;
+use golato::journal::InboxRecord;
 use golato::message::UserMessage;
 
 /// The name of the inbox object, as registered.

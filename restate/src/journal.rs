@@ -33,7 +33,7 @@ use restate_sdk::prelude::*;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use golato::agent::{JournalError, NotRecorded, StepError, StepKey, StepWork};
+use golato::journal::{Error as JournalError, NotRecorded, StepError, StepKey, StepWork};
 
 /// One step the run asks for, with its work and where its value goes.
 pub(crate) struct StepRequest {
@@ -42,7 +42,7 @@ pub(crate) struct StepRequest {
     reply: oneshot::Sender<Result<Value, StepError>>,
 }
 
-/// The run's side of the bridge: a [`golato::agent::Journal`] whose steps the invocation's
+/// The run's side of the bridge: a [`golato::journal::Journal`] whose steps the invocation's
 /// handler answers.
 #[derive(Debug)]
 pub(crate) struct RestateJournal {
@@ -64,7 +64,7 @@ fn gone(step: &str) -> StepError {
     })
 }
 
-impl golato::agent::Journal for RestateJournal {
+impl golato::journal::Journal for RestateJournal {
     fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
         let step = key.to_string();
         let (reply, answer) = oneshot::channel();

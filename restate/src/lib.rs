@@ -4,7 +4,7 @@
 //!
 //! A durable run is a Restate virtual object, `GolatoRun`, keyed by the run's ID. Its `run`
 //! handler starts an ordinary run of the worker's [`Agent`] with a journal
-//! ([`Journal`](golato::agent::Journal)) kept in the Restate invocation: each model turn (the
+//! ([`Journal`](golato::journal::Journal)) kept in the Restate invocation: each model turn (the
 //! finished assistant message) and each tool call's result is an entry there. When the worker
 //! dies, Restate runs the handler again on another worker behind the same address: the run
 //! replays its recorded turns and results without asking the model or running the tools again,

@@ -16,7 +16,7 @@
 //!   allowed, a network namespace of its own (no TCP or UDP anywhere, IPv4 or IPv6) and a
 //!   seccomp filter refusing Unix-domain sockets (a local daemon such as Docker's would be a
 //!   way out) and io_uring. The helper program is this one (it must call
-//!   [`run_helper_if_asked`] first in `main`) or the one named by [`Policy::helper`].
+//!   [`run_helper_if_asked`] first in `main`) or the one named by [`Policy::with_helper`].
 //! - `read`, `write` and `edit` check in golato's process: `read` refuses a file whose opened
 //!   descriptor lies under a denied path; `write` and `edit` open the file's directory beneath a
 //!   writable root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)` and work through that
@@ -37,7 +37,7 @@
 //! fn main() -> Result<(), golato_sandbox::Error> {
 //!     // First thing in main: this program is also the sandbox's helper.
 //!     run_helper_if_asked();
-//!     let policy = Policy::workspace_write().deny_reading("~/.ssh");
+//!     let policy = Policy::workspace_write().with_denied_path("~/.ssh");
 //!     // What golato's `builtin::new` does with `builtin::Config::sandbox`.
 //!     let prepared = Prepared::new(&policy, std::path::Path::new("."))?;
 //!     # let _ = prepared;
@@ -164,37 +164,37 @@ impl Policy {
     }
 
     /// Adds a writable root.
-    pub fn writable(mut self, root: impl Into<PathBuf>) -> Policy {
+    pub fn with_writable_root(mut self, root: impl Into<PathBuf>) -> Policy {
         self.writable_roots.push(root.into());
         self
     }
 
     /// Adds a path denied even for reading.
-    pub fn deny_reading(mut self, path: impl Into<PathBuf>) -> Policy {
+    pub fn with_denied_path(mut self, path: impl Into<PathBuf>) -> Policy {
         self.denied_paths.push(path.into());
         self
     }
 
     /// Allows the network (or not).
-    pub fn allow_network(mut self, allow: bool) -> Policy {
+    pub fn with_network(mut self, allow: bool) -> Policy {
         self.allow_network = allow;
         self
     }
 
     /// Passes a variable named like a secret on to commands.
-    pub fn pass_env(mut self, name: impl Into<String>) -> Policy {
+    pub fn with_passed_env(mut self, name: impl Into<String>) -> Policy {
         self.pass_env.push(name.into());
         self
     }
 
     /// Lets writes change files with several hard links (or not).
-    pub fn allow_hard_links(mut self, allow: bool) -> Policy {
+    pub fn with_hard_links(mut self, allow: bool) -> Policy {
         self.allow_hard_links = allow;
         self
     }
 
     /// Names the helper program.
-    pub fn helper(mut self, program: impl Into<PathBuf>) -> Policy {
+    pub fn with_helper(mut self, program: impl Into<PathBuf>) -> Policy {
         self.helper = Some(program.into());
         self
     }
@@ -275,7 +275,7 @@ pub enum Error {
         missing: String,
     },
     /// The helper program did not act as one.
-    #[error("the sandbox helper {program:?} did not answer as one ({reason}); call golato::sandbox::run_helper_if_asked() first in that program's main, or set sandbox::Policy::helper to the golato binary")]
+    #[error("the sandbox helper {program:?} did not answer as one ({reason}); call golato::sandbox::run_helper_if_asked() first in that program's main, or set sandbox::Policy::with_helper to the golato binary")]
     Helper {
         /// The program.
         program: PathBuf,
@@ -340,7 +340,7 @@ pub fn fold(path: &Path) -> PathBuf {
 
 /// Acts as the sandbox's helper when this process was started as one, and otherwise returns at
 /// once. Call it first in `main` of a program that sandboxes `bash` without naming another
-/// helper in [`Policy::helper`]: the helper is then this program, started again with
+/// helper in [`Policy::with_helper`]: the helper is then this program, started again with
 /// [`HELPER_ARG`] as its first argument. When it is one, this function never returns: the
 /// process confines itself and becomes the command (or exits with the reason it could not).
 pub fn run_helper_if_asked() {

@@ -53,7 +53,7 @@ pub(crate) struct SharedBatch {
 
 /// What a journaled batch adds: the journal, the turn, and which attempt each call is.
 pub(crate) struct Journaled {
-    pub(crate) journal: Arc<dyn super::Journal>,
+    pub(crate) journal: Arc<dyn crate::journal::Journal>,
     pub(crate) turn: usize,
     /// Each call's attempt as its journal started it (0 until then, shown as 1).
     attempts: Vec<std::sync::atomic::AtomicU32>,
@@ -94,7 +94,7 @@ impl SharedBatch {
         calls: Vec<ToolCall>,
         cancel: CancellationToken,
         notices: TracedRecipient<CallNotice>,
-        journal: Option<(Arc<dyn super::Journal>, usize)>,
+        journal: Option<(Arc<dyn crate::journal::Journal>, usize)>,
     ) -> Arc<SharedBatch> {
         let slots = calls.iter().map(|_| Slot::default()).collect();
         let journal = journal.map(|(journal, turn)| {
@@ -115,7 +115,7 @@ impl SharedBatch {
     }
 
     /// The run's journal and this batch's turn, in a journaled run.
-    pub(crate) fn journal(&self) -> Option<(&Arc<dyn super::Journal>, usize)> {
+    pub(crate) fn journal(&self) -> Option<(&Arc<dyn crate::journal::Journal>, usize)> {
         self.journal
             .as_deref()
             .map(|journaled| (&journaled.journal, journaled.turn))

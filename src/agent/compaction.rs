@@ -138,7 +138,7 @@ impl fmt::Debug for Summarizer {
 /// run compacts once and retries when the provider refuses a request as too long.
 ///
 /// ```
-/// use golato::agent::{self, Compaction};
+/// use golato::agent::{self, compaction::Compaction};
 ///
 /// let config = agent::Config {
 ///     context_window: Some(32_000),
@@ -249,12 +249,12 @@ impl Compaction {
 
 /// A transcript's compaction, carried from one run to the next: requests send `text` in
 /// place of the transcript's first `replaces` messages. [`RunResult::summary`](super::RunResult::summary)
-/// and [`CompactionEvent`](super::CompactionEvent) give it; [`Input::summary`](super::Input::summary)
+/// and [`CompactionEvent`](super::event::CompactionEvent) give it; [`Input::summary`](super::Input::summary)
 /// takes it, so a conversation of many runs (a chat) does not summarize its history again at
 /// every run.
 ///
 /// ```
-/// use golato::agent::{Input, Summary};
+/// use golato::agent::{compaction::Summary, Input};
 /// use golato::message::{AssistantMessage, Message, UserMessage};
 ///
 /// let input = Input {

@@ -111,7 +111,7 @@ pub enum Error {
     Journal {
         /// What the journal said.
         #[source]
-        source: super::JournalError,
+        source: crate::journal::Error,
         /// The transcript so far.
         messages: Vec<Message>,
     },

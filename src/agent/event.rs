@@ -183,7 +183,7 @@ pub struct CompactionEvent {
     /// The turn whose request was compacted.
     pub turn: usize,
     /// Why.
-    pub reason: super::CompactionReason,
+    pub reason: super::compaction::CompactionReason,
     /// How many messages at the start of the transcript the summary now stands for in
     /// requests (an earlier summary's included).
     pub replaced: usize,

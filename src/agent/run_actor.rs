@@ -46,7 +46,7 @@ pub(crate) struct RunPlan {
     pub(crate) span: tracing::Span,
     pub(crate) id: u64,
     /// Where the run's steps are recorded and found again; `None` for a run without one.
-    pub(crate) journal: Option<Arc<dyn super::Journal>>,
+    pub(crate) journal: Option<Arc<dyn crate::journal::Journal>>,
     /// How an earlier run compacted the input's transcript (checked against it).
     pub(crate) summary: Option<super::Summary>,
 }
@@ -283,7 +283,7 @@ impl RunActor {
 
     /// A journaled run records what it starts from, or checks it against what its journal
     /// recorded: a journal picked up with another input would hand that run's turns to this one.
-    fn check_input(&mut self, journal: Arc<dyn super::Journal>, ctx: &mut Context<Self>) {
+    fn check_input(&mut self, journal: Arc<dyn crate::journal::Journal>, ctx: &mut Context<Self>) {
         use super::journal::{seal, unseal, StepError, StepKey};
         use actix::fut::ActorFutureExt;
         use actix::WrapFuture;
@@ -296,7 +296,7 @@ impl RunActor {
             super::journal::StepWork::new(async move { Ok(input) }),
         );
         ctx.spawn(recorded.into_actor(self).map(move |recorded, this, ctx| {
-            let refused = |reason: String| super::JournalError {
+            let refused = |reason: String| crate::journal::Error {
                 step: StepKey::Input.to_string(),
                 reason,
             };

@@ -29,7 +29,7 @@ use tracing::Instrument;
 
 use super::batch_calls::{Notice, SharedBatch};
 use super::journal::{
-    Journal, JournalError, NotRecorded, RecordedCall, StepError, StepKey, StepWork,
+    Error as JournalError, Journal, NotRecorded, RecordedCall, StepError, StepKey, StepWork,
 };
 use super::validation::Registered;
 use super::AgentInner;

@@ -243,7 +243,7 @@ impl std::fmt::Display for HardLinked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "it has {} hard links, and the sandbox does not change a file that may also be linked from outside its writable places; remove the other links, or allow it (sandbox::Policy::allow_hard_links, --allow-hard-links)",
+            "it has {} hard links, and the sandbox does not change a file that may also be linked from outside its writable places; remove the other links, or allow it (sandbox::Policy::with_hard_links, --allow-hard-links)",
             self.links
         )
     }

@@ -262,9 +262,9 @@ impl std::fmt::Debug for Anthropic {
 }
 
 /// Where Anthropic's API lives when `ANTHROPIC_BASE_URL` is not set.
-pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The output limit sent when the model sets none (the API requires one).
-pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 4096;
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Anthropic {
     /// A client for `base_url` with `api_key`.
@@ -279,14 +279,14 @@ impl Anthropic {
         })
     }
 
-    /// A client configured by `ANTHROPIC_BASE_URL` (default [`ANTHROPIC_DEFAULT_BASE_URL`]) and
+    /// A client configured by `ANTHROPIC_BASE_URL` (default [`DEFAULT_BASE_URL`]) and
     /// `ANTHROPIC_API_KEY`.
     ///
     /// # Errors
     /// [`Error::MissingApiKey`] without `ANTHROPIC_API_KEY`.
     pub fn from_env() -> Result<Self, Error> {
-        let base_url = std::env::var("ANTHROPIC_BASE_URL")
-            .unwrap_or_else(|_| ANTHROPIC_DEFAULT_BASE_URL.to_owned());
+        let base_url =
+            std::env::var("ANTHROPIC_BASE_URL").unwrap_or_else(|_| DEFAULT_BASE_URL.to_owned());
         let api_key = std::env::var("ANTHROPIC_API_KEY")
             .ok()
             .filter(|key| !key.is_empty())
@@ -404,7 +404,7 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
     }
     let mut body = serde_json::json!({
         "model": request.model.id,
-        "max_tokens": request.model.max_output_tokens.unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
+        "max_tokens": request.model.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         "messages": messages,
         "stream": true,
     });

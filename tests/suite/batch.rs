@@ -319,7 +319,7 @@ fn a_batch_in_which_every_call_terminates_successfully_ends_the_run() {
         generator,
         vec![terminate_tool(
             "stop",
-            ToolResult::text("bye").terminating(),
+            ToolResult::text("bye").with_terminate(),
         )],
     );
     let result = collect(agent.start(prompt("go")))
@@ -338,8 +338,11 @@ fn an_error_result_with_terminate_keeps_the_loop_running() {
             call("2", "stop_failed", "{}"),
         ]),
         vec![
-            terminate_tool("stop", ToolResult::text("bye").terminating()),
-            terminate_tool("stop_failed", ToolResult::error("could not").terminating()),
+            terminate_tool("stop", ToolResult::text("bye").with_terminate()),
+            terminate_tool(
+                "stop_failed",
+                ToolResult::error("could not").with_terminate(),
+            ),
         ],
     );
     let result = collect(agent.start(prompt("go"))).1.unwrap();
@@ -353,7 +356,7 @@ fn an_ordinary_sibling_keeps_the_loop_running_and_is_not_skipped() {
     let agent = agent_with(
         script(vec![call("1", "stop", "{}"), call("2", "count", "{}")]),
         vec![
-            terminate_tool("stop", ToolResult::text("bye").terminating()),
+            terminate_tool("stop", ToolResult::text("bye").with_terminate()),
             counting_tool("count", counter.clone()),
         ],
     );
@@ -370,7 +373,7 @@ fn an_invalid_sibling_keeps_the_loop_running() {
         script(vec![call("1", "stop", "{}"), call("2", "nope", "{}")]),
         vec![terminate_tool(
             "stop",
-            ToolResult::text("bye").terminating(),
+            ToolResult::text("bye").with_terminate(),
         )],
     );
     assert_eq!(collect(agent.start(prompt("go"))).1.unwrap().turns, 2);

@@ -10,10 +10,10 @@ use crate::support;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use golato::agent::{
-    self, Agent, Compaction, CompactionReason, Event, MemoryJournal, SUMMARY_HEADER,
-};
+use golato::agent::compaction::{Compaction, CompactionReason, SUMMARY_HEADER};
+use golato::agent::{self, Agent, Event};
 use golato::generator::{Generator, Model, OpenAiChat, Request, RetryPolicy, Scripted};
+use golato::journal::MemoryJournal;
 use golato::message::{AssistantMessage, Content, Message};
 use serde_json::Value;
 use support::*;
@@ -574,7 +574,7 @@ fn absurd_usage_from_a_provider_neither_panics_nor_wraps() {
 /// A counter that says every message is as large as can be.
 struct Enormous;
 
-impl golato::agent::TokenCounter for Enormous {
+impl golato::agent::compaction::TokenCounter for Enormous {
     fn count_message(&self, _: &Message) -> u64 {
         u64::MAX
     }

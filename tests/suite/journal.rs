@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use golato::agent::{
-    self, Agent, Journal, JournalError, MemoryJournal, StepError, StepKey, StepWork,
-};
+use golato::agent::{self, Agent};
 use golato::generator::{EventStream, Generator, Request, Scripted};
+use golato::journal::{
+    Error as JournalError, Journal, MemoryJournal, StepError, StepKey, StepWork,
+};
 use golato::message::{AssistantMessage, Message, ToolCall};
 use golato::tool::{Tool, ToolResult};
 use serde_json::{json, Value};
@@ -355,7 +356,7 @@ fn a_journal_made_from_a_transcript_picks_the_run_up_as_resuming_the_transcript_
 
 #[test]
 fn a_file_journal_survives_its_process_and_ignores_a_line_cut_by_a_crash() {
-    use golato::agent::FileJournal;
+    use golato::journal::FileJournal;
     use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.journal");

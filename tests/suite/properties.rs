@@ -70,7 +70,7 @@ fn tool(behaviour: Behaviour) -> Tool {
                     });
                     Ok(ToolResult::text("returned after an invalid update"))
                 }
-                Behaviour::Terminate => Ok(ToolResult::text("stop").terminating()),
+                Behaviour::Terminate => Ok(ToolResult::text("stop").with_terminate()),
                 Behaviour::Slow => {
                     for _ in 0..50 {
                         tokio::task::yield_now().await;

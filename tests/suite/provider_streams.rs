@@ -6,8 +6,8 @@
 use crate::support;
 
 use golato::generator::anthropic::MessagesStreamDecoder;
-use golato::generator::openai::ChatStreamDecoder;
-use golato::generator::responses::ResponsesStreamDecoder;
+use golato::generator::openai::chat::ChatStreamDecoder;
+use golato::generator::openai::responses::ResponsesStreamDecoder;
 use golato::generator::sse::SseDecoder;
 use golato::generator::Delta;
 use golato::message::{AssistantMessage, StopReason};

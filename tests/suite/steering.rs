@@ -7,7 +7,8 @@ use crate::support;
 
 use std::sync::{mpsc, Arc, Mutex};
 
-use golato::agent::{Delivery, Event, NotDelivered};
+use golato::agent::event::Delivery;
+use golato::agent::{Event, NotDelivered};
 use golato::generator::Scripted;
 use golato::message::{AssistantMessage, Message, UserMessage};
 use golato::tool::{Tool, ToolResult};

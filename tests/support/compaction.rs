@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use golato::agent::TokenCounter;
+use golato::agent::compaction::TokenCounter;
 use golato::generator::{EventStream, Generator, Request};
 use golato::message::{AssistantMessage, Message, ToolCall};
 use golato::tool::{Tool, ToolResult};

@@ -197,7 +197,7 @@ impl Log {
 pub fn sandboxed_tools(workspace: &std::path::Path, policy: golato::sandbox::Policy) -> Vec<Tool> {
     golato::builtin::new(golato::builtin::Config {
         working_directory: workspace.into(),
-        sandbox: policy.helper(golato_binary()),
+        sandbox: policy.with_helper(golato_binary()),
         ..Default::default()
     })
     .expect("the sandbox is available on the test machine")

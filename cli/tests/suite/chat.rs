@@ -124,5 +124,8 @@ fn a_chat_goes_on_from_its_summary_after_a_compaction() {
     assert_eq!(bodies.len(), before + 1, "{screen}");
     let first = &bodies[before].1["messages"][1];
     let text = compaction::wire_text(first);
-    assert!(text.starts_with(golato::agent::SUMMARY_HEADER), "{first}");
+    assert!(
+        text.starts_with(golato::agent::compaction::SUMMARY_HEADER),
+        "{first}"
+    );
 }

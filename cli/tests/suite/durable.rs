@@ -167,7 +167,7 @@ fn shape(outcome: &Outcome) -> Vec<String> {
 
 fn submit_all(ingress: &str, runs: &[String]) -> Vec<Outcome> {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let client = Client::new(ingress).unwrap().reconnect_for(HANG_GUARD);
+    let client = Client::new(ingress).unwrap().with_reconnect_for(HANG_GUARD);
     runtime.block_on(async {
         let tasks: Vec<_> = runs
             .iter()
@@ -788,7 +788,8 @@ fn ctrl_c_detaches_golato_submit_and_the_same_id_attaches_again() {
 fn a_durable_run_compacts_with_its_summary_in_the_journal() {
     use std::sync::Arc;
 
-    use golato::agent::{self, Agent, Compaction};
+    use golato::agent::compaction::Compaction;
+    use golato::agent::{self, Agent};
     use golato::generator::{Model, Scripted};
     use golato::message::AssistantMessage;
     use support::compaction::{fetch_tool, fetching_script, recording, PerMessage};
@@ -823,7 +824,7 @@ fn a_durable_run_compacts_with_its_summary_in_the_journal() {
         .unwrap();
     let client = Client::new(&server.ingress)
         .unwrap()
-        .reconnect_for(HANG_GUARD);
+        .with_reconnect_for(HANG_GUARD);
     let outcome = runtime
         .block_on(async {
             tokio::time::timeout(HANG_GUARD, client.submit("compacting", "go")).await

@@ -569,7 +569,7 @@ fn continuing_a_compacted_session_sends_its_summary_without_summarizing_again() 
     let messages = bodies[0].1["messages"].as_array().unwrap();
     let texts: Vec<&str> = messages.iter().map(compaction::wire_text).collect();
     assert!(
-        texts[1].starts_with(golato::agent::SUMMARY_HEADER),
+        texts[1].starts_with(golato::agent::compaction::SUMMARY_HEADER),
         "{texts:#?}"
     );
     assert_eq!(texts.last().unwrap(), &"Anything new?");

@@ -214,7 +214,10 @@ fn what_a_coding_agent_needs_still_works_in_workspace_write() {
     let (_dir, workspace) = workspace();
     let extra = tempfile::tempdir_in(outside_base()).unwrap();
     let extra = extra.path().canonicalize().unwrap();
-    let tools = tools(&workspace, Policy::workspace_write().writable(&extra));
+    let tools = tools(
+        &workspace,
+        Policy::workspace_write().with_writable_root(&extra),
+    );
     let tmp_name = format!("/tmp/golato-sandbox-ok-{}", std::process::id());
     let result = bash(
         &tools,
@@ -320,7 +323,7 @@ fn the_network_is_denied_unless_allowed() {
         result.text()
     );
 
-    let allowed = tools(&workspace, Policy::workspace_write().allow_network(true));
+    let allowed = tools(&workspace, Policy::workspace_write().with_network(true));
     let result = bash(&allowed, &commands(true));
     assert!(
         reached(&v4),
@@ -371,7 +374,10 @@ fn denied_paths_are_unreadable_by_commands_and_by_read() {
     std::fs::write(secrets.join("key"), "SECRET-KEY").unwrap();
     let (_dir, workspace) = workspace();
     std::os::unix::fs::symlink(secrets.join("key"), workspace.join("link-to-key")).unwrap();
-    let tools = tools(&workspace, Policy::workspace_write().deny_reading(&secrets));
+    let tools = tools(
+        &workspace,
+        Policy::workspace_write().with_denied_path(&secrets),
+    );
     let result = bash(
         &tools,
         &format!(
@@ -555,7 +561,7 @@ fn a_helper_that_is_not_one_is_an_error_not_an_unconfined_run() {
     let (_dir, workspace) = workspace();
     let error = builtin::new(builtin::Config {
         working_directory: workspace.clone(),
-        sandbox: Policy::workspace_write().helper("/bin/true"),
+        sandbox: Policy::workspace_write().with_helper("/bin/true"),
         ..Default::default()
     })
     .unwrap_err();
@@ -572,8 +578,8 @@ fn a_helper_that_is_not_one_is_an_error_not_an_unconfined_run() {
     let error = builtin::new(builtin::Config {
         working_directory: workspace.clone(),
         sandbox: Policy::workspace_write()
-            .writable(workspace.join("missing"))
-            .helper(crate::support::golato_binary()),
+            .with_writable_root(workspace.join("missing"))
+            .with_helper(crate::support::golato_binary()),
         ..Default::default()
     })
     .unwrap_err();

@@ -436,7 +436,7 @@ fn denied_files_are_denied_and_a_denied_path_made_later_is_hidden_too() {
     // ~/.aws made after the tools were set up (mid-run) is hidden from the next command.
     let tools = tools(
         &ws,
-        Policy::workspace_write().deny_reading(home.join(".aws")),
+        Policy::workspace_write().with_denied_path(home.join(".aws")),
     );
     std::fs::create_dir(home.join(".aws")).unwrap();
     std::fs::write(home.join(".aws/credentials"), "aws-secret-7").unwrap();
@@ -466,7 +466,7 @@ fn renaming_a_denied_paths_parent_does_not_uncover_it() {
     std::fs::write(home.join(".config/gcloud/creds"), "gcloud-secret").unwrap();
     let tools = tools(
         &home,
-        Policy::workspace_write().deny_reading(home.join(".config/gcloud")),
+        Policy::workspace_write().with_denied_path(home.join(".config/gcloud")),
     );
     let moved = call_tool(
         &tools,

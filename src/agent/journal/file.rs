@@ -10,7 +10,8 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::{Journal, JournalError, StepError, StepKey, StepWork};
+use super::Error;
+use crate::journal::{Journal, StepError, StepKey, StepWork};
 
 /// A [`Journal`] kept in a file of JSON lines (`{"step": "turn-1", "record": …}`), appended and
 /// synced to disk before each step's value is handed to the run: a run whose process was
@@ -22,7 +23,8 @@ use super::{Journal, JournalError, StepError, StepKey, StepWork};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use golato::agent::{self, Agent, FileJournal};
+/// use golato::agent::{self, Agent};
+/// use golato::journal::FileJournal;
 /// use golato::generator::Scripted;
 /// use golato::message::{AssistantMessage, UserMessage};
 ///
@@ -53,7 +55,7 @@ struct Inner {
 
 /// Why a journal file could not be opened.
 #[derive(Debug, thiserror::Error)]
-pub enum FileJournalError {
+pub enum FileError {
     /// The file could not be opened, read or created.
     #[error("could not open the journal {path}: {source}")]
     Io {
@@ -79,11 +81,11 @@ impl FileJournal {
     /// Opens the journal at `path`, creating it if it does not exist.
     ///
     /// # Errors
-    /// [`FileJournalError::Io`] when the file cannot be opened or read,
-    /// [`FileJournalError::Malformed`] naming a line that is not a record.
-    pub fn open(path: impl AsRef<Path>) -> Result<FileJournal, FileJournalError> {
+    /// [`FileError::Io`] when the file cannot be opened or read,
+    /// [`FileError::Malformed`] naming a line that is not a record.
+    pub fn open(path: impl AsRef<Path>) -> Result<FileJournal, FileError> {
         let path = path.as_ref().to_owned();
-        let io = |source| FileJournalError::Io {
+        let io = |source| FileError::Io {
             path: path.clone(),
             source,
         };
@@ -118,7 +120,7 @@ impl FileJournal {
                 tracing::warn!(path = %path.display(), line = number, "ignoring a journal line cut short");
                 break;
             }
-            let malformed = |reason: String| FileJournalError::Malformed {
+            let malformed = |reason: String| FileError::Malformed {
                 path: path.clone(),
                 line: number,
                 reason,
@@ -184,7 +186,7 @@ impl Journal for FileJournal {
                     .file
                     .write_all(line.as_bytes())
                     .and_then(|()| inner.file.sync_data())
-                    .map_err(|error| JournalError {
+                    .map_err(|error| Error {
                         step: name.clone(),
                         reason: format!(
                             "could not write {}: {error}; the run stopped there, and started again on this journal once it can be written it goes on from there",
@@ -198,7 +200,7 @@ impl Journal for FileJournal {
             .await;
             match written {
                 Ok(result) => result.map_err(StepError::Journal),
-                Err(error) => Err(StepError::Journal(JournalError {
+                Err(error) => Err(StepError::Journal(Error {
                     step: "?".to_owned(),
                     reason: format!("the write did not finish: {error}"),
                 })),

@@ -2,7 +2,7 @@
 
 mod file;
 
-pub use file::{FileJournal, FileJournalError};
+pub use file::{FileError, FileJournal};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -126,27 +126,27 @@ impl StepWork {
 /// The format of what golato records: `{"golato_journal": FORMAT, "step": …}`. A record in
 /// another format (another version of golato, or something else) is refused with a clear
 /// error instead of being misread.
-pub const JOURNAL_FORMAT: u64 = 1;
+pub const RECORD_FORMAT: u64 = 1;
 
 /// `value` as golato records it: what a [`Journal`] kept outside golato (golato-restate's) hands
 /// back for a step it answers itself.
 pub fn seal(value: Value) -> Value {
-    serde_json::json!({"golato_journal": JOURNAL_FORMAT, "step": value})
+    serde_json::json!({"golato_journal": RECORD_FORMAT, "step": value})
 }
 
 /// What `record` holds for step `step`, if golato recorded it in this format.
-pub(crate) fn unseal(record: Value, step: &str) -> Result<Value, JournalError> {
+pub(crate) fn unseal(record: Value, step: &str) -> Result<Value, Error> {
     let refused = |what: String| {
-        JournalError {
+        Error {
         step: step.to_owned(),
-        reason: format!("{what}; was it written by another version of golato (this one reads format {JOURNAL_FORMAT})?"),
+        reason: format!("{what}; was it written by another version of golato (this one reads format {RECORD_FORMAT})?"),
     }
     };
     let Value::Object(mut fields) = record else {
         return Err(refused("its record is not a JSON object".to_owned()));
     };
     match fields.get("golato_journal").and_then(Value::as_u64) {
-        Some(JOURNAL_FORMAT) => {}
+        Some(RECORD_FORMAT) => {}
         Some(other) => return Err(refused(format!("its record is in format {other}"))),
         None => {
             return Err(refused(
@@ -183,7 +183,7 @@ pub enum StepError {
     NotRecorded,
     /// The journal could not record the step, or hand back a recorded one.
     #[error(transparent)]
-    Journal(#[from] JournalError),
+    Journal(#[from] Error),
 }
 
 impl From<NotRecorded> for StepError {
@@ -196,7 +196,7 @@ impl From<NotRecorded> for StepError {
 /// can be picked up from the journal once it works again.
 #[derive(Debug, thiserror::Error)]
 #[error("the run's journal failed at {step}: {reason}")]
-pub struct JournalError {
+pub struct Error {
     /// The step, as [`StepKey`] shows it.
     pub step: String,
     /// What went wrong.
@@ -221,7 +221,8 @@ pub struct JournalError {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use golato::agent::{self, Agent, MemoryJournal};
+/// use golato::agent::{self, Agent};
+/// use golato::journal::MemoryJournal;
 /// use golato::generator::Scripted;
 /// use golato::message::{AssistantMessage, UserMessage};
 ///

@@ -30,7 +30,7 @@ pub(super) struct View {
 
 impl View {
     /// The view of `transcript` a summary of its first messages makes.
-    pub(super) fn new(summary: crate::agent::Summary, transcript: &[Message]) -> View {
+    pub(super) fn new(summary: crate::agent::compaction::Summary, transcript: &[Message]) -> View {
         let cut = summary.replaces.min(transcript.len());
         let mut messages = Vec::with_capacity(transcript.len() - cut + 1);
         messages.push(Message::User(compaction::summary_message(&summary.text)));
@@ -48,8 +48,8 @@ impl View {
     }
 
     /// What it is, for the next run.
-    pub(super) fn summary(&self) -> crate::agent::Summary {
-        crate::agent::Summary::new(self.summary.clone(), self.cut)
+    pub(super) fn summary(&self) -> crate::agent::compaction::Summary {
+        crate::agent::compaction::Summary::new(self.summary.clone(), self.cut)
     }
 }
 
@@ -124,7 +124,7 @@ impl RunActor {
     /// The next request's messages, each one's tokens, and the estimate of the whole.
     fn measure(
         &mut self,
-        settings: &crate::agent::Compaction,
+        settings: &crate::agent::compaction::Compaction,
     ) -> (Arc<Vec<Message>>, Vec<u64>, u64) {
         let (messages, _) = self.request_messages();
         let counts = settings.measure(&messages);
@@ -243,7 +243,7 @@ impl RunActor {
         let summarize = match self.plan.journal.clone() {
             None => futures::future::Either::Left(summarize),
             Some(journal) => {
-                let key = crate::agent::StepKey::Compaction {
+                let key = crate::journal::StepKey::Compaction {
                     turn: self.turn,
                     index: self.compactions_this_turn,
                 };
@@ -311,7 +311,7 @@ impl RunActor {
                 )));
         let transcript = &self.plan.messages;
         self.view = Some(View::new(
-            crate::agent::Summary::new(summary.summary.clone(), plan.cut),
+            crate::agent::compaction::Summary::new(summary.summary.clone(), plan.cut),
             transcript,
         ));
         self.anchor_from = transcript.len();
@@ -332,11 +332,11 @@ impl RunActor {
 
 /// The summary through `journal`: its record, or `summarize`'s result, recorded.
 async fn journaled(
-    journal: Arc<dyn crate::agent::Journal>,
-    key: crate::agent::StepKey,
+    journal: Arc<dyn crate::journal::Journal>,
+    key: crate::journal::StepKey,
     summarize: impl std::future::Future<Output = Result<Written, SummaryError>> + Send + 'static,
 ) -> Result<Written, SummaryError> {
-    use crate::agent::{NotRecorded, StepError, StepWork};
+    use crate::journal::{NotRecorded, StepError, StepWork};
     let failure = Arc::new(std::sync::Mutex::new(None));
     let slot = Arc::clone(&failure);
     let work = async move {
@@ -356,11 +356,9 @@ async fn journaled(
     match journal.step(key, StepWork::new(work)).await {
         Ok(record) => crate::agent::journal::unseal(record, &step)
             .and_then(|value| {
-                serde_json::from_value::<Written>(value).map_err(|error| {
-                    crate::agent::JournalError {
-                        step: step.clone(),
-                        reason: format!("what it holds is not a summary ({error})"),
-                    }
+                serde_json::from_value::<Written>(value).map_err(|error| crate::journal::Error {
+                    step: step.clone(),
+                    reason: format!("what it holds is not a summary ({error})"),
                 })
             })
             .map_err(|error| SummaryError::Unrecordable(error.to_string())),

@@ -236,11 +236,11 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 /// Turn `turn` through `journal`: its recorded message, or `generate`'s, recorded. A turn
 /// that failed or was cancelled is not recorded and comes back as it was.
 async fn journaled_turn(
-    journal: Arc<dyn crate::agent::Journal>,
+    journal: Arc<dyn crate::journal::Journal>,
     turn: usize,
     generate: impl std::future::Future<Output = Generated> + Send + 'static,
 ) -> Generated {
-    use crate::agent::{JournalError, NotRecorded, StepError, StepKey};
+    use crate::journal::{Error as JournalError, NotRecorded, StepError, StepKey};
     let unrecorded = Arc::new(std::sync::Mutex::new(None));
     let slot = Arc::clone(&unrecorded);
     let work = async move {
@@ -257,7 +257,7 @@ async fn journaled_turn(
     };
     let key = StepKey::Turn { turn };
     let step = key.to_string();
-    match journal.step(key, crate::agent::StepWork::new(work)).await {
+    match journal.step(key, crate::journal::StepWork::new(work)).await {
         Ok(record) => match crate::agent::journal::unseal(record, &step).and_then(|value| {
             serde_json::from_value::<AssistantMessage>(value).map_err(|error| JournalError {
                 step: step.clone(),
@@ -283,7 +283,7 @@ async fn journaled_turn(
 enum Generated {
     Message(AssistantMessage),
     /// The run's journal failed.
-    JournalFailed(crate::agent::JournalError),
+    JournalFailed(crate::journal::Error),
     /// The request failed, with what had streamed in before.
     Failed(generator::Error, Partial),
     /// The run was cancelled, with what had streamed in before.

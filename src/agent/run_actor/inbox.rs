@@ -10,7 +10,8 @@ use actix::{AsyncContext, Context, WrapFuture};
 
 use super::RunActor;
 use crate::agent::journal::{seal, unseal, InboxRecord, StepError, StepKey, StepWork};
-use crate::agent::{Delivery, Error, Journal, JournalError};
+use crate::agent::{Delivery, Error};
+use crate::journal::{Error as JournalError, Journal};
 use crate::message::AssistantMessage;
 
 impl RunActor {

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::assembly::Assembly;
-use super::http::excerpt;
-use super::{Delta, Error, ToolChoice};
+use crate::generator::assembly::Assembly;
+use crate::generator::http::excerpt;
+use crate::generator::{Delta, Error, ToolChoice};
 use crate::message::{AssistantMessage, Content, Message, StopReason, ToolCall, Usage};
 
 /// Assembles a streamed Responses API answer (one typed event per server-sent event:
@@ -249,7 +249,7 @@ fn usage_of(usage: &Value) -> Usage {
 ///
 /// Nothing is stored on the provider's side (`store: false`): each request carries the whole
 /// transcript, as with the other clients. Tool results go back as `function_call_output`
-/// items, their images included. Retries and errors as [`OpenAiChat`](super::OpenAiChat).
+/// items, their images included. Retries and errors as [`OpenAiChat`](crate::generator::OpenAiChat).
 ///
 /// ```no_run
 /// use golato::generator::OpenAiResponses;
@@ -262,7 +262,7 @@ fn usage_of(usage: &Value) -> Usage {
 pub struct OpenAiResponses {
     /// The same endpoint, key and transport as the Chat Completions client; only the path, the
     /// body and the stream differ.
-    client: super::OpenAiChat,
+    client: crate::generator::OpenAiChat,
 }
 
 // By hand: the API key must never reach a log through `{:?}`.
@@ -272,7 +272,11 @@ impl std::fmt::Debug for OpenAiResponses {
             .field("base_url", &self.client.base_url)
             .field(
                 "api_key",
-                &self.client.api_key.as_ref().map(|_| super::http::REDACTED),
+                &self
+                    .client
+                    .api_key
+                    .as_ref()
+                    .map(|_| crate::generator::http::REDACTED),
             )
             .finish_non_exhaustive()
     }
@@ -286,24 +290,24 @@ impl OpenAiResponses {
     /// [`Error::Http`] if the HTTP client cannot be built.
     pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Result<Self, Error> {
         Ok(OpenAiResponses {
-            client: super::OpenAiChat::new(base_url, api_key)?,
+            client: crate::generator::OpenAiChat::new(base_url, api_key)?,
         })
     }
 
     /// A client configured by `OPENAI_BASE_URL` (default
-    /// [`OPENAI_DEFAULT_BASE_URL`](super::openai::OPENAI_DEFAULT_BASE_URL)) and `OPENAI_API_KEY`
-    /// (required for the default URL), as [`OpenAiChat::from_env`](super::OpenAiChat::from_env).
+    /// [`DEFAULT_BASE_URL`](crate::generator::openai::DEFAULT_BASE_URL)) and `OPENAI_API_KEY`
+    /// (required for the default URL), as [`OpenAiChat::from_env`](crate::generator::OpenAiChat::from_env).
     ///
     /// # Errors
     /// [`Error::MissingApiKey`] for OpenAI's own URL without a key.
     pub fn from_env() -> Result<Self, Error> {
         Ok(OpenAiResponses {
-            client: super::OpenAiChat::from_env()?,
+            client: crate::generator::OpenAiChat::from_env()?,
         })
     }
 
     /// Sets the retry policy.
-    pub fn with_retry(self, retry: super::RetryPolicy) -> Self {
+    pub fn with_retry(self, retry: crate::generator::RetryPolicy) -> Self {
         OpenAiResponses {
             client: self.client.with_retry(retry),
         }
@@ -317,7 +321,7 @@ impl OpenAiResponses {
     }
 }
 
-impl super::http::WireDecoder for ResponsesStreamDecoder {
+impl crate::generator::http::WireDecoder for ResponsesStreamDecoder {
     fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
         ResponsesStreamDecoder::decode(self, data)
     }
@@ -329,9 +333,9 @@ impl super::http::WireDecoder for ResponsesStreamDecoder {
     }
 }
 
-impl super::Generator for OpenAiResponses {
-    fn stream(&self, request: super::Request) -> super::EventStream {
-        if let Some(refused) = super::http::refuse_unchosen_model(&request.model) {
+impl crate::generator::Generator for OpenAiResponses {
+    fn stream(&self, request: crate::generator::Request) -> crate::generator::EventStream {
+        if let Some(refused) = crate::generator::http::refuse_unchosen_model(&request.model) {
             return refused;
         }
         let body = request_body(&request).to_string().into_bytes();
@@ -347,18 +351,18 @@ fn input_parts(content: &[Content], images_allowed: bool) -> Vec<Value> {
         .map(|part| match part {
             Content::Text { text } => json!({"type": "input_text", "text": text}),
             Content::Image { mime_type, data } if images_allowed => {
-                json!({"type": "input_image", "image_url": super::data_url(mime_type, data)})
+                json!({"type": "input_image", "image_url": crate::generator::data_url(mime_type, data)})
             }
             Content::Image { .. } => json!({
                 "type": "input_text",
-                "text": super::IMAGE_LEFT_OUT,
+                "text": crate::generator::IMAGE_LEFT_OUT,
             }),
         })
         .collect()
 }
 
 /// The Responses request for `request`.
-pub(crate) fn request_body(request: &super::Request) -> Value {
+pub(crate) fn request_body(request: &crate::generator::Request) -> Value {
     let images = request.model.supports_images;
     let mut input = Vec::new();
     for message in request.messages.iter() {
@@ -446,7 +450,7 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
             "format": {"type": "json_schema", "name": "answer", "schema": **schema},
         });
     }
-    if let Some(key) = super::cache::openai_key(request) {
+    if let Some(key) = crate::generator::cache::openai_key(request) {
         body["prompt_cache_key"] = key.into();
     }
     request.model.finish_body(&mut body);
