@@ -15,7 +15,7 @@ pub(crate) mod http;
 pub mod openai;
 mod price;
 mod scripted;
-pub mod sse;
+pub(crate) mod sse;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -444,3 +444,8 @@ pub enum Error {
         reason: String,
     },
 }
+
+// The streaming decoders against recorded provider streams (`tests/fixtures/llm/`), whole and
+// cut at every kind of byte boundary; the decoders are private, so these are unit tests.
+#[cfg(test)]
+mod stream_tests;

@@ -22,7 +22,6 @@ mod suite {
     mod journal;
     mod llmock;
     mod properties;
-    mod provider_streams;
     mod providers;
     mod resume;
     mod setup;

@@ -24,7 +24,7 @@ enum Block {
 /// arrives as `""`) gets `{}`; thinking is kept apart from the text; an `error` event becomes
 /// [`Error::Provider`].
 #[derive(Debug, Default)]
-pub struct MessagesStreamDecoder {
+pub(crate) struct MessagesStreamDecoder {
     parts: Assembly,
     /// Block index → what it is.
     blocks: Vec<(u64, Block)>,
@@ -38,7 +38,7 @@ impl MessagesStreamDecoder {
     /// # Errors
     /// [`Error::Provider`] for an `error` event, [`Error::MalformedStream`] for data that is not
     /// JSON.
-    pub fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
+    pub(crate) fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
         let data = data.trim();
         if data.is_empty() {
             return Ok(Vec::new());
@@ -204,17 +204,17 @@ impl MessagesStreamDecoder {
     }
 
     /// Whether `message_stop` was seen.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.done
     }
 
     /// Whether `message_delta` reported the stop reason.
-    pub fn has_stop_reason(&self) -> bool {
+    pub(crate) fn has_stop_reason(&self) -> bool {
         self.stop_reason.is_some()
     }
 
     /// The assembled message.
-    pub fn finish(self) -> AssistantMessage {
+    pub(crate) fn finish(self) -> AssistantMessage {
         let has_calls = !self.parts.calls.is_empty();
         let (stop_reason, error_message) = match self.stop_reason.as_deref() {
             Some("tool_use") => (StopReason::ToolCalls, None),

@@ -2,7 +2,7 @@
 
 /// One server-sent event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SseEvent {
+pub(crate) struct SseEvent {
     /// The `event:` field, if any.
     pub event: Option<String>,
     /// The `data:` lines, joined with `\n`.
@@ -15,20 +15,8 @@ pub struct SseEvent {
 /// unknown fields are ignored; the last event counts even without a trailing blank line (call
 /// [`SseDecoder::finish`]). Text is decoded per whole line, so a UTF-8 character cut between two
 /// pieces comes out whole.
-///
-/// ```
-/// use golato::generator::sse::SseDecoder;
-///
-/// let mut decoder = SseDecoder::default();
-/// let mut events = decoder.feed(b"event: ping\ndata: {\"a\":");
-/// events.extend(decoder.feed(b"1}\n\ndata: last"));
-/// events.extend(decoder.finish());
-/// assert_eq!(events.len(), 2);
-/// assert_eq!(events[0].data, "{\"a\":1}");
-/// assert_eq!(events[1].data, "last");
-/// ```
 #[derive(Debug)]
-pub struct SseDecoder {
+pub(crate) struct SseDecoder {
     line: Vec<u8>,
     event: Option<String>,
     data: Option<String>,
@@ -46,15 +34,7 @@ impl SseDecoder {
     /// A decoder that holds at most `limit` bytes of one event (its unfinished line and its
     /// data so far); past that it drops what it holds and [`overflowed`](Self::overflowed)
     /// says so, instead of growing without bound (a line that never ends).
-    ///
-    /// ```
-    /// use golato::generator::sse::SseDecoder;
-    ///
-    /// let mut decoder = SseDecoder::with_limit(8);
-    /// assert!(decoder.feed(b"data: far more than eight bytes").is_empty());
-    /// assert!(decoder.overflowed());
-    /// ```
-    pub fn with_limit(limit: usize) -> Self {
+    pub(crate) fn with_limit(limit: usize) -> Self {
         SseDecoder {
             line: Vec::new(),
             event: None,
@@ -66,12 +46,12 @@ impl SseDecoder {
 
     /// Whether an event outgrew the limit given to [`with_limit`](Self::with_limit); the
     /// decoder then yields nothing more.
-    pub fn overflowed(&self) -> bool {
+    pub(crate) fn overflowed(&self) -> bool {
         self.overflowed
     }
 
     /// Feeds the next piece of the body; returns the events it completed.
-    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
         let mut events = Vec::new();
         let mut rest = bytes;
         while let Some(at) = memchr::memchr(b'\n', rest) {
@@ -104,7 +84,7 @@ impl SseDecoder {
     }
 
     /// Ends the body: returns the last event if it was not closed by a blank line.
-    pub fn finish(&mut self) -> Option<SseEvent> {
+    pub(crate) fn finish(&mut self) -> Option<SseEvent> {
         if self.overflowed {
             return None;
         }
@@ -162,6 +142,24 @@ mod tests {
 
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_event_cut_between_pieces_and_a_last_event_without_a_blank_line() {
+        let mut decoder = SseDecoder::default();
+        let mut events = decoder.feed(b"event: ping\ndata: {\"a\":");
+        events.extend(decoder.feed(b"1}\n\ndata: last"));
+        events.extend(decoder.finish());
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].data, "{\"a\":1}");
+        assert_eq!(events[1].data, "last");
+    }
+
+    #[test]
+    fn an_event_past_the_limit_is_dropped_and_said_so() {
+        let mut decoder = SseDecoder::with_limit(8);
+        assert!(decoder.feed(b"data: far more than eight bytes").is_empty());
+        assert!(decoder.overflowed());
+    }
 
     /// What a body is made of: data lines, comments, blank lines, lines without end.
     fn piece() -> impl Strategy<Value = Vec<u8>> {

@@ -17,7 +17,7 @@ use crate::message::{AssistantMessage, Content, StopReason, ToolCall, Usage};
 /// arguments may come in fragments or whole; reasoning (`reasoning_content` or `reasoning`) is kept
 /// apart from the text; a `stop` (or missing) finish reason after tool calls means `ToolCalls`.
 #[derive(Debug, Default)]
-pub struct ChatStreamDecoder {
+pub(crate) struct ChatStreamDecoder {
     parts: Assembly,
     finish_reason: Option<String>,
     done: bool,
@@ -29,7 +29,7 @@ impl ChatStreamDecoder {
     /// # Errors
     /// [`Error::Provider`] for an error object in the stream, [`Error::MalformedStream`] for
     /// data that is not JSON.
-    pub fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
+    pub(crate) fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
         let data = data.trim();
         if data.is_empty() {
             return Ok(Vec::new());
@@ -149,17 +149,17 @@ impl ChatStreamDecoder {
     }
 
     /// Whether `data: [DONE]` was seen.
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.done
     }
 
     /// Whether a choice reported its finish reason.
-    pub fn has_finish_reason(&self) -> bool {
+    pub(crate) fn has_finish_reason(&self) -> bool {
         self.finish_reason.is_some()
     }
 
     /// The assembled message.
-    pub fn finish(self) -> AssistantMessage {
+    pub(crate) fn finish(self) -> AssistantMessage {
         let has_calls = !self.parts.calls.is_empty();
         let (stop_reason, error_message) = match self.finish_reason.as_deref() {
             Some("tool_calls" | "function_call") => (StopReason::ToolCalls, None),

@@ -21,7 +21,7 @@ use crate::message::{AssistantMessage, Content, Message, StopReason, ToolCall, U
 /// arrive only whole (`…arguments.done`, as some servers send them) gets them then. Events it
 /// does not know are ignored.
 #[derive(Debug, Default)]
-pub struct ResponsesStreamDecoder {
+pub(crate) struct ResponsesStreamDecoder {
     parts: Assembly,
     /// Output item index → index of the call it is, for function-call items.
     calls_by_output: HashMap<u64, usize>,
@@ -41,7 +41,7 @@ impl ResponsesStreamDecoder {
     /// # Errors
     /// [`Error::Provider`] for an `error` or `response.failed` event, [`Error::MalformedStream`]
     /// for data that is not a JSON object.
-    pub fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
+    pub(crate) fn decode(&mut self, data: &str) -> Result<Vec<Delta>, Error> {
         let data = data.trim();
         if data.is_empty() || data == "[DONE]" {
             return Ok(Vec::new());
@@ -195,12 +195,12 @@ impl ResponsesStreamDecoder {
     }
 
     /// Whether the response said it ended (completed or incomplete).
-    pub fn is_done(&self) -> bool {
+    pub(crate) fn is_done(&self) -> bool {
         self.ended.is_some()
     }
 
     /// The assembled message.
-    pub fn finish(self) -> AssistantMessage {
+    pub(crate) fn finish(self) -> AssistantMessage {
         let has_calls = !self.parts.calls.is_empty();
         let (stop_reason, error_message) = match &self.ended {
             Some(Ending::Incomplete(reason)) if reason == "max_output_tokens" => {

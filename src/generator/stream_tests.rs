@@ -1,21 +1,19 @@
 //! The streaming decoders against real recorded provider streams (`tests/fixtures/llm/`),
 //! whole and cut at random byte boundaries: the assembled message must not depend on the cuts.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-use crate::support;
-
-use golato::generator::anthropic::MessagesStreamDecoder;
-use golato::generator::openai::chat::ChatStreamDecoder;
-use golato::generator::openai::responses::ResponsesStreamDecoder;
-use golato::generator::sse::SseDecoder;
-use golato::generator::Delta;
-use golato::message::{AssistantMessage, StopReason};
+use crate::generator::anthropic::MessagesStreamDecoder;
+use crate::generator::openai::chat::ChatStreamDecoder;
+use crate::generator::openai::responses::ResponsesStreamDecoder;
+use crate::generator::sse::SseDecoder;
+use crate::generator::Delta;
+use crate::message::{AssistantMessage, StopReason};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
 fn fixture(path: &str) -> Vec<u8> {
-    let full = support::repository().join("tests/fixtures/llm").join(path);
+    let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/llm")
+        .join(path);
     std::fs::read(&full)
         .unwrap_or_else(|error| panic!("fixture {} is missing ({error})", full.display()))
 }
