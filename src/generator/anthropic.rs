@@ -244,21 +244,9 @@ impl MessagesStreamDecoder {
 /// let client = Anthropic::from_env()?;
 /// # Ok::<(), golato::generator::Error>(())
 /// ```
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Anthropic {
-    base_url: String,
-    api_key: String,
-    transport: super::http::Transport,
-}
-
-// By hand: the API key must never reach a log through `{:?}`.
-impl std::fmt::Debug for Anthropic {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Anthropic")
-            .field("base_url", &self.base_url)
-            .field("api_key", &super::http::REDACTED)
-            .finish_non_exhaustive()
-    }
+    endpoint: super::http::Endpoint,
 }
 
 /// Where Anthropic's API lives when `ANTHROPIC_BASE_URL` is not set.
@@ -273,9 +261,12 @@ impl Anthropic {
     /// [`Error::Http`] if the HTTP client cannot be built.
     pub fn new(base_url: impl Into<String>, api_key: impl Into<String>) -> Result<Self, Error> {
         Ok(Anthropic {
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
-            api_key: api_key.into(),
-            transport: super::http::Transport::new()?,
+            endpoint: super::http::Endpoint::keyed(
+                base_url.into(),
+                api_key.into(),
+                "x-api-key",
+                &[("anthropic-version", "2023-06-01")],
+            )?,
         })
     }
 
@@ -298,13 +289,13 @@ impl Anthropic {
 
     /// Sets the retry policy.
     pub fn with_retry(mut self, retry: super::RetryPolicy) -> Self {
-        self.transport.retry = retry;
+        self.endpoint.transport.retry = retry;
         self
     }
 
     /// Sets how long the stream may stay silent before it counts as broken.
     pub fn with_idle_timeout(mut self, idle_timeout: std::time::Duration) -> Self {
-        self.transport.idle_timeout = idle_timeout;
+        self.endpoint.transport.idle_timeout = idle_timeout;
         self
     }
 }
@@ -328,15 +319,8 @@ impl super::Generator for Anthropic {
             return refused;
         }
         let body = request_body(&request).to_string().into_bytes();
-        let headers = vec![
-            ("x-api-key", self.api_key.clone()),
-            ("anthropic-version", "2023-06-01".to_owned()),
-        ];
-        self.transport.stream::<MessagesStreamDecoder>(
-            format!("{}/v1/messages", self.base_url),
-            headers,
-            body,
-        )
+        self.endpoint
+            .post::<MessagesStreamDecoder>("v1/messages", body)
     }
 }
 

@@ -111,6 +111,74 @@ pub(crate) fn refuse_unchosen_model(model: &super::Model) -> Option<EventStream>
 /// What a secret shows as in `Debug` output.
 pub(crate) const REDACTED: &str = "<redacted>";
 
+/// Where a provider client sends its requests and how it proves who it is: what the three
+/// clients share (the base URL, the key, the transport with its retries and idle timeout).
+/// Its `Debug` never shows the key.
+#[derive(Clone)]
+pub(crate) struct Endpoint {
+    base_url: String,
+    api_key: Option<String>,
+    /// How the key is sent: `authorization: Bearer KEY`, or under this header as it is.
+    key_header: Option<&'static str>,
+    /// Sent with every request (an API version).
+    fixed_headers: &'static [(&'static str, &'static str)],
+    pub(crate) transport: Transport,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// An endpoint sending `api_key` as a bearer token (OpenAI's APIs).
+    pub(crate) fn bearer(base_url: String, api_key: Option<String>) -> Result<Endpoint, Error> {
+        Ok(Endpoint {
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key,
+            key_header: None,
+            fixed_headers: &[],
+            transport: Transport::new()?,
+        })
+    }
+
+    /// An endpoint sending `api_key` under `header`, and `fixed_headers` with every request
+    /// (Anthropic's API).
+    pub(crate) fn keyed(
+        base_url: String,
+        api_key: String,
+        header: &'static str,
+        fixed_headers: &'static [(&'static str, &'static str)],
+    ) -> Result<Endpoint, Error> {
+        Ok(Endpoint {
+            key_header: Some(header),
+            fixed_headers,
+            ..Endpoint::bearer(base_url, Some(api_key))?
+        })
+    }
+
+    /// Streams the answer to `body`, POSTed to `{base_url}/{path}`, through `D`.
+    pub(crate) fn post<D: WireDecoder>(&self, path: &str, body: Vec<u8>) -> EventStream {
+        let mut headers: Vec<(&'static str, String)> = self
+            .fixed_headers
+            .iter()
+            .map(|(name, value)| (*name, (*value).to_owned()))
+            .collect();
+        if let Some(key) = &self.api_key {
+            match self.key_header {
+                Some(header) => headers.push((header, key.clone())),
+                None => headers.push(("authorization", format!("Bearer {key}"))),
+            }
+        }
+        self.transport
+            .stream::<D>(format!("{}/{path}", self.base_url), headers, body)
+    }
+}
+
 /// The HTTP side of a provider client.
 #[derive(Debug, Clone)]
 pub(crate) struct Transport {

@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use crate::generator::http::Endpoint;
 use crate::generator::openai::DEFAULT_BASE_URL;
 
 use crate::generator::assembly::Assembly;
@@ -207,27 +208,9 @@ fn usage_of(usage: &Value) -> Usage {
 /// let client = OpenAiChat::from_env()?;
 /// # Ok::<(), golato::generator::Error>(())
 /// ```
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct OpenAiChat {
-    pub(super) base_url: String,
-    pub(super) api_key: Option<String>,
-    pub(super) transport: crate::generator::http::Transport,
-}
-
-// By hand: the API key must never reach a log through `{:?}`.
-impl std::fmt::Debug for OpenAiChat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiChat")
-            .field("base_url", &self.base_url)
-            .field(
-                "api_key",
-                &self
-                    .api_key
-                    .as_ref()
-                    .map(|_| crate::generator::http::REDACTED),
-            )
-            .finish_non_exhaustive()
-    }
+    pub(super) endpoint: Endpoint,
 }
 
 impl OpenAiChat {
@@ -238,9 +221,7 @@ impl OpenAiChat {
     /// [`Error::Http`] if the HTTP client cannot be built.
     pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Result<Self, Error> {
         Ok(OpenAiChat {
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
-            api_key,
-            transport: crate::generator::http::Transport::new()?,
+            endpoint: Endpoint::bearer(base_url.into(), api_key)?,
         })
     }
 
@@ -265,31 +246,14 @@ impl OpenAiChat {
 
     /// Sets the retry policy.
     pub fn with_retry(mut self, retry: crate::generator::RetryPolicy) -> Self {
-        self.transport.retry = retry;
+        self.endpoint.transport.retry = retry;
         self
     }
 
     /// Sets how long the stream may stay silent before it counts as broken.
     pub fn with_idle_timeout(mut self, idle_timeout: std::time::Duration) -> Self {
-        self.transport.idle_timeout = idle_timeout;
+        self.endpoint.transport.idle_timeout = idle_timeout;
         self
-    }
-}
-
-impl OpenAiChat {
-    /// Streams the answer to `body`, POSTed to `{base_url}/{path}` with the key as a bearer
-    /// token (OpenAI's APIs share this).
-    pub(super) fn post<D: crate::generator::http::WireDecoder>(
-        &self,
-        path: &str,
-        body: Vec<u8>,
-    ) -> crate::generator::EventStream {
-        let mut headers = Vec::new();
-        if let Some(key) = &self.api_key {
-            headers.push(("authorization", format!("Bearer {key}")));
-        }
-        self.transport
-            .stream::<D>(format!("{}/{path}", self.base_url), headers, body)
     }
 }
 
@@ -312,7 +276,8 @@ impl crate::generator::Generator for OpenAiChat {
             return refused;
         }
         let body = request_body(&request).to_string().into_bytes();
-        self.post::<ChatStreamDecoder>("chat/completions", body)
+        self.endpoint
+            .post::<ChatStreamDecoder>("chat/completions", body)
     }
 }
 

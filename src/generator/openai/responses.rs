@@ -258,28 +258,11 @@ fn usage_of(usage: &Value) -> Usage {
 /// let client = OpenAiResponses::from_env()?;
 /// # Ok::<(), golato::generator::Error>(())
 /// ```
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct OpenAiResponses {
     /// The same endpoint, key and transport as the Chat Completions client; only the path, the
     /// body and the stream differ.
-    client: crate::generator::OpenAiChat,
-}
-
-// By hand: the API key must never reach a log through `{:?}`.
-impl std::fmt::Debug for OpenAiResponses {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiResponses")
-            .field("base_url", &self.client.base_url)
-            .field(
-                "api_key",
-                &self
-                    .client
-                    .api_key
-                    .as_ref()
-                    .map(|_| crate::generator::http::REDACTED),
-            )
-            .finish_non_exhaustive()
-    }
+    endpoint: crate::generator::http::Endpoint,
 }
 
 impl OpenAiResponses {
@@ -290,7 +273,7 @@ impl OpenAiResponses {
     /// [`Error::Http`] if the HTTP client cannot be built.
     pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Result<Self, Error> {
         Ok(OpenAiResponses {
-            client: crate::generator::OpenAiChat::new(base_url, api_key)?,
+            endpoint: crate::generator::OpenAiChat::new(base_url, api_key)?.endpoint,
         })
     }
 
@@ -302,22 +285,20 @@ impl OpenAiResponses {
     /// [`Error::MissingApiKey`] for OpenAI's own URL without a key.
     pub fn from_env() -> Result<Self, Error> {
         Ok(OpenAiResponses {
-            client: crate::generator::OpenAiChat::from_env()?,
+            endpoint: crate::generator::OpenAiChat::from_env()?.endpoint,
         })
     }
 
     /// Sets the retry policy.
-    pub fn with_retry(self, retry: crate::generator::RetryPolicy) -> Self {
-        OpenAiResponses {
-            client: self.client.with_retry(retry),
-        }
+    pub fn with_retry(mut self, retry: crate::generator::RetryPolicy) -> Self {
+        self.endpoint.transport.retry = retry;
+        self
     }
 
     /// Sets how long the stream may stay silent before it counts as broken.
-    pub fn with_idle_timeout(self, idle_timeout: std::time::Duration) -> Self {
-        OpenAiResponses {
-            client: self.client.with_idle_timeout(idle_timeout),
-        }
+    pub fn with_idle_timeout(mut self, idle_timeout: std::time::Duration) -> Self {
+        self.endpoint.transport.idle_timeout = idle_timeout;
+        self
     }
 }
 
@@ -339,7 +320,7 @@ impl crate::generator::Generator for OpenAiResponses {
             return refused;
         }
         let body = request_body(&request).to_string().into_bytes();
-        self.client
+        self.endpoint
             .post::<ResponsesStreamDecoder>("responses", body)
     }
 }
