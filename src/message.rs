@@ -16,7 +16,11 @@
 //!
 //! [`agent::Input::transcript`]: crate::agent::Input::transcript
 
+mod text;
+
 use serde::{Deserialize, Serialize};
+
+pub use text::Text;
 
 /// One message of a transcript.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,8 +58,9 @@ impl From<ToolResultMessage> for Message {
 pub enum Content {
     /// Plain text.
     Text {
-        /// The text.
-        text: String,
+        /// The text, shared: a clone of the part (an event, the transcript, a run's result)
+        /// does not copy it.
+        text: Text,
     },
     /// An image, base64-encoded.
     Image {
@@ -69,7 +74,9 @@ pub enum Content {
 impl Content {
     /// A text part.
     pub fn text(text: impl Into<String>) -> Self {
-        Content::Text { text: text.into() }
+        Content::Text {
+            text: Text::from(text.into()),
+        }
     }
 
     /// An image part from a MIME type and base64 data.

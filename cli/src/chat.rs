@@ -155,7 +155,11 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         let outcome = run.finish().await;
         let (exit, error, final_text) = match (&outcome, interrupted) {
             (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
-            (Ok(result), None) => (Exit::Success, None, Some(result.final_message.text())),
+            (Ok(result), None) => (
+                Exit::Success,
+                None,
+                Some(crate::run::answer_text(&result.final_message)),
+            ),
             (Err(error), None) => (Exit::Failure, Some(describe(error)), None),
         };
         if let Some(error) = &error {
@@ -164,7 +168,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         view.end(&Ending {
             exit,
             error,
-            final_text,
+            final_text: final_text.as_deref(),
             tally: &tally,
             wall: started.elapsed(),
             workspace: None,

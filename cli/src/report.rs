@@ -91,8 +91,8 @@ pub(crate) struct Ending<'a> {
     pub(crate) exit: Exit,
     /// Why the run did not end normally (also printed on stderr).
     pub(crate) error: Option<String>,
-    /// The final answer's text, when the run ended normally.
-    pub(crate) final_text: Option<String>,
+    /// The final answer's text, when the run ended normally (borrowed: an answer can be large).
+    pub(crate) final_text: Option<&'a str>,
     pub(crate) tally: &'a Tally,
     pub(crate) wall: Duration,
     /// Where the demo's project is (for `golato demo`).

@@ -514,18 +514,24 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         }
     }
     let outcome = run.finish().await;
-    let (exit, error, final_text) = match (outcome, interrupted) {
+    let (exit, error, final_text) = match (&outcome, interrupted) {
         (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
         // With --output-schema, the answer is the JSON value.
         (Ok(result), None) => match &result.output {
             Some(value) => (
                 Exit::Success,
                 None,
-                Some(serde_json::to_string_pretty(value).unwrap_or_default()),
+                Some(std::borrow::Cow::Owned(
+                    serde_json::to_string_pretty(value).unwrap_or_default(),
+                )),
             ),
-            None => (Exit::Success, None, Some(result.final_message.text())),
+            None => (
+                Exit::Success,
+                None,
+                Some(answer_text(&result.final_message)),
+            ),
         },
-        (Err(error), None) => (Exit::Failure, Some(describe(&error)), None),
+        (Err(error), None) => (Exit::Failure, Some(describe(error)), None),
     };
     let (exit, error) = match (record_error, error) {
         (Some(record_error), None) if exit == Exit::Success => {
@@ -555,7 +561,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     view.end(&Ending {
         exit,
         error,
-        final_text: final_text.clone(),
+        final_text: final_text.as_deref(),
         tally: &tally,
         wall: started.elapsed(),
         workspace: session.workspace,
@@ -569,12 +575,12 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
             // On a terminal the answer is shown; into a pipe or a file it is data, exact.
             let text = match out.is_terminal() {
                 true => crate::shown::visible(text),
-                false => std::borrow::Cow::Borrowed(text.as_str()),
+                false => std::borrow::Cow::Borrowed(text.as_ref()),
             };
             let _ = writeln!(out, "{text}").and_then(|()| out.flush());
         }
         if let Some(path) = &session.last_message {
-            std::fs::write(path, text).map_err(|error| {
+            std::fs::write(path, text.as_bytes()).map_err(|error| {
                 CliError::Failed(format!(
                     "the run ended but its answer could not be written to {} (-o): {error}",
                     path.display()
@@ -621,4 +627,18 @@ pub(crate) fn spinners(view: &ViewArgs, story: Target) -> Option<MultiProgress> 
     let dumb = std::env::var("TERM").is_ok_and(|term| term == "dumb");
     (!view.json && !dumb && story.is_terminal())
         .then(|| MultiProgress::with_draw_target(story.draw_target()))
+}
+
+/// The text of `message`: borrowed when it is one part (an answer can be large), joined
+/// otherwise.
+pub(crate) fn answer_text(
+    message: &golato::message::AssistantMessage,
+) -> std::borrow::Cow<'_, str> {
+    match message.content.as_slice() {
+        [part] => match part.as_text() {
+            Some(text) => std::borrow::Cow::Borrowed(text),
+            None => std::borrow::Cow::Owned(message.text()),
+        },
+        _ => std::borrow::Cow::Owned(message.text()),
+    }
 }

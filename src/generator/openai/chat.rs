@@ -380,7 +380,7 @@ pub(crate) fn request_body(request: &crate::generator::Request) -> Value {
 
 fn content_parts(content: &[Content], images_allowed: bool) -> Value {
     if let [Content::Text { text }] = content {
-        return Value::String(text.clone());
+        return Value::String(text.to_string());
     }
     content
         .iter()
