@@ -37,8 +37,14 @@ done
 mkdir -p "$work/corpus/edit_matcher" "$work/corpus/validation" "$work/corpus/image"
 printf 'fn main() {\n    let x = \xe2\x80\x9chi\xe2\x80\x9d;  \n}\n\xffx = "hi"\xffy' > "$work/corpus/edit_matcher/seed"
 printf '{"path": "a", "count": 3, "items": [{"x": 1.5}]}' > "$work/corpus/validation/seed"
+# golato's own files: a session (the demo's, and one cut off while its calls ran) and a
+# configuration setting every key, with profiles.
+for target in session_file config_file; do
+    mkdir -p "$work/corpus/$target"
+    cp seeds/$target/* "$work/corpus/$target/"
+done
 cargo +nightly fuzz build -O
-for target in ${TARGETS:-sse_openai sse_anthropic sse_responses sse_limit edit_matcher validation image}; do
+for target in ${TARGETS:-sse_openai sse_anthropic sse_responses sse_limit edit_matcher validation image session_file config_file}; do
     echo "== $target ($seconds s)"
     cargo +nightly fuzz run -O "$target" "$work/corpus/$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 \

@@ -41,6 +41,12 @@ pub(crate) enum Command {
     /// Shows the settings in effect from the configuration files (and --profile, --config),
     /// each with where it comes from.
     Config(ConfigArgs),
+    /// Trusts a folder (default: this one): its .golato/config.toml then takes full effect
+    /// there: sandbox, approvals, network, MCP servers, rules and hooks.
+    Trust(TrustArgs),
+    /// Stops trusting a folder (default: this one): its .golato/config.toml may then not loosen
+    /// safety, start commands or run hooks.
+    Untrust(TrustArgs),
     /// Lists the saved sessions, newest first: ID, last activity, turns, directory, first
     /// prompt (`golato sessions repair ID` mends a damaged one).
     Sessions(SessionsArgs),
@@ -327,6 +333,13 @@ pub(crate) struct McpCommand {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct TrustArgs {
+    /// The folder.
+    #[arg(default_value = ".", value_name = "DIR")]
+    pub(crate) dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct ConfigArgs {
     /// The project directory whose .golato/config.toml counts.
     #[arg(
@@ -350,6 +363,10 @@ pub(crate) struct SettingsArgs {
     /// Override a setting of the configuration files, such as model=gpt-4o; repeatable.
     #[arg(long = "config", value_name = "KEY=VALUE")]
     pub(crate) config: Vec<String>,
+    /// Trust the folder for this run: its .golato/config.toml may set the sandbox, approvals,
+    /// network, MCP servers, rules and hooks (nothing is remembered; `golato trust` remembers).
+    #[arg(long)]
+    pub(crate) trust: bool,
 }
 
 /// How hard a reasoning model thinks.

@@ -20,7 +20,7 @@ use crate::CliError;
 /// What a layer may set; the names are the flags' (`base_url` for `--base-url`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Settings {
+pub(crate) struct Settings {
     provider: Option<String>,
     model: Option<String>,
     base_url: Option<String>,
@@ -62,7 +62,7 @@ enum McpEntry {
 }
 
 /// A file's `[profiles.NAME]` tables, by name.
-type Profiles = BTreeMap<String, Settings>;
+pub(crate) type Profiles = BTreeMap<String, Settings>;
 
 /// A layer: where it comes from, and what it sets.
 #[derive(Debug)]
@@ -71,6 +71,8 @@ struct Layer {
     settings: Settings,
     /// What the layer set but may not, as `key = value`: see [`untrusted`].
     ignored: Vec<String>,
+    /// Why it may not: its folder is not trusted, or is not the folder that was.
+    why: Option<String>,
 }
 
 /// A project's file (one a cloned repository brings along) may not loosen what the user's
@@ -79,7 +81,7 @@ struct Layer {
 /// and the code to another server. Those settings are taken out of `settings` and returned,
 /// as `key = value`; everything else (the model, the prompt, limits, more denied paths)
 /// stands. A user who wants one of them sets it in their own file or passes the flag.
-fn untrusted(settings: &mut Settings) -> Vec<String> {
+pub(crate) fn untrusted(settings: &mut Settings) -> Vec<String> {
     let mut ignored = Vec::new();
     let mut drop = |key: &str, value: String| ignored.push(format!("{key} = {value}"));
     if let Some(mode) = settings.sandbox.take_if(|mode| mode != "read-only") {
@@ -135,41 +137,43 @@ fn read(path: &Path) -> Result<Option<(Settings, Profiles)>, CliError> {
             )))
         }
     };
-    let bad = |error: String| {
+    parse(&text).map(Some).map_err(|error| {
         CliError::usage(format!(
             "the configuration {} is not valid: {error}; fix or remove that line (`golato config` shows what is in effect)",
             path.display()
         ))
-    };
-    let mut table: toml::Table = toml::from_str(&text).map_err(|error| {
-        let line = error
-            .span()
-            .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
-        bad(match line {
+    })
+}
+
+/// A configuration file's text as settings and profiles; when it is not, why (with the line).
+pub(crate) fn parse(text: &str) -> Result<(Settings, Profiles), String> {
+    let mut table: toml::Table = toml::from_str(text).map_err(|error| {
+        let line = error.span().map(|span| {
+            let before = text.get(..span.start).unwrap_or(text);
+            before.lines().count().max(1)
+        });
+        match line {
             Some(line) => format!("line {line}: {}", error.message().trim()),
             None => error.message().trim().to_owned(),
-        })
+        }
     })?;
     let mut profiles = BTreeMap::new();
     if let Some(tables) = table.remove("profiles") {
         let toml::Value::Table(tables) = tables else {
-            return Err(bad("`profiles` must be tables: [profiles.NAME]".into()));
+            return Err("`profiles` must be tables: [profiles.NAME]".into());
         };
         for (name, settings) in tables {
             let toml::Value::Table(settings) = settings else {
-                return Err(bad(format!(
+                return Err(format!(
                     "`profiles.{name}` must be a table: [profiles.{name}]"
-                )));
+                ));
             };
             let section = format!("[profiles.{name}]");
-            profiles.insert(
-                name,
-                settings_of(settings, &text, Some(&section)).map_err(bad)?,
-            );
+            profiles.insert(name, settings_of(settings, text, Some(&section))?);
         }
     }
-    let settings = settings_of(table, &text, None).map_err(bad)?;
-    Ok(Some((settings, profiles)))
+    let settings = settings_of(table, text, None)?;
+    Ok((settings, profiles))
 }
 
 /// `table` as settings; when it is not, which key is wrong, on which line of `text` (in
@@ -234,43 +238,148 @@ fn line_of(text: &str, section: Option<&str>, key: &str) -> Option<usize> {
     None
 }
 
-/// The layers in order, lowest first.
-fn layers(cwd: &Path, profile: Option<&str>, overrides: &[String]) -> Result<Vec<Layer>, CliError> {
+/// Whether a project's own file may take full effect, when its folder's standing does not
+/// settle it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trusting {
+    /// `--trust`: this run trusts the folder (nothing is remembered).
+    Given,
+    /// A person is at the terminal: an undecided folder whose file would loosen safety is
+    /// asked about once, and the answer remembered.
+    Ask,
+    /// Nobody to ask: only a folder trusted before counts.
+    Remembered,
+}
+
+/// Whether the project file in `cwd`, with `settings` and `profiles`, takes full effect; when it
+/// does not, why, as the ignored line says it.
+fn project_trust(
+    cwd: &Path,
+    source: &str,
+    settings: &Settings,
+    profiles: &Profiles,
+    trusting: Trusting,
+) -> Result<Result<(), String>, CliError> {
+    if trusting == Trusting::Given {
+        return Ok(Ok(()));
+    }
+    let folder = crate::trust::Folder::at(cwd)?;
+    let shown = crate::shown::visible(&folder.path.display().to_string()).into_owned();
+    let untrusted_text =
+        format!("this folder is not trusted; `golato trust {shown}` trusts it (or pass --trust)");
+    match folder.standing()? {
+        crate::trust::Standing::Trusted => Ok(Ok(())),
+        crate::trust::Standing::Replaced => Ok(Err(format!(
+            "this is not the folder trusted at {shown} (it was moved, or replaced since); `golato trust {shown}` trusts this one"
+        ))),
+        crate::trust::Standing::Distrusted => Ok(Err(untrusted_text)),
+        crate::trust::Standing::Unknown => {
+            let marked = changes(settings, profiles);
+            let loosens = marked.iter().any(|(_, dangerous)| *dangerous);
+            if trusting != Trusting::Ask || !loosens {
+                return Ok(Err(untrusted_text));
+            }
+            let trusted = ask_trust(source, &shown, &marked);
+            folder.remember(trusted)?;
+            Ok(if trusted { Ok(()) } else { Err(untrusted_text) })
+        }
+    }
+}
+
+/// What a project's file would set, `key = value` (a profile's prefixed with its table), each
+/// marked when trusting the folder is what lets it through.
+fn changes(settings: &Settings, profiles: &Profiles) -> Vec<(String, bool)> {
+    let mut marked = Vec::new();
+    let sections = std::iter::once((String::new(), settings)).chain(
+        profiles
+            .iter()
+            .map(|(name, settings)| (format!("[profiles.{name}] "), settings)),
+    );
+    for (prefix, settings) in sections {
+        let dangerous = untrusted(&mut settings.clone());
+        for (key, value) in entries(settings) {
+            let line = format!("{key} = {value}");
+            marked.push((format!("{prefix}{line}"), dangerous.contains(&line)));
+        }
+    }
+    marked
+}
+
+/// Asks the person at the terminal whether to trust the folder, showing what its file would
+/// change; any answer but yes (the end of input too) is no.
+fn ask_trust(source: &str, folder: &str, marked: &[(String, bool)]) -> bool {
+    use std::io::BufRead as _;
+    let mut question = format!(
+        "golato: {} is this folder's own configuration. Trusted, it sets (! loosens safety):",
+        crate::shown::visible(source)
+    );
+    for (line, dangerous) in marked {
+        let mark = if *dangerous { "!" } else { " " };
+        question.push_str(&format!("\n  {mark} {}", crate::shown::visible(line)));
+    }
+    question.push_str(&format!(
+        "\nTrust {folder}? Its files then apply here every time (`golato untrust` undoes it). [y]es, [n]o: "
+    ));
+    eprint!("{question}");
+    let mut line = String::new();
+    let read = std::io::stdin().lock().read_line(&mut line);
+    matches!(read, Ok(n) if n > 0) && matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
+}
+
+/// The layers in order, lowest first: the project's file (what its folder's trust allows),
+/// the user's, the profile's (project, then user), then `--config`. The user's own file always
+/// wins over a project's.
+fn layers(
+    cwd: &Path,
+    profile: Option<&str>,
+    overrides: &[String],
+    trusting: Trusting,
+) -> Result<Vec<Layer>, CliError> {
     let mut layers = Vec::new();
-    let mut profiles: Vec<(String, bool, Profiles)> = Vec::new();
-    let files = [(user_file(), true), (Some(project_file(cwd)), false)];
-    for (path, trusted) in files {
-        let Some(path) = path else { continue };
-        if let Some((mut settings, file_profiles)) = read(&path)? {
+    let mut profiles: Vec<(String, Result<(), String>, Profiles)> = Vec::new();
+    let project = project_file(cwd);
+    if let Some((mut settings, file_profiles)) = read(&project)? {
+        let source = project.display().to_string();
+        let trust = project_trust(cwd, &source, &settings, &file_profiles, trusting)?;
+        let ignored = match &trust {
+            Ok(()) => Vec::new(),
+            Err(_) => untrusted(&mut settings),
+        };
+        layers.push(Layer {
+            source: source.clone(),
+            settings,
+            ignored,
+            why: trust.clone().err(),
+        });
+        profiles.push((source, trust, file_profiles));
+    }
+    if let Some(path) = user_file() {
+        if let Some((settings, file_profiles)) = read(&path)? {
             let source = path.display().to_string();
-            let ignored = if trusted {
-                Vec::new()
-            } else {
-                untrusted(&mut settings)
-            };
             layers.push(Layer {
                 source: source.clone(),
                 settings,
-                ignored,
+                ignored: Vec::new(),
+                why: None,
             });
-            profiles.push((source, trusted, file_profiles));
+            profiles.push((source, Ok(()), file_profiles));
         }
     }
     if let Some(name) = profile {
         let mut found = false;
-        for (source, trusted, file_profiles) in &profiles {
+        for (source, trust, file_profiles) in &profiles {
             if let Some(settings) = file_profiles.get(name) {
                 found = true;
                 let mut settings = settings.clone();
-                let ignored = if *trusted {
-                    Vec::new()
-                } else {
-                    untrusted(&mut settings)
+                let ignored = match trust {
+                    Ok(()) => Vec::new(),
+                    Err(_) => untrusted(&mut settings),
                 };
                 layers.push(Layer {
                     source: format!("profile {name} in {source}"),
                     settings,
                     ignored,
+                    why: trust.clone().err(),
                 });
             }
         }
@@ -309,35 +418,50 @@ fn layers(cwd: &Path, profile: Option<&str>, overrides: &[String]) -> Result<Vec
             source: format!("--config {entry}"),
             settings,
             ignored: Vec::new(),
+            why: None,
         });
     }
     Ok(layers)
 }
 
-/// Fills the flags not given from the configuration.
-pub(crate) fn apply(args: &mut AgentArgs) -> Result<(), CliError> {
+/// Fills the flags not given from the configuration; `ask` says whether a person at the
+/// terminal can be asked to trust the folder.
+pub(crate) fn apply(args: &mut AgentArgs, ask: bool) -> Result<(), CliError> {
+    let trusting = match (args.settings.trust, ask) {
+        (true, _) => Trusting::Given,
+        (false, true) => Trusting::Ask,
+        (false, false) => Trusting::Remembered,
+    };
     let layers = layers(
         &args.cwd,
         args.settings.profile.as_deref(),
         &args.settings.config,
+        trusting,
     )?;
     for layer in &layers {
-        for setting in &layer.ignored {
-            eprintln!("golato: {}", ignored_text(setting, &layer.source));
+        if let Some(text) = ignored_text(layer) {
+            eprintln!("golato: {text}");
         }
         fill(args, &layer.settings, &layer.source)?;
     }
     Ok(())
 }
 
-fn ignored_text(setting: &str, source: &str) -> String {
+/// The one line that says what a project's file set but may not, and how to let it.
+fn ignored_text(layer: &Layer) -> Option<String> {
+    if layer.ignored.is_empty() {
+        return None;
+    }
     let user = user_file().map_or_else(
         || "your user configuration".to_owned(),
         |path| path.display().to_string(),
     );
-    format!(
-        "ignored {setting} from {source} (a project's file may not loosen the sandbox, approvals or network, start MCP servers, or redirect the API key); set it in {user} or pass the flag"
-    )
+    Some(format!(
+        "ignored {} from {}: {}. A project's file in a folder not trusted may not loosen the sandbox, approvals or network, start commands, or redirect the API key; you can also set them in {user} or pass the flags",
+        layer.ignored.join(", "),
+        layer.source,
+        layer.why.as_deref().unwrap_or("this folder is not trusted"),
+    ))
 }
 
 /// Sets what `settings` sets, but never a flag given on the command line. Layers are applied
@@ -487,10 +611,15 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
 /// `golato config`: every setting in effect, and where it comes from.
 pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     use std::io::Write as _;
+    let trusting = match args.settings.trust {
+        true => Trusting::Given,
+        false => Trusting::Remembered,
+    };
     let layers = layers(
         &args.cwd,
         args.settings.profile.as_deref(),
         &args.settings.config,
+        trusting,
     )?;
     let mut out = std::io::stdout().lock();
     let files = [user_file(), Some(project_file(&args.cwd))];
@@ -503,8 +632,8 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
         for (key, value) in entries(&layer.settings) {
             effective.insert(key, (value, layer.source.clone()));
         }
-        for setting in &layer.ignored {
-            let _ = writeln!(out, "# {}", ignored_text(setting, &layer.source));
+        if let Some(text) = ignored_text(layer) {
+            let _ = writeln!(out, "# {text}");
         }
     }
     if effective.is_empty() {
@@ -520,7 +649,7 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
 }
 
 /// What `settings` sets, as TOML-like text.
-fn entries(settings: &Settings) -> Vec<(&'static str, String)> {
+pub(crate) fn entries(settings: &Settings) -> Vec<(&'static str, String)> {
     let mut entries = Vec::new();
     let text = |value: &dyn std::fmt::Debug| format!("{value:?}");
     macro_rules! entry {

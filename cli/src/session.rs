@@ -75,7 +75,13 @@ fn check_id(id: &str) -> Result<(), CliError> {
 
 /// Where sessions live.
 pub(crate) fn directory() -> Result<PathBuf, CliError> {
-    let data = std::env::var_os("GOLATO_DATA_DIR")
+    Ok(data_directory()?.join("sessions"))
+}
+
+/// Where golato keeps what it remembers (sessions, trusted folders): `GOLATO_DATA_DIR`, else
+/// `$XDG_DATA_HOME/golato`, else `~/.local/share/golato`.
+pub(crate) fn data_directory() -> Result<PathBuf, CliError> {
+    std::env::var_os("GOLATO_DATA_DIR")
         .map(PathBuf::from)
         .or_else(|| {
             std::env::var_os("XDG_DATA_HOME")
@@ -87,10 +93,9 @@ pub(crate) fn directory() -> Result<PathBuf, CliError> {
         })
         .ok_or_else(|| {
             CliError::usage(
-                "no place to save sessions: set GOLATO_DATA_DIR or HOME, or pass --ephemeral",
+                "no place to keep golato's data (sessions, trusted folders): set GOLATO_DATA_DIR or HOME, or pass --ephemeral",
             )
-        })?;
-    Ok(data.join("sessions"))
+        })
 }
 
 fn now() -> u64 {
@@ -257,6 +262,25 @@ impl Saved {
         let modified = std::fs::metadata(path)
             .and_then(|metadata| metadata.modified())
             .unwrap_or(UNIX_EPOCH);
+        let unreadable = |why: String, header: Option<Header>| Unreadable {
+            error: CliError::Failed(format!(
+                "the session {} cannot be read: {why}",
+                path.display()
+            )),
+            header,
+            modified,
+        };
+        let bytes = crate::bounded::read(path, crate::bounded::SESSION_LIMIT)
+            .map_err(|why| unreadable(why.to_string(), None))?;
+        Saved::from_bytes(path, &bytes, modified)
+    }
+
+    /// The session a file's `bytes` hold; `path` and `modified` are the file's.
+    pub(crate) fn from_bytes(
+        path: &Path,
+        bytes: &[u8],
+        modified: SystemTime,
+    ) -> Result<Saved, Unreadable> {
         let id = path
             .file_stem()
             .map(|stem| stem.to_string_lossy().into_owned())
@@ -269,9 +293,7 @@ impl Saved {
             header,
             modified,
         };
-        let bytes = crate::bounded::read(path, crate::bounded::SESSION_LIMIT)
-            .map_err(|why| unreadable(why.to_string(), None))?;
-        let judged = file::lines(&bytes);
+        let judged = file::lines(bytes);
         let header: Header = judged
             .header
             .and_then(|header| serde_json::from_value(header).ok())

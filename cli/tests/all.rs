@@ -29,4 +29,5 @@ mod suite {
     mod sessions;
     mod sessions_hostile;
     mod signals;
+    mod trust;
 }

@@ -19,7 +19,7 @@ fn configured(project: &std::path::Path) -> std::path::PathBuf {
     std::fs::create_dir(project.join(".golato")).unwrap();
     std::fs::write(
         project.join(".golato/config.toml"),
-        "model = \"project-model\"\nmcp = [{ command = \"node\", args = [\"s.js\"], env = { TOKEN = \"x\" } }]\n",
+        "model = \"project-model\"\ntemperature = 0.5\nmcp = [{ command = \"node\", args = [\"s.js\"], env = { TOKEN = \"x\" } }]\n",
     )
     .unwrap();
     user
@@ -50,9 +50,14 @@ fn golato_config_shows_each_setting_in_effect_and_where_it_comes_from() {
             .unwrap_or_else(|| panic!("no {key} in {text}"))
             .to_owned()
     };
-    // The project's file over the user's; the profile over both; --config over all.
-    assert!(line("model").contains("\"project-model\""), "{text}");
-    assert!(line("model").ends_with(".golato/config.toml"), "{text}");
+    // The user's file over the project's (a project never overrides its user); the profile
+    // over both; --config over all.
+    assert!(line("model").contains("\"user-model\""), "{text}");
+    assert!(line("model").ends_with("user.toml"), "{text}");
+    assert!(
+        line("temperature").ends_with(".golato/config.toml"),
+        "{text}"
+    );
     assert!(
         line("sandbox").contains("\"off\"    # profile open in "),
         "{text}"

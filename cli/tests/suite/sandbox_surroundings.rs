@@ -184,6 +184,12 @@ fn a_projects_configuration_cannot_turn_the_sandbox_off_or_start_a_command() {
         stderr.contains(" · sandbox workspace-write, no network"),
         "{stderr}"
     );
+    // One line names every setting ignored, and how to trust the folder.
+    let ignored: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("golato: ignored "))
+        .collect();
+    assert_eq!(ignored.len(), 1, "{stderr}");
     for key in [
         "sandbox",
         "allow_network",
@@ -193,10 +199,14 @@ fn a_projects_configuration_cannot_turn_the_sandbox_off_or_start_a_command() {
         "writable",
     ] {
         assert!(
-            stderr.contains(&format!("ignored {key} = ")),
+            ignored[0].contains(&format!(" {key} = ")),
             "{key} not reported: {stderr}"
         );
     }
+    assert!(
+        ignored[0].contains(&format!("`golato trust {}`", ws.display())),
+        "{stderr}"
+    );
     // The rest of the file stands, and `golato config` says what was ignored.
     let output = golato()
         .args(["config", "--cwd", ws.to_str().unwrap()])
@@ -205,11 +215,7 @@ fn a_projects_configuration_cannot_turn_the_sandbox_off_or_start_a_command() {
     let shown = String::from_utf8_lossy(&output.stdout);
     assert!(shown.contains("max_turns = 5"), "{shown}");
     assert!(!shown.contains("\nsandbox = "), "{shown}");
-    assert!(
-        shown.contains("# golato: ignored sandbox = \"off\"")
-            || shown.contains("# ignored sandbox = \"off\""),
-        "{shown}"
-    );
+    assert!(shown.contains("# ignored sandbox = \"off\""), "{shown}");
 }
 
 #[test]

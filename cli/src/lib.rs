@@ -1,0 +1,243 @@
+//! The `golato` command line.
+//!
+//! - `golato run [OPTIONS] PROMPT`: an agent with the built-in tools in a directory, against a
+//!   real model (OpenAI-compatible or Anthropic) or a recorded one (`--script`), with live output.
+//! - `golato demo`: the bundled demo workspace, copied to a fresh directory and fixed there by a
+//!   recorded session; no key or network needed.
+//! - `golato tool NAME JSON_ARGS`: one call of a built-in tool through the whole validation
+//!   pipeline, its result printed as JSON.
+//!
+//! Exit status: 0 when the run ended normally (for `tool`: a successful result), 1 for an error
+//! outcome (a generator failure, `--max-turns` reached; for `tool`: an error result), 2 for a
+//! usage error, 130 after Ctrl-C and 143 after SIGTERM.
+//!
+//! This library is the binary's own, not an API: it has `main` and, with the `fuzzing`
+//! feature, entry points into the parsers of golato's own files for the targets in `fuzz/`.
+//! The command line writes to the terminal itself, so `eprintln!` is at home here.
+
+mod approve;
+mod args;
+mod bounded;
+mod chat;
+mod config;
+mod demo;
+mod durable;
+mod header;
+mod interrupt;
+mod json;
+mod live;
+mod prompt;
+mod provider;
+mod record;
+mod report;
+mod run;
+mod session;
+mod shown;
+mod tool;
+mod trace;
+mod trust;
+
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
+
+use std::process::ExitCode;
+
+use args::{Cli, Command};
+
+/// How the program ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    /// The run ended normally (or the tool's result was a success).
+    Success,
+    /// The run ended with an error outcome (or the tool's result was an error).
+    Failure,
+    /// The command line or its inputs were wrong; nothing ran.
+    Usage,
+    /// A signal cancelled the run; the code is 128 + the signal number.
+    Interrupted(interrupt::Signal),
+}
+
+/// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr
+/// (clap's message and its tips), exit status 2.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = error.print();
+        return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+    }
+    let rendered = error.render().to_string();
+    let mut parts: Vec<String> = Vec::new();
+    // The subcommand typed, when clap's message names none ("invalid value … for --provider").
+    let mut command = match std::env::args().nth(1) {
+        Some(sub)
+            if <Cli as clap::CommandFactory>::command()
+                .find_subcommand(&sub)
+                .is_some() =>
+        {
+            format!("golato {sub}")
+        }
+        _ => "golato".to_owned(),
+    };
+    let mut in_message = false;
+    for line in rendered.lines().map(str::trim) {
+        if let Some(message) = line.strip_prefix("error: ") {
+            parts.push(message.trim_end_matches(':').to_owned());
+            in_message = true;
+        } else if line.is_empty() {
+            in_message = false;
+        } else if let Some(tip) = line.strip_prefix("tip: ") {
+            parts.push(tip.to_owned());
+        } else if let Some(usage) = line.strip_prefix("Usage: ") {
+            // "golato run [OPTIONS] <PROMPT>" names the (sub)command whose help to read.
+            let words = usage.split_whitespace();
+            let words = words.take_while(|word| !word.starts_with(['[', '<', '-']));
+            command = words.collect::<Vec<_>>().join(" ");
+        } else if in_message {
+            // The indented continuation of the message, such as the missing arguments.
+            if let Some(last) = parts.last_mut() {
+                last.push(' ');
+                last.push_str(line);
+            }
+        }
+    }
+    eprintln!("golato: {}; see '{command} --help'", parts.join("; "));
+    Exit::Usage.into()
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> ExitCode {
+        ExitCode::from(exit.code())
+    }
+}
+
+impl Exit {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Failure => 1,
+            Exit::Usage => 2,
+            Exit::Interrupted(signal) => signal.exit_code(),
+        }
+    }
+}
+
+/// Why a command could not run at all. Both kinds print one line on stderr.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// A flag, a file or the environment is wrong: exit 2, before anything runs.
+    #[error("{0}")]
+    Usage(String),
+    /// Something failed after the run began (writing output, a recording): exit 1.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl CliError {
+    pub(crate) fn usage(message: impl Into<String>) -> CliError {
+        CliError::Usage(message.into())
+    }
+}
+
+/// The command line, with the names of the flags given on it (configuration fills the rest).
+fn parse() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let matches = Cli::command().try_get_matches()?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    let given: std::collections::HashSet<String> = match matches.subcommand() {
+        Some((_, sub)) => sub
+            .ids()
+            .filter(|id| {
+                sub.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+            })
+            .map(|id| id.as_str().to_owned())
+            .collect(),
+        None => Default::default(),
+    };
+    if let Some(agent) = cli.command.agent_args() {
+        agent.given = given;
+    }
+    Ok(cli)
+}
+
+/// Runs the command line with the process's arguments and environment, as the `golato`
+/// binary does, and returns its exit status.
+pub fn main() -> ExitCode {
+    // `golato __golato-sandbox …` is this program acting as the sandbox's helper.
+    golato::sandbox::run_helper_if_asked();
+    let mut cli = match parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
+    // A person at the terminal may be asked to trust the folder; `--json` output is for
+    // programs, which cannot answer.
+    let ask = {
+        use std::io::IsTerminal as _;
+        let json = match &cli.command {
+            Command::Run(args) => args.view.json,
+            Command::Resume(args) => args.run.view.json,
+            _ => false,
+        };
+        let worker = matches!(&cli.command, Command::Serve(_));
+        std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !json && !worker
+    };
+    if let Some(agent) = cli.command.agent_args() {
+        if let Err(error) = config::apply(agent, ask) {
+            eprintln!("golato: {}", shown::visible(&error.to_string()));
+            return Exit::Usage.into();
+        }
+    }
+    // The CLI's own work (signals, reading events, drawing) is light: one thread is enough. The
+    // agents run on golato's own host either way.
+    // A worker serves many runs' journals at once: it gets a thread per core.
+    let runtime = match &cli.command {
+        Command::Serve(_) => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
+    }
+    .enable_all()
+    .build();
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!(
+                "golato: could not start the async runtime: {error}; check the process's limits on open files and threads (ulimit -n, ulimit -u)"
+            );
+            return Exit::Failure.into();
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        match cli.command {
+            Command::Run(args) => run::command(*args).await,
+            Command::Demo(args) => demo::command(args).await,
+            Command::Tool(args) => tool::command(args).await,
+            Command::Serve(args) => durable::serve(*args).await,
+            Command::Submit(args) => durable::submit(args).await,
+            Command::Resume(args) => run::resume(args).await,
+            Command::Sessions(args) => match args.action {
+                None => session::list(),
+                Some(args::SessionsAction::Repair { id }) => session::repair(&id),
+            },
+            Command::Chat(args) => chat::command(*args).await,
+            Command::Config(args) => config::show(args),
+            Command::Trust(args) => trust::command(&args.dir, true),
+            Command::Untrust(args) => trust::command(&args.dir, false),
+        }
+    });
+    // A server held by an abandoned call, or by a task the exit never finishes, would
+    // outlive golato otherwise.
+    golato::mcp::stop_servers();
+    match outcome {
+        Ok(exit) => exit.into(),
+        Err(error) => {
+            eprintln!("golato: {}", shown::visible(&error.to_string()));
+            match error {
+                CliError::Usage(_) => Exit::Usage.into(),
+                CliError::Failed(_) => Exit::Failure.into(),
+            }
+        }
+    }
+}

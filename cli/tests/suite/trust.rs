@@ -1,0 +1,199 @@
+//! Folder trust through the binary: a project's `.golato/config.toml` loosens safety only in a
+//! folder the person trusted (asked once on a terminal, or `golato trust`), and only in that
+//! very folder: moved, or replaced by a link or a new folder, it is untrusted again.
+
+use crate::support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::json;
+use support::cli::{golato, run_script, script_file, Terminal};
+
+/// A project folder whose configuration turns the sandbox off, and a place outside it that a
+/// command of the model tries to write.
+struct Project {
+    _dir: tempfile::TempDir,
+    folder: PathBuf,
+    outside: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().canonicalize().unwrap().join("project");
+        std::fs::create_dir(&folder).unwrap();
+        configure(&folder);
+        // Outside every writable place of workspace-write (/tmp is one).
+        let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        Project {
+            _dir: dir,
+            folder,
+            outside,
+        }
+    }
+
+    fn escaped(&self) -> PathBuf {
+        self.outside.path().join("escaped")
+    }
+
+    /// `golato run` in `folder` with a model whose one command writes outside.
+    fn run(&self, folder: &Path, flags: &[&str]) -> Output {
+        let script = script_file(
+            self.outside.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "b", "name": "bash", "arguments": {"command": format!("touch {}", self.escaped().display())}}]}),
+                json!({"text": "done"}),
+            ],
+        );
+        run_script(folder, &script, flags)
+    }
+}
+
+fn configure(folder: &Path) {
+    std::fs::create_dir_all(folder.join(".golato")).unwrap();
+    std::fs::write(
+        folder.join(".golato/config.toml"),
+        "sandbox = \"off\"\napprove = \"never\"\nmax_turns = 5\n",
+    )
+    .unwrap();
+}
+
+fn trust(folder: &Path, command: &str) {
+    let output = golato().args([command]).arg(folder).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn an_untrusted_folders_file_cannot_unconfine_the_model_and_a_trusted_ones_can() {
+    let project = Project::new();
+    let output = project.run(&project.folder, &[]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(!project.escaped().exists(), "bash got out: {text}");
+    assert!(text.contains("ignored sandbox = \"off\""), "{text}");
+    assert!(text.contains("this folder is not trusted"), "{text}");
+
+    trust(&project.folder, "trust");
+    let output = project.run(&project.folder, &[]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        project.escaped().exists(),
+        "the trusted file did not apply: {text}"
+    );
+    assert!(!text.contains("ignored"), "{text}");
+
+    // Untrusted again: confined again.
+    std::fs::remove_file(project.escaped()).unwrap();
+    trust(&project.folder, "untrust");
+    let output = project.run(&project.folder, &[]);
+    assert!(!project.escaped().exists(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_trusted_folder_moved_or_replaced_by_a_link_or_a_new_folder_is_not_trusted() {
+    let project = Project::new();
+    trust(&project.folder, "trust");
+    let parent = project.folder.parent().unwrap().to_owned();
+
+    // Moved: the folder at its new path was never trusted.
+    let moved = parent.join("moved");
+    std::fs::rename(&project.folder, &moved).unwrap();
+    let output = project.run(&moved, &[]);
+    assert!(!project.escaped().exists(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("this folder is not trusted"));
+
+    // Replaced by a link to another folder with the same file: the link leads elsewhere.
+    std::os::unix::fs::symlink(&moved, &project.folder).unwrap();
+    let output = project.run(&project.folder, &[]);
+    assert!(!project.escaped().exists(), "{}", stderr(&output));
+
+    // Replaced by a new folder at the trusted path: not the folder that was trusted.
+    std::fs::remove_file(&project.folder).unwrap();
+    std::fs::create_dir(&project.folder).unwrap();
+    configure(&project.folder);
+    let output = project.run(&project.folder, &[]);
+    let text = stderr(&output);
+    assert!(!project.escaped().exists(), "{text}");
+    assert!(text.contains("this is not the folder trusted at"), "{text}");
+
+    // `--trust` trusts it for one run, and remembers nothing.
+    let output = project.run(&project.folder, &["--trust"]);
+    assert!(project.escaped().exists(), "{}", stderr(&output));
+    std::fs::remove_file(project.escaped()).unwrap();
+    let output = project.run(&project.folder, &[]);
+    assert!(!project.escaped().exists(), "{}", stderr(&output));
+}
+
+#[test]
+fn on_a_terminal_golato_asks_once_showing_what_the_file_would_loosen() {
+    let project = Project::new();
+    let script = project.outside.path().join("hello.jsonl");
+    std::fs::write(&script, "{\"text\": \"hello\"}\n").unwrap();
+    let ask = |answer: &str| {
+        let mut command = golato();
+        command
+            .args(["run", "--script"])
+            .arg(&script)
+            .arg("--cwd")
+            .arg(&project.folder)
+            .arg("go");
+        let mut terminal = Terminal::start(command);
+        terminal.wait_for("[y]es, [n]o: ", 1);
+        terminal.type_line(answer);
+        terminal.finish()
+    };
+    let (code, drawn) = ask("n");
+    assert_eq!(code, Some(0), "{drawn}");
+    assert!(drawn.contains("! sandbox = \"off\""), "{drawn}");
+    assert!(drawn.contains("! approve = \"never\""), "{drawn}");
+    // A harmless setting is shown, not marked.
+    assert!(drawn.contains("   max_turns = 5"), "{drawn}");
+    assert!(drawn.contains("ignored sandbox = \"off\""), "{drawn}");
+
+    // The no is remembered: the next run on a terminal asks nothing and stays confined.
+    let mut command = golato();
+    command
+        .args(["run", "--script"])
+        .arg(&script)
+        .arg("--cwd")
+        .arg(&project.folder)
+        .arg("go");
+    let (code, drawn) = Terminal::start(command).finish();
+    assert_eq!(code, Some(0), "{drawn}");
+    assert!(!drawn.contains("[y]es"), "{drawn}");
+    assert!(drawn.contains("ignored sandbox = \"off\""), "{drawn}");
+
+    // `golato trust` changes the answer.
+    trust(&project.folder, "trust");
+    let output = project.run(&project.folder, &[]);
+    assert!(project.escaped().exists(), "{}", stderr(&output));
+}
+
+#[test]
+fn a_yes_on_the_terminal_trusts_the_folder_from_then_on() {
+    let project = Project::new();
+    let script = project.outside.path().join("hello.jsonl");
+    std::fs::write(&script, "{\"text\": \"hello\"}\n").unwrap();
+    let mut command = golato();
+    command
+        .args(["run", "--script"])
+        .arg(&script)
+        .arg("--cwd")
+        .arg(&project.folder)
+        .arg("go");
+    let mut terminal = Terminal::start(command);
+    terminal.wait_for("[y]es, [n]o: ", 1);
+    terminal.type_line("y");
+    let (code, drawn) = terminal.finish();
+    assert_eq!(code, Some(0), "{drawn}");
+    assert!(!drawn.contains("ignored"), "{drawn}");
+    let output = project.run(&project.folder, &[]);
+    assert!(project.escaped().exists(), "{}", stderr(&output));
+}
