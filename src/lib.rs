@@ -101,6 +101,7 @@ pub mod mcp;
 pub mod message;
 #[cfg(feature = "observe")]
 pub mod observe;
+pub mod policy;
 /// What the built-in tools may touch: the [`golato-sandbox`](golato_sandbox) crate, re-exported.
 #[doc(inline)]
 pub use golato_sandbox as sandbox;

@@ -1,0 +1,272 @@
+//! The one hook a [`Policy`] becomes: `PreToolUse` command hooks, then the rules, then the
+//! caller's default and questions, before a call; `PostToolUse` command hooks after it.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::FutureExt as _;
+use serde_json::{json, Value};
+
+use super::command_hook::HookSession;
+use super::{Decision, HookEvent, Policy};
+use crate::hook::{AfterToolCall, BeforeToolCall, Hook, HookContext};
+use crate::message::Content;
+use crate::tool::{BoxError, ToolResult};
+
+/// Who answers for the calls the rules leave open or want asked: the command line's
+/// `--approve`, an embedder's own approval flow.
+pub trait Approver: Send + Sync + 'static {
+    /// What applies to a call no rule and no hook decides (`--approve`'s mode).
+    fn default_decision(&self, ctx: &HookContext) -> Decision;
+
+    /// Asks whether the call may run; `why` says what asks (a rule, a hook, the default).
+    /// `Err` carries the result the model reads when nobody can answer.
+    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<bool, String>>;
+
+    /// Tells the user something that does not stop the run (a hook that failed or timed out).
+    fn note(&self, text: &str) {
+        tracing::warn!(target: "golato::policy", "{text}");
+    }
+}
+
+/// Nobody to ask: a call that must be asked is refused, and notes go to `tracing`.
+struct Nobody;
+
+impl Approver for Nobody {
+    fn default_decision(&self, _ctx: &HookContext) -> Decision {
+        Decision::Allow
+    }
+
+    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<bool, String>> {
+        let tool = ctx.call.name;
+        async move {
+            Err(format!(
+                "This {tool} call was not run: it needs a person's yes ({why}) and nobody can answer here."
+            ))
+        }
+        .boxed()
+    }
+}
+
+struct Gate(Arc<Inner>);
+
+struct Inner {
+    policy: Arc<Policy>,
+    approver: Arc<dyn Approver>,
+    session: HookSession,
+}
+
+impl Policy {
+    /// The hook that applies this policy to every tool call: `PreToolUse` hooks (which may
+    /// block, rewrite, allow or ask), then the rules (a deny always wins), then `approver`'s
+    /// default; questions go to `approver` (without one, a call that must be asked is
+    /// refused). `PostToolUse` hooks then see each result, and what they say is added to it.
+    pub fn hook(
+        self: Arc<Self>,
+        approver: Option<Arc<dyn Approver>>,
+        session: HookSession,
+    ) -> Arc<dyn Hook> {
+        Arc::new(Gate(Arc::new(Inner {
+            policy: self,
+            approver: approver.unwrap_or_else(|| Arc::new(Nobody)),
+            session,
+        })))
+    }
+}
+
+/// The arguments as a hook script sees them: `file_path` beside `path`, as Claude Code's file
+/// tools name it.
+fn tool_input(tool: &str, arguments: &Value) -> Value {
+    let mut input = arguments.clone();
+    if matches!(tool, "read" | "edit" | "write") {
+        if let Value::Object(map) = &mut input {
+            if let Some(path) = map.get("path").cloned() {
+                map.entry("file_path").or_insert(path);
+            }
+        }
+    }
+    input
+}
+
+/// Arguments a hook gave back, without the `file_path` golato's tools do not take.
+fn from_tool_input(tool: &str, mut input: Value) -> Value {
+    if matches!(tool, "read" | "edit" | "write") {
+        if let Value::Object(map) = &mut input {
+            if let Some(path) = map.remove("file_path") {
+                map.entry("path").or_insert(path);
+            }
+        }
+    }
+    input
+}
+
+impl Inner {
+    async fn ask(&self, ctx: HookContext, why: String) -> BeforeToolCall {
+        let tool = ctx.call.name.clone();
+        if self
+            .policy
+            .hooks_for(HookEvent::Notification, "")
+            .next()
+            .is_some()
+        {
+            // Told while the question waits, not before it is shown.
+            let policy = Arc::clone(&self.policy);
+            let session = self.session.clone();
+            let message = format!("golato needs your permission to use {tool}");
+            tokio::spawn(async move {
+                let fired = policy
+                    .fire(
+                        HookEvent::Notification,
+                        "",
+                        &session,
+                        json!({ "message": message }),
+                    )
+                    .await;
+                if let Some(note) = fired.note {
+                    tracing::warn!(target: "golato::policy", "{note}");
+                }
+            });
+        }
+        match self.approver.ask(ctx, why).await {
+            Ok(true) => BeforeToolCall::Run,
+            Ok(false) => BeforeToolCall::Block(format!(
+                "The user did not allow this {tool} call; it was not run. Ask them, or do it another way."
+            )),
+            Err(reason) => BeforeToolCall::Block(reason),
+        }
+    }
+
+    async fn before(self: Arc<Self>, ctx: HookContext) -> BeforeToolCall {
+        let tool = ctx.call.name.clone();
+        let mut arguments = ctx.arguments.clone();
+        let mut allowed_by_hook = false;
+        let mut asked_by_hook = None;
+        for hook in self.policy.hooks_for(HookEvent::PreToolUse, &tool) {
+            let input = self.session.input(
+                HookEvent::PreToolUse,
+                json!({
+                    "tool_name": tool,
+                    "tool_input": tool_input(&tool, &arguments),
+                    "tool_use_id": ctx.call.id,
+                }),
+            );
+            let decision = hook.run(&input, &self.session.cwd).await.decision(hook);
+            if let Some(note) = &decision.note {
+                self.approver.note(note);
+            }
+            if let Some(reason) = decision.block {
+                return BeforeToolCall::Block(reason);
+            }
+            if let Some(updated) = decision.updated_input {
+                arguments = from_tool_input(&tool, updated);
+            }
+            allowed_by_hook |= decision.allow;
+            asked_by_hook = asked_by_hook.or(decision.ask);
+        }
+        let mut ctx = ctx;
+        let rewritten = arguments != ctx.arguments;
+        ctx.arguments = arguments.clone();
+        let run = || match rewritten {
+            true => BeforeToolCall::Rewrite(arguments.clone()),
+            false => BeforeToolCall::Run,
+        };
+        let verdict = self
+            .policy
+            .rules
+            .decide(&tool, &ctx.arguments, &self.session.cwd);
+        let outcome = match verdict {
+            Some(verdict) if verdict.decision == Decision::Deny => {
+                return BeforeToolCall::Block(format!(
+                    "This {tool} call was not run: the rule `deny {}` ({}) forbids it. Do it another way, or ask the user to change the rule.",
+                    verdict.rule.text, verdict.rule.source
+                ))
+            }
+            _ if allowed_by_hook => BeforeToolCall::Run,
+            _ if asked_by_hook.is_some() => {
+                let why = asked_by_hook.unwrap_or_default();
+                self.ask(ctx, why).await
+            }
+            Some(verdict) if verdict.decision == Decision::Ask => {
+                let why = format!("the rule `ask {}` ({})", verdict.rule.text, verdict.rule.source);
+                self.ask(ctx, why).await
+            }
+            Some(_) => BeforeToolCall::Run,
+            None => match self.approver.default_decision(&ctx) {
+                Decision::Allow => BeforeToolCall::Run,
+                Decision::Ask => self.ask(ctx, "the approval mode".into()).await,
+                Decision::Deny => {
+                    return BeforeToolCall::Block(format!(
+                        "This {tool} call was not run: no rule allows it and the default is to refuse."
+                    ))
+                }
+            },
+        };
+        match outcome {
+            BeforeToolCall::Run => run(),
+            other => other,
+        }
+    }
+
+    async fn after(self: Arc<Self>, ctx: HookContext, result: ToolResult) -> AfterToolCall {
+        let tool = ctx.call.name.clone();
+        let text: String = result
+            .content
+            .iter()
+            .filter_map(Content::as_text)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let fields = json!({
+            "tool_name": tool,
+            "tool_input": tool_input(&tool, &ctx.arguments),
+            "tool_use_id": ctx.call.id,
+            "tool_response": { "content": text, "is_error": result.is_error, "details": result.details },
+        });
+        let mut added = Vec::new();
+        let input = self.session.input(HookEvent::PostToolUse, fields);
+        for hook in self.policy.hooks_for(HookEvent::PostToolUse, &tool) {
+            let decision = hook.run(&input, &self.session.cwd).await.decision(hook);
+            if let Some(note) = &decision.note {
+                self.approver.note(note);
+            }
+            added.extend(decision.block);
+            added.extend(decision.context);
+        }
+        if added.is_empty() {
+            return AfterToolCall::Keep;
+        }
+        let mut result = result;
+        result.content.push(Content::text(format!(
+            "[PostToolUse hook] {}",
+            added.join("\n")
+        )));
+        AfterToolCall::Replace(result)
+    }
+}
+
+impl Hook for Gate {
+    fn before_tool_call(
+        &self,
+        ctx: HookContext,
+    ) -> BoxFuture<'static, Result<BeforeToolCall, BoxError>> {
+        let inner = Arc::clone(&self.0);
+        async move { Ok(inner.before(ctx).await) }.boxed()
+    }
+
+    fn after_tool_call(
+        &self,
+        ctx: HookContext,
+        result: ToolResult,
+    ) -> BoxFuture<'static, Result<AfterToolCall, BoxError>> {
+        if self
+            .0
+            .policy
+            .hooks_for(HookEvent::PostToolUse, &ctx.call.name)
+            .next()
+            .is_none()
+        {
+            return async { Ok(AfterToolCall::Keep) }.boxed();
+        }
+        let inner = Arc::clone(&self.0);
+        async move { Ok(inner.after(ctx, result).await) }.boxed()
+    }
+}

@@ -1,0 +1,445 @@
+//! Allow, ask and deny rules: which tool calls run without a question, which wait for a yes,
+//! and which never run.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
+use serde_json::Value;
+
+use super::shell;
+use super::{Error, Source};
+
+/// What a rule says of the calls it matches. Ordered: a deny beats an ask beats an allow,
+/// whichever layer each rule comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The call runs without a question.
+    Allow,
+    /// The call waits for a person's yes.
+    Ask,
+    /// The call never runs; its result names the rule.
+    Deny,
+}
+
+impl Decision {
+    /// `allow`, `ask` or `deny`, as the files name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+impl fmt::Display for Decision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One rule as written, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// What it decides.
+    pub decision: Decision,
+    /// The rule as written: `bash(git push*)`, `edit(**/.env)`, `github_create_issue`.
+    pub text: String,
+    /// Where it was written.
+    pub source: Source,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} ({})", self.decision, self.text, self.source)
+    }
+}
+
+/// A rule's decision on one call, and the rule that made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict<'a> {
+    /// What the rules decide.
+    pub decision: Decision,
+    /// The rule that decided (for an allow of several commands, the first command's).
+    pub rule: &'a Rule,
+}
+
+/// What a rule's pattern is matched against.
+#[derive(Debug, Clone)]
+enum Pattern {
+    /// Every call of the tool.
+    Any,
+    /// bash: each simple command of the line, by glob (`*` crosses spaces and slashes).
+    Command(GlobMatcher),
+    /// read, edit, write: the path the call names, resolved, by glob (`*` stays within a
+    /// folder, `**` crosses folders).
+    Path(GlobMatcher),
+}
+
+#[derive(Debug, Clone)]
+struct Compiled {
+    rule: Rule,
+    /// The tools it applies to, by name (a glob for MCP tools: `github_*`).
+    tools: GlobMatcher,
+    pattern: Pattern,
+}
+
+/// Rules from every layer, judged together. Build with [`Rules::add`]; ask with
+/// [`Rules::decide`].
+///
+/// ```
+/// use golato::policy::{Decision, Rules, Source};
+/// use serde_json::json;
+///
+/// let cwd = std::path::Path::new("/work");
+/// let mut rules = Rules::new();
+/// rules.add(Decision::Allow, "bash(git status*)", Source::flag("--allow"), cwd)?;
+/// rules.add(Decision::Deny, "bash(rm -rf*)", Source::flag("--deny"), cwd)?;
+/// let verdict = rules.decide("bash", &json!({"command": "git status"}), cwd);
+/// assert_eq!(verdict.map(|v| v.decision), Some(Decision::Allow));
+/// // Each part of a compound command is judged on its own.
+/// let verdict = rules.decide("bash", &json!({"command": "git status && rm -rf ~"}), cwd);
+/// assert_eq!(verdict.map(|v| v.decision), Some(Decision::Deny));
+/// // Nothing decides `ls`: the caller's default applies.
+/// assert!(rules.decide("bash", &json!({"command": "ls"}), cwd).is_none());
+/// # Ok::<(), golato::policy::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    rules: Vec<Compiled>,
+}
+
+/// Tool names other agents use for golato's built-ins, so rules written for them read the same.
+fn built_in(name: &str) -> Option<&'static str> {
+    match name {
+        "bash" | "Bash" => Some("bash"),
+        "read" | "Read" => Some("read"),
+        "edit" | "Edit" | "MultiEdit" => Some("edit"),
+        "write" | "Write" => Some("write"),
+        _ => None,
+    }
+}
+
+impl Rules {
+    /// No rules: nothing is decided.
+    pub fn new() -> Rules {
+        Rules::default()
+    }
+
+    /// Adds the rule `text` (`tool` or `tool(pattern)`) written at `source`; relative path
+    /// patterns are taken from `cwd`, the workspace.
+    ///
+    /// # Errors
+    /// The rule is malformed, its pattern is not a valid glob, or its tool takes no pattern
+    /// (only bash, read, edit and write do); the error names `source`.
+    pub fn add(
+        &mut self,
+        decision: Decision,
+        text: &str,
+        source: Source,
+        cwd: &Path,
+    ) -> Result<(), Error> {
+        let invalid = |why: String| Error::Invalid {
+            at: source.clone(),
+            message: format!("the {decision} rule {text:?} {why}"),
+        };
+        let text = text.trim();
+        let (tool, pattern) = match text.split_once('(') {
+            None => (text, None),
+            Some((tool, rest)) => {
+                let Some(pattern) = rest.strip_suffix(')') else {
+                    return Err(invalid(
+                        "has no closing parenthesis: write tool(pattern), such as bash(git push*)"
+                            .into(),
+                    ));
+                };
+                if pattern.trim().is_empty() {
+                    return Err(invalid(
+                        "has an empty pattern: leave out the parentheses to match every call"
+                            .into(),
+                    ));
+                }
+                (tool.trim(), Some(pattern))
+            }
+        };
+        if tool.is_empty()
+            || !tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*'))
+        {
+            return Err(invalid(
+                "does not name a tool: write bash, read, edit, write or an MCP tool's name (github_*), then an optional (pattern)".into(),
+            ));
+        }
+        let glob = |pattern: &str, separator: bool| {
+            GlobBuilder::new(pattern)
+                .literal_separator(separator)
+                .build()
+                .map(|glob| glob.compile_matcher())
+                .map_err(|error| invalid(format!("has a pattern that is not a glob: {error}")))
+        };
+        let built_in = built_in(tool);
+        let tools = match built_in {
+            // `edit` rules hold for every tool that changes a file, as other agents' do.
+            Some("edit") => Glob::new("{edit,write}"),
+            Some(name) => Glob::new(name),
+            None => Glob::new(tool),
+        }
+        .map_err(|error| invalid(format!("names tools by a bad glob: {error}")))?
+        .compile_matcher();
+        let pattern = match (built_in, pattern) {
+            (_, None) => Pattern::Any,
+            (Some("bash"), Some(pattern)) => {
+                // `git push:*`, as Claude Code writes a prefix: the command, or it and more words.
+                let pattern = match pattern.strip_suffix(":*") {
+                    Some(prefix) => format!("{{{prefix},{prefix} *}}"),
+                    None => pattern.to_owned(),
+                };
+                Pattern::Command(glob(&pattern, false)?)
+            }
+            (Some(_), Some(pattern)) => {
+                let path = match pattern.strip_prefix("~/") {
+                    Some(rest) => std::env::var_os("HOME")
+                        .map(|home| PathBuf::from(home).join(rest))
+                        .ok_or_else(|| invalid("starts with ~/ and HOME is not set".into()))?,
+                    None => cwd.join(pattern),
+                };
+                Pattern::Path(glob(&path.to_string_lossy(), true)?)
+            }
+            (None, Some(_)) => {
+                return Err(invalid(format!(
+                    "gives a pattern to {tool}: only bash (a command) and read, edit, write (a path) take one; write {tool} alone"
+                )))
+            }
+        };
+        self.rules.push(Compiled {
+            rule: Rule {
+                decision,
+                text: text.to_owned(),
+                source,
+            },
+            tools,
+            pattern,
+        });
+        Ok(())
+    }
+
+    /// Every rule, in the order added.
+    pub fn iter(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.iter().map(|compiled| &compiled.rule)
+    }
+
+    /// Keeps the rules `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Rule) -> bool) {
+        self.rules.retain(|compiled| keep(&compiled.rule));
+    }
+
+    /// Adds `other`'s rules after these.
+    pub fn extend(&mut self, other: Rules) {
+        self.rules.extend(other.rules);
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Checks that every rule names a tool of `known` (the agent's tools).
+    ///
+    /// # Errors
+    /// The first rule whose tool matches none of them, named with its source.
+    pub fn check_tools<'a>(&self, known: impl IntoIterator<Item = &'a str>) -> Result<(), Error> {
+        let known: Vec<&str> = known.into_iter().collect();
+        for compiled in &self.rules {
+            if !known.iter().any(|name| compiled.tools.is_match(name)) {
+                return Err(Error::Invalid {
+                    at: compiled.rule.source.clone(),
+                    message: format!(
+                        "the {} rule {:?} matches no tool this agent has ({}); fix the tool's name or remove the rule",
+                        compiled.rule.decision,
+                        compiled.rule.text,
+                        known.join(", ")
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// What the rules decide about a call of `tool` with `arguments` in `cwd`: `None` when no
+    /// rule does (the caller's default applies).
+    ///
+    /// A deny or an ask wins if a rule matches any part of the call (any simple command of a
+    /// bash line); an allow only if every part is allowed. A bash line that cannot be read
+    /// whole is never allowed by a rule.
+    pub fn decide(&self, tool: &str, arguments: &Value, cwd: &Path) -> Option<Verdict<'_>> {
+        let for_tool: Vec<&Compiled> = self
+            .rules
+            .iter()
+            .filter(|compiled| compiled.tools.is_match(tool))
+            .collect();
+        if for_tool.is_empty() {
+            return None;
+        }
+        // The parts of the call, each judged on its own.
+        let mut unreadable = false;
+        let parts: Vec<String> = match (tool, arguments) {
+            ("bash", _) => {
+                let line = arguments["command"].as_str().unwrap_or_default();
+                let found = shell::commands(line);
+                unreadable = found.unreadable;
+                found.commands.into_iter().map(|simple| simple.0).collect()
+            }
+            ("read" | "edit" | "write", _) => {
+                let path = arguments["path"].as_str().unwrap_or_default();
+                let resolved = golato_sandbox::resolve(cwd, Path::new(path));
+                vec![resolved.to_string_lossy().into_owned()]
+            }
+            _ => vec![String::new()],
+        };
+        let matching = |compiled: &Compiled, part: &str| match &compiled.pattern {
+            Pattern::Any => true,
+            Pattern::Command(glob) | Pattern::Path(glob) => glob.is_match(part),
+        };
+        let strongest = |part: &str| {
+            for_tool
+                .iter()
+                .filter(|compiled| matching(compiled, part))
+                .max_by_key(|compiled| compiled.rule.decision)
+                .map(|compiled| &compiled.rule)
+        };
+        let verdicts: Vec<Option<&Rule>> = if parts.is_empty() {
+            // An empty command line: only a rule for every call of the tool speaks.
+            vec![strongest("")]
+        } else {
+            parts.iter().map(|part| strongest(part)).collect()
+        };
+        if let Some(rule) = verdicts
+            .iter()
+            .flatten()
+            .filter(|rule| rule.decision > Decision::Allow)
+            .max_by_key(|rule| rule.decision)
+        {
+            return Some(Verdict {
+                decision: rule.decision,
+                rule,
+            });
+        }
+        if unreadable {
+            return None;
+        }
+        let all_allowed: Option<Vec<&Rule>> = verdicts.into_iter().collect();
+        all_allowed
+            .and_then(|rules| rules.first().copied())
+            .map(|rule| Verdict {
+                decision: Decision::Allow,
+                rule,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    fn rules(list: &[(Decision, &str)]) -> Rules {
+        let mut rules = Rules::new();
+        for (decision, text) in list {
+            rules
+                .add(*decision, text, Source::flag("test"), Path::new("/work"))
+                .unwrap();
+        }
+        rules
+    }
+
+    fn bash(rules: &Rules, command: &str) -> Option<Decision> {
+        rules
+            .decide("bash", &json!({ "command": command }), Path::new("/work"))
+            .map(|verdict| verdict.decision)
+    }
+
+    #[test]
+    fn a_compound_command_is_allowed_only_when_each_part_is() {
+        let rules = rules(&[(Decision::Allow, "bash(git status*)")]);
+        assert_eq!(bash(&rules, "git status"), Some(Decision::Allow));
+        assert_eq!(bash(&rules, "git status --short"), Some(Decision::Allow));
+        assert_eq!(bash(&rules, "git status && rm -rf ~"), None);
+        assert_eq!(bash(&rules, "git status; `rm -rf ~`"), None);
+        assert_eq!(bash(&rules, "git status $(rm -rf ~)"), None);
+        assert_eq!(bash(&rules, "git status 'unclosed"), None);
+    }
+
+    #[test]
+    fn deny_beats_ask_beats_allow() {
+        let rules = rules(&[
+            (Decision::Allow, "bash"),
+            (Decision::Ask, "bash(git push:*)"),
+            (Decision::Deny, "bash(rm -rf*)"),
+        ]);
+        assert_eq!(bash(&rules, "ls"), Some(Decision::Allow));
+        assert_eq!(bash(&rules, "git push origin"), Some(Decision::Ask));
+        assert_eq!(bash(&rules, "git pushy"), Some(Decision::Allow));
+        assert_eq!(
+            bash(&rules, "git push && sudo rm -rf /"),
+            Some(Decision::Deny)
+        );
+        assert_eq!(bash(&rules, "bash -c 'rm -rf /'"), Some(Decision::Deny));
+    }
+
+    #[test]
+    fn path_rules_take_relative_patterns_from_the_workspace() {
+        let rules = rules(&[
+            (Decision::Deny, "edit(**/.env)"),
+            (Decision::Allow, "read(src/**)"),
+            (Decision::Deny, "read(/etc/*)"),
+        ]);
+        let decide = |tool: &str, path: &str| {
+            rules
+                .decide(tool, &json!({ "path": path }), Path::new("/work"))
+                .map(|verdict| verdict.decision)
+        };
+        assert_eq!(decide("write", ".env"), Some(Decision::Deny));
+        assert_eq!(decide("edit", "config/.env"), Some(Decision::Deny));
+        assert_eq!(decide("read", ".env"), None);
+        assert_eq!(decide("read", "src/a/b.rs"), Some(Decision::Allow));
+        assert_eq!(decide("read", "src/../secret"), None);
+        assert_eq!(decide("read", "/etc/passwd"), Some(Decision::Deny));
+        assert_eq!(decide("read", "/etc/ssl/x"), None);
+    }
+
+    #[test]
+    fn a_malformed_rule_is_refused_naming_where_it_was_written() {
+        let mut rules = Rules::new();
+        let source = Source::file("/home/me/.config/golato/config.toml", 7);
+        for (text, why) in [
+            ("bash(git push", "no closing parenthesis"),
+            ("bash()", "empty pattern"),
+            ("github_issue(x)", "only bash"),
+            ("rm -rf", "does not name a tool"),
+            ("bash([)", "not a glob"),
+        ] {
+            let error = rules
+                .add(Decision::Deny, text, source.clone(), Path::new("/w"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("config.toml line 7"), "{error}");
+            assert!(error.contains(why), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_rule_for_no_tool_the_agent_has_is_an_error() {
+        let rules = rules(&[(Decision::Deny, "Bash(rm*)"), (Decision::Ask, "githb_*")]);
+        let error = rules
+            .check_tools(["bash", "read", "github_create_issue"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("githb_*"), "{error}");
+        assert!(rules.check_tools(["bash", "githb_x"]).is_ok());
+    }
+}
