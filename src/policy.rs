@@ -31,10 +31,11 @@
 //! let dir = std::path::Path::new("/srv/project");
 //! // The project's rules and hooks, as the command line reads them in a trusted folder.
 //! let policy = golato::policy::load(dir)?;
-//! let hook = Arc::new(policy).hook(None, golato::policy::HookSession {
+//! let (_session, watched) = tokio::sync::watch::channel(golato::policy::HookSession {
 //!     cwd: dir.to_owned(),
 //!     ..Default::default()
 //! });
+//! let hook = Arc::new(policy).hook(None, watched);
 //! let config = golato::agent::Config { hooks: vec![hook], ..Default::default() };
 //! # let _ = config;
 //! # Ok(()) }

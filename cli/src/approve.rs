@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use clap::ValueEnum;
-use golato::hook::{BeforeToolCall, Hook, HookContext};
-use golato::tool::BoxError;
+use futures::future::BoxFuture;
+use golato::hook::HookContext;
+use golato::policy::Decision;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::interrupt::Signals;
@@ -66,6 +67,8 @@ pub(crate) struct Question {
     pub(crate) tool: String,
     /// What the person must see whole to decide: the command, or the path written.
     pub(crate) detail: String,
+    /// What asks: a rule, a hook, or the approval mode.
+    pub(crate) why: String,
     pub(crate) reply: oneshot::Sender<Answer>,
 }
 
@@ -167,53 +170,65 @@ impl Approver {
     }
 }
 
-impl Hook for Approver {
-    fn before_tool_call(
-        &self,
-        ctx: HookContext,
-    ) -> futures::future::BoxFuture<'static, Result<BeforeToolCall, BoxError>> {
+impl golato::policy::Approver for Approver {
+    fn default_decision(&self, ctx: &HookContext) -> Decision {
+        match self.needs_asking(ctx) {
+            true => Decision::Ask,
+            false => Decision::Allow,
+        }
+    }
+
+    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<bool, String>> {
         let tool = ctx.call.name.clone();
-        if !self.needs_asking(&ctx) {
-            return Box::pin(async { Ok(BeforeToolCall::Run) });
+        let always_yes = self
+            .always
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&tool);
+        if always_yes {
+            return Box::pin(async { Ok(true) });
         }
         let Some(questions) = &self.questions else {
             let reason = format!(
-                "This {tool} call was not run: it needs approval (--approve {}) and no terminal can answer (standard input is not a terminal, or --json). Allow it with --approve never, or --approve edits for writes and edits in the working directory, or run golato on a terminal.",
+                "This {tool} call was not run: it needs approval ({why}; --approve {}) and no terminal can answer (standard input is not a terminal, or --json). Allow it with --allow RULE or --approve never, or run golato on a terminal.",
                 self.mode
             );
-            return Box::pin(async move { Ok(BeforeToolCall::Block(reason)) });
+            return Box::pin(async move { Err(reason) });
         };
         let (reply, answer) = oneshot::channel();
         let asked = questions.send(Question {
             tool: tool.clone(),
             detail: detail(&ctx.call, &ctx.arguments),
+            why,
             reply,
         });
         let always = Arc::clone(&self.always);
         Box::pin(async move {
             if asked.is_err() {
-                return Ok(BeforeToolCall::Block(format!(
+                return Err(format!(
                     "This {tool} call was not run: the run is ending and nobody can approve it."
-                )));
+                ));
             }
             let answer = tokio::select! {
                 answer = answer => answer.unwrap_or(Answer::No),
                 () = ctx.cancel.cancelled() => Answer::No,
             };
             Ok(match answer {
-                Answer::Yes => BeforeToolCall::Run,
+                Answer::Yes => true,
                 Answer::Always => {
                     always
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(tool);
-                    BeforeToolCall::Run
+                    true
                 }
-                Answer::No => BeforeToolCall::Block(format!(
-                    "The user did not allow this {tool} call; it was not run. Ask them, or do it another way."
-                )),
+                Answer::No => false,
             })
         })
+    }
+
+    fn note(&self, text: &str) {
+        eprintln!("golato: {}", crate::shown::visible(text));
     }
 }
 
@@ -273,6 +288,12 @@ pub(crate) async fn ask(
     let shown = crate::shown::visible(&question.detail).into_owned();
     let detail: Vec<&str> = shown.lines().collect();
     let choices = format!("[y]es, [n]o, [a]lways for {} in this run", question.tool);
+    if question.why != "the approval mode" {
+        view.question(&format!(
+            "Asked by {}.\n",
+            crate::shown::visible(&question.why)
+        ));
+    }
     let hidden = detail.len().saturating_sub(DETAIL_LINES);
     let boxed =
         |lines: &[&str]| -> String { lines.iter().map(|line| format!("\n  │ {line}")).collect() };

@@ -44,6 +44,8 @@ pub(crate) enum Command {
     /// Trusts a folder (default: this one): its .golato/config.toml then takes full effect
     /// there: sandbox, approvals, network, MCP servers, rules and hooks.
     Trust(TrustArgs),
+    /// Lists the command hooks in effect here, each with where it is configured.
+    Hooks(ConfigArgs),
     /// Stops trusting a folder (default: this one): its .golato/config.toml may then not loosen
     /// safety, start commands or run hooks.
     Untrust(TrustArgs),
@@ -248,6 +250,20 @@ pub(crate) struct AgentArgs {
     /// waiting. [default: never when sandboxed or without a terminal, else ask]
     #[arg(long, value_enum, value_name = "MODE")]
     pub(crate) approve: Option<crate::approve::Approve>,
+    /// Run the calls RULE matches without a question, such as 'bash(git status*)' or
+    /// 'read(src/**)'; repeatable. A deny beats an ask beats an allow (README "Policy").
+    #[arg(long = "allow", value_name = "RULE")]
+    pub(crate) allow_rules: Vec<String>,
+    /// Ask before the calls RULE matches, such as 'bash(git push:*)'; repeatable.
+    #[arg(long = "ask", value_name = "RULE")]
+    pub(crate) ask_rules: Vec<String>,
+    /// Never run the calls RULE matches, such as 'bash(rm -rf*)' or 'edit(**/.env)';
+    /// repeatable.
+    #[arg(long = "deny", value_name = "RULE")]
+    pub(crate) deny_rules: Vec<String>,
+    /// The rules and hooks of the configuration files and the flags above.
+    #[arg(skip)]
+    pub(crate) policy: golato::policy::Policy,
 }
 
 /// What the tools may touch (`golato run`, `golato serve`, `golato tool`).

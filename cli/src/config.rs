@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum as _;
+use golato::policy::Policy;
 use serde::Deserialize;
 
 use crate::args::{AgentArgs, ConfigArgs, ProviderKind, ReasoningEffort};
@@ -73,6 +74,8 @@ struct Layer {
     ignored: Vec<String>,
     /// Why it may not: its folder is not trusted, or is not the folder that was.
     why: Option<String>,
+    /// Its rules and hooks (a project's allow rules and hooks only when its folder is trusted).
+    policy: Policy,
 }
 
 /// A project's file (one a cloned repository brings along) may not loosen what the user's
@@ -126,7 +129,7 @@ fn user_file() -> Option<PathBuf> {
 }
 
 /// A file's settings and profiles; nothing when it does not exist.
-fn read(path: &Path) -> Result<Option<(Settings, Profiles)>, CliError> {
+fn read(path: &Path, cwd: &Path) -> Result<Option<(Settings, Profiles, Policy)>, CliError> {
     let text = match crate::bounded::read_text(path, crate::bounded::CONFIG_LIMIT) {
         Ok(text) => text,
         Err(crate::bounded::Unreadable::Missing) => return Ok(None),
@@ -137,12 +140,19 @@ fn read(path: &Path) -> Result<Option<(Settings, Profiles)>, CliError> {
             )))
         }
     };
-    parse(&text).map(Some).map_err(|error| {
+    let (settings, profiles) = parse(&text).map_err(|error| {
         CliError::usage(format!(
             "the configuration {} is not valid: {error}; fix or remove that line (`golato config` shows what is in effect)",
             path.display()
         ))
-    })
+    })?;
+    let mut policy = Policy::new();
+    policy.add_toml(&text, path, cwd).map_err(|error| {
+        CliError::usage(format!(
+            "{error}; fix or remove that line (`golato config` shows the rules in effect)"
+        ))
+    })?;
+    Ok(Some((settings, profiles, policy)))
 }
 
 /// A configuration file's text as settings and profiles; when it is not, why (with the line).
@@ -157,6 +167,9 @@ pub(crate) fn parse(text: &str) -> Result<(Settings, Profiles), String> {
             None => error.message().trim().to_owned(),
         }
     })?;
+    // The policy's own tables, read by `golato::policy`.
+    table.remove("rules");
+    table.remove("hooks");
     let mut profiles = BTreeMap::new();
     if let Some(tables) = table.remove("profiles") {
         let toml::Value::Table(tables) = tables else {
@@ -258,6 +271,7 @@ fn project_trust(
     source: &str,
     settings: &Settings,
     profiles: &Profiles,
+    policy: &Policy,
     trusting: Trusting,
 ) -> Result<Result<(), String>, CliError> {
     if trusting == Trusting::Given {
@@ -274,7 +288,7 @@ fn project_trust(
         ))),
         crate::trust::Standing::Distrusted => Ok(Err(untrusted_text)),
         crate::trust::Standing::Unknown => {
-            let marked = changes(settings, profiles);
+            let marked = changes(settings, profiles, policy);
             let loosens = marked.iter().any(|(_, dangerous)| *dangerous);
             if trusting != Trusting::Ask || !loosens {
                 return Ok(Err(untrusted_text));
@@ -288,7 +302,7 @@ fn project_trust(
 
 /// What a project's file would set, `key = value` (a profile's prefixed with its table), each
 /// marked when trusting the folder is what lets it through.
-fn changes(settings: &Settings, profiles: &Profiles) -> Vec<(String, bool)> {
+fn changes(settings: &Settings, profiles: &Profiles, policy: &Policy) -> Vec<(String, bool)> {
     let mut marked = Vec::new();
     let sections = std::iter::once((String::new(), settings)).chain(
         profiles
@@ -301,6 +315,13 @@ fn changes(settings: &Settings, profiles: &Profiles) -> Vec<(String, bool)> {
             let line = format!("{key} = {value}");
             marked.push((format!("{prefix}{line}"), dangerous.contains(&line)));
         }
+    }
+    for rule in policy.rules.iter() {
+        let loosens = rule.decision == golato::policy::Decision::Allow;
+        marked.push((format!("{} {}", rule.decision, rule.text), loosens));
+    }
+    for hook in &policy.hooks {
+        marked.push((format!("hook {} {}", hook.event, hook.command), true));
     }
     marked
 }
@@ -338,29 +359,35 @@ fn layers(
     let mut layers = Vec::new();
     let mut profiles: Vec<(String, Result<(), String>, Profiles)> = Vec::new();
     let project = project_file(cwd);
-    if let Some((mut settings, file_profiles)) = read(&project)? {
+    if let Some((mut settings, file_profiles, mut policy)) = read(&project, cwd)? {
         let source = project.display().to_string();
-        let trust = project_trust(cwd, &source, &settings, &file_profiles, trusting)?;
+        let trust = project_trust(cwd, &source, &settings, &file_profiles, &policy, trusting)?;
         let ignored = match &trust {
             Ok(()) => Vec::new(),
-            Err(_) => untrusted(&mut settings),
+            Err(_) => {
+                let mut ignored = untrusted(&mut settings);
+                ignored.extend(policy.untrusted());
+                ignored
+            }
         };
         layers.push(Layer {
             source: source.clone(),
             settings,
             ignored,
             why: trust.clone().err(),
+            policy,
         });
         profiles.push((source, trust, file_profiles));
     }
     if let Some(path) = user_file() {
-        if let Some((settings, file_profiles)) = read(&path)? {
+        if let Some((settings, file_profiles, policy)) = read(&path, cwd)? {
             let source = path.display().to_string();
             layers.push(Layer {
                 source: source.clone(),
                 settings,
                 ignored: Vec::new(),
                 why: None,
+                policy,
             });
             profiles.push((source, Ok(()), file_profiles));
         }
@@ -380,6 +407,7 @@ fn layers(
                     settings,
                     ignored,
                     why: trust.clone().err(),
+                    policy: Policy::new(),
                 });
             }
         }
@@ -419,6 +447,7 @@ fn layers(
             settings,
             ignored: Vec::new(),
             why: None,
+            policy: Policy::new(),
         });
     }
     Ok(layers)
@@ -438,13 +467,36 @@ pub(crate) fn apply(args: &mut AgentArgs, ask: bool) -> Result<(), CliError> {
         &args.settings.config,
         trusting,
     )?;
-    for layer in &layers {
-        if let Some(text) = ignored_text(layer) {
+    let mut policy = Policy::new();
+    for layer in layers {
+        if let Some(text) = ignored_text(&layer) {
             eprintln!("golato: {text}");
         }
         fill(args, &layer.settings, &layer.source)?;
+        policy.extend(layer.policy);
     }
+    policy.extend(flag_rules(args)?);
+    args.policy = policy;
     Ok(())
+}
+
+/// The rules of `--allow`, `--ask` and `--deny`.
+fn flag_rules(args: &AgentArgs) -> Result<Policy, CliError> {
+    use golato::policy::{Decision, Source};
+    let mut policy = Policy::new();
+    for (decision, flag, rules) in [
+        (Decision::Allow, "--allow", &args.allow_rules),
+        (Decision::Ask, "--ask", &args.ask_rules),
+        (Decision::Deny, "--deny", &args.deny_rules),
+    ] {
+        for rule in rules {
+            policy
+                .rules
+                .add(decision, rule, Source::flag(flag), &args.cwd)
+                .map_err(|error| CliError::usage(error.to_string()))?;
+        }
+    }
+    Ok(policy)
 }
 
 /// The one line that says what a project's file set but may not, and how to let it.
@@ -608,6 +660,35 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
     Ok(())
 }
 
+/// `golato hooks`: the command hooks in effect, each with where it is configured.
+pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
+    let trusting = match args.settings.trust {
+        true => Trusting::Given,
+        false => Trusting::Remembered,
+    };
+    let layers = layers(
+        &args.cwd,
+        args.settings.profile.as_deref(),
+        &args.settings.config,
+        trusting,
+    )?;
+    let mut policy = Policy::new();
+    for layer in layers {
+        if let Some(text) = ignored_text(&layer) {
+            eprintln!("golato: {text}");
+        }
+        policy.extend(layer.policy);
+    }
+    let described = policy.describe_hooks();
+    if described.is_empty() {
+        eprintln!("golato: no hooks here (configure them as [[hooks.EVENT]] in a configuration file; README \"Policy\")");
+    }
+    for line in described {
+        println!("{line}");
+    }
+    Ok(crate::Exit::Success)
+}
+
 /// `golato config`: every setting in effect, and where it comes from.
 pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     use std::io::Write as _;
@@ -644,6 +725,19 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     }
     for (key, (value, source)) in effective {
         let _ = writeln!(out, "{key} = {value}    # {source}");
+    }
+    let mut policy = Policy::new();
+    for layer in layers {
+        policy.extend(layer.policy);
+    }
+    if !policy.rules.is_empty() {
+        let _ = writeln!(out, "# rules (a deny beats an ask beats an allow):");
+    }
+    for rule in policy.rules.iter() {
+        let _ = writeln!(out, "{} {}    # {}", rule.decision, rule.text, rule.source);
+    }
+    for hook in policy.describe_hooks() {
+        let _ = writeln!(out, "hook {hook}");
     }
     Ok(crate::Exit::Success)
 }

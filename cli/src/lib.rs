@@ -26,6 +26,7 @@ mod header;
 mod interrupt;
 mod json;
 mod live;
+mod policy;
 mod prompt;
 mod provider;
 mod record;
@@ -223,6 +224,7 @@ pub fn main() -> ExitCode {
             },
             Command::Chat(args) => chat::command(*args).await,
             Command::Config(args) => config::show(args),
+            Command::Hooks(args) => config::hooks(args),
             Command::Trust(args) => trust::command(&args.dir, true),
             Command::Untrust(args) => trust::command(&args.dir, false),
         }

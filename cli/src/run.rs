@@ -90,6 +90,7 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         mut header,
         questions,
         price,
+        session: hook_session,
     } = build_agent(&args.agent, None, interactive).await?;
     let recorder = match &args.record {
         Some(path) => Some(Recorder::create(
@@ -111,6 +112,15 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         saving,
     } = crate::session::open(going_on, &args.agent.cwd, args.ephemeral, prompt.is_some())?;
     header.session = saving.as_ref().map(crate::session::Writer::id);
+    hook_session.send_modify(|session| {
+        if let Some(saving) = &saving {
+            session.session_id = saving.id();
+            session.transcript_path = saving.path().to_owned();
+        }
+    });
+    let resumed = !transcript.is_empty();
+    let told = hook_session.borrow().clone();
+    let prompt = crate::policy::session_start(&args.agent.policy, &told, resumed, prompt).await?;
     // As `codex exec` does: piped, standard output carries the final answer and nothing else.
     let story = if args.quiet {
         Target::Nowhere
@@ -119,7 +129,8 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
     } else {
         Target::Stderr
     };
-    drive(Session {
+    let policy = args.agent.policy.clone();
+    let ended = drive(Session {
         agent,
         input: Input {
             prompts: prompt.into_iter().collect(),
@@ -139,7 +150,27 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         strict_replay: args.strict_replay.then_some(prompt_differs),
         price,
     })
-    .await
+    .await;
+    crate::policy::session_end(&policy, &told).await;
+    ended
+}
+
+/// The hook that applies the rules, the command hooks and `--approve`: none when nothing
+/// would ever stop or change a call.
+fn policy_hooks(
+    args: &AgentArgs,
+    approve: Approve,
+    approver: Arc<Approver>,
+    session: &tokio::sync::watch::Receiver<golato::policy::HookSession>,
+) -> Result<Vec<Arc<dyn golato::hook::Hook>>, CliError> {
+    if approve == Approve::Never && args.policy.rules.is_empty() && args.policy.hooks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let policy = Arc::new(args.policy.clone());
+    Ok(vec![policy.hook(
+        Some(approver as Arc<dyn golato::policy::Approver>),
+        session.clone(),
+    )])
 }
 
 /// What the flags build.
@@ -152,6 +183,8 @@ pub(crate) struct Built {
     pub(crate) questions: Option<crate::approve::Questions>,
     /// The model's price, when golato knows it.
     pub(crate) price: Option<golato::generator::Price>,
+    /// What the command hooks are told of the session (its ID once it is saved).
+    pub(crate) session: tokio::sync::watch::Sender<golato::policy::HookSession>,
 }
 
 /// The agent the flags describe. `shared_lock`, for durable workers, serializes writes of a
@@ -187,6 +220,14 @@ pub(crate) async fn build_agent(
         .unwrap_or_else(|| Approve::default_for(sandboxed, interactive));
     let (approver, questions) =
         Approver::new(approve, &args.cwd, &args.sandbox.writable, interactive);
+    args.policy
+        .rules
+        .check_tools(tools.iter().map(|tool| tool.name()))
+        .map_err(|error| CliError::usage(error.to_string()))?;
+    let (session, hook_session) = tokio::sync::watch::channel(golato::policy::HookSession {
+        cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
+        ..Default::default()
+    });
     let header = Header {
         provider,
         model: args.script.is_none().then(|| model.id.clone()),
@@ -227,10 +268,7 @@ pub(crate) async fn build_agent(
         },
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,
-        hooks: match approve {
-            Approve::Never => Vec::new(),
-            _ => vec![approver as Arc<dyn golato::hook::Hook>],
-        },
+        hooks: policy_hooks(args, approve, approver, &hook_session)?,
         ..Default::default()
     })
     .map_err(|error| match error {
@@ -242,12 +280,15 @@ pub(crate) async fn build_agent(
         )),
         error => CliError::Failed(error.to_string()),
     })?;
+    let asks =
+        approve != Approve::Never || !args.policy.rules.is_empty() || !args.policy.hooks.is_empty();
     Ok(Built {
         agent,
         recording,
         header,
-        questions: questions.filter(|_| approve != Approve::Never),
+        questions: questions.filter(|_| asks),
         price,
+        session,
     })
 }
 

@@ -169,6 +169,11 @@ impl Writer {
         })
     }
 
+    /// The session's file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The session's ID (its file's name).
     pub(crate) fn id(&self) -> String {
         self.path

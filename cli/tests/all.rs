@@ -22,6 +22,7 @@ mod suite {
     mod mcp;
     mod mcp_hostile;
     mod mcp_start;
+    mod policy;
     mod providers;
     mod run;
     mod sandbox;

@@ -53,7 +53,7 @@ struct Gate(Arc<Inner>);
 struct Inner {
     policy: Arc<Policy>,
     approver: Arc<dyn Approver>,
-    session: HookSession,
+    session: tokio::sync::watch::Receiver<HookSession>,
 }
 
 impl Policy {
@@ -61,10 +61,11 @@ impl Policy {
     /// block, rewrite, allow or ask), then the rules (a deny always wins), then `approver`'s
     /// default; questions go to `approver` (without one, a call that must be asked is
     /// refused). `PostToolUse` hooks then see each result, and what they say is added to it.
+    /// Hooks get `session` as it stands when they run (a session's ID may come later).
     pub fn hook(
         self: Arc<Self>,
         approver: Option<Arc<dyn Approver>>,
-        session: HookSession,
+        session: tokio::sync::watch::Receiver<HookSession>,
     ) -> Arc<dyn Hook> {
         Arc::new(Gate(Arc::new(Inner {
             policy: self,
@@ -111,7 +112,7 @@ impl Inner {
         {
             // Told while the question waits, not before it is shown.
             let policy = Arc::clone(&self.policy);
-            let session = self.session.clone();
+            let session = self.session.borrow().clone();
             let message = format!("golato needs your permission to use {tool}");
             tokio::spawn(async move {
                 let fired = policy
@@ -137,12 +138,13 @@ impl Inner {
     }
 
     async fn before(self: Arc<Self>, ctx: HookContext) -> BeforeToolCall {
+        let session = self.session.borrow().clone();
         let tool = ctx.call.name.clone();
         let mut arguments = ctx.arguments.clone();
         let mut allowed_by_hook = false;
         let mut asked_by_hook = None;
         for hook in self.policy.hooks_for(HookEvent::PreToolUse, &tool) {
-            let input = self.session.input(
+            let input = session.input(
                 HookEvent::PreToolUse,
                 json!({
                     "tool_name": tool,
@@ -150,7 +152,7 @@ impl Inner {
                     "tool_use_id": ctx.call.id,
                 }),
             );
-            let decision = hook.run(&input, &self.session.cwd).await.decision(hook);
+            let decision = hook.run(&input, &session.cwd).await.decision(hook);
             if let Some(note) = &decision.note {
                 self.approver.note(note);
             }
@@ -173,7 +175,7 @@ impl Inner {
         let verdict = self
             .policy
             .rules
-            .decide(&tool, &ctx.arguments, &self.session.cwd);
+            .decide(&tool, &ctx.arguments, &session.cwd);
         let outcome = match verdict {
             Some(verdict) if verdict.decision == Decision::Deny => {
                 return BeforeToolCall::Block(format!(
@@ -222,9 +224,10 @@ impl Inner {
             "tool_response": { "content": text, "is_error": result.is_error, "details": result.details },
         });
         let mut added = Vec::new();
-        let input = self.session.input(HookEvent::PostToolUse, fields);
+        let session = self.session.borrow().clone();
+        let input = session.input(HookEvent::PostToolUse, fields);
         for hook in self.policy.hooks_for(HookEvent::PostToolUse, &tool) {
-            let decision = hook.run(&input, &self.session.cwd).await.decision(hook);
+            let decision = hook.run(&input, &session.cwd).await.decision(hook);
             if let Some(note) = &decision.note {
                 self.approver.note(note);
             }

@@ -1,0 +1,265 @@
+//! Rules and command hooks in files, through the binary: what a rule blocks, asks or allows;
+//! hook scripts written as Claude Code's are; hooks that hang, flood, die or print nonsense;
+//! and what a project's file in an untrusted folder may not bring.
+
+use crate::support;
+
+use std::path::Path;
+use std::process::Output;
+
+use serde_json::{json, Value};
+use support::cli::{golato, json_lines, of_type, script_file};
+
+/// A workspace with a user configuration of `config`.
+fn workspace(config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    std::fs::write(ws.join("user.toml"), config).unwrap();
+    (dir, ws)
+}
+
+/// `golato run --json` in `ws` with its user configuration, the model making `calls` at once.
+fn run(ws: &Path, calls: &[Value], flags: &[&str]) -> Output {
+    let script = script_file(
+        ws,
+        "script.jsonl",
+        &[json!({ "tool_calls": calls }), json!({"text": "done"})],
+    );
+    let mut args = vec!["run", "--json", "--sandbox", "off", "--ephemeral"];
+    args.extend_from_slice(flags);
+    let (dir, script) = (ws.to_str().unwrap(), script.to_str().unwrap());
+    args.extend(["--cwd", dir, "--script", script, "go"]);
+    golato()
+        .env("GOLATO_CONFIG", ws.join("user.toml"))
+        .args(&args)
+        .output()
+        .unwrap()
+}
+
+fn bash(id: &str, command: &str) -> Value {
+    json!({"id": id, "name": "bash", "arguments": {"command": command}})
+}
+
+/// Each call's result text, by call ID.
+fn results(output: &Output) -> std::collections::BTreeMap<String, String> {
+    let lines = json_lines(output);
+    of_type(&lines, "tool_end")
+        .into_iter()
+        .map(|end| {
+            let text: String = end["result"]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|part| part["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n");
+            (end["call_id"].as_str().unwrap().to_owned(), text)
+        })
+        .collect()
+}
+
+#[test]
+fn rules_judge_each_part_of_a_command_and_name_the_rule_that_blocked() {
+    let (_dir, ws) = workspace("[rules]\nallow = [\"bash(echo *)\"]\ndeny = [\"bash(rm -rf*)\"]\nask = [\"bash(git push:*)\"]\n");
+    let output = run(
+        &ws,
+        &[
+            bash("allowed", "echo one > one.txt"),
+            bash("compound", "echo two && touch two.txt"),
+            bash("denied", "echo x; rm -rf gone"),
+            bash("asked", "git push origin main"),
+        ],
+        // Every call not allowed by a rule asks, and nobody can answer.
+        &["--approve", "ask"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let results = results(&output);
+    assert!(ws.join("one.txt").exists(), "{results:?}");
+    assert!(!ws.join("two.txt").exists(), "{results:?}");
+    assert!(
+        results["compound"].contains("needs approval"),
+        "{results:?}"
+    );
+    assert!(
+        results["denied"].contains("the rule `deny bash(rm -rf*)`")
+            && results["denied"].contains("user.toml line 3"),
+        "{results:?}"
+    );
+    assert!(
+        results["asked"].contains("the rule `ask bash(git push:*)`"),
+        "{results:?}"
+    );
+
+    // `golato config` lists the rules with where each is written.
+    let output = golato()
+        .env("GOLATO_CONFIG", ws.join("user.toml"))
+        .args(["config"])
+        .arg("--cwd")
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(shown.contains("deny bash(rm -rf*)    # "), "{shown}");
+    assert!(shown.contains("user.toml line 2"), "{shown}");
+}
+
+#[test]
+fn a_malformed_rule_or_hook_is_a_usage_error_naming_the_file_and_line() {
+    for (config, named) in [
+        (
+            "model = \"m\"\n[rules]\ndeny = [\"bash(rm -rf\"]\n",
+            "line 3",
+        ),
+        ("[rules]\nallow = [\"bsh\"]\n", "matches no tool"),
+        (
+            "[[hooks.PreTool]]\ncommand = \"true\"\n",
+            "hooks.PreTool is not an event",
+        ),
+        (
+            "\n[[hooks.PreToolUse]]\nmatcher = \"(\"\ncommand = \"true\"\n",
+            "line 2",
+        ),
+        (
+            "[[hooks.Stop]]\ncommand = \"true\"\ntimeout = -1\n",
+            "timeout",
+        ),
+    ] {
+        let (_dir, ws) = workspace(config);
+        let output = run(&ws, &[bash("a", "true")], &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{config}: {stderr}");
+        assert!(stderr.contains("user.toml"), "{config}: {stderr}");
+        assert!(stderr.contains(named), "{config}: {stderr}");
+    }
+    let (_dir, ws) = workspace("");
+    let output = run(&ws, &[bash("a", "true")], &["--deny", "bash("]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--deny"));
+}
+
+/// A PreToolUse hook as Claude Code's documentation writes one: JSON on stdin, exit 2 and a
+/// reason on stderr to block.
+const CLAUDE_STYLE_GUARD: &str = r#"#!/usr/bin/env python3
+import json, sys
+event = json.load(sys.stdin)
+command = event.get("tool_input", {}).get("command", "")
+if event["tool_name"] in ("Bash", "bash") and "curl" in command:
+    print("no network from here: use the vendored copy", file=sys.stderr)
+    sys.exit(2)
+if event["tool_name"] in ("Bash", "bash") and "--force" in command:
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "updatedInput": {"command": command.replace(" --force", "")}}}))
+sys.exit(0)
+"#;
+
+#[test]
+fn a_claude_code_hook_script_runs_unchanged_and_a_formatter_runs_after_each_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let guard = ws.join("guard.py");
+    std::fs::write(&guard, CLAUDE_STYLE_GUARD).unwrap();
+    std::fs::set_permissions(&guard, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(
+        ws.join("user.toml"),
+        format!(
+            "[[hooks.PreToolUse]]\nmatcher = \"Bash\"\ncommand = \"{}\"\n\n[[hooks.PostToolUse]]\nmatcher = \"Edit|Write\"\ncommand = \"python3 -c 'import json,sys; e=json.load(sys.stdin); open(\\\"formatted.log\\\",\\\"a\\\").write(e[\\\"tool_input\\\"][\\\"file_path\\\"]+chr(10))'\"\n",
+            guard.display()
+        ),
+    )
+    .unwrap();
+    let output = run(
+        &ws,
+        &[
+            bash("blocked", "curl https://example.com"),
+            bash("rewritten", "echo pushed --force > pushed.txt"),
+            json!({"id": "w", "name": "write", "arguments": {"path": "a.txt", "content": "x"}}),
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let results = results(&output);
+    assert_eq!(
+        results["blocked"],
+        "no network from here: use the vendored copy"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("pushed.txt")).unwrap(),
+        "pushed\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("formatted.log")).unwrap(),
+        "a.txt\n"
+    );
+}
+
+#[test]
+fn a_hook_that_hangs_floods_dies_or_prints_nonsense_never_stalls_the_run() {
+    let (_dir, ws) = workspace(
+        "[[hooks.PreToolUse]]\ncommand = \"sleep 300\"\ntimeout = 0.5\n\n[[hooks.PreToolUse]]\ncommand = \"head -c 50000000 /dev/zero | tr '\\\\0' x\"\n\n[[hooks.PreToolUse]]\ncommand = \"kill -9 $$\"\n\n[[hooks.PreToolUse]]\ncommand = \"echo '{not json'\"\n\n[[hooks.PostToolUse]]\ncommand = \"exit 3\"\n",
+    );
+    let output = run(&ws, &[bash("a", "echo ran > ran.txt")], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(ws.join("ran.txt").exists(), "{stderr}");
+    assert!(
+        stderr.contains("ran past its 0.5 s timeout and was killed"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("was ended by signal 9"), "{stderr}");
+    assert!(stderr.contains("not a JSON object"), "{stderr}");
+    assert!(stderr.contains("failed (exit 3)"), "{stderr}");
+}
+
+#[test]
+fn an_untrusted_projects_hooks_and_allow_rules_are_ignored_its_denials_kept() {
+    let (_dir, ws) = workspace("");
+    std::fs::create_dir(ws.join(".golato")).unwrap();
+    std::fs::write(
+        ws.join(".golato/config.toml"),
+        "[rules]\nallow = [\"bash\"]\ndeny = [\"bash(touch denied*)\"]\n\n[[hooks.SessionStart]]\ncommand = \"touch hooked\"\n",
+    )
+    .unwrap();
+    let output = run(
+        &ws,
+        &[bash("a", "touch denied.txt"), bash("b", "touch asked.txt")],
+        &["--approve", "ask"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!ws.join("hooked").exists(), "{stderr}");
+    assert!(!ws.join("denied.txt").exists(), "{stderr}");
+    // Its allow rule does not stand: the call still needs a yes nobody can give.
+    assert!(!ws.join("asked.txt").exists(), "{stderr}");
+    assert!(
+        stderr.contains("allow bash, hook SessionStart touch hooked"),
+        "{stderr}"
+    );
+
+    let output = run(
+        &ws,
+        &[bash("a", "touch denied.txt"), bash("b", "touch asked.txt")],
+        &["--approve", "ask", "--trust"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(ws.join("hooked").exists(), "{stderr}");
+    assert!(ws.join("asked.txt").exists(), "{stderr}");
+    assert!(!ws.join("denied.txt").exists(), "{stderr}");
+}
+
+#[test]
+fn golato_hooks_lists_each_hook_with_its_source() {
+    let (_dir, ws) = workspace("[[hooks.Notification]]\ncommand = \"notify-send golato\"\n");
+    let output = golato()
+        .env("GOLATO_CONFIG", ws.join("user.toml"))
+        .args(["hooks", "--cwd"])
+        .arg(&ws)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        shown.contains("Notification notify-send golato (timeout 60 s)"),
+        "{shown}"
+    );
+    assert!(shown.contains("user.toml line 1"), "{shown}");
+}
