@@ -57,6 +57,20 @@ pub struct HookContext {
     pub cancel: CancellationToken,
 }
 
+/// What a hook knows about a compaction about to happen.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CompactionContext {
+    /// The run's ID.
+    pub run_id: u64,
+    /// Why it compacts.
+    pub reason: crate::agent::compaction::CompactionReason,
+    /// How many messages the summary replaces.
+    pub replaced: usize,
+    /// The context's size in tokens before.
+    pub tokens_before: u64,
+}
+
 /// A before-hook's decision.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BeforeToolCall {
@@ -91,6 +105,13 @@ pub trait Hook: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<BeforeToolCall, BoxError>> {
         let _ = ctx;
         async { Ok(BeforeToolCall::Run) }.boxed()
+    }
+
+    /// Runs before the run's older messages are summarized (automatic compaction); the
+    /// summary waits for it. It cannot stop the compaction.
+    fn before_compaction(&self, ctx: CompactionContext) -> BoxFuture<'static, ()> {
+        let _ = ctx;
+        async {}.boxed()
     }
 
     /// Sees the call's result and may replace it.

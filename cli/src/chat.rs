@@ -30,6 +30,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         mut header,
         mut questions,
         price,
+        session: hook_session,
         ..
     } = build_agent(&args.agent, None, true).await?;
     // Each line typed is a new prompt: calls a stop cut off are closed first.
@@ -39,6 +40,16 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         mut saving,
     } = crate::session::open(going_on, &args.agent.cwd, args.ephemeral, true)?;
     header.session = saving.as_ref().map(crate::session::Writer::id);
+    hook_session.send_modify(|session| {
+        if let Some(saving) = &saving {
+            session.session_id = saving.id();
+            session.transcript_path = saving.path().to_owned();
+        }
+    });
+    let told = hook_session.borrow().clone();
+    let policy = &args.agent.policy;
+    // What SessionStart hooks add goes with the first prompt.
+    let mut context = crate::policy::session_start(policy, &told, !transcript.is_empty()).await;
     eprintln!("{header}");
     eprintln!(
         "golato: each line is a prompt; while a run is busy a line steers it ({FOLLOW_UP} first: a follow-up); Ctrl-C cancels the run, Ctrl-D leaves"
@@ -70,7 +81,14 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         if line == "/exit" {
             break;
         }
-        let prompt = UserMessage::new(line);
+        let prompt = match crate::policy::prompt_submit(policy, &told, UserMessage::new(line)).await
+        {
+            Ok(prompt) => crate::policy::with_context(prompt, context.take()),
+            Err(error) => {
+                eprintln!("golato: {}", crate::shown::visible(&error.to_string()));
+                continue;
+            }
+        };
         if let Some(saving) = &mut saving {
             saving.step(&Message::User(prompt.clone()));
         }
@@ -187,6 +205,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         }
     }
     eprintln!();
+    crate::policy::session_end(policy, &told).await;
     Ok(Exit::Success)
 }
 

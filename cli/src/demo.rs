@@ -81,6 +81,8 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         None => None,
     };
     drive(Session {
+        policy: golato::policy::Policy::new(),
+        hook_session: golato::policy::HookSession::default(),
         agent,
         input: golato::agent::Input::from(golato::message::UserMessage::new(PROMPT)),
         saving: None,

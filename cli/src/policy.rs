@@ -1,6 +1,6 @@
 //! The command hooks of the session's life that the command line fires itself
-//! (`SessionStart`, `UserPromptSubmit`, `SessionEnd`); the tool calls' hooks and rules are
-//! `golato::policy`'s hook.
+//! (`SessionStart`, `UserPromptSubmit`, `Stop`, `SessionEnd`); the tool calls' hooks, the
+//! rules, `Notification` and `PreCompact` are `golato::policy`'s hook.
 
 use golato::message::{Content, UserMessage};
 use golato::policy::{HookEvent, HookSession, Policy};
@@ -8,19 +8,21 @@ use serde_json::json;
 
 use crate::CliError;
 
-/// Fires `SessionStart` (`startup`, or `resume` when going on) and `UserPromptSubmit` for
-/// `prompt`: a block stops the run before anything is sent; what the hooks add joins the
-/// prompt as more text for the model.
+/// Fires `SessionStart` (`startup`, or `resume` when going on); what the hooks add, for the
+/// first prompt.
 pub(crate) async fn session_start(
     policy: &Policy,
     session: &HookSession,
     resumed: bool,
-    prompt: Option<UserMessage>,
-) -> Result<Option<UserMessage>, CliError> {
-    if policy.hooks.is_empty() {
-        return Ok(prompt);
-    }
+) -> Option<String> {
     let source = if resumed { "resume" } else { "startup" };
+    if policy
+        .hooks_for(HookEvent::SessionStart, source)
+        .next()
+        .is_none()
+    {
+        return None;
+    }
     let started = policy
         .fire(
             HookEvent::SessionStart,
@@ -30,10 +32,31 @@ pub(crate) async fn session_start(
         )
         .await;
     note(started.note.as_deref());
-    let mut context: Vec<String> = started.context.into_iter().collect();
-    let Some(mut prompt) = prompt else {
-        return Ok(None);
-    };
+    started.context
+}
+
+/// `prompt` with `context` (from `SessionStart` hooks) as more text for the model.
+pub(crate) fn with_context(mut prompt: UserMessage, context: Option<String>) -> UserMessage {
+    if let Some(context) = context {
+        prompt.content.push(Content::text(context));
+    }
+    prompt
+}
+
+/// Fires `UserPromptSubmit` for `prompt`: a block refuses it (nothing is sent), what the hooks
+/// add joins it as more text for the model.
+pub(crate) async fn prompt_submit(
+    policy: &Policy,
+    session: &HookSession,
+    mut prompt: UserMessage,
+) -> Result<UserMessage, CliError> {
+    if policy
+        .hooks_for(HookEvent::UserPromptSubmit, "")
+        .next()
+        .is_none()
+    {
+        return Ok(prompt);
+    }
     let submitted = policy
         .fire(
             HookEvent::UserPromptSubmit,
@@ -48,11 +71,39 @@ pub(crate) async fn session_start(
             "a UserPromptSubmit hook blocked the prompt: {reason}"
         )));
     }
-    context.extend(submitted.context);
-    if !context.is_empty() {
-        prompt.content.push(Content::text(context.join("\n")));
+    if let Some(context) = submitted.context {
+        prompt.content.push(Content::text(context));
     }
-    Ok(Some(prompt))
+    Ok(prompt)
+}
+
+/// How many times Stop hooks may send the model on in one `golato run`.
+pub(crate) const MAX_STOP_CONTINUATIONS: usize = 8;
+
+/// Fires `Stop` once the model has answered; the reason to go on when a hook blocks the
+/// stop (exit 2), unless the hooks already sent the model on [`MAX_STOP_CONTINUATIONS`]
+/// times (`stop_hook_active` tells a hook it did).
+pub(crate) async fn stop(policy: &Policy, session: &HookSession, sent_on: usize) -> Option<String> {
+    if policy.hooks_for(HookEvent::Stop, "").next().is_none() {
+        return None;
+    }
+    let fired = policy
+        .fire(
+            HookEvent::Stop,
+            "",
+            session,
+            json!({ "stop_hook_active": sent_on > 0 }),
+        )
+        .await;
+    note(fired.note.as_deref());
+    let reason = fired.block?;
+    if sent_on >= MAX_STOP_CONTINUATIONS {
+        note(Some(&format!(
+            "a Stop hook sent the model on {MAX_STOP_CONTINUATIONS} times; the run ends here ({reason})"
+        )));
+        return None;
+    }
+    Some(reason)
 }
 
 /// Fires `SessionEnd` once the run is over.

@@ -120,7 +120,14 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
     });
     let resumed = !transcript.is_empty();
     let told = hook_session.borrow().clone();
-    let prompt = crate::policy::session_start(&args.agent.policy, &told, resumed, prompt).await?;
+    let context = crate::policy::session_start(&args.agent.policy, &told, resumed).await;
+    let prompt = match prompt {
+        Some(prompt) => Some(crate::policy::with_context(
+            crate::policy::prompt_submit(&args.agent.policy, &told, prompt).await?,
+            context,
+        )),
+        None => None,
+    };
     // As `codex exec` does: piped, standard output carries the final answer and nothing else.
     let story = if args.quiet {
         Target::Nowhere
@@ -132,6 +139,8 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
     let policy = args.agent.policy.clone();
     let ended = drive(Session {
         agent,
+        policy: policy.clone(),
+        hook_session: told.clone(),
         input: Input {
             prompts: prompt.into_iter().collect(),
             transcript,
@@ -444,6 +453,10 @@ fn system_text(value: &str) -> Result<String, CliError> {
 /// One run to drive.
 pub(crate) struct Session {
     pub(crate) agent: Agent,
+    /// The rules and hooks in effect (the `Stop` hooks are fired here).
+    pub(crate) policy: golato::policy::Policy,
+    /// What hooks are told of the session.
+    pub(crate) hook_session: golato::policy::HookSession,
     /// The prompt, after a saved transcript when going on with a session.
     pub(crate) input: Input,
     /// Where the session is saved as it goes (none with `--ephemeral`, or for the demo).
@@ -494,67 +507,90 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
             saving.step(&golato::message::Message::User(prompt.clone()));
         }
     }
-    let input = session.input;
-    let run = match session.journal.clone() {
-        Some(journal) => session.agent.start_journaled(input, journal),
-        None => session.agent.start(input),
-    };
+    let mut input = session.input;
     let mut tally = Tally::default();
     let mut interrupted = None;
     let mut record_error = None;
     let mut answers: Option<mpsc::UnboundedReceiver<crate::approve::Typed>> = None;
-    loop {
-        tokio::select! {
-            Some(mut question) = crate::approve::next_question(&mut session.questions) => {
-                // A run being cancelled asks nothing more (its calls are refused anyway).
-                if interrupted.is_some() || question.reply.is_closed() {
-                    let _ = question.reply.send(Answer::No);
-                    continue;
-                }
-                let lines = answers.get_or_insert_with(crate::approve::terminal_lines);
-                match crate::approve::ask(&mut *view, &mut question, lines, &mut signals).await {
-                    Ok(answer) => {
-                        let _ = question.reply.send(answer);
-                    }
-                    Err(signal) => {
+    let mut sent_on = 0;
+    let outcome = loop {
+        let run = match session.journal.clone() {
+            Some(journal) => session.agent.start_journaled(input, journal),
+            None => session.agent.start(input),
+        };
+        loop {
+            tokio::select! {
+                Some(mut question) = crate::approve::next_question(&mut session.questions) => {
+                    // A run being cancelled asks nothing more (its calls are refused anyway).
+                    if interrupted.is_some() || question.reply.is_closed() {
                         let _ = question.reply.send(Answer::No);
-                        interrupted = Some(signal);
-                        view.interrupted(signal);
-                        run.cancel();
+                        continue;
+                    }
+                    let lines = answers.get_or_insert_with(crate::approve::terminal_lines);
+                    match crate::approve::ask(&mut *view, &mut question, lines, &mut signals).await {
+                        Ok(answer) => {
+                            let _ = question.reply.send(answer);
+                        }
+                        Err(signal) => {
+                            let _ = question.reply.send(Answer::No);
+                            interrupted = Some(signal);
+                            view.interrupted(signal);
+                            run.cancel();
+                        }
                     }
                 }
-            }
-            event = run.next_event() => {
-                let Some(event) = event else { break };
-                tally.observe(&event);
-                if let Some(saving) = &mut session.saving {
-                    saving.save_event(&event, interrupted.is_some());
-                }
-                view.event(&event);
-                let Event::TurnEnd(turn) = &event else { continue };
-                if let Some(recording) = &session.recording {
-                    for mismatch in recording.compare(turn) {
-                        tally.replay_mismatches += 1;
-                        view.mismatch(&mismatch);
+                event = run.next_event() => {
+                    let Some(event) = event else { break };
+                    tally.observe(&event);
+                    if let Some(saving) = &mut session.saving {
+                        saving.save_event(&event, interrupted.is_some());
+                    }
+                    view.event(&event);
+                    let Event::TurnEnd(turn) = &event else { continue };
+                    if let Some(recording) = &session.recording {
+                        for mismatch in recording.compare(turn) {
+                            tally.replay_mismatches += 1;
+                            view.mismatch(&mismatch);
+                        }
+                    }
+                    if let (Some(recorder), None) = (&mut session.recorder, &record_error) {
+                        record_error = recorder.record(turn).err();
                     }
                 }
-                if let (Some(recorder), None) = (&mut session.recorder, &record_error) {
-                    record_error = recorder.record(turn).err();
+                signal = signals.next() => {
+                    if interrupted.is_some() {
+                        view.abandon();
+                        golato::mcp::stop_servers();
+                        std::process::exit(i32::from(signal.exit_code()));
+                    }
+                    interrupted = Some(signal);
+                    view.interrupted(signal);
+                    run.cancel();
                 }
-            }
-            signal = signals.next() => {
-                if interrupted.is_some() {
-                    view.abandon();
-                    golato::mcp::stop_servers();
-                    std::process::exit(i32::from(signal.exit_code()));
-                }
-                interrupted = Some(signal);
-                view.interrupted(signal);
-                run.cancel();
             }
         }
-    }
-    let outcome = run.finish().await;
+        let outcome = run.finish().await;
+        // A Stop hook may send the model on (exit 2): its reason becomes the next prompt.
+        // A journaled run is one run of one prompt: its journal records no continuation.
+        let (Ok(result), None, None) = (&outcome, interrupted, &session.journal) else {
+            break outcome;
+        };
+        let Some(reason) =
+            crate::policy::stop(&session.policy, &session.hook_session, sent_on).await
+        else {
+            break outcome;
+        };
+        sent_on += 1;
+        let prompt = golato::message::UserMessage::new(format!("[Stop hook] {reason}"));
+        if let Some(saving) = &mut session.saving {
+            saving.step(&golato::message::Message::User(prompt.clone()));
+        }
+        input = Input {
+            prompts: vec![prompt],
+            transcript: result.messages.clone(),
+            summary: result.summary.clone(),
+        };
+    };
     let (exit, error, final_text) = match (&outcome, interrupted) {
         (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
         // With --output-schema, the answer is the JSON value.

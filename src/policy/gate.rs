@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 
 use super::command_hook::HookSession;
 use super::{Decision, HookEvent, Policy};
-use crate::hook::{AfterToolCall, BeforeToolCall, Hook, HookContext};
+use crate::agent::compaction::CompactionReason;
+use crate::hook::{AfterToolCall, BeforeToolCall, CompactionContext, Hook, HookContext};
 use crate::message::Content;
 use crate::tool::{BoxError, ToolResult};
 
@@ -247,6 +248,39 @@ impl Inner {
 }
 
 impl Hook for Gate {
+    fn before_compaction(&self, ctx: CompactionContext) -> BoxFuture<'static, ()> {
+        let trigger = match ctx.reason {
+            CompactionReason::Requested => "manual",
+            _ => "auto",
+        };
+        if self
+            .0
+            .policy
+            .hooks_for(HookEvent::PreCompact, trigger)
+            .next()
+            .is_none()
+        {
+            return async {}.boxed();
+        }
+        let inner = Arc::clone(&self.0);
+        async move {
+            let session = inner.session.borrow().clone();
+            let fired = inner
+                .policy
+                .fire(
+                    HookEvent::PreCompact,
+                    trigger,
+                    &session,
+                    json!({ "trigger": trigger, "custom_instructions": "" }),
+                )
+                .await;
+            if let Some(note) = fired.note {
+                inner.approver.note(&note);
+            }
+        }
+        .boxed()
+    }
+
     fn before_tool_call(
         &self,
         ctx: HookContext,

@@ -600,3 +600,53 @@ fn a_counter_returning_absurd_figures_neither_panics_nor_loses_messages() {
         .iter()
         .any(|event| matches!(event, Event::Compaction(c) if c.tokens_before == u64::MAX)));
 }
+
+/// The policy's `PreCompact` command hooks run before the summary is asked for, told the
+/// trigger, through the one hook `golato::policy` makes.
+#[test]
+fn a_pre_compact_hook_runs_before_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    let mut policy = golato::policy::Policy::new();
+    policy
+        .add_toml(
+            "[[hooks.PreCompact]]\nmatcher = \"auto\"\ncommand = \"cat >> compacting.jsonl; echo >> compacting.jsonl\"\n",
+            std::path::Path::new("policy.toml"),
+            &cwd,
+        )
+        .unwrap();
+    let (_session, watched) = tokio::sync::watch::channel(golato::policy::HookSession {
+        cwd: cwd.clone(),
+        ..Default::default()
+    });
+    let hook = Arc::new(policy).hook(None, watched);
+    let (model, _) = recording(Scripted::new(fetching_script(6, true)));
+    let (summaries, _) = summarizer();
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(model)),
+        tools: vec![fetch_tool(10)],
+        context_window: Some(1_000),
+        compaction: Compaction::default()
+            .with_threshold(0.8)
+            .with_keep_recent(0.3)
+            .with_counter(Arc::new(PerMessage))
+            .with_summarizer(Arc::new(summaries), Model::new("cheap")),
+        hooks: vec![hook],
+        ..Default::default()
+    })
+    .unwrap();
+    let (events, outcome) = collect(agent.start(prompt("fetch the pages")));
+    outcome.unwrap();
+    let compactions = events
+        .iter()
+        .filter(|event| matches!(event, Event::Compaction(_)))
+        .count();
+    let told = std::fs::read_to_string(cwd.join("compacting.jsonl")).unwrap();
+    let told: Vec<Value> = told
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(told.len(), compactions, "{told:?}");
+    assert_eq!(told[0]["hook_event_name"], "PreCompact");
+    assert_eq!(told[0]["trigger"], "auto");
+}

@@ -263,3 +263,127 @@ fn golato_hooks_lists_each_hook_with_its_source() {
     );
     assert!(shown.contains("user.toml line 1"), "{shown}");
 }
+
+/// A Stop hook as Claude Code's documentation writes one: the first time the model would stop,
+/// exit 2 sends it on with a reason; `stop_hook_active` then lets it stop.
+const STOP_ONCE: &str = r#"import json, sys
+event = json.load(sys.stdin)
+if not event["stop_hook_active"]:
+    print("run the tests before you finish", file=sys.stderr)
+    sys.exit(2)
+"#;
+
+#[test]
+fn session_hooks_see_the_session_and_a_stop_hook_sends_the_model_on() {
+    let (_dir, ws) = workspace("");
+    std::fs::write(ws.join("stop.py"), STOP_ONCE).unwrap();
+    std::fs::write(
+        ws.join("user.toml"),
+        "[[hooks.SessionStart]]\ncommand = \"echo 'This project uses tabs.'\"\n\n[[hooks.UserPromptSubmit]]\ncommand = \"cat > submitted.json\"\n\n[[hooks.Stop]]\ncommand = \"python3 stop.py\"\n\n[[hooks.SessionEnd]]\ncommand = \"cat > ended.json\"\n",
+    )
+    .unwrap();
+    let script = script_file(
+        &ws,
+        "script.jsonl",
+        &[
+            json!({"text": "first answer"}),
+            json!({"text": "tests pass"}),
+        ],
+    );
+    let output = golato()
+        .env("GOLATO_CONFIG", ws.join("user.toml"))
+        .args(["run", "--sandbox", "off", "--cwd"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "tests pass",
+        "{stderr}"
+    );
+
+    let submitted: Value =
+        serde_json::from_str(&std::fs::read_to_string(ws.join("submitted.json")).unwrap()).unwrap();
+    assert_eq!(submitted["hook_event_name"], "UserPromptSubmit");
+    assert_eq!(submitted["prompt"], "go");
+    let id = submitted["session_id"].as_str().unwrap();
+    assert!(!id.is_empty());
+    let transcript = submitted["transcript_path"].as_str().unwrap();
+    assert!(transcript.ends_with(&format!("{id}.jsonl")), "{submitted}");
+    let ended: Value =
+        serde_json::from_str(&std::fs::read_to_string(ws.join("ended.json")).unwrap()).unwrap();
+    assert_eq!(ended["session_id"], id);
+
+    // The saved session holds the context SessionStart added and the Stop hook's prompt.
+    let saved = std::fs::read_to_string(transcript).unwrap();
+    assert!(saved.contains("This project uses tabs."), "{saved}");
+    assert!(
+        saved.contains("[Stop hook] run the tests before you finish"),
+        "{saved}"
+    );
+}
+
+#[test]
+fn a_prompt_a_hook_blocks_is_never_sent() {
+    let (_dir, ws) = workspace(
+        "[[hooks.UserPromptSubmit]]\ncommand = \"grep -q password && { echo 'no secrets in prompts' >&2; exit 2; } || exit 0\"\n",
+    );
+    let script = script_file(&ws, "script.jsonl", &[json!({"text": "leaked"})]);
+    let output = golato()
+        .env("GOLATO_CONFIG", ws.join("user.toml"))
+        .args(["run", "--sandbox", "off", "--ephemeral", "--cwd"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .arg("my password is hunter2")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no secrets in prompts"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("leaked"));
+}
+
+#[test]
+fn a_hooks_rewrite_cannot_take_a_command_out_of_the_sandbox() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let escaped = outside.path().join("escaped");
+    std::fs::write(
+        ws.join("user.toml"),
+        format!(
+            "[[hooks.PreToolUse]]\ncommand = \"echo '{{\\\"hookSpecificOutput\\\": {{\\\"permissionDecision\\\": \\\"allow\\\", \\\"updatedInput\\\": {{\\\"command\\\": \\\"touch {}\\\", \\\"sandbox\\\": \\\"off\\\"}}}}}}'\"\n",
+            escaped.display()
+        ),
+    )
+    .unwrap();
+    let script = script_file(
+        &ws,
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [bash("a", "true")]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let output = golato()
+        .env("GOLATO_CONFIG", ws.join("user.toml"))
+        .args(["run", "--json", "--ephemeral", "--cwd"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(!escaped.exists(), "a hook's rewrite got out: {stderr}");
+    // The hook did rewrite the call: the rewrite ran, refused, inside the sandbox.
+    let results = results(&output);
+    assert!(results["a"].contains("touch"), "{results:?}");
+}

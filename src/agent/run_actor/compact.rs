@@ -235,7 +235,21 @@ impl RunActor {
             "compacting the run's context"
         );
         self.compactions_this_turn += 1;
+        let hooks = Arc::clone(&agent.hooks);
+        let notice = crate::hook::CompactionContext {
+            run_id: self.plan.id,
+            reason: plan.reason,
+            replaced: plan.cut,
+            tokens_before: plan.tokens_before,
+        };
         let summarize = async move {
+            // Inside the journaled step: a replayed compaction does not tell hooks again.
+            for hook in hooks.iter() {
+                let told = std::panic::AssertUnwindSafe(hook.before_compaction(notice.clone()));
+                if futures::FutureExt::catch_unwind(told).await.is_err() {
+                    tracing::warn!("a hook panicked before compaction; compacting anyway");
+                }
+            }
             compaction::summarize(generator, model, rendered)
                 .await
                 .map(|(summary, usage)| Written { summary, usage })
