@@ -16,13 +16,8 @@ pub(crate) async fn session_start(
     resumed: bool,
 ) -> Option<String> {
     let source = if resumed { "resume" } else { "startup" };
-    if policy
-        .hooks_for(HookEvent::SessionStart, source)
-        .next()
-        .is_none()
-    {
-        return None;
-    }
+    // Nothing to fire (and no process to start) without a hook for the event.
+    policy.hooks_for(HookEvent::SessionStart, source).next()?;
     let started = policy
         .fire(
             HookEvent::SessionStart,
@@ -84,9 +79,7 @@ pub(crate) const MAX_STOP_CONTINUATIONS: usize = 8;
 /// stop (exit 2), unless the hooks already sent the model on [`MAX_STOP_CONTINUATIONS`]
 /// times (`stop_hook_active` tells a hook it did).
 pub(crate) async fn stop(policy: &Policy, session: &HookSession, sent_on: usize) -> Option<String> {
-    if policy.hooks_for(HookEvent::Stop, "").next().is_none() {
-        return None;
-    }
+    policy.hooks_for(HookEvent::Stop, "").next()?;
     let fired = policy
         .fire(
             HookEvent::Stop,
