@@ -54,6 +54,8 @@
 //!   output, steering.
 //! - [`builtin`]: read, bash, edit and write, with their limits; [`sandbox`]: what they may touch.
 //! - [`hook`]: code of yours around every tool call (block, rewrite, replace the result).
+//! - [`policy`]: allow, ask and deny rules and command hooks (Claude Code's protocol) read from
+//!   TOML files, applied as one hook.
 //! - [`journal`]: a run's steps recorded, so a run picked up again skips what is done.
 //! - `mcp` (default feature): tools from MCP servers. `observe` (default feature): every actor
 //!   message as a span, in one line; `observe::otel` (feature `otel`): as OpenTelemetry spans.

@@ -50,6 +50,13 @@ pub fn agent(calls: usize, host: Host) -> Agent {
 /// replaying deltas that nobody reads.
 pub struct Canned(Vec<AssistantMessage>);
 
+impl Canned {
+    /// Answers the `n`th request of a run with `answers[n]`.
+    pub fn new(answers: Vec<AssistantMessage>) -> Canned {
+        Canned(answers)
+    }
+}
+
 impl golato::generator::Generator for Canned {
     fn stream(&self, request: golato::generator::Request) -> golato::generator::EventStream {
         use futures::StreamExt;

@@ -387,3 +387,123 @@ fn a_hooks_rewrite_cannot_take_a_command_out_of_the_sandbox() {
     let results = results(&output);
     assert!(results["a"].contains("touch"), "{results:?}");
 }
+
+/// The TOML blocks of the README's Policy section, as a reader copies them.
+fn readme_policy_examples() -> Vec<String> {
+    let readme = std::fs::read_to_string(support::repository().join("README.md")).unwrap();
+    let start = readme.find("### Policy: rules and hooks").unwrap();
+    let section = &readme[start..];
+    let section = &section[..section[4..]
+        .find("\n### ")
+        .map_or(section.len(), |end| end + 4)];
+    section
+        .split("```toml\n")
+        .skip(1)
+        .map(|block| block[..block.find("```").unwrap()].to_owned())
+        .collect()
+}
+
+#[test]
+fn the_readmes_policy_examples_work_as_written() {
+    let examples = readme_policy_examples();
+    assert_eq!(examples.len(), 3, "{examples:#?}");
+    let (_dir, ws) = workspace(&examples.concat());
+    std::fs::write(ws.join(".env"), "KEY=secret\n").unwrap();
+
+    // The rules: rm -rf never runs, git push asks (nobody can answer here), git status runs,
+    // .env stays unread.
+    let output = run(
+        &ws,
+        &[
+            bash("rm", "rm -rf .git"),
+            bash("push", "git push origin main"),
+            bash("status", "git status"),
+            json!({"id": "env", "name": "read", "arguments": {"path": ".env"}}),
+        ],
+        &["--approve", "ask"],
+    );
+    let results = results(&output);
+    assert!(
+        results["rm"].contains("`deny bash(rm -rf*)`"),
+        "{results:?}"
+    );
+    assert!(
+        results["push"].contains("`ask bash(git push:*)`"),
+        "{results:?}"
+    );
+    assert!(!results["status"].contains("was not run"), "{results:?}");
+    assert!(
+        results["env"].contains("`deny read(**/.env)`"),
+        "{results:?}"
+    );
+    assert!(!results["env"].contains("secret"), "{results:?}");
+
+    // The formatter: the Rust file the model writes is formatted.
+    let output = run(
+        &ws,
+        &[
+            json!({"id": "w", "name": "write", "arguments": {"path": "main.rs", "content": "fn main(){println!(\"hi\");}"}}),
+        ],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("main.rs")).unwrap(),
+        "fn main() {\n    println!(\"hi\");\n}\n"
+    );
+
+    // The notification: while the question about git push waits on the terminal, the hook
+    // runs (a notify-send of the test's own, first on PATH).
+    let bin = ws.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let notified = ws.join("notified");
+    std::fs::write(
+        bin.join("notify-send"),
+        format!("#!/bin/sh\necho \"$@\" > {}\n", notified.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("notify-send"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let script = script_file(
+        &ws,
+        "push.jsonl",
+        &[
+            json!({"tool_calls": [bash("push", "git push origin main")]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let mut command = golato();
+    command
+        .env("GOLATO_CONFIG", ws.join("user.toml"))
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .args(["run", "--ephemeral", "--cwd"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .arg("go");
+    let mut terminal = support::cli::Terminal::start(command);
+    terminal.wait_for("Asked by the rule `ask bash(git push:*)`", 1);
+    terminal.wait_for("[a]lways for bash in this run", 1);
+    let started = std::time::Instant::now();
+    while !notified.exists() {
+        assert!(started.elapsed() < support::HANG_GUARD, "no notification");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    terminal.type_line("n");
+    let (code, drawn) = terminal.finish();
+    assert_eq!(code, Some(0), "{drawn}");
+    assert!(
+        drawn.contains("The user did not allow this bash call"),
+        "{drawn}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&notified).unwrap(),
+        "golato golato is waiting for you\n"
+    );
+}
