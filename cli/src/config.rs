@@ -660,18 +660,23 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
     Ok(())
 }
 
-/// `golato hooks`: the command hooks in effect, each with where it is configured.
-pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
+/// The layers `golato config` and `golato hooks` show: a folder is never asked about there.
+fn shown_layers(args: &ConfigArgs) -> Result<Vec<Layer>, CliError> {
     let trusting = match args.settings.trust {
         true => Trusting::Given,
         false => Trusting::Remembered,
     };
-    let layers = layers(
+    layers(
         &args.cwd,
         args.settings.profile.as_deref(),
         &args.settings.config,
         trusting,
-    )?;
+    )
+}
+
+/// `golato hooks`: the command hooks in effect, each with where it is configured.
+pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
+    let layers = shown_layers(&args)?;
     let mut policy = Policy::new();
     for layer in layers {
         if let Some(text) = ignored_text(&layer) {
@@ -692,16 +697,7 @@ pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
 /// `golato config`: every setting in effect, and where it comes from.
 pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     use std::io::Write as _;
-    let trusting = match args.settings.trust {
-        true => Trusting::Given,
-        false => Trusting::Remembered,
-    };
-    let layers = layers(
-        &args.cwd,
-        args.settings.profile.as_deref(),
-        &args.settings.config,
-        trusting,
-    )?;
+    let layers = shown_layers(&args)?;
     let mut out = std::io::stdout().lock();
     let files = [user_file(), Some(project_file(&args.cwd))];
     for path in files.into_iter().flatten() {

@@ -257,6 +257,19 @@ pub(crate) struct Unreadable {
     modified: SystemTime,
 }
 
+impl Unreadable {
+    fn new(path: &Path, modified: SystemTime, why: String, header: Option<Header>) -> Unreadable {
+        Unreadable {
+            error: CliError::Failed(format!(
+                "the session {} cannot be read: {why}",
+                path.display()
+            )),
+            header,
+            modified,
+        }
+    }
+}
+
 impl Saved {
     /// Reads the session file at `path`.
     pub(crate) fn read(path: &Path) -> Result<Saved, CliError> {
@@ -267,16 +280,8 @@ impl Saved {
         let modified = std::fs::metadata(path)
             .and_then(|metadata| metadata.modified())
             .unwrap_or(UNIX_EPOCH);
-        let unreadable = |why: String, header: Option<Header>| Unreadable {
-            error: CliError::Failed(format!(
-                "the session {} cannot be read: {why}",
-                path.display()
-            )),
-            header,
-            modified,
-        };
         let bytes = crate::bounded::read(path, crate::bounded::SESSION_LIMIT)
-            .map_err(|why| unreadable(why.to_string(), None))?;
+            .map_err(|why| Unreadable::new(path, modified, why.to_string(), None))?;
         Saved::from_bytes(path, &bytes, modified)
     }
 
@@ -290,14 +295,8 @@ impl Saved {
             .file_stem()
             .map(|stem| stem.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let unreadable = |why: String, header: Option<Header>| Unreadable {
-            error: CliError::Failed(format!(
-                "the session {} cannot be read: {why}",
-                path.display()
-            )),
-            header,
-            modified,
-        };
+        let unreadable =
+            |why: String, header: Option<Header>| Unreadable::new(path, modified, why, header);
         let judged = file::lines(bytes);
         let header: Header = judged
             .header

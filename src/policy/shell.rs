@@ -99,19 +99,9 @@ fn cut(line: &str, depth: usize, found: &mut Commands) {
                         }
                         '$' if chars.peek() == Some(&'(') => {
                             chars.next();
-                            let inner = balanced(&mut chars, found);
-                            cut(&inner, depth + 1, found);
-                            word.push_str("$(");
-                            word.push_str(&inner);
-                            word.push(')');
+                            substituted(&mut chars, '$', depth, &mut word, found);
                         }
-                        '`' => {
-                            let inner = backticked(&mut chars, found);
-                            cut(&inner, depth + 1, found);
-                            word.push('`');
-                            word.push_str(&inner);
-                            word.push('`');
-                        }
+                        '`' => substituted(&mut chars, '`', depth, &mut word, found),
                         other => word.push(other),
                     }
                 }
@@ -121,20 +111,11 @@ fn cut(line: &str, depth: usize, found: &mut Commands) {
             }
             '$' | '<' | '>' if chars.peek() == Some(&'(') => {
                 chars.next();
-                let inner = balanced(&mut chars, found);
-                cut(&inner, depth + 1, found);
-                word.push(c);
-                word.push('(');
-                word.push_str(&inner);
-                word.push(')');
+                substituted(&mut chars, c, depth, &mut word, found);
                 in_word = true;
             }
             '`' => {
-                let inner = backticked(&mut chars, found);
-                cut(&inner, depth + 1, found);
-                word.push('`');
-                word.push_str(&inner);
-                word.push('`');
+                substituted(&mut chars, '`', depth, &mut word, found);
                 in_word = true;
             }
             ';' | '&' | '|' | '\n' | '(' | ')' => {
@@ -160,6 +141,35 @@ fn cut(line: &str, depth: usize, found: &mut Commands) {
     }
     finish_word(&mut words, &mut word, &mut in_word);
     simple(words, depth, found);
+}
+
+/// A substitution opened by `opener` (`$`, `<`, `>` before a `(` already read, or a backtick):
+/// its commands are cut on their own, and its text stays in the word as written.
+fn substituted(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    opener: char,
+    depth: usize,
+    word: &mut String,
+    found: &mut Commands,
+) {
+    let inner = match opener {
+        '`' => backticked(chars, found),
+        _ => balanced(chars, found),
+    };
+    cut(&inner, depth + 1, found);
+    match opener {
+        '`' => {
+            word.push('`');
+            word.push_str(&inner);
+            word.push('`');
+        }
+        _ => {
+            word.push(opener);
+            word.push('(');
+            word.push_str(&inner);
+            word.push(')');
+        }
+    }
 }
 
 /// The text up to the `)` that closes an opened `(`, quotes and nested parentheses kept.

@@ -18,6 +18,21 @@ fn workspace(config: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, ws)
 }
 
+/// `golato FLAGS… --cwd WS` with the user configuration of `ws`, and for a run its script and
+/// the prompt.
+fn golato_in(ws: &Path, flags: &[&str], run: Option<(&Path, &str)>) -> Output {
+    let mut command = golato();
+    command
+        .env("GOLATO_CONFIG", ws.join("user.toml"))
+        .args(flags)
+        .arg("--cwd")
+        .arg(ws);
+    if let Some((script, prompt)) = run {
+        command.arg("--script").arg(script).arg(prompt);
+    }
+    command.output().unwrap()
+}
+
 /// `golato run --json` in `ws` with its user configuration, the model making `calls` at once.
 fn run(ws: &Path, calls: &[Value], flags: &[&str]) -> Output {
     let script = script_file(
@@ -27,13 +42,7 @@ fn run(ws: &Path, calls: &[Value], flags: &[&str]) -> Output {
     );
     let mut args = vec!["run", "--json", "--sandbox", "off", "--ephemeral"];
     args.extend_from_slice(flags);
-    let (dir, script) = (ws.to_str().unwrap(), script.to_str().unwrap());
-    args.extend(["--cwd", dir, "--script", script, "go"]);
-    golato()
-        .env("GOLATO_CONFIG", ws.join("user.toml"))
-        .args(&args)
-        .output()
-        .unwrap()
+    golato_in(ws, &args, Some((&script, "go")))
 }
 
 fn bash(id: &str, command: &str) -> Value {
@@ -92,13 +101,7 @@ fn rules_judge_each_part_of_a_command_and_name_the_rule_that_blocked() {
     );
 
     // `golato config` lists the rules with where each is written.
-    let output = golato()
-        .env("GOLATO_CONFIG", ws.join("user.toml"))
-        .args(["config"])
-        .arg("--cwd")
-        .arg(&ws)
-        .output()
-        .unwrap();
+    let output = golato_in(&ws, &["config"], None);
     let shown = String::from_utf8_lossy(&output.stdout);
     assert!(shown.contains("deny bash(rm -rf*)    # "), "{shown}");
     assert!(shown.contains("user.toml line 2"), "{shown}");
@@ -250,12 +253,7 @@ fn an_untrusted_projects_hooks_and_allow_rules_are_ignored_its_denials_kept() {
 #[test]
 fn golato_hooks_lists_each_hook_with_its_source() {
     let (_dir, ws) = workspace("[[hooks.Notification]]\ncommand = \"notify-send golato\"\n");
-    let output = golato()
-        .env("GOLATO_CONFIG", ws.join("user.toml"))
-        .args(["hooks", "--cwd"])
-        .arg(&ws)
-        .output()
-        .unwrap();
+    let output = golato_in(&ws, &["hooks"], None);
     let shown = String::from_utf8_lossy(&output.stdout);
     assert!(
         shown.contains("Notification notify-send golato (timeout 60 s)"),
@@ -290,15 +288,7 @@ fn session_hooks_see_the_session_and_a_stop_hook_sends_the_model_on() {
             json!({"text": "tests pass"}),
         ],
     );
-    let output = golato()
-        .env("GOLATO_CONFIG", ws.join("user.toml"))
-        .args(["run", "--sandbox", "off", "--cwd"])
-        .arg(&ws)
-        .arg("--script")
-        .arg(&script)
-        .arg("go")
-        .output()
-        .unwrap();
+    let output = golato_in(&ws, &["run", "--sandbox", "off"], Some((&script, "go")));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert_eq!(
@@ -334,15 +324,11 @@ fn a_prompt_a_hook_blocks_is_never_sent() {
         "[[hooks.UserPromptSubmit]]\ncommand = \"grep -q password && { echo 'no secrets in prompts' >&2; exit 2; } || exit 0\"\n",
     );
     let script = script_file(&ws, "script.jsonl", &[json!({"text": "leaked"})]);
-    let output = golato()
-        .env("GOLATO_CONFIG", ws.join("user.toml"))
-        .args(["run", "--sandbox", "off", "--ephemeral", "--cwd"])
-        .arg(&ws)
-        .arg("--script")
-        .arg(&script)
-        .arg("my password is hunter2")
-        .output()
-        .unwrap();
+    let output = golato_in(
+        &ws,
+        &["run", "--sandbox", "off", "--ephemeral"],
+        Some((&script, "my password is hunter2")),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("no secrets in prompts"), "{stderr}");
@@ -371,15 +357,11 @@ fn a_hooks_rewrite_cannot_take_a_command_out_of_the_sandbox() {
             json!({"text": "done"}),
         ],
     );
-    let output = golato()
-        .env("GOLATO_CONFIG", ws.join("user.toml"))
-        .args(["run", "--json", "--ephemeral", "--cwd"])
-        .arg(&ws)
-        .arg("--script")
-        .arg(&script)
-        .arg("go")
-        .output()
-        .unwrap();
+    let output = golato_in(
+        &ws,
+        &["run", "--json", "--ephemeral"],
+        Some((&script, "go")),
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!escaped.exists(), "a hook's rewrite got out: {stderr}");

@@ -37,6 +37,20 @@ impl Project {
         self.outside.path().join("escaped")
     }
 
+    /// `golato run` in the project on a terminal, with a model that only says hello.
+    fn on_terminal(&self) -> Terminal {
+        let script = self.outside.path().join("hello.jsonl");
+        std::fs::write(&script, "{\"text\": \"hello\"}\n").unwrap();
+        let mut command = golato();
+        command
+            .args(["run", "--script"])
+            .arg(&script)
+            .arg("--cwd")
+            .arg(&self.folder)
+            .arg("go");
+        Terminal::start(command)
+    }
+
     /// `golato run` in `folder` with a model whose one command writes outside.
     fn run(&self, folder: &Path, flags: &[&str]) -> Output {
         let script = script_file(
@@ -134,17 +148,8 @@ fn a_trusted_folder_moved_or_replaced_by_a_link_or_a_new_folder_is_not_trusted()
 #[test]
 fn on_a_terminal_golato_asks_once_showing_what_the_file_would_loosen() {
     let project = Project::new();
-    let script = project.outside.path().join("hello.jsonl");
-    std::fs::write(&script, "{\"text\": \"hello\"}\n").unwrap();
     let ask = |answer: &str| {
-        let mut command = golato();
-        command
-            .args(["run", "--script"])
-            .arg(&script)
-            .arg("--cwd")
-            .arg(&project.folder)
-            .arg("go");
-        let mut terminal = Terminal::start(command);
+        let mut terminal = project.on_terminal();
         terminal.wait_for("[y]es, [n]o: ", 1);
         terminal.type_line(answer);
         terminal.finish()
@@ -158,14 +163,7 @@ fn on_a_terminal_golato_asks_once_showing_what_the_file_would_loosen() {
     assert!(drawn.contains("ignored sandbox = \"off\""), "{drawn}");
 
     // The no is remembered: the next run on a terminal asks nothing and stays confined.
-    let mut command = golato();
-    command
-        .args(["run", "--script"])
-        .arg(&script)
-        .arg("--cwd")
-        .arg(&project.folder)
-        .arg("go");
-    let (code, drawn) = Terminal::start(command).finish();
+    let (code, drawn) = project.on_terminal().finish();
     assert_eq!(code, Some(0), "{drawn}");
     assert!(!drawn.contains("[y]es"), "{drawn}");
     assert!(drawn.contains("ignored sandbox = \"off\""), "{drawn}");
@@ -179,16 +177,7 @@ fn on_a_terminal_golato_asks_once_showing_what_the_file_would_loosen() {
 #[test]
 fn a_yes_on_the_terminal_trusts_the_folder_from_then_on() {
     let project = Project::new();
-    let script = project.outside.path().join("hello.jsonl");
-    std::fs::write(&script, "{\"text\": \"hello\"}\n").unwrap();
-    let mut command = golato();
-    command
-        .args(["run", "--script"])
-        .arg(&script)
-        .arg("--cwd")
-        .arg(&project.folder)
-        .arg("go");
-    let mut terminal = Terminal::start(command);
+    let mut terminal = project.on_terminal();
     terminal.wait_for("[y]es, [n]o: ", 1);
     terminal.type_line("y");
     let (code, drawn) = terminal.finish();
