@@ -49,6 +49,14 @@ fn summarizer() -> (Recording<Scripted>, Arc<Mutex<Vec<Request>>>) {
 }
 
 fn compacting_agent(generator: impl Generator, summaries: impl Generator) -> Agent {
+    compacting_agent_with_hooks(generator, summaries, Vec::new())
+}
+
+fn compacting_agent_with_hooks(
+    generator: impl Generator,
+    summaries: impl Generator,
+    hooks: Vec<Arc<dyn golato::hook::Hook>>,
+) -> Agent {
     Agent::new(agent::Config {
         generator: Some(Arc::new(generator)),
         tools: vec![fetch_tool(10)],
@@ -58,6 +66,7 @@ fn compacting_agent(generator: impl Generator, summaries: impl Generator) -> Age
             .with_keep_recent(0.3)
             .with_counter(Arc::new(PerMessage))
             .with_summarizer(Arc::new(summaries), Model::new("cheap")),
+        hooks,
         ..Default::default()
     })
     .unwrap()
@@ -622,19 +631,7 @@ fn a_pre_compact_hook_runs_before_the_summary() {
     let hook = Arc::new(policy).hook(None, watched);
     let (model, _) = recording(Scripted::new(fetching_script(6, true)));
     let (summaries, _) = summarizer();
-    let agent = Agent::new(agent::Config {
-        generator: Some(Arc::new(model)),
-        tools: vec![fetch_tool(10)],
-        context_window: Some(1_000),
-        compaction: Compaction::default()
-            .with_threshold(0.8)
-            .with_keep_recent(0.3)
-            .with_counter(Arc::new(PerMessage))
-            .with_summarizer(Arc::new(summaries), Model::new("cheap")),
-        hooks: vec![hook],
-        ..Default::default()
-    })
-    .unwrap();
+    let agent = compacting_agent_with_hooks(model, summaries, vec![hook]);
     let (events, outcome) = collect(agent.start(prompt("fetch the pages")));
     outcome.unwrap();
     let compactions = events
