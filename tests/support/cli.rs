@@ -36,6 +36,19 @@ pub fn data_dir() -> &'static Path {
     DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
 }
 
+/// A directory under none of workspace-write's own writable places (the working directory,
+/// `/tmp`): the build's temporary directory, or `/var/tmp` when that one is under `/tmp` (as
+/// with a `CARGO_TARGET_DIR` there).
+pub fn outside_dir() -> tempfile::TempDir {
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let base = if base.canonicalize().unwrap().starts_with("/tmp") {
+        PathBuf::from("/var/tmp")
+    } else {
+        base
+    };
+    tempfile::tempdir_in(base).unwrap()
+}
+
 /// Runs the binary with `args` to its end.
 pub fn golato_output(args: &[&str]) -> Output {
     golato().args(args).output().unwrap()

@@ -339,12 +339,12 @@ fn a_prompt_a_hook_blocks_is_never_sent() {
 fn a_hooks_rewrite_cannot_take_a_command_out_of_the_sandbox() {
     let dir = tempfile::tempdir().unwrap();
     let ws = dir.path().canonicalize().unwrap();
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = support::cli::outside_dir();
     let escaped = outside.path().join("escaped");
     std::fs::write(
         ws.join("user.toml"),
         format!(
-            "[[hooks.PreToolUse]]\ncommand = \"echo '{{\\\"hookSpecificOutput\\\": {{\\\"permissionDecision\\\": \\\"allow\\\", \\\"updatedInput\\\": {{\\\"command\\\": \\\"touch {}\\\", \\\"sandbox\\\": \\\"off\\\"}}}}}}'\"\n",
+            "[[hooks.PreToolUse]]\ncommand = \"echo '{{\\\"hookSpecificOutput\\\": {{\\\"permissionDecision\\\": \\\"allow\\\", \\\"updatedInput\\\": {{\\\"command\\\": \\\"touch {}\\\"}}}}}}'\"\n",
             escaped.display()
         ),
     )
@@ -365,9 +365,9 @@ fn a_hooks_rewrite_cannot_take_a_command_out_of_the_sandbox() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     assert!(!escaped.exists(), "a hook's rewrite got out: {stderr}");
-    // The hook did rewrite the call: the rewrite ran, refused, inside the sandbox.
+    // The hook did rewrite the call: the rewrite ran, and was refused, inside the sandbox.
     let results = results(&output);
-    assert!(results["a"].contains("touch"), "{results:?}");
+    assert!(results["a"].contains("cannot touch"), "{results:?}");
 }
 
 /// The TOML blocks of the README's Policy section, as a reader copies them.

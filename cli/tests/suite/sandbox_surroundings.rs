@@ -15,26 +15,13 @@ use golato::message::ToolResultMessage;
 use golato::sandbox::Policy;
 use serde_json::{json, Value};
 use support::call_tool;
-use support::cli::{golato, run_script, script_file};
+use support::cli::{golato, outside_dir, run_script, script_file};
 use support::sandboxed_tools as tools;
 
 fn workspace() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().canonicalize().unwrap();
     (dir, path)
-}
-
-/// A directory under none of workspace-write's own writable places: the build's temporary
-/// directory (the tests' checkout is not under /tmp on the machines they run on; if it is,
-/// `/var/tmp`).
-fn outside_dir() -> tempfile::TempDir {
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let base = if base.canonicalize().unwrap().starts_with("/tmp") {
-        PathBuf::from("/var/tmp")
-    } else {
-        base
-    };
-    tempfile::tempdir_in(base).unwrap()
 }
 
 fn text_of(result: &ToolResultMessage) -> String {

@@ -25,7 +25,7 @@ impl Project {
         std::fs::create_dir(&folder).unwrap();
         configure(&folder);
         // Outside every writable place of workspace-write (/tmp is one).
-        let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let outside = support::cli::outside_dir();
         Project {
             _dir: dir,
             folder,
