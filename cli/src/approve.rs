@@ -87,7 +87,10 @@ fn detail(call: &golato::message::ToolCall, arguments: &serde_json::Value) -> St
         }),
         "edit" => text("path").map(|path| {
             let edits = arguments["edits"].as_array().map_or(0, Vec::len);
-            format!("edit {path} ({edits} edit(s))")
+            format!(
+                "edit {path} ({})",
+                crate::shown::count(edits as u64, "edit")
+            )
         }),
         _ => None,
     }
@@ -305,9 +308,10 @@ pub(crate) async fn ask(
             boxed(&detail)
         ),
         _ => format!(
-            "This call is {} lines:{}\n  │ … {hidden} more line(s)\nAllow it? {choices}, [v]iew all: ",
+            "This call is {} lines:{}\n  │ … {}\nAllow it? {choices}, [v]iew all: ",
             detail.len(),
-            boxed(&detail[..DETAIL_LINES])
+            boxed(&detail[..DETAIL_LINES]),
+            crate::shown::count(hidden as u64, "more line")
         ),
     };
     view.question(&asking);

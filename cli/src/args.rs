@@ -5,13 +5,13 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Runs LLM agents with the read, bash, edit and write tools.
+/// A coding agent for your terminal: a model with read, bash, edit and write, in a sandbox.
 ///
 /// `golato run` confines the tools by default (--sandbox workspace-write: the working directory,
 /// /tmp and TMPDIR writable, no network); `--sandbox off` gives them this process's file,
 /// process, environment and network permissions.
 #[derive(Debug, Parser)]
-#[command(name = "golato", version, about, long_about)]
+#[command(name = "golato", version)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -44,13 +44,14 @@ pub(crate) enum Command {
     /// Trusts a folder (default: this one): its .golato/config.toml then takes full effect
     /// there: sandbox, approvals, network, MCP servers, rules and hooks.
     Trust(TrustArgs),
-    /// Lists the command hooks in effect here, each with where it is configured.
-    Hooks(ConfigArgs),
     /// Stops trusting a folder (default: this one): its .golato/config.toml may then not loosen
     /// safety, start commands or run hooks.
     Untrust(TrustArgs),
-    /// Lists the saved sessions, newest first: ID, last activity, turns, directory, first
-    /// prompt (`golato sessions repair ID` mends a damaged one).
+    /// Lists the command hooks in effect here, each with where it is configured.
+    Hooks(ConfigArgs),
+    /// Lists this directory's saved sessions (--all: every directory's), newest first: ID, last
+    /// activity, turns, directory, first prompt; `sessions repair ID` mends a damaged one,
+    /// `sessions rm ID` removes one.
     Sessions(SessionsArgs),
 }
 
@@ -58,6 +59,18 @@ pub(crate) enum Command {
 pub(crate) struct SessionsArgs {
     #[command(subcommand)]
     pub(crate) action: Option<SessionsAction>,
+    /// List the sessions of this directory.
+    #[arg(
+        short = 'C',
+        long,
+        visible_alias = "cd",
+        default_value = ".",
+        value_name = "DIR"
+    )]
+    pub(crate) cwd: PathBuf,
+    /// List the sessions of every directory.
+    #[arg(long, conflicts_with = "cwd")]
+    pub(crate) all: bool,
 }
 
 /// What `golato sessions` does besides listing.
@@ -66,7 +79,12 @@ pub(crate) enum SessionsAction {
     /// Mends a session damaged in the middle: keeps the steps before the damage and moves the
     /// rest to ID.jsonl.damaged beside it (a torn last line goes to ID.torn).
     Repair {
-        /// The session's ID, as `golato sessions` lists it.
+        /// The session's ID, as `golato sessions` lists it, or any unique start of it.
+        id: String,
+    },
+    /// Removes a saved session (and what repairs set aside beside it).
+    Rm {
+        /// The session's ID, as `golato sessions` lists it, or any unique start of it.
         id: String,
     },
 }
@@ -109,33 +127,33 @@ pub(crate) struct RunArgs {
     /// a terminal).
     pub(crate) prompt: Option<String>,
     /// Attach an image (PNG, JPEG, GIF or WebP) to the prompt; repeatable.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Input")]
     pub(crate) image: Vec<PathBuf>,
     /// Also write the final answer to FILE.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(short = 'o', long, value_name = "FILE", help_heading = "Output")]
     pub(crate) output_last_message: Option<PathBuf>,
     /// Print only the final answer: no live view, no summary (errors still go to stderr).
-    #[arg(short, long, conflicts_with = "json")]
+    #[arg(short, long, conflicts_with = "json", help_heading = "Output")]
     pub(crate) quiet: bool,
     /// Go on with the newest session of this directory, with a new prompt or none.
-    #[arg(short = 'c', long = "continue")]
+    #[arg(short = 'c', long = "continue", help_heading = "Sessions")]
     pub(crate) continue_session: bool,
     /// Save no session.
-    #[arg(long)]
+    #[arg(long, help_heading = "Sessions")]
     pub(crate) ephemeral: bool,
     /// With --script: any difference from the recording (a tool result, the prompt) makes the
     /// run fail (exit 1), for CI.
-    #[arg(long, requires = "script")]
+    #[arg(long, requires = "script", help_heading = "Output")]
     pub(crate) strict_replay: bool,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
     /// Write what the model said, turn by turn, as a script that --script replays.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub(crate) record: Option<PathBuf>,
     /// Journal every turn and call result in FILE, synced as it goes; run again with the same
     /// FILE and prompt (after a crash, a kill, a cancel), the run asks for no turn and runs no
     /// call that FILE records, and goes on from there.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub(crate) journal: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) view: ViewArgs,
@@ -146,6 +164,7 @@ pub(crate) struct RunArgs {
 pub(crate) struct AgentArgs {
     /// Directory the tools work in; relative paths resolve against it.
     #[arg(
+        help_heading = "Input",
         short = 'C',
         long,
         visible_alias = "cd",
@@ -155,83 +174,93 @@ pub(crate) struct AgentArgs {
     pub(crate) cwd: PathBuf,
     /// The model's API [default: openai with --base-url or OPENAI_BASE_URL; anthropic with
     /// ANTHROPIC_BASE_URL, or with ANTHROPIC_API_KEY and no OPENAI_API_KEY; else openai].
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, help_heading = "Model")]
     pub(crate) provider: Option<ProviderKind>,
     /// The model ID [default: OPENAI_MODEL or ANTHROPIC_MODEL, else gpt-4o-mini or
     /// claude-sonnet-4-5].
-    #[arg(short, long)]
+    #[arg(short, long, help_heading = "Model")]
     pub(crate) model: Option<String>,
     /// The API's base URL, e.g. http://localhost:11434/v1 for Ollama [default: OPENAI_BASE_URL or
     /// ANTHROPIC_BASE_URL, else the provider's own].
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", help_heading = "Model")]
     pub(crate) base_url: Option<String>,
     /// Sampling temperature (0 to 2) [default: the provider's].
-    #[arg(long, value_name = "T", value_parser = temperature)]
+    #[arg(long, value_name = "T", value_parser = temperature, help_heading = "Model")]
     pub(crate) temperature: Option<f64>,
     /// The most tokens one answer may have [default: the provider's; Anthropic 4096].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Model")]
     pub(crate) max_output_tokens: Option<std::num::NonZeroU32>,
     /// How hard a reasoning model thinks: OpenAI's reasoning effort; on Anthropic, extended
     /// thinking with a budget of 2,048, 8,192 or 24,576 tokens.
-    #[arg(long, value_enum, value_name = "EFFORT")]
+    #[arg(long, value_enum, value_name = "EFFORT", help_heading = "Model")]
     pub(crate) reasoning_effort: Option<ReasoningEffort>,
     /// Instructions sent before the conversation: the text itself, or @FILE to read them from a
     /// file.
-    #[arg(long, value_name = "TEXT|@FILE")]
+    #[arg(long, value_name = "TEXT|@FILE", help_heading = "Model")]
     pub(crate) system: Option<String>,
     /// Only these tools, comma-separated (e.g. read,bash) [default: read,bash,edit,write].
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "NAMES",
+        help_heading = "Tools"
+    )]
     pub(crate) tools: Option<Vec<String>>,
     /// Leave these tools out, comma-separated; wins over --tools.
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "NAMES",
+        help_heading = "Tools"
+    )]
     pub(crate) exclude: Vec<String>,
     /// Run the calls of each batch one after another instead of in parallel.
-    #[arg(long)]
+    #[arg(long, help_heading = "Tools")]
     pub(crate) sequential: bool,
     /// Run at most N calls of a batch at once (the others start as running ones end).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Tools")]
     pub(crate) max_parallel: Option<NonZeroUsize>,
     /// Cancel a tool call that runs longer than this many seconds; its result says it timed
     /// out (bash's own `timeout` argument still applies inside it).
-    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, help_heading = "Tools")]
     pub(crate) tool_timeout: Option<std::time::Duration>,
     /// End the run (exit 1) once it has used this many tokens (input, output, cached), after
     /// the batch it is in.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Limits")]
     pub(crate) max_tokens: Option<std::num::NonZeroU64>,
     /// End the run (exit 1) once it has cost this many US dollars at the model's price (a model
     /// golato knows the price of), after the batch it is in.
-    #[arg(long, value_name = "USD", value_parser = dollars)]
+    #[arg(long, value_name = "USD", value_parser = dollars, help_heading = "Limits")]
     pub(crate) max_cost: Option<f64>,
     /// The model's context window in tokens (golato knows it for the models it has prices
     /// for); past 80% of it, the oldest turns are summarized so the run can go on.
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", help_heading = "Limits")]
     pub(crate) context_window: Option<std::num::NonZeroU64>,
     /// Never summarize older turns: a run that outgrows the context window fails with the
     /// provider's error.
-    #[arg(long)]
+    #[arg(long, help_heading = "Limits")]
     pub(crate) no_compact: bool,
     /// The final answer must be JSON valid against the JSON Schema in FILE; it is printed as
     /// that JSON (an invalid answer gets one more turn, then the run fails).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Model")]
     pub(crate) output_schema: Option<PathBuf>,
     /// Stop with an error (exit 1) when the run needs more model requests than this.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Limits")]
     pub(crate) max_turns: Option<NonZeroUsize>,
     /// Add the tools of an MCP server started by this command line, named `{server}_{tool}`;
     /// repeatable. Split as a shell would (quote arguments with spaces); leading NAME=value
     /// words set its environment. E.g. --mcp 'TOKEN=x npx -y @modelcontextprotocol/server-everything'.
-    #[arg(long, value_name = "COMMAND")]
+    #[arg(long, value_name = "COMMAND", help_heading = "Tools")]
     pub(crate) mcp: Vec<String>,
     /// Add the tools of an MCP server at this streamable HTTP URL; repeatable.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", help_heading = "Tools")]
     pub(crate) mcp_url: Vec<String>,
     /// How long each MCP server may take to start and answer MCP's handshake [default: 20].
-    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, help_heading = "Tools")]
     pub(crate) mcp_timeout: Option<std::time::Duration>,
     /// Replay a recorded model (a script written by --record, or by hand) instead of calling
     /// one; differences between the recorded and the replayed tool results are reported.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Model")]
     pub(crate) script: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) sandbox: SandboxArgs,
@@ -248,18 +277,18 @@ pub(crate) struct AgentArgs {
     /// (writes and edits in the working and --writable directories go through; bash asks) or
     /// never. A call that needs a yes when no terminal can answer is refused, never left
     /// waiting. [default: never when sandboxed or without a terminal, else ask]
-    #[arg(long, value_enum, value_name = "MODE")]
+    #[arg(long, value_enum, value_name = "MODE", help_heading = "Safety")]
     pub(crate) approve: Option<crate::approve::Approve>,
     /// Run the calls RULE matches without a question, such as 'bash(git status*)' or
     /// 'read(src/**)'; repeatable. A deny beats an ask beats an allow (README "Policy").
-    #[arg(long = "allow", value_name = "RULE")]
+    #[arg(long = "allow", value_name = "RULE", help_heading = "Safety")]
     pub(crate) allow_rules: Vec<String>,
     /// Ask before the calls RULE matches, such as 'bash(git push:*)'; repeatable.
-    #[arg(long = "ask", value_name = "RULE")]
+    #[arg(long = "ask", value_name = "RULE", help_heading = "Safety")]
     pub(crate) ask_rules: Vec<String>,
     /// Never run the calls RULE matches, such as 'bash(rm -rf*)' or 'edit(**/.env)';
     /// repeatable.
-    #[arg(long = "deny", value_name = "RULE")]
+    #[arg(long = "deny", value_name = "RULE", help_heading = "Safety")]
     pub(crate) deny_rules: Vec<String>,
     /// The rules and hooks of the configuration files and the flags above.
     #[arg(skip)]
@@ -273,24 +302,24 @@ pub(crate) struct SandboxArgs {
     /// /tmp, TMPDIR and --writable directories writable) or off. No network unless
     /// --allow-network; credential directories (~/.ssh, ~/.aws, …) unreadable. [default:
     /// workspace-write for run and serve, off for tool]
-    #[arg(long, value_name = "MODE", value_parser = sandbox_mode)]
+    #[arg(long, value_name = "MODE", value_parser = sandbox_mode, help_heading = "Safety")]
     pub(crate) sandbox: Option<golato::sandbox::Mode>,
     /// Let sandboxed commands use the network (and local sockets).
-    #[arg(long)]
+    #[arg(long, help_heading = "Safety")]
     pub(crate) allow_network: bool,
     /// Another directory a workspace-write sandbox leaves writable; repeatable.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = "Safety")]
     pub(crate) writable: Vec<PathBuf>,
     /// Another path a sandbox makes unreadable; repeatable.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", help_heading = "Safety")]
     pub(crate) deny_read: Vec<PathBuf>,
     /// Give sandboxed commands this variable although it is named like a secret (*KEY*,
     /// *TOKEN*, *SECRET*, *PASSWORD*, …), which they otherwise do not see; repeatable.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = "Safety")]
     pub(crate) pass_env: Vec<String>,
     /// Let a sandboxed write or edit change a file with several hard links (one of which may be
     /// outside the writable directories).
-    #[arg(long)]
+    #[arg(long, help_heading = "Safety")]
     pub(crate) allow_hard_links: bool,
 }
 
@@ -374,14 +403,18 @@ pub(crate) struct ConfigArgs {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct SettingsArgs {
     /// Use the settings of this profile of the configuration files ([profiles.NAME]).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = "Configuration")]
     pub(crate) profile: Option<String>,
     /// Override a setting of the configuration files, such as model=gpt-4o; repeatable.
-    #[arg(long = "config", value_name = "KEY=VALUE")]
+    #[arg(
+        long = "config",
+        value_name = "KEY=VALUE",
+        help_heading = "Configuration"
+    )]
     pub(crate) config: Vec<String>,
     /// Trust the folder for this run: its .golato/config.toml may set the sandbox, approvals,
     /// network, MCP servers, rules and hooks (nothing is remembered; `golato trust` remembers).
-    #[arg(long)]
+    #[arg(long, help_heading = "Safety")]
     pub(crate) trust: bool,
 }
 
@@ -434,9 +467,9 @@ pub(crate) fn positive_seconds(text: &str) -> Result<std::time::Duration, String
 
 #[derive(Debug, Args)]
 pub(crate) struct DemoArgs {
-    /// Where to put the demo project (a new or empty directory) [default: a fresh temporary
-    /// directory].
-    #[arg(long, value_name = "DIR")]
+    /// Where to put the demo project and run it (a new or empty directory) [default: a fresh
+    /// temporary directory].
+    #[arg(short = 'C', long, visible_alias = "cwd", value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
     /// Write the replayed session as a script, as `golato run --record` does.
     #[arg(long, value_name = "FILE")]
@@ -453,11 +486,11 @@ pub(crate) struct DemoArgs {
 pub(crate) struct ViewArgs {
     /// Print one JSON object per event, one per line, the last line the outcome (see the
     /// README's "JSON lines" section for the schema).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub(crate) json: bool,
     /// Show every actor message on stderr (span, mailbox wait, queue depth), nested run → turn
     /// → batch → call; RUST_LOG filters it [default: golato=debug].
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub(crate) trace: bool,
 }
 
@@ -469,7 +502,13 @@ pub(crate) struct ToolArgs {
     /// standard input (for arguments longer than a command line may be).
     pub(crate) json_args: String,
     /// Directory relative paths resolve against.
-    #[arg(long, default_value = ".", value_name = "DIR")]
+    #[arg(
+        short = 'C',
+        long,
+        visible_alias = "cd",
+        default_value = ".",
+        value_name = "DIR"
+    )]
     pub(crate) cwd: PathBuf,
     #[command(flatten)]
     pub(crate) sandbox: SandboxArgs,

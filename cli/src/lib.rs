@@ -219,8 +219,9 @@ pub fn main() -> ExitCode {
             Command::Submit(args) => durable::submit(args).await,
             Command::Resume(args) => run::resume(args).await,
             Command::Sessions(args) => match args.action {
-                None => session::list(),
+                None => session::list((!args.all).then_some(args.cwd.as_path())),
                 Some(args::SessionsAction::Repair { id }) => session::repair(&id),
+                Some(args::SessionsAction::Rm { id }) => session::remove(&id),
             },
             Command::Chat(args) => chat::command(*args).await,
             Command::Config(args) => config::show(args),

@@ -262,7 +262,10 @@ impl Live {
             // A command's last lines say how it ended (errors come at the end).
             None if call.name == "bash" && lines.len() > RESULT_LINES => {
                 let earlier = lines.len() - RESULT_LINES;
-                text.push_str(&format!("\n  {DIM}│ … {earlier} earlier line(s){DIM:#}"));
+                text.push_str(&format!(
+                    "\n  {DIM}│ … {}{DIM:#}",
+                    crate::shown::count(earlier as u64, "earlier line")
+                ));
                 for line in &lines[earlier..] {
                     text.push_str(&format!("\n  {DIM}│{DIM:#} {}", clip(line)));
                 }
@@ -273,7 +276,10 @@ impl Live {
                 }
                 if lines.len() > RESULT_LINES {
                     let more = lines.len() - RESULT_LINES;
-                    text.push_str(&format!("\n  {DIM}│ … {more} more line(s){DIM:#}"));
+                    text.push_str(&format!(
+                        "\n  {DIM}│ … {}{DIM:#}",
+                        crate::shown::count(more as u64, "more line")
+                    ));
                 }
             }
         }
@@ -338,8 +344,10 @@ impl View for Live {
                     _ => "the context window is filling up",
                 };
                 self.line(&format!(
-                    "{DIM}context compacted ({why}): {} earlier message(s) summarized, about {} → {} tokens sent{DIM:#}",
-                    compaction.replaced, compaction.tokens_before, compaction.tokens_after
+                    "{DIM}context compacted ({why}): {} summarized, about {} → {} tokens sent{DIM:#}",
+                    crate::shown::count(compaction.replaced as u64, "earlier message"),
+                    compaction.tokens_before,
+                    compaction.tokens_after
                 ));
             }
             _ => {}
@@ -368,14 +376,20 @@ impl View for Live {
         self.clear_bars();
         let tally = ending.tally;
         let mut parts = vec![
-            format!("{} turn(s)", tally.turns),
-            format!("{} tool call(s)", tally.tool_calls),
+            crate::shown::count(tally.turns as u64, "turn"),
+            crate::shown::count(tally.tool_calls as u64, "tool call"),
         ];
         if tally.tool_errors > 0 {
-            parts.push(format!("{} error result(s)", tally.tool_errors));
+            parts.push(crate::shown::count(
+                tally.tool_errors as u64,
+                "error result",
+            ));
         }
         if tally.replay_mismatches > 0 {
-            parts.push(format!("{} replay difference(s)", tally.replay_mismatches));
+            parts.push(crate::shown::count(
+                tally.replay_mismatches as u64,
+                "replay difference",
+            ));
         }
         parts.push(format!("{:.2} s", ending.wall.as_secs_f64()));
         let usage = tally.usage;
@@ -461,7 +475,10 @@ fn diff_lines(diff: &str) -> String {
     }
     if body.len() > DIFF_LINES {
         let more = body.len() - DIFF_LINES;
-        text.push_str(&format!("\n  {DIM}│ … {more} more diff line(s){DIM:#}"));
+        text.push_str(&format!(
+            "\n  {DIM}│ … {}{DIM:#}",
+            crate::shown::count(more as u64, "more diff line")
+        ));
     }
     text
 }
@@ -504,7 +521,7 @@ pub(crate) fn call_label(call: &ToolCall) -> String {
         }),
         "edit" => text("path").map(|path| {
             let edits = field("edits").and_then(Value::as_array).map_or(0, Vec::len);
-            format!("{path} ({edits} edit(s))")
+            format!("{path} ({})", crate::shown::count(edits as u64, "edit"))
         }),
         "write" => text("path").map(|path| {
             let bytes = text("content").map_or(0, |content| content.len());

@@ -623,8 +623,8 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
             (
                 Exit::Failure,
                 Some(format!(
-                    "the replay differs from the recording ({} tool result(s){}); --strict-replay makes that a failure",
-                    tally.replay_mismatches,
+                    "the replay differs from the recording ({}{}); --strict-replay makes that a failure",
+                    crate::shown::count(tally.replay_mismatches as u64, "tool result"),
                     if prompt_differs { ", and the prompt" } else { "" }
                 )),
             )
@@ -672,7 +672,8 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
 pub(crate) fn describe(error: &agent::Error) -> String {
     match error {
         agent::Error::MaxTurns { limit, .. } => format!(
-            "the run reached its limit of {limit} turn(s) and the model asked for another; raise --max-turns"
+            "the run reached its limit of {} and the model asked for another; raise --max-turns",
+            crate::shown::count(*limit as u64, "turn")
         ),
         agent::Error::Budget { reached, .. } => format!(
             "the run reached its budget ({reached}) and was ended after its last batch; raise --max-tokens or --max-cost, or go on with golato run -c"

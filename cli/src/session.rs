@@ -41,10 +41,13 @@ pub(crate) struct Header {
 pub(crate) struct Writer {
     path: PathBuf,
     file: Option<std::fs::File>,
+    /// A new session's lines until the model first answers: a session that never reached
+    /// the model is not saved as one.
+    pending: Option<Vec<Value>>,
     /// Why saving stopped, told once.
     failed: Option<String>,
     /// Held while the session is written.
-    _lock: file::Lock,
+    _lock: Option<file::Lock>,
 }
 
 /// The longest session ID golato takes (its own are 23 characters).
@@ -71,6 +74,41 @@ fn check_id(id: &str) -> Result<(), CliError> {
     Err(CliError::usage(format!(
         "\"{shown}{more}\" is not a session ID: an ID is a name of letters, digits, '-', '_' and '.' (at most {MAX_ID}), as `golato sessions` lists them"
     )))
+}
+
+/// The session `id` names, whole or by a unique start: its full ID and its file.
+fn named(id: &str) -> Result<(String, PathBuf), CliError> {
+    check_id(id)?;
+    let dir = directory()?;
+    let path = dir.join(format!("{id}.jsonl"));
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return Ok((id.to_owned(), path));
+    }
+    let mut matching: Vec<String> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| {
+                    let name = entry.file_name().into_string().ok()?;
+                    let stem = name.strip_suffix(".jsonl")?;
+                    stem.starts_with(id).then(|| stem.to_owned())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    matching.sort();
+    match matching.as_slice() {
+        [] => Err(CliError::usage(format!(
+            "no session {id}; `golato sessions --all` lists them"
+        ))),
+        [one] => Ok((one.clone(), dir.join(format!("{one}.jsonl")))),
+        many => Err(CliError::usage(format!(
+            "{id} starts {} ({}{}); give more of the ID",
+            crate::shown::count(many.len() as u64, "session"),
+            many.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+            if many.len() > 5 { ", …" } else { "" }
+        ))),
+    }
 }
 
 /// Where sessions live.
@@ -135,25 +173,45 @@ impl Writer {
             created: now(),
         };
         let path = dir.join(format!("{}.jsonl", header.id));
-        let lock = file::Lock::take(&path, &header.id)?;
-        let file = std::fs::OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(|error| {
-                CliError::Failed(format!(
-                    "could not create the session file {}: {error}; pass --ephemeral to save nothing",
-                    path.display()
-                ))
-            })?;
-        let mut writer = Writer {
+        Ok(Writer {
             path,
-            file: Some(file),
+            file: None,
+            pending: Some(vec![serde_json::to_value(&header).unwrap_or(Value::Null)]),
             failed: None,
-            _lock: lock,
-        };
-        writer.line(&serde_json::to_value(&header).unwrap_or(Value::Null));
-        Ok(writer)
+            _lock: None,
+        })
+    }
+
+    /// Puts a new session on disk, with the lines kept until now.
+    fn materialize(&mut self, pending: Vec<Value>) {
+        let id = self.id();
+        let created = file::Lock::take(&self.path, &id).and_then(|lock| {
+            let file = std::fs::OpenOptions::new()
+                .create_new(true)
+                .append(true)
+                .open(&self.path)
+                .map_err(|error| {
+                    CliError::Failed(format!(
+                        "could not create the session file {}: {error}",
+                        self.path.display()
+                    ))
+                })?;
+            Ok((lock, file))
+        });
+        match created {
+            Ok((lock, file)) => {
+                self._lock = Some(lock);
+                self.file = Some(file);
+                for value in &pending {
+                    self.line(value);
+                }
+            }
+            Err(error) => {
+                let why = format!("golato: the session is not saved: {error}");
+                eprintln!("{why}");
+                self.failed = Some(why);
+            }
+        }
     }
 
     /// Goes on writing `saved`, as it was read: refused while another golato writes it or when
@@ -164,8 +222,9 @@ impl Writer {
         Ok(Writer {
             path: saved.path.clone(),
             file: Some(file),
+            pending: None,
             failed: None,
-            _lock: lock,
+            _lock: Some(lock),
         })
     }
 
@@ -211,10 +270,25 @@ impl Writer {
     /// Saves one step; a failure stops saving and is told once on stderr (the run goes on).
     pub(crate) fn step(&mut self, message: &Message) {
         let value = serde_json::json!({ "message": message });
+        // The model answered (not a failure before its first word): the session exists now.
+        let answered = matches!(message, Message::Assistant(answer)
+            if !(answer.stop_reason == StopReason::Error && answer.content.is_empty() && answer.tool_calls.is_empty()));
+        if let Some(mut pending) = self.pending.take() {
+            pending.push(value);
+            match answered {
+                true => self.materialize(pending),
+                false => self.pending = Some(pending),
+            }
+            return;
+        }
         self.line(&value);
     }
 
     fn line(&mut self, value: &Value) {
+        if let Some(pending) = &mut self.pending {
+            pending.push(value.clone());
+            return;
+        }
         let Some(file) = &mut self.file else { return };
         let mut line = value.to_string();
         line.push('\n');
@@ -558,13 +632,7 @@ pub(crate) fn all() -> Result<(Vec<Saved>, Vec<Unreadable>), CliError> {
 /// not be read is an error, not a reason to go on with an older one.
 pub(crate) fn find(id: Option<&str>, cwd: Option<&Path>) -> Result<Saved, CliError> {
     if let Some(id) = id {
-        check_id(id)?;
-        let path = directory()?.join(format!("{id}.jsonl"));
-        if std::fs::symlink_metadata(&path).is_err() {
-            return Err(CliError::usage(format!(
-                "no session {id}; `golato sessions` lists them"
-            )));
-        }
+        let (_, path) = named(id)?;
         return Saved::read(&path);
     }
     let cwd = cwd.map(|cwd| cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned()));
@@ -597,8 +665,8 @@ pub(crate) fn find(id: Option<&str>, cwd: Option<&Path>) -> Result<Saved, CliErr
 
 /// `golato sessions repair ID`.
 pub(crate) fn repair(id: &str) -> Result<crate::Exit, CliError> {
-    check_id(id)?;
-    let path = directory()?.join(format!("{id}.jsonl"));
+    let (id, path) = named(id)?;
+    let id = id.as_str();
     let bytes = crate::bounded::read(&path, crate::bounded::SESSION_LIMIT).map_err(|why| {
         CliError::usage(format!(
             "the session {id} cannot be repaired: {} ({why})",
@@ -611,31 +679,91 @@ pub(crate) fn repair(id: &str) -> Result<crate::Exit, CliError> {
 }
 
 /// `golato sessions`: one line each, newest first.
-pub(crate) fn list() -> Result<crate::Exit, CliError> {
+pub(crate) fn list(cwd: Option<&Path>) -> Result<crate::Exit, CliError> {
     let (sessions, unreadable) = all()?;
-    for problem in &unreadable {
+    let cwd = cwd.map(|cwd| cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned()));
+    let here = |header: Option<&Header>| {
+        cwd.as_ref()
+            .is_none_or(|cwd| header.is_none_or(|header| header.cwd == *cwd))
+    };
+    for problem in unreadable
+        .iter()
+        .filter(|problem| here(problem.header.as_ref()))
+    {
         eprintln!("golato: {}", problem.error);
     }
+    let total = sessions.len();
+    let shown: Vec<Saved> = sessions
+        .into_iter()
+        .filter(|saved| here(Some(&saved.header)))
+        .collect();
     let mut out = std::io::stdout().lock();
-    if sessions.is_empty() {
-        let _ = writeln!(out, "no sessions saved in {}", directory()?.display());
+    if shown.is_empty() {
+        let _ = match &cwd {
+            Some(cwd) if total > 0 => writeln!(
+                out,
+                "no sessions saved in {} ({} elsewhere: golato sessions --all)",
+                cwd.display(),
+                total
+            ),
+            Some(cwd) => writeln!(out, "no sessions saved in {}", cwd.display()),
+            None => writeln!(out, "no sessions saved in {}", directory()?.display()),
+        };
         return Ok(crate::Exit::Success);
     }
-    for saved in sessions {
-        let age = saved
-            .modified
-            .elapsed()
-            .map_or_else(|_| "now".to_owned(), |since| ago(since.as_secs()));
-        let _ = writeln!(
-            out,
-            "{}  {}  {} turn(s)  {}  {}",
-            saved.header.id,
-            age,
-            saved.turns(),
-            saved.header.cwd.display(),
-            crate::live::clip(saved.first_prompt().lines().next().unwrap_or_default())
-        );
+    let rows: Vec<[String; 5]> = shown
+        .iter()
+        .map(|saved| {
+            let age = saved
+                .modified
+                .elapsed()
+                .map_or_else(|_| "now".to_owned(), |since| ago(since.as_secs()));
+            [
+                saved.header.id.clone(),
+                age,
+                crate::shown::count(saved.turns() as u64, "turn"),
+                crate::shown::visible(&saved.header.cwd.display().to_string()).into_owned(),
+                crate::live::clip(saved.first_prompt().lines().next().unwrap_or_default()),
+            ]
+        })
+        .collect();
+    let header = ["ID", "LAST ACTIVE", "TURNS", "DIRECTORY", "FIRST PROMPT"].map(str::to_owned);
+    let widths: Vec<usize> = (0..4)
+        .map(|column| {
+            std::iter::once(&header)
+                .chain(&rows)
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = String::new();
+        for (column, width) in widths.iter().enumerate() {
+            line.push_str(&format!("{:<width$}  ", row[column]));
+        }
+        line.push_str(&row[4]);
+        let _ = writeln!(out, "{}", line.trim_end());
     }
+    Ok(crate::Exit::Success)
+}
+
+/// `golato sessions rm ID`: the session's file and what repairs set aside beside it; refused
+/// while a golato writes it.
+pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
+    let (id, path) = named(id)?;
+    let _lock = file::Lock::take(&path, &id)?;
+    let failed = |error: std::io::Error| {
+        CliError::Failed(format!(
+            "could not remove the session {id} ({}): {error}",
+            path.display()
+        ))
+    };
+    std::fs::remove_file(&path).map_err(failed)?;
+    for aside in ["torn", "jsonl.damaged", "lock"] {
+        let _ = std::fs::remove_file(path.with_extension(aside));
+    }
+    let _ = writeln!(std::io::stdout().lock(), "removed the session {id}");
     Ok(crate::Exit::Success)
 }
 

@@ -70,3 +70,22 @@ mod tests {
         }
     }
 }
+
+/// `n` things in words: "1 turn", "2 turns", "0 turns".
+pub(crate) fn count(n: impl Into<u64>, thing: &str) -> String {
+    let n = n.into();
+    match n {
+        1 => format!("1 {thing}"),
+        _ => format!("{n} {thing}s"),
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular_and_every_other_number_plural() {
+        assert_eq!(super::count(1u64, "turn"), "1 turn");
+        assert_eq!(super::count(0u64, "tool call"), "0 tool calls");
+        assert_eq!(super::count(2u64, "error result"), "2 error results");
+    }
+}

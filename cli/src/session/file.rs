@@ -232,8 +232,9 @@ pub(super) fn repair(path: &Path, id: &str, bytes: &[u8]) -> Result<String, CliE
         .filter(|part| !part.is_empty())
         .count();
     Ok(format!(
-        "the session {id} was damaged at line {line}: kept the {} line(s) before it, moved {moved} line(s) from there on to {}",
-        line - 1,
+        "the session {id} was damaged at line {line}: kept the {} before it, moved {} from there on to {}",
+        crate::shown::count((line - 1) as u64, "line"),
+        crate::shown::count(moved as u64, "line"),
         aside.display()
     ))
 }

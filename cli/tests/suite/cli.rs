@@ -14,6 +14,10 @@ fn golato(args: &[&str]) -> Output {
         .unwrap()
 }
 
+fn text(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 fn printed(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
@@ -219,4 +223,39 @@ fn golato_tool_write_from_stdin_holds_the_content_about_twice() {
         peak_kib / 1024,
         content_bytes / (1024 * 1024)
     );
+}
+
+#[test]
+fn help_says_what_golato_is_for_and_groups_the_options_of_run() {
+    let help = text(&golato(&["-h"]));
+    assert!(
+        help.starts_with("A coding agent for your terminal"),
+        "{help}"
+    );
+    let run = text(&golato(&["run", "-h"]));
+    for heading in [
+        "Model:",
+        "Tools:",
+        "Safety:",
+        "Limits:",
+        "Output:",
+        "Sessions:",
+    ] {
+        assert!(
+            run.contains(&format!("\n{heading}\n")),
+            "{heading} in {run}"
+        );
+    }
+    // -C takes a directory wherever one is taken.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+    let read = golato(&[
+        "tool",
+        "read",
+        r#"{"path": "a.txt"}"#,
+        "-C",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(read.status.code(), Some(0), "{read:?}");
+    assert!(text(&read).contains("hello"));
 }

@@ -71,7 +71,7 @@ fn escape_sequences_from_outside_are_shown_not_obeyed() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let listed = stdout(&golato_output(&["sessions"]));
+    let listed = stdout(&golato_output(&["sessions", "--all"]));
     assert!(listed.contains("a prompt^[]52"), "{listed:?}");
     assert!(!listed.contains('\u{1b}'), "{listed:?}");
 }
@@ -111,7 +111,7 @@ fn an_approval_shows_the_whole_command_made_visible() {
     );
     let mut terminal = run_on_terminal(dir.path(), &script, &["--approve", "ask"]);
     terminal.wait_for("[v]iew all", 1);
-    assert!(terminal.drawn().contains("… 10 more line(s)"));
+    assert!(terminal.drawn().contains("… 10 more lines"));
     assert!(!terminal.drawn().contains("line30"));
     terminal.type_line("v");
     terminal.wait_for("echo line30", 1);

@@ -76,10 +76,7 @@ async fn openai_compatible_flags_reach_the_server_and_the_answer_streams() {
     let story = String::from_utf8(output.stderr).unwrap();
     assert!(story.contains(answer.trim()), "{story}");
     let summary = story.lines().last().unwrap();
-    assert!(
-        summary.starts_with("done: 1 turn(s), 0 tool call(s)"),
-        "{story}"
-    );
+    assert!(summary.starts_with("done: 1 turn, 0 tool calls"), "{story}");
     assert!(summary.ends_with("14 in / 47 out tokens"), "{story}");
 }
 
@@ -149,7 +146,16 @@ async fn an_unreachable_provider_is_exit_1_with_one_line_saying_what_to_check() 
     assert_eq!(lines.len(), 2, "{stderr}");
     assert!(lines[0].starts_with("golato: "), "{stderr}");
     assert!(lines[0].contains("check the base URL"), "{stderr}");
-    assert!(lines[1].starts_with("failed: 1 turn(s)"), "{stderr}");
+    assert!(lines[1].starts_with("failed: 1 turn"), "{stderr}");
+    // The run never reached a model: no session was saved.
+    let listed = golato()
+        .args(["sessions", "-C", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&listed).starts_with("no sessions saved in"),
+        "{listed:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -528,7 +534,7 @@ fn a_run_that_outgrows_the_context_is_compacted_and_goes_on() {
                     .lines()
                     .last()
                     .unwrap()
-                    .starts_with("done: 7 turn(s), 6 tool call(s)"),
+                    .starts_with("done: 7 turns, 6 tool calls"),
                 "{story}"
             );
         }

@@ -109,7 +109,7 @@ fn piped_stdout_is_the_answer_alone_and_the_story_goes_to_stderr_in_plain_lines(
     assert!(lines.contains(&"Both ran."));
     let summary = lines.last().unwrap();
     assert!(
-        summary.starts_with("done: 2 turn(s), 2 tool call(s), "),
+        summary.starts_with("done: 2 turns, 2 tool calls, "),
         "{summary}"
     );
 }
@@ -308,7 +308,7 @@ fn max_turns_ends_the_run_with_exit_1_and_one_clear_line() {
     let lines: Vec<&str> = text.lines().collect();
     let (error, summary) = (lines[lines.len() - 2], lines[lines.len() - 1]);
     assert!(error.starts_with("golato: "), "{text}");
-    assert!(error.contains("limit of 1 turn(s)"), "{error}");
+    assert!(error.contains("limit of 1 turn"), "{error}");
     assert!(error.contains("--max-turns"), "{error}");
     assert!(summary.starts_with("failed: "), "{text}");
 }
@@ -448,7 +448,7 @@ fn a_replay_whose_results_differ_says_where_and_still_finishes() {
         text.contains("! the replay differs from the recording at turn 1, call 2 (read r): line 1: recorded \"first\", the replay got \"changed\""),
         "{text}"
     );
-    assert!(text.contains("1 replay difference(s)"), "{text}");
+    assert!(text.contains("1 replay difference"), "{text}");
 }
 
 #[test]
@@ -621,7 +621,7 @@ fn the_live_view_shows_an_edits_diff_and_the_end_of_a_commands_output() {
     assert_eq!(
         lines[bash + 1..bash + 5],
         [
-            "  │ … 10 earlier line(s)",
+            "  │ … 10 earlier lines",
             "  │ the-error",
             "  │ ",
             "  │ Command exited with code 3"

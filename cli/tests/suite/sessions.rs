@@ -79,13 +79,13 @@ fn a_run_stopped_by_ctrl_c_goes_on_with_continue_running_the_interrupted_call_ag
     let ledger = std::fs::read_to_string(dir.path().join("ledger")).unwrap();
     assert_eq!(ledger, "ran\nran\n", "cancelled, then run again");
 
-    let listed = golato_output(&["sessions"]);
+    let listed = golato_output(&["sessions", "--all"]);
     let line = stdout(&listed)
         .lines()
         .find(|line| line.starts_with(&id))
         .map(str::to_owned)
         .unwrap();
-    assert!(line.contains("2 turn(s)"), "{line}");
+    assert!(line.contains("2 turns"), "{line}");
     assert!(line.contains("first prompt"), "{line}");
     assert!(
         line.contains(&dir.path().canonicalize().unwrap().display().to_string()),
@@ -155,4 +155,71 @@ fn ephemeral_saves_nothing_and_an_unknown_session_is_a_usage_error() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(one_error_line(&output).contains("no session to continue"));
+}
+
+#[test]
+fn sessions_are_listed_per_directory_found_by_a_unique_start_and_removed() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut ids = Vec::new();
+    for dir in [&a, &a, &b] {
+        let script = script_file(dir.path(), "s.jsonl", &[json!({"text": "ok"})]);
+        let output = run_script(dir.path(), &script, &[]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        ids.push(session_id(&output.stderr));
+    }
+    let list = |flags: &[&str]| stdout(&golato_output(&[&["sessions"], flags].concat()));
+
+    // This directory's, under a header, in words.
+    let here = list(&["-C", a.path().to_str().unwrap()]);
+    let rows: Vec<&str> = here.lines().collect();
+    assert!(
+        rows[0].starts_with("ID ") && rows[0].contains("LAST ACTIVE"),
+        "{here}"
+    );
+    assert_eq!(rows.len(), 3, "{here}");
+    assert!(
+        rows[1].starts_with(&ids[1]) && rows[2].starts_with(&ids[0]),
+        "{here}"
+    );
+    assert!(rows[1].contains(" 1 turn "), "{here}");
+    assert!(!here.contains(&ids[2]), "{here}");
+    let everywhere = list(&["--all"]);
+    assert!(
+        ids.iter().all(|id| everywhere.contains(id.as_str())),
+        "{everywhere}"
+    );
+
+    // A unique start of an ID names it; a start several share is refused, naming them.
+    let unique = &ids[2][..ids[2].len() - 1];
+    // The recorded model answers by position: the first answer is the session's already.
+    let script = script_file(
+        b.path(),
+        "t.jsonl",
+        &[json!({"text": "ok"}), json!({"text": "again"})],
+    );
+    let resumed = golato()
+        .args(["resume", unique, "--script"])
+        .arg(&script)
+        .arg("and again")
+        .output()
+        .unwrap();
+    assert_eq!(resumed.status.code(), Some(0), "{resumed:?}");
+    assert_eq!(session_id(&resumed.stderr), ids[2]);
+    let shared = &ids[0][..3];
+    let refused = golato_output(&["sessions", "rm", shared]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("give more of the ID"),
+        "{refused:?}"
+    );
+
+    // Removed: gone from the list and from the disk.
+    let removed = golato_output(&["sessions", "rm", &ids[0]]);
+    assert_eq!(removed.status.code(), Some(0), "{removed:?}");
+    assert!(!data_dir()
+        .join("sessions")
+        .join(format!("{}.jsonl", ids[0]))
+        .exists());
+    let here = list(&["-C", a.path().to_str().unwrap()]);
+    assert!(!here.contains(&ids[0]) && here.contains(&ids[1]), "{here}");
 }

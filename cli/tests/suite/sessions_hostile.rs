@@ -121,7 +121,7 @@ fn a_damaged_line_is_an_error_naming_it_and_repair_is_the_way_out() {
     let repaired = golato_output(&["sessions", "repair", &id]);
     assert_eq!(repaired.status.code(), Some(0), "{repaired:?}");
     assert!(
-        stdout(&repaired).contains("kept the 3 line(s) before it"),
+        stdout(&repaired).contains("kept the 3 lines before it"),
         "{}",
         stdout(&repaired)
     );
