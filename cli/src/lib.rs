@@ -145,9 +145,35 @@ impl CliError {
 }
 
 /// The command line, with the names of the flags given on it (configuration fills the rest).
+/// The arguments with the subcommand `golato` alone means: `chat` on a terminal with only
+/// flags given (or none), `run` with a prompt or with standard input not a terminal.
+fn with_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory as _;
+    use std::io::IsTerminal as _;
+    let first = args.get(1).and_then(|arg| arg.to_str()).map(str::to_owned);
+    let named = first.as_deref().is_some_and(|first| {
+        matches!(first, "-h" | "--help" | "-V" | "--version" | "help")
+            || Cli::command().find_subcommand(first).is_some()
+    });
+    if named {
+        return args;
+    }
+    let prompt_given = first
+        .as_deref()
+        .is_some_and(|first| !first.starts_with('-'));
+    let sub = if prompt_given || !std::io::stdin().is_terminal() {
+        "run"
+    } else {
+        "chat"
+    };
+    args.insert(1.min(args.len()), sub.into());
+    args
+}
+
 fn parse() -> Result<Cli, clap::Error> {
     use clap::{CommandFactory as _, FromArgMatches as _};
-    let matches = Cli::command().try_get_matches()?;
+    let matches =
+        Cli::command().try_get_matches_from(with_subcommand(std::env::args_os().collect()))?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     let given: std::collections::HashSet<String> = match matches.subcommand() {
         Some((_, sub)) => sub

@@ -129,3 +129,45 @@ fn a_chat_goes_on_from_its_summary_after_a_compaction() {
         "{first}"
     );
 }
+
+#[test]
+fn golato_alone_chats_on_a_terminal_and_runs_what_is_piped_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[json!({"text": "Hello there."})],
+    );
+    let args = |command: &mut std::process::Command| {
+        command
+            .args(["--ephemeral", "-C"])
+            .arg(dir.path())
+            .arg("--script")
+            .arg(&script);
+    };
+    let mut command = golato();
+    args(&mut command);
+    let mut terminal = Terminal::start(command);
+    terminal.wait_for("› ", 1);
+    terminal.type_line("hi");
+    terminal.wait_for("Hello there.", 1);
+    terminal.wait_for("› ", 2);
+    terminal.type_raw("\x04");
+    let (code, screen) = terminal.finish();
+    assert_eq!(code, Some(0), "{screen}");
+
+    // Not a terminal: the prompt comes from standard input, as with `golato run`.
+    let mut command = golato();
+    args(&mut command);
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(b"hi\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(stdout(&output), "Hello there.\n");
+}
