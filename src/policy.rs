@@ -147,13 +147,74 @@ struct RuleLists {
     deny: Vec<Spanned<String>>,
 }
 
+/// One `[[hooks.EVENT]]` entry: a command of its own, or (as Claude Code's settings write
+/// them) a matcher with a list of command hooks.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct HookEntry {
     matcher: Option<String>,
-    command: String,
+    command: Option<String>,
     /// Seconds.
     timeout: Option<f64>,
+    hooks: Option<Vec<NestedHook>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NestedHook {
+    #[serde(rename = "type")]
+    kind: String,
+    command: String,
+    timeout: Option<f64>,
+}
+
+impl HookEntry {
+    /// The commands the entry configures, each with its timeout in seconds.
+    fn commands(
+        self,
+        event: HookEvent,
+        source: &Source,
+    ) -> Result<Vec<(String, Option<f64>)>, Error> {
+        let invalid = |message: String| Error::Invalid {
+            at: source.clone(),
+            message,
+        };
+        match (self.command, self.hooks) {
+            (Some(command), None) => Ok(vec![(command, self.timeout)]),
+            (None, Some(nested)) if self.timeout.is_none() => nested
+                .into_iter()
+                .map(|hook| match hook.kind.as_str() {
+                    "command" => Ok((hook.command, hook.timeout)),
+                    kind => Err(invalid(format!(
+                        "the {event} hook is of type {kind:?}; golato runs type \"command\" hooks"
+                    ))),
+                })
+                .collect(),
+            _ => Err(invalid(format!(
+                "the {event} hook needs a command (command = \"…\"), or hooks = [{{ type = \"command\", command = \"…\" }}] as Claude Code writes them, not both"
+            ))),
+        }
+    }
+}
+
+/// A hook's timeout in seconds as a duration: above 0 and at most a day.
+fn seconds(
+    timeout: Option<f64>,
+    event: HookEvent,
+    source: &Source,
+) -> Result<Option<Duration>, Error> {
+    match timeout {
+        None => Ok(None),
+        Some(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 => {
+            Ok(Some(Duration::from_secs_f64(seconds)))
+        }
+        Some(seconds) => Err(Error::Invalid {
+            at: source.clone(),
+            message: format!(
+                "the {event} hook's timeout {seconds} is not a number of seconds above 0 and at most 86400"
+            ),
+        }),
+    }
 }
 
 /// The line (from 1) of byte `offset` in `text`.
@@ -210,27 +271,17 @@ impl Policy {
                 for entry in entries {
                     let source = at(entry.span().start);
                     let entry = entry.into_inner();
-                    let timeout = match entry.timeout {
-                        None => None,
-                        Some(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 => {
-                            Some(Duration::from_secs_f64(seconds))
-                        }
-                        Some(seconds) => {
-                            return Err(Error::Invalid {
-                                at: source,
-                                message: format!(
-                                    "the {event} hook's timeout {seconds} is not a number of seconds above 0 and at most 86400"
-                                ),
-                            })
-                        }
-                    };
-                    self.hooks.push(CommandHook::new(
-                        event,
-                        entry.matcher.as_deref(),
-                        &entry.command,
-                        timeout,
-                        source,
-                    )?);
+                    let matcher = entry.matcher.clone();
+                    for (command, timeout) in entry.commands(event, &source)? {
+                        let timeout = seconds(timeout, event, &source)?;
+                        self.hooks.push(CommandHook::new(
+                            event,
+                            matcher.as_deref(),
+                            &command,
+                            timeout,
+                            source.clone(),
+                        )?);
+                    }
                 }
             }
         }
@@ -371,4 +422,54 @@ pub fn load(dir: &Path) -> Result<Policy, Error> {
     let mut policy = Policy::new();
     policy.add_file(&dir.join(".golato/config.toml"), dir)?;
     Ok(policy)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn hooks(text: &str) -> Result<Vec<String>, String> {
+        let mut policy = Policy::new();
+        policy
+            .add_toml(text, Path::new("config.toml"), Path::new("/w"))
+            .map_err(|error| error.to_string())?;
+        Ok(policy.describe_hooks())
+    }
+
+    #[test]
+    fn hooks_read_flat_or_nested_as_claude_code_writes_them() {
+        let flat = hooks("[[hooks.PostToolUse]]\nmatcher = \"Edit\"\ncommand = \"fmt\"\n").unwrap();
+        let nested = hooks(
+            "[[hooks.PostToolUse]]\nmatcher = \"Edit\"\nhooks = [{ type = \"command\", command = \"fmt\" }, { type = \"command\", command = \"lint\", timeout = 5 }]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            flat,
+            ["PostToolUse [Edit] fmt (timeout 60 s)  # config.toml line 1"]
+        );
+        assert_eq!(
+            nested,
+            [
+                "PostToolUse [Edit] fmt (timeout 60 s)  # config.toml line 1",
+                "PostToolUse [Edit] lint (timeout 5 s)  # config.toml line 1"
+            ]
+        );
+        for (text, said) in [
+            ("[[hooks.Stop]]\nmatcher = \"x\"\n", "needs a command"),
+            ("[[hooks.Stop]]\ncommand = \"a\"\nhooks = []\n", "not both"),
+            (
+                "[[hooks.Stop]]\nhooks = [{ type = \"prompt\", command = \"a\" }]\n",
+                "type \"prompt\"",
+            ),
+            (
+                "\n\n[[hooks.Stop]]\ncommand = \"a\"\ntimeout = 0\n",
+                "line 3",
+            ),
+        ] {
+            let error = hooks(text).unwrap_err();
+            assert!(error.contains(said), "{text}: {error}");
+        }
+    }
 }
