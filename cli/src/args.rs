@@ -99,6 +99,9 @@ pub(crate) struct ChatArgs {
     /// Save no session.
     #[arg(long)]
     pub(crate) ephemeral: bool,
+    /// A plain line-by-line chat instead of the full-screen input area (also when TERM=dumb).
+    #[arg(long)]
+    pub(crate) plain: bool,
 }
 
 #[derive(Debug, Args)]

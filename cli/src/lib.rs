@@ -22,6 +22,7 @@ mod chat;
 mod config;
 mod demo;
 mod durable;
+mod front;
 mod header;
 mod interrupt;
 mod json;
@@ -249,6 +250,7 @@ pub fn main() -> ExitCode {
                 Some(args::SessionsAction::Repair { id }) => session::repair(&id),
                 Some(args::SessionsAction::Rm { id }) => session::remove(&id),
             },
+            Command::Chat(args) if front::usable(&args) => front::command(*args).await,
             Command::Chat(args) => chat::command(*args).await,
             Command::Config(args) => config::show(args),
             Command::Hooks(args) => config::hooks(args),

@@ -17,6 +17,7 @@ mod suite {
     mod durable;
     mod faults;
     mod file_ownership;
+    mod front;
     mod hostile_terminal;
     mod journal;
     mod mcp;

@@ -124,13 +124,18 @@ pub struct Terminal {
 /// A pseudo terminal of 30 rows and 120 columns: the master side, and the path of the side the
 /// program gets.
 pub fn pty() -> (std::os::fd::OwnedFd, PathBuf) {
+    pty_sized(30, 120)
+}
+
+/// A pseudo terminal of `rows` × `columns`.
+pub fn pty_sized(rows: u16, columns: u16) -> (std::os::fd::OwnedFd, PathBuf) {
     use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
     let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
     grantpt(&master).unwrap();
     unlockpt(&master).unwrap();
     let size = rustix::termios::Winsize {
-        ws_row: 30,
-        ws_col: 120,
+        ws_row: rows,
+        ws_col: columns,
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
@@ -141,9 +146,26 @@ pub fn pty() -> (std::os::fd::OwnedFd, PathBuf) {
 
 impl Terminal {
     /// Starts `command` with the terminal as its standard input, output and error.
-    pub fn start(mut command: Command) -> Terminal {
-        use std::io::Read as _;
-        let (master, slave_path) = pty();
+    pub fn start(command: Command) -> Terminal {
+        Terminal::start_sized(command, 30, 120)
+    }
+
+    /// Starts `command` on a terminal of `rows` × `columns`.
+    pub fn start_sized(command: Command, rows: u16, columns: u16) -> Terminal {
+        Terminal::start_answering(command, rows, columns, |_| None)
+    }
+
+    /// Starts `command` on a terminal of `rows` × `columns` that answers the program as a
+    /// terminal does: `answer` sees each chunk the program writes and returns what the terminal
+    /// replies (to a cursor position query, say).
+    pub fn start_answering(
+        mut command: Command,
+        rows: u16,
+        columns: u16,
+        mut answer: impl FnMut(&[u8]) -> Option<Vec<u8>> + Send + 'static,
+    ) -> Terminal {
+        use std::io::{Read as _, Write as _};
+        let (master, slave_path) = pty_sized(rows, columns);
         let slave = || {
             std::fs::OpenOptions::new()
                 .read(true)
@@ -160,12 +182,19 @@ impl Terminal {
         drop(command);
         let master = std::fs::File::from(master);
         let mut reader = master.try_clone().unwrap();
+        let mut replier = master.try_clone().unwrap();
         let (sender, screen) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut buffer = [0u8; 4096];
             // Reading fails (EIO) once the program and its children closed the terminal.
             while let Ok(count) = reader.read(&mut buffer) {
-                if count == 0 || sender.send(buffer[..count].to_vec()).is_err() {
+                if count == 0 {
+                    break;
+                }
+                if let Some(reply) = answer(&buffer[..count]) {
+                    let _ = replier.write_all(&reply);
+                }
+                if sender.send(buffer[..count].to_vec()).is_err() {
                     break;
                 }
             }
@@ -175,6 +204,18 @@ impl Terminal {
             screen,
             drawn: Vec::new(),
             child,
+        }
+    }
+
+    /// Everything drawn so far, as bytes (for a terminal emulator to replay).
+    pub fn drawn_bytes(&self) -> &[u8] {
+        &self.drawn
+    }
+
+    /// Takes in what the program drew since, without waiting.
+    pub fn catch_up(&mut self) {
+        while let Ok(chunk) = self.screen.try_recv() {
+            self.drawn.extend(chunk);
         }
     }
 

@@ -1,5 +1,6 @@
-//! `golato chat` on a pseudo terminal, as a person uses it: prompts, steering typed while a
-//! run works, Ctrl-C cancelling a run (not the program), Ctrl-D leaving; the session saved.
+//! `golato chat --plain` (the line-by-line chat) on a pseudo terminal, as a person uses it:
+//! prompts, steering typed while a run works, Ctrl-C cancelling a run (not the program),
+//! Ctrl-D leaving; the session saved. The full front end's tests are `front.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -25,7 +26,7 @@ fn a_chat_takes_prompts_steering_and_ctrl_c_then_ctrl_d_leaves() {
     );
     let mut command = golato();
     command
-        .args(["chat", "-C"])
+        .args(["chat", "--plain", "-C"])
         .arg(dir.path())
         .arg("--script")
         .arg(&script);
@@ -98,6 +99,7 @@ fn a_chat_goes_on_from_its_summary_after_a_compaction() {
     command
         .args([
             "chat",
+            "--plain",
             "--base-url",
             &url,
             "--model",
@@ -145,7 +147,9 @@ fn golato_alone_chats_on_a_terminal_and_runs_what_is_piped_in() {
             .arg("--script")
             .arg(&script);
     };
+    // The plain chat here; `front.rs` drives the full front end `golato` alone starts.
     let mut command = golato();
+    command.arg("--plain");
     args(&mut command);
     let mut terminal = Terminal::start(command);
     terminal.wait_for("› ", 1);

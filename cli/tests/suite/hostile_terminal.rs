@@ -173,7 +173,7 @@ fn chat_survives_a_line_that_is_not_text_and_leaves_on_exit_while_busy() {
     );
     let mut command = golato();
     command
-        .args(["chat", "-C"])
+        .args(["chat", "--plain", "-C"])
         .arg(dir.path())
         .arg("--script")
         .arg(&script);

@@ -1,0 +1,188 @@
+//! What the front end writes into the terminal's scrollback for each thing that happens: the
+//! prompt, the answer as markdown, reasoning dimmed to one line, a tool call as a compact block
+//! (an edit's diff, a command's last lines), and the run's one-line summary.
+
+use golato::message::{AssistantMessage, ToolCall, ToolResultMessage};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::report::Tally;
+
+/// Lines of a command's output shown (its last ones: errors come at the end).
+const TAIL_LINES: usize = 4;
+/// Lines of an edit's diff shown.
+const DIFF_LINES: usize = 12;
+
+fn dim() -> Style {
+    Style::default().add_modifier(Modifier::DIM)
+}
+
+/// `text` made visible and cut to `width` cells.
+fn fit(text: &str, width: usize) -> String {
+    let text = crate::shown::visible(text);
+    let mut cells = 0;
+    let mut out = String::new();
+    for c in text.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if cells + w > width {
+            out.pop();
+            out.push('…');
+            return out;
+        }
+        cells += w;
+        out.push(c);
+    }
+    out
+}
+
+/// The prompt as sent.
+pub(crate) fn prompt(text: &str, width: usize) -> Vec<Line<'static>> {
+    let style = Style::default().add_modifier(Modifier::BOLD);
+    let mut lines = vec![Line::default()];
+    for (index, line) in text.lines().enumerate() {
+        let mark = if index == 0 { "› " } else { "  " };
+        lines.push(Line::from(vec![
+            Span::styled(mark, Style::default().fg(Color::Cyan)),
+            Span::styled(fit(line, width.saturating_sub(2)), style),
+        ]));
+    }
+    lines
+}
+
+/// A message typed while the run worked, and how it was sent.
+pub(crate) fn queued(text: &str, how: &str, width: usize) -> Vec<Line<'static>> {
+    vec![Line::from(vec![
+        Span::styled(format!("» {how}: "), Style::default().fg(Color::Cyan)),
+        Span::raw(fit(
+            text.lines().next().unwrap_or_default(),
+            width.saturating_sub(14),
+        )),
+    ])]
+}
+
+/// The model's answer: its reasoning in one dim line, its text as markdown.
+pub(crate) fn answer(message: &AssistantMessage, width: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let reasoning = message.reasoning.trim();
+    if !reasoning.is_empty() {
+        let first = reasoning.lines().next().unwrap_or_default();
+        lines.push(Line::styled(
+            fit(&format!("thinking: {first}"), width),
+            dim().add_modifier(Modifier::ITALIC),
+        ));
+    }
+    let text = message.text();
+    if !text.trim().is_empty() {
+        lines.push(Line::default());
+        lines.extend(super::markdown::render(&text, width));
+    }
+    lines
+}
+
+/// A call's end: its mark, label and time, then what it did.
+pub(crate) fn call_ended(
+    call: &ToolCall,
+    result: &ToolResultMessage,
+    seconds: f64,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let (mark, color) = match result.is_error {
+        true => ("✗ ", Color::Red),
+        false => ("✓ ", Color::Green),
+    };
+    let label = crate::live::call_label(call);
+    let time = format!(" {seconds:.1}s");
+    let mut lines = vec![Line::from(vec![
+        Span::styled(mark, Style::default().fg(color)),
+        Span::styled(
+            fit(&label, width.saturating_sub(2 + time.len())),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(time, dim()),
+    ])];
+    let body = width.saturating_sub(4);
+    let bar = || Span::styled("  │ ", dim());
+    let diff = result
+        .details
+        .as_ref()
+        .and_then(|details| details["diff"].as_str())
+        .filter(|_| call.name == "edit" && !result.is_error);
+    if let Some(diff) = diff {
+        let changed: Vec<&str> = diff
+            .lines()
+            .filter(|line| !line.starts_with("--- ") && !line.starts_with("+++ "))
+            .collect();
+        for line in changed.iter().take(DIFF_LINES) {
+            let style = match line.as_bytes().first() {
+                Some(b'+') => Style::default().fg(Color::Green),
+                Some(b'-') => Style::default().fg(Color::Red),
+                _ => dim(),
+            };
+            lines.push(Line::from(vec![
+                bar(),
+                Span::styled(fit(line, body), style),
+            ]));
+        }
+        if changed.len() > DIFF_LINES {
+            let more = crate::shown::count((changed.len() - DIFF_LINES) as u64, "more diff line");
+            lines.push(Line::from(vec![
+                bar(),
+                Span::styled(format!("… {more}"), dim()),
+            ]));
+        }
+        return lines;
+    }
+    if call.name == "read" && !result.is_error {
+        return lines;
+    }
+    let text = result.text();
+    let output: Vec<&str> = text.lines().collect();
+    let skip = output.len().saturating_sub(TAIL_LINES);
+    if skip > 0 {
+        let earlier = crate::shown::count(skip as u64, "earlier line");
+        lines.push(Line::from(vec![
+            bar(),
+            Span::styled(format!("… {earlier}"), dim()),
+        ]));
+    }
+    for line in &output[skip..] {
+        lines.push(Line::from(vec![
+            bar(),
+            Span::styled(fit(line, body), dim()),
+        ]));
+    }
+    lines
+}
+
+/// The run's end in one line: turns, calls, time, tokens, money.
+pub(crate) fn summary(
+    tally: &Tally,
+    seconds: f64,
+    cost: Option<f64>,
+    ending: &str,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let mut parts = vec![
+        crate::shown::count(tally.turns as u64, "turn"),
+        crate::shown::count(tally.tool_calls as u64, "tool call"),
+        format!("{seconds:.1}s"),
+    ];
+    let usage = &tally.usage;
+    if usage.input_tokens + usage.output_tokens > 0 {
+        parts.push(format!(
+            "{} in, {} out",
+            crate::shown::count(usage.input_tokens, "token"),
+            usage.output_tokens
+        ));
+    }
+    if let Some(cost) = cost {
+        parts.push(format!("${cost:.4}"));
+    }
+    vec![
+        Line::default(),
+        Line::styled(
+            fit(&format!("{ending}: {}", parts.join(" · ")), width),
+            dim(),
+        ),
+    ]
+}

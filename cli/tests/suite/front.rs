@@ -1,0 +1,316 @@
+//! The interactive front end (`golato` on a terminal), as a person uses it: on pseudo terminals
+//! of 80×24 and 120×40, keys typed, a block pasted, the screen read back through a terminal
+//! emulator (vt100) as the person would see it.
+
+use crate::support;
+
+use std::path::Path;
+
+use serde_json::json;
+use support::cli::{golato, script_file, Terminal};
+
+const SIZES: [(u16, u16); 2] = [(24, 80), (40, 120)];
+
+/// What the person can see now and scroll back to, top to bottom.
+fn screen(terminal: &mut Terminal, (rows, columns): (u16, u16)) -> String {
+    terminal.catch_up();
+    let size = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+    let mut parser = vt100::Parser::new(size(rows), size(columns), 10_000);
+    parser.process(terminal.drawn_bytes());
+    parser.screen_mut().set_scrollback(usize::MAX);
+    let back = parser.screen().scrollback();
+    let mut lines: Vec<String> = Vec::new();
+    // The top row of each position of the scrollback, then the screen itself.
+    for offset in (1..=back).rev() {
+        parser.screen_mut().set_scrollback(offset);
+        lines.extend(parser.screen().rows(0, columns).take(1));
+    }
+    parser.screen_mut().set_scrollback(0);
+    lines.extend(parser.screen().rows(0, columns));
+    lines.join("\n")
+}
+
+/// Waits until the screen satisfies `check`; returns it.
+fn wait_until(
+    terminal: &mut Terminal,
+    size: (u16, u16),
+    what: &str,
+    check: impl Fn(&str) -> bool,
+) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let shown = screen(terminal, size);
+        if check(&shown) {
+            return shown;
+        }
+        assert!(
+            started.elapsed() < support::HANG_GUARD,
+            "{what} never showed:\n{shown}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn start(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> Terminal {
+    let mut command = golato();
+    command
+        .args(["--ephemeral", "-C"])
+        .arg(dir)
+        .arg("--script")
+        .arg(script)
+        .args(flags);
+    // A terminal answers where its cursor is (the inline viewport starts there).
+    let n = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+    let mut emulator = vt100::Parser::new(n(size.0), n(size.1), 0);
+    Terminal::start_answering(command, size.0, size.1, move |written| {
+        emulator.process(written);
+        let asked = written.windows(4).any(|window| window == b"\x1b[6n");
+        asked.then(|| {
+            let (row, column) = emulator.screen().cursor_position();
+            format!("\x1b[{};{}R", row + 1, column + 1).into_bytes()
+        })
+    })
+}
+
+fn leave(mut terminal: Terminal) -> String {
+    terminal.type_raw("\x04");
+    let (code, drawn) = terminal.finish();
+    assert_eq!(code, Some(0), "{drawn}");
+    drawn
+}
+
+#[test]
+fn an_answer_is_markdown_wrapped_at_the_width_and_a_call_is_one_compact_block() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"text": "Looking.", "tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "seq 1 9"}}]}),
+                json!({"text": "# Findings\n\nThe **cause** is a missing semicolon in the parser, which the compiler reports two lines later than where it really is.\n\n1. read the file\n2. fix it"}),
+            ],
+        );
+        let mut terminal = start(dir.path(), &script, &[], size);
+        wait_until(&mut terminal, size, "the input", |shown| {
+            shown.contains("Enter send")
+        });
+        terminal.type_raw("why does it fail?\r");
+        let shown = wait_until(&mut terminal, size, "the run's end", |shown| {
+            shown.contains("done: 2 turns · 1 tool call")
+        });
+        assert!(shown.contains("› why does it fail?"), "{shown}");
+        assert!(shown.contains("✓ bash $ seq 1 9"), "{shown}");
+        assert!(shown.contains("│ … 5 earlier lines"), "{shown}");
+        assert!(shown.contains("Findings"), "{shown}");
+        assert!(
+            !shown.contains("**") && !shown.contains("# Findings"),
+            "{shown}"
+        );
+        assert!(shown.contains("1. read the file"), "{shown}");
+        // Wrapped between words: every word of the paragraph whole on some line.
+        for word in ["semicolon", "compiler", "reports", "really"] {
+            assert!(
+                shown
+                    .lines()
+                    .any(|line| line.split_whitespace().any(|w| w.trim_matches(',') == word)),
+                "{word} broken at {size:?}:\n{shown}"
+            );
+        }
+        leave(terminal);
+    }
+}
+
+#[test]
+fn a_pasted_block_is_one_message_and_up_brings_it_back() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[json!({"text": "One message."}), json!({"text": "Two."})],
+        );
+        let mut terminal = start(dir.path(), &script, &[], size);
+        wait_until(&mut terminal, size, "the input", |shown| {
+            shown.contains("Enter send")
+        });
+        // As a terminal pastes: bracketed, lines ended by CR.
+        terminal.type_raw("\x1b[200~Traceback (most recent call last):\r  File \"a.py\", line 1\rNameError: x\x1b[201~");
+        let shown = wait_until(&mut terminal, size, "the pasted lines", |shown| {
+            shown.contains("NameError: x")
+        });
+        assert!(
+            shown.contains("› Traceback (most recent call last):"),
+            "{shown}"
+        );
+        terminal.type_raw("\r");
+        let shown = wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("One message.") && shown.contains("done: 1 turn")
+        });
+        assert_eq!(shown.matches("done: ").count(), 1, "{shown}");
+        assert!(shown.contains("  File \"a.py\", line 1"), "{shown}");
+        // Up brings the sent text back into the input: shown twice now, sent and being edited.
+        terminal.type_raw("\x1b[A");
+        wait_until(&mut terminal, size, "the history", |shown| {
+            shown
+                .matches("› Traceback (most recent call last):")
+                .count()
+                == 2
+        });
+        // Ctrl-C empties the input (Ctrl-D then leaves).
+        terminal.type_raw("\x03");
+        wait_until(&mut terminal, size, "the input emptied", |shown| {
+            shown
+                .matches("› Traceback (most recent call last):")
+                .count()
+                == 1
+        });
+        leave(terminal);
+    }
+}
+
+#[test]
+fn slash_commands_are_the_front_ends_own_and_never_reach_the_model() {
+    let size = (24, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[json!({"text": "The first answer."})],
+    );
+    let mut terminal = start(dir.path(), &script, &[], size);
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    terminal.type_raw("/hel\t\r");
+    wait_until(&mut terminal, size, "the help", |shown| {
+        shown.contains("/new")
+    });
+    terminal.type_raw("/bogus\r");
+    wait_until(&mut terminal, size, "the refusal", |shown| {
+        shown.contains("/bogus is not a command (nothing was sent to the model)")
+    });
+    terminal.type_raw("/undo\r");
+    wait_until(&mut terminal, size, "not yet", |shown| {
+        shown.contains("/undo is not built yet")
+    });
+    // The model's first answer is still the first: nothing above reached it.
+    terminal.type_raw("hi\r");
+    wait_until(&mut terminal, size, "the answer", |shown| {
+        shown.contains("The first answer.")
+    });
+    leave(terminal);
+}
+
+#[test]
+fn an_approval_is_one_key_and_the_model_is_told_of_a_no() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch made"}}]}),
+                json!({"text": "Understood."}),
+            ],
+        );
+        let mut terminal = start(
+            dir.path(),
+            &script,
+            &["--sandbox", "off", "--approve", "ask"],
+            size,
+        );
+        wait_until(&mut terminal, size, "the input", |shown| {
+            shown.contains("Enter send")
+        });
+        terminal.type_raw("make it\r");
+        let shown = wait_until(&mut terminal, size, "the question", |shown| {
+            shown.contains("y yes · n no · a always for bash")
+        });
+        assert!(shown.contains("│ bash $ touch made"), "{shown}");
+        terminal.type_raw("n");
+        let shown = wait_until(&mut terminal, size, "the run's end", |shown| {
+            shown.contains("done: ")
+        });
+        assert!(shown.contains("✗ bash $ touch made"), "{shown}");
+        assert!(
+            shown.contains("The user did not allow this bash call"),
+            "{shown}"
+        );
+        assert!(!shown.contains("hook"), "{shown}");
+        assert!(!dir.path().join("made").exists());
+        leave(terminal);
+    }
+}
+
+#[test]
+fn typed_while_a_run_works_steers_it_and_esc_interrupts_it() {
+    let size = (24, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch started; while [ ! -e never ]; do sleep 0.05; done"}}]}),
+        ],
+    );
+    let mut terminal = start(dir.path(), &script, &[], size);
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    terminal.type_raw("work\r");
+    support::wait_for_file(&dir.path().join("started"));
+    let shown = wait_until(&mut terminal, size, "the status line", |shown| {
+        shown.contains("running 1 call") && shown.contains("Esc to interrupt")
+    });
+    assert!(shown.contains("Enter steer · Tab follow-up"), "{shown}");
+    terminal.type_raw("also check the docs\r");
+    wait_until(&mut terminal, size, "the steering", |shown| {
+        shown.contains("» steering: also check the docs")
+    });
+    terminal.type_raw("\x1b");
+    let shown = wait_until(&mut terminal, size, "the interruption", |shown| {
+        shown.contains("interrupted: 1 turn")
+    });
+    assert!(shown.contains("Enter send"), "{shown}");
+    leave(terminal);
+}
+
+#[test]
+fn escape_sequences_from_the_model_are_shown_never_obeyed() {
+    let size = (24, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[json!({"text": "title\u{1b}]0;pwned\u{7} and clipboard \u{1b}]52;c;aGk=\u{7} done"})],
+    );
+    let mut terminal = start(dir.path(), &script, &[], size);
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    terminal.type_raw("hi\r");
+    let shown = wait_until(&mut terminal, size, "the answer", |shown| {
+        shown.contains("done: 1 turn")
+    });
+    assert!(shown.contains("title^[]0;pwned"), "{shown}");
+    // Replayed through a terminal emulator: no title set, nothing put on the clipboard.
+    #[derive(Default)]
+    struct Obeyed(Vec<String>);
+    impl vt100::Callbacks for Obeyed {
+        fn set_window_title(&mut self, _: &mut vt100::Screen, title: &[u8]) {
+            self.0
+                .push(format!("title {}", String::from_utf8_lossy(title)));
+        }
+        fn copy_to_clipboard(&mut self, _: &mut vt100::Screen, _: &[u8], data: &[u8]) {
+            self.0
+                .push(format!("clipboard {}", String::from_utf8_lossy(data)));
+        }
+    }
+    terminal.catch_up();
+    let n = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+    let mut parser = vt100::Parser::new_with_callbacks(n(size.0), n(size.1), 0, Obeyed::default());
+    parser.process(terminal.drawn_bytes());
+    assert_eq!(parser.callbacks().0, Vec::<String>::new());
+    leave(terminal);
+}
