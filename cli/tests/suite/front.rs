@@ -72,7 +72,15 @@ fn start(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> Termina
     })
 }
 
-fn leave(mut terminal: Terminal) -> String {
+/// Ctrl-D once the front end is idle (its key line says so): it leaves.
+fn leave(mut terminal: Terminal, size: (u16, u16)) -> String {
+    wait_until(&mut terminal, size, "the idle input", |shown| {
+        shown
+            .lines()
+            .rev()
+            .find(|line| !line.trim().is_empty())
+            .is_some_and(|line| line.contains("Ctrl-D quit"))
+    });
     terminal.type_raw("\x04");
     let (code, drawn) = terminal.finish();
     assert_eq!(code, Some(0), "{drawn}");
@@ -117,7 +125,7 @@ fn an_answer_is_markdown_wrapped_at_the_width_and_a_call_is_one_compact_block() 
                 "{word} broken at {size:?}:\n{shown}"
             );
         }
-        leave(terminal);
+        leave(terminal, size);
     }
 }
 
@@ -165,7 +173,7 @@ fn a_pasted_block_is_one_message_and_up_brings_it_back() {
                 .count()
                 == 1
         });
-        leave(terminal);
+        leave(terminal, size);
     }
 }
 
@@ -199,7 +207,7 @@ fn slash_commands_are_the_front_ends_own_and_never_reach_the_model() {
     wait_until(&mut terminal, size, "the answer", |shown| {
         shown.contains("The first answer.")
     });
-    leave(terminal);
+    leave(terminal, size);
 }
 
 #[test]
@@ -239,7 +247,7 @@ fn an_approval_is_one_key_and_the_model_is_told_of_a_no() {
         );
         assert!(!shown.contains("hook"), "{shown}");
         assert!(!dir.path().join("made").exists());
-        leave(terminal);
+        leave(terminal, size);
     }
 }
 
@@ -273,7 +281,7 @@ fn typed_while_a_run_works_steers_it_and_esc_interrupts_it() {
         shown.contains("interrupted: 1 turn")
     });
     assert!(shown.contains("Enter send"), "{shown}");
-    leave(terminal);
+    leave(terminal, size);
 }
 
 #[test]
@@ -312,5 +320,5 @@ fn escape_sequences_from_the_model_are_shown_never_obeyed() {
     let mut parser = vt100::Parser::new_with_callbacks(n(size.0), n(size.1), 0, Obeyed::default());
     parser.process(terminal.drawn_bytes());
     assert_eq!(parser.callbacks().0, Vec::<String>::new());
-    leave(terminal);
+    leave(terminal, size);
 }
