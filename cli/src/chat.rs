@@ -20,7 +20,25 @@ use crate::{CliError, Exit};
 /// What starts a follow-up instead of steering.
 const FOLLOW_UP: char = '+';
 
-pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
+/// What a chat starts from, in either front end: the agent, the session it saves into, and
+/// what the hooks are told.
+pub(crate) struct Begun {
+    pub(crate) agent: golato::Agent,
+    pub(crate) header: crate::header::Header,
+    pub(crate) questions: Option<crate::approve::Questions>,
+    pub(crate) price: Option<golato::generator::Price>,
+    pub(crate) transcript: Vec<Message>,
+    pub(crate) summary: Option<golato::agent::compaction::Summary>,
+    pub(crate) saving: Option<crate::session::Writer>,
+    /// The session as hooks see it.
+    pub(crate) told: golato::policy::HookSession,
+    /// What SessionStart hooks added, for the first prompt.
+    pub(crate) context: Option<String>,
+}
+
+/// Builds the agent, opens the session (the newest of the directory with `-c`) and fires the
+/// SessionStart hooks.
+pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
     let going_on = match args.continue_session {
         true => Some(crate::session::find(None, Some(&args.agent.cwd))?),
         false => None,
@@ -28,16 +46,16 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
     let Built {
         agent,
         mut header,
-        mut questions,
+        questions,
         price,
         session: hook_session,
         ..
     } = build_agent(&args.agent, None, true).await?;
-    // Each line typed is a new prompt: calls a stop cut off are closed first.
+    // Each prompt is a new one: calls a stop cut off are closed first.
     let crate::session::Opened {
-        mut transcript,
-        mut summary,
-        mut saving,
+        transcript,
+        summary,
+        saving,
     } = crate::session::open(going_on, &args.agent.cwd, args.ephemeral, true)?;
     header.session = saving.as_ref().map(crate::session::Writer::id);
     hook_session.send_modify(|session| {
@@ -47,9 +65,34 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         }
     });
     let told = hook_session.borrow().clone();
+    let context =
+        crate::policy::session_start(&args.agent.policy, &told, !transcript.is_empty()).await;
+    Ok(Begun {
+        agent,
+        header,
+        questions,
+        price,
+        transcript,
+        summary,
+        saving,
+        told,
+        context,
+    })
+}
+
+pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
+    let Begun {
+        agent,
+        header,
+        mut questions,
+        price,
+        mut transcript,
+        mut summary,
+        mut saving,
+        told,
+        mut context,
+    } = begin(&args).await?;
     let policy = &args.agent.policy;
-    // What SessionStart hooks add goes with the first prompt.
-    let mut context = crate::policy::session_start(policy, &told, !transcript.is_empty()).await;
     eprintln!("{header}");
     eprintln!(
         "golato: each line is a prompt; while a run is busy a line steers it ({FOLLOW_UP} first: a follow-up); Ctrl-C cancels the run, Ctrl-D leaves"

@@ -34,7 +34,7 @@ use crate::approve::Question;
 use crate::args::ChatArgs;
 use crate::interrupt::Signals;
 use crate::report::{Answer, Tally};
-use crate::run::{build_agent, describe, Built};
+use crate::run::describe;
 use crate::{CliError, Exit};
 
 use editor::Editor;
@@ -266,33 +266,18 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         }
     };
     let _restore = restore;
-    let going_on = match args.continue_session {
-        true => Some(crate::session::find(None, Some(&args.agent.cwd))?),
-        false => None,
-    };
-    let Built {
+    let crate::chat::Begun {
         agent,
-        mut header,
+        header,
         mut questions,
         price,
-        session: hook_session,
-        ..
-    } = build_agent(&args.agent, None, true).await?;
-    let crate::session::Opened {
         mut transcript,
         mut summary,
         mut saving,
-    } = crate::session::open(going_on, &args.agent.cwd, args.ephemeral, true)?;
-    header.session = saving.as_ref().map(crate::session::Writer::id);
-    hook_session.send_modify(|session| {
-        if let Some(saving) = &saving {
-            session.session_id = saving.id();
-            session.transcript_path = saving.path().to_owned();
-        }
-    });
-    let told = hook_session.borrow().clone();
+        told,
+        mut context,
+    } = crate::chat::begin(&args).await?;
     let policy = &args.agent.policy;
-    let mut context = crate::policy::session_start(policy, &told, !transcript.is_empty()).await;
 
     let mut signals = Signals::listen()?;
     let history_file = history_file();
