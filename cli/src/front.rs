@@ -464,6 +464,11 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                         running.cancelling = true;
                         running.run.cancel();
                         front.note(&format!("interrupted ({signal:?}): the run is being cancelled"));
+                        // A closed terminal or a kill ends the front end once the run has ended:
+                        // nobody is left to type (and the terminal's events stop coming).
+                        if !matches!(signal, crate::interrupt::Signal::Interrupt) {
+                            front.leaving = true;
+                        }
                     }
                     _ => {
                         front.leaving = true;

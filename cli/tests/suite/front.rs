@@ -322,3 +322,41 @@ fn escape_sequences_from_the_model_are_shown_never_obeyed() {
     assert_eq!(parser.callbacks().0, Vec::<String>::new());
     leave(terminal, size);
 }
+
+#[test]
+fn a_closed_terminal_ends_the_front_end_even_while_a_question_waits() {
+    let size = (24, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "true"}}]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let mut terminal = start(
+        dir.path(),
+        &script,
+        &["--sandbox", "off", "--approve", "ask"],
+        size,
+    );
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    terminal.type_raw("go\r");
+    wait_until(&mut terminal, size, "the question", |shown| {
+        shown.contains("y yes · n no")
+    });
+    // What a terminal sends when its window closes.
+    let pid = rustix::process::Pid::from_raw(terminal.child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::HUP).unwrap();
+    let started = std::time::Instant::now();
+    while terminal.child.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < support::HANG_GUARD,
+            "golato went on after its terminal closed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
