@@ -225,6 +225,7 @@ pub struct RunResult {
 }
 
 /// What every run of an agent shares.
+#[derive(Clone)]
 pub(crate) struct AgentInner {
     pub(crate) generator: Arc<dyn Generator>,
     pub(crate) model: Model,
@@ -576,6 +577,46 @@ impl Agent {
             tokens_after,
             usage,
         })
+    }
+
+    /// The same agent asking another model: tools, hooks, budget and settings are shared,
+    /// runs already started keep their model. The context window becomes the new model's,
+    /// when golato knows it. An interactive front end switches models this way mid-session;
+    /// the transcript goes on as it is (a model of another provider needs a generator of its
+    /// own, so build another agent for it).
+    ///
+    /// ```
+    /// use golato::agent::{self, Agent};
+    /// use golato::generator::{Model, ScriptedGenerator};
+    ///
+    /// let agent = Agent::new(agent::Config {
+    ///     generator: Some(std::sync::Arc::new(ScriptedGenerator::new(vec![]))),
+    ///     model: Model::new("small"),
+    ///     ..Default::default()
+    /// })?;
+    /// let larger = agent.with_model(Model::new("large"));
+    /// assert_eq!(larger.model().id, "large");
+    /// assert_eq!(agent.model().id, "small");
+    /// # Ok::<(), agent::Error>(())
+    /// ```
+    #[must_use]
+    pub fn with_model(&self, model: Model) -> Agent {
+        let mut inner = AgentInner::clone(&self.inner);
+        inner.context_window =
+            crate::generator::context_window(&model.id).or(self.inner.context_window);
+        let output_schema = inner.model.output_schema.take();
+        inner.model = Model {
+            output_schema: model.output_schema.or(output_schema),
+            ..model
+        };
+        Agent {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The model the agent's runs ask.
+    pub fn model(&self) -> &Model {
+        &self.inner.model
     }
 
     /// The tools the model may call, as sent to it.

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use clap::ValueEnum;
 use futures::future::BoxFuture;
 use golato::hook::HookContext;
-use golato::policy::Decision;
+use golato::policy::{Approval, Decision};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::interrupt::Signals;
@@ -69,7 +69,27 @@ pub(crate) struct Question {
     pub(crate) detail: String,
     /// What asks: a rule, a hook, or the approval mode.
     pub(crate) why: String,
-    pub(crate) reply: oneshot::Sender<Answer>,
+    /// The call's arguments, which an edited command replaces.
+    pub(crate) arguments: serde_json::Value,
+    /// What an edit or a write would change, as a unified diff, when it can be worked out.
+    pub(crate) preview: Option<String>,
+    pub(crate) reply: oneshot::Sender<Reply>,
+}
+
+/// A person's reply to a question.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Reply {
+    Answer(Answer),
+    /// Yes, with the command as the person changed it.
+    Edited(String),
+    /// No, and why, to tell the model.
+    RefusedBecause(String),
+}
+
+impl From<Answer> for Reply {
+    fn from(answer: Answer) -> Reply {
+        Reply::Answer(answer)
+    }
 }
 
 /// Lines of a call's detail shown before the question; more are shown on `v`.
@@ -102,7 +122,8 @@ pub(crate) type Questions = mpsc::UnboundedReceiver<Question>;
 
 /// The hook: asks (or refuses) the calls `mode` says need a yes.
 pub(crate) struct Approver {
-    mode: Approve,
+    /// The mode; `/approve MODE` changes it mid-session.
+    mode: Mutex<Approve>,
     /// Where `--approve edits` lets writes and edits through.
     roots: Vec<PathBuf>,
     cwd: PathBuf,
@@ -136,13 +157,30 @@ impl Approver {
             )
             .collect();
         let approver = Approver {
-            mode,
+            mode: Mutex::new(mode),
             roots,
             cwd,
             questions: sender,
             always: Arc::default(),
         };
         (Arc::new(approver), receiver)
+    }
+
+    /// The approval mode now.
+    pub(crate) fn mode(&self) -> Approve {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the mode for the calls to come; "always" answers given so far are forgotten
+    /// when the mode gets stricter, so `/approve ask` means every call asks again.
+    pub(crate) fn set_mode(&self, mode: Approve) {
+        *self.mode.lock().unwrap_or_else(PoisonError::into_inner) = mode;
+        if mode == Approve::Ask {
+            self.always
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
+        }
     }
 
     /// Whether the call must wait for a yes.
@@ -159,7 +197,7 @@ impl Approver {
         {
             return false;
         }
-        match self.mode {
+        match self.mode() {
             Approve::Never => false,
             Approve::Ask => true,
             Approve::Edits => match (tool, ctx.arguments["path"].as_str()) {
@@ -181,7 +219,7 @@ impl golato::policy::Approver for Approver {
         }
     }
 
-    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<bool, String>> {
+    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<Approval, String>> {
         let tool = ctx.call.name.clone();
         let always_yes = self
             .always
@@ -189,12 +227,12 @@ impl golato::policy::Approver for Approver {
             .unwrap_or_else(PoisonError::into_inner)
             .contains(&tool);
         if always_yes {
-            return Box::pin(async { Ok(true) });
+            return Box::pin(async { Ok(Approval::Allow) });
         }
         let Some(questions) = &self.questions else {
             let reason = format!(
                 "This {tool} call was not run: it needs approval ({why}; --approve {}) and no terminal can answer (standard input is not a terminal, or --json). Allow it with --allow RULE or --approve never, or run golato on a terminal.",
-                self.mode
+                self.mode()
             );
             return Box::pin(async move { Err(reason) });
         };
@@ -203,6 +241,8 @@ impl golato::policy::Approver for Approver {
             tool: tool.clone(),
             detail: detail(&ctx.call, &ctx.arguments),
             why,
+            preview: crate::preview::change(&self.cwd, &tool, &ctx.arguments),
+            arguments: ctx.arguments.clone(),
             reply,
         });
         let always = Arc::clone(&self.always);
@@ -212,20 +252,28 @@ impl golato::policy::Approver for Approver {
                     "This {tool} call was not run: the run is ending and nobody can approve it."
                 ));
             }
-            let answer = tokio::select! {
-                answer = answer => answer.unwrap_or(Answer::No),
-                () = ctx.cancel.cancelled() => Answer::No,
+            let reply = tokio::select! {
+                reply = answer => reply.unwrap_or(Reply::Answer(Answer::No)),
+                () = ctx.cancel.cancelled() => Reply::Answer(Answer::No),
             };
-            Ok(match answer {
-                Answer::Yes => true,
-                Answer::Always => {
+            Ok(match reply {
+                Reply::Answer(Answer::Yes) => Approval::Allow,
+                Reply::Answer(Answer::Always) => {
                     always
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(tool);
-                    true
+                    Approval::Allow
                 }
-                Answer::No => false,
+                Reply::Answer(Answer::No) => Approval::Refuse { reason: None },
+                Reply::Edited(command) => {
+                    let mut arguments = ctx.arguments.clone();
+                    arguments["command"] = serde_json::Value::String(command);
+                    Approval::AllowWith(arguments)
+                }
+                Reply::RefusedBecause(reason) => Approval::Refuse {
+                    reason: Some(reason),
+                },
             })
         })
     }

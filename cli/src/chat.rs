@@ -34,6 +34,8 @@ pub(crate) struct Begun {
     pub(crate) told: golato::policy::HookSession,
     /// What SessionStart hooks added, for the first prompt.
     pub(crate) context: Option<String>,
+    /// Who answers for calls that ask (`/approve` changes its mode).
+    pub(crate) approver: std::sync::Arc<crate::approve::Approver>,
 }
 
 /// Builds the agent, opens the session (the newest of the directory with `-c`) and fires the
@@ -49,6 +51,7 @@ pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
         questions,
         price,
         session: hook_session,
+        approver,
         ..
     } = build_agent(&args.agent, None, true).await?;
     // Each prompt is a new one: calls a stop cut off are closed first.
@@ -77,6 +80,7 @@ pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
         saving,
         told,
         context,
+        approver,
     })
 }
 
@@ -91,6 +95,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         mut saving,
         told,
         mut context,
+        ..
     } = begin(&args).await?;
     let policy = &args.agent.policy;
     eprintln!("{header}");
@@ -253,7 +258,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
 }
 
 fn answer_question(question: Question, answer: Answer) {
-    let _ = question.reply.send(answer);
+    let _ = question.reply.send(answer.into());
 }
 
 /// A line typed while the run is busy: steering, or with a leading `+` a follow-up.

@@ -9,17 +9,18 @@
 //! own and never reach the model. Questions (approvals) are single keys.
 
 mod commands;
+mod conversation;
 mod editor;
 mod markdown;
+mod mention;
+mod question;
 mod transcript;
 
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use golato::agent::{Event, Input};
-use golato::message::{Message, UserMessage};
+use golato::agent::Event;
 use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
@@ -34,9 +35,9 @@ use crate::approve::Question;
 use crate::args::ChatArgs;
 use crate::interrupt::Signals;
 use crate::report::{Answer, Tally};
-use crate::run::describe;
 use crate::{CliError, Exit};
 
+use conversation::{Conversation, Running};
 use editor::Editor;
 
 /// Rows the front end keeps at the bottom: a status line, the input, a line of keys.
@@ -58,22 +59,35 @@ impl Drop for Restore {
     }
 }
 
-/// A run being worked on.
-struct Running {
-    run: golato::Run,
-    started: Instant,
-    tally: Tally,
-    /// Characters of answer and reasoning streamed so far.
-    streamed: usize,
-    /// Calls running, by index, with when they began.
-    calls: HashMap<usize, Instant>,
-    cancelling: bool,
+/// What the input area is for now.
+pub(crate) enum Mode {
+    /// A prompt (or, while a run works, steering).
+    Prompt,
+    /// Ctrl-R: searching the history; `found` is an index in it.
+    Search {
+        query: String,
+        found: Option<usize>,
+        draft: String,
+    },
+    /// Esc on a question: typing why the call is refused.
+    Why { question: Question, draft: String },
+    /// `e` on a question: the command being edited before it runs.
+    Edit { question: Question, draft: String },
+    /// `/resume`: choosing a session.
+    Pick { choices: Vec<Pick>, selected: usize },
+}
+
+/// A session `/resume` offers.
+pub(crate) struct Pick {
+    pub(crate) id: String,
+    pub(crate) label: String,
 }
 
 /// The front end's state.
-struct Front {
+pub(crate) struct Front {
     screen: Screen,
     editor: Editor,
+    mode: Mode,
     running: Option<Running>,
     asking: Option<Question>,
     /// What the whole session cost so far.
@@ -85,6 +99,11 @@ struct Front {
     /// When the question on screen was asked: the time a person takes to answer is not the
     /// call's.
     asked_at: Option<Instant>,
+    /// The workspace's files, listed at the first `@`.
+    files: Option<mention::Files>,
+    cwd: std::path::PathBuf,
+    /// The last answer's reasoning, for Ctrl-O.
+    reasoning: Option<String>,
 }
 
 impl Front {
@@ -117,33 +136,100 @@ impl Front {
         self.say(markdown::wrap_plain(text, width, dim));
     }
 
-    fn draw(&mut self) {
+    pub(crate) fn draw(&mut self) {
         let status = self.status();
         let keys = self.keys();
         let lines: Vec<String> = self.editor.lines().collect();
         let (row, column) = self.editor.cursor();
+        let mark = match &self.mode {
+            Mode::Why { .. } => "why? ",
+            Mode::Edit { .. } => "$ ",
+            _ => "› ",
+        };
+        let cyan = Style::default().fg(Color::Cyan);
+        // What the input area shows instead of the editor, in the modes that have one.
+        let instead: Option<Vec<Line<'static>>> = match &self.mode {
+            Mode::Search { query, found, .. } => {
+                let text = found
+                    .and_then(|at| self.editor.history().get(at))
+                    .map_or_else(|| "(no match)".to_owned(), |text| text.replace('\n', " ⏎ "));
+                Some(vec![Line::from(vec![
+                    Span::styled(format!("search history: {query}"), cyan),
+                    Span::raw("  "),
+                    Span::raw(crate::live::clip(&text)),
+                ])])
+            }
+            Mode::Pick { choices, selected } => Some(
+                choices
+                    .iter()
+                    .enumerate()
+                    .map(|(at, choice)| match at == *selected {
+                        true => Line::styled(
+                            format!("› {}", choice.label),
+                            Style::default().add_modifier(Modifier::REVERSED),
+                        ),
+                        false => Line::raw(format!("  {}", choice.label)),
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        };
         let _ = self.screen.draw(|frame| {
             let area = frame.area();
             let input_rows = usize::from(area.height.saturating_sub(2)).max(1);
-            // The input's rows around the cursor.
-            let first = row.saturating_sub(input_rows - 1);
             let mut shown: Vec<Line<'_>> = vec![status];
-            for (index, line) in lines.iter().enumerate().skip(first).take(input_rows) {
-                let mark = if index == 0 { "› " } else { "  " };
-                shown.push(Line::from(vec![
-                    Span::styled(mark, Style::default().fg(Color::Cyan)),
-                    Span::raw(line.clone()),
-                ]));
-            }
+            let cursor = match instead {
+                Some(rows) => {
+                    let selected = match &self.mode {
+                        Mode::Pick { selected, .. } => *selected,
+                        _ => 0,
+                    };
+                    let first = selected.saturating_sub(input_rows - 1);
+                    shown.extend(rows.into_iter().skip(first).take(input_rows));
+                    None
+                }
+                None => {
+                    // The input's rows around the cursor.
+                    let first = row.saturating_sub(input_rows - 1);
+                    for (index, line) in lines.iter().enumerate().skip(first).take(input_rows) {
+                        let lead = if index == 0 { mark } else { "  " };
+                        shown.push(Line::from(vec![
+                            Span::styled(lead, cyan),
+                            Span::raw(line.clone()),
+                        ]));
+                    }
+                    let lead = if row == 0 { mark.len() } else { 2 };
+                    Some((lead + column, row - first))
+                }
+            };
             while shown.len() < input_rows + 1 {
                 shown.push(Line::default());
             }
             shown.push(keys);
             frame.render_widget(Paragraph::new(shown), area);
-            let x = area.x + 2 + u16::try_from(column).unwrap_or(u16::MAX);
-            let y = area.y + 1 + u16::try_from(row - first).unwrap_or(0);
-            frame.set_cursor_position(Position::new(x.min(area.right().saturating_sub(1)), y));
+            if let Some((x, y)) = cursor {
+                let x = area.x + u16::try_from(x).unwrap_or(u16::MAX);
+                let y = area.y + 1 + u16::try_from(y).unwrap_or(0);
+                frame.set_cursor_position(Position::new(x.min(area.right().saturating_sub(1)), y));
+            }
         });
+    }
+
+    /// Starts `/resume`'s picker.
+    pub(crate) fn pick(&mut self, choices: Vec<Pick>) {
+        self.mode = Mode::Pick {
+            choices,
+            selected: 0,
+        };
+    }
+
+    /// The files `@` completes to for what is typed at the cursor, if a mention is typed.
+    fn mentions(&mut self) -> Option<Vec<String>> {
+        let word = self.editor.word();
+        let typed = mention::typed(word.as_ref())?.to_owned();
+        let cwd = self.cwd.clone();
+        let files = self.files.get_or_insert_with(|| mention::Files::scan(&cwd));
+        Some(files.best(&typed, mention::SHOWN))
     }
 
     /// The line above the input: what is happening now.
@@ -157,6 +243,28 @@ impl Front {
                     Style::default().add_modifier(Modifier::BOLD),
                 ),
             ]);
+        }
+        if matches!(self.mode, Mode::Prompt) {
+            let typed = self.editor.text();
+            let commands = commands::matching(&typed);
+            if !commands.is_empty() && typed.len() > 1 {
+                return Line::styled(commands.join("  "), dim);
+            }
+            let word = self.editor.word();
+            if let Some(typed) = mention::typed(word.as_ref()) {
+                let found = match &self.files {
+                    Some(files) => files.best(typed, mention::SHOWN),
+                    None => Vec::new(),
+                };
+                return match found.as_slice() {
+                    [] => Line::styled("@ no file matches", dim),
+                    found => Line::from(vec![
+                        Span::styled("@ ", Style::default().fg(Color::Cyan)),
+                        Span::styled(found[0].clone(), Style::default().add_modifier(Modifier::BOLD)),
+                        Span::styled(format!("  {}  (Tab)", found[1..].join("  ")), dim),
+                    ]),
+                };
+            }
         }
         let Some(running) = &self.running else {
             return Line::default();
@@ -185,13 +293,28 @@ impl Front {
 
     /// The line below the input: the keys that do something now.
     fn keys(&self) -> Line<'static> {
-        let text = match (&self.asking, &self.running) {
-            (Some(question), _) => format!(
-                "y yes · n no · a always for {} in this session · Esc no",
-                question.tool
-            ),
-            (None, Some(_)) => "Enter steer · Tab follow-up · Esc interrupt".to_owned(),
-            (None, None) => {
+        let text = match (&self.mode, &self.asking, &self.running) {
+            (Mode::Search { .. }, _, _) => {
+                "type to search · Ctrl-R older · Enter take it · Esc back".to_owned()
+            }
+            (Mode::Why { .. }, _, _) => {
+                "say why, for the model · Enter refuse with it · Esc refuse without".to_owned()
+            }
+            (Mode::Edit { .. }, _, _) => {
+                "edit the command · Enter run it as it stands · Esc back to the question".to_owned()
+            }
+            (Mode::Pick { .. }, _, _) => "↑↓ choose · Enter go on with it · Esc cancel".to_owned(),
+            (Mode::Prompt, Some(question), _) => {
+                let edit = if question.tool == "bash" { " · e edit" } else { "" };
+                format!(
+                    "y yes · n no · a always for {} in this session{edit} · Esc no, and say why",
+                    question.tool
+                )
+            }
+            (Mode::Prompt, None, Some(_)) => {
+                "Enter steer · Tab follow-up · Esc interrupt".to_owned()
+            }
+            (Mode::Prompt, None, None) => {
                 "Enter send · Alt-Enter new line · ↑ history · /help · Ctrl-D quit".to_owned()
             }
         };
@@ -255,6 +378,14 @@ pub(crate) fn usable(args: &ChatArgs) -> bool {
     !args.plain && !dumb && std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
+/// What a key asks the loop to do.
+enum Action {
+    /// A prompt (steering while a run works).
+    Send(String),
+    /// A follow-up, held until the run would end.
+    FollowUp(String),
+}
+
 /// `golato chat` (and `golato` alone) on a terminal.
 pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
     // A terminal that cannot say where its cursor is (or refuses raw mode) gets the plain chat.
@@ -271,20 +402,20 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         header,
         mut questions,
         price,
-        mut transcript,
-        mut summary,
-        mut saving,
+        transcript,
+        summary,
+        saving,
         told,
-        mut context,
+        context,
+        approver,
     } = crate::chat::begin(&args).await?;
-    let policy = &args.agent.policy;
-
     let mut signals = Signals::listen()?;
     let history_file = history_file();
     let history = load_history(history_file.as_deref());
     let mut front = Front {
         screen,
         editor: Editor::with_history(history),
+        mode: Mode::Prompt,
         running: None,
         asking: None,
         tally: Tally::default(),
@@ -292,18 +423,29 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         history_file,
         pending: None,
         asked_at: None,
+        files: None,
+        cwd: header.cwd.clone(),
+        reasoning: None,
     };
     front.note(&header.to_string());
     if !transcript.is_empty() {
-        let turns = transcript
-            .iter()
-            .filter(|message| matches!(message, Message::Assistant(_)))
-            .count();
-        front.note(&format!(
-            "going on with the session: {} so far",
-            crate::shown::count(turns as u64, "answer")
-        ));
+        let width = front.width();
+        front.say(transcript::earlier(&transcript, width));
+        front.note("going on with this session");
     }
+    let mut conversation = Conversation {
+        agent,
+        header,
+        price,
+        transcript,
+        summary,
+        saving,
+        told,
+        context,
+        approver,
+        args,
+        changes: Default::default(),
+    };
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
@@ -317,70 +459,15 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                     if let Some(running) = &mut front.running { running.cancelling = true; running.run.cancel(); }
                     break;
                 };
-                if let Some(text) = on_terminal(&mut front, event) {
-                    let width = front.width();
-                    match front.running.as_ref() {
-                        Some(running) => {
-                            let (how, sent) = match text.strip_prefix('\u{0}') {
-                                Some(text) => ("follow-up", running.run.follow_up(UserMessage::new(text))),
-                                None => ("steering", running.run.steer(UserMessage::new(text.clone()))),
-                            };
-                            let text = text.trim_start_matches('\u{0}').to_owned();
-                            match sent {
-                                Ok(()) => front.say(transcript::queued(&text, how, width)),
-                                Err(_) => front.note("not delivered: the run has ended"),
-                            }
-                        }
-                        None => {
-                            let prompt = match crate::policy::prompt_submit(policy, &told, UserMessage::new(text.clone())).await {
-                                Ok(prompt) => crate::policy::with_context(prompt, context.take()),
-                                Err(error) => {
-                                    front.note(&error.to_string());
-                                    continue;
-                                }
-                            };
-                            front.say(transcript::prompt(&text, width));
-                            if let Some(saving) = &mut saving {
-                                saving.step(&Message::User(prompt.clone()));
-                            }
-                            let fitting = summary.clone().filter(|summary| summary.fits(&transcript));
-                            front.running = Some(Running {
-                                run: agent.start(Input {
-                                    prompts: vec![prompt],
-                                    transcript: std::mem::take(&mut transcript),
-                                    summary: fitting,
-                                }),
-                                started: Instant::now(),
-                                tally: Tally::default(),
-                                streamed: 0,
-                                calls: HashMap::new(),
-                                cancelling: false,
-                            });
-                        }
-                    }
+                match on_terminal(&mut front, event) {
+                    Some(Action::Send(text)) if front.running.is_some() => Conversation::queue(&mut front, &text, false),
+                    Some(Action::Send(text)) => conversation.send(&mut front, text).await,
+                    Some(Action::FollowUp(text)) => Conversation::queue(&mut front, &text, true),
+                    None => {}
                 }
                 if let Some(command) = commands::take(&mut front) {
-                    match command {
-                        commands::Command::New => {
-                            transcript.clear();
-                            summary = None;
-                            saving = crate::session::open(None, &args.agent.cwd, args.ephemeral, true)?.saving;
-                            front.note("a new session: the conversation starts over");
-                        }
-                        commands::Command::Cost => {
-                            let usage = &front.tally.usage;
-                            let cost = price.map(|price| price.cost(&front.tally.usage));
-                            let text = format!(
-                                "this session: {}, {} in, {} out{}",
-                                crate::shown::count(front.tally.turns as u64, "turn"),
-                                crate::shown::count(usage.input_tokens, "token"),
-                                usage.output_tokens,
-                                cost.map_or_else(String::new, |cost| format!(", ${cost:.4}"))
-                            );
-                            front.note(&text);
-                        }
-                        commands::Command::Tools => front.note(&format!("tools: {}", header.tools.join(", "))),
-                        commands::Command::Sandbox => front.note(&format!("sandbox: {}; approve: {}", header.sandbox.mode, header.approve)),
+                    if let Err(error) = conversation.command(&mut front, command).await {
+                        front.note(&error.to_string());
                     }
                 }
                 if front.leaving && front.running.is_none() {
@@ -388,74 +475,18 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                 }
             }
             event = next_event(&mut front.running) => {
-                let width = front.width();
-                let Some(event) = event else {
-                    finish(&mut front, &mut transcript, price).await;
-                    if front.leaving { break; }
-                    continue;
-                };
-                if let Some(saving) = &mut saving {
-                    let cancelling = front.running.as_ref().is_some_and(|running| running.cancelling);
-                    saving.save_event(&event, cancelling);
+                match event {
+                    Some(event) => conversation.on_event(&mut front, event).await,
+                    None => conversation.finish(&mut front).await,
                 }
-                if let Some(running) = &mut front.running {
-                    running.tally.observe(&event);
-                }
-                match &event {
-                    Event::MessageUpdate(update) => {
-                        if let Some(running) = &mut front.running {
-                            for delta in &update.deltas {
-                                running.streamed += match delta {
-                                    golato::generator::Delta::Text(text) | golato::generator::Delta::Reasoning(text) => text.chars().count(),
-                                    _ => 0,
-                                };
-                            }
-                        }
-                    }
-                    Event::MessageEnd(end) => front.say(transcript::answer(&end.message, width)),
-                    Event::ToolExecutionStart(start) => {
-                        if let Some(running) = &mut front.running {
-                            running.calls.insert(start.index, Instant::now());
-                        }
-                    }
-                    Event::ToolExecutionEnd(end) => {
-                        let began = front.running.as_mut().and_then(|running| running.calls.remove(&end.index));
-                        let seconds = began.map_or(0.0, |began| began.elapsed().as_secs_f64());
-                        front.say(transcript::call_ended(&end.call, &end.result, seconds, width));
-                    }
-                    Event::Compaction(compaction) => {
-                        summary = Some(golato::agent::compaction::Summary::new(compaction.summary.clone(), compaction.replaced));
-                        front.note(&format!("context compacted: {} summarized", crate::shown::count(compaction.replaced as u64, "earlier message")));
-                    }
-                    Event::RunEnd(_) => {
-                        finish(&mut front, &mut transcript, price).await;
-                        if front.leaving { break; }
-                    }
-                    _ => {}
-                }
+                if front.leaving && front.running.is_none() { break; }
             }
-            Some(question) = crate::approve::next_question(&mut questions), if front.asking.is_none() => {
+            Some(question) = crate::approve::next_question(&mut questions), if front.asking.is_none() && !matches!(front.mode, Mode::Why { .. } | Mode::Edit { .. }) => {
                 if front.running.as_ref().is_some_and(|running| running.cancelling) || question.reply.is_closed() {
-                    let _ = question.reply.send(Answer::No);
+                    let _ = question.reply.send(Answer::No.into());
                     continue;
                 }
-                let width = front.width();
-                let mut lines = vec![Line::default(), Line::styled(
-                    format!("{} asks to run:", question.tool),
-                    Style::default().add_modifier(Modifier::BOLD),
-                )];
-                if question.why != "the approval mode" {
-                    lines.push(Line::styled(
-                        format!("(asked by {})", crate::shown::visible(&question.why)),
-                        Style::default().add_modifier(Modifier::DIM),
-                    ));
-                }
-                for line in crate::shown::visible(&question.detail).lines() {
-                    lines.push(Line::raw(format!("  │ {}", line.chars().take(width.saturating_sub(4)).collect::<String>())));
-                }
-                front.say(lines);
-                front.asking = Some(question);
-                front.asked_at = Some(Instant::now());
+                question::ask(&mut front, question);
             }
             _ = tick.tick(), if front.running.is_some() => {}
             signal = signals.next() => {
@@ -480,7 +511,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
     }
     front.draw();
     drop(front);
-    crate::policy::session_end(policy, &told).await;
+    crate::policy::session_end(&conversation.args.agent.policy, &conversation.told).await;
     Ok(Exit::Success)
 }
 
@@ -491,95 +522,109 @@ async fn next_event(running: &mut Option<Running>) -> Option<Event> {
     }
 }
 
-/// The run is over: its outcome in one line, its transcript kept for the next prompt.
-async fn finish(
-    front: &mut Front,
-    transcript: &mut Vec<Message>,
-    price: Option<golato::generator::Price>,
-) {
-    let Some(running) = front.running.take() else {
-        return;
-    };
-    let width = front.width();
-    let outcome = running.run.finish().await;
-    let seconds = running.started.elapsed().as_secs_f64();
-    let cost = price.map(|price| price.cost(&running.tally.usage));
-    front.tally.turns += running.tally.turns;
-    front.tally.tool_calls += running.tally.tool_calls;
-    front.tally.usage.input_tokens += running.tally.usage.input_tokens;
-    front.tally.usage.output_tokens += running.tally.usage.output_tokens;
-    let ending = match (&outcome, running.cancelling) {
-        (_, true) => "interrupted".to_owned(),
-        (Ok(_), false) => "done".to_owned(),
-        (Err(error), false) => {
-            front.note(&format!("golato: {}", describe(error)));
-            "failed".to_owned()
-        }
-    };
-    front.say(transcript::summary(
-        &running.tally,
-        seconds,
-        cost,
-        &ending,
-        width,
-    ));
-    *transcript = match outcome {
-        Ok(result) => result.messages,
-        Err(error) => error
-            .messages()
-            .map(<[Message]>::to_vec)
-            .unwrap_or_default(),
-    };
-}
-
-/// Handles a key, a paste or a resize; returns a text to send (a follow-up starts with NUL).
-fn on_terminal(front: &mut Front, event: TermEvent) -> Option<String> {
+/// Handles a key, a paste or a resize.
+fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action> {
     match event {
         TermEvent::Paste(text) if front.asking.is_none() => {
             front.editor.insert(&text);
             None
         }
-        TermEvent::Key(key) if key.kind != KeyEventKind::Release => match front.asking.take() {
-            Some(question) => {
-                answer(front, question, key);
-                None
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
+            if let Some(question) = front.asking.take() {
+                question::key(front, question, key);
+                return None;
             }
-            None => on_key(front, key),
-        },
+            match front.mode {
+                Mode::Prompt => on_key(front, key),
+                Mode::Search { .. } => {
+                    on_search_key(front, key);
+                    None
+                }
+                Mode::Pick { .. } => {
+                    on_pick_key(front, key);
+                    None
+                }
+                Mode::Why { .. } | Mode::Edit { .. } => {
+                    match key.code {
+                        KeyCode::Enter if !key.modifiers.intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) => {
+                            question::finish_typing(front, true);
+                        }
+                        KeyCode::Esc => question::finish_typing(front, false),
+                        _ => {
+                            edit_key(front, key);
+                        }
+                    }
+                    None
+                }
+            }
+        }
         _ => None,
     }
 }
 
-fn answer(front: &mut Front, question: Question, key: KeyEvent) {
-    let answer = match key.code {
-        KeyCode::Char('y' | 'Y') => Answer::Yes,
-        KeyCode::Char('a' | 'A') => Answer::Always,
-        KeyCode::Char('n' | 'N') | KeyCode::Esc => Answer::No,
-        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => Answer::No,
-        _ => {
-            front.asking = Some(question);
-            return;
-        }
+/// Ctrl-R: typing searches the history, newest first; Ctrl-R again goes further back.
+fn on_search_key(front: &mut Front, key: KeyEvent) {
+    let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    let Mode::Search { query, found, draft } = &mut front.mode else {
+        return;
     };
-    let said = match answer {
-        Answer::Yes => "allowed".to_owned(),
-        Answer::Always => format!("allowed, and every {} call in this session", question.tool),
-        Answer::No => format!(
-            "refused: the model is told the user did not allow this {} call",
-            question.tool
-        ),
-    };
-    front.note(&said);
-    let _ = question.reply.send(answer);
-    if let (Some(asked_at), Some(running)) = (front.asked_at.take(), &mut front.running) {
-        let waited = asked_at.elapsed();
-        for began in running.calls.values_mut() {
-            *began += waited;
+    match key.code {
+        KeyCode::Char('r') if control => {
+            if let Some(older) = front.editor.search(query, *found) {
+                *found = Some(older);
+            }
         }
+        KeyCode::Enter | KeyCode::Tab => {
+            let text = found.and_then(|at| front.editor.history().get(at).cloned());
+            let draft = std::mem::take(draft);
+            front.editor.set_text(&text.unwrap_or(draft));
+            front.mode = Mode::Prompt;
+        }
+        KeyCode::Esc => {
+            let draft = std::mem::take(draft);
+            front.editor.set_text(&draft);
+            front.mode = Mode::Prompt;
+        }
+        KeyCode::Char('c' | 'g') if control => {
+            let draft = std::mem::take(draft);
+            front.editor.set_text(&draft);
+            front.mode = Mode::Prompt;
+        }
+        KeyCode::Backspace => {
+            query.pop();
+            *found = front.editor.search(query, None);
+        }
+        KeyCode::Char(c) if !control => {
+            query.push(c);
+            *found = front.editor.search(query, None);
+        }
+        _ => {}
     }
 }
 
-fn on_key(front: &mut Front, key: KeyEvent) -> Option<String> {
+/// `/resume`'s picker.
+fn on_pick_key(front: &mut Front, key: KeyEvent) {
+    let Mode::Pick { choices, selected } = &mut front.mode else {
+        return;
+    };
+    match key.code {
+        KeyCode::Up => *selected = selected.saturating_sub(1),
+        KeyCode::Down => *selected = (*selected + 1).min(choices.len().saturating_sub(1)),
+        KeyCode::Enter => {
+            let id = choices.get(*selected).map(|choice| choice.id.clone());
+            front.mode = Mode::Prompt;
+            front.pending = id.map(|id| commands::Command::Resume(Some(id)));
+        }
+        KeyCode::Esc => front.mode = Mode::Prompt,
+        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+            front.mode = Mode::Prompt;
+        }
+        _ => {}
+    }
+}
+
+/// The keys that edit text, in every mode that types.
+fn edit_key(front: &mut Front, key: KeyEvent) {
     let control = key.modifiers.contains(KeyModifiers::CONTROL);
     let alt = key.modifiers.contains(KeyModifiers::ALT);
     let shift = key.modifiers.contains(KeyModifiers::SHIFT);
@@ -587,41 +632,6 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<String> {
     match key.code {
         KeyCode::Enter if alt || shift => editor.newline(),
         KeyCode::Char('j') if control => editor.newline(),
-        KeyCode::Enter => {
-            if editor.is_empty() {
-                return None;
-            }
-            let text = editor.take();
-            if text.trim_start().starts_with('/') {
-                commands::run(front, text.trim());
-                return None;
-            }
-            remember(front.history_file.as_deref(), &text);
-            return Some(text);
-        }
-        KeyCode::Tab if front.running.is_some() && !editor.is_empty() => {
-            let text = editor.take();
-            remember(front.history_file.as_deref(), &text);
-            return Some(format!("\u{0}{text}"));
-        }
-        KeyCode::Tab => commands::complete(editor),
-        KeyCode::Esc => interrupt(front),
-        KeyCode::Char('c') if control => {
-            if front.running.is_some() {
-                interrupt(front);
-            } else if !front.editor.is_empty() {
-                front.editor.take();
-            } else {
-                front.leaving = true;
-            }
-        }
-        KeyCode::Char('d') if control => {
-            if front.editor.is_empty() && front.running.is_none() {
-                front.leaving = true;
-            } else {
-                front.editor.delete();
-            }
-        }
         KeyCode::Char('a') if control => editor.home(),
         KeyCode::Char('e') if control => editor.end(),
         KeyCode::Char('w') if control => editor.delete_word(),
@@ -639,6 +649,74 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<String> {
         KeyCode::Delete => editor.delete(),
         KeyCode::Char(c) if !control => editor.insert(&c.to_string()),
         _ => {}
+    }
+}
+
+fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
+    let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    let newline = key.modifiers.intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+    match key.code {
+        KeyCode::Enter if !newline => {
+            if front.editor.is_empty() {
+                return None;
+            }
+            let text = front.editor.take();
+            if text.trim_start().starts_with('/') {
+                commands::run(front, text.trim());
+                return None;
+            }
+            remember(front.history_file.as_deref(), &text);
+            return Some(Action::Send(text));
+        }
+        KeyCode::Tab => {
+            if let Some(best) = front.mentions().and_then(|found| found.into_iter().next()) {
+                front.editor.replace_word(&format!("@{best}"));
+            } else if front.running.is_some() && !front.editor.is_empty() {
+                let text = front.editor.take();
+                remember(front.history_file.as_deref(), &text);
+                return Some(Action::FollowUp(text));
+            } else {
+                commands::complete(&mut front.editor);
+            }
+        }
+        KeyCode::Char('@') if !control => {
+            front.editor.insert("@");
+            // Listed now, so the line under the input can offer files at once.
+            front.mentions();
+        }
+        KeyCode::Char('r') if control => {
+            let draft = front.editor.take_draft();
+            front.mode = Mode::Search {
+                query: String::new(),
+                found: None,
+                draft,
+            };
+        }
+        KeyCode::Char('o') if control => match front.reasoning.clone() {
+            Some(reasoning) => {
+                let width = front.width();
+                front.say(transcript::reasoning(&reasoning, width));
+            }
+            None => front.note("no reasoning to show: the model sent none yet"),
+        },
+        KeyCode::Esc => interrupt(front),
+        KeyCode::Char('c') if control => {
+            if front.running.is_some() {
+                interrupt(front);
+            } else if !front.editor.is_empty() {
+                front.editor.take_draft();
+            } else {
+                front.leaving = true;
+            }
+        }
+        KeyCode::Char('d') if control => {
+            if front.editor.is_empty() && front.running.is_none() {
+                front.leaving = true;
+            } else {
+                front.editor.delete();
+            }
+        }
+        _ => edit_key(front, key),
     }
     None
 }

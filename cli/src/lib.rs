@@ -28,6 +28,7 @@ mod interrupt;
 mod json;
 mod live;
 mod policy;
+mod preview;
 mod prompt;
 mod provider;
 mod record;

@@ -114,12 +114,17 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
 
 /// `--image FILE` as an image part.
 fn image(path: &Path) -> Result<Content, CliError> {
+    image_part(path).map_err(|why| CliError::usage(format!("--image {}: {why}", path.display())))
+}
+
+/// The image file at `path` as a part of a prompt, or why it cannot be one (said so that the
+/// person knows what to attach instead).
+pub(crate) fn image_part(path: &Path) -> Result<Content, String> {
     let refuse = |why: String| {
-        CliError::usage(format!(
-            "--image {}: {why}; attach a PNG, JPEG, GIF or WebP file of at most {} MiB",
-            path.display(),
+        format!(
+            "{why}; attach a PNG, JPEG, GIF or WebP file of at most {} MiB",
             MAX_IMAGE_BYTES / (1024 * 1024)
-        ))
+        )
     };
     let mut bytes = Vec::new();
     std::fs::File::open(path)

@@ -117,6 +117,12 @@ fn model_id(args: &AgentArgs, variable: &str, default: &str) -> String {
 }
 
 /// `--temperature`, `--max-output-tokens` and `--reasoning-effort` in each API's terms.
+/// The model `id` of the provider the flags choose, with their settings (temperature,
+/// reasoning effort), as `/model` switches to it.
+pub(crate) fn model_named(args: &AgentArgs, id: &str) -> Model {
+    settings(args, Model::new(id), provider_kind(args))
+}
+
 fn settings(args: &AgentArgs, mut model: Model, kind: ProviderKind) -> Model {
     use crate::args::ReasoningEffort;
     use serde_json::json;

@@ -91,6 +91,7 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         questions,
         price,
         session: hook_session,
+        ..
     } = build_agent(&args.agent, None, interactive).await?;
     let recorder = match &args.record {
         Some(path) => Some(Recorder::create(
@@ -171,8 +172,14 @@ fn policy_hooks(
     approve: Approve,
     approver: Arc<Approver>,
     session: &tokio::sync::watch::Receiver<golato::policy::HookSession>,
+    interactive: bool,
 ) -> Result<Vec<Arc<dyn golato::hook::Hook>>, CliError> {
-    if approve == Approve::Never && args.policy.rules.is_empty() && args.policy.hooks.is_empty() {
+    // Interactive, the mode may change mid-session (`/approve`): the hook is always there.
+    if !interactive
+        && approve == Approve::Never
+        && args.policy.rules.is_empty()
+        && args.policy.hooks.is_empty()
+    {
         return Ok(Vec::new());
     }
     let policy = Arc::new(args.policy.clone());
@@ -194,6 +201,8 @@ pub(crate) struct Built {
     pub(crate) price: Option<golato::generator::Price>,
     /// What the command hooks are told of the session (its ID once it is saved).
     pub(crate) session: tokio::sync::watch::Sender<golato::policy::HookSession>,
+    /// Who answers for calls that ask (`/approve` changes its mode).
+    pub(crate) approver: Arc<Approver>,
 }
 
 /// The agent the flags describe. `shared_lock`, for durable workers, serializes writes of a
@@ -277,7 +286,13 @@ pub(crate) async fn build_agent(
         },
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,
-        hooks: policy_hooks(args, approve, approver, &hook_session)?,
+        hooks: policy_hooks(
+            args,
+            approve,
+            Arc::clone(&approver),
+            &hook_session,
+            interactive,
+        )?,
         ..Default::default()
     })
     .map_err(|error| match error {
@@ -289,8 +304,10 @@ pub(crate) async fn build_agent(
         )),
         error => CliError::Failed(error.to_string()),
     })?;
-    let asks =
-        approve != Approve::Never || !args.policy.rules.is_empty() || !args.policy.hooks.is_empty();
+    let asks = interactive
+        || approve != Approve::Never
+        || !args.policy.rules.is_empty()
+        || !args.policy.hooks.is_empty();
     Ok(Built {
         agent,
         recording,
@@ -298,6 +315,7 @@ pub(crate) async fn build_agent(
         questions: questions.filter(|_| asks),
         price,
         session,
+        approver,
     })
 }
 
@@ -523,16 +541,16 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
                 Some(mut question) = crate::approve::next_question(&mut session.questions) => {
                     // A run being cancelled asks nothing more (its calls are refused anyway).
                     if interrupted.is_some() || question.reply.is_closed() {
-                        let _ = question.reply.send(Answer::No);
+                        let _ = question.reply.send(Answer::No.into());
                         continue;
                     }
                     let lines = answers.get_or_insert_with(crate::approve::terminal_lines);
                     match crate::approve::ask(&mut *view, &mut question, lines, &mut signals).await {
                         Ok(answer) => {
-                            let _ = question.reply.send(answer);
+                            let _ = question.reply.send(answer.into());
                         }
                         Err(signal) => {
-                            let _ = question.reply.send(Answer::No);
+                            let _ = question.reply.send(Answer::No.into());
                             interrupted = Some(signal);
                             view.interrupted(signal);
                             run.cancel();

@@ -257,14 +257,18 @@ impl Writer {
             // How requests send the transcript from now on: going on starts from it instead
             // of summarizing the whole history again.
             Event::Compaction(compaction) => {
-                let summary = golato::agent::compaction::Summary::new(
+                self.compacted(&golato::agent::compaction::Summary::new(
                     compaction.summary.clone(),
                     compaction.replaced,
-                );
-                self.line(&serde_json::json!({ "compaction": summary }));
+                ));
             }
             _ => {}
         }
+    }
+
+    /// Saves how requests send the transcript from now on (a compaction).
+    pub(crate) fn compacted(&mut self, summary: &golato::agent::compaction::Summary) {
+        self.line(&serde_json::json!({ "compaction": summary }));
     }
 
     /// Saves one step; a failure stops saving and is told once on stderr (the run goes on).

@@ -16,6 +16,7 @@ pub(crate) struct Registered {
 }
 
 /// The agent's tools by name, in registration order for messages that list them.
+#[derive(Clone)]
 pub(crate) struct Registry {
     /// Shared with the tool actors of the calls that name them (cloning an `Arc` is one
     /// counter, a `Tool` four).

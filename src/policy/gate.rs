@@ -22,12 +22,29 @@ pub trait Approver: Send + Sync + 'static {
 
     /// Asks whether the call may run; `why` says what asks (a rule, a hook, the default).
     /// `Err` carries the result the model reads when nobody can answer.
-    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<bool, String>>;
+    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<Approval, String>>;
 
     /// Tells the user something that does not stop the run (a hook that failed or timed out).
     fn note(&self, text: &str) {
         tracing::warn!(target: "golato::policy", "{text}");
     }
+}
+
+/// A person's answer to a call an [`Approver`] asked about.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Approval {
+    /// Run the call as the model made it.
+    Allow,
+    /// Run it with these arguments instead (a command the person corrected first); they are
+    /// checked against the tool's schema again, and the model sees the call as it ran.
+    AllowWith(Value),
+    /// Do not run it. The model is told the user refused, and `reason` (the person's own
+    /// words) when they gave one, so it can do better than guess.
+    Refuse {
+        /// Why, as the person typed it.
+        reason: Option<String>,
+    },
 }
 
 /// Nobody to ask: a call that must be asked is refused, and notes go to `tracing`.
@@ -38,7 +55,7 @@ impl Approver for Nobody {
         Decision::Allow
     }
 
-    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<bool, String>> {
+    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<Approval, String>> {
         let tool = ctx.call.name;
         async move {
             Err(format!(
@@ -55,6 +72,9 @@ struct Inner {
     policy: Arc<Policy>,
     approver: Arc<dyn Approver>,
     session: tokio::sync::watch::Receiver<HookSession>,
+    /// Calls the person changed before they ran, by call ID, with the arguments they ran
+    /// with: the model's transcript keeps the call as it made it, so its result says so.
+    changed: std::sync::Mutex<std::collections::HashMap<String, Value>>,
 }
 
 impl Policy {
@@ -72,6 +92,7 @@ impl Policy {
             policy: self,
             approver: approver.unwrap_or_else(|| Arc::new(Nobody)),
             session,
+            changed: Default::default(),
         })))
     }
 }
@@ -129,10 +150,23 @@ impl Inner {
                 }
             });
         }
+        let id = ctx.call.id.clone();
         match self.approver.ask(ctx, why).await {
-            Ok(true) => BeforeToolCall::Run,
-            Ok(false) => BeforeToolCall::Block(format!(
+            Ok(Approval::Allow) => BeforeToolCall::Run,
+            Ok(Approval::AllowWith(arguments)) => {
+                self.changed
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(id, arguments.clone());
+                BeforeToolCall::Rewrite(arguments)
+            }
+            Ok(Approval::Refuse { reason: None }) => BeforeToolCall::Block(format!(
                 "The user did not allow this {tool} call; it was not run. Ask them, or do it another way."
+            )),
+            Ok(Approval::Refuse {
+                reason: Some(reason),
+            }) => BeforeToolCall::Block(format!(
+                "The user did not allow this {tool} call; it was not run. They said why: {reason}"
             )),
             Err(reason) => BeforeToolCall::Block(reason),
         }
@@ -210,8 +244,34 @@ impl Inner {
         }
     }
 
+    /// Whether the person changed this call (left for `after` to take).
+    fn was_changed(&self, id: &str) -> bool {
+        self.changed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains_key(id)
+    }
+
+    /// The arguments the person changed this call to, taken once.
+    fn take_changed(&self, id: &str) -> Option<Value> {
+        self.changed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id)
+    }
+
     async fn after(self: Arc<Self>, ctx: HookContext, result: ToolResult) -> AfterToolCall {
         let tool = ctx.call.name.clone();
+        let mut result = result;
+        let changed = self.take_changed(&ctx.call.id);
+        if let Some(arguments) = &changed {
+            result.content.insert(
+                0,
+                Content::text(format!(
+                    "[The user changed this call before it ran; it ran with the arguments {arguments}]"
+                )),
+            );
+        }
         let text: String = result
             .content
             .iter()
@@ -236,9 +296,11 @@ impl Inner {
             added.extend(decision.context);
         }
         if added.is_empty() {
-            return AfterToolCall::Keep;
+            return match changed {
+                Some(_) => AfterToolCall::Replace(result),
+                None => AfterToolCall::Keep,
+            };
         }
-        let mut result = result;
         result.content.push(Content::text(format!(
             "[PostToolUse hook] {}",
             added.join("\n")
@@ -294,13 +356,13 @@ impl Hook for Gate {
         ctx: HookContext,
         result: ToolResult,
     ) -> BoxFuture<'static, Result<AfterToolCall, BoxError>> {
-        if self
+        let quiet = self
             .0
             .policy
             .hooks_for(HookEvent::PostToolUse, &ctx.call.name)
             .next()
-            .is_none()
-        {
+            .is_none();
+        if quiet && !self.0.was_changed(&ctx.call.id) {
             return async { Ok(AfterToolCall::Keep) }.boxed();
         }
         let inner = Arc::clone(&self.0);

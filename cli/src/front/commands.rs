@@ -3,59 +3,111 @@
 use super::editor::Editor;
 use super::Front;
 
-/// A command that needs more than the front end's own state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A command that needs the conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Command {
     New,
     Cost,
     Tools,
     Sandbox,
+    /// `/model [NAME]`: show, or switch for the next turn.
+    Model(Option<String>),
+    /// `/approve [MODE]`: show, or change.
+    Approve(Option<crate::approve::Approve>),
+    Compact,
+    Fork,
+    /// `/resume [ID]`: a picker, or that session.
+    Resume(Option<String>),
+    Diff,
+    Init,
 }
 
 /// Every command, with what it does.
 const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
+    ("/model", "show the model, or /model NAME to switch (the next turn uses it)"),
+    ("/compact", "summarize the conversation now, keeping the recent part"),
     ("/new", "start a new session (the current one stays saved)"),
+    ("/resume", "go on with another session of this directory (a picker, or /resume ID)"),
+    ("/fork", "a new session from here; the current one is kept as it is"),
+    ("/undo", "take back the last changes (comes with checkpoints)"),
+    ("/diff", "what this session's edits and writes changed"),
     ("/cost", "tokens and money of this session so far"),
     ("/tools", "the tools the model has"),
+    ("/approve", "show which calls ask, or /approve ask|edits|never"),
     ("/sandbox", "what the tools may touch, and which calls ask"),
+    ("/init", "write an AGENTS.md skeleton here"),
     ("/exit", "leave (also Ctrl-D on an empty line)"),
-];
-
-/// Commands of the design that are not built yet: said so, never sent to the model.
-const LATER: &[&str] = &[
-    "/model", "/compact", "/resume", "/fork", "/undo", "/diff", "/approve", "/init",
 ];
 
 /// Runs the command `text` (a line starting with `/`).
 pub(crate) fn run(front: &mut Front, text: &str) {
-    let name = text.split_whitespace().next().unwrap_or(text);
-    match name {
+    let mut words = text.split_whitespace();
+    let name = words.next().unwrap_or(text);
+    let argument = words.next().map(str::to_owned);
+    if words.next().is_some() {
+        front.note(&format!("{name} takes at most one word; /help lists the commands"));
+        return;
+    }
+    let command = match name {
         "/help" => {
             let mut lines = vec!["commands:".to_owned()];
             for (command, what) in COMMANDS {
                 lines.push(format!("  {command:<10} {what}"));
             }
             lines.push(
-                "keys: Enter send (steer while a run works) · Tab follow-up · Alt-Enter new line · ↑↓ history · Esc interrupt · Ctrl-D quit"
+                "keys: Enter send (steer while a run works) · Tab follow-up · Alt-Enter new line · ↑↓ history · Ctrl-R search history · @ a file (Tab completes) · Ctrl-O last reasoning · Esc interrupt · Ctrl-D quit"
                     .to_owned(),
             );
             for line in lines {
                 front.note(&line);
             }
+            return;
         }
-        "/exit" | "/quit" => front.leaving = true,
-        "/new" => front.pending = Some(Command::New),
-        "/cost" => front.pending = Some(Command::Cost),
-        "/tools" => front.pending = Some(Command::Tools),
-        "/sandbox" => front.pending = Some(Command::Sandbox),
-        later if LATER.contains(&later) => {
-            front.note(&format!("{later} is not built yet; /help lists what is"));
+        "/exit" | "/quit" => {
+            front.leaving = true;
+            return;
         }
-        unknown => front.note(&format!(
-            "{unknown} is not a command (nothing was sent to the model); /help lists them"
-        )),
+        "/undo" => {
+            front.note("/undo is not built yet: it comes with checkpoints of what each call changed (bash included); /diff shows what edits and writes changed");
+            return;
+        }
+        "/new" => Command::New,
+        "/cost" => Command::Cost,
+        "/tools" => Command::Tools,
+        "/sandbox" => Command::Sandbox,
+        "/compact" => Command::Compact,
+        "/fork" => Command::Fork,
+        "/diff" => Command::Diff,
+        "/init" => Command::Init,
+        "/model" => Command::Model(argument.clone()),
+        "/resume" => Command::Resume(argument.clone()),
+        "/approve" => match argument.as_deref().map(|mode| {
+            <crate::approve::Approve as clap::ValueEnum>::from_str(mode, true)
+        }) {
+            None => Command::Approve(None),
+            Some(Ok(mode)) => Command::Approve(Some(mode)),
+            Some(Err(_)) => {
+                front.note("/approve takes ask, edits or never");
+                return;
+            }
+        },
+        unknown => {
+            front.note(&format!(
+                "{unknown} is not a command (nothing was sent to the model); /help lists them"
+            ));
+            return;
+        }
+    };
+    let takes_argument = matches!(
+        command,
+        Command::Model(_) | Command::Resume(_) | Command::Approve(_)
+    );
+    if argument.is_some() && !takes_argument {
+        front.note(&format!("{name} takes no argument; /help lists the commands"));
+        return;
     }
+    front.pending = Some(command);
 }
 
 /// The command `run` left for the caller, if any.
@@ -63,17 +115,22 @@ pub(crate) fn take(front: &mut Front) -> Option<Command> {
     front.pending.take()
 }
 
+/// The commands that start with what is typed, for the line under the input.
+pub(crate) fn matching(typed: &str) -> Vec<&'static str> {
+    if !typed.starts_with('/') || typed.contains(char::is_whitespace) {
+        return Vec::new();
+    }
+    COMMANDS
+        .iter()
+        .map(|(command, _)| *command)
+        .filter(|command| command.starts_with(typed))
+        .collect()
+}
+
 /// Completes a command being typed (Tab): the one it can only be, or as far as all agree.
 pub(crate) fn complete(editor: &mut Editor) {
     let text = editor.text();
-    if !text.starts_with('/') || text.contains(char::is_whitespace) {
-        return;
-    }
-    let matching: Vec<&str> = COMMANDS
-        .iter()
-        .map(|(command, _)| *command)
-        .filter(|command| command.starts_with(&text))
-        .collect();
+    let matching = matching(&text);
     let Some(first) = matching.first() else {
         return;
     };
@@ -104,6 +161,11 @@ mod tests {
         editor.insert("/he");
         complete(&mut editor);
         assert_eq!(editor.text(), "/help ");
+        let mut editor = Editor::default();
+        editor.insert("/c");
+        complete(&mut editor);
+        assert_eq!(editor.text(), "/co");
+        assert_eq!(matching("/co"), ["/compact", "/cost"]);
         let mut editor = Editor::default();
         editor.insert("/x");
         complete(&mut editor);

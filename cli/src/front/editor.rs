@@ -77,12 +77,33 @@ impl Editor {
         text
     }
 
-    #[cfg(test)]
+    /// Takes the text out without keeping it in the history (a reason, a command being
+    /// edited, a draft set aside).
+    pub(crate) fn take_draft(&mut self) -> String {
+        let text = self.text();
+        self.set_text("");
+        self.browsing = None;
+        self.draft = None;
+        text
+    }
+
+    /// Texts sent, oldest first.
     pub(crate) fn history(&self) -> &[String] {
         &self.history
     }
 
-    fn set_text(&mut self, text: &str) {
+    /// The newest text sent before `before` (an index in the history; `None`: from the
+    /// newest) that contains `query`, for Ctrl-R.
+    pub(crate) fn search(&self, query: &str, before: Option<usize>) -> Option<usize> {
+        let end = before.unwrap_or(self.history.len()).min(self.history.len());
+        let query = query.to_lowercase();
+        self.history[..end]
+            .iter()
+            .rposition(|text| text.to_lowercase().contains(&query))
+    }
+
+    /// Replaces the whole text, the cursor at its end.
+    pub(crate) fn set_text(&mut self, text: &str) {
         self.lines = text
             .split('\n')
             .map(|line| line.chars().collect())
@@ -113,6 +134,31 @@ impl Editor {
     fn insert_char(&mut self, c: char) {
         self.lines[self.row].insert(self.column, c);
         self.column += 1;
+    }
+
+    /// The word the cursor is in or just after (what `@` completion completes), with the
+    /// column it starts at.
+    pub(crate) fn word(&self) -> Option<(usize, String)> {
+        let line = &self.lines[self.row];
+        let mut start = self.column;
+        while start > 0 && !line[start - 1].is_whitespace() {
+            start -= 1;
+        }
+        let end = (self.column..line.len())
+            .find(|&at| line[at].is_whitespace())
+            .unwrap_or(line.len());
+        (start < end).then(|| (start, line[start..end].iter().collect()))
+    }
+
+    /// Replaces the word the cursor is in with `text`, the cursor after it.
+    pub(crate) fn replace_word(&mut self, text: &str) {
+        let Some((start, word)) = self.word() else {
+            return self.insert(text);
+        };
+        let end = start + word.chars().count();
+        self.lines[self.row].drain(start..end);
+        self.column = start;
+        self.insert(text);
     }
 
     /// Breaks the line at the cursor.
@@ -312,6 +358,22 @@ mod tests {
         editor.down();
         assert_eq!(editor.text(), "draft");
         assert_eq!(editor.history(), ["first", "second"]);
+    }
+
+    #[test]
+    fn the_word_at_the_cursor_is_found_and_replaced_and_history_is_searched_newest_first() {
+        let mut editor = Editor::with_history(vec!["fix the tests".into(), "run tests".into()]);
+        editor.insert("look at @src/ma please");
+        for _ in 0..7 {
+            editor.left();
+        }
+        assert_eq!(editor.word(), Some((8, "@src/ma".to_owned())));
+        editor.replace_word("@src/main.rs");
+        assert_eq!(editor.text(), "look at @src/main.rs please");
+        assert_eq!(editor.search("TESTS", None), Some(1));
+        assert_eq!(editor.search("tests", Some(1)), Some(0));
+        assert_eq!(editor.search("tests", Some(0)), None);
+        assert_eq!(editor.search("nothing", None), None);
     }
 
     #[test]

@@ -66,10 +66,17 @@ pub(crate) fn answer(message: &AssistantMessage, width: usize) -> Vec<Line<'stat
     let reasoning = message.reasoning.trim();
     if !reasoning.is_empty() {
         let first = reasoning.lines().next().unwrap_or_default();
-        lines.push(Line::styled(
-            fit(&format!("thinking: {first}"), width),
-            dim().add_modifier(Modifier::ITALIC),
-        ));
+        let hint = " (Ctrl-O shows it all)";
+        lines.push(Line::from(vec![
+            Span::styled(
+                fit(
+                    &format!("thinking: {first}"),
+                    width.saturating_sub(hint.len()),
+                ),
+                dim().add_modifier(Modifier::ITALIC),
+            ),
+            Span::styled(hint, dim()),
+        ]));
     }
     let text = message.text();
     if !text.trim().is_empty() {
@@ -108,28 +115,7 @@ pub(crate) fn call_ended(
         .and_then(|details| details["diff"].as_str())
         .filter(|_| call.name == "edit" && !result.is_error);
     if let Some(diff) = diff {
-        let changed: Vec<&str> = diff
-            .lines()
-            .filter(|line| !line.starts_with("--- ") && !line.starts_with("+++ "))
-            .collect();
-        for line in changed.iter().take(DIFF_LINES) {
-            let style = match line.as_bytes().first() {
-                Some(b'+') => Style::default().fg(Color::Green),
-                Some(b'-') => Style::default().fg(Color::Red),
-                _ => dim(),
-            };
-            lines.push(Line::from(vec![
-                bar(),
-                Span::styled(fit(line, body), style),
-            ]));
-        }
-        if changed.len() > DIFF_LINES {
-            let more = crate::shown::count((changed.len() - DIFF_LINES) as u64, "more diff line");
-            lines.push(Line::from(vec![
-                bar(),
-                Span::styled(format!("… {more}"), dim()),
-            ]));
-        }
+        lines.extend(diff_lines(diff, width, DIFF_LINES));
         return lines;
     }
     if call.name == "read" && !result.is_error {
@@ -154,9 +140,10 @@ pub(crate) fn call_ended(
     lines
 }
 
-/// The run's end in one line: turns, calls, time, tokens, money.
+/// The run's end in one line: turns, calls, files changed, time, tokens, money.
 pub(crate) fn summary(
     tally: &Tally,
+    files_changed: usize,
     seconds: f64,
     cost: Option<f64>,
     ending: &str,
@@ -165,8 +152,14 @@ pub(crate) fn summary(
     let mut parts = vec![
         crate::shown::count(tally.turns as u64, "turn"),
         crate::shown::count(tally.tool_calls as u64, "tool call"),
-        format!("{seconds:.1}s"),
     ];
+    if files_changed > 0 {
+        parts.push(format!(
+            "{} changed",
+            crate::shown::count(files_changed as u64, "file")
+        ));
+    }
+    parts.push(format!("{seconds:.1}s"));
     let usage = &tally.usage;
     if usage.input_tokens + usage.output_tokens > 0 {
         parts.push(format!(
@@ -185,4 +178,100 @@ pub(crate) fn summary(
             dim(),
         ),
     ]
+}
+
+/// A reasoning text in full, dimmed (Ctrl-O).
+pub(crate) fn reasoning(text: &str, width: usize) -> Vec<Line<'static>> {
+    let style = dim().add_modifier(Modifier::ITALIC);
+    let mut lines = vec![Line::styled("thinking:", style)];
+    lines.extend(super::markdown::wrap_plain(text, width, style));
+    lines
+}
+
+/// One file's changes in this session, as diffs.
+pub(crate) fn diff(path: &str, diffs: &[String], width: usize) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        fit(path, width),
+        Style::default().add_modifier(Modifier::BOLD),
+    )];
+    for diff in diffs {
+        lines.extend(diff_lines(diff, width, usize::MAX));
+    }
+    lines
+}
+
+/// A unified diff coloured, its file headers left out, at most `most` lines.
+pub(crate) fn diff_lines(diff: &str, width: usize, most: usize) -> Vec<Line<'static>> {
+    let body = width.saturating_sub(4);
+    let changed: Vec<&str> = diff
+        .lines()
+        .filter(|line| !line.starts_with("--- ") && !line.starts_with("+++ "))
+        .collect();
+    let mut lines = Vec::new();
+    for line in changed.iter().take(most) {
+        let style = match line.as_bytes().first() {
+            Some(b'+') => Style::default().fg(Color::Green),
+            Some(b'-') => Style::default().fg(Color::Red),
+            Some(b'@') => Style::default().fg(Color::Cyan),
+            _ => dim(),
+        };
+        lines.push(Line::from(vec![
+            Span::styled("  │ ", dim()),
+            Span::styled(fit(line, body), style),
+        ]));
+    }
+    if changed.len() > most {
+        let more = crate::shown::count((changed.len() - most) as u64, "more diff line");
+        lines.push(Line::from(vec![
+            Span::styled("  │ ", dim()),
+            Span::styled(format!("… {more}"), dim()),
+        ]));
+    }
+    lines
+}
+
+/// Messages of an earlier conversation shown when going on with it.
+const EARLIER_SHOWN: usize = 60;
+
+/// An earlier conversation, compactly: prompts, the first lines of answers, calls as one line
+/// each; its oldest part cut when long (the session file keeps it all).
+pub(crate) fn earlier(messages: &[golato::message::Message], width: usize) -> Vec<Line<'static>> {
+    use golato::message::Message;
+    let skip = messages.len().saturating_sub(EARLIER_SHOWN);
+    let mut lines = vec![Line::styled("earlier in this session:", dim())];
+    if skip > 0 {
+        lines.push(Line::styled(
+            format!("… {}", crate::shown::count(skip as u64, "earlier message")),
+            dim(),
+        ));
+    }
+    for message in &messages[skip..] {
+        match message {
+            Message::User(user) => {
+                let text = user.text();
+                let first = text.lines().next().unwrap_or_default();
+                lines.push(Line::from(vec![
+                    Span::styled("› ", Style::default().fg(Color::Cyan)),
+                    Span::styled(
+                        fit(first, width.saturating_sub(2)),
+                        Style::default().add_modifier(Modifier::BOLD),
+                    ),
+                ]));
+            }
+            Message::Assistant(answer) => {
+                let text = answer.text();
+                for line in text.lines().filter(|line| !line.trim().is_empty()).take(2) {
+                    lines.push(Line::raw(format!("  {}", fit(line, width.saturating_sub(2)))));
+                }
+                for call in &answer.tool_calls {
+                    lines.push(Line::styled(
+                        format!("  · {}", fit(&crate::live::call_label(call), width.saturating_sub(4))),
+                        dim(),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    lines
 }

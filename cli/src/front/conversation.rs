@@ -1,0 +1,453 @@
+//! The conversation behind the front end: the agent, the session it is saved in, the run
+//! being worked on, and the slash commands that change them (`/model`, `/compact`, `/new`,
+//! `/resume`, `/fork`, `/approve`, `/diff`, `/init`, `/cost`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use golato::agent::compaction::Summary;
+use golato::agent::{Event, Input};
+use golato::message::{Message, UserMessage};
+
+use super::commands::Command;
+use super::{transcript, Front};
+use crate::approve::{Approve, Approver};
+use crate::report::Tally;
+
+/// A run being worked on.
+pub(crate) struct Running {
+    pub(crate) run: golato::Run,
+    pub(crate) started: Instant,
+    pub(crate) tally: Tally,
+    /// Characters of answer and reasoning streamed so far.
+    pub(crate) streamed: usize,
+    /// Calls running, by index, with when they began.
+    pub(crate) calls: HashMap<usize, Instant>,
+    /// Files its edits and writes changed.
+    pub(crate) changed: std::collections::BTreeSet<String>,
+    pub(crate) cancelling: bool,
+}
+
+/// The session and what runs in it.
+pub(crate) struct Conversation {
+    pub(crate) agent: golato::Agent,
+    pub(crate) header: crate::header::Header,
+    pub(crate) price: Option<golato::generator::Price>,
+    pub(crate) transcript: Vec<Message>,
+    pub(crate) summary: Option<Summary>,
+    pub(crate) saving: Option<crate::session::Writer>,
+    pub(crate) told: golato::policy::HookSession,
+    /// What SessionStart hooks added, for the first prompt.
+    pub(crate) context: Option<String>,
+    pub(crate) approver: Arc<Approver>,
+    pub(crate) args: crate::args::ChatArgs,
+    /// What edits and writes of this session did, by file, in order (`/diff`).
+    pub(crate) changes: BTreeMap<String, Vec<String>>,
+}
+
+impl Conversation {
+    /// Starts a run of `text` (its images attached).
+    pub(crate) async fn send(&mut self, front: &mut Front, text: String) {
+        let width = front.width();
+        let prompt = match super::mention::prompt(&text, &self.args.agent.cwd) {
+            Ok(prompt) => prompt,
+            Err(problem) => {
+                front.note(&format!("not sent: {problem}"));
+                front.editor.set_text(&text);
+                return;
+            }
+        };
+        let policy = &self.args.agent.policy;
+        let prompt = match crate::policy::prompt_submit(policy, &self.told, prompt).await {
+            Ok(prompt) => crate::policy::with_context(prompt, self.context.take()),
+            Err(error) => {
+                front.note(&error.to_string());
+                return;
+            }
+        };
+        front.say(transcript::prompt(&text, width));
+        let images = prompt.content.len().saturating_sub(1);
+        if images > 0 {
+            front.note(&format!(
+                "attached {}",
+                crate::shown::count(images as u64, "image")
+            ));
+        }
+        if let Some(saving) = &mut self.saving {
+            saving.step(&Message::User(prompt.clone()));
+        }
+        let summary = self
+            .summary
+            .clone()
+            .filter(|summary| summary.fits(&self.transcript));
+        front.running = Some(Running {
+            run: self.agent.start(Input {
+                prompts: vec![prompt],
+                transcript: std::mem::take(&mut self.transcript),
+                summary,
+            }),
+            started: Instant::now(),
+            tally: Tally::default(),
+            streamed: 0,
+            calls: HashMap::new(),
+            changed: Default::default(),
+            cancelling: false,
+        });
+    }
+
+    /// Shows and keeps what the run did.
+    pub(crate) async fn on_event(&mut self, front: &mut Front, event: Event) {
+        let width = front.width();
+        if let Some(saving) = &mut self.saving {
+            let cancelling = front
+                .running
+                .as_ref()
+                .is_some_and(|running| running.cancelling);
+            saving.save_event(&event, cancelling);
+        }
+        if let Some(running) = &mut front.running {
+            running.tally.observe(&event);
+        }
+        match &event {
+            Event::MessageUpdate(update) => {
+                if let Some(running) = &mut front.running {
+                    for delta in &update.deltas {
+                        running.streamed += match delta {
+                            golato::generator::Delta::Text(text)
+                            | golato::generator::Delta::Reasoning(text) => text.chars().count(),
+                            _ => 0,
+                        };
+                    }
+                }
+            }
+            Event::MessageEnd(end) => {
+                let reasoning = end.message.reasoning.trim();
+                if !reasoning.is_empty() {
+                    front.reasoning = Some(reasoning.to_owned());
+                }
+                front.say(transcript::answer(&end.message, width));
+            }
+            Event::ToolExecutionStart(start) => {
+                if let Some(running) = &mut front.running {
+                    running.calls.insert(start.index, Instant::now());
+                }
+            }
+            Event::ToolExecutionEnd(end) => {
+                let running = front.running.as_mut();
+                let began = running.and_then(|running| running.calls.remove(&end.index));
+                let seconds = began.map_or(0.0, |began| began.elapsed().as_secs_f64());
+                if let Some(path) = self.changed(&end.call, &end.result) {
+                    if let Some(running) = &mut front.running {
+                        running.changed.insert(path);
+                    }
+                }
+                front.say(transcript::call_ended(
+                    &end.call,
+                    &end.result,
+                    seconds,
+                    width,
+                ));
+            }
+            Event::Compaction(compaction) => {
+                self.summary = Some(Summary::new(
+                    compaction.summary.clone(),
+                    compaction.replaced,
+                ));
+                front.note(&format!(
+                    "context compacted: {} summarized",
+                    crate::shown::count(compaction.replaced as u64, "earlier message")
+                ));
+            }
+            Event::RunEnd(_) => self.finish(front).await,
+            _ => {}
+        }
+    }
+
+    /// The file an edit or a write changed, kept with its diff for `/diff`.
+    fn changed(
+        &mut self,
+        call: &golato::message::ToolCall,
+        result: &golato::message::ToolResultMessage,
+    ) -> Option<String> {
+        if result.is_error || !matches!(call.name.as_str(), "edit" | "write") {
+            return None;
+        }
+        let arguments: serde_json::Value = serde_json::from_str(&call.arguments).ok()?;
+        let path = arguments["path"].as_str()?.to_owned();
+        let what = match result.details.as_ref().and_then(|d| d["diff"].as_str()) {
+            Some(diff) => diff.to_owned(),
+            None => {
+                let bytes = arguments["content"].as_str().map_or(0, str::len);
+                format!("written whole ({bytes} bytes)\n")
+            }
+        };
+        self.changes.entry(path.clone()).or_default().push(what);
+        Some(path)
+    }
+
+    /// The run is over: its outcome in one line, its transcript kept for the next prompt.
+    pub(crate) async fn finish(&mut self, front: &mut Front) {
+        let Some(running) = front.running.take() else {
+            return;
+        };
+        let width = front.width();
+        let outcome = running.run.finish().await;
+        let seconds = running.started.elapsed().as_secs_f64();
+        let cost = self.price.map(|price| price.cost(&running.tally.usage));
+        front.tally.turns += running.tally.turns;
+        front.tally.tool_calls += running.tally.tool_calls;
+        front.tally.usage.input_tokens += running.tally.usage.input_tokens;
+        front.tally.usage.output_tokens += running.tally.usage.output_tokens;
+        let ending = match (&outcome, running.cancelling) {
+            (_, true) => "interrupted".to_owned(),
+            (Ok(_), false) => "done".to_owned(),
+            (Err(error), false) => {
+                front.note(&format!("golato: {}", crate::run::describe(error)));
+                "failed".to_owned()
+            }
+        };
+        front.say(transcript::summary(
+            &running.tally,
+            running.changed.len(),
+            seconds,
+            cost,
+            &ending,
+            width,
+        ));
+        self.transcript = match outcome {
+            Ok(result) => result.messages,
+            Err(error) => error
+                .messages()
+                .map(<[Message]>::to_vec)
+                .unwrap_or_default(),
+        };
+    }
+
+    /// Text typed while a run works: steering (joined at the next point the run accepts it)
+    /// or a follow-up (held until it would end).
+    pub(crate) fn queue(front: &mut Front, text: &str, follow_up: bool) {
+        let width = front.width();
+        let Some(running) = front.running.as_ref() else {
+            return;
+        };
+        let (how, sent) = match follow_up {
+            true => ("follow-up", running.run.follow_up(UserMessage::new(text))),
+            false => ("steering", running.run.steer(UserMessage::new(text))),
+        };
+        match sent {
+            Ok(()) => front.say(transcript::queued(text, how, width)),
+            Err(_) => front.note("not delivered: the run has ended"),
+        }
+    }
+
+    /// Carries out a command that needs the conversation.
+    pub(crate) async fn command(
+        &mut self,
+        front: &mut Front,
+        command: Command,
+    ) -> Result<(), crate::CliError> {
+        match command {
+            Command::New => {
+                self.transcript.clear();
+                self.summary = None;
+                self.changes.clear();
+                self.saving =
+                    crate::session::open(None, &self.args.agent.cwd, self.args.ephemeral, true)?
+                        .saving;
+                front.note("a new session: the conversation starts over");
+            }
+            Command::Cost => {
+                let usage = &front.tally.usage;
+                let cost = self.price.map(|price| price.cost(usage));
+                front.note(&format!(
+                    "this session: {}, {} in, {} out{}",
+                    crate::shown::count(front.tally.turns as u64, "turn"),
+                    crate::shown::count(usage.input_tokens, "token"),
+                    usage.output_tokens,
+                    cost.map_or_else(String::new, |cost| format!(", ${cost:.4}"))
+                ));
+            }
+            Command::Tools => front.note(&format!("tools: {}", self.header.tools.join(", "))),
+            Command::Sandbox => front.note(&format!(
+                "sandbox: {}; approve: {}",
+                self.header.sandbox.mode,
+                self.approver.mode()
+            )),
+            Command::Model(None) => front.note(&format!(
+                "model: {} (/model NAME switches; the next turn uses it)",
+                self.agent.model().id
+            )),
+            Command::Model(Some(name)) => {
+                let model = crate::provider::model_named(&self.args.agent, &name);
+                self.price = model.price;
+                self.agent = self.agent.with_model(model);
+                self.header.model = Some(name.clone());
+                let when = match front.running {
+                    Some(_) => "the next prompt",
+                    None => "the next turn",
+                };
+                front.note(&format!("model: {name}; {when} asks it"));
+            }
+            Command::Approve(None) => front.note(&format!(
+                "approve: {} (/approve ask|edits|never changes it)",
+                self.approver.mode()
+            )),
+            Command::Approve(Some(mode)) => {
+                self.approver.set_mode(mode);
+                self.header.approve = mode;
+                let what = match mode {
+                    Approve::Ask => "every bash, write and edit call asks first",
+                    Approve::Edits => "edits inside the workspace go through; bash asks",
+                    Approve::Never => "nothing asks (the sandbox still holds)",
+                };
+                front.note(&format!("approve: {mode}: {what}"));
+            }
+            Command::Compact => self.compact(front).await,
+            Command::Fork => self.fork(front),
+            Command::Resume(None) => {
+                let (sessions, _) = crate::session::all()?;
+                let cwd = self.header.cwd.clone();
+                let current = self.saving.as_ref().map(crate::session::Writer::id);
+                let choices: Vec<super::Pick> = sessions
+                    .iter()
+                    .filter(|saved| saved.header.cwd == cwd)
+                    .filter(|saved| Some(&saved.header.id) != current.as_ref())
+                    .map(|saved| super::Pick {
+                        id: saved.header.id.clone(),
+                        label: format!(
+                            "{} · {} · {}",
+                            saved.header.id,
+                            crate::shown::count(saved.turns() as u64, "turn"),
+                            crate::shown::visible(
+                                saved.first_prompt().lines().next().unwrap_or_default()
+                            )
+                        ),
+                    })
+                    .collect();
+                if choices.is_empty() {
+                    front.note("no other session saved in this directory");
+                } else {
+                    front.pick(choices);
+                }
+            }
+            Command::Resume(Some(id)) => {
+                let saved = crate::session::find(Some(&id), None)?;
+                let opened = crate::session::open(Some(saved), &self.args.agent.cwd, false, true)?;
+                self.transcript = opened.transcript;
+                self.summary = opened.summary;
+                self.saving = opened.saving;
+                self.changes.clear();
+                let width = front.width();
+                front.say(transcript::earlier(&self.transcript, width));
+                front.note(&format!("going on with the session {id}"));
+            }
+            Command::Diff => self.diff(front),
+            Command::Init => init(front, &self.header.cwd),
+        }
+        Ok(())
+    }
+
+    /// `/compact`: the conversation summarized now, its recent messages kept.
+    async fn compact(&mut self, front: &mut Front) {
+        if self.transcript.is_empty() {
+            front.note("nothing to compact yet");
+            return;
+        }
+        front.note("compacting: the model summarizes the conversation…");
+        front.draw();
+        match self.agent.compact(self.transcript.clone()).await {
+            Ok(compacted) if compacted.replaced == 0 => {
+                front.note("nothing to compact: the conversation is all recent");
+            }
+            Ok(compacted) => {
+                let summary = Summary::new(compacted.summary, compacted.replaced);
+                if let Some(saving) = &mut self.saving {
+                    saving.compacted(&summary);
+                }
+                self.summary = Some(summary);
+                front.tally.usage.input_tokens += compacted.usage.input_tokens;
+                front.tally.usage.output_tokens += compacted.usage.output_tokens;
+                front.note(&format!(
+                    "compacted: {} summarized, about {} → {} tokens",
+                    crate::shown::count(compacted.replaced as u64, "earlier message"),
+                    compacted.tokens_before,
+                    compacted.tokens_after
+                ));
+            }
+            Err(error) => front.note(&format!("could not compact: {error}")),
+        }
+    }
+
+    /// `/fork`: a new session holding this conversation; the old one stays as it is.
+    fn fork(&mut self, front: &mut Front) {
+        if self.args.ephemeral {
+            front.note("nothing saved (--ephemeral): there is no session to fork");
+            return;
+        }
+        let old = self.saving.as_ref().map(crate::session::Writer::id);
+        let mut writer = match crate::session::Writer::create(&self.args.agent.cwd) {
+            Ok(writer) => writer,
+            Err(error) => {
+                front.note(&format!("could not fork: {error}"));
+                return;
+            }
+        };
+        for message in &self.transcript {
+            writer.step(message);
+        }
+        if let Some(summary) = &self.summary {
+            writer.compacted(summary);
+        }
+        let new = writer.id();
+        self.saving = Some(writer);
+        front.note(&match old {
+            Some(old) => format!("forked: this is now session {new}; {old} is kept as it was"),
+            None => format!("forked: this is now session {new}"),
+        });
+    }
+
+    /// `/diff`: what this session's edits and writes changed, file by file.
+    fn diff(&self, front: &mut Front) {
+        if self.changes.is_empty() {
+            front.note("no file changed by an edit or a write in this session (what bash commands change is not tracked)");
+            return;
+        }
+        let width = front.width();
+        let mut lines = Vec::new();
+        for (path, diffs) in &self.changes {
+            lines.extend(transcript::diff(path, diffs, width));
+        }
+        front.say(lines);
+        front.note("(what bash commands changed is not tracked)");
+    }
+}
+
+/// The skeleton `/init` writes.
+const AGENTS_SKELETON: &str = "# AGENTS.md\n\n\
+Instructions for coding agents working in this repository.\n\n\
+## Build and test\n\n- Build: \n- Test: \n\n\
+## Layout\n\n- \n\n\
+## Conventions\n\n- \n";
+
+/// `/init`: an AGENTS.md skeleton in the working directory, never over an existing one.
+fn init(front: &mut Front, cwd: &std::path::Path) {
+    use std::io::Write as _;
+    let path = cwd.join("AGENTS.md");
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(AGENTS_SKELETON.as_bytes()));
+    match written {
+        Ok(()) => front.note(&format!(
+            "wrote {}: fill in how to build, test and find your way, for agents to read",
+            path.display()
+        )),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => front.note(&format!(
+            "{} exists already; nothing was written",
+            path.display()
+        )),
+        Err(error) => front.note(&format!("could not write {}: {error}", path.display())),
+    }
+}

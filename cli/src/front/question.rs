@@ -1,0 +1,139 @@
+//! Approvals in the front end: the call shown whole (a command, or the diff an edit or a write
+//! would make) before single keys answer it: y, n, a (always for this tool in this session),
+//! e (edit the command first), Esc (no, and type why for the model).
+
+use std::time::Instant;
+
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+
+use super::{transcript, Front, Mode};
+use crate::approve::{Question, Reply};
+use crate::report::Answer;
+
+/// Lines of a preview diff shown before the question.
+const PREVIEW_LINES: usize = 40;
+
+/// Writes the question's call above the input and makes it the one being answered.
+pub(crate) fn ask(front: &mut Front, question: Question) {
+    let width = front.width();
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let mut lines = vec![
+        Line::default(),
+        Line::styled(
+            format!("{} asks to run:", question.tool),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+    ];
+    if question.why != "the approval mode" {
+        lines.push(Line::styled(
+            format!("(asked by {})", crate::shown::visible(&question.why)),
+            dim,
+        ));
+    }
+    for line in crate::shown::visible(&question.detail).lines() {
+        lines.push(Line::raw(format!(
+            "  │ {}",
+            line.chars()
+                .take(width.saturating_sub(4))
+                .collect::<String>()
+        )));
+    }
+    if let Some(preview) = &question.preview {
+        lines.extend(transcript::diff_lines(
+            &crate::shown::visible(preview),
+            width,
+            PREVIEW_LINES,
+        ));
+    }
+    front.say(lines);
+    front.asking = Some(question);
+    front.asked_at = Some(Instant::now());
+}
+
+/// A key while a question waits.
+pub(crate) fn key(front: &mut Front, question: Question, key: KeyEvent) {
+    let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    let reply = match key.code {
+        KeyCode::Char('y' | 'Y') => Answer::Yes.into(),
+        KeyCode::Char('a' | 'A') => Answer::Always.into(),
+        KeyCode::Char('n' | 'N') => Answer::No.into(),
+        KeyCode::Char('c') if control => Answer::No.into(),
+        KeyCode::Esc => {
+            let draft = front.editor.take_draft();
+            front.mode = Mode::Why { question, draft };
+            return;
+        }
+        KeyCode::Char('e' | 'E') if question.tool == "bash" => {
+            let draft = front.editor.take_draft();
+            let command = question.arguments["command"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            front.editor.set_text(&command);
+            front.mode = Mode::Edit { question, draft };
+            return;
+        }
+        _ => {
+            front.asking = Some(question);
+            return;
+        }
+    };
+    answer(front, question, reply);
+}
+
+/// Enter (or Esc) while typing why a call is refused, or the command to run instead.
+pub(crate) fn finish_typing(front: &mut Front, enter: bool) {
+    match std::mem::replace(&mut front.mode, Mode::Prompt) {
+        Mode::Why { question, draft } => {
+            let why = front.editor.take_draft();
+            front.editor.set_text(&draft);
+            let reply = match why.trim() {
+                "" => Answer::No.into(),
+                why if enter => Reply::RefusedBecause(why.to_owned()),
+                _ => Answer::No.into(),
+            };
+            answer(front, question, reply);
+        }
+        Mode::Edit { question, draft } => {
+            let command = front.editor.take_draft();
+            front.editor.set_text(&draft);
+            match (enter, command.trim().is_empty()) {
+                (true, false) => answer(front, question, Reply::Edited(command)),
+                // Esc (or an emptied command) goes back to the question.
+                _ => front.asking = Some(question),
+            }
+        }
+        other => front.mode = other,
+    }
+}
+
+fn answer(front: &mut Front, question: Question, reply: Reply) {
+    let tool = &question.tool;
+    let said = match &reply {
+        Reply::Answer(Answer::Yes) => "allowed".to_owned(),
+        Reply::Answer(Answer::Always) => {
+            format!("allowed, and every {tool} call in this session")
+        }
+        Reply::Answer(Answer::No) => {
+            format!("refused: the model is told you did not allow this {tool} call")
+        }
+        Reply::Edited(command) => format!(
+            "allowed as you changed it: $ {}",
+            crate::shown::visible(command.lines().next().unwrap_or_default())
+        ),
+        Reply::RefusedBecause(_) => {
+            format!("refused: the model is told you did not allow this {tool} call, and why")
+        }
+    };
+    front.note(&said);
+    let _ = question.reply.send(reply);
+    // The time a person takes to answer is not the call's.
+    if let (Some(asked_at), Some(running)) = (front.asked_at.take(), &mut front.running) {
+        let waited = asked_at.elapsed();
+        for began in running.calls.values_mut() {
+            *began += waited;
+        }
+    }
+}
