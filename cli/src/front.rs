@@ -260,7 +260,10 @@ impl Front {
                     [] => Line::styled("@ no file matches", dim),
                     found => Line::from(vec![
                         Span::styled("@ ", Style::default().fg(Color::Cyan)),
-                        Span::styled(found[0].clone(), Style::default().add_modifier(Modifier::BOLD)),
+                        Span::styled(
+                            found[0].clone(),
+                            Style::default().add_modifier(Modifier::BOLD),
+                        ),
                         Span::styled(format!("  {}  (Tab)", found[1..].join("  ")), dim),
                     ]),
                 };
@@ -305,7 +308,11 @@ impl Front {
             }
             (Mode::Pick { .. }, _, _) => "↑↓ choose · Enter go on with it · Esc cancel".to_owned(),
             (Mode::Prompt, Some(question), _) => {
-                let edit = if question.tool == "bash" { " · e edit" } else { "" };
+                let edit = if question.tool == "bash" {
+                    " · e edit"
+                } else {
+                    ""
+                };
                 format!(
                     "y yes · n no · a always for {} in this session{edit} · Esc no, and say why",
                     question.tool
@@ -546,7 +553,11 @@ fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action> {
                 }
                 Mode::Why { .. } | Mode::Edit { .. } => {
                     match key.code {
-                        KeyCode::Enter if !key.modifiers.intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) => {
+                        KeyCode::Enter
+                            if !key
+                                .modifiers
+                                .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) =>
+                        {
                             question::finish_typing(front, true);
                         }
                         KeyCode::Esc => question::finish_typing(front, false),
@@ -565,7 +576,12 @@ fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action> {
 /// Ctrl-R: typing searches the history, newest first; Ctrl-R again goes further back.
 fn on_search_key(front: &mut Front, key: KeyEvent) {
     let control = key.modifiers.contains(KeyModifiers::CONTROL);
-    let Mode::Search { query, found, draft } = &mut front.mode else {
+    let Mode::Search {
+        query,
+        found,
+        draft,
+    } = &mut front.mode
+    else {
         return;
     };
     match key.code {
@@ -654,7 +670,9 @@ fn edit_key(front: &mut Front, key: KeyEvent) {
 
 fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
     let control = key.modifiers.contains(KeyModifiers::CONTROL);
-    let newline = key.modifiers.intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+    let newline = key
+        .modifiers
+        .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
     match key.code {
         KeyCode::Enter if !newline => {
             if front.editor.is_empty() {

@@ -76,9 +76,16 @@ mod tests {
             &json!({"path": "a.txt", "edits": [{"oldText": "two", "newText": "2"}]}),
         )
         .unwrap();
-        assert!(diff.contains("-two\n+2\n") && diff.contains(" one\n"), "{diff}");
-        let diff = change(dir.path(), "write", &json!({"path": "new.txt", "content": "hi\n"}))
-            .unwrap();
+        assert!(
+            diff.contains("-two\n+2\n") && diff.contains(" one\n"),
+            "{diff}"
+        );
+        let diff = change(
+            dir.path(),
+            "write",
+            &json!({"path": "new.txt", "content": "hi\n"}),
+        )
+        .unwrap();
         assert!(diff.contains("+hi"), "{diff}");
         let ambiguous = change(
             dir.path(),
@@ -86,7 +93,10 @@ mod tests {
             &json!({"path": "a.txt", "edits": [{"oldText": "o", "newText": "0"}]}),
         )
         .unwrap();
-        assert!(ambiguous.contains("@@ replacement @@\n-o\n+0"), "{ambiguous}");
+        assert!(
+            ambiguous.contains("@@ replacement @@\n-o\n+0"),
+            "{ambiguous}"
+        );
         assert_eq!(change(dir.path(), "bash", &json!({"command": "ls"})), None);
     }
 }

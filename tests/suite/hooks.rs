@@ -297,3 +297,70 @@ fn a_hook_sees_the_run_and_the_call() {
         [(id, 0, "c-7".to_owned(), false)]
     );
 }
+
+/// Answers every question as told: allow with other arguments, or refuse with a reason.
+struct Answering(golato::policy::Approval);
+
+impl golato::policy::Approver for Answering {
+    fn default_decision(&self, _ctx: &golato::hook::HookContext) -> golato::policy::Decision {
+        golato::policy::Decision::Ask
+    }
+
+    fn ask(
+        &self,
+        _ctx: golato::hook::HookContext,
+        _why: String,
+    ) -> futures::future::BoxFuture<'static, Result<golato::policy::Approval, String>> {
+        let approval = self.0.clone();
+        Box::pin(async move { Ok(approval) })
+    }
+}
+
+#[test]
+fn a_person_can_change_a_call_before_it_runs_or_refuse_it_saying_why() {
+    use golato::policy::{Approval, Policy};
+    let policy_hook = |approval: Approval| {
+        let (_session, watched) =
+            tokio::sync::watch::channel(golato::policy::HookSession::default());
+        Arc::new(Policy::default()).hook(Some(Arc::new(Answering(approval))), watched)
+    };
+    // Changed: the tool runs with the person's arguments, and the model reads that it did.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let agent = agent_with_hooks(
+        vec![call("1", "echo", r#"{"text":"rm -rf build"}"#)],
+        vec![recording_echo(Arc::clone(&seen))],
+        vec![policy_hook(Approval::AllowWith(
+            json!({"text": "rm -rf build/cache"}),
+        ))],
+    );
+    let (_, outcome) = collect(agent.start(prompt("go")));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [json!({"text": "rm -rf build/cache"})]
+    );
+    let (text, is_error) = texts(&outcome).remove(0);
+    assert!(!is_error);
+    assert!(
+        text.starts_with("[The user changed this call before it ran; it ran with the arguments {\"text\":\"rm -rf build/cache\"}]"),
+        "{text}"
+    );
+    assert!(text.ends_with("rm -rf build/cache"), "{text}");
+    // Refused with a reason: nothing runs, and the model reads the person's words.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let agent = agent_with_hooks(
+        vec![call("1", "echo", r#"{"text":"x"}"#)],
+        vec![recording_echo(Arc::clone(&seen))],
+        vec![policy_hook(Approval::Refuse {
+            reason: Some("use the staging database".into()),
+        })],
+    );
+    let (_, outcome) = collect(agent.start(prompt("go")));
+    assert!(seen.lock().unwrap().is_empty());
+    assert_eq!(
+        texts(&outcome),
+        [(
+            "The user did not allow this echo call; it was not run. They said why: use the staging database".to_owned(),
+            true
+        )]
+    );
+}

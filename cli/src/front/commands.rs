@@ -25,16 +25,34 @@ pub(crate) enum Command {
 /// Every command, with what it does.
 const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
-    ("/model", "show the model, or /model NAME to switch (the next turn uses it)"),
-    ("/compact", "summarize the conversation now, keeping the recent part"),
+    (
+        "/model",
+        "show the model, or /model NAME to switch (the next turn uses it)",
+    ),
+    (
+        "/compact",
+        "summarize the conversation now, keeping the recent part",
+    ),
     ("/new", "start a new session (the current one stays saved)"),
-    ("/resume", "go on with another session of this directory (a picker, or /resume ID)"),
-    ("/fork", "a new session from here; the current one is kept as it is"),
-    ("/undo", "take back the last changes (comes with checkpoints)"),
+    (
+        "/resume",
+        "go on with another session of this directory (a picker, or /resume ID)",
+    ),
+    (
+        "/fork",
+        "a new session from here; the current one is kept as it is",
+    ),
+    (
+        "/undo",
+        "take back the last changes (comes with checkpoints)",
+    ),
     ("/diff", "what this session's edits and writes changed"),
     ("/cost", "tokens and money of this session so far"),
     ("/tools", "the tools the model has"),
-    ("/approve", "show which calls ask, or /approve ask|edits|never"),
+    (
+        "/approve",
+        "show which calls ask, or /approve ask|edits|never",
+    ),
     ("/sandbox", "what the tools may touch, and which calls ask"),
     ("/init", "write an AGENTS.md skeleton here"),
     ("/exit", "leave (also Ctrl-D on an empty line)"),
@@ -46,7 +64,9 @@ pub(crate) fn run(front: &mut Front, text: &str) {
     let name = words.next().unwrap_or(text);
     let argument = words.next().map(str::to_owned);
     if words.next().is_some() {
-        front.note(&format!("{name} takes at most one word; /help lists the commands"));
+        front.note(&format!(
+            "{name} takes at most one word; /help lists the commands"
+        ));
         return;
     }
     let command = match name {
@@ -82,9 +102,10 @@ pub(crate) fn run(front: &mut Front, text: &str) {
         "/init" => Command::Init,
         "/model" => Command::Model(argument.clone()),
         "/resume" => Command::Resume(argument.clone()),
-        "/approve" => match argument.as_deref().map(|mode| {
-            <crate::approve::Approve as clap::ValueEnum>::from_str(mode, true)
-        }) {
+        "/approve" => match argument
+            .as_deref()
+            .map(|mode| <crate::approve::Approve as clap::ValueEnum>::from_str(mode, true))
+        {
             None => Command::Approve(None),
             Some(Ok(mode)) => Command::Approve(Some(mode)),
             Some(Err(_)) => {
@@ -104,7 +125,9 @@ pub(crate) fn run(front: &mut Front, text: &str) {
         Command::Model(_) | Command::Resume(_) | Command::Approve(_)
     );
     if argument.is_some() && !takes_argument {
-        front.note(&format!("{name} takes no argument; /help lists the commands"));
+        front.note(&format!(
+            "{name} takes no argument; /help lists the commands"
+        ));
         return;
     }
     front.pending = Some(command);

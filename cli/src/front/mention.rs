@@ -46,7 +46,8 @@ impl Files {
         let pattern = Pattern::parse(query, CaseMatching::Smart, Normalization::Smart);
         let mut found = pattern.match_list(self.paths.iter(), &mut matcher);
         // Equal scores: the shorter path (a file nearer the root) first.
-        found.sort_by(|(a, score_a), (b, score_b)| score_b.cmp(score_a).then(a.len().cmp(&b.len())));
+        found
+            .sort_by(|(a, score_a), (b, score_b)| score_b.cmp(score_a).then(a.len().cmp(&b.len())));
         found
             .into_iter()
             .take(count)
@@ -62,7 +63,10 @@ pub(crate) fn typed(word: Option<&(usize, String)>) -> Option<&str> {
 
 /// Whether `path` (relative to `cwd`, or absolute) names an image file.
 fn image_path(cwd: &Path, path: &str) -> Option<PathBuf> {
-    let extension = Path::new(path).extension()?.to_string_lossy().to_lowercase();
+    let extension = Path::new(path)
+        .extension()?
+        .to_string_lossy()
+        .to_lowercase();
     if !matches!(extension.as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp") {
         return None;
     }
@@ -93,8 +97,8 @@ pub(crate) fn prompt(text: &str, cwd: &Path) -> Result<UserMessage, String> {
     }
     let mut content = vec![Content::text(text)];
     for path in &images {
-        let part = crate::prompt::image_part(path)
-            .map_err(|why| format!("{}: {why}", path.display()))?;
+        let part =
+            crate::prompt::image_part(path).map_err(|why| format!("{}: {why}", path.display()))?;
         content.push(part);
     }
     Ok(UserMessage { content })
@@ -109,7 +113,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("src/front")).unwrap();
         std::fs::create_dir_all(dir.path().join("target")).unwrap();
-        for file in ["src/main.rs", "src/front/markdown.rs", "target/main.o", "README.md"] {
+        for file in [
+            "src/main.rs",
+            "src/front/markdown.rs",
+            "target/main.o",
+            "README.md",
+        ] {
             std::fs::write(dir.path().join(file), "").unwrap();
         }
         std::fs::write(dir.path().join(".gitignore"), "target/\n").unwrap();
@@ -130,11 +139,16 @@ mod tests {
         std::fs::write(dir.path().join("fake.png"), b"not an image").unwrap();
         let message = prompt("what is in @shot.png", dir.path()).unwrap();
         assert_eq!(message.content.len(), 2);
-        assert!(matches!(&message.content[1], Content::Image { mime_type, .. } if mime_type == "image/png"));
+        assert!(
+            matches!(&message.content[1], Content::Image { mime_type, .. } if mime_type == "image/png")
+        );
         let plain = prompt("a shot.png word and @missing.png", dir.path()).unwrap();
         assert_eq!(plain.content.len(), 1);
         let error = prompt("@fake.png", dir.path()).unwrap_err();
-        assert!(error.contains("fake.png") && error.contains("not an image"), "{error}");
+        assert!(
+            error.contains("fake.png") && error.contains("not an image"),
+            "{error}"
+        );
         let dragged = format!("'{}'", dir.path().join("shot.png").display());
         assert_eq!(prompt(&dragged, dir.path()).unwrap().content.len(), 2);
     }

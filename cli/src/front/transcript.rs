@@ -261,11 +261,17 @@ pub(crate) fn earlier(messages: &[golato::message::Message], width: usize) -> Ve
             Message::Assistant(answer) => {
                 let text = answer.text();
                 for line in text.lines().filter(|line| !line.trim().is_empty()).take(2) {
-                    lines.push(Line::raw(format!("  {}", fit(line, width.saturating_sub(2)))));
+                    lines.push(Line::raw(format!(
+                        "  {}",
+                        fit(line, width.saturating_sub(2))
+                    )));
                 }
                 for call in &answer.tool_calls {
                     lines.push(Line::styled(
-                        format!("  · {}", fit(&crate::live::call_label(call), width.saturating_sub(4))),
+                        format!(
+                            "  · {}",
+                            fit(&crate::live::call_label(call), width.saturating_sub(4))
+                        ),
                         dim(),
                     ));
                 }

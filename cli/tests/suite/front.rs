@@ -52,9 +52,16 @@ fn wait_until(
 }
 
 fn start(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> Terminal {
+    let mut flags = flags.to_vec();
+    flags.push("--ephemeral");
+    start_saving(dir, script, &flags, size)
+}
+
+/// As `start`, with the session saved.
+fn start_saving(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> Terminal {
     let mut command = golato();
     command
-        .args(["--ephemeral", "-C"])
+        .arg("-C")
         .arg(dir)
         .arg("--script")
         .arg(script)
@@ -359,4 +366,271 @@ fn a_closed_terminal_ends_the_front_end_even_while_a_question_waits() {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+#[test]
+fn an_edit_is_approved_seeing_its_diff_and_a_command_is_changed_or_refused_saying_why() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta\ngamma\n").unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "a", "name": "edit", "arguments": {"path": "notes.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]}}]}),
+                json!({"tool_calls": [{"id": "b", "name": "bash", "arguments": {"command": "touch wrong"}}]}),
+                json!({"tool_calls": [{"id": "c", "name": "bash", "arguments": {"command": "touch refused"}}]}),
+                json!({"text": "Understood."}),
+            ],
+        );
+        let mut terminal = start(
+            dir.path(),
+            &script,
+            &["--sandbox", "off", "--approve", "ask"],
+            size,
+        );
+        wait_until(&mut terminal, size, "the input", |shown| {
+            shown.contains("Enter send")
+        });
+        terminal.type_raw("tidy up\r");
+        // The diff the edit would make, before it runs.
+        let shown = wait_until(&mut terminal, size, "the edit's question", |shown| {
+            shown.contains("a always for edit")
+        });
+        assert!(
+            shown.contains("│ -beta") && shown.contains("│ +BETA"),
+            "{shown}"
+        );
+        assert!(shown.contains("│  alpha"), "{shown}");
+        assert!(
+            !shown.contains("e edit"),
+            "only a command is edited: {shown}"
+        );
+        terminal.type_raw("y");
+        wait_until(&mut terminal, size, "the command's question", |shown| {
+            shown.contains("a always for bash in this session · e edit")
+        });
+        // e: the command into the input, changed, then run as it stands.
+        terminal.type_raw("e");
+        wait_until(&mut terminal, size, "the command being edited", |shown| {
+            shown.contains("$ touch wrong") && shown.contains("Enter run it as it stands")
+        });
+        terminal.type_raw("\x7f\x7f\x7f\x7f\x7fright\r");
+        wait_until(
+            &mut terminal,
+            size,
+            "the second command's question",
+            |shown| shown.contains("│ bash $ touch refused"),
+        );
+        // Esc: no, and why, for the model.
+        terminal.type_raw("\x1b");
+        wait_until(&mut terminal, size, "the reason's input", |shown| {
+            shown.contains("Enter refuse with it")
+        });
+        terminal.type_raw("not in this folder\r");
+        let shown = wait_until(&mut terminal, size, "the run's end", |shown| {
+            shown.contains("done: 4 turns")
+        });
+        assert!(
+            shown.contains("allowed as you changed it: $ touch right"),
+            "{shown}"
+        );
+        assert!(shown.contains("They said why: not"), "{shown}");
+        assert!(shown.contains("1 file changed"), "{shown}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
+            "alpha\nBETA\ngamma\n"
+        );
+        assert!(dir.path().join("right").exists());
+        assert!(!dir.path().join("wrong").exists());
+        assert!(!dir.path().join("refused").exists());
+        leave(terminal, size);
+    }
+}
+
+#[test]
+fn commands_switch_model_and_approval_show_the_diff_and_write_agents_md() {
+    let size = (40, 120);
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "write", "arguments": {"path": "plan.md", "content": "step one\n"}}]}),
+            json!({"text": "Written."}),
+        ],
+    );
+    let mut terminal = start(dir.path(), &script, &["--sandbox", "off"], size);
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    // Completion offers what a command can be while it is typed.
+    terminal.type_raw("/co");
+    wait_until(&mut terminal, size, "the completions", |shown| {
+        shown.contains("/compact  /cost")
+    });
+    terminal.type_raw("\x03/model other-model\r");
+    wait_until(&mut terminal, size, "the switch", |shown| {
+        shown.contains("model: other-model; the next turn asks it")
+    });
+    terminal.type_raw("/approve sometimes\r");
+    wait_until(&mut terminal, size, "the refusal", |shown| {
+        shown.contains("/approve takes ask, edits or never")
+    });
+    terminal.type_raw("/approve ask\r");
+    wait_until(&mut terminal, size, "the new mode", |shown| {
+        shown.contains("approve: ask: every bash, write and edit call asks first")
+    });
+    // The mode holds for the next call: the write asks now.
+    terminal.type_raw("write the plan\r");
+    wait_until(&mut terminal, size, "the write's question", |shown| {
+        shown.contains("a always for write") && shown.contains("│ +step one")
+    });
+    terminal.type_raw("y");
+    wait_until(&mut terminal, size, "the run's end", |shown| {
+        shown.contains("done: 2 turns")
+    });
+    terminal.type_raw("/diff\r");
+    wait_until(&mut terminal, size, "the session's diff", |shown| {
+        shown.contains("plan.md") && shown.contains("what bash commands changed is not tracked")
+    });
+    terminal.type_raw("/init\r");
+    wait_until(&mut terminal, size, "AGENTS.md", |shown| {
+        shown.contains("AGENTS.md: fill in how to build")
+    });
+    let written = std::fs::read_to_string(dir.path().join("AGENTS.md")).unwrap();
+    assert!(written.starts_with("# AGENTS.md"), "{written}");
+    terminal.type_raw("/init\r");
+    wait_until(&mut terminal, size, "not twice", |shown| {
+        shown.contains("AGENTS.md exists already; nothing was written")
+    });
+    terminal.type_raw("/fork\r");
+    wait_until(&mut terminal, size, "no fork", |shown| {
+        shown.contains("nothing saved (--ephemeral)")
+    });
+    leave(terminal, size);
+}
+
+#[test]
+fn resume_picks_an_earlier_session_shows_it_and_fork_keeps_the_old_one() {
+    let size = (24, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[json!({"text": "I will remember 42."})],
+    );
+    let mut terminal = start_saving(dir.path(), &script, &[], size);
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    terminal.type_raw("remember the number 42\r");
+    wait_until(&mut terminal, size, "the answer", |shown| {
+        shown.contains("done: 1 turn")
+    });
+    leave(terminal, size);
+    let sessions = |dir: &Path| -> Vec<String> {
+        let out = golato().args(["sessions", "-C"]).arg(dir).output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .map(|line| {
+                line.split_whitespace()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    };
+    let first = sessions(dir.path());
+    assert_eq!(first.len(), 1, "{first:?}");
+    // A script replays by the transcript's answers: the earlier one is the first.
+    let script = script_file(
+        dir.path(),
+        "again.jsonl",
+        &[
+            json!({"text": "I will remember 42."}),
+            json!({"text": "It was 42."}),
+        ],
+    );
+    let mut terminal = start_saving(dir.path(), &script, &[], size);
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    terminal.type_raw("/resume\r");
+    wait_until(&mut terminal, size, "the picker", |shown| {
+        shown.contains("Enter go on with it") && shown.contains("remember the number 42")
+    });
+    terminal.type_raw("\r");
+    let shown = wait_until(&mut terminal, size, "the earlier conversation", |shown| {
+        shown.contains("going on with the session")
+    });
+    assert!(shown.contains("earlier in this session:"), "{shown}");
+    assert!(shown.contains("› remember the number 42"), "{shown}");
+    assert!(shown.contains("  I will remember 42."), "{shown}");
+    terminal.type_raw("/fork\r");
+    wait_until(&mut terminal, size, "the fork", |shown| {
+        shown.contains("forked: this is now session") && shown.contains("is kept")
+    });
+    terminal.type_raw("what was it?\r");
+    wait_until(&mut terminal, size, "the answer", |shown| {
+        shown.contains("It was 42.")
+    });
+    leave(terminal, size);
+    let both = sessions(dir.path());
+    assert_eq!(both.len(), 2, "{both:?}");
+    assert!(both.contains(&first[0]));
+}
+
+#[test]
+fn ctrl_r_finds_an_earlier_prompt_and_at_completes_a_file_and_attaches_an_image() {
+    let size = (24, 80);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::create_dir_all(dir.path().join("build")).unwrap();
+    std::fs::write(dir.path().join("src/parser.rs"), "").unwrap();
+    std::fs::write(dir.path().join("build/parser.rs.o"), "").unwrap();
+    std::fs::write(dir.path().join(".gitignore"), "build/\n").unwrap();
+    std::fs::write(dir.path().join("shot.png"), b"\x89PNG\r\n\x1a\n0000").unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[json!({"text": "First."}), json!({"text": "Second."})],
+    );
+    let mut terminal = start(dir.path(), &script, &[], size);
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    terminal.type_raw("the zebra-7731 prompt\r");
+    wait_until(&mut terminal, size, "the answer", |shown| {
+        shown.contains("done: 1 turn")
+    });
+    terminal.type_raw("\x12zebra-77");
+    wait_until(&mut terminal, size, "the search", |shown| {
+        shown.contains("search history: zebra-77  the zebra-7731 prompt")
+    });
+    terminal.type_raw("\r");
+    wait_until(&mut terminal, size, "the prompt taken back", |shown| {
+        shown.contains("› the zebra-7731 prompt")
+            && shown.contains("Enter send")
+            && !shown.contains("search history")
+    });
+    terminal.type_raw("\x03look at @prsr");
+    let shown = wait_until(&mut terminal, size, "the file offered", |shown| {
+        shown.contains("@ src/parser.rs")
+    });
+    assert!(
+        !shown.contains("build/parser"),
+        "ignored files are not offered: {shown}"
+    );
+    terminal.type_raw("\t and @shot.png\r");
+    let shown = wait_until(&mut terminal, size, "the second answer", |shown| {
+        shown.contains("Second.")
+    });
+    assert!(
+        shown.contains("› look at @src/parser.rs and @shot.png"),
+        "{shown}"
+    );
+    assert!(shown.contains("attached 1 image"), "{shown}");
+    leave(terminal, size);
 }
