@@ -11,6 +11,7 @@
 mod commands;
 mod conversation;
 mod editor;
+mod highlight;
 mod markdown;
 mod mention;
 mod question;
@@ -42,6 +43,8 @@ use editor::Editor;
 
 /// Rows the front end keeps at the bottom: a status line, the input, a line of keys.
 const VIEWPORT_ROWS: u16 = 6;
+/// The shortest time between two frames of the input area: 60 a second.
+const FRAME: Duration = Duration::from_micros(16_667);
 /// Texts sent kept in the history file.
 const HISTORY_KEPT: usize = 1000;
 
@@ -284,10 +287,11 @@ impl Front {
             Span::styled(format!("{frame} "), Style::default().fg(Color::Cyan)),
             Span::raw(what),
             Span::styled(
+                // About four characters a token: the stream's deltas carry no counts.
                 format!(
-                    " · {}s · {} streamed · Esc to interrupt",
+                    " · {}s · ≈{} streamed · Esc to interrupt",
                     elapsed.as_secs(),
-                    crate::shown::count(running.streamed as u64, "character")
+                    crate::shown::count(running.streamed.div_ceil(4) as u64, "token")
                 ),
                 dim,
             ),
@@ -455,8 +459,17 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
     };
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    // At most one frame per FRAME: sixteen calls streaming at once would otherwise redraw the
+    // input area for every event.
+    let mut drawn_at = Instant::now()
+        .checked_sub(FRAME)
+        .unwrap_or_else(Instant::now);
     loop {
-        front.draw();
+        let owed = drawn_at.elapsed() < FRAME;
+        if !owed {
+            front.draw();
+            drawn_at = Instant::now();
+        }
         tokio::select! {
             // What the run did is written before a question it then asks, and before keys.
             biased;
@@ -496,6 +509,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                 question::ask(&mut front, question);
             }
             _ = tick.tick(), if front.running.is_some() => {}
+            () = tokio::time::sleep_until((drawn_at + FRAME).into()), if owed => {}
             signal = signals.next() => {
                 match &mut front.running {
                     Some(running) if !running.cancelling => {

@@ -6,7 +6,7 @@
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthStr as _;
+use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
 
 /// A run of text in one style, before wrapping.
 #[derive(Debug, Clone)]
@@ -137,7 +137,8 @@ pub(crate) fn render(text: &str, width: usize) -> Vec<Line<'static>> {
     let mut styles: Vec<Style> = vec![Style::default()];
     let mut frames: Vec<Frame> = Vec::new();
     let mut item_marker: Option<String> = None;
-    let mut code: Option<String> = None;
+    // A code block being read: its language and its text so far (highlighted whole at its end).
+    let mut code: Option<(String, String)> = None;
     let mut table: Option<Vec<Vec<String>>> = None;
     let mut cell = String::new();
     let mut link: Option<String> = None;
@@ -276,28 +277,35 @@ pub(crate) fn render(text: &str, width: usize) -> Vec<Line<'static>> {
                     CodeBlockKind::Fenced(language) => language.to_string(),
                     CodeBlockKind::Indented => String::new(),
                 };
-                code = Some(language);
+                code = Some((language, String::new()));
             }
             Event::End(TagEnd::CodeBlock) => {
-                code = None;
+                let (language, text) = code.take().unwrap_or_default();
+                let base = prefix(&frames);
+                let room = width.saturating_sub(base.width() + 2 + 1);
+                for spans in super::highlight::code(&text, &language) {
+                    // Code keeps its lines: cut at the width rather than re-flowed.
+                    let mut line = vec![Span::raw(format!("{base}  "))];
+                    let mut cells = 0;
+                    for (style, piece) in spans {
+                        let mut shown = String::new();
+                        for c in crate::shown::visible(&piece).chars() {
+                            let w = c.width().unwrap_or(0);
+                            if cells + w > room {
+                                break;
+                            }
+                            cells += w;
+                            shown.push(c);
+                        }
+                        line.push(Span::styled(shown, style));
+                    }
+                    out.push(Line::from(line));
+                }
                 out.push(Line::default());
             }
             Event::Text(text) if code.is_some() => {
-                let base = prefix(&frames);
-                let style = Style::default().fg(Color::Yellow);
-                for line in text.lines() {
-                    // Code keeps its lines: cut at the width rather than re-flowed.
-                    let mut shown = String::new();
-                    for c in line.chars() {
-                        if (base.width() + 2 + shown.width() + 1) > width {
-                            break;
-                        }
-                        shown.push(c);
-                    }
-                    out.push(Line::from(vec![
-                        Span::raw(format!("{base}  ")),
-                        Span::styled(shown, style),
-                    ]));
+                if let Some((_, code)) = &mut code {
+                    code.push_str(&text);
                 }
             }
             Event::Text(text) if table.is_some() => cell.push_str(&text),
