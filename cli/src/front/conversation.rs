@@ -159,6 +159,15 @@ impl Conversation {
                     crate::shown::count(compaction.replaced as u64, "earlier message")
                 ));
             }
+            Event::UserMessage(joined) => {
+                let what = match joined.delivery {
+                    golato::agent::event::Delivery::Steer => "steering",
+                    golato::agent::event::Delivery::FollowUp => "follow-up",
+                };
+                front.note(&format!(
+                    "↳ your {what} joined the conversation; the model reads it now"
+                ));
+            }
             Event::RunEnd(_) => self.finish(front).await,
             _ => {}
         }

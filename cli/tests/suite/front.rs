@@ -283,11 +283,13 @@ fn typed_while_a_run_works_steers_it_and_esc_interrupts_it() {
     wait_until(&mut terminal, size, "the steering", |shown| {
         shown.contains("» steering: also check the docs")
     });
+    // Queued, not joined: the call that runs has not ended.
+    assert!(!screen(&mut terminal, size).contains("joined the conversation"));
     terminal.type_raw("\x1b");
-    let shown = wait_until(&mut terminal, size, "the interruption", |shown| {
-        shown.contains("interrupted: 1 turn")
+    // The input area is drawn again at the next frame, a moment after the line above it.
+    wait_until(&mut terminal, size, "the interruption", |shown| {
+        shown.contains("interrupted: 1 turn") && shown.contains("Enter send")
     });
-    assert!(shown.contains("Enter send"), "{shown}");
     leave(terminal, size);
 }
 
@@ -456,7 +458,9 @@ fn commands_switch_model_and_approval_show_the_diff_and_write_agents_md() {
         dir.path(),
         "script.jsonl",
         &[
-            json!({"tool_calls": [{"id": "a", "name": "write", "arguments": {"path": "plan.md", "content": "step one\n"}}]}),
+            // A script answers by the number of answers in the request: the summary `/compact`
+            // asks for (none in it) is the first entry's text.
+            json!({"text": "The user asked for a plan; it was written.", "tool_calls": [{"id": "a", "name": "write", "arguments": {"path": "plan.md", "content": "step one\n"}}]}),
             json!({"text": "Written."}),
         ],
     );
@@ -489,6 +493,10 @@ fn commands_switch_model_and_approval_show_the_diff_and_write_agents_md() {
     terminal.type_raw("y");
     wait_until(&mut terminal, size, "the run's end", |shown| {
         shown.contains("done: 2 turns")
+    });
+    terminal.type_raw("/compact\r");
+    wait_until(&mut terminal, size, "the compaction", |shown| {
+        shown.contains("compacted: ") && shown.contains("summarized, about")
     });
     terminal.type_raw("/diff\r");
     wait_until(&mut terminal, size, "the session's diff", |shown| {
@@ -632,5 +640,41 @@ fn ctrl_r_finds_an_earlier_prompt_and_at_completes_a_file_and_attaches_an_image(
         "{shown}"
     );
     assert!(shown.contains("attached 1 image"), "{shown}");
+    leave(terminal, size);
+}
+
+#[test]
+fn steering_is_shown_queued_and_then_joined_when_the_running_call_ends() {
+    let size = (24, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch started; while [ ! -e go ]; do sleep 0.05; done"}}]}),
+            json!({"text": "Noted."}),
+        ],
+    );
+    let mut terminal = start(dir.path(), &script, &[], size);
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    terminal.type_raw("work\r");
+    support::wait_for_file(&dir.path().join("started"));
+    terminal.type_raw("use tabs\r");
+    wait_until(&mut terminal, size, "the steering queued", |shown| {
+        shown.contains("» steering: use tabs")
+    });
+    assert!(!screen(&mut terminal, size).contains("joined the conversation"));
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let shown = wait_until(&mut terminal, size, "the run's end", |shown| {
+        shown.contains("done: 2 turns")
+    });
+    assert!(
+        shown.contains("↳ your steering joined the conversation"),
+        "{shown}"
+    );
+    let joined = shown.find("↳ your steering joined").unwrap();
+    assert!(joined < shown.find("Noted.").unwrap(), "{shown}");
     leave(terminal, size);
 }
