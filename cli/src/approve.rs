@@ -65,6 +65,8 @@ impl std::fmt::Display for Approve {
 pub(crate) struct Question {
     /// The tool's name.
     pub(crate) tool: String,
+    /// The call's ID, as the model gave it.
+    pub(crate) call_id: String,
     /// What the person must see whole to decide: the command, or the path written.
     pub(crate) detail: String,
     /// What asks: a rule, a hook, or the approval mode.
@@ -239,6 +241,7 @@ impl golato::policy::Approver for Approver {
         let (reply, answer) = oneshot::channel();
         let asked = questions.send(Question {
             tool: tool.clone(),
+            call_id: ctx.call.id.clone(),
             detail: detail(&ctx.call, &ctx.arguments),
             why,
             preview: crate::preview::change(&self.cwd, &tool, &ctx.arguments),

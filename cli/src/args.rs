@@ -38,6 +38,10 @@ pub(crate) enum Command {
     /// while it works steers it (`+` first: a follow-up); Ctrl-C cancels the run; Ctrl-D
     /// leaves.
     Chat(Box<ChatArgs>),
+    /// Serves the Agent Client Protocol on standard input and output, for editors (Zed,
+    /// JetBrains, Neovim) and other programs: many sessions at once, approvals asked of the
+    /// client, sessions saved as the command line saves them.
+    Acp(Box<AcpArgs>),
     /// Shows the settings in effect from the configuration files (and --profile, --config),
     /// each with where it comes from.
     Config(ConfigArgs),
@@ -105,6 +109,19 @@ pub(crate) struct ChatArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct AcpArgs {
+    /// Each session's defaults; a session's `cwd` (from the client) is its working directory.
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
+    /// Save no sessions.
+    #[arg(long)]
+    pub(crate) ephemeral: bool,
+    /// How long a permission request may wait for the client before the call is refused.
+    #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = positive_seconds)]
+    pub(crate) permission_timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct ResumeArgs {
     /// The session's ID, as `golato sessions` lists it [default: the newest].
     pub(crate) id: Option<String>,
@@ -163,7 +180,7 @@ pub(crate) struct RunArgs {
 }
 
 /// The agent a run uses: model, tools and limits (`golato run` and `golato serve`).
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct AgentArgs {
     /// Directory the tools work in; relative paths resolve against it.
     #[arg(

@@ -15,6 +15,7 @@
 //! feature, entry points into the parsers of golato's own files for the targets in `fuzz/`.
 //! The command line writes to the terminal itself, so `eprintln!` is at home here.
 
+mod acp;
 mod approve;
 mod args;
 mod bounded;
@@ -211,7 +212,7 @@ pub fn main() -> ExitCode {
             Command::Resume(args) => args.run.view.json,
             _ => false,
         };
-        let worker = matches!(&cli.command, Command::Serve(_));
+        let worker = matches!(&cli.command, Command::Serve(_) | Command::Acp(_));
         std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !json && !worker
     };
     if let Some(agent) = cli.command.agent_args() {
@@ -224,7 +225,7 @@ pub fn main() -> ExitCode {
     // agents run on golato's own host either way.
     // A worker serves many runs' journals at once: it gets a thread per core.
     let runtime = match &cli.command {
-        Command::Serve(_) => tokio::runtime::Builder::new_multi_thread(),
+        Command::Serve(_) | Command::Acp(_) => tokio::runtime::Builder::new_multi_thread(),
         _ => tokio::runtime::Builder::new_current_thread(),
     }
     .enable_all()
@@ -251,6 +252,7 @@ pub fn main() -> ExitCode {
                 Some(args::SessionsAction::Repair { id }) => session::repair(&id),
                 Some(args::SessionsAction::Rm { id }) => session::remove(&id),
             },
+            Command::Acp(args) => acp::command(*args).await,
             Command::Chat(args) if front::usable(&args) => front::command(*args).await,
             Command::Chat(args) => chat::command(*args).await,
             Command::Config(args) => config::show(args),

@@ -1,0 +1,493 @@
+//! `golato acp`: golato as an Agent Client Protocol agent on standard input and output, for
+//! editors and other programs that drive agents two-way.
+//!
+//! Each `session/new` builds an agent for the session's working directory (the flags of
+//! `golato acp` are every session's defaults, the directory's configuration applies as it does
+//! for `golato run`); each `session/prompt` is a run of its own, driven by a task of its own,
+//! so prompts to different sessions run at once. A run's events become `session/update`
+//! notifications; a call the rules or the approval mode ask about becomes a
+//! `session/request_permission` request; `session/cancel` cancels the run as Ctrl-C does.
+//! Sessions are saved in the same files as the command line's (`golato sessions` lists them,
+//! `session/load` and `session/list` read them).
+
+mod prompt;
+mod updates;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionMode,
+    SessionModeState, SetSessionModeRequest, SetSessionModeResponse,
+};
+use agent_client_protocol::{Agent, Stdio};
+use golato::agent::compaction::Summary;
+use golato::message::Message;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::{AcpArgs, AgentArgs, McpCommand};
+use crate::{CliError, Exit};
+
+/// The connection to the client, as handlers and drivers use it.
+type Connection = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Client>;
+
+/// The modes a session offers: what its tools may touch.
+const MODES: [(&str, &str, &str); 3] = [
+    (
+        "read-only",
+        "Read only",
+        "Tools read the workspace; nothing is written, no network.",
+    ),
+    (
+        "workspace-write",
+        "Workspace write",
+        "Tools write the working directory (and /tmp), no network: the default.",
+    ),
+    (
+        "full-access",
+        "Full access",
+        "No sandbox: tools reach everything the user can.",
+    ),
+];
+
+/// A session: its agent, its conversation, and the prompt it works on, if any.
+pub(crate) struct Session {
+    pub(crate) id: String,
+    pub(crate) cwd: PathBuf,
+    /// The flags this session's agent was built from (a mode change builds it again).
+    args: AgentArgs,
+    pub(crate) agent: golato::Agent,
+    pub(crate) questions: Option<crate::approve::Questions>,
+    pub(crate) transcript: Vec<Message>,
+    pub(crate) summary: Option<Summary>,
+    pub(crate) saving: Option<crate::session::Writer>,
+    pub(crate) mode: &'static str,
+    pub(crate) price: Option<golato::generator::Price>,
+}
+
+/// What every handler shares.
+pub(crate) struct State {
+    /// The flags as given, before any directory's configuration.
+    defaults: AgentArgs,
+    ephemeral: bool,
+    pub(crate) permission_timeout: std::time::Duration,
+    sessions: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Session>>>>,
+    /// The prompt each busy session works on: cancelled by `session/cancel`.
+    busy: Mutex<HashMap<String, CancellationToken>>,
+    /// Prompts being driven, to cancel and wait for when the client goes away.
+    drivers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl State {
+    fn session(
+        &self,
+        id: &str,
+    ) -> Result<Arc<tokio::sync::Mutex<Session>>, agent_client_protocol::Error> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                invalid_params(format!(
+                    "no session {id} in this connection; create one with session/new or load a saved one with session/load"
+                ))
+            })
+    }
+
+    /// Marks `id` busy with a new prompt, or says it already is.
+    pub(crate) fn begin_prompt(&self, id: &str) -> Option<CancellationToken> {
+        let mut busy = self.busy.lock().unwrap_or_else(PoisonError::into_inner);
+        if busy.contains_key(id) {
+            return None;
+        }
+        let token = CancellationToken::new();
+        busy.insert(id.to_owned(), token.clone());
+        Some(token)
+    }
+
+    pub(crate) fn end_prompt(&self, id: &str) {
+        self.busy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+    }
+}
+
+/// An error answer naming what was wrong with the request.
+pub(crate) fn invalid_params(message: impl Into<String>) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::new(-32602, message)
+}
+
+/// The flags for a session in `cwd`: the defaults, the client's MCP servers, the directory's
+/// configuration (as trusted), and the sandbox of `mode`.
+fn session_args(
+    state: &State,
+    cwd: &Path,
+    mcp_servers: &[McpServer],
+) -> Result<AgentArgs, CliError> {
+    let mut args = state.defaults.clone();
+    args.cwd = cwd.to_owned();
+    for server in mcp_servers {
+        match server {
+            McpServer::Stdio(stdio) => args.mcp_commands.push(McpCommand {
+                program: stdio.command.display().to_string(),
+                args: stdio.args.clone(),
+                env: stdio
+                    .env
+                    .iter()
+                    .map(|variable| (variable.name.clone(), variable.value.clone()))
+                    .collect(),
+            }),
+            McpServer::Http(http) => args.mcp_url.push(http.url.clone()),
+            _ => {
+                return Err(CliError::usage(
+                    "an MCP server of a transport golato does not speak (it takes stdio and HTTP)",
+                ))
+            }
+        }
+    }
+    crate::config::apply(&mut args, false)?;
+    Ok(args)
+}
+
+/// The sandbox mode a session mode asks for.
+fn with_mode(mut args: AgentArgs, mode: &str) -> AgentArgs {
+    args.sandbox.sandbox = Some(match mode {
+        "read-only" => golato::sandbox::Mode::ReadOnly,
+        "full-access" => golato::sandbox::Mode::Off,
+        _ => golato::sandbox::Mode::WorkspaceWrite,
+    });
+    args
+}
+
+/// The mode a session starts in: the one its flags ask for.
+fn mode_of(args: &AgentArgs) -> &'static str {
+    match args.sandbox.policy(crate::run::DEFAULT_SANDBOX).mode {
+        golato::sandbox::Mode::ReadOnly => "read-only",
+        golato::sandbox::Mode::Off => "full-access",
+        _ => "workspace-write",
+    }
+}
+
+fn modes(current: &str) -> SessionModeState {
+    SessionModeState::new(
+        current.to_owned(),
+        MODES
+            .iter()
+            .map(|(id, name, what)| SessionMode::new(*id, *name).description(*what))
+            .collect(),
+    )
+}
+
+/// Builds a session's agent: its approvals go to the client (never to a terminal).
+async fn build(args: &AgentArgs) -> Result<crate::run::Built, CliError> {
+    crate::run::build_agent(args, None, true).await
+}
+
+fn to_protocol(error: CliError) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::new(
+        -32603,
+        crate::shown::visible(&error.to_string()).into_owned(),
+    )
+}
+
+async fn new_session(
+    state: &State,
+    request: NewSessionRequest,
+) -> Result<NewSessionResponse, agent_client_protocol::Error> {
+    if !request.cwd.is_absolute() {
+        return Err(invalid_params(format!(
+            "cwd must be an absolute path; got {}",
+            request.cwd.display()
+        )));
+    }
+    let args = session_args(state, &request.cwd, &request.mcp_servers).map_err(to_protocol)?;
+    let mode = mode_of(&args);
+    let built = build(&args).await.map_err(to_protocol)?;
+    let opened =
+        crate::session::open(None, &args.cwd, state.ephemeral, true).map_err(to_protocol)?;
+    let id = match &opened.saving {
+        Some(saving) => saving.id(),
+        None => format!("ephemeral-{}", uuid_like()),
+    };
+    let session = Session {
+        id: id.clone(),
+        cwd: args.cwd.clone(),
+        args,
+        agent: built.agent,
+        questions: built.questions,
+        transcript: opened.transcript,
+        summary: opened.summary,
+        saving: opened.saving,
+        mode,
+        price: built.price,
+    };
+    state
+        .sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(id.clone(), Arc::new(tokio::sync::Mutex::new(session)));
+    Ok(NewSessionResponse::new(id).modes(modes(mode)))
+}
+
+/// A name no other session of this process has.
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn load_session(
+    state: &State,
+    request: LoadSessionRequest,
+    cx: &Connection,
+) -> Result<LoadSessionResponse, agent_client_protocol::Error> {
+    let id = request.session_id.0.to_string();
+    if state
+        .sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains_key(&id)
+    {
+        return Err(invalid_params(format!(
+            "the session {id} is open in this connection already"
+        )));
+    }
+    let saved = crate::session::find(Some(&id), None).map_err(to_protocol)?;
+    let id = saved.header.id.clone();
+    let cwd = saved.header.cwd.clone();
+    let args = session_args(state, &cwd, &request.mcp_servers).map_err(to_protocol)?;
+    let mode = mode_of(&args);
+    let built = build(&args).await.map_err(to_protocol)?;
+    let opened =
+        crate::session::open(Some(saved), &cwd, state.ephemeral, true).map_err(to_protocol)?;
+    // The conversation so far, as the client shows it, before the answer.
+    for update in updates::replay(&opened.transcript, &cwd) {
+        cx.send_notification(agent_client_protocol::v1::schema::SessionNotification::new(
+            id.clone(),
+            update,
+        ))?;
+    }
+    let session = Session {
+        id: id.clone(),
+        cwd,
+        args,
+        agent: built.agent,
+        questions: built.questions,
+        transcript: opened.transcript,
+        summary: opened.summary,
+        saving: opened.saving,
+        mode,
+        price: built.price,
+    };
+    state
+        .sessions
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(id, Arc::new(tokio::sync::Mutex::new(session)));
+    Ok(LoadSessionResponse::new().modes(modes(mode)))
+}
+
+fn list_sessions(
+    request: &ListSessionsRequest,
+) -> Result<ListSessionsResponse, agent_client_protocol::Error> {
+    let (saved, _) = crate::session::all().map_err(to_protocol)?;
+    let sessions = saved
+        .iter()
+        .filter(|saved| {
+            request
+                .cwd
+                .as_ref()
+                .is_none_or(|cwd| saved.header.cwd == *cwd)
+        })
+        .map(|saved| {
+            let title = saved.first_prompt();
+            let title = title.lines().next().unwrap_or_default();
+            let updated = saved
+                .modified
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|since| since.as_secs())
+                .unwrap_or_default();
+            SessionInfo::new(saved.header.id.clone(), saved.header.cwd.clone())
+                .title(crate::live::clip(title))
+                .updated_at(rfc3339(updated))
+        })
+        .collect();
+    Ok(ListSessionsResponse::new(sessions))
+}
+
+/// Seconds since the epoch as an RFC 3339 UTC time.
+fn rfc3339(seconds: u64) -> String {
+    let days = seconds / 86_400;
+    let (hour, minute, second) = (seconds % 86_400 / 3600, seconds % 3600 / 60, seconds % 60);
+    // Days to a civil date (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+}
+
+async fn set_mode(
+    state: &State,
+    request: SetSessionModeRequest,
+) -> Result<SetSessionModeResponse, agent_client_protocol::Error> {
+    let id = request.session_id.0.to_string();
+    let session = state.session(&id)?;
+    let wanted = request.mode_id.0.to_string();
+    let Some((mode, _, _)) = MODES.iter().find(|(mode, _, _)| *mode == wanted) else {
+        return Err(invalid_params(format!(
+            "no mode {wanted}; the modes are read-only, workspace-write and full-access"
+        )));
+    };
+    if state
+        .busy
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains_key(&id)
+    {
+        return Err(invalid_params(
+            "the session is working on a prompt; change its mode once the prompt has ended (or cancel it)",
+        ));
+    }
+    let mut session = session.lock().await;
+    let args = with_mode(session.args.clone(), mode);
+    let built = build(&args).await.map_err(to_protocol)?;
+    session.agent = built.agent;
+    session.questions = built.questions;
+    session.price = built.price;
+    session.args = args;
+    session.mode = mode;
+    Ok(SetSessionModeResponse::new())
+}
+
+/// `golato acp`.
+pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
+    let state = Arc::new(State {
+        defaults: args.agent,
+        ephemeral: args.ephemeral,
+        permission_timeout: args.permission_timeout,
+        sessions: Mutex::default(),
+        busy: Mutex::default(),
+        drivers: Mutex::default(),
+    });
+    let served = {
+        let (s1, s2, s3, s4, s5, s6) = (
+            Arc::clone(&state),
+            Arc::clone(&state),
+            Arc::clone(&state),
+            Arc::clone(&state),
+            Arc::clone(&state),
+            Arc::clone(&state),
+        );
+        Agent
+            .v1()
+            .name("golato")
+            .on_receive_request(
+                async move |initialize: InitializeRequest, responder, _cx| {
+                    responder.respond(
+                        InitializeResponse::new(initialize.protocol_version)
+                            .agent_capabilities(
+                                AgentCapabilities::new()
+                                    .load_session(true)
+                                    .prompt_capabilities(
+                                        PromptCapabilities::new()
+                                            .image(true)
+                                            .embedded_context(true),
+                                    )
+                                    .mcp_capabilities(McpCapabilities::new().http(true))
+                                    .session_capabilities(
+                                        SessionCapabilities::new()
+                                            .list(SessionListCapabilities::new()),
+                                    ),
+                            )
+                            .agent_info(Implementation::new("golato", env!("CARGO_PKG_VERSION"))),
+                    )
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: NewSessionRequest, responder, _cx| {
+                    responder.respond_with_result(new_session(&s1, request).await)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: LoadSessionRequest, responder, cx| {
+                    responder.respond_with_result(load_session(&s2, request, &cx).await)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: ListSessionsRequest, responder, _cx| {
+                    let _ = &s3;
+                    responder.respond_with_result(list_sessions(&request))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: SetSessionModeRequest, responder, _cx| {
+                    responder.respond_with_result(set_mode(&s4, request).await)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: PromptRequest, responder, cx| {
+                    prompt::start(Arc::clone(&s5), request, responder, cx).await
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_notification(
+                async move |cancel: CancelNotification, _cx| {
+                    let id = cancel.session_id.0.to_string();
+                    if let Some(token) = s6
+                        .busy
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get(&id)
+                    {
+                        token.cancel();
+                    }
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_notification!(),
+            )
+            .connect_to(Stdio::new())
+            .await
+    };
+    // The client went away (or the connection failed): every prompt is cancelled as Ctrl-C
+    // cancels a run, and waited for, so no tool outlives the connection.
+    for token in state
+        .busy
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .values()
+    {
+        token.cancel();
+    }
+    let drivers =
+        std::mem::take(&mut *state.drivers.lock().unwrap_or_else(PoisonError::into_inner));
+    for driver in drivers {
+        let _ = driver.await;
+    }
+    match served {
+        Ok(()) => Ok(Exit::Success),
+        Err(error) => Err(CliError::Failed(format!(
+            "the ACP connection failed: {error}"
+        ))),
+    }
+}

@@ -1,0 +1,247 @@
+//! `session/prompt`: one run, driven by a task of its own so that the connection goes on
+//! serving other sessions (and this one's `session/cancel`) while it works.
+
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, EmbeddedResourceResource, PermissionOption, PermissionOptionKind, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
+    StopReason, ToolCallUpdate, ToolCallUpdateFields,
+};
+use golato::agent::{Event, Input};
+use golato::message::{Content, Message, UserMessage};
+use tokio_util::sync::CancellationToken;
+
+use super::{invalid_params, updates::Updates, Connection, Session, State};
+use crate::approve::{Question, Reply};
+use crate::report::Answer;
+
+type Responder = agent_client_protocol::v1::Responder<PromptResponse>;
+
+/// The prompt's content blocks as golato's user message: text as text, images as images, a
+/// linked resource as its URI, an embedded one as its text with where it comes from.
+fn user_message(blocks: Vec<ContentBlock>) -> Result<UserMessage, agent_client_protocol::Error> {
+    let mut content = Vec::new();
+    for block in blocks {
+        match block {
+            ContentBlock::Text(text) => content.push(Content::text(text.text)),
+            ContentBlock::Image(image) => content.push(Content::image(image.mime_type, image.data)),
+            ContentBlock::ResourceLink(link) => {
+                content.push(Content::text(format!("[{}]({})", link.name, link.uri)));
+            }
+            ContentBlock::Resource(embedded) => match embedded.resource {
+                EmbeddedResourceResource::TextResourceContents(resource) => {
+                    content.push(Content::text(format!(
+                        "<resource uri=\"{}\">\n{}\n</resource>",
+                        resource.uri, resource.text
+                    )));
+                }
+                _ => {
+                    return Err(invalid_params(
+                        "a binary embedded resource: golato takes text resources, images and links",
+                    ))
+                }
+            },
+            _ => {
+                return Err(invalid_params(
+                    "a content block golato does not take (audio, or a kind it does not know): send text, images, resource links or text resources",
+                ))
+            }
+        }
+    }
+    if content.is_empty() {
+        return Err(invalid_params(
+            "an empty prompt: send at least one content block",
+        ));
+    }
+    Ok(UserMessage { content })
+}
+
+/// Takes the prompt: checks it, marks the session busy, and leaves the run to a task.
+pub(crate) async fn start(
+    state: Arc<State>,
+    request: PromptRequest,
+    responder: Responder,
+    cx: Connection,
+) -> Result<(), agent_client_protocol::Error> {
+    let id = request.session_id.0.to_string();
+    let session = match state.session(&id) {
+        Ok(session) => session,
+        Err(error) => return responder.respond_with_error(error),
+    };
+    let prompt = match user_message(request.prompt) {
+        Ok(prompt) => prompt,
+        Err(error) => return responder.respond_with_error(error),
+    };
+    let Some(cancel) = state.begin_prompt(&id) else {
+        return responder.respond_with_error(invalid_params(format!(
+            "the session {id} is working on a prompt already; wait for its answer, or send session/cancel first"
+        )));
+    };
+    let driver = tokio::spawn({
+        let state = Arc::clone(&state);
+        async move {
+            let mut session = session.lock().await;
+            let outcome = drive(&state, &mut session, prompt, &cancel, &cx).await;
+            state.end_prompt(&session.id);
+            let _ = responder.respond_with_result(outcome);
+        }
+    });
+    let mut drivers = state
+        .drivers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    drivers.retain(|driver| !driver.is_finished());
+    drivers.push(driver);
+    Ok(())
+}
+
+/// Runs the prompt to its end, telling the client what happens.
+async fn drive(
+    state: &State,
+    session: &mut Session,
+    prompt: UserMessage,
+    cancel: &CancellationToken,
+    cx: &Connection,
+) -> Result<PromptResponse, agent_client_protocol::Error> {
+    if let Some(saving) = &mut session.saving {
+        saving.step(&Message::User(prompt.clone()));
+    }
+    let summary = session
+        .summary
+        .clone()
+        .filter(|summary| summary.fits(&session.transcript));
+    let run = session.agent.start(Input {
+        prompts: vec![prompt],
+        transcript: std::mem::take(&mut session.transcript),
+        summary,
+    });
+    let mut updates = Updates::new(&session.cwd);
+    let id = session.id.clone();
+    let mut cancelled = false;
+    loop {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled(), if !cancelled => {
+                cancelled = true;
+                run.cancel();
+            }
+            event = run.next_event() => {
+                let Some(event) = event else { break };
+                if let Some(saving) = &mut session.saving {
+                    saving.save_event(&event, cancelled);
+                }
+                if let Event::Compaction(compaction) = &event {
+                    session.summary = Some(golato::agent::compaction::Summary::new(
+                        compaction.summary.clone(),
+                        compaction.replaced,
+                    ));
+                }
+                for update in updates.of(&event) {
+                    // A client gone away ends the connection; the run is cancelled then.
+                    let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
+                }
+                if matches!(event, Event::RunEnd(_)) {
+                    break;
+                }
+            }
+            Some(question) = crate::approve::next_question(&mut session.questions) => {
+                ask(state, &id, question, cx.clone(), cancel.clone());
+            }
+        }
+    }
+    let outcome = run.finish().await;
+    let stop = match (&outcome, cancelled) {
+        (_, true) => StopReason::Cancelled,
+        (Ok(_), false) => StopReason::EndTurn,
+        (Err(golato::agent::Error::MaxTurns { .. }), false) => StopReason::MaxTurnRequests,
+        (Err(golato::agent::Error::Budget { .. }), false) => StopReason::MaxTokens,
+        (Err(error), false) => {
+            let said = crate::run::describe(error);
+            session.transcript = error
+                .messages()
+                .map(<[Message]>::to_vec)
+                .unwrap_or_default();
+            return Err(agent_client_protocol::Error::new(-32603, said));
+        }
+    };
+    session.transcript = match outcome {
+        Ok(result) => result.messages,
+        Err(error) => error
+            .messages()
+            .map(<[Message]>::to_vec)
+            .unwrap_or_default(),
+    };
+    Ok(PromptResponse::new(stop))
+}
+
+/// The option IDs golato offers, and what each answers.
+const OPTIONS: [(&str, &str, PermissionOptionKind, Answer); 3] = [
+    (
+        "allow-once",
+        "Allow",
+        PermissionOptionKind::AllowOnce,
+        Answer::Yes,
+    ),
+    (
+        "allow-always",
+        "Allow always (this tool, this session)",
+        PermissionOptionKind::AllowAlways,
+        Answer::Always,
+    ),
+    (
+        "reject-once",
+        "Reject",
+        PermissionOptionKind::RejectOnce,
+        Answer::No,
+    ),
+];
+
+/// Asks the client about a call, on a task of its own (the run goes on streaming meanwhile).
+/// No answer within the timeout, a cancelled turn or a client gone away refuse the call.
+fn ask(
+    state: &State,
+    session: &str,
+    question: Question,
+    cx: Connection,
+    cancel: CancellationToken,
+) {
+    let timeout = state.permission_timeout;
+    let request = RequestPermissionRequest::new(
+        session.to_owned(),
+        ToolCallUpdate::new(
+            question.call_id.clone(),
+            ToolCallUpdateFields::new()
+                .title(crate::shown::visible(&question.detail).into_owned())
+                .raw_input(question.arguments.clone()),
+        ),
+        OPTIONS
+            .iter()
+            .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))
+            .collect(),
+    );
+    tokio::spawn(async move {
+        let sent = cx.send_request(request).block_task();
+        let reply: Reply = tokio::select! {
+            answered = sent => match answered {
+                Ok(response) => match response.outcome {
+                    RequestPermissionOutcome::Selected(selected) => OPTIONS
+                        .iter()
+                        .find(|(id, ..)| *id == &*selected.option_id.0)
+                        .map_or(Answer::No, |(.., answer)| *answer)
+                        .into(),
+                    _ => Answer::No.into(),
+                },
+                Err(error) => Reply::RefusedBecause(format!(
+                    "the client could not be asked ({error}); the call was not run"
+                )),
+            },
+            () = tokio::time::sleep(timeout) => Reply::RefusedBecause(format!(
+                "nobody answered the permission request within {} s, so the call was not run",
+                timeout.as_secs()
+            )),
+            () = cancel.cancelled() => Answer::No.into(),
+        };
+        let _ = question.reply.send(reply);
+    });
+}

@@ -1,0 +1,187 @@
+//! A run's events as the protocol's session updates: streamed text and reasoning as chunks,
+//! each call as a `tool_call` (kind, title, locations, arguments) and `tool_call_update`s
+//! (running, then completed or failed with its output, an edit's or a write's diff).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::v1::schema::{
+    Content, ContentBlock, ContentChunk, Diff, SessionUpdate, TextContent, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind,
+};
+use golato::agent::Event;
+use golato::message::{Message, ToolCall as GolatoCall, ToolResultMessage};
+
+/// The most of a file read to show an edit's or a write's diff.
+const DIFF_LIMIT: u64 = 4 * 1024 * 1024;
+
+fn text(text: impl Into<String>) -> ContentBlock {
+    ContentBlock::Text(TextContent::new(text))
+}
+
+fn kind(tool: &str) -> ToolKind {
+    match tool {
+        "read" => ToolKind::Read,
+        "edit" | "write" => ToolKind::Edit,
+        "bash" => ToolKind::Execute,
+        "grep" | "find" | "ls" => ToolKind::Search,
+        _ => ToolKind::Other,
+    }
+}
+
+fn arguments(call: &GolatoCall) -> serde_json::Value {
+    serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null)
+}
+
+/// The call as the client first sees it: what it is, where, with what.
+fn announced(call: &GolatoCall, cwd: &Path, status: ToolCallStatus) -> ToolCall {
+    let arguments = arguments(call);
+    let mut announced = ToolCall::new(call.id.clone(), crate::live::call_label(call))
+        .kind(kind(&call.name))
+        .status(status)
+        .raw_input(arguments.clone());
+    if let Some(path) = arguments["path"].as_str() {
+        announced = announced.locations(vec![ToolCallLocation::new(cwd.join(path))]);
+    }
+    announced
+}
+
+/// Turns one run's events into updates; it remembers what a diff needs between a call's start
+/// and end.
+pub(crate) struct Updates {
+    cwd: PathBuf,
+    /// Files as they were when an edit or a write started, by call ID.
+    before: HashMap<String, (PathBuf, String)>,
+}
+
+impl Updates {
+    pub(crate) fn new(cwd: &Path) -> Updates {
+        Updates {
+            cwd: cwd.to_owned(),
+            before: HashMap::new(),
+        }
+    }
+
+    /// The updates `event` makes, in order.
+    pub(crate) fn of(&mut self, event: &Event) -> Vec<SessionUpdate> {
+        match event {
+            Event::MessageUpdate(update) => update
+                .deltas
+                .iter()
+                .filter_map(|delta| match delta {
+                    golato::generator::Delta::Text(chunk) if !chunk.is_empty() => Some(
+                        SessionUpdate::AgentMessageChunk(ContentChunk::new(text(chunk.clone()))),
+                    ),
+                    golato::generator::Delta::Reasoning(chunk) if !chunk.is_empty() => Some(
+                        SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(chunk.clone()))),
+                    ),
+                    _ => None,
+                })
+                .collect(),
+            // Announced as soon as the model has made them, before any runs.
+            Event::MessageEnd(end) => end
+                .message
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    SessionUpdate::ToolCall(announced(call, &self.cwd, ToolCallStatus::Pending))
+                })
+                .collect(),
+            Event::ToolExecutionStart(start) => {
+                let call = &start.call;
+                if matches!(call.name.as_str(), "edit" | "write") {
+                    if let Some(path) = arguments(call)["path"].as_str() {
+                        let full = self.cwd.join(path);
+                        let old = crate::bounded::read(&full, DIFF_LIMIT)
+                            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                            .unwrap_or_default();
+                        self.before.insert(call.id.clone(), (full, old));
+                    }
+                }
+                vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    call.id.clone(),
+                    ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
+                ))]
+            }
+            Event::ToolExecutionEnd(end) => vec![self.ended(&end.call, &end.result)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn ended(&mut self, call: &GolatoCall, result: &ToolResultMessage) -> SessionUpdate {
+        let status = match result.is_error {
+            true => ToolCallStatus::Failed,
+            false => ToolCallStatus::Completed,
+        };
+        let mut content = Vec::new();
+        if let (Some((path, old)), false) = (self.before.remove(&call.id), result.is_error) {
+            let new = crate::bounded::read(&path, DIFF_LIMIT)
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default();
+            content.push(ToolCallContent::Diff(Diff::new(path, new).old_text(old)));
+        }
+        let output = result.text();
+        if !output.is_empty() {
+            content.push(ToolCallContent::Content(Content::new(text(output))));
+        }
+        SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call.id.clone(),
+            ToolCallUpdateFields::new()
+                .status(status)
+                .content(content)
+                .raw_output(result.details.clone()),
+        ))
+    }
+}
+
+/// A saved conversation as updates, for `session/load`: prompts, answers, reasoning, and
+/// each call with its outcome.
+pub(crate) fn replay(transcript: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    for message in transcript {
+        match message {
+            Message::User(user) => {
+                let said = user.text();
+                if !said.is_empty() {
+                    updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(text(
+                        said,
+                    ))));
+                }
+            }
+            Message::Assistant(answer) => {
+                if !answer.reasoning.is_empty() {
+                    updates.push(SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(
+                        answer.reasoning.to_string(),
+                    ))));
+                }
+                let said = answer.text();
+                if !said.is_empty() {
+                    updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(text(
+                        said,
+                    ))));
+                }
+                for call in &answer.tool_calls {
+                    updates.push(SessionUpdate::ToolCall(announced(
+                        call,
+                        cwd,
+                        ToolCallStatus::Pending,
+                    )));
+                }
+            }
+            Message::ToolResult(result) => {
+                let status = match result.is_error {
+                    true => ToolCallStatus::Failed,
+                    false => ToolCallStatus::Completed,
+                };
+                updates.push(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    result.tool_call_id.clone(),
+                    ToolCallUpdateFields::new().status(status).content(vec![
+                        ToolCallContent::Content(Content::new(text(result.text()))),
+                    ]),
+                )));
+            }
+        }
+    }
+    updates
+}
