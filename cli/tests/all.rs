@@ -8,6 +8,7 @@
 mod support;
 
 mod suite {
+    mod acp;
     mod approve;
     mod chat;
     mod cli;

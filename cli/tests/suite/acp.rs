@@ -1,0 +1,410 @@
+//! `golato acp` spoken to over its standard input and output as a client would: bad input,
+//! unknown methods and sessions, a client that never answers a permission request, a client
+//! that goes away mid-run, and sessions working at once. A full session through the official
+//! TypeScript client library is `the_official_typescript_client_drives_a_whole_session`
+//! (run by `.ci/run`, which installs it).
+
+use crate::support;
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::cli::{golato, script_file};
+
+/// `golato acp` with piped standard input and output, its messages read by a thread.
+struct Acp {
+    child: Child,
+    input: Option<ChildStdin>,
+    messages: mpsc::Receiver<Value>,
+    /// Messages read and not yet asked for: a later `until` finds them.
+    backlog: Vec<Value>,
+    next_id: u64,
+}
+
+impl Acp {
+    fn start(dir: &Path, script: &Path, flags: &[&str]) -> Acp {
+        let mut child = golato()
+            .args(["acp", "--ephemeral", "--script"])
+            .arg(script)
+            .args(flags)
+            .current_dir(dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let output = child.stdout.take().unwrap();
+        let (sender, messages) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(output).lines() {
+                let Ok(line) = line else { break };
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|error| panic!("not JSON from golato acp ({error}): {line}"));
+                if sender.send(value).is_err() {
+                    break;
+                }
+            }
+        });
+        let input = child.stdin.take();
+        let mut acp = Acp {
+            child,
+            input,
+            messages,
+            backlog: Vec::new(),
+            next_id: 1,
+        };
+        let init = acp.request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        );
+        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+        acp
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let input = self.input.as_mut().unwrap();
+        writeln!(input, "{line}").unwrap();
+        input.flush().unwrap();
+    }
+
+    fn send(&mut self, message: Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    /// Sends a request; returns its ID.
+    fn ask(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The next message `check` accepts; the ones before it are returned too (and kept for a
+    /// later call: answers to different requests may come in any order).
+    fn until(&mut self, what: &str, check: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+        if let Some(at) = self.backlog.iter().position(&check) {
+            let found = self.backlog.remove(at);
+            return (found, self.backlog[..at].to_vec());
+        }
+        let mut before = self.backlog.clone();
+        loop {
+            let message = self
+                .messages
+                .recv_timeout(support::HANG_GUARD)
+                .unwrap_or_else(|_| panic!("{what} never came; before it: {before:#?}"));
+            if check(&message) {
+                return (message, before);
+            }
+            self.backlog.push(message.clone());
+            before.push(message);
+        }
+    }
+
+    fn response(&mut self, id: u64) -> (Value, Vec<Value>) {
+        self.until(&format!("the answer to request {id}"), |message| {
+            message["id"] == id && message.get("method").is_none()
+        })
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.ask(method, params);
+        self.response(id).0
+    }
+
+    fn new_session(&mut self, cwd: &Path) -> String {
+        let created = self.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        created["result"]["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    fn prompt(&mut self, session: &str, text: &str) -> u64 {
+        self.ask(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+        )
+    }
+}
+
+impl Drop for Acp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn updates<'a>(messages: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    messages
+        .iter()
+        .filter(|message| message["method"] == "session/update")
+        .map(|message| &message["params"]["update"])
+        .filter(|update| update["sessionUpdate"] == kind)
+        .collect()
+}
+
+#[test]
+fn bad_input_gets_a_json_rpc_error_and_the_connection_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hello."})]);
+    let mut acp = Acp::start(dir.path(), &script, &[]);
+    acp.send_raw("{this is not json");
+    let (parse, _) = acp.until("the parse error", |message| message["error"].is_object());
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    let unknown = acp.request("golato/bogus", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let missing = acp.request(
+        "session/prompt",
+        json!({"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "hi"}]}),
+    );
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no session no-such-session"),
+        "{missing}"
+    );
+    let relative = acp.request(
+        "session/new",
+        json!({"cwd": "relative/dir", "mcpServers": []}),
+    );
+    assert!(
+        relative["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("absolute"),
+        "{relative}"
+    );
+    // Still serving: a real prompt works.
+    let session = acp.new_session(dir.path());
+    let id = acp.prompt(&session, "hi");
+    let (done, before) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let chunks = updates(&before, "agent_message_chunk");
+    assert_eq!(chunks[0]["content"]["text"], "Hello.");
+}
+
+#[test]
+fn a_permission_request_nobody_answers_refuses_the_call_in_bounded_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch made"}}]}),
+            json!({"text": "Understood."}),
+        ],
+    );
+    let mut acp = Acp::start(
+        dir.path(),
+        &script,
+        &["--approve", "ask", "--permission-timeout", "1"],
+    );
+    let session = acp.new_session(dir.path());
+    let id = acp.prompt(&session, "make it");
+    let (asked, _) = acp.until("the permission request", |message| {
+        message["method"] == "session/request_permission"
+    });
+    assert_eq!(asked["params"]["toolCall"]["toolCallId"], "a", "{asked}");
+    let options: Vec<&str> = asked["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| option["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject_once"]);
+    // Not answered: the call is refused once the timeout passes, and the turn goes on.
+    let (done, before) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let failed = updates(&before, "tool_call_update")
+        .into_iter()
+        .find(|update| update["status"] == "failed")
+        .unwrap();
+    assert!(
+        failed["content"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("nobody answered the permission request within 1 s"),
+        "{failed}"
+    );
+    assert!(!dir.path().join("made").exists());
+}
+
+#[test]
+fn a_client_that_goes_away_mid_run_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "echo $$ > pid; exec sleep 120"}}]}),
+        ],
+    );
+    // No sandbox: the shell's PID must be the host's to look it up.
+    let mut acp = Acp::start(
+        dir.path(),
+        &script,
+        &["--sandbox", "off", "--approve", "never"],
+    );
+    let session = acp.new_session(dir.path());
+    acp.prompt(&session, "wait");
+    support::wait_for_file(&dir.path().join("pid"));
+    let pid: i32 = loop {
+        let text = std::fs::read_to_string(dir.path().join("pid")).unwrap();
+        if let Ok(pid) = text.trim().parse() {
+            break pid;
+        }
+    };
+    // The client closes its end.
+    drop(acp.input.take());
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = acp.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < support::HANG_GUARD,
+            "golato acp went on after its client left"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    let gone = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+            stat.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    assert!(gone(pid), "the command the run started outlived golato acp");
+}
+
+#[test]
+fn prompts_to_different_sessions_run_at_once_and_a_busy_session_refuses_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = tempfile::tempdir().unwrap();
+    let two = tempfile::tempdir().unwrap();
+    // Each session's command marks its own directory's name, then waits until both have: the
+    // two prompts can only end if they run at once.
+    let shared = script_file(
+        dir.path(),
+        "shared.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": format!("touch {0}/$(basename \"$PWD\").mark; while [ $(ls -A {0} | grep -c mark) -lt 2 ]; do sleep 0.02; done", dir.path().display())}}]}),
+            json!({"text": "Both ran."}),
+        ],
+    );
+    let mut acp = Acp::start(
+        dir.path(),
+        &shared,
+        &["--sandbox", "off", "--approve", "never"],
+    );
+    let first = acp.new_session(one.path());
+    let second = acp.new_session(two.path());
+    let a = acp.prompt(&first, "go");
+    // A second prompt to the same busy session is refused at once.
+    let again = acp.prompt(&first, "again");
+    let (refused, _) = acp.response(again);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("working on a prompt already"),
+        "{refused}"
+    );
+    let b = acp.prompt(&second, "go");
+    let (done_a, _) = acp.response(a);
+    let (done_b, _) = acp.response(b);
+    assert_eq!(done_a["result"]["stopReason"], "end_turn", "{done_a}");
+    assert_eq!(done_b["result"]["stopReason"], "end_turn", "{done_b}");
+}
+
+#[test]
+fn cancel_stops_the_running_command_and_keeps_the_conversation() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch started; exec sleep 120"}}]}),
+            json!({"text": "Going on."}),
+        ],
+    );
+    let mut acp = Acp::start(dir.path(), &script, &[]);
+    let session = acp.new_session(dir.path());
+    let id = acp.prompt(&session, "wait");
+    support::wait_for_file(&dir.path().join("started"));
+    acp.send(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let (done, before) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "cancelled", "{done}");
+    assert!(updates(&before, "tool_call_update")
+        .iter()
+        .any(|update| update["status"] == "failed"));
+    // The session goes on from the kept transcript.
+    let id = acp.prompt(&session, "again");
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+}
+
+/// Where `.ci/run` installed the official TypeScript client library (its `node_modules`).
+fn typescript_sdk() -> std::path::PathBuf {
+    match std::env::var_os("GOLATO_ACP_SDK") {
+        Some(dir) => dir.into(),
+        None => panic!(
+            "GOLATO_ACP_SDK is not set: install the client with `npm install --prefix DIR @agentclientprotocol/sdk@2.4.0` and set it to DIR/node_modules (.ci/run does)"
+        ),
+    }
+}
+
+#[test]
+#[ignore = "needs Node and @agentclientprotocol/sdk (GOLATO_ACP_SDK); .ci/run installs them"]
+fn the_official_typescript_client_drives_a_whole_session() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let client_dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(typescript_sdk(), client_dir.path().join("node_modules")).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/client.mjs"),
+        client_dir.path().join("client.mjs"),
+    )
+    .unwrap();
+    let script = script_file(
+        client_dir.path(),
+        "script.jsonl",
+        &[
+            json!({"reasoning": "Look first.", "text": "Reading the notes.", "tool_calls": [{"id": "c1", "name": "read", "arguments": {"path": "notes.txt"}}]}),
+            json!({"tool_calls": [{"id": "c2", "name": "edit", "arguments": {"path": "notes.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]}}]}),
+            json!({"tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": "echo from bash"}}]}),
+            json!({"text": "Tidied."}),
+            json!({"tool_calls": [{"id": "c4", "name": "bash", "arguments": {"command": "touch started; exec sleep 120"}}]}),
+            json!({"text": "Not reached."}),
+        ],
+    );
+    let work_path = work.path().canonicalize().unwrap();
+    let output = std::process::Command::new("node")
+        .arg("client.mjs")
+        .arg(support::golato_binary())
+        .arg(&work_path)
+        .arg(&script)
+        .current_dir(client_dir.path())
+        .env("GOLATO_DATA_DIR", support::cli::data_dir())
+        .env(
+            "GOLATO_CONFIG",
+            support::cli::data_dir().join("no-config.toml"),
+        )
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the client failed:\n{said}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(said.lines().last() == Some(r#"{"ok":"all"}"#), "{said}");
+}
