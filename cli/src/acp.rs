@@ -215,24 +215,35 @@ async fn new_session(
         Some(saving) => saving.id(),
         None => format!("ephemeral-{}", uuid_like()),
     };
+    keep(state, id.clone(), args, built, opened);
+    Ok(NewSessionResponse::new(id).modes(modes(mode)))
+}
+
+/// Keeps the session `id`: its agent as built from `args`, its conversation as opened.
+fn keep(
+    state: &State,
+    id: String,
+    args: AgentArgs,
+    built: crate::run::Built,
+    opened: crate::session::Opened,
+) {
     let session = Session {
         id: id.clone(),
         cwd: args.cwd.clone(),
+        mode: mode_of(&args),
         args,
         agent: built.agent,
         questions: built.questions,
         transcript: opened.transcript,
         summary: opened.summary,
         saving: opened.saving,
-        mode,
         price: built.price,
     };
     state
         .sessions
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .insert(id.clone(), Arc::new(tokio::sync::Mutex::new(session)));
-    Ok(NewSessionResponse::new(id).modes(modes(mode)))
+        .insert(id, Arc::new(tokio::sync::Mutex::new(session)));
 }
 
 /// A name no other session of this process has.
@@ -277,23 +288,7 @@ async fn load_session(
             update,
         ))?;
     }
-    let session = Session {
-        id: id.clone(),
-        cwd,
-        args,
-        agent: built.agent,
-        questions: built.questions,
-        transcript: opened.transcript,
-        summary: opened.summary,
-        saving: opened.saving,
-        mode,
-        price: built.price,
-    };
-    state
-        .sessions
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(id, Arc::new(tokio::sync::Mutex::new(session)));
+    keep(state, id, args, built, opened);
     Ok(LoadSessionResponse::new().modes(modes(mode)))
 }
 
