@@ -619,6 +619,12 @@ impl Agent {
         &self.inner.model
     }
 
+    /// The model's context window in tokens: as configured, else as golato knows the model;
+    /// `None` when neither says.
+    pub fn context_window(&self) -> Option<u64> {
+        self.inner.context_window
+    }
+
     /// The tools the model may call, as sent to it.
     pub fn tool_definitions(&self) -> &[ToolDefinition] {
         &self.inner.definitions

@@ -67,6 +67,8 @@ pub(crate) struct Session {
     pub(crate) saving: Option<crate::session::Writer>,
     pub(crate) mode: &'static str,
     pub(crate) price: Option<golato::generator::Price>,
+    /// What the session's turns have cost so far, in dollars (where the price is known).
+    pub(crate) spent: f64,
 }
 
 /// What every handler shares.
@@ -238,6 +240,7 @@ fn keep(
         summary: opened.summary,
         saving: opened.saving,
         price: built.price,
+        spent: 0.0,
     };
     state
         .sessions

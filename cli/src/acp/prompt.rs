@@ -116,7 +116,12 @@ async fn drive(
         transcript: std::mem::take(&mut session.transcript),
         summary,
     });
-    let mut updates = Updates::new(&session.cwd);
+    let mut updates = Updates::new(
+        &session.cwd,
+        session.agent.context_window(),
+        session.price,
+        session.spent,
+    );
     let id = session.id.clone();
     let mut cancelled = false;
     loop {
@@ -150,6 +155,7 @@ async fn drive(
             }
         }
     }
+    session.spent = updates.spent;
     let outcome = run.finish().await;
     let stop = match (&outcome, cancelled) {
         (_, true) => StopReason::Cancelled,

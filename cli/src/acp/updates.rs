@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema::{
-    Content, ContentBlock, ContentChunk, Diff, SessionUpdate, TextContent, ToolCall,
+    Content, ContentBlock, ContentChunk, Cost, Diff, SessionUpdate, TextContent, ToolCall,
     ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind,
+    ToolKind, UsageUpdate,
 };
 use golato::agent::Event;
 use golato::message::{Message, ToolCall as GolatoCall, ToolResultMessage};
@@ -53,14 +53,45 @@ pub(crate) struct Updates {
     cwd: PathBuf,
     /// Files as they were when an edit or a write started, by call ID.
     before: HashMap<String, (PathBuf, String)>,
+    /// The context window, for `usage` updates (none are sent without it).
+    window: Option<u64>,
+    price: Option<golato::generator::Price>,
+    /// What the session has cost so far, in dollars.
+    pub(crate) spent: f64,
 }
 
 impl Updates {
-    pub(crate) fn new(cwd: &Path) -> Updates {
+    pub(crate) fn new(
+        cwd: &Path,
+        window: Option<u64>,
+        price: Option<golato::generator::Price>,
+        spent: f64,
+    ) -> Updates {
         Updates {
             cwd: cwd.to_owned(),
             before: HashMap::new(),
+            window,
+            price,
+            spent,
         }
+    }
+
+    /// After an answer: how full the context is (what the request sent and the answer), and
+    /// what the session has cost, where the model's price is known.
+    fn usage(&mut self, usage: &golato::message::Usage) -> Option<SessionUpdate> {
+        if let Some(price) = self.price {
+            self.spent += price.cost(usage);
+        }
+        let window = self.window?;
+        let used = usage.prompt_tokens() + usage.output_tokens;
+        if used == 0 {
+            return None;
+        }
+        let update = UsageUpdate::new(used, window);
+        Some(SessionUpdate::UsageUpdate(match self.price {
+            Some(_) => update.cost(Cost::new(self.spent, "USD")),
+            None => update,
+        }))
     }
 
     /// The updates `event` makes, in order.
@@ -80,14 +111,18 @@ impl Updates {
                 })
                 .collect(),
             // Announced as soon as the model has made them, before any runs.
-            Event::MessageEnd(end) => end
-                .message
-                .tool_calls
-                .iter()
-                .map(|call| {
-                    SessionUpdate::ToolCall(announced(call, &self.cwd, ToolCallStatus::Pending))
-                })
-                .collect(),
+            Event::MessageEnd(end) => {
+                let mut updates: Vec<SessionUpdate> = end
+                    .message
+                    .tool_calls
+                    .iter()
+                    .map(|call| {
+                        SessionUpdate::ToolCall(announced(call, &self.cwd, ToolCallStatus::Pending))
+                    })
+                    .collect();
+                updates.extend(self.usage(&end.message.usage));
+                updates
+            }
             Event::ToolExecutionStart(start) => {
                 let call = &start.call;
                 if matches!(call.name.as_str(), "edit" | "write") {

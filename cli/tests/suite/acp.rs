@@ -187,6 +187,26 @@ fn bad_input_gets_a_json_rpc_error_and_the_connection_goes_on() {
 }
 
 #[test]
+fn usage_says_how_full_the_context_is_after_each_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[json!({"text": "Hello.", "usage": {"input_tokens": 300, "output_tokens": 20}})],
+    );
+    let mut acp = Acp::start(dir.path(), &script, &["--context-window", "1000"]);
+    let session = acp.new_session(dir.path());
+    let id = acp.prompt(&session, "hi");
+    let (_, before) = acp.response(id);
+    let usage = updates(&before, "usage_update");
+    assert_eq!(usage.len(), 1, "{before:#?}");
+    assert_eq!(
+        (usage[0]["used"].as_u64(), usage[0]["size"].as_u64()),
+        (Some(320), Some(1000))
+    );
+}
+
+#[test]
 fn a_permission_request_nobody_answers_refuses_the_call_in_bounded_time() {
     let dir = tempfile::tempdir().unwrap();
     let script = script_file(
