@@ -52,6 +52,7 @@ mod images;
 mod locks;
 mod paths;
 mod read;
+mod text_files;
 mod write;
 
 use std::path::PathBuf;
@@ -61,6 +62,7 @@ use golato_actors::path_lock::PathLock;
 
 use golato_actors::{Host, HostError};
 pub use locks::{SharedLease, SharedLock};
+pub use text_files::TextFiles;
 
 use crate::sandbox;
 use crate::tool::Tool;
@@ -132,6 +134,9 @@ pub struct Config {
     /// (the default) leaves them the process's power. Any other mode is checked by [`new`],
     /// which fails with [`Error::Sandbox`] where the kernel cannot enforce it.
     pub sandbox: sandbox::Policy,
+    /// Where `read`, `edit` and `write` take and put text instead of the disk (an editor's
+    /// buffers; see [`TextFiles`]); `None` (the default): the disk.
+    pub text_files: Option<Arc<dyn TextFiles>>,
 }
 
 /// How much of a command's output `bash` keeps in its full-output file by default: 64 MiB.
@@ -183,7 +188,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
     if let Some(sandbox) = &sandbox {
         workspace = workspace.confined(sandbox);
     }
-    let workspace = Arc::new(workspace);
+    let workspace = Arc::new(workspace.with_text_files(config.text_files.clone()));
     let host = match config.host {
         Some(host) => host,
         None => Host::global()?,

@@ -50,6 +50,13 @@ pub(super) fn tool(workspace: Arc<Workspace>, lock: Locks) -> Tool {
             async move {
                 let path = workspace.resolve(&args.path);
                 let lease = lock.acquire(lock_key(&path), &ctx, "edit").await?;
+                if let Some(text_files) = workspace.text_files.clone() {
+                    let applied = edit_elsewhere(workspace, text_files, path, args).await?;
+                    drop(lease);
+                    return tokio::task::spawn_blocking(move || applied.report(DIFF_TIME_LIMIT))
+                        .await
+                        .map_err(|error| format!("edit's diff did not finish: {error}").into());
+                }
                 let cancel = ctx.cancellation_token().clone();
                 // The lease goes with the edit to the blocking pool: if golato gives up on this
                 // call (a timeout it ignores), the edit runs on there, and no later write of the
@@ -121,29 +128,34 @@ impl Applied {
     }
 }
 
-fn edit_file(
+/// The file an edit changes, checked as a replacement of it would be (a regular file the
+/// sandbox lets it read, in a place it may write), and opened for reading.
+fn open_original(
     workspace: &Workspace,
     path: &Path,
-    args: &EditArgs,
-    cancel: &CancellationToken,
-) -> Result<Applied, BoxError> {
-    let shown = &super::paths::shown(&args.path);
+    shown: &str,
+) -> Result<(super::paths::Destination, std::fs::File), BoxError> {
     let target = replaceable(path, shown)?;
     let destination = workspace.destination(&target, shown, false)?;
     let file = super::paths::open_regular(
         &destination.at,
         std::fs::OpenOptions::new().read(true),
         destination.no_follow(),
-    );
-    let bytes = file
-        .and_then(|file| {
-            workspace
-                .check_read(&file, shown)
-                .map_err(std::io::Error::other)?;
-            read_bounded(file)
-        })
-        .map_err(|error| match error.kind() {
-        _ if super::paths::NotRegular::in_error(&error).is_some() => format!(
+    )
+    .and_then(|file| {
+        workspace
+            .check_read(&file, shown)
+            .map_err(std::io::Error::other)?;
+        Ok(file)
+    })
+    .map_err(|error| read_error(shown, &error))?;
+    Ok((destination, file))
+}
+
+/// Why the file to edit could not be read, and what to do.
+fn read_error(shown: &str, error: &std::io::Error) -> BoxError {
+    match error.kind() {
+        _ if super::paths::NotRegular::in_error(error).is_some() => format!(
             "{shown} is not a regular file (it changed while edit looked at it: {error}); write and edit only replace regular files"
         ),
         std::io::ErrorKind::NotFound => format!("File not found: {shown}"),
@@ -152,8 +164,64 @@ fn edit_file(
             "{shown} is larger than {} MiB, more than edit takes; change it with bash (sed, a script) instead",
             MAX_EDIT_BYTES / (1024 * 1024)
         ),
-        _ => super::paths::failure(format_args!("Could not read {shown}"), &error),
-    })?;
+        _ => super::paths::failure(format_args!("Could not read {shown}"), error),
+    }
+    .into()
+}
+
+/// An edit through the workspace's [`TextFiles`](super::TextFiles): checked on disk as any
+/// edit, the text taken from there and put back there.
+async fn edit_elsewhere(
+    workspace: Arc<Workspace>,
+    text_files: Arc<dyn super::TextFiles>,
+    path: std::path::PathBuf,
+    args: EditArgs,
+) -> Result<Applied, BoxError> {
+    let shown = super::paths::shown(&args.path);
+    {
+        let (workspace, path, shown) = (Arc::clone(&workspace), path.clone(), shown.clone());
+        tokio::task::spawn_blocking(move || open_original(&workspace, &path, &shown).map(drop))
+            .await
+            .map_err(|error| format!("edit did not finish: {error}"))??;
+    }
+    let original = text_files
+        .read(&path)
+        .await
+        .map_err(|why| format!("Could not read {shown}: {why}"))?;
+    let (original, edited, replaced) = tokio::task::spawn_blocking(move || {
+        let edits: Vec<(&str, &str)> = args
+            .edits
+            .iter()
+            .map(|edit| (edit.old_text.as_str(), edit.new_text.as_str()))
+            .collect();
+        let edited = apply(&original, &edits);
+        let replaced = edits.len();
+        (original, edited, replaced)
+    })
+    .await
+    .map_err(|error| format!("edit did not finish: {error}"))?;
+    let edited = edited.map_err(|error| format!("{error} No change was made to {shown}."))?;
+    text_files
+        .write(&path, edited.text.clone())
+        .await
+        .map_err(|why| format!("Could not write {shown}: {why}"))?;
+    Ok(Applied {
+        shown,
+        replaced,
+        original,
+        edited,
+    })
+}
+
+fn edit_file(
+    workspace: &Workspace,
+    path: &Path,
+    args: &EditArgs,
+    cancel: &CancellationToken,
+) -> Result<Applied, BoxError> {
+    let shown = &super::paths::shown(&args.path);
+    let (destination, file) = open_original(workspace, path, shown)?;
+    let bytes = read_bounded(file).map_err(|error| read_error(shown, &error))?;
     let original = String::from_utf8(bytes)
         .map_err(|_| format!("{shown} is not UTF-8 text; edit only changes text files"))?;
     let edits: Vec<(&str, &str)> = args

@@ -10,6 +10,8 @@ pub(crate) struct Workspace {
     cwd: PathBuf,
     #[cfg(target_os = "linux")]
     files: Option<crate::sandbox::FileRules>,
+    /// Where text is read and written instead of the disk, if anywhere.
+    pub(crate) text_files: Option<std::sync::Arc<dyn super::TextFiles>>,
 }
 
 impl Workspace {
@@ -31,7 +33,16 @@ impl Workspace {
             cwd,
             #[cfg(target_os = "linux")]
             files: None,
+            text_files: None,
         })
+    }
+
+    /// The workspace reading and writing text through `text_files` (the disk with `None`).
+    pub(crate) fn with_text_files(
+        self,
+        text_files: Option<std::sync::Arc<dyn super::TextFiles>>,
+    ) -> Workspace {
+        Workspace { text_files, ..self }
     }
 
     /// The workspace under `sandbox`'s rules.

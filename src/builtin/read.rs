@@ -69,19 +69,57 @@ pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
             let workspace = Arc::clone(&workspace);
             let cancel = ctx.cancellation_token().clone();
             async move {
-                tokio::task::spawn_blocking(move || read(&workspace, &args, &cancel))
+                let text_files = workspace.text_files.clone();
+                let path = workspace.resolve(&args.path);
+                let shown = super::paths::shown(&args.path);
+                let (found, args) = {
+                    let cancel = cancel.clone();
+                    tokio::task::spawn_blocking(move || {
+                        read(&workspace, &args, &cancel).map(|found| (found, args))
+                    })
                     .await
-                    .map_err(|error| format!("read did not finish: {error}"))?
+                    .map_err(|error| format!("read did not finish: {error}"))??
+                };
+                let (Found::Text, Some(text_files)) = (&found, text_files) else {
+                    return match found {
+                        Found::Done(result) => Ok(result),
+                        Found::Text => Err("read found text it was not to read".into()),
+                    };
+                };
+                // The checks passed on disk; the text is the one held elsewhere (an editor's
+                // buffer, unsaved changes included).
+                let text = text_files
+                    .read(&path)
+                    .await
+                    .map_err(|why| format!("Could not read {shown}: {why}"))?;
+                tokio::task::spawn_blocking(move || {
+                    read_text(
+                        &mut io::Cursor::new(text.into_bytes()),
+                        &args,
+                        &shown,
+                        &cancel,
+                    )
+                })
+                .await
+                .map_err(|error| format!("read did not finish: {error}"))?
             }
         },
     )
+}
+
+/// What reading from disk found.
+enum Found {
+    /// The result: an image, a binary file, or text read from disk.
+    Done(ToolResult),
+    /// Text, left for the workspace's [`TextFiles`](super::TextFiles) to give.
+    Text,
 }
 
 fn read(
     workspace: &Workspace,
     args: &ReadArgs,
     cancel: &CancellationToken,
-) -> Result<ToolResult, BoxError> {
+) -> Result<Found, BoxError> {
     let path = workspace.resolve(&args.path);
     let shown = &super::paths::shown(&args.path);
     let file = open(workspace, &path, shown)?;
@@ -90,9 +128,12 @@ fn read(
     let head = reader.fill_buf().map_err(|e| describe(e, shown))?;
     if let Some(mime_type) = image_type(head) {
         return match read_image(&mut reader, mime_type, shown, cancel)? {
-            Image::Read(result) => Ok(result),
+            Image::Read(result) => Ok(Found::Done(result)),
             // It only started like an image: a text file is read as text.
-            Image::Text(bytes) => read_text(&mut io::Cursor::new(bytes), args, shown, cancel),
+            Image::Text(_) if workspace.text_files.is_some() => Ok(Found::Text),
+            Image::Text(bytes) => {
+                read_text(&mut io::Cursor::new(bytes), args, shown, cancel).map(Found::Done)
+            }
         };
     }
     if looks_binary(head) {
@@ -101,12 +142,15 @@ fn read(
             0 => "size not reported".to_owned(),
             size => format!("{size} bytes"),
         };
-        return Ok(ToolResult::text(format!(
+        return Ok(Found::Done(ToolResult::text(format!(
             "{shown} is a binary file ({size}, {}), not text or an image read can show; inspect it with bash (file, xxd, strings)",
             describe_binary(head)
-        )));
+        ))));
     }
-    read_text(&mut reader, args, shown, cancel)
+    if workspace.text_files.is_some() {
+        return Ok(Found::Text);
+    }
+    read_text(&mut reader, args, shown, cancel).map(Found::Done)
 }
 
 /// The window of text the arguments ask for.

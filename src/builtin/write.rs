@@ -48,6 +48,28 @@ async fn write(
     let shown = super::paths::shown(&args.path);
     let lease = lock.acquire(lock_key(&path), &ctx, "write").await?;
     let bytes = args.content.len();
+    if let Some(text_files) = workspace.text_files.clone() {
+        // Checked as a write to disk would be, then handed over (the lease held throughout).
+        let checked = {
+            let (workspace, path, shown) = (Arc::clone(workspace), path.clone(), shown.clone());
+            tokio::task::spawn_blocking(move || -> Result<(), BoxError> {
+                let target = replaceable(&path, &shown)?;
+                workspace.destination(&target, &shown, true)?;
+                Ok(())
+            })
+        };
+        checked
+            .await
+            .map_err(|error| format!("write of {shown} did not finish: {error}"))??;
+        text_files
+            .write(&path, args.content)
+            .await
+            .map_err(|why| format!("Could not write {shown}: {why}"))?;
+        drop(lease);
+        return Ok(ToolResult::text(format!(
+            "Successfully wrote {bytes} bytes to {shown}"
+        )));
+    }
     let written = {
         let shown = shown.clone();
         let cancel = ctx.cancellation_token().clone();

@@ -942,3 +942,91 @@ mod needs_root {
         );
     }
 }
+
+/// An editor's buffers: what read, edit and write see and change instead of the disk.
+#[derive(Debug, Default)]
+struct Buffers(std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, String>>);
+
+impl builtin::TextFiles for Buffers {
+    fn read(
+        &self,
+        path: &std::path::Path,
+    ) -> futures::future::BoxFuture<'static, Result<String, String>> {
+        let text = self.0.lock().unwrap().get(path).cloned();
+        Box::pin(async move { text.ok_or_else(|| "the editor has no such buffer".to_owned()) })
+    }
+
+    fn write(
+        &self,
+        path: &std::path::Path,
+        text: String,
+    ) -> futures::future::BoxFuture<'static, Result<(), String>> {
+        self.0.lock().unwrap().insert(path.to_owned(), text);
+        Box::pin(async { Ok(()) })
+    }
+}
+
+#[test]
+fn read_edit_and_write_go_through_text_files_held_elsewhere_after_the_disk_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    std::fs::write(cwd.join("main.rs"), "fn main() {}\n").unwrap();
+    let buffers = Arc::new(Buffers::default());
+    // The editor's buffer has unsaved changes: that is what the model must see.
+    buffers.0.lock().unwrap().insert(
+        cwd.join("main.rs"),
+        "fn main() {\n    unsaved();\n}\n".to_owned(),
+    );
+    let tools = builtin::new(builtin::Config {
+        working_directory: cwd.clone(),
+        text_files: Some(Arc::clone(&buffers) as Arc<dyn builtin::TextFiles>),
+        ..Default::default()
+    })
+    .unwrap();
+    let read = call_tool(&tools, "read", r#"{"path": "main.rs"}"#);
+    assert_eq!(read.text(), "fn main() {\n    unsaved();\n}");
+    let edited = call_tool(
+        &tools,
+        "edit",
+        r#"{"path": "main.rs", "edits": [{"oldText": "unsaved()", "newText": "saved()"}]}"#,
+    );
+    assert!(!edited.is_error, "{}", edited.text());
+    assert!(edited.details.as_ref().unwrap()["diff"]
+        .as_str()
+        .unwrap()
+        .contains("-    unsaved();\n+    saved();"));
+    assert_eq!(
+        buffers.0.lock().unwrap()[&cwd.join("main.rs")],
+        "fn main() {\n    saved();\n}\n"
+    );
+    let written = call_tool(
+        &tools,
+        "write",
+        r#"{"path": "new.rs", "content": "// new\n"}"#,
+    );
+    assert!(!written.is_error, "{}", written.text());
+    assert_eq!(buffers.0.lock().unwrap()[&cwd.join("new.rs")], "// new\n");
+    // The disk is as it was: everything went to the buffers.
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("main.rs")).unwrap(),
+        "fn main() {}\n"
+    );
+    assert!(!cwd.join("new.rs").exists());
+    // The disk's checks still come first: a file that is not there is refused by name, and
+    // the buffers are never asked.
+    let missing = call_tool(
+        &tools,
+        "edit",
+        r#"{"path": "gone.rs", "edits": [{"oldText": "a", "newText": "b"}]}"#,
+    );
+    assert!(missing.is_error);
+    assert_eq!(missing.text(), "File not found: gone.rs");
+    // A failure of the buffers names the file.
+    std::fs::write(cwd.join("closed.rs"), "x\n").unwrap();
+    let closed = call_tool(&tools, "read", r#"{"path": "closed.rs"}"#);
+    assert!(closed.is_error);
+    assert_eq!(
+        closed.text(),
+        "Could not read closed.rs: the editor has no such buffer"
+    );
+}
