@@ -10,6 +10,7 @@
 //! Sessions are saved in the same files as the command line's (`golato sessions` lists them,
 //! `session/load` and `session/list` read them).
 
+mod client_files;
 mod prompt;
 mod updates;
 
@@ -82,6 +83,8 @@ pub(crate) struct State {
     busy: Mutex<HashMap<String, CancellationToken>>,
     /// Prompts being driven, to cancel and wait for when the client goes away.
     drivers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// What the client said of its files at `initialize`.
+    client_files: Mutex<Option<agent_client_protocol::v1::schema::FileSystemCapabilities>>,
 }
 
 impl State {
@@ -201,6 +204,7 @@ fn to_protocol(error: CliError) -> agent_client_protocol::Error {
 async fn new_session(
     state: &State,
     request: NewSessionRequest,
+    cx: &Connection,
 ) -> Result<NewSessionResponse, agent_client_protocol::Error> {
     if !request.cwd.is_absolute() {
         return Err(invalid_params(format!(
@@ -208,15 +212,16 @@ async fn new_session(
             request.cwd.display()
         )));
     }
-    let args = session_args(state, &request.cwd, &request.mcp_servers).map_err(to_protocol)?;
+    let mut args = session_args(state, &request.cwd, &request.mcp_servers).map_err(to_protocol)?;
     let mode = mode_of(&args);
-    let built = build(&args).await.map_err(to_protocol)?;
     let opened =
         crate::session::open(None, &args.cwd, state.ephemeral, true).map_err(to_protocol)?;
     let id = match &opened.saving {
         Some(saving) => saving.id(),
         None => format!("ephemeral-{}", uuid_like()),
     };
+    args.text_files = client_files(state, cx, &id);
+    let built = build(&args).await.map_err(to_protocol)?;
     keep(state, id.clone(), args, built, opened);
     Ok(NewSessionResponse::new(id).modes(modes(mode)))
 }
@@ -249,6 +254,21 @@ fn keep(
         .insert(id, Arc::new(tokio::sync::Mutex::new(session)));
 }
 
+/// The client's files for session `id`, when it offered them at `initialize`.
+fn client_files(
+    state: &State,
+    cx: &Connection,
+    id: &str,
+) -> Option<Arc<dyn golato::builtin::TextFiles>> {
+    let offered = state
+        .client_files
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    client_files::ClientFiles::offered(cx, id, offered.as_ref())
+        .map(|files| Arc::new(files) as Arc<dyn golato::builtin::TextFiles>)
+}
+
 /// A name no other session of this process has.
 fn uuid_like() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -279,7 +299,8 @@ async fn load_session(
     let saved = crate::session::find(Some(&id), None).map_err(to_protocol)?;
     let id = saved.header.id.clone();
     let cwd = saved.header.cwd.clone();
-    let args = session_args(state, &cwd, &request.mcp_servers).map_err(to_protocol)?;
+    let mut args = session_args(state, &cwd, &request.mcp_servers).map_err(to_protocol)?;
+    args.text_files = client_files(state, cx, &id);
     let mode = mode_of(&args);
     let built = build(&args).await.map_err(to_protocol)?;
     let opened =
@@ -382,9 +403,11 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
         sessions: Mutex::default(),
         busy: Mutex::default(),
         drivers: Mutex::default(),
+        client_files: Mutex::default(),
     });
     let served = {
-        let (s1, s2, s3, s4, s5, s6) = (
+        let (s0, s1, s2, s3, s4, s5, s6) = (
+            Arc::clone(&state),
             Arc::clone(&state),
             Arc::clone(&state),
             Arc::clone(&state),
@@ -397,6 +420,10 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
             .name("golato")
             .on_receive_request(
                 async move |initialize: InitializeRequest, responder, _cx| {
+                    *s0.client_files
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) =
+                        Some(initialize.client_capabilities.fs.clone());
                     responder.respond(
                         InitializeResponse::new(initialize.protocol_version)
                             .agent_capabilities(
@@ -419,8 +446,8 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
                 agent_client_protocol::on_receive_request!(),
             )
             .on_receive_request(
-                async move |request: NewSessionRequest, responder, _cx| {
-                    responder.respond_with_result(new_session(&s1, request).await)
+                async move |request: NewSessionRequest, responder, cx| {
+                    responder.respond_with_result(new_session(&s1, request, &cx).await)
                 },
                 agent_client_protocol::on_receive_request!(),
             )

@@ -416,6 +416,7 @@ fn builtin_tools(
         custom_tools,
         shared_lock,
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
+        text_files: args.text_files.clone(),
         ..Default::default()
     })
     .map_err(builtin_error)

@@ -27,6 +27,11 @@ struct Acp {
 
 impl Acp {
     fn start(dir: &Path, script: &Path, flags: &[&str]) -> Acp {
+        Acp::start_offering(dir, script, flags, json!({}))
+    }
+
+    /// As `start`, the client saying it offers `capabilities`.
+    fn start_offering(dir: &Path, script: &Path, flags: &[&str], capabilities: Value) -> Acp {
         let mut child = golato()
             .args(["acp", "--ephemeral", "--script"])
             .arg(script)
@@ -59,7 +64,7 @@ impl Acp {
         };
         let init = acp.request(
             "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            json!({"protocolVersion": 1, "clientCapabilities": capabilities}),
         );
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
         acp
@@ -427,4 +432,71 @@ fn the_official_typescript_client_drives_a_whole_session() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(said.lines().last() == Some(r#"{"ok":"all"}"#), "{said}");
+}
+
+#[test]
+fn a_client_that_offers_its_files_is_where_read_and_edit_take_and_put_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    std::fs::write(cwd.join("notes.txt"), "on disk\n").unwrap();
+    let script = script_file(
+        &cwd,
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "r", "name": "read", "arguments": {"path": "notes.txt"}}]}),
+            json!({"tool_calls": [{"id": "e", "name": "edit", "arguments": {"path": "notes.txt", "edits": [{"oldText": "unsaved", "newText": "edited"}]}}]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let mut acp = Acp::start_offering(
+        &cwd,
+        &script,
+        &[],
+        json!({"fs": {"readTextFile": true, "writeTextFile": true}}),
+    );
+    let session = acp.new_session(&cwd);
+    let id = acp.prompt(&session, "go");
+    let mut buffer = "unsaved in the editor\n".to_owned();
+    let mut written = Vec::new();
+    let (done, before) = loop {
+        let (message, before) = acp.until("a request or the answer", |message| {
+            message["id"] == id
+                || message["method"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("fs/"))
+        });
+        match message["method"].as_str() {
+            Some("fs/read_text_file") => {
+                assert_eq!(
+                    message["params"]["path"],
+                    cwd.join("notes.txt").to_str().unwrap()
+                );
+                assert_eq!(message["params"]["sessionId"], session);
+                acp.send(
+                    json!({"jsonrpc": "2.0", "id": message["id"], "result": {"content": buffer}}),
+                );
+            }
+            Some("fs/write_text_file") => {
+                buffer = message["params"]["content"].as_str().unwrap().to_owned();
+                written.push(buffer.clone());
+                acp.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": {}}));
+            }
+            _ => break (message, before),
+        }
+    };
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    // The model read the editor's buffer, and its edit went back to it.
+    let read = updates(&before, "tool_call_update")
+        .into_iter()
+        .find(|update| update["toolCallId"] == "r" && update["status"] == "completed")
+        .unwrap();
+    assert_eq!(
+        read["content"][0]["content"]["text"], "unsaved in the editor",
+        "{read}"
+    );
+    assert_eq!(written, ["edited in the editor\n"]);
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "on disk\n"
+    );
 }
