@@ -587,10 +587,11 @@ impl Agent {
     ///
     /// ```
     /// use golato::agent::{self, Agent};
-    /// use golato::generator::{Model, ScriptedGenerator};
+    /// use golato::generator::{Model, Scripted};
+    /// use golato::message::AssistantMessage;
     ///
     /// let agent = Agent::new(agent::Config {
-    ///     generator: Some(std::sync::Arc::new(ScriptedGenerator::new(vec![]))),
+    ///     generator: Some(std::sync::Arc::new(Scripted::new(Vec::<AssistantMessage>::new()))),
     ///     model: Model::new("small"),
     ///     ..Default::default()
     /// })?;

@@ -30,7 +30,7 @@ pub use http::{
     RetryPolicy, DEFAULT_IDLE_TIMEOUT, MAX_ERROR_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGE_BYTES,
 };
 pub use openai::{OpenAiChat, OpenAiResponses};
-pub use price::{context_window, Price};
+pub use price::{context_window, known_models, Price};
 pub use scripted::{Scripted, MAX_SCRIPT_BYTES};
 
 /// The model to ask, what it can do, and how to ask it.

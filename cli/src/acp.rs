@@ -22,8 +22,10 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, CancelNotification, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
     McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, SessionCapabilities, SessionInfo, SessionListCapabilities, SessionMode,
-    SessionModeState, SetSessionModeRequest, SetSessionModeResponse,
+    PromptRequest, SessionCapabilities, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigSelectOption, SessionInfo, SessionListCapabilities, SessionMode, SessionModeState,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::{Agent, Stdio};
 use golato::agent::compaction::Summary;
@@ -70,6 +72,8 @@ pub(crate) struct Session {
     pub(crate) price: Option<golato::generator::Price>,
     /// What the session's turns have cost so far, in dollars (where the price is known).
     pub(crate) spent: f64,
+    /// Which API the session's model is reached through (`openai`, `anthropic`, `script`…).
+    provider: &'static str,
 }
 
 /// What every handler shares.
@@ -189,6 +193,74 @@ fn modes(current: &str) -> SessionModeState {
     )
 }
 
+/// The session's settings a client may change: the model, among the ones golato knows of the
+/// session's provider (a model named with `--model` is offered too).
+fn config_options(session: &Session) -> Vec<SessionConfigOption> {
+    let current = session.agent.model().id.clone();
+    let family = match session.provider {
+        "anthropic" => Some("claude-"),
+        "openai" | "openai-responses" => Some("gpt-"),
+        _ => None,
+    };
+    let mut models: Vec<String> = vec![current.clone()];
+    for known in golato::generator::known_models() {
+        if family.is_some_and(|family| known.starts_with(family)) && known != current {
+            models.push(known.to_owned());
+        }
+    }
+    let options: Vec<SessionConfigSelectOption> = models
+        .into_iter()
+        .map(|id| {
+            let name = if id.is_empty() {
+                "(recorded script)".to_owned()
+            } else {
+                id.clone()
+            };
+            SessionConfigSelectOption::new(id, name)
+        })
+        .collect();
+    vec![
+        SessionConfigOption::select("model", "Model", current, options)
+            .category(SessionConfigOptionCategory::Model)
+            .description("The model the next turn asks".to_owned()),
+    ]
+}
+
+async fn set_config_option(
+    state: &State,
+    request: SetSessionConfigOptionRequest,
+) -> Result<SetSessionConfigOptionResponse, agent_client_protocol::Error> {
+    let id = request.session_id.0.to_string();
+    let session = state.session(&id)?;
+    if &*request.config_id.0 != "model" {
+        return Err(invalid_params(format!(
+            "no setting {}; the one setting is model",
+            request.config_id.0
+        )));
+    }
+    let Some(model) = request.value.as_value_id().map(|value| value.0.to_string()) else {
+        return Err(invalid_params("model takes a model's ID"));
+    };
+    if state
+        .busy
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains_key(&id)
+    {
+        return Err(invalid_params(
+            "the session is working on a prompt; change its model once the prompt has ended (or cancel it)",
+        ));
+    }
+    let mut session = session.lock().await;
+    let chosen = crate::provider::model_named(&session.args, &model);
+    session.price = chosen.price;
+    session.agent = session.agent.with_model(chosen);
+    session.args.model = Some(model);
+    Ok(SetSessionConfigOptionResponse::new(config_options(
+        &session,
+    )))
+}
+
 /// Builds a session's agent: its approvals go to the client (never to a terminal).
 async fn build(args: &AgentArgs) -> Result<crate::run::Built, CliError> {
     crate::run::build_agent(args, None, true).await
@@ -222,8 +294,10 @@ async fn new_session(
     };
     args.text_files = client_files(state, cx, &id);
     let built = build(&args).await.map_err(to_protocol)?;
-    keep(state, id.clone(), args, built, opened);
-    Ok(NewSessionResponse::new(id).modes(modes(mode)))
+    let options = keep(state, id.clone(), args, built, opened);
+    Ok(NewSessionResponse::new(id)
+        .modes(modes(mode))
+        .config_options(options))
 }
 
 /// Keeps the session `id`: its agent as built from `args`, its conversation as opened.
@@ -233,7 +307,7 @@ fn keep(
     args: AgentArgs,
     built: crate::run::Built,
     opened: crate::session::Opened,
-) {
+) -> Vec<SessionConfigOption> {
     let session = Session {
         id: id.clone(),
         cwd: args.cwd.clone(),
@@ -246,12 +320,15 @@ fn keep(
         saving: opened.saving,
         price: built.price,
         spent: 0.0,
+        provider: built.header.provider,
     };
+    let options = config_options(&session);
     state
         .sessions
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .insert(id, Arc::new(tokio::sync::Mutex::new(session)));
+    options
 }
 
 /// The client's files for session `id`, when it offered them at `initialize`.
@@ -312,8 +389,10 @@ async fn load_session(
             update,
         ))?;
     }
-    keep(state, id, args, built, opened);
-    Ok(LoadSessionResponse::new().modes(modes(mode)))
+    let options = keep(state, id, args, built, opened);
+    Ok(LoadSessionResponse::new()
+        .modes(modes(mode))
+        .config_options(options))
 }
 
 fn list_sessions(
@@ -406,7 +485,8 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
         client_files: Mutex::default(),
     });
     let served = {
-        let (s0, s1, s2, s3, s4, s5, s6) = (
+        let (s0, s1, s2, s3, s4, s5, s6, s7) = (
+            Arc::clone(&state),
             Arc::clone(&state),
             Arc::clone(&state),
             Arc::clone(&state),
@@ -467,6 +547,12 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
             .on_receive_request(
                 async move |request: SetSessionModeRequest, responder, _cx| {
                     responder.respond_with_result(set_mode(&s4, request).await)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .on_receive_request(
+                async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                    responder.respond_with_result(set_config_option(&s7, request).await)
                 },
                 agent_client_protocol::on_receive_request!(),
             )

@@ -45,6 +45,15 @@ const WINDOWS: [(&str, u64); 8] = [
     ("claude-opus-4-1", 200_000),
 ];
 
+/// The models golato knows the price of, by ID (the ones a front end can offer to switch to).
+///
+/// ```
+/// assert!(golato::generator::known_models().any(|id| id.starts_with("claude-")));
+/// ```
+pub fn known_models() -> impl Iterator<Item = &'static str> {
+    KNOWN.iter().map(|(id, _)| *id)
+}
+
 /// The context window golato knows for `model`, in tokens (the models it has prices for,
 /// also with a date suffix), or `None`.
 ///

@@ -500,3 +500,40 @@ fn a_client_that_offers_its_files_is_where_read_and_edit_take_and_put_text() {
         "on disk\n"
     );
 }
+
+#[test]
+fn the_model_is_a_session_setting_the_client_can_change_between_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hello."})]);
+    let mut acp = Acp::start(dir.path(), &script, &[]);
+    let created = acp.request("session/new", json!({"cwd": dir.path(), "mcpServers": []}));
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let model = &created["result"]["configOptions"][0];
+    assert_eq!(
+        (model["id"].as_str(), model["category"].as_str()),
+        (Some("model"), Some("model")),
+        "{created}"
+    );
+    let changed = acp.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "claude-haiku-4-5"}),
+    );
+    assert_eq!(
+        changed["result"]["configOptions"][0]["currentValue"], "claude-haiku-4-5",
+        "{changed}"
+    );
+    let unknown = acp.request(
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "temperature", "value": "hot"}),
+    );
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no setting temperature"),
+        "{unknown}"
+    );
+    let id = acp.prompt(&session, "hi");
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+}
