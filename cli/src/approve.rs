@@ -86,6 +86,8 @@ pub(crate) enum Reply {
     Edited(String),
     /// No, and why, to tell the model.
     RefusedBecause(String),
+    /// No, to this call and every later one of this tool in this session, unasked.
+    NeverAgain,
 }
 
 impl From<Answer> for Reply {
@@ -133,6 +135,8 @@ pub(crate) struct Approver {
     questions: Option<mpsc::UnboundedSender<Question>>,
     /// Tools answered "always".
     always: Arc<Mutex<HashSet<String>>>,
+    /// Tools answered "never again".
+    never: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Approver {
@@ -164,6 +168,7 @@ impl Approver {
             cwd,
             questions: sender,
             always: Arc::default(),
+            never: Arc::default(),
         };
         (Arc::new(approver), receiver)
     }
@@ -231,6 +236,20 @@ impl golato::policy::Approver for Approver {
         if always_yes {
             return Box::pin(async { Ok(Approval::Allow) });
         }
+        let never = self
+            .never
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&tool);
+        if never {
+            return Box::pin(async move {
+                Ok(Approval::Refuse {
+                    reason: Some(format!(
+                        "they refused every {tool} call in this session; do it another way"
+                    )),
+                })
+            });
+        }
         let Some(questions) = &self.questions else {
             let reason = format!(
                 "This {tool} call was not run: it needs approval ({why}; --approve {}) and no terminal can answer (standard input is not a terminal, or --json). Allow it with --allow RULE or --approve never, or run golato on a terminal.",
@@ -249,6 +268,7 @@ impl golato::policy::Approver for Approver {
             reply,
         });
         let always = Arc::clone(&self.always);
+        let never = Arc::clone(&self.never);
         Box::pin(async move {
             if asked.is_err() {
                 return Err(format!(
@@ -277,6 +297,17 @@ impl golato::policy::Approver for Approver {
                 Reply::RefusedBecause(reason) => Approval::Refuse {
                     reason: Some(reason),
                 },
+                Reply::NeverAgain => {
+                    never
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(tool.clone());
+                    Approval::Refuse {
+                        reason: Some(format!(
+                            "they refused this and every later {tool} call in this session"
+                        )),
+                    }
+                }
             })
         })
     }

@@ -182,26 +182,30 @@ async fn drive(
 }
 
 /// The option IDs golato offers, and what each answers.
-const OPTIONS: [(&str, &str, PermissionOptionKind, Answer); 3] = [
-    (
-        "allow-once",
-        "Allow",
-        PermissionOptionKind::AllowOnce,
-        Answer::Yes,
-    ),
+const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
+    ("allow-once", "Allow", PermissionOptionKind::AllowOnce),
     (
         "allow-always",
         "Allow always (this tool, this session)",
         PermissionOptionKind::AllowAlways,
-        Answer::Always,
     ),
+    ("reject-once", "Reject", PermissionOptionKind::RejectOnce),
     (
-        "reject-once",
-        "Reject",
-        PermissionOptionKind::RejectOnce,
-        Answer::No,
+        "reject-always",
+        "Reject always (this tool, this session)",
+        PermissionOptionKind::RejectAlways,
     ),
 ];
+
+/// golato's decision for the option the client chose (an unknown one refuses).
+fn reply_for(option: &str) -> Reply {
+    match option {
+        "allow-once" => Answer::Yes.into(),
+        "allow-always" => Answer::Always.into(),
+        "reject-always" => Reply::NeverAgain,
+        _ => Answer::No.into(),
+    }
+}
 
 /// Asks the client about a call, on a task of its own (the run goes on streaming meanwhile).
 /// No answer within the timeout, a cancelled turn or a client gone away refuse the call.
@@ -223,7 +227,7 @@ fn ask(
         ),
         OPTIONS
             .iter()
-            .map(|(id, name, kind, _)| PermissionOption::new(*id, *name, *kind))
+            .map(|(id, name, kind)| PermissionOption::new(*id, *name, *kind))
             .collect(),
     );
     tokio::spawn(async move {
@@ -231,11 +235,7 @@ fn ask(
         let reply: Reply = tokio::select! {
             answered = sent => match answered {
                 Ok(response) => match response.outcome {
-                    RequestPermissionOutcome::Selected(selected) => OPTIONS
-                        .iter()
-                        .find(|(id, ..)| *id == &*selected.option_id.0)
-                        .map_or(Answer::No, |(.., answer)| *answer)
-                        .into(),
+                    RequestPermissionOutcome::Selected(selected) => reply_for(&selected.option_id.0),
                     _ => Answer::No.into(),
                 },
                 Err(error) => Reply::RefusedBecause(format!(

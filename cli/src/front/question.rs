@@ -126,6 +126,7 @@ fn answer(front: &mut Front, question: Question, reply: Reply) {
         Reply::RefusedBecause(_) => {
             format!("refused: the model is told you did not allow this {tool} call, and why")
         }
+        Reply::NeverAgain => format!("refused, and every {tool} call in this session"),
     };
     front.note(&said);
     let _ = question.reply.send(reply);

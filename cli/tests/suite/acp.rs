@@ -239,7 +239,10 @@ fn a_permission_request_nobody_answers_refuses_the_call_in_bounded_time() {
         .iter()
         .map(|option| option["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(options, ["allow_once", "allow_always", "reject_once"]);
+    assert_eq!(
+        options,
+        ["allow_once", "allow_always", "reject_once", "reject_always"]
+    );
     // Not answered: the call is refused once the timeout passes, and the turn goes on.
     let (done, before) = acp.response(id);
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
@@ -536,4 +539,53 @@ fn the_model_is_a_session_setting_the_client_can_change_between_prompts() {
     let id = acp.prompt(&session, "hi");
     let (done, _) = acp.response(id);
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+}
+
+#[test]
+fn reject_always_refuses_later_calls_of_the_tool_unasked_and_read_only_mode_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch one"}}]}),
+            json!({"tool_calls": [{"id": "b", "name": "bash", "arguments": {"command": "touch two"}}]}),
+            json!({"tool_calls": [{"id": "c", "name": "write", "arguments": {"path": "three", "content": "x"}}]}),
+            json!({"text": "Understood."}),
+        ],
+    );
+    let mut acp = Acp::start(dir.path(), &script, &["--approve", "ask"]);
+    let session = acp.new_session(dir.path());
+    let mode = acp.request(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "read-only"}),
+    );
+    assert!(mode.get("result").is_some(), "{mode}");
+    let id = acp.prompt(&session, "go");
+    let (asked, _) = acp.until("the first question", |message| {
+        message["method"] == "session/request_permission"
+    });
+    assert_eq!(asked["params"]["toolCall"]["toolCallId"], "a");
+    acp.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected", "optionId": "reject-always"}}}));
+    // The second bash call is refused without a question; the write is asked, allowed, and
+    // still fails: the session is read-only.
+    let (asked, before) = acp.until("the write's question", |message| {
+        message["method"] == "session/request_permission"
+    });
+    assert_eq!(
+        asked["params"]["toolCall"]["toolCallId"], "c",
+        "{before:#?}"
+    );
+    acp.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}));
+    let (done, before) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let failed: Vec<&str> = updates(&before, "tool_call_update")
+        .into_iter()
+        .filter(|update| update["status"] == "failed")
+        .map(|update| update["toolCallId"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["a", "b", "c"], "{before:#?}");
+    for file in ["one", "two", "three"] {
+        assert!(!dir.path().join(file).exists(), "{file}");
+    }
 }
