@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use support::cli::{golato, script_file};
 
 /// `golato acp` with piped standard input and output, its messages read by a thread.
-struct Acp {
+pub(super) struct Acp {
     child: Child,
     input: Option<ChildStdin>,
     messages: mpsc::Receiver<Value>,
@@ -26,12 +26,17 @@ struct Acp {
 }
 
 impl Acp {
-    fn start(dir: &Path, script: &Path, flags: &[&str]) -> Acp {
+    pub(super) fn start(dir: &Path, script: &Path, flags: &[&str]) -> Acp {
         Acp::start_offering(dir, script, flags, json!({}))
     }
 
     /// As `start`, the client saying it offers `capabilities`.
-    fn start_offering(dir: &Path, script: &Path, flags: &[&str], capabilities: Value) -> Acp {
+    pub(super) fn start_offering(
+        dir: &Path,
+        script: &Path,
+        flags: &[&str],
+        capabilities: Value,
+    ) -> Acp {
         let mut child = golato()
             .args(["acp", "--ephemeral", "--script"])
             .arg(script)
@@ -70,18 +75,18 @@ impl Acp {
         acp
     }
 
-    fn send_raw(&mut self, line: &str) {
+    pub(super) fn send_raw(&mut self, line: &str) {
         let input = self.input.as_mut().unwrap();
         writeln!(input, "{line}").unwrap();
         input.flush().unwrap();
     }
 
-    fn send(&mut self, message: Value) {
+    pub(super) fn send(&mut self, message: Value) {
         self.send_raw(&message.to_string());
     }
 
     /// Sends a request; returns its ID.
-    fn ask(&mut self, method: &str, params: Value) -> u64 {
+    pub(super) fn ask(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -90,7 +95,11 @@ impl Acp {
 
     /// The next message `check` accepts; the ones before it are returned too (and kept for a
     /// later call: answers to different requests may come in any order).
-    fn until(&mut self, what: &str, check: impl Fn(&Value) -> bool) -> (Value, Vec<Value>) {
+    pub(super) fn until(
+        &mut self,
+        what: &str,
+        check: impl Fn(&Value) -> bool,
+    ) -> (Value, Vec<Value>) {
         if let Some(at) = self.backlog.iter().position(&check) {
             let found = self.backlog.remove(at);
             return (found, self.backlog[..at].to_vec());
@@ -109,23 +118,23 @@ impl Acp {
         }
     }
 
-    fn response(&mut self, id: u64) -> (Value, Vec<Value>) {
+    pub(super) fn response(&mut self, id: u64) -> (Value, Vec<Value>) {
         self.until(&format!("the answer to request {id}"), |message| {
             message["id"] == id && message.get("method").is_none()
         })
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(super) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.ask(method, params);
         self.response(id).0
     }
 
-    fn new_session(&mut self, cwd: &Path) -> String {
+    pub(super) fn new_session(&mut self, cwd: &Path) -> String {
         let created = self.request("session/new", json!({"cwd": cwd, "mcpServers": []}));
         created["result"]["sessionId"].as_str().unwrap().to_owned()
     }
 
-    fn prompt(&mut self, session: &str, text: &str) -> u64 {
+    pub(super) fn prompt(&mut self, session: &str, text: &str) -> u64 {
         self.ask(
             "session/prompt",
             json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
@@ -140,7 +149,7 @@ impl Drop for Acp {
     }
 }
 
-fn updates<'a>(messages: &'a [Value], kind: &str) -> Vec<&'a Value> {
+pub(super) fn updates<'a>(messages: &'a [Value], kind: &str) -> Vec<&'a Value> {
     messages
         .iter()
         .filter(|message| message["method"] == "session/update")

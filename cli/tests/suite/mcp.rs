@@ -340,3 +340,36 @@ fn golato_run_takes_tools_from_an_mcp_server() {
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stderr).contains("check the command"));
 }
+
+#[test]
+#[ignore = "needs server-everything: .ci/run installs it and runs this with --ignored"]
+fn golato_acp_starts_the_mcp_servers_a_client_names_for_its_session() {
+    use super::acp::{updates, Acp};
+    use support::cli::script_file;
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "m1", "name": "everything_echo", "arguments": {"message": "from the editor"}}]}),
+            json!({"text": "Echoed."}),
+        ],
+    );
+    let mut acp = Acp::start(dir.path(), &script, &[]);
+    let created = acp.request(
+        "session/new",
+        json!({"cwd": dir.path(), "mcpServers": [{"name": "everything", "command": "node", "args": [server_script()], "env": []}]}),
+    );
+    let session = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let id = acp.prompt(&session, "echo");
+    let (done, before) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let ended = updates(&before, "tool_call_update")
+        .into_iter()
+        .find(|update| update["status"] == "completed")
+        .unwrap_or_else(|| panic!("{before:#?}"));
+    assert!(
+        ended.to_string().contains("Echo: from the editor"),
+        "{ended}"
+    );
+}
