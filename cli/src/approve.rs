@@ -88,6 +88,8 @@ pub(crate) enum Reply {
     RefusedBecause(String),
     /// No, to this call and every later one of this tool in this session, unasked.
     NeverAgain,
+    /// Nobody answered (why, to tell the model): the call is not run.
+    Unanswered(String),
 }
 
 impl From<Answer> for Reply {
@@ -280,6 +282,9 @@ impl golato::policy::Approver for Approver {
                 () = ctx.cancel.cancelled() => Reply::Answer(Answer::No),
             };
             Ok(match reply {
+                Reply::Unanswered(why) => {
+                    return Err(format!("This {tool} call was not run: {why}."))
+                }
                 Reply::Answer(Answer::Yes) => Approval::Allow,
                 Reply::Answer(Answer::Always) => {
                     always

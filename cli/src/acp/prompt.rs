@@ -238,12 +238,12 @@ fn ask(
                     RequestPermissionOutcome::Selected(selected) => reply_for(&selected.option_id.0),
                     _ => Answer::No.into(),
                 },
-                Err(error) => Reply::RefusedBecause(format!(
-                    "the client could not be asked ({error}); the call was not run"
+                Err(error) => Reply::Unanswered(format!(
+                    "it needed permission and the client could not be asked ({error})"
                 )),
             },
-            () = tokio::time::sleep(timeout) => Reply::RefusedBecause(format!(
-                "nobody answered the permission request within {} s, so the call was not run",
+            () = tokio::time::sleep(timeout) => Reply::Unanswered(format!(
+                "it needed permission and nobody answered the request within {} s",
                 timeout.as_secs()
             )),
             () = cancel.cancelled() => Answer::No.into(),

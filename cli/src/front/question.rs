@@ -127,6 +127,7 @@ fn answer(front: &mut Front, question: Question, reply: Reply) {
             format!("refused: the model is told you did not allow this {tool} call, and why")
         }
         Reply::NeverAgain => format!("refused, and every {tool} call in this session"),
+        Reply::Unanswered(_) => format!("not run: this {tool} call was not answered"),
     };
     front.note(&said);
     let _ = question.reply.send(reply);

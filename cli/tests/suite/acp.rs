@@ -263,7 +263,7 @@ fn a_permission_request_nobody_answers_refuses_the_call_in_bounded_time() {
         failed["content"][0]["content"]["text"]
             .as_str()
             .unwrap()
-            .contains("nobody answered the permission request within 1 s"),
+            .contains("This bash call was not run: it needed permission and nobody answered the request within 1 s."),
         "{failed}"
     );
     assert!(!dir.path().join("made").exists());
