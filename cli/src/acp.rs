@@ -417,27 +417,10 @@ fn list_sessions(
                 .unwrap_or_default();
             SessionInfo::new(saved.header.id.clone(), saved.header.cwd.clone())
                 .title(crate::live::clip(title))
-                .updated_at(rfc3339(updated))
+                .updated_at(crate::shown::utc_time(updated))
         })
         .collect();
     Ok(ListSessionsResponse::new(sessions))
-}
-
-/// Seconds since the epoch as an RFC 3339 UTC time.
-fn rfc3339(seconds: u64) -> String {
-    let days = seconds / 86_400;
-    let (hour, minute, second) = (seconds % 86_400 / 3600, seconds % 3600 / 60, seconds % 60);
-    // Days to a civil date (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
 async fn set_mode(

@@ -218,6 +218,10 @@ pub(crate) struct AgentArgs {
     /// file.
     #[arg(long, value_name = "TEXT|@FILE", help_heading = "Model")]
     pub(crate) system: Option<String>,
+    /// Tell the model nothing of its environment (directory, OS, date, git, sandbox) and read
+    /// no AGENTS.md or CLAUDE.md.
+    #[arg(long, help_heading = "Model")]
+    pub(crate) no_project_instructions: bool,
     /// Only these tools, comma-separated (e.g. read,bash) [default: read,bash,edit,write].
     #[arg(
         long,

@@ -117,7 +117,7 @@ fn project_file(cwd: &Path) -> PathBuf {
 }
 
 /// The user's configuration file.
-fn user_file() -> Option<PathBuf> {
+pub(crate) fn user_file() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("GOLATO_CONFIG") {
         return Some(PathBuf::from(path));
     }
@@ -734,6 +734,16 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     }
     for hook in policy.describe_hooks() {
         let _ = writeln!(out, "hook {hook}");
+    }
+    let instructions = crate::instructions::for_config(&args.cwd, args.settings.trust);
+    if instructions.files.is_empty() {
+        let _ = writeln!(out, "# instructions: no AGENTS.md or CLAUDE.md read");
+    }
+    for file in &instructions.files {
+        let _ = writeln!(out, "# instructions: {}", file.display());
+    }
+    if let Some(why) = &instructions.skipped {
+        let _ = writeln!(out, "# instructions: {}", crate::shown::visible(why));
     }
     Ok(crate::Exit::Success)
 }

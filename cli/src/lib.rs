@@ -25,6 +25,7 @@ mod demo;
 mod durable;
 mod front;
 mod header;
+mod instructions;
 mod interrupt;
 mod json;
 mod live;

@@ -261,6 +261,10 @@ pub(crate) async fn build_agent(
         None if args.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
         None => None,
     };
+    let system_prompt = match args.no_project_instructions {
+        true => system_prompt,
+        false => Some(crate::instructions::system_prompt(system_prompt, args, &header).await),
+    };
     let price = model.price;
     let agent = Agent::new(agent::Config {
         generator: Some(generator),

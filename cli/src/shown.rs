@@ -40,6 +40,32 @@ fn is_hidden_control(character: char) -> bool {
     matches!(character, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
 }
 
+/// The civil date (year, month, day) of a day count since 1970-01-01 (Howard Hinnant's
+/// algorithm).
+fn civil(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// Seconds since the epoch as a UTC date, `YYYY-MM-DD`.
+pub(crate) fn utc_date(seconds: u64) -> String {
+    let (year, month, day) = civil((seconds / 86_400) as i64);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Seconds since the epoch as an RFC 3339 UTC time.
+pub(crate) fn utc_time(seconds: u64) -> String {
+    let (hour, minute, second) = (seconds % 86_400 / 3600, seconds % 3600 / 60, seconds % 60);
+    format!("{}T{hour:02}:{minute:02}:{second:02}Z", utc_date(seconds))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -87,5 +113,17 @@ mod count_tests {
         assert_eq!(super::count(1u64, "turn"), "1 turn");
         assert_eq!(super::count(0u64, "tool call"), "0 tool calls");
         assert_eq!(super::count(2u64, "error result"), "2 error results");
+    }
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    #[test]
+    fn times_are_utc_civil_dates() {
+        assert_eq!(utc_time(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_time(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_date(1_796_414_400), "2026-12-04");
     }
 }

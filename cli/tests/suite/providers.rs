@@ -59,7 +59,12 @@ async fn openai_compatible_flags_reach_the_server_and_the_answer_streams() {
     assert_eq!(auth, &None);
     assert_eq!(body["model"], "local-model");
     assert_eq!(body["messages"][0]["role"], "system");
-    assert_eq!(body["messages"][0]["content"], "Answer in one word.");
+    // The system prompt is --system's text, then where the agent works.
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("Answer in one word.\n\n# Environment"),
+        "{system}"
+    );
     assert_eq!(body["messages"][1]["content"], "What is up?");
     let tools: Vec<&str> = body["tools"]
         .as_array()
@@ -618,4 +623,86 @@ async fn the_summary_says_how_many_prompt_tokens_the_cache_served() {
     // 100 input tokens at $0.15, 900 cached at $0.075, 20 output at $0.60 per million.
     let expected = (100.0 * 0.15 + 900.0 * 0.075 + 20.0 * 0.60) / 1_000_000.0;
     assert!(summary.ends_with(&format!("${expected:.4}")), "{story}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_told_where_it_works_and_a_trusted_projects_agents_md() {
+    let (url, requests) = serve(fixture("openai-chat/text-stop.sse")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    std::fs::write(root.join("AGENTS.md"), "Run the tests with make check.").unwrap();
+    std::fs::write(root.join("app/CLAUDE.md"), "The app is in Rust.").unwrap();
+    let config_dir = tempfile::tempdir().unwrap();
+    std::fs::write(config_dir.path().join("AGENTS.md"), "Answer in French.").unwrap();
+    let system_of = |flags: &'static [&'static str]| {
+        let (url, root, config) = (
+            url.clone(),
+            root.clone(),
+            config_dir.path().join("config.toml"),
+        );
+        let requests = Arc::clone(&requests);
+        async move {
+            let mut command = golato();
+            command
+                .env("GOLATO_CONFIG", config)
+                .args([
+                    "run",
+                    "--base-url",
+                    &format!("{url}/v1"),
+                    "--model",
+                    "m",
+                    "-C",
+                ])
+                .arg(root.join("app"))
+                .args(flags)
+                .arg("hi");
+            let output = run(command).await;
+            assert_eq!(output.status.code(), Some(0), "{output:?}");
+            let body = requests.take_bodies().pop().unwrap();
+            let system = body["messages"][0]["content"].as_str().unwrap().to_owned();
+            (system, String::from_utf8_lossy(&output.stderr).into_owned())
+        }
+    };
+    let (system, _) = system_of(&["--trust"]).await;
+    assert!(
+        system.contains(&format!(
+            "- Working directory: {}",
+            root.join("app").display()
+        )),
+        "{system}"
+    );
+    assert!(system.contains("- Sandbox: workspace-write"), "{system}");
+    assert!(system.contains("- Repository: "), "{system}");
+    let order: Vec<usize> = [
+        "Answer in French.",
+        "Run the tests with make check.",
+        "The app is in Rust.",
+    ]
+    .iter()
+    .map(|text| {
+        system
+            .find(text)
+            .unwrap_or_else(|| panic!("{text} missing: {system}"))
+    })
+    .collect();
+    assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{system}");
+    assert!(system.contains(&format!("## {}", root.join("AGENTS.md").display())));
+    // Not trusted: the user's own file only, and one line saying why the project's were not read.
+    let (system, stderr) = system_of(&[]).await;
+    assert!(
+        system.contains("Answer in French.") && !system.contains("make check"),
+        "{system}"
+    );
+    assert!(
+        stderr.contains("not read: this folder is not trusted"),
+        "{stderr}"
+    );
+    // Turned off: nothing of it.
+    let (system, _) = system_of(&["--no-project-instructions"]).await;
+    assert!(
+        !system.contains("# Environment") && !system.contains("French"),
+        "{system}"
+    );
 }
