@@ -53,6 +53,9 @@ pub(crate) enum Command {
     Untrust(TrustArgs),
     /// Lists the command hooks in effect here, each with where it is configured.
     Hooks(ConfigArgs),
+    /// Lists the skills a run here offers the model (.agents/skills/ and .claude/skills/ of a
+    /// trusted project, ~/.agents/skills/), and the ones left out, with why.
+    Skills(ConfigArgs),
     /// Lists this directory's saved sessions (--all: every directory's), newest first: ID, last
     /// activity, turns, directory, first prompt; `sessions repair ID` mends a damaged one,
     /// `sessions rm ID` removes one.

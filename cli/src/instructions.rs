@@ -32,6 +32,18 @@ fn repository_root(cwd: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The directories from the repository's root (else `cwd` alone) down to `cwd`.
+pub(crate) fn project_dirs(cwd: &Path) -> Vec<PathBuf> {
+    let root = repository_root(cwd).unwrap_or_else(|| cwd.to_owned());
+    let mut dirs: Vec<PathBuf> = cwd
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&root))
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    dirs
+}
+
 /// The instruction file of `dir`: its AGENTS.md, else its CLAUDE.md.
 fn file_in(dir: &Path) -> Option<PathBuf> {
     ["AGENTS.md", "CLAUDE.md"]
@@ -44,14 +56,9 @@ fn file_in(dir: &Path) -> Option<PathBuf> {
 pub(crate) fn gather(cwd: &Path, config_dir: Option<&Path>, trusted: bool) -> Instructions {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
     let mut files: Vec<PathBuf> = config_dir.and_then(file_in).into_iter().collect();
-    let root = repository_root(&cwd).unwrap_or_else(|| cwd.clone());
-    let project: Vec<PathBuf> = cwd
-        .ancestors()
-        .take_while(|dir| dir.starts_with(&root))
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .filter_map(file_in)
+    let project: Vec<PathBuf> = project_dirs(&cwd)
+        .iter()
+        .filter_map(|dir| file_in(dir))
         .collect();
     let mut skipped = None;
     if !project.is_empty() && !trusted {
@@ -172,7 +179,7 @@ pub(crate) async fn environment(cwd: &Path, sandbox: &golato::sandbox::Policy) -
 
 /// Whether a project's instructions may be read in `cwd`: `--trust`, or a folder trusted
 /// before.
-fn trusted(cwd: &Path, given: bool) -> bool {
+pub(crate) fn trusted(cwd: &Path, given: bool) -> bool {
     given
         || crate::trust::Folder::at(cwd)
             .and_then(|folder| folder.standing())
@@ -196,11 +203,12 @@ pub(crate) async fn system_prompt(
     args: &crate::args::AgentArgs,
     header: &crate::header::Header,
 ) -> String {
-    let found = gather(
-        &header.cwd,
-        config_dir().as_deref(),
-        trusted(&args.cwd, args.settings.trust),
-    );
+    let trusted = trusted(&args.cwd, args.settings.trust);
+    let found = gather(&header.cwd, config_dir().as_deref(), trusted);
+    let skills = crate::skills::gather(&header.cwd, crate::skills::home().as_deref(), trusted);
+    for warning in &skills.warnings {
+        eprintln!("golato: {}", crate::shown::visible(warning));
+    }
     if let Some(why) = &found.skipped {
         eprintln!("golato: {}", crate::shown::visible(why));
     }
@@ -211,6 +219,10 @@ pub(crate) async fn system_prompt(
             "# Project instructions\n\nThe files below (the user's own, then the repository's from its root down to the working directory) say how to work here; the nearer a file is to the working directory, the more it counts.\n{}",
             found.text
         ));
+    }
+    let skills = crate::skills::prompt_section(&skills.skills);
+    if !skills.is_empty() {
+        parts.push(skills);
     }
     parts.join("\n\n")
 }

@@ -38,6 +38,7 @@ mod report;
 mod run;
 mod session;
 mod shown;
+mod skills;
 mod tool;
 mod trace;
 mod trust;
@@ -258,6 +259,7 @@ pub fn main() -> ExitCode {
             Command::Chat(args) => chat::command(*args).await,
             Command::Config(args) => config::show(args),
             Command::Hooks(args) => config::hooks(args),
+            Command::Skills(args) => skills::command(&args.cwd, args.settings.trust),
             Command::Trust(args) => trust::command(&args.dir, true),
             Command::Untrust(args) => trust::command(&args.dir, false),
         }

@@ -201,3 +201,37 @@ fn a_wrong_typed_setting_is_refused_naming_the_file_the_line_and_the_key() {
         assert!(error.contains(why), "{line}: {error}");
     }
 }
+
+#[test]
+fn golato_skills_lists_a_trusted_projects_skills_and_says_why_one_was_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let skills = dir.path().join(".claude/skills");
+    std::fs::create_dir_all(skills.join("deploy")).unwrap();
+    std::fs::create_dir_all(skills.join("broken")).unwrap();
+    std::fs::write(
+        skills.join("deploy/SKILL.md"),
+        "---\nname: deploy\ndescription: Ship the service.\n---\nSteps.",
+    )
+    .unwrap();
+    std::fs::write(skills.join("broken/SKILL.md"), "no front matter").unwrap();
+    let run = |trust: bool| {
+        let mut command = golato();
+        command.args(["skills", "-C"]).arg(dir.path());
+        if trust {
+            command.arg("--trust");
+        }
+        command.output().unwrap()
+    };
+    let output = run(true);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        out.starts_with("deploy  ") && out.contains("Ship the service."),
+        "{out}"
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("broken/SKILL.md was left out"), "{err}");
+    // Not trusted: the project's skills are not offered.
+    let out = String::from_utf8_lossy(&run(false).stdout).into_owned();
+    assert!(out.starts_with("no skills here"), "{out}");
+}

@@ -634,6 +634,12 @@ async fn the_model_is_told_where_it_works_and_a_trusted_projects_agents_md() {
     std::fs::create_dir_all(root.join("app")).unwrap();
     std::fs::write(root.join("AGENTS.md"), "Run the tests with make check.").unwrap();
     std::fs::write(root.join("app/CLAUDE.md"), "The app is in Rust.").unwrap();
+    std::fs::create_dir_all(root.join(".agents/skills/release")).unwrap();
+    std::fs::write(
+        root.join(".agents/skills/release/SKILL.md"),
+        "---\nname: release\ndescription: Cut a release of the app.\n---\nSecret steps.",
+    )
+    .unwrap();
     let config_dir = tempfile::tempdir().unwrap();
     std::fs::write(config_dir.path().join("AGENTS.md"), "Answer in French.").unwrap();
     let system_of = |flags: &'static [&'static str]| {
@@ -689,6 +695,15 @@ async fn the_model_is_told_where_it_works_and_a_trusted_projects_agents_md() {
     .collect();
     assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{system}");
     assert!(system.contains(&format!("## {}", root.join("AGENTS.md").display())));
+    // Skills: the name, the description and where to read it; the body only when used.
+    assert!(
+        system.contains(&format!(
+            "- release: Cut a release of the app. ({})",
+            root.join(".agents/skills/release/SKILL.md").display()
+        )),
+        "{system}"
+    );
+    assert!(!system.contains("Secret steps."), "{system}");
     // Not trusted: the user's own file only, and one line saying why the project's were not read.
     let (system, stderr) = system_of(&[]).await;
     assert!(
