@@ -52,6 +52,7 @@ mod images;
 mod locks;
 mod paths;
 mod read;
+mod search;
 mod text_files;
 mod write;
 
@@ -86,6 +87,11 @@ pub(crate) fn fuzz_image(bytes: &[u8]) -> bool {
 
 /// The names of the built-in tools, in the order [`new`] returns them.
 pub const TOOL_NAMES: [&str; 4] = ["read", "bash", "edit", "write"];
+
+/// Built-ins [`new`] returns only when `allowed_tool_names` names them, after the four: `grep`
+/// (file contents by regular expression), `find` (files by glob), `ls` (a directory). With
+/// `read` they make an agent that looks without a shell (`["read", "grep", "find", "ls"]`).
+pub const OPTIONAL_TOOL_NAMES: [&str; 3] = ["grep", "find", "ls"];
 
 /// Which tools [`new`] returns.
 #[derive(Debug, Clone, Default)]
@@ -194,7 +200,13 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
         None => Host::global()?,
     };
     let lock = locks::Locks::new(PathLock::new(&host)?, config.shared_lock.clone());
-    let builtins = if config.disable_builtin_tools {
+    let named = |name: &str| {
+        config
+            .allowed_tool_names
+            .as_ref()
+            .is_some_and(|names| names.iter().any(|allowed| allowed == name))
+    };
+    let mut builtins = if config.disable_builtin_tools {
         Vec::new()
     } else {
         vec![
@@ -213,6 +225,19 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
             write::tool(Arc::clone(&workspace), lock),
         ]
     };
+    if !config.disable_builtin_tools {
+        type Build = fn(Arc<Workspace>) -> Tool;
+        let optional: [(&str, Build); 3] = [
+            ("grep", search::grep),
+            ("find", search::find),
+            ("ls", search::ls),
+        ];
+        for (name, build) in optional {
+            if named(name) {
+                builtins.push(build(Arc::clone(&workspace)));
+            }
+        }
+    }
     select(
         builtins,
         config.custom_tools,
@@ -230,6 +255,7 @@ fn select(
 ) -> Result<Vec<Tool>, Error> {
     let known: Vec<String> = TOOL_NAMES
         .iter()
+        .chain(&OPTIONAL_TOOL_NAMES)
         .map(|name| (*name).to_owned())
         .chain(custom.iter().map(|tool| tool.name().to_owned()))
         .collect();

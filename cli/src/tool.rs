@@ -38,6 +38,14 @@ impl Generator for OneCall {
 pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
     let tools = builtin::new(builtin::Config {
         working_directory: args.cwd,
+        // Every built-in, the optional search tools too: the call names the one it wants.
+        allowed_tool_names: Some(
+            builtin::TOOL_NAMES
+                .iter()
+                .chain(&builtin::OPTIONAL_TOOL_NAMES)
+                .map(|name| (*name).to_owned())
+                .collect(),
+        ),
         // The person typing is the one asking for the call: nothing is confined unless asked.
         sandbox: args.sandbox.policy(golato::sandbox::Mode::Off),
         ..Default::default()

@@ -1030,3 +1030,139 @@ fn read_edit_and_write_go_through_text_files_held_elsewhere_after_the_disk_check
         "Could not read closed.rs: the editor has no such buffer"
     );
 }
+
+fn search_tools(dir: &std::path::Path) -> Vec<Tool> {
+    builtin::new(builtin::Config {
+        working_directory: dir.to_owned(),
+        allowed_tool_names: Some(vec![
+            "read".into(),
+            "grep".into(),
+            "find".into(),
+            "ls".into(),
+        ]),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// A small project: sources, an ignored build folder, a hidden file, a binary file.
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src/parser")).unwrap();
+    std::fs::create_dir_all(root.join("target")).unwrap();
+    std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+    std::fs::write(root.join("src/main.rs"), "fn main() {\n    parse();\n}\n").unwrap();
+    std::fs::write(
+        root.join("src/parser/mod.rs"),
+        "pub fn parse() {}\n// TODO: Parse more\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("target/out.rs"), "fn parse() {}\n").unwrap();
+    std::fs::write(root.join(".hidden.rs"), "fn parse() {}\n").unwrap();
+    std::fs::write(root.join("blob.bin"), b"parse\0\x01\x02").unwrap();
+    dir
+}
+
+#[test]
+fn search_tools_are_built_only_when_named() {
+    let dir = project();
+    assert_eq!(
+        names(&tools_in(dir.path())),
+        ["read", "bash", "edit", "write"]
+    );
+    assert_eq!(
+        names(&search_tools(dir.path())),
+        ["read", "grep", "find", "ls"]
+    );
+    golato::tool::validate(&search_tools(dir.path())).unwrap();
+}
+
+#[test]
+fn grep_finds_lines_as_git_sees_the_tree_and_says_what_was_wrong() {
+    let dir = project();
+    let tools = search_tools(dir.path());
+    let found = call_tool(&tools, "grep", r#"{"pattern": "parse\\("}"#);
+    assert!(!found.is_error, "{}", found.text());
+    let text = found.text();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    // Ignored, hidden and binary files are not searched.
+    assert_eq!(
+        lines,
+        [
+            "src/main.rs:2:     parse();",
+            "src/parser/mod.rs:1: pub fn parse() {}"
+        ]
+    );
+    let cased = call_tool(
+        &tools,
+        "grep",
+        r#"{"pattern": "todo: parse", "ignore_case": true, "glob": "*.rs"}"#,
+    );
+    assert_eq!(cased.text(), "src/parser/mod.rs:2: // TODO: Parse more");
+    let literal = call_tool(
+        &tools,
+        "grep",
+        r#"{"pattern": "parse()", "literal": true, "path": "src/main.rs"}"#,
+    );
+    assert_eq!(literal.text(), "src/main.rs:2:     parse();");
+    let limited = call_tool(&tools, "grep", r#"{"pattern": "parse", "limit": 1}"#);
+    assert!(
+        limited.text().contains("[Stopped at 1 matches"),
+        "{}",
+        limited.text()
+    );
+    let none = call_tool(&tools, "grep", r#"{"pattern": "nowhere"}"#);
+    assert_eq!(none.text(), "No matches for \"nowhere\" in ..");
+    let bad = call_tool(&tools, "grep", r#"{"pattern": "(unclosed"}"#);
+    assert!(
+        bad.is_error && bad.text().contains("not a valid regular expression"),
+        "{}",
+        bad.text()
+    );
+    let missing = call_tool(&tools, "grep", r#"{"pattern": "x", "path": "gone"}"#);
+    assert!(missing.is_error);
+    assert_eq!(missing.text(), "Path not found: gone");
+}
+
+#[test]
+fn find_and_ls_list_paths_bounded_with_a_note() {
+    let dir = project();
+    let tools = search_tools(dir.path());
+    let found = call_tool(&tools, "find", r#"{"pattern": "*.rs"}"#);
+    let text = found.text();
+    let mut paths: Vec<&str> = text.lines().collect();
+    paths.sort_unstable();
+    assert_eq!(paths, ["src/main.rs", "src/parser/mod.rs"]);
+    let under = call_tool(
+        &tools,
+        "find",
+        r#"{"pattern": "*.rs", "path": "src/parser"}"#,
+    );
+    assert_eq!(under.text(), "src/parser/mod.rs");
+    let limited = call_tool(&tools, "find", r#"{"pattern": "*.rs", "limit": 1}"#);
+    assert!(
+        limited.text().contains("[Stopped at 1 paths"),
+        "{}",
+        limited.text()
+    );
+    let none = call_tool(&tools, "find", r#"{"pattern": "*.py"}"#);
+    assert_eq!(none.text(), "No files matching \"*.py\" in ..");
+    let listed = call_tool(&tools, "ls", "{}");
+    assert_eq!(
+        listed.text(),
+        ".gitignore\n.hidden.rs\nblob.bin\nsrc/\ntarget/"
+    );
+    let limited = call_tool(&tools, "ls", r#"{"limit": 2}"#);
+    assert_eq!(
+        limited.text(),
+        ".gitignore\n.hidden.rs\n\n[2 of 5 entries shown; use find or grep to look for something in particular.]"
+    );
+    let file = call_tool(&tools, "ls", r#"{"path": "blob.bin"}"#);
+    assert!(
+        file.is_error && file.text().contains("is not a directory"),
+        "{}",
+        file.text()
+    );
+}

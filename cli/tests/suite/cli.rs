@@ -259,3 +259,28 @@ fn help_says_what_golato_is_for_and_groups_the_options_of_run() {
     assert_eq!(read.status.code(), Some(0), "{read:?}");
     assert!(text(&read).contains("hello"));
 }
+
+#[test]
+fn grep_skips_what_the_sandbox_denies_reading_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "the token is here\n").unwrap();
+    std::fs::write(dir.path().join("secret.env"), "token=hunter2\n").unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let output = golato(&[
+        "tool",
+        "grep",
+        r#"{"pattern": "token"}"#,
+        "--cwd",
+        cwd,
+        "--sandbox",
+        "workspace-write",
+        "--deny-read",
+        "secret.env",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let text = printed["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("notes.txt:1: the token is here"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains("1 file(s) could not be read"), "{text}");
+}

@@ -1,0 +1,400 @@
+//! `grep`, `find` and `ls`: looking through the workspace without a shell, on ripgrep's
+//! crates. The walk respects `.gitignore` (and `.ignore`, and leaves hidden files out, as
+//! ripgrep does), never follows a link out of it, skips what the sandbox denies reading, and
+//! stops when the call is cancelled; results are bounded (matches or entries, and bytes), with
+//! a note saying how to narrow the search when cut.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::Workspace;
+use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
+
+/// Most bytes of output one call returns (as `read`: 50 KiB).
+const MAX_OUTPUT: usize = 50 * 1024;
+/// Most characters of one matching line shown.
+const MAX_LINE_CHARS: usize = 500;
+/// Default and greatest number of matches `grep` returns.
+const GREP_LIMIT: usize = 100;
+/// Default and greatest number of paths `find` returns.
+const FIND_LIMIT: usize = 1_000;
+/// Default and greatest number of entries `ls` returns.
+const LS_LIMIT: usize = 500;
+
+/// Output that stops at [`MAX_OUTPUT`] bytes, remembering that it did.
+#[derive(Default)]
+struct Bounded {
+    text: String,
+    full: bool,
+}
+
+impl Bounded {
+    /// Adds `line`; false once the output is full.
+    fn line(&mut self, line: &str) -> bool {
+        if self.text.len() + line.len() + 1 > MAX_OUTPUT {
+            self.full = true;
+            return false;
+        }
+        self.text.push_str(line);
+        self.text.push('\n');
+        true
+    }
+}
+
+/// The directory or file a search starts from, resolved in the workspace.
+fn start(workspace: &Workspace, path: Option<&str>) -> Result<(PathBuf, String), BoxError> {
+    let path = path.unwrap_or(".");
+    let shown = super::paths::shown(path);
+    let full = workspace.resolve(path);
+    if std::fs::symlink_metadata(&full).is_err() {
+        return Err(format!("Path not found: {shown}").into());
+    }
+    Ok((full, shown))
+}
+
+/// A walk under `root`: .gitignore respected, hidden files left out, links not followed.
+fn walk(root: &Path) -> ignore::Walk {
+    ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .follow_links(false)
+        .build()
+}
+
+/// Which paths a glob keeps: without a `/` it is matched against the file's name (so "*.rs"
+/// holds in every folder), with one against the path from the search's start.
+struct Filter {
+    set: globset::GlobMatcher,
+    by_name: bool,
+}
+
+impl Filter {
+    fn new(glob: &str) -> Result<Filter, BoxError> {
+        let set = globset::GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()
+            .map_err(|error| format!("glob {glob:?} is not a valid glob: {error}"))?
+            .compile_matcher();
+        Ok(Filter {
+            set,
+            by_name: !glob.contains('/'),
+        })
+    }
+
+    fn keeps(&self, root: &Path, path: &Path) -> bool {
+        match self.by_name {
+            true => path.file_name().is_some_and(|name| self.set.is_match(name)),
+            false => self.set.is_match(path.strip_prefix(root).unwrap_or(path)),
+        }
+    }
+}
+
+/// `path` relative to the working directory when inside it, else as it is.
+fn relative(workspace: &Workspace, path: &Path) -> String {
+    let shown = path.strip_prefix(workspace.cwd()).unwrap_or(path);
+    match shown.as_os_str().is_empty() {
+        true => ".".to_owned(),
+        false => shown.display().to_string(),
+    }
+}
+
+/// A file opened to read as the sandbox allows (`None`: denied, or not a regular file).
+fn open(workspace: &Workspace, path: &Path) -> Option<std::fs::File> {
+    let file = workspace.open_to_read(path).ok()?;
+    workspace
+        .check_read(&file, &path.display().to_string())
+        .ok()?;
+    Some(file)
+}
+
+/// Arguments of `grep`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GrepArgs {
+    /// Regular expression to look for (Rust regex syntax); with literal, the text itself.
+    pattern: String,
+    /// Directory or file to search, relative to the working directory or absolute (default: the
+    /// working directory).
+    path: Option<String>,
+    /// Only files whose path matches this glob, e.g. "*.rs" or "src/**/*.ts".
+    glob: Option<String>,
+    /// Match regardless of case.
+    #[serde(default)]
+    ignore_case: bool,
+    /// Take pattern as plain text, not a regular expression.
+    #[serde(default)]
+    literal: bool,
+    /// Most matches to return (at most 100).
+    #[schemars(range(min = 1))]
+    limit: Option<u64>,
+}
+
+pub(super) fn grep(workspace: Arc<Workspace>) -> Tool {
+    Tool::typed(
+        "grep",
+        "Search file contents for a regular expression (ripgrep's engine). Respects .gitignore, \
+         skips hidden and binary files. Returns path:line: text for each match, at most 100 \
+         matches or 50KB; narrow with path, glob or a more specific pattern when cut.",
+        move |ctx: ToolContext, args: GrepArgs| {
+            let workspace = Arc::clone(&workspace);
+            let cancel = ctx.cancellation_token().clone();
+            async move {
+                tokio::task::spawn_blocking(move || run_grep(&workspace, &args, &cancel))
+                    .await
+                    .map_err(|error| format!("grep did not finish: {error}"))?
+            }
+        },
+    )
+}
+
+fn run_grep(
+    workspace: &Workspace,
+    args: &GrepArgs,
+    cancel: &CancellationToken,
+) -> Result<ToolResult, BoxError> {
+    use grep_searcher::{BinaryDetection, SearcherBuilder};
+    let (root, shown) = start(workspace, args.path.as_deref())?;
+    let limit = args
+        .limit
+        .map_or(GREP_LIMIT, |limit| {
+            usize::try_from(limit).unwrap_or(GREP_LIMIT)
+        })
+        .clamp(1, GREP_LIMIT);
+    let matcher = grep_regex::RegexMatcherBuilder::new()
+        .case_insensitive(args.ignore_case)
+        .fixed_strings(args.literal)
+        .build(&args.pattern)
+        .map_err(|error| format!("pattern {:?} is not a valid regular expression: {error}; pass literal: true to search for the text itself", args.pattern))?;
+    let mut searcher = SearcherBuilder::new()
+        .binary_detection(BinaryDetection::quit(0))
+        .line_number(true)
+        .build();
+    let mut out = Bounded::default();
+    let mut matches = 0usize;
+    let mut more = false;
+    let mut denied = 0usize;
+    let filter = args.glob.as_deref().map(Filter::new).transpose()?;
+    for entry in walk(&root) {
+        if cancel.is_cancelled() {
+            return Err("grep was cancelled".into());
+        }
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_some_and(|kind| kind.is_file())
+            || filter
+                .as_ref()
+                .is_some_and(|filter| !filter.keeps(&root, entry.path()))
+        {
+            continue;
+        }
+        let Some(file) = open(workspace, entry.path()) else {
+            denied += 1;
+            continue;
+        };
+        let name = relative(workspace, entry.path());
+        let sink = grep_searcher::sinks::UTF8(|line_number, line| {
+            if cancel.is_cancelled() {
+                return Ok(false);
+            }
+            if matches == limit {
+                more = true;
+                return Ok(false);
+            }
+            let line = line.trim_end_matches(['\n', '\r']);
+            let mut text: String = line.chars().take(MAX_LINE_CHARS).collect();
+            if text.len() < line.len() {
+                text.push('…');
+            }
+            matches += 1;
+            Ok(out.line(&format!("{name}:{line_number}: {text}")))
+        });
+        // A file that is not UTF-8 where it matches is skipped, as one that is binary.
+        let _ = searcher.search_file(&matcher, &file, sink);
+        if more || out.full {
+            break;
+        }
+    }
+    if cancel.is_cancelled() {
+        return Err("grep was cancelled".into());
+    }
+    if matches == 0 {
+        out.text = format!("No matches for {:?} in {shown}.\n", args.pattern);
+    } else if more || out.full {
+        let _ = write!(
+            out.text,
+            "\n[Stopped at {matches} matches{}; narrow the search with path, glob or a more specific pattern.]",
+            if out.full { " (50KB of output)" } else { "" }
+        );
+    }
+    if denied > 0 {
+        let _ = write!(
+            out.text,
+            "\n[{denied} file(s) could not be read (the sandbox denies them, or they are not regular files) and were skipped.]"
+        );
+    }
+    Ok(ToolResult::text(out.text.trim_end().to_owned()))
+}
+
+/// Arguments of `find`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FindArgs {
+    /// Glob the paths must match, relative to path: "*.rs" matches in every folder,
+    /// "src/**/*.ts" only under src.
+    pattern: String,
+    /// Directory to search, relative to the working directory or absolute (default: the
+    /// working directory).
+    path: Option<String>,
+    /// Most paths to return (at most 1000).
+    #[schemars(range(min = 1))]
+    limit: Option<u64>,
+}
+
+pub(super) fn find(workspace: Arc<Workspace>) -> Tool {
+    Tool::typed(
+        "find",
+        "Find files by glob (e.g. \"*.rs\", \"src/**/*.test.ts\"). Respects .gitignore and \
+         skips hidden files. Returns paths relative to the working directory, at most 1000.",
+        move |ctx: ToolContext, args: FindArgs| {
+            let workspace = Arc::clone(&workspace);
+            let cancel = ctx.cancellation_token().clone();
+            async move {
+                tokio::task::spawn_blocking(move || run_find(&workspace, &args, &cancel))
+                    .await
+                    .map_err(|error| format!("find did not finish: {error}"))?
+            }
+        },
+    )
+}
+
+fn run_find(
+    workspace: &Workspace,
+    args: &FindArgs,
+    cancel: &CancellationToken,
+) -> Result<ToolResult, BoxError> {
+    let (root, shown) = start(workspace, args.path.as_deref())?;
+    let limit = args
+        .limit
+        .map_or(FIND_LIMIT, |limit| {
+            usize::try_from(limit).unwrap_or(FIND_LIMIT)
+        })
+        .clamp(1, FIND_LIMIT);
+    let mut out = Bounded::default();
+    let mut found = 0usize;
+    let mut more = false;
+    let filter = Filter::new(&args.pattern)?;
+    for entry in walk(&root) {
+        if cancel.is_cancelled() {
+            return Err("find was cancelled".into());
+        }
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_some_and(|kind| kind.is_file())
+            || !filter.keeps(&root, entry.path())
+        {
+            continue;
+        }
+        if found == limit {
+            more = true;
+            break;
+        }
+        found += 1;
+        if !out.line(&relative(workspace, entry.path())) {
+            break;
+        }
+    }
+    if found == 0 {
+        return Ok(ToolResult::text(format!(
+            "No files matching {:?} in {shown}.",
+            args.pattern
+        )));
+    }
+    if more || out.full {
+        let _ = write!(
+            out.text,
+            "\n[Stopped at {found} paths; narrow the search with path or a more specific pattern.]"
+        );
+    }
+    Ok(ToolResult::text(out.text.trim_end().to_owned()))
+}
+
+/// Arguments of `ls`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LsArgs {
+    /// Directory to list, relative to the working directory or absolute (default: the working
+    /// directory).
+    path: Option<String>,
+    /// Most entries to return (at most 500).
+    #[schemars(range(min = 1))]
+    limit: Option<u64>,
+}
+
+pub(super) fn ls(workspace: Arc<Workspace>) -> Tool {
+    Tool::typed(
+        "ls",
+        "List a directory: its entries sorted by name, folders ending in /, hidden ones \
+         included. At most 500 entries.",
+        move |ctx: ToolContext, args: LsArgs| {
+            let workspace = Arc::clone(&workspace);
+            let cancel = ctx.cancellation_token().clone();
+            async move {
+                tokio::task::spawn_blocking(move || run_ls(&workspace, &args, &cancel))
+                    .await
+                    .map_err(|error| format!("ls did not finish: {error}"))?
+            }
+        },
+    )
+}
+
+fn run_ls(
+    workspace: &Workspace,
+    args: &LsArgs,
+    cancel: &CancellationToken,
+) -> Result<ToolResult, BoxError> {
+    let (dir, shown) = start(workspace, args.path.as_deref())?;
+    let limit = args
+        .limit
+        .map_or(LS_LIMIT, |limit| usize::try_from(limit).unwrap_or(LS_LIMIT))
+        .clamp(1, LS_LIMIT);
+    if !dir.is_dir() {
+        return Err(
+            format!("{shown} is not a directory; read it, or ls the folder it is in").into(),
+        );
+    }
+    let entries = std::fs::read_dir(&dir)
+        .map_err(|error| super::paths::failure(format_args!("Could not list {shown}"), &error))?;
+    let mut names: Vec<String> = Vec::new();
+    for entry in entries.flatten() {
+        if cancel.is_cancelled() {
+            return Err("ls was cancelled".into());
+        }
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            name.push('/');
+        }
+        names.push(name);
+    }
+    names.sort();
+    if names.is_empty() {
+        return Ok(ToolResult::text(format!("{shown} is empty.")));
+    }
+    let total = names.len();
+    let mut out = Bounded::default();
+    let mut shown_count = 0;
+    for name in names.iter().take(limit) {
+        if !out.line(name) {
+            break;
+        }
+        shown_count += 1;
+    }
+    if shown_count < total {
+        let _ = write!(
+            out.text,
+            "\n[{shown_count} of {total} entries shown; use find or grep to look for something in particular.]"
+        );
+    }
+    Ok(ToolResult::text(out.text.trim_end().to_owned()))
+}
