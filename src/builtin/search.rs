@@ -102,6 +102,22 @@ fn relative(workspace: &Workspace, path: &Path) -> String {
     }
 }
 
+/// A file read that stops once the call is cancelled: a search of one huge file ends within a
+/// buffer of the cancellation, not at the file's end.
+struct Cancellable<'a> {
+    file: std::fs::File,
+    cancel: &'a CancellationToken,
+}
+
+impl std::io::Read for Cancellable<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.cancel.is_cancelled() {
+            return Err(std::io::Error::other("the call was cancelled"));
+        }
+        self.file.read(buf)
+    }
+}
+
 /// A file opened to read as the sandbox allows (`None`: denied, or not a regular file).
 fn open(workspace: &Workspace, path: &Path) -> Option<std::fs::File> {
     let file = workspace.open_to_read(path).ok()?;
@@ -212,7 +228,7 @@ fn run_grep(
             Ok(out.line(&format!("{name}:{line_number}: {text}")))
         });
         // A file that is not UTF-8 where it matches is skipped, as one that is binary.
-        let _ = searcher.search_file(&matcher, &file, sink);
+        let _ = searcher.search_reader(&matcher, Cancellable { file, cancel }, sink);
         if more || out.full {
             break;
         }
