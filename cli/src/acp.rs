@@ -119,6 +119,21 @@ impl State {
         Some(token)
     }
 
+    /// Refuses to change `what` of session `id` while it works on a prompt.
+    fn idle(&self, id: &str, what: &str) -> Result<(), agent_client_protocol::Error> {
+        let busy = self
+            .busy
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(id);
+        match busy {
+            true => Err(invalid_params(format!(
+                "the session is working on a prompt; change its {what} once the prompt has ended (or cancel it)"
+            ))),
+            false => Ok(()),
+        }
+    }
+
     pub(crate) fn end_prompt(&self, id: &str) {
         self.busy
             .lock()
@@ -241,16 +256,7 @@ async fn set_config_option(
     let Some(model) = request.value.as_value_id().map(|value| value.0.to_string()) else {
         return Err(invalid_params("model takes a model's ID"));
     };
-    if state
-        .busy
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .contains_key(&id)
-    {
-        return Err(invalid_params(
-            "the session is working on a prompt; change its model once the prompt has ended (or cancel it)",
-        ));
-    }
+    state.idle(&id, "model")?;
     let mut session = session.lock().await;
     let chosen = crate::provider::model_named(&session.args, &model);
     session.price = chosen.price;
@@ -435,16 +441,7 @@ async fn set_mode(
             "no mode {wanted}; the modes are read-only, workspace-write and full-access"
         )));
     };
-    if state
-        .busy
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .contains_key(&id)
-    {
-        return Err(invalid_params(
-            "the session is working on a prompt; change its mode once the prompt has ended (or cancel it)",
-        ));
-    }
+    state.idle(&id, "mode")?;
     let mut session = session.lock().await;
     let args = with_mode(session.args.clone(), mode);
     let built = build(&args).await.map_err(to_protocol)?;

@@ -127,6 +127,26 @@ fn open(workspace: &Workspace, path: &Path) -> Option<std::fs::File> {
     Some(file)
 }
 
+/// A tool function that runs `run` on the blocking pool (walking and reading block).
+fn blocking<A: Send + 'static>(
+    name: &'static str,
+    workspace: Arc<Workspace>,
+    run: fn(&Workspace, &A, &CancellationToken) -> Result<ToolResult, BoxError>,
+) -> impl Fn(ToolContext, A) -> futures::future::BoxFuture<'static, Result<ToolResult, BoxError>>
+       + Send
+       + Sync
+       + 'static {
+    move |ctx: ToolContext, args: A| {
+        let workspace = Arc::clone(&workspace);
+        let cancel = ctx.cancellation_token().clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || run(&workspace, &args, &cancel))
+                .await
+                .map_err(|error| format!("{name} did not finish: {error}"))?
+        })
+    }
+}
+
 /// Arguments of `grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -155,15 +175,7 @@ pub(super) fn grep(workspace: Arc<Workspace>) -> Tool {
         "Search file contents for a regular expression (ripgrep's engine). Respects .gitignore, \
          skips hidden and binary files. Returns path:line: text for each match, at most 100 \
          matches or 50KB; narrow with path, glob or a more specific pattern when cut.",
-        move |ctx: ToolContext, args: GrepArgs| {
-            let workspace = Arc::clone(&workspace);
-            let cancel = ctx.cancellation_token().clone();
-            async move {
-                tokio::task::spawn_blocking(move || run_grep(&workspace, &args, &cancel))
-                    .await
-                    .map_err(|error| format!("grep did not finish: {error}"))?
-            }
-        },
+        blocking("grep", workspace, run_grep),
     )
 }
 
@@ -274,15 +286,7 @@ pub(super) fn find(workspace: Arc<Workspace>) -> Tool {
         "find",
         "Find files by glob (e.g. \"*.rs\", \"src/**/*.test.ts\"). Respects .gitignore and \
          skips hidden files. Returns paths relative to the working directory, at most 1000.",
-        move |ctx: ToolContext, args: FindArgs| {
-            let workspace = Arc::clone(&workspace);
-            let cancel = ctx.cancellation_token().clone();
-            async move {
-                tokio::task::spawn_blocking(move || run_find(&workspace, &args, &cancel))
-                    .await
-                    .map_err(|error| format!("find did not finish: {error}"))?
-            }
-        },
+        blocking("find", workspace, run_find),
     )
 }
 
@@ -353,15 +357,7 @@ pub(super) fn ls(workspace: Arc<Workspace>) -> Tool {
         "ls",
         "List a directory: its entries sorted by name, folders ending in /, hidden ones \
          included. At most 500 entries.",
-        move |ctx: ToolContext, args: LsArgs| {
-            let workspace = Arc::clone(&workspace);
-            let cancel = ctx.cancellation_token().clone();
-            async move {
-                tokio::task::spawn_blocking(move || run_ls(&workspace, &args, &cancel))
-                    .await
-                    .map_err(|error| format!("ls did not finish: {error}"))?
-            }
-        },
+        blocking("ls", workspace, run_ls),
     )
 }
 
