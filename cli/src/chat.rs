@@ -85,6 +85,12 @@ pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
 }
 
 pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
+    let begun = begin(&args).await?;
+    converse(args, begun).await
+}
+
+/// The line chat, once begun.
+pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliError> {
     let Begun {
         agent,
         header,
@@ -96,7 +102,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         told,
         mut context,
         ..
-    } = begin(&args).await?;
+    } = begun;
     let policy = &args.agent.policy;
     eprintln!("{header}");
     eprintln!(

@@ -399,12 +399,15 @@ enum Action {
 
 /// `golato chat` (and `golato` alone) on a terminal.
 pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
+    // Begun before the screen is taken: what starting says (an MCP server, instruction files
+    // left unread) is written as ordinary lines.
+    let begun = crate::chat::begin(&args).await?;
     // A terminal that cannot say where its cursor is (or refuses raw mode) gets the plain chat.
     let (screen, restore) = match open_screen() {
         Ok(opened) => opened,
         Err(error) => {
             eprintln!("golato: the full-screen input is not available here ({error}); a plain chat follows");
-            return crate::chat::command(args).await;
+            return crate::chat::converse(args, begun).await;
         }
     };
     let _restore = restore;
@@ -419,7 +422,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         told,
         context,
         approver,
-    } = crate::chat::begin(&args).await?;
+    } = begun;
     let mut signals = Signals::listen()?;
     let history_file = history_file();
     let history = load_history(history_file.as_deref());
