@@ -53,7 +53,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         .unwrap_or_else(|| format!("http://{address}"));
     let stop = tokio_util::sync::CancellationToken::new();
     let server = tokio::spawn(Worker::new(agent).serve(listener, stop.clone().cancelled_owned()));
-    eprintln!("golato: serving durable runs on {address}");
+    // Listening already (Restate calls the worker while registering it), but said to serve
+    // only once registered: a registration that fails ends the worker, bounded in time.
     if let Some(admin) = &args.restate_admin {
         if let Err(error) = golato_restate::register(admin, &advertised).await {
             stop.cancel();
@@ -61,6 +62,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         }
         eprintln!("golato: registered {advertised} with {admin}");
     }
+    eprintln!("golato: serving durable runs on {address}");
     interrupted().await;
     eprintln!("golato: stopping; runs in flight go on where Restate retries them");
     stop.cancel();
@@ -109,6 +111,9 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
         .map_err(|error| CliError::usage(format!("--restate: {error}")))?
         .with_reconnect_for(args.reconnect_for);
     let id = args.id.clone().unwrap_or_else(new_id);
+    // Refused before anything is sent: a bad ID must not be retried for a minute, nor fold
+    // into another run's.
+    golato_restate::check_run_id(&id).map_err(|error| CliError::usage(error.to_string()))?;
     let mut out = std::io::stdout().lock();
     let mut emit = |line: serde_json::Value| {
         let _ = writeln!(out, "{line}");

@@ -42,6 +42,14 @@ pub enum Error {
         /// What to do about it, when known.
         hint: &'static str,
     },
+    /// A run ID golato does not send: it must name one run, the same in a URL and a header.
+    #[error("{shown} is not a run ID: {why}; an ID is 1 to {max} letters, digits, '-', '_', '.' and ':' (golato's own look like run-18c3f…)", max = MAX_RUN_ID)]
+    BadRunId {
+        /// The ID, made visible and cut (control characters escaped).
+        shown: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The server answered something that is not a durable run's outcome.
     #[error("the Restate server at {url} answered something that is not a golato outcome ({reason}); is the deployment there golato's, of the same version?")]
     Malformed {
@@ -50,6 +58,47 @@ pub enum Error {
         /// What could not be read.
         reason: String,
     },
+}
+
+/// The longest run ID golato takes: it is a URL segment and a header value, and Restate keys
+/// objects by it.
+pub const MAX_RUN_ID: usize = 128;
+
+/// Refuses a run ID that would not name one run the same way everywhere: empty, longer than
+/// [`MAX_RUN_ID`], or holding anything but ASCII letters, digits, `-`, `_`, `.` and `:`
+/// (whitespace and control characters were folded or refused by servers and proxies on the way,
+/// so that two IDs became one run, or none).
+///
+/// ```
+/// use golato_restate::check_run_id;
+/// assert!(check_run_id("run-18c3f-2a").is_ok());
+/// assert!(check_run_id("tab\tid").is_err());
+/// assert!(check_run_id("café").is_err());
+/// ```
+///
+/// # Errors
+/// [`Error::BadRunId`], naming the ID and what is wrong.
+pub fn check_run_id(id: &str) -> Result<(), Error> {
+    let why = if id.is_empty() {
+        Some("it is empty".to_owned())
+    } else if id.len() > MAX_RUN_ID {
+        Some(format!("it is {} bytes long", id.len()))
+    } else {
+        id.chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
+            .map(|c| format!("it holds {:?}", c))
+    };
+    match why {
+        None => Ok(()),
+        Some(why) => {
+            let cut: String = id.chars().take(40).collect();
+            let more = if id.chars().count() > 40 { "…" } else { "" };
+            Err(Error::BadRunId {
+                shown: format!("\"{}{more}\"", cut.escape_debug()),
+                why,
+            })
+        }
+    }
 }
 
 pub(super) fn parse(url: &str) -> Result<reqwest::Url, Error> {
@@ -74,6 +123,10 @@ pub(super) fn with_segments(base: &reqwest::Url, segments: &[&str]) -> reqwest::
     url
 }
 
+/// How long registering a worker may take in all, and each request of it.
+pub const REGISTER_TIME: Duration = Duration::from_secs(10);
+const REGISTER_REQUEST_TIME: Duration = Duration::from_secs(5);
+
 /// Registers the deployment at `deployment` (a worker's address, or the load balancer's in
 /// front of several) with the Restate server whose admin API is at `admin`. Registering the
 /// same address again with the same services is accepted; Restate refuses a changed
@@ -82,9 +135,19 @@ pub async fn register(admin: &str, deployment: &str) -> Result<(), Error> {
     let admin = parse(admin)?;
     parse(deployment)?;
     let url = with_segments(&admin, &["deployments"]);
-    let client = reqwest::Client::new();
+    // A server that takes the connection and never answers must not hold a worker forever:
+    // each request is bounded, and so is the whole registration.
+    let client = reqwest::Client::builder()
+        .timeout(REGISTER_REQUEST_TIME)
+        .build()
+        .map_err(|error| Error::Unreachable {
+            url: url.to_string(),
+            api: "admin",
+            waited: Duration::ZERO,
+            reason: crate::causes(&error),
+        })?;
     let body = serde_json::json!({"uri": deployment});
-    let waited = Duration::from_secs(10);
+    let waited = REGISTER_TIME;
     let response = retrying(waited, &url, "admin", || {
         client.post(url.clone()).json(&body).send()
     })
@@ -186,6 +249,7 @@ impl Client {
     /// its outcome, its transcript so far kept. Returns whether a running invocation was found.
     /// Needs the admin API ([`with_admin`](Self::with_admin)).
     pub async fn cancel(&self, run_id: &str) -> Result<bool, Error> {
+        check_run_id(run_id)?;
         let Some(admin) = &self.admin else {
             return Err(Error::BadUrl {
                 url: String::new(),
@@ -252,6 +316,7 @@ impl Client {
     /// submission idempotent: submitting an ID again (from this process or another, while the
     /// run goes on or after it ended) gives that run's outcome and starts nothing.
     pub async fn submit(&self, run_id: &str, prompt: &str) -> Result<Outcome, Error> {
+        check_run_id(run_id)?;
         let url = with_segments(&self.ingress, &[RUN_OBJECT, run_id, "run"]);
         let body = Submission {
             prompt: prompt.to_owned(),
@@ -281,6 +346,7 @@ impl Client {
     }
 
     async fn post(&self, run_id: &str, text: &str, follow_up: bool) -> Result<(), Error> {
+        check_run_id(run_id)?;
         let url = with_segments(&self.ingress, &[super::INBOX_OBJECT, run_id, "post"]);
         let body = super::inbox::Post {
             text: text.to_owned(),
@@ -303,6 +369,7 @@ impl Client {
 
     /// The outcome of run `run_id` if it ended, `None` if it is running or unknown.
     pub async fn outcome(&self, run_id: &str) -> Result<Option<Outcome>, Error> {
+        check_run_id(run_id)?;
         let url = with_segments(&self.ingress, &[RUN_OBJECT, run_id, "outcome"]);
         let response = retrying(self.reconnect_for, &url, "ingress", || {
             self.http.post(url.clone()).json(&()).send()

@@ -47,7 +47,7 @@ mod journal;
 mod object;
 mod path_lock;
 
-pub use client::{register, Client, Error};
+pub use client::{check_run_id, register, Client, Error, MAX_RUN_ID, REGISTER_TIME};
 pub use inbox::INBOX_OBJECT;
 pub use path_lock::{SharedPathLock, LEASE_TTL, LEASE_WORKFLOW, PATH_LOCK_OBJECT};
 

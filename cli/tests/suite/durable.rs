@@ -849,3 +849,71 @@ fn a_durable_run_compacts_with_its_summary_in_the_journal() {
     let _ = stop.send(());
     runtime.block_on(worker).unwrap();
 }
+
+#[test]
+fn a_run_id_that_cannot_name_one_run_is_refused_at_once() {
+    let long = "x".repeat(120 * 1024);
+    for (id, said) in [
+        ("tab\tid", "\"tab\\tid\" is not a run ID: it holds '\\t'"),
+        (
+            "line\nbreak",
+            "\"line\\nbreak\" is not a run ID: it holds '\\n'",
+        ),
+        ("café", "\"café\" is not a run ID: it holds 'é'"),
+        (long.as_str(), "is not a run ID: it is 122880 bytes long"),
+    ] {
+        // Nothing listens there: a refusal that came from the server would take a minute.
+        let output = support::cli::golato()
+            .args([
+                "submit",
+                "--restate",
+                "http://127.0.0.1:9",
+                "--id",
+                id,
+                "hello",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(said), "{stderr}");
+    }
+}
+
+#[test]
+fn registering_with_a_server_that_never_answers_ends_with_the_deadline_said() {
+    // It takes the connection, and never says a word.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let admin = format!("http://{}", silent.local_addr().unwrap());
+    let held = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in silent.incoming().take(4).flatten() {
+            held.push(connection);
+        }
+        held
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let script =
+        support::cli::script_file(dir.path(), "s.jsonl", &[serde_json::json!({"text": "x"})]);
+    let output = support::cli::golato()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--restate-admin",
+            &admin,
+        ])
+        .arg("--script")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--restate-admin: could not reach the Restate server"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("tried for 10s"), "{stderr}");
+    assert!(!stderr.contains("serving durable runs"), "{stderr}");
+    drop(held);
+}
