@@ -32,6 +32,13 @@ pub(crate) enum Command {
     /// Submits a durable run to a Restate server and prints its outcome; the same --id again
     /// gives the same outcome (build with `--features durable`).
     Submit(SubmitArgs),
+    /// Cancels a durable run: its running tools are stopped, its transcript kept.
+    Cancel(ControlArgs),
+    /// Steers a durable run: the text joins after the batch of tool calls that is running.
+    Steer(ControlArgs),
+    /// Queues a follow-up for a durable run: when it would end, it goes on with the text.
+    #[command(name = "follow-up")]
+    FollowUp(ControlArgs),
     /// Goes on with a saved session (the newest one without ID), with a new prompt or none.
     Resume(ResumeArgs),
     /// Talks with the agent on the terminal: each line a prompt in one session; a line typed
@@ -572,9 +579,24 @@ pub(crate) struct ServeArgs {
 }
 
 #[derive(Debug, Args)]
+pub(crate) struct ControlArgs {
+    /// The run's ID, as submitted.
+    pub(crate) id: String,
+    /// What to tell the run (steer, follow-up): the text, @FILE, or - for standard input.
+    pub(crate) text: Option<String>,
+    /// The Restate server's ingress, e.g. http://127.0.0.1:8080.
+    #[arg(long, value_name = "URL")]
+    pub(crate) restate: String,
+    /// The server's admin API, which cancelling needs, e.g. http://127.0.0.1:9070.
+    #[arg(long, value_name = "URL")]
+    pub(crate) restate_admin: Option<String>,
+}
+
+#[derive(Debug, Args)]
 pub(crate) struct SubmitArgs {
-    /// What to ask the agent.
-    pub(crate) prompt: String,
+    /// What to ask the agent: the text, @FILE for a file's contents, or - (or nothing, piped)
+    /// for standard input.
+    pub(crate) prompt: Option<String>,
     /// The Restate server's ingress, e.g. http://127.0.0.1:8080.
     #[arg(long, value_name = "URL")]
     pub(crate) restate: String,

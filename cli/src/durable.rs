@@ -1,6 +1,6 @@
 //! `golato serve` and `golato submit`: durable runs on a Restate server (feature `durable`).
 
-use crate::args::{ServeArgs, SubmitArgs};
+use crate::args::{ControlArgs, ServeArgs, SubmitArgs};
 use crate::{CliError, Exit};
 
 #[cfg(not(feature = "durable"))]
@@ -18,6 +18,61 @@ pub(crate) async fn serve(_: ServeArgs) -> Result<Exit, CliError> {
 #[cfg(not(feature = "durable"))]
 pub(crate) async fn submit(_: SubmitArgs) -> Result<Exit, CliError> {
     Err(unavailable("submit"))
+}
+
+/// What `golato cancel`, `steer` and `follow-up` do to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Control {
+    Cancel,
+    Steer,
+    FollowUp,
+}
+
+#[cfg(not(feature = "durable"))]
+pub(crate) async fn control(_: ControlArgs, _: Control) -> Result<Exit, CliError> {
+    Err(unavailable("cancel, steer and follow-up"))
+}
+
+/// `golato cancel`, `golato steer`, `golato follow-up`.
+#[cfg(feature = "durable")]
+pub(crate) async fn control(args: ControlArgs, what: Control) -> Result<Exit, CliError> {
+    let id = args.id.as_str();
+    golato_restate::check_run_id(id).map_err(|error| CliError::usage(error.to_string()))?;
+    let mut client = golato_restate::Client::new(&args.restate)
+        .map_err(|error| CliError::usage(format!("--restate: {error}")))?;
+    let failed = |error: golato_restate::Error| CliError::Failed(error.to_string());
+    match what {
+        Control::Cancel => {
+            let Some(admin) = &args.restate_admin else {
+                return Err(CliError::usage(
+                    "cancelling needs the server's admin API: give --restate-admin URL (Restate's port 9070)",
+                ));
+            };
+            if args.text.is_some() {
+                return Err(CliError::usage("golato cancel takes the run's ID only"));
+            }
+            client = client
+                .with_admin(admin)
+                .map_err(|error| CliError::usage(format!("--restate-admin: {error}")))?;
+            match client.cancel(id).await.map_err(failed)? {
+                true => eprintln!("golato: run {id} cancelled; its transcript so far is kept"),
+                false => eprintln!("golato: run {id} is not running (it ended, or never started); nothing was cancelled"),
+            }
+        }
+        Control::Steer | Control::FollowUp => {
+            let text = crate::prompt::user_message(args.text.clone(), &[])?.text();
+            match what {
+                Control::Steer => client.steer(id, &text).await.map_err(failed)?,
+                _ => client.follow_up(id, &text).await.map_err(failed)?,
+            }
+            let how = match what {
+                Control::Steer => "joins after the tool calls that are running",
+                _ => "waits until the run would end",
+            };
+            eprintln!("golato: delivered to run {id}; it {how}");
+        }
+    }
+    Ok(Exit::Success)
 }
 
 /// Serves the `GolatoRun` object until SIGINT or SIGTERM; registers it first when asked.
@@ -114,6 +169,8 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
     // Refused before anything is sent: a bad ID must not be retried for a minute, nor fold
     // into another run's.
     golato_restate::check_run_id(&id).map_err(|error| CliError::usage(error.to_string()))?;
+    // As `golato run` takes it: the text, @FILE, or standard input (too large for argv).
+    let prompt = crate::prompt::user_message(args.prompt.clone(), &[])?.text();
     let mut out = std::io::stdout().lock();
     let mut emit = |line: serde_json::Value| {
         let _ = writeln!(out, "{line}");
@@ -125,7 +182,7 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
     }
     // Ctrl-C detaches: the run is the server's, not this process's.
     let outcome = tokio::select! {
-        outcome = client.submit(&id, &args.prompt) => {
+        outcome = client.submit(&id, &prompt) => {
             outcome.map_err(|error| CliError::Failed(error.to_string()))?
         }
         signal = interrupted() => {
@@ -136,6 +193,16 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
             return Ok(Exit::Interrupted(signal));
         }
     };
+    // The ID named a run submitted before with another prompt: its outcome is what comes back.
+    let first_prompt = outcome.messages.iter().find_map(|message| match message {
+        Message::User(user) => Some(user.text()),
+        _ => None,
+    });
+    if first_prompt.is_some_and(|first| first != prompt) {
+        eprintln!(
+            "golato: run {id} was submitted before with another prompt; this is that run's outcome (the prompt given now was not used; a new --id starts a new run)"
+        );
+    }
     let exit = if outcome.error.is_some() {
         Exit::Failure
     } else {

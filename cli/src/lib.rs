@@ -248,6 +248,9 @@ pub fn main() -> ExitCode {
             Command::Tool(args) => tool::command(args).await,
             Command::Serve(args) => durable::serve(*args).await,
             Command::Submit(args) => durable::submit(args).await,
+            Command::Cancel(args) => durable::control(args, durable::Control::Cancel).await,
+            Command::Steer(args) => durable::control(args, durable::Control::Steer).await,
+            Command::FollowUp(args) => durable::control(args, durable::Control::FollowUp).await,
             Command::Resume(args) => run::resume(args).await,
             Command::Sessions(args) => match args.action {
                 None => session::list((!args.all).then_some(args.cwd.as_path())),

@@ -375,6 +375,20 @@ fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
     assert_eq!(ledger(dir.path()).len(), 4);
     let asked = model_requests(std::slice::from_ref(&worker.log));
     assert_eq!(asked.len(), 3, "{asked:?}");
+    // The same ID with another prompt (read from a file, as `golato run` takes @FILE): the
+    // first run's outcome, said to be so.
+    let other = dir.path().join("other-prompt.txt");
+    std::fs::write(&other, "something else entirely").unwrap();
+    let different = Command::new(crate::support::golato_binary())
+        .args(["submit", "--restate", &server.ingress, "--id", "one"])
+        .arg(format!("@{}", other.display()))
+        .output()
+        .unwrap();
+    assert!(different.status.success());
+    assert_eq!(String::from_utf8(different.stdout).unwrap(), "done\n");
+    assert!(String::from_utf8_lossy(&different.stderr)
+        .contains("run one was submitted before with another prompt"));
+    assert_eq!(ledger(dir.path()).len(), 4);
 
     // The worker registered again (a restart of `golato serve --restate-admin`): accepted,
     // and runs go on as before.
@@ -463,7 +477,19 @@ fn cancelling_a_durable_run_reaches_its_running_tools() {
     wait_for_ledger(dir.path(), "the gated calls to start", |ledger| {
         ledger.len() == 4
     });
-    assert!(runtime.block_on(client.cancel("to-cancel")).unwrap());
+    let cancelled = Command::new(crate::support::golato_binary())
+        .args([
+            "cancel",
+            "--restate",
+            &server.ingress,
+            "--restate-admin",
+            &server.admin,
+        ])
+        .arg("to-cancel")
+        .output()
+        .unwrap();
+    assert!(cancelled.status.success(), "{cancelled:?}");
+    assert!(String::from_utf8_lossy(&cancelled.stderr).contains("run to-cancel cancelled"));
     let outcome = runtime
         .block_on(async { tokio::time::timeout(HANG_GUARD, running).await })
         .expect("the cancelled run did not end")
@@ -699,12 +725,15 @@ fn steering_and_follow_ups_reach_a_durable_run_and_are_refused_after_it_ended() 
     wait_for_ledger(dir.path(), "the gated call to start", |ledger| {
         ledger.len() == 1
     });
-    runtime
-        .block_on(client.steer("steered", "mind the tests"))
-        .unwrap();
-    runtime
-        .block_on(client.follow_up("steered", "now the docs"))
-        .unwrap();
+    // Through the command line, as a person or a script would.
+    for (command, text) in [("steer", "mind the tests"), ("follow-up", "now the docs")] {
+        let told = Command::new(crate::support::golato_binary())
+            .args([command, "--restate", &server.ingress, "steered", text])
+            .output()
+            .unwrap();
+        assert!(told.status.success(), "{told:?}");
+        assert!(String::from_utf8_lossy(&told.stderr).contains("delivered to run steered"));
+    }
     gate.open();
     let outcome = runtime.block_on(running).unwrap().unwrap();
     assert_eq!(outcome.error, None);
@@ -877,7 +906,25 @@ fn a_run_id_that_cannot_name_one_run_is_refused_at_once() {
         assert_eq!(output.status.code(), Some(2), "{output:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(said), "{stderr}");
+        let steer = support::cli::golato()
+            .args([
+                "steer",
+                "--restate",
+                "http://127.0.0.1:9",
+                id,
+                "mind the tests",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(steer.status.code(), Some(2), "{steer:?}");
     }
+    // Cancelling needs the admin API, and says so.
+    let cancel = support::cli::golato()
+        .args(["cancel", "--restate", "http://127.0.0.1:9", "run-1"])
+        .output()
+        .unwrap();
+    assert_eq!(cancel.status.code(), Some(2), "{cancel:?}");
+    assert!(String::from_utf8_lossy(&cancel.stderr).contains("give --restate-admin URL"));
 }
 
 #[test]
