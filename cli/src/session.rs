@@ -185,26 +185,45 @@ impl Writer {
     /// Puts a new session on disk, with the lines kept until now.
     fn materialize(&mut self, pending: Vec<Value>) {
         let id = self.id();
-        let created = file::Lock::take(&self.path, &id).and_then(|lock| {
-            let file = std::fs::OpenOptions::new()
+        // The first lines (header, prompt, first answer) appear together or not at all: written
+        // to a file of their own, synced, then linked in under the session's name (which fails
+        // rather than replace a file there). A kill in between leaves no half session behind.
+        let mut text = String::new();
+        for value in &pending {
+            text.push_str(&value.to_string());
+            text.push('\n');
+        }
+        let path = self.path.clone();
+        let created = file::Lock::take(&path, &id).and_then(|lock| {
+            let failed = |error: std::io::Error| {
+                CliError::Failed(format!(
+                    "could not create the session file {}: {error}",
+                    path.display()
+                ))
+            };
+            let staging = path.with_extension("jsonl.new");
+            let _ = std::fs::remove_file(&staging);
+            let written = std::fs::OpenOptions::new()
                 .create_new(true)
+                .write(true)
+                .open(&staging)
+                .and_then(|mut file| {
+                    file.write_all(text.as_bytes())?;
+                    file.sync_data()
+                })
+                .and_then(|()| std::fs::hard_link(&staging, &path));
+            let _ = std::fs::remove_file(&staging);
+            written.map_err(failed)?;
+            let file = std::fs::OpenOptions::new()
                 .append(true)
-                .open(&self.path)
-                .map_err(|error| {
-                    CliError::Failed(format!(
-                        "could not create the session file {}: {error}",
-                        self.path.display()
-                    ))
-                })?;
+                .open(&path)
+                .map_err(failed)?;
             Ok((lock, file))
         });
         match created {
             Ok((lock, file)) => {
                 self._lock = Some(lock);
                 self.file = Some(file);
-                for value in &pending {
-                    self.line(value);
-                }
             }
             Err(error) => {
                 let why = format!("golato: the session is not saved: {error}");

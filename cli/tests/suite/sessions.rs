@@ -99,6 +99,28 @@ fn a_killed_run_leaves_its_session_readable_and_resume_goes_on() {
     let script = waiting_script(dir.path());
     let mut first = start(dir.path(), &script, &["go on after a kill"]);
     wait_for_file(&dir.path().join("started"));
+    // The call runs beside the saving of the answer that made it: killed once the answer is
+    // saved (a session appears whole, never half written).
+    let saved = || {
+        std::fs::read_dir(data_dir().join("sessions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.path().extension().is_some_and(|e| e == "jsonl"))
+            .any(|entry| {
+                std::fs::read_to_string(entry.path()).is_ok_and(|text| {
+                    text.contains("go on after a kill") && text.contains("Looking.")
+                })
+            })
+    };
+    let started = std::time::Instant::now();
+    while !saved() {
+        assert!(
+            started.elapsed() < support::HANG_GUARD,
+            "the answer was never saved"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     // Nothing can be cleaned up after SIGKILL: what was saved is all there is.
     signal(&first, rustix::process::Signal::KILL);
     first.wait().unwrap();
