@@ -79,6 +79,14 @@ fn start_saving(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> 
     })
 }
 
+/// `terminal` once its input area is drawn.
+fn ready(mut terminal: Terminal, size: (u16, u16)) -> Terminal {
+    wait_until(&mut terminal, size, "the input", |shown| {
+        shown.contains("Enter send")
+    });
+    terminal
+}
+
 /// Ctrl-D once the front end is idle (its key line says so): it leaves.
 fn leave(mut terminal: Terminal, size: (u16, u16)) -> String {
     wait_until(&mut terminal, size, "the idle input", |shown| {
@@ -106,10 +114,7 @@ fn an_answer_is_markdown_wrapped_at_the_width_and_a_call_is_one_compact_block() 
                 json!({"text": "# Findings\n\nThe **cause** is a missing semicolon in the parser, which the compiler reports two lines later than where it really is.\n\n1. read the file\n2. fix it"}),
             ],
         );
-        let mut terminal = start(dir.path(), &script, &[], size);
-        wait_until(&mut terminal, size, "the input", |shown| {
-            shown.contains("Enter send")
-        });
+        let mut terminal = ready(start(dir.path(), &script, &[], size), size);
         terminal.type_raw("why does it fail?\r");
         let shown = wait_until(&mut terminal, size, "the run's end", |shown| {
             shown.contains("done: 2 turns · 1 tool call")
@@ -145,10 +150,7 @@ fn a_pasted_block_is_one_message_and_up_brings_it_back() {
             "script.jsonl",
             &[json!({"text": "One message."}), json!({"text": "Two."})],
         );
-        let mut terminal = start(dir.path(), &script, &[], size);
-        wait_until(&mut terminal, size, "the input", |shown| {
-            shown.contains("Enter send")
-        });
+        let mut terminal = ready(start(dir.path(), &script, &[], size), size);
         // As a terminal pastes: bracketed, lines ended by CR.
         terminal.type_raw("\x1b[200~Traceback (most recent call last):\r  File \"a.py\", line 1\rNameError: x\x1b[201~");
         let shown = wait_until(&mut terminal, size, "the pasted lines", |shown| {
@@ -193,10 +195,7 @@ fn slash_commands_are_the_front_ends_own_and_never_reach_the_model() {
         "script.jsonl",
         &[json!({"text": "The first answer."})],
     );
-    let mut terminal = start(dir.path(), &script, &[], size);
-    wait_until(&mut terminal, size, "the input", |shown| {
-        shown.contains("Enter send")
-    });
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
     terminal.type_raw("/hel\t\r");
     wait_until(&mut terminal, size, "the help", |shown| {
         shown.contains("/new")
@@ -269,10 +268,7 @@ fn typed_while_a_run_works_steers_it_and_esc_interrupts_it() {
             json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch started; while [ ! -e never ]; do sleep 0.05; done"}}]}),
         ],
     );
-    let mut terminal = start(dir.path(), &script, &[], size);
-    wait_until(&mut terminal, size, "the input", |shown| {
-        shown.contains("Enter send")
-    });
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
     terminal.type_raw("work\r");
     support::wait_for_file(&dir.path().join("started"));
     let shown = wait_until(&mut terminal, size, "the status line", |shown| {
@@ -302,10 +298,7 @@ fn escape_sequences_from_the_model_are_shown_never_obeyed() {
         "script.jsonl",
         &[json!({"text": "title\u{1b}]0;pwned\u{7} and clipboard \u{1b}]52;c;aGk=\u{7} done"})],
     );
-    let mut terminal = start(dir.path(), &script, &[], size);
-    wait_until(&mut terminal, size, "the input", |shown| {
-        shown.contains("Enter send")
-    });
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
     terminal.type_raw("hi\r");
     let shown = wait_until(&mut terminal, size, "the answer", |shown| {
         shown.contains("done: 1 turn")
@@ -464,10 +457,10 @@ fn commands_switch_model_and_approval_show_the_diff_and_write_agents_md() {
             json!({"text": "Written."}),
         ],
     );
-    let mut terminal = start(dir.path(), &script, &["--sandbox", "off"], size);
-    wait_until(&mut terminal, size, "the input", |shown| {
-        shown.contains("Enter send")
-    });
+    let mut terminal = ready(
+        start(dir.path(), &script, &["--sandbox", "off"], size),
+        size,
+    );
     // Completion offers what a command can be while it is typed.
     terminal.type_raw("/co");
     wait_until(&mut terminal, size, "the completions", |shown| {
@@ -528,10 +521,7 @@ fn resume_picks_an_earlier_session_shows_it_and_fork_keeps_the_old_one() {
         "script.jsonl",
         &[json!({"text": "I will remember 42."})],
     );
-    let mut terminal = start_saving(dir.path(), &script, &[], size);
-    wait_until(&mut terminal, size, "the input", |shown| {
-        shown.contains("Enter send")
-    });
+    let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
     terminal.type_raw("remember the number 42\r");
     wait_until(&mut terminal, size, "the answer", |shown| {
         shown.contains("done: 1 turn")
@@ -561,10 +551,7 @@ fn resume_picks_an_earlier_session_shows_it_and_fork_keeps_the_old_one() {
             json!({"text": "It was 42."}),
         ],
     );
-    let mut terminal = start_saving(dir.path(), &script, &[], size);
-    wait_until(&mut terminal, size, "the input", |shown| {
-        shown.contains("Enter send")
-    });
+    let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
     terminal.type_raw("/resume\r");
     wait_until(&mut terminal, size, "the picker", |shown| {
         shown.contains("Enter go on with it") && shown.contains("remember the number 42")
@@ -605,10 +592,7 @@ fn ctrl_r_finds_an_earlier_prompt_and_at_completes_a_file_and_attaches_an_image(
         "script.jsonl",
         &[json!({"text": "First."}), json!({"text": "Second."})],
     );
-    let mut terminal = start(dir.path(), &script, &[], size);
-    wait_until(&mut terminal, size, "the input", |shown| {
-        shown.contains("Enter send")
-    });
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
     terminal.type_raw("the zebra-7731 prompt\r");
     wait_until(&mut terminal, size, "the answer", |shown| {
         shown.contains("done: 1 turn")
@@ -655,10 +639,7 @@ fn steering_is_shown_queued_and_then_joined_when_the_running_call_ends() {
             json!({"text": "Noted."}),
         ],
     );
-    let mut terminal = start(dir.path(), &script, &[], size);
-    wait_until(&mut terminal, size, "the input", |shown| {
-        shown.contains("Enter send")
-    });
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
     terminal.type_raw("work\r");
     support::wait_for_file(&dir.path().join("started"));
     terminal.type_raw("use tabs\r");
