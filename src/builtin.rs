@@ -194,6 +194,12 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
     if let Some(sandbox) = &sandbox {
         workspace = workspace.confined(sandbox);
     }
+    let guard = match (&sandbox, config.sandbox.guard) {
+        (None, true) => Some(Arc::new(sandbox::Guard::new(
+            config.sandbox.helper.as_deref(),
+        )?)),
+        _ => None,
+    };
     let workspace = Arc::new(workspace.with_text_files(config.text_files.clone()));
     let host = match config.host {
         Some(host) => host,
@@ -219,6 +225,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
                         .bash_output_file_limit
                         .unwrap_or(DEFAULT_BASH_OUTPUT_FILE_LIMIT),
                     sandbox,
+                    guard,
                 },
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),

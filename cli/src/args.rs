@@ -383,6 +383,9 @@ impl SandboxArgs {
         policy.writable_roots = self.writable.clone();
         policy.pass_env = self.pass_env.clone();
         policy.helper = small_helper();
+        // With the sandbox off, commands still end with golato (a killed worker's commands
+        // must not run on beside their retries).
+        policy.guard = true;
         policy.allow_hard_links = self.allow_hard_links;
         policy.denied_paths = golato::sandbox::CREDENTIAL_PATHS
             .iter()

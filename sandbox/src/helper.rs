@@ -153,7 +153,7 @@ fn outside(spec: &Spec, spec_json: &OsString, rest: &[OsString]) -> Result<Strin
 }
 
 /// Ends this process by `signal` when it is one, else exits with `code`.
-fn die_of(signal: i32, code: i32) -> ! {
+pub(crate) fn die_of(signal: i32, code: i32) -> ! {
     if let Some(signal) = rustix::process::Signal::from_named_raw(signal) {
         // No core file of the helper for the command's crash.
         let _ = rustix::process::setrlimit(

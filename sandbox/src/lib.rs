@@ -47,6 +47,7 @@
 
 #[cfg(target_os = "linux")]
 mod files;
+mod guard;
 #[cfg(target_os = "linux")]
 mod helper;
 mod prepare;
@@ -55,10 +56,14 @@ use std::path::{Component, Path, PathBuf};
 
 #[cfg(target_os = "linux")]
 pub use files::{FileRules, Place};
+pub use guard::Guard;
 pub use prepare::Prepared;
 
 /// The first argument that makes a program act as the sandbox's helper.
 pub const HELPER_ARG: &str = "__golato-sandbox";
+
+/// The first argument that makes a program act as the process [`Guard`].
+pub const GUARD_ARG: &str = "__golato-guard";
 
 /// How much of the system the built-in tools may change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -139,6 +144,11 @@ pub struct Policy {
     /// The program that confines `bash`'s commands: one whose `main` calls
     /// [`run_helper_if_asked`] first, such as the `golato` binary. `None`: this program.
     pub helper: Option<PathBuf>,
+    /// [`Mode::Off`] only: start `bash`'s commands through the helper acting as a [`Guard`],
+    /// so that none of their processes outlives this one (a killed worker's commands would
+    /// otherwise run on beside their retries). Needs the helper as the sandbox does. The other
+    /// modes always have this.
+    pub guard: bool,
 }
 
 impl Policy {
@@ -190,6 +200,12 @@ impl Policy {
     /// Lets writes change files with several hard links (or not).
     pub fn with_hard_links(mut self, allow: bool) -> Policy {
         self.allow_hard_links = allow;
+        self
+    }
+
+    /// Guards unsandboxed commands (or not): see [`Policy::guard`].
+    pub fn with_guard(mut self, guard: bool) -> Policy {
+        self.guard = guard;
         self
     }
 
@@ -343,9 +359,15 @@ pub fn fold(path: &Path) -> PathBuf {
 /// helper in [`Policy::with_helper`]: the helper is then this program, started again with
 /// [`HELPER_ARG`] as its first argument. When it is one, this function never returns: the
 /// process confines itself and becomes the command (or exits with the reason it could not).
+/// Started with [`GUARD_ARG`], it acts as a [`Guard`] and never returns either.
 pub fn run_helper_if_asked() {
     let mut args = std::env::args_os();
-    if args.nth(1).as_deref() != Some(std::ffi::OsStr::new(HELPER_ARG)) {
+    let first = args.nth(1);
+    #[cfg(target_os = "linux")]
+    if first.as_deref() == Some(std::ffi::OsStr::new(GUARD_ARG)) {
+        guard::process::main(args);
+    }
+    if first.as_deref() != Some(std::ffi::OsStr::new(HELPER_ARG)) {
         return;
     }
     #[cfg(target_os = "linux")]

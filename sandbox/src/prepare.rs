@@ -273,9 +273,9 @@ fn run_probe(helper: &Path, spec_json: &str) -> Result<Arc<str>, Outcome> {
         .stdin(writer)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
-    let child = command
-        .spawn()
-        .map_err(|error| Outcome::NotAHelper(format!("could not start it: {error}")))?;
+    let child = command.spawn().map_err(|error| {
+        Outcome::NotAHelper(format!("could not start it: {error}{}", limit_hint(&error)))
+    })?;
     // The write end now lives only in the child: end of file comes when it exits.
     drop(command);
     let mut status = String::new();
@@ -308,6 +308,19 @@ fn run_probe(helper: &Path, spec_json: &str) -> Result<Arc<str>, Outcome> {
             format!("; it said: {}", excerpt(stderr))
         }
     )))
+}
+
+/// What to do when starting a process failed for want of file descriptors.
+pub(crate) fn limit_hint(error: &std::io::Error) -> &'static str {
+    match error.raw_os_error() {
+        Some(code)
+            if code == rustix::io::Errno::MFILE.raw_os_error()
+                || code == rustix::io::Errno::NFILE.raw_os_error() =>
+        {
+            "; raise the open-file limit (ulimit -n) or run fewer calls at once"
+        }
+        _ => "",
+    }
 }
 
 /// At most this much of what a failed helper said goes into an error.

@@ -52,6 +52,8 @@ pub(super) struct Settings {
     pub(super) output_file_limit: u64,
     /// The sandbox the command runs in, if any.
     pub(super) sandbox: Option<Arc<crate::sandbox::Prepared>>,
+    /// Outside a sandbox: the guard that ends the command's processes with this one.
+    pub(super) guard: Option<Arc<crate::sandbox::Guard>>,
 }
 
 pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
@@ -128,7 +130,14 @@ async fn run(
             command
         }
         None => {
-            let mut command = tokio::process::Command::new("bash");
+            let mut command = match &settings.guard {
+                Some(guard) => {
+                    let mut command = tokio::process::Command::new(guard.program());
+                    command.args(guard.args()).arg("bash");
+                    command
+                }
+                None => tokio::process::Command::new("bash"),
+            };
             command.stdin(Stdio::null());
             command
         }

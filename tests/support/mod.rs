@@ -350,3 +350,22 @@ pub async fn read_request(socket: &mut tokio::net::TcpStream) {
         }
     }
 }
+
+/// The processes whose environment holds `entry` (`NAME=VALUE`).
+pub fn processes_with(entry: &str) -> Vec<i32> {
+    let needle = format!("{entry}\u{0}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|process| {
+            let pid: i32 = process.file_name().to_str()?.parse().ok()?;
+            let environment = std::fs::read(process.path().join("environ")).ok()?;
+            let state = std::fs::read_to_string(process.path().join("stat")).ok()?;
+            let zombie = state[state.rfind(')')? + 2..].starts_with('Z');
+            let found = environment
+                .split(|byte| *byte == 0)
+                .any(|variable| variable == &needle.as_bytes()[..needle.len() - 1]);
+            (found && !zombie).then_some(pid)
+        })
+        .collect()
+}

@@ -174,6 +174,9 @@ pub fn golato_binary() -> PathBuf {
     path
 }
 
+/// The variable that marks a worker's processes (their commands inherit it).
+const WORKER_VARIABLE: &str = "GOLATO_TEST_WORKER";
+
 /// A `golato serve` process.
 pub struct Worker {
     pub child: Child,
@@ -191,12 +194,13 @@ impl Worker {
         #[allow(clippy::zombie_processes)] // waited for by `Worker::drop`, or below on failure
         let mut child = Command::new(golato_binary())
             .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            // The tests tell workers apart by the PID of bash's parent ($PPID), which a
+            // The tests tell workers apart by the PID of the parent of bash's guard, which a
             // sandboxed command (in a PID namespace of its own) cannot see; the sandbox has
             // tests of its own.
             .args(["--sandbox", "off"])
             .args(arguments)
             .env("RUST_LOG", "golato=info")
+            .env(WORKER_VARIABLE, &log)
             .stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())
             .stderr(file)
@@ -227,6 +231,11 @@ impl Worker {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The environment entry every process this worker starts inherits.
+    pub fn marker(&self) -> String {
+        format!("{WORKER_VARIABLE}={}", self.log.display())
     }
 
     pub fn kill(&mut self) {

@@ -192,3 +192,72 @@ fn ctrl_c_during_golato_tool_bash_kills_the_command_and_its_children() {
     let text = printed["content"][0]["text"].as_str().unwrap();
     assert!(text.ends_with("Command aborted"), "{text}");
 }
+
+/// golato killed with SIGKILL (no chance to clean up) while a command runs: the command, a
+/// background job and a daemon that left the session all end with it, sandboxed or not.
+fn killed_golato_leaves_no_command_running(sandbox: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("GOLATO_TEST_KILLED={sandbox}-{}", std::process::id());
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "s", "name": "bash", "arguments": {"command":
+                "(sleep 1000 &); setsid sleep 1001 & sleep 0.01; echo ready; sleep 1002"}}]}),
+            json!({"text": "never reached"}),
+        ],
+    );
+    let (name, value) = marker.split_once('=').unwrap();
+    let mut child = golato()
+        .args(["run", "--json", "--sandbox", sandbox, "--approve", "never"])
+        .args(["--pass-env", name, "--cwd", dir.path().to_str().unwrap()])
+        .args(["--script", script.to_str().unwrap(), "go"])
+        .env(name, value)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("golato exited early").unwrap();
+        let value: Value = serde_json::from_str(&line).unwrap();
+        if value["type"] == "tool_update"
+            && value["partial_result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|text| text.contains("ready"))
+        {
+            break;
+        }
+    }
+    // bash, the subshell's sleep, the daemon's sleep and the foreground sleep.
+    assert!(
+        support::processes_with(&marker).len() >= 4,
+        "{:?}",
+        support::processes_with(&marker)
+    );
+    send(&child, Signal::KILL);
+    child.wait().unwrap();
+    let killed = Instant::now();
+    while !support::processes_with(&marker).is_empty() {
+        assert!(
+            killed.elapsed() < HANG_GUARD,
+            "still running after golato was killed: {:?}",
+            support::processes_with(&marker)
+        );
+        std::thread::yield_now();
+    }
+    eprintln!(
+        "sandbox {sandbox}: every process gone {:?} after the kill",
+        killed.elapsed()
+    );
+}
+
+#[test]
+fn a_killed_golato_leaves_no_command_running_without_a_sandbox() {
+    killed_golato_leaves_no_command_running("off");
+}
+
+#[test]
+fn a_killed_golato_leaves_no_command_running_in_the_sandbox() {
+    killed_golato_leaves_no_command_running("workspace-write");
+}

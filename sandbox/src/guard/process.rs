@@ -1,0 +1,222 @@
+//! The guard process: ties a command that runs outside the sandbox to golato's life.
+//!
+//! golato starts it as `PROGRAM __golato-guard PARENT_PID -- COMMAND…` (or `… --probe`). Under
+//! a sandbox the helper's PID namespace ends every process of a command when golato dies; with
+//! the sandbox off nothing did, and a killed durable worker's commands ran on beside their
+//! retries on another worker. The guard asks the kernel for a signal when golato dies
+//! (SIGKILL included), becomes the subreaper of everything the command starts (so a process
+//! that daemonizes stays its descendant), and on that signal kills the whole tree. While golato
+//! lives it only waits: the command's exit status is its own (a signal by the same signal).
+
+use std::ffi::OsString;
+use std::io::Write as _;
+
+use nix::sys::signal::{SigSet, Signal};
+use rustix::process::{Pid, WaitOptions};
+
+/// What the guard prints to standard output for `--probe`.
+pub(crate) const PROBE_ANSWER: &str = "golato guard";
+
+/// The signal golato's death sends: one the guard can catch, unlike SIGKILL.
+const DEATH_SIGNAL: Signal = Signal::SIGTERM;
+
+/// The guard's `main`: never returns.
+pub(crate) fn main(args: std::env::ArgsOs) -> ! {
+    let rest: Vec<OsString> = args.collect();
+    match rest.first().and_then(|first| first.to_str()) {
+        Some("--probe") => {
+            let _ = std::io::stdout().write_all(PROBE_ANSWER.as_bytes());
+            std::process::exit(0)
+        }
+        Some(parent) => {
+            let parent = parent.parse::<i32>().ok();
+            match rest.get(1).and_then(|dash| dash.to_str()) {
+                Some("--") if rest.len() > 2 => guard(parent, &rest[2..]),
+                _ => refuse("it was started without a command"),
+            }
+        }
+        None => refuse("it was started without its parent's process ID"),
+    }
+}
+
+fn refuse(why: &str) -> ! {
+    tracing::error!("golato's process guard: {why}");
+    let _ = writeln!(std::io::stderr(), "golato's process guard: {why}");
+    std::process::exit(125)
+}
+
+fn guard(parent: Option<i32>, command: &[OsString]) -> ! {
+    let signals = SigSet::from_iter([Signal::SIGCHLD, DEATH_SIGNAL, Signal::SIGHUP]);
+    // Blocked before anything can arrive, and taken with sigwait below; the command starts
+    // with an empty mask (the standard library resets it in the child).
+    if signals.thread_block().is_err() {
+        refuse("could not block the signals it waits for")
+    }
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM));
+    // golato may have died before the request above: then the signal never comes.
+    let parent_now = rustix::process::getppid().map(|pid| pid.as_raw_nonzero().get());
+    if parent.is_none() || parent_now != parent {
+        refuse("golato, which started it, is gone")
+    }
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+    let command_pid = match std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .spawn()
+    {
+        Ok(child) => child.id() as i32,
+        Err(error) => {
+            // Said on standard error, which golato shows as the command's output.
+            let _ = writeln!(
+                std::io::stderr(),
+                "could not start {}: {error}",
+                command[0].to_string_lossy()
+            );
+            std::process::exit(127)
+        }
+    };
+    loop {
+        match signals.wait() {
+            Ok(Signal::SIGCHLD) => {
+                if let Some(status) = reap(command_pid) {
+                    end_as(status)
+                }
+            }
+            Ok(_) => {
+                kill_descendants();
+                std::process::exit(128 + DEATH_SIGNAL as i32)
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Reaps every child that ended (orphans it adopted included); the command's status once it
+/// is among them.
+fn reap(command_pid: i32) -> Option<rustix::process::WaitStatus> {
+    let mut ended = None;
+    while let Ok(Some((pid, status))) = rustix::process::wait(WaitOptions::NOHANG) {
+        if pid.as_raw_nonzero().get() == command_pid {
+            ended = Some(status);
+        }
+    }
+    ended
+}
+
+/// Exits as the command did: its code, or the same signal.
+fn end_as(status: rustix::process::WaitStatus) -> ! {
+    match (status.exit_status(), status.terminating_signal()) {
+        (Some(code), _) => std::process::exit(code),
+        (None, Some(signal)) => {
+            // Taken out of the blocked set so that it ends this process too.
+            if let Ok(signal) = Signal::try_from(signal) {
+                let _ = SigSet::from_iter([signal]).thread_unblock();
+            }
+            crate::helper::die_of(signal, 128 + signal)
+        }
+        (None, None) => std::process::exit(125),
+    }
+}
+
+/// SIGKILLs every descendant until none is left. A process forking while its parent is
+/// killed leaves an orphan, which comes to the guard (the subreaper) and is found next round.
+fn kill_descendants() {
+    let own = own_pid();
+    // Bounded: a tree that keeps growing faster than it is killed would otherwise hold the
+    // guard forever; ten thousand rounds take seconds.
+    for _ in 0..10_000 {
+        let live = descendants(own);
+        for pid in &live {
+            if let Some(pid) = Pid::from_raw(*pid) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+        let mut reaped = false;
+        loop {
+            match rustix::process::wait(WaitOptions::NOHANG) {
+                Ok(Some(_)) => reaped = true,
+                Ok(None) => break,
+                // No child at all: every descendant is gone (an orphan would be a child).
+                Err(rustix::io::Errno::CHILD) => return,
+                Err(_) => break,
+            }
+        }
+        if live.is_empty() && !reaped {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// The live processes below `root`: read from each process's `children` files (only the
+/// tree, however many processes the machine runs), else from a scan of all of `/proc`.
+fn descendants(root: i32) -> Vec<i32> {
+    let mut found = vec![root];
+    let mut next = 0;
+    while next < found.len() {
+        let Some(children) = children(found[next]) else {
+            return descendants_by_scan(root);
+        };
+        found.extend(children);
+        next += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// The children of every thread of `pid`; `None` when the kernel has no `children` files.
+fn children(pid: i32) -> Option<Vec<i32>> {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        // Gone meanwhile: no children to find.
+        return Some(Vec::new());
+    };
+    let mut children = Vec::new();
+    for thread in threads.flatten() {
+        match std::fs::read_to_string(thread.path().join("children")) {
+            Ok(list) => children.extend(
+                list.split_whitespace()
+                    .filter_map(|pid| pid.parse::<i32>().ok()),
+            ),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && pid == own_pid() => {
+                return None
+            }
+            Err(_) => {}
+        }
+    }
+    Some(children)
+}
+
+fn own_pid() -> i32 {
+    rustix::process::getpid().as_raw_nonzero().get()
+}
+
+/// The live processes below `root`, from a scan of every process's `stat`.
+fn descendants_by_scan(root: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let processes: Vec<(i32, i32)> = entries
+        .filter_map(|entry| {
+            let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `PID (NAME) STATE PPID …`; the name may hold spaces and parentheses.
+            let after_name = &stat[stat.rfind(')')? + 1..];
+            let mut fields = after_name.split_whitespace();
+            let state = fields.next()?;
+            let parent: i32 = fields.next()?.parse().ok()?;
+            (state != "Z" && state != "X").then_some((pid, parent))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        found.extend(
+            processes
+                .iter()
+                .filter(|(_, of)| *of == parent)
+                .map(|(pid, _)| *pid),
+        );
+        next += 1;
+    }
+    found.remove(0);
+    found
+}
