@@ -104,6 +104,7 @@ pub mod message;
 #[cfg(feature = "observe")]
 pub mod observe;
 pub mod policy;
+pub mod subagent;
 /// What the built-in tools may touch: the [`golato-sandbox`](golato_sandbox) crate, re-exported.
 #[doc(inline)]
 pub use golato_sandbox as sandbox;

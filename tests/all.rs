@@ -28,6 +28,7 @@ mod suite {
     mod slow_consumer;
     mod steering;
     mod structured_output;
+    mod subagent;
     mod timeouts;
     mod validation;
 }

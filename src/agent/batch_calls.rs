@@ -19,9 +19,42 @@ use actix::Message;
 use golato_actors::TracedRecipient;
 use tokio_util::sync::CancellationToken;
 
+use super::run::Channel;
+use super::{Budget, Event};
 use crate::hook::HookAction;
-use crate::message::ToolCall;
+use crate::message::{ToolCall, Usage};
 use crate::tool::{check_result, CallHost, ToolResult};
+
+/// What every batch of a run shares with its calls: the run's events (where the events of
+/// child runs that calls start are forwarded) and what calls spent for the run (those child
+/// runs' tokens and money, counted against the run's budget).
+pub(crate) struct RunShare {
+    channel: Arc<Channel>,
+    spent: Mutex<Spent>,
+}
+
+/// Tokens and money calls spent for their run.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Spent {
+    pub(crate) usage: Usage,
+    pub(crate) cost: f64,
+    /// Some of it was spent at no known price: the run's cost is then unknown.
+    pub(crate) unpriced: bool,
+}
+
+impl RunShare {
+    pub(crate) fn new(channel: Arc<Channel>) -> Arc<RunShare> {
+        Arc::new(RunShare {
+            channel,
+            spent: Mutex::new(Spent::default()),
+        })
+    }
+
+    /// What calls spent so far.
+    pub(crate) fn spent(&self) -> Spent {
+        *self.spent.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// What a tool actor (or its call's update gate) tells the run actor while the call runs.
 #[derive(Message)]
@@ -49,6 +82,9 @@ pub(crate) struct SharedBatch {
     /// The run's journal and the batch's turn, in a journaled run: every call of the batch is
     /// one of its steps. Here rather than with each call, which would make every call larger.
     journal: Option<Box<Journaled>>,
+    run: Arc<RunShare>,
+    /// What was left of the run's budget when the batch began; `None`: no budget.
+    budget_left: Option<Budget>,
 }
 
 /// What a journaled batch adds: the journal, the turn, and which attempt each call is.
@@ -95,6 +131,8 @@ impl SharedBatch {
         cancel: CancellationToken,
         notices: TracedRecipient<CallNotice>,
         journal: Option<(Arc<dyn crate::journal::Journal>, usize)>,
+        run: Arc<RunShare>,
+        budget_left: Option<Budget>,
     ) -> Arc<SharedBatch> {
         let slots = calls.iter().map(|_| Slot::default()).collect();
         let journal = journal.map(|(journal, turn)| {
@@ -111,6 +149,8 @@ impl SharedBatch {
             notices,
             slots,
             journal,
+            run,
+            budget_left,
         })
     }
 
@@ -215,6 +255,39 @@ fn lock(gate: &Mutex<Gate>) -> std::sync::MutexGuard<'_, Gate> {
 }
 
 impl CallHost for SharedBatch {
+    fn forward(&self, index: usize, event: Event) {
+        let Some(slot) = self.slots.get(index) else {
+            return;
+        };
+        // Not once the function returned: the call's end is out, or about to be.
+        if lock(&slot.gate).closed {
+            return;
+        }
+        let call = self.calls.get(index).unwrap_or(&NO_CALL);
+        self.run
+            .channel
+            .push(Event::Subagent(super::event::SubagentEvent::of_child(
+                &call.id, event,
+            )));
+    }
+
+    fn budget_left(&self) -> Option<Budget> {
+        self.budget_left
+    }
+
+    fn spend(&self, usage: &Usage, cost: Option<f64>) {
+        let mut spent = self
+            .run
+            .spent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        spent.usage += *usage;
+        match cost {
+            Some(cost) => spent.cost += cost,
+            None => spent.unpriced |= usage.total_tokens() > 0,
+        }
+    }
+
     fn call(&self, index: usize) -> &ToolCall {
         self.calls.get(index).unwrap_or(&NO_CALL)
     }
@@ -339,6 +412,8 @@ mod tests {
                 CancellationToken::new(),
                 mailbox.recipient(),
                 None,
+                super::RunShare::new(crate::agent::run::Channel::new(1)),
+                None,
             );
             // Nothing is handled until this block yields: the mailbox holds what was sent.
             for n in 0..1_000 {
@@ -398,6 +473,8 @@ mod tests {
                 vec![call],
                 CancellationToken::new(),
                 mailbox.recipient(),
+                None,
+                super::RunShare::new(crate::agent::run::Channel::new(1)),
                 None,
             ));
             for n in 0..3 {

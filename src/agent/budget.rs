@@ -54,6 +54,19 @@ impl Budget {
         self
     }
 
+    /// What is left of this budget once `usage` (costing `cost`) is spent: a money limit
+    /// stays as it is when the cost is unknown.
+    pub(crate) fn left(&self, usage: &Usage, cost: Option<f64>) -> Budget {
+        Budget {
+            max_tokens: self
+                .max_tokens
+                .map(|limit| limit.saturating_sub(usage.total_tokens())),
+            max_cost: self
+                .max_cost
+                .map(|limit| (limit - cost.unwrap_or(0.0)).max(0.0)),
+        }
+    }
+
     /// The limit `usage` (costing `cost`) has reached, in words, if any.
     pub(crate) fn reached(&self, usage: &Usage, cost: Option<f64>) -> Option<String> {
         let tokens = usage.total_tokens();

@@ -61,6 +61,9 @@ pub enum Event {
     TurnEnd(TurnEndEvent),
     /// The run is over; `Run::wait` returns its outcome.
     RunEnd(RunEndEvent),
+    /// An event of a child run that a tool call started (a subagent, see
+    /// [`crate::subagent`]). Comes between that call's start and end.
+    Subagent(SubagentEvent),
 }
 
 /// The run began.
@@ -210,6 +213,34 @@ pub struct TurnEndEvent {
     /// What the turn's request cost in US dollars (its tokens are `message.usage`), at the
     /// model's price; `None` for a model without one.
     pub cost: Option<f64>,
+}
+
+/// An event of a child run (or of a child's child), forwarded to its parent's events.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct SubagentEvent {
+    /// The IDs of the tool calls that started the child runs, from this run's call down to
+    /// the run the event comes from: one ID for a child, two for a grandchild.
+    pub path: Vec<String>,
+    /// The child run's own event (never itself a `Subagent` event).
+    pub event: Box<Event>,
+}
+
+impl SubagentEvent {
+    /// `event` of the child run started by call `call_id`, flattened: an event a grandchild
+    /// forwarded gets `call_id` in front of its path.
+    pub fn of_child(call_id: &str, event: Event) -> SubagentEvent {
+        match event {
+            Event::Subagent(mut nested) => {
+                nested.path.insert(0, call_id.to_owned());
+                nested
+            }
+            event => SubagentEvent {
+                path: vec![call_id.to_owned()],
+                event: Box::new(event),
+            },
+        }
+    }
 }
 
 /// The run is over.

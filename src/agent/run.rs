@@ -287,44 +287,56 @@ enum Poll<T> {
 /// Merges `event` into a pending event of the same stream if it is an update; returns it back
 /// if it must be queued (lifecycle events, or an update with nothing pending to merge into).
 fn coalesce(events: &mut VecDeque<Event>, event: Event) -> Option<Event> {
+    if !is_update(&event) {
+        return Some(event);
+    }
+    let mut event = Some(event);
+    for queued in events.iter_mut().rev() {
+        event = Some(merge(queued, event.take()?)?);
+    }
+    event
+}
+
+fn is_update(event: &Event) -> bool {
     match event {
-        Event::ToolExecutionUpdate(update) => {
-            let pending = events.iter_mut().rev().find_map(|queued| match queued {
-                Event::ToolExecutionUpdate(queued)
-                    if queued.index == update.index && queued.call.id == update.call.id =>
-                {
-                    Some(queued)
-                }
-                _ => None,
-            });
-            match pending {
-                Some(pending) => {
-                    pending.partial_result = update.partial_result;
-                    None
-                }
-                None => Some(Event::ToolExecutionUpdate(update)),
-            }
+        Event::ToolExecutionUpdate(_) | Event::MessageUpdate(_) => true,
+        Event::Subagent(nested) => is_update(&nested.event),
+        _ => false,
+    }
+}
+
+/// Merges `update` into `queued` when it is a pending update of the same call, message or
+/// child run's call or message (`None`); else gives it back.
+fn merge(queued: &mut Event, update: Event) -> Option<Event> {
+    match (queued, update) {
+        (Event::ToolExecutionUpdate(queued), Event::ToolExecutionUpdate(update))
+            if queued.index == update.index && queued.call.id == update.call.id =>
+        {
+            queued.partial_result = update.partial_result;
+            None
         }
-        Event::MessageUpdate(mut update) => {
-            let pending = events.iter_mut().rev().find_map(|queued| match queued {
-                Event::MessageUpdate(queued) if queued.turn == update.turn => Some(queued),
-                _ => None,
-            });
-            match pending {
-                Some(pending) => {
-                    for delta in update.deltas.drain(..) {
-                        let unmerged = match pending.deltas.last_mut() {
-                            Some(last) => last.merge(delta),
-                            None => Some(delta),
-                        };
-                        pending.deltas.extend(unmerged);
-                    }
-                    None
-                }
-                None => Some(Event::MessageUpdate(update)),
+        (Event::MessageUpdate(queued), Event::MessageUpdate(mut update))
+            if queued.turn == update.turn =>
+        {
+            for delta in update.deltas.drain(..) {
+                let unmerged = match queued.deltas.last_mut() {
+                    Some(last) => last.merge(delta),
+                    None => Some(delta),
+                };
+                queued.deltas.extend(unmerged);
             }
+            None
         }
-        lifecycle => Some(lifecycle),
+        (Event::Subagent(queued), Event::Subagent(update)) if queued.path == update.path => {
+            let super::event::SubagentEvent { path, event } = update;
+            merge(&mut queued.event, *event).map(|event| {
+                Event::Subagent(super::event::SubagentEvent {
+                    path,
+                    event: Box::new(event),
+                })
+            })
+        }
+        (_, update) => Some(update),
     }
 }
 

@@ -66,6 +66,7 @@ impl RunPlan {
         // Usage reported before this run measured other requests than the view's.
         let anchor_from = view.as_ref().map_or(0, |_| self.messages.len());
         RunActor {
+            share: super::batch_calls::RunShare::new(Arc::clone(&self.channel)),
             mailbox: Mailbox::counted(ctx.address(), &self.agent.host),
             plan: self,
             turn: 0,
@@ -87,6 +88,8 @@ impl RunPlan {
 
 pub(crate) struct RunActor {
     plan: RunPlan,
+    /// What the run's batches share with their calls: events of child runs, what they spent.
+    share: Arc<super::batch_calls::RunShare>,
     mailbox: Mailbox<RunActor>,
     turn: usize,
     /// Tokens of the run's model: its turns, and the summaries it wrote.
@@ -202,8 +205,8 @@ impl RunActor {
         self.plan.agent.model.price.map(|price| price.cost(usage))
     }
 
-    /// Every token the run used (a summarizer's included) and what they cost, when every
-    /// model involved has a price.
+    /// Every token the run used (a summarizer's and child runs' included) and what they cost,
+    /// when every model involved has a price.
     pub(super) fn spent(&self) -> (Usage, Option<f64>) {
         let mut usage = self.usage;
         usage += self.summarizer_usage;
@@ -213,7 +216,14 @@ impl RunActor {
             self.summarizer_price
                 .map(|price| price.cost(&self.summarizer_usage))
         };
-        let cost = self.cost_of(&self.usage).zip(summaries).map(|(a, b)| a + b);
+        let by_tools = self.share.spent();
+        usage += by_tools.usage;
+        let by_tools_cost = (!by_tools.unpriced).then_some(by_tools.cost);
+        let cost = self
+            .cost_of(&self.usage)
+            .zip(summaries)
+            .zip(by_tools_cost)
+            .map(|((a, b), c)| a + b + c);
         (usage, cost)
     }
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use super::ToolResult;
-use crate::message::ToolCall;
+use crate::agent::{Budget, Event};
+use crate::message::{ToolCall, Usage};
 
 /// What a call of an agent's batch reaches through its context: the batch's shared state
 /// (the calls, each call's cancellation token, made on first use, and its update gate).
@@ -21,6 +22,12 @@ pub(crate) trait CallHost: Send + Sync {
     fn attempt(&self, index: usize) -> u32;
     /// The run's name in its journal, if it has one.
     fn run_key(&self) -> Option<&str>;
+    /// An event of a child run call `index` started, for the run's events.
+    fn forward(&self, index: usize, event: Event);
+    /// What is left of the run's budget.
+    fn budget_left(&self) -> Option<Budget>;
+    /// Tokens and money a call spent for the run.
+    fn spend(&self, usage: &Usage, cost: Option<f64>);
 }
 
 /// The context of one tool call: the call itself, its cancellation, and a way to publish
@@ -137,6 +144,36 @@ impl ToolContext {
     pub fn update(&self, partial: ToolResult) {
         if let Inner::Hosted { host, index } = &self.inner {
             host.publish(*index, partial);
+        }
+    }
+
+    /// Forwards an event of a child run this call started (a subagent): the run's own events
+    /// get it as [`Event::Subagent`], with this call's ID at the front of its path, between the
+    /// call's start and end. Every event is kept in order but updates, which coalesce as the
+    /// run's own do when the consumer falls behind. Dropped once the function returned, and
+    /// outside an agent.
+    pub fn forward(&self, event: Event) {
+        if let Inner::Hosted { host, index } = &self.inner {
+            host.forward(*index, event);
+        }
+    }
+
+    /// What was left of the run's budget when the call's batch began ([`Budget`] with the
+    /// limits less what the run had spent); `None` when the run has no budget, and outside an
+    /// agent. A child run this call starts should get no more.
+    pub fn budget_left(&self) -> Option<Budget> {
+        match &self.inner {
+            Inner::Detached { .. } => None,
+            Inner::Hosted { host, .. } => host.budget_left(),
+        }
+    }
+
+    /// Counts tokens and money this call spent for the run (a child run's): they join the
+    /// run's usage and cost and its budget checks. `cost` is `None` when the price is unknown,
+    /// which makes the run's cost unknown too.
+    pub fn spend(&self, usage: &Usage, cost: Option<f64>) {
+        if let Inner::Hosted { host, .. } = &self.inner {
+            host.spend(usage, cost);
         }
     }
 }

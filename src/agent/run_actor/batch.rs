@@ -68,6 +68,11 @@ impl RunActor {
                     .journal
                     .as_ref()
                     .map(|journal| (Arc::clone(journal), self.turn)),
+                Arc::clone(&self.share),
+                self.plan.agent.budget.map(|budget| {
+                    let (usage, cost) = self.spent();
+                    budget.left(&usage, cost)
+                }),
             ),
             borrowed_from_transcript: calls.borrowed_from_transcript,
             progress: vec![Progress::Waiting; count],

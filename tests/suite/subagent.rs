@@ -1,0 +1,376 @@
+//! Subagents: the `task` tool runs child runs as tool calls. Several in one batch run at once;
+//! the parent's cancel reaches grandchildren; budgets and depth are bounded by the parent's;
+//! children's events reach the parent's tagged with their path.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use golato::agent::event::SubagentEvent;
+use golato::agent::{self, Agent, Budget, Event};
+use golato::generator::{EventStream, Generator, Model, Request, Scripted};
+use golato::message::Message;
+use golato::subagent;
+use golato::tool::{Tool, ToolContext, ToolResult};
+use serde_json::{json, Value};
+use support::*;
+
+/// Answers each run from the script named by its first prompt, and keeps the tools each
+/// prompt's requests offered.
+struct ByPrompt {
+    scripts: HashMap<String, Scripted>,
+    offered: Arc<Mutex<HashMap<String, Vec<String>>>>,
+}
+
+impl ByPrompt {
+    fn new(scripts: &[(&str, Value)]) -> ByPrompt {
+        ByPrompt {
+            scripts: scripts
+                .iter()
+                .map(|(prompt, script)| {
+                    (
+                        (*prompt).to_owned(),
+                        Scripted::from_json(&script.to_string()).unwrap(),
+                    )
+                })
+                .collect(),
+            offered: Arc::default(),
+        }
+    }
+}
+
+impl Generator for ByPrompt {
+    fn stream(&self, request: Request) -> EventStream {
+        let first = request
+            .messages
+            .iter()
+            .find_map(|message| match message {
+                Message::User(user) => Some(user.text()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        self.offered.lock().unwrap().insert(
+            first.clone(),
+            request.tools.iter().map(|tool| tool.name.clone()).collect(),
+        );
+        match self.scripts.get(&first) {
+            Some(script) => script.stream(request),
+            None => panic!("no script for the prompt {first:?}"),
+        }
+    }
+}
+
+fn task_call(id: &str, description: &str, prompt: &str) -> Value {
+    json!({"id": id, "name": "task", "arguments": {"description": description, "prompt": prompt}})
+}
+
+/// A tool that waits until `parties` calls of it are running at once (a barrier: the calls
+/// must run in parallel), then answers.
+fn meeting_tool(parties: usize) -> Tool {
+    let barrier = Arc::new(tokio::sync::Barrier::new(parties));
+    Tool::new(
+        "meet",
+        "Waits for the others.",
+        object_schema(json!({}), &[]),
+        move |_ctx, _args| {
+            let barrier = Arc::clone(&barrier);
+            async move {
+                match tokio::time::timeout(HANG_GUARD, barrier.wait()).await {
+                    Ok(_) => Ok(ToolResult::text("met")),
+                    Err(_) => Err("the other calls never ran at the same time".into()),
+                }
+            }
+        },
+    )
+}
+
+fn parent(generator: ByPrompt, tools: Vec<Tool>, config: subagent::Config) -> Agent {
+    let generator: Arc<dyn Generator> = Arc::new(generator);
+    let task = subagent::tool(subagent::Config {
+        generator: Some(Arc::clone(&generator)),
+        tools: tools.clone(),
+        ..config
+    })
+    .unwrap();
+    let mut all = tools;
+    all.push(task);
+    Agent::new(agent::Config {
+        generator: Some(generator),
+        tools: all,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn subagent_events(events: &[Event]) -> Vec<&SubagentEvent> {
+    events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Subagent(nested) => Some(nested),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn two_task_calls_run_at_once_and_their_answers_are_the_results() {
+    let generator = ByPrompt::new(&[
+        (
+            "main",
+            json!([
+                {"tool_calls": [task_call("t1", "first", "child one"), task_call("t2", "second", "child two")]},
+                {"text": "both done"}
+            ]),
+        ),
+        (
+            "child one",
+            json!([{"tool_calls": [{"id": "m1", "name": "meet", "arguments": {}}]}, {"text": "one says hi"}]),
+        ),
+        (
+            "child two",
+            json!([{"tool_calls": [{"id": "m2", "name": "meet", "arguments": {}}]}, {"text": "two says hi"}]),
+        ),
+    ]);
+    // Each transcript handed over: its path, its description, its length.
+    type Saved = Vec<(Vec<String>, String, usize)>;
+    let transcripts: Arc<Mutex<Saved>> = Arc::default();
+    let sink = {
+        let transcripts = Arc::clone(&transcripts);
+        Arc::new(move |child: &subagent::ChildTranscript<'_>| {
+            transcripts.lock().unwrap().push((
+                child.path.to_vec(),
+                child.description.to_owned(),
+                child.messages.len(),
+            ));
+        })
+    };
+    let agent = parent(
+        generator,
+        vec![meeting_tool(2)],
+        subagent::Config {
+            on_transcript: Some(sink),
+            ..Default::default()
+        },
+    );
+    // The children's `meet` calls wait for each other: only calls running at once pass.
+    let (events, outcome) = collect(agent.start(prompt("main")));
+    let result = outcome.unwrap();
+    assert_eq!(result.final_message.text(), "both done");
+    let results = transcript_results(&result.messages);
+    assert_eq!(results[0].text(), "one says hi");
+    assert_eq!(results[1].text(), "two says hi");
+    assert!(!results[0].is_error && !results[1].is_error);
+
+    // Each child's events came through, tagged with its call, between that call's start
+    // and end.
+    let nested = subagent_events(&events);
+    for (id, tool_call) in [("t1", "m1"), ("t2", "m2")] {
+        let own: Vec<&&SubagentEvent> = nested.iter().filter(|e| e.path == [id]).collect();
+        assert!(matches!(*own[0].event, Event::RunStart(_)), "{id}");
+        assert!(
+            matches!(*own.last().unwrap().event, Event::RunEnd(_)),
+            "{id}"
+        );
+        assert!(own.iter().any(|e| matches!(&*e.event,
+            Event::ToolExecutionStart(start) if start.call.id == tool_call)));
+        let position = |wanted: &dyn Fn(&Event) -> bool| events.iter().position(wanted).unwrap();
+        let start = position(&|e| matches!(e, Event::ToolExecutionStart(s) if s.call.id == id));
+        let end = position(&|e| matches!(e, Event::ToolExecutionEnd(s) if s.call.id == id));
+        let first = position(&|e| matches!(e, Event::Subagent(n) if n.path == [id]));
+        let last = events
+            .iter()
+            .rposition(|e| matches!(e, Event::Subagent(n) if n.path == [id]))
+            .unwrap();
+        assert!(
+            start < first && last < end,
+            "{id}: {start} {first} {last} {end}"
+        );
+    }
+    // Both transcripts were handed over: prompt, call, result, answer.
+    let mut saved = transcripts.lock().unwrap().clone();
+    saved.sort();
+    assert_eq!(
+        saved,
+        vec![
+            (vec!["t1".to_owned()], "first".to_owned(), 4),
+            (vec!["t2".to_owned()], "second".to_owned(), 4)
+        ]
+    );
+    // Serialized for --json as the child's own event under a path.
+    let json = serde_json::to_value(nested[0]).unwrap();
+    assert_eq!(json["path"], json!(["t1"]));
+}
+
+/// A tool that says it started, then waits for its call's cancellation and notes it.
+fn waiting_tool(started: Arc<tokio::sync::Notify>, saw_cancel: Arc<AtomicBool>) -> Tool {
+    Tool::new(
+        "wait",
+        "Waits until cancelled.",
+        object_schema(json!({}), &[]),
+        move |ctx: ToolContext, _args| {
+            let (started, saw_cancel) = (Arc::clone(&started), Arc::clone(&saw_cancel));
+            async move {
+                started.notify_one();
+                ctx.cancelled().await;
+                saw_cancel.store(true, Ordering::SeqCst);
+                Ok(ToolResult::text("stopped"))
+            }
+        },
+    )
+}
+
+#[test]
+fn cancelling_the_parent_reaches_a_grandchilds_tool_and_depth_is_bounded() {
+    let generator = ByPrompt::new(&[
+        (
+            "main",
+            json!([{"tool_calls": [task_call("t1", "child", "child")]}]),
+        ),
+        (
+            "child",
+            json!([{"tool_calls": [task_call("t2", "grandchild", "grandchild")]}]),
+        ),
+        (
+            "grandchild",
+            json!([{"tool_calls": [{"id": "w", "name": "wait", "arguments": {}}]}]),
+        ),
+    ]);
+    let offered = Arc::clone(&generator.offered);
+    let started = Arc::new(tokio::sync::Notify::new());
+    let saw_cancel = Arc::new(AtomicBool::new(false));
+    let agent = parent(
+        generator,
+        vec![waiting_tool(Arc::clone(&started), Arc::clone(&saw_cancel))],
+        subagent::Config::default(),
+    );
+    let run = agent.start(prompt("main"));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        tokio::time::timeout(HANG_GUARD, started.notified())
+            .await
+            .expect("the grandchild's tool never started");
+    });
+    run.cancel();
+    let (events, outcome) = collect(run);
+    assert!(
+        matches!(outcome, Err(agent::Error::Cancelled { .. })),
+        "{outcome:?}"
+    );
+    assert!(saw_cancel.load(Ordering::SeqCst));
+    // The grandchild's events carry both calls' IDs.
+    assert!(subagent_events(&events)
+        .iter()
+        .any(|e| e.path == ["t1", "t2"]
+            && matches!(&*e.event, Event::ToolExecutionStart(s) if s.call.id == "w")));
+    // Depth 2: the child may start a grandchild, the grandchild no one.
+    let offered = offered.lock().unwrap();
+    assert!(offered["child"].contains(&"task".to_owned()), "{offered:?}");
+    assert!(
+        !offered["grandchild"].contains(&"task".to_owned()),
+        "{offered:?}"
+    );
+}
+
+#[test]
+fn a_child_gets_what_is_left_of_the_budget_and_its_spending_counts() {
+    let generator = ByPrompt::new(&[
+        (
+            "main",
+            json!([
+                {"tool_calls": [task_call("t1", "child", "child")], "usage": {"input_tokens": 100, "output_tokens": 0}},
+                {"text": "never asked"}
+            ]),
+        ),
+        (
+            "child",
+            json!([
+                {"tool_calls": [{"id": "e", "name": "echo", "arguments": {"text": "x"}}], "usage": {"input_tokens": 950, "output_tokens": 0}},
+                {"text": "never asked either"}
+            ]),
+        ),
+    ]);
+    let agent = {
+        let generator: Arc<dyn Generator> = Arc::new(generator);
+        let task = subagent::tool(subagent::Config {
+            generator: Some(Arc::clone(&generator)),
+            tools: vec![echo_tool()],
+            ..Default::default()
+        })
+        .unwrap();
+        Agent::new(agent::Config {
+            generator: Some(generator),
+            model: Model::new("m"),
+            tools: vec![echo_tool(), task],
+            budget: Some(Budget::tokens(1_000)),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let error = agent.start(prompt("main")).wait().unwrap_err();
+    // The child had 900 tokens left and spent 950: it stopped after its batch.
+    let agent::Error::Budget { reached, messages } = &error else {
+        panic!("{error}");
+    };
+    let results = transcript_results(messages);
+    assert!(results[0].is_error, "{}", results[0].text());
+    assert!(
+        results[0]
+            .text()
+            .contains("950 tokens used, the budget is 900"),
+        "{}",
+        results[0].text()
+    );
+    // The parent counts the child's tokens: 100 + 950.
+    assert!(reached.contains("1050 tokens used"), "{reached}");
+}
+
+#[test]
+fn a_call_naming_tools_or_a_model_it_may_not_have_is_refused_with_the_choices() {
+    let generator = ByPrompt::new(&[(
+        "main",
+        json!([
+            {"tool_calls": [
+                {"id": "t1", "name": "task", "arguments": {"description": "d", "prompt": "x", "tools": ["bash"]}},
+                {"id": "t2", "name": "task", "arguments": {"description": "d", "prompt": "x", "model": "bigger"}}
+            ]},
+            {"text": "ok"}
+        ]),
+    )]);
+    let agent = parent(generator, vec![echo_tool()], subagent::Config::default());
+    let result = agent.start(prompt("main")).wait().unwrap();
+    let results = transcript_results(&result.messages);
+    assert!(results[0].is_error);
+    assert!(
+        results[0]
+            .text()
+            .contains("\"bash\" is not a tool a subagent may use; choose from: echo, task"),
+        "{}",
+        results[0].text()
+    );
+    assert!(results[1].is_error);
+    assert!(
+        results[1].text().contains("\"bigger\" is not a model"),
+        "{}",
+        results[1].text()
+    );
+}
+
+#[test]
+fn a_configuration_that_cannot_run_a_child_is_refused() {
+    assert!(matches!(
+        subagent::tool(subagent::Config::default()),
+        Err(subagent::Error::NoGenerator)
+    ));
+    let generator: Arc<dyn Generator> = Arc::new(Scripted::new([]));
+    let refused = subagent::tool(subagent::Config {
+        generator: Some(generator),
+        max_depth: 0,
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(refused.to_string().contains("give 1 or more"), "{refused}");
+}
