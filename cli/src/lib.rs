@@ -39,6 +39,7 @@ mod run;
 mod session;
 mod shown;
 mod skills;
+mod subagents;
 mod tool;
 mod trace;
 mod trust;

@@ -12,6 +12,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anstyle::{AnsiColor, Style};
+use golato::agent::event::SubagentEvent;
 use golato::agent::Event;
 use golato::generator::Delta;
 use golato::hook::HookAction;
@@ -82,6 +83,8 @@ pub(crate) struct Live {
 }
 
 struct Running {
+    /// The call's ID: a subagent's events name the call that started it.
+    id: String,
     label: String,
     started: Instant,
     bar: Option<ProgressBar>,
@@ -210,6 +213,7 @@ impl Live {
         self.calls.insert(
             index,
             Running {
+                id: call.id.clone(),
                 label,
                 started,
                 bar,
@@ -295,6 +299,47 @@ impl Live {
         self.line(&text);
     }
 
+    /// A subagent's progress, under the `task` call that started it: its calls as they end
+    /// (and, on a terminal, the one running on that call's spinner), and what it says.
+    fn subagent(&mut self, nested: &SubagentEvent) {
+        let indent = format!("{}{DIM}┆{DIM:#} ", "  ".repeat(nested.path.len()));
+        match &*nested.event {
+            Event::ToolExecutionStart(start) => {
+                let label = call_label(&start.call);
+                let top = nested.path.first();
+                let bar = self
+                    .calls
+                    .values()
+                    .find(|running| Some(&running.id) == top)
+                    .and_then(|running| running.bar.as_ref());
+                match bar {
+                    Some(bar) => bar.set_message(label),
+                    None => self.line(&format!("{indent}{DIM}→{DIM:#} {}", styled(&label))),
+                }
+            }
+            Event::ToolExecutionEnd(end) => {
+                let mark = match end.result.is_error {
+                    true => format!("{RED}✗{RED:#}"),
+                    false => format!("{GREEN}✓{GREEN:#}"),
+                };
+                let text = end.result.text();
+                let first = text.lines().find(|line| !line.trim().is_empty());
+                let mut line = format!("{indent}{mark} {}", styled(&call_label(&end.call)));
+                if let Some(first) = first {
+                    line.push_str(&format!(" {DIM}{}{DIM:#}", clip(first)));
+                }
+                self.line(&line);
+            }
+            Event::MessageEnd(end) => {
+                let text = end.message.text();
+                if let Some(first) = text.lines().find(|line| !line.trim().is_empty()) {
+                    self.line(&format!("{indent}{DIM}{}{DIM:#}", clip(first)));
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn clear_bars(&mut self) {
         for (_, running) in self.calls.drain() {
             if let Some(bar) = running.bar {
@@ -317,6 +362,7 @@ impl View for Live {
                 self.tool_update(update.index, text.unwrap_or_default())
             }
             Event::ToolExecutionEnd(end) => self.tool_end(end.index, &end.call, &end.result),
+            Event::Subagent(nested) => self.subagent(nested),
             Event::ToolHook(hook) => {
                 let what = match &hook.action {
                     HookAction::Blocked { reason } => format!("blocked: {reason}"),
@@ -527,6 +573,8 @@ pub(crate) fn call_label(call: &ToolCall) -> String {
             let bytes = text("content").map_or(0, |content| content.len());
             format!("{path} ({bytes} bytes)")
         }),
+        // A subagent: what it was asked to do, in its own words.
+        "task" => text("description"),
         _ => None,
     };
     let summary = summary.unwrap_or_else(|| {

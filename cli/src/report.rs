@@ -80,6 +80,12 @@ impl Tally {
                 self.tool_calls += 1;
                 self.tool_errors += usize::from(end.result.is_error);
             }
+            // A subagent's tokens are the run's too (as in its usage and budget).
+            Event::Subagent(nested) => match &*nested.event {
+                Event::MessageEnd(end) => self.usage += end.message.usage,
+                Event::Compaction(compaction) => self.usage += compaction.usage,
+                _ => {}
+            },
             _ => {}
         }
     }

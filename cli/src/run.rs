@@ -240,7 +240,12 @@ pub(crate) async fn build_agent(
         Approver::new(approve, &args.cwd, &args.sandbox.writable, interactive);
     args.policy
         .rules
-        .check_tools(tools.iter().map(|tool| tool.name()))
+        .check_tools(
+            tools
+                .iter()
+                .map(|tool| tool.name())
+                .chain(crate::subagents::wanted(args).then_some(golato::subagent::TOOL_NAME)),
+        )
         .map_err(|error| CliError::usage(error.to_string()))?;
     let (session, hook_session) = tokio::sync::watch::channel(golato::policy::HookSession {
         cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
@@ -251,7 +256,11 @@ pub(crate) async fn build_agent(
         model: args.script.is_none().then(|| model.id.clone()),
         endpoint,
         cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
-        tools: tools.iter().map(|tool| tool.name().to_owned()).collect(),
+        tools: tools
+            .iter()
+            .map(|tool| tool.name().to_owned())
+            .chain(crate::subagents::wanted(args).then(|| golato::subagent::TOOL_NAME.to_owned()))
+            .collect(),
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
         approve,
         session: None,
@@ -266,6 +275,28 @@ pub(crate) async fn build_agent(
         false => Some(crate::instructions::system_prompt(system_prompt, args, &header).await),
     };
     let price = model.price;
+    let hooks = policy_hooks(
+        args,
+        approve,
+        Arc::clone(&approver),
+        &hook_session,
+        interactive,
+    )?;
+    let mut tools = tools;
+    if crate::subagents::wanted(args) {
+        let task = crate::subagents::tool(
+            args,
+            crate::subagents::Parent {
+                generator: Arc::clone(&generator),
+                model: model.clone(),
+                tools: &tools,
+                system_prompt: system_prompt.clone(),
+                hooks: hooks.clone(),
+                session: hook_session.clone(),
+            },
+        )?;
+        tools.push(task);
+    }
     let agent = Agent::new(agent::Config {
         generator: Some(generator),
         model,
@@ -290,13 +321,7 @@ pub(crate) async fn build_agent(
         },
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,
-        hooks: policy_hooks(
-            args,
-            approve,
-            Arc::clone(&approver),
-            &hook_session,
-            interactive,
-        )?,
+        hooks,
         ..Default::default()
     })
     .map_err(|error| match error {
@@ -415,8 +440,8 @@ fn builtin_tools(
 ) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {
         working_directory: args.cwd.clone(),
-        allowed_tool_names: args.tools.clone(),
-        excluded_tool_names: args.exclude.clone(),
+        allowed_tool_names: args.tools.as_deref().map(crate::subagents::without_task),
+        excluded_tool_names: crate::subagents::without_task(&args.exclude),
         custom_tools,
         shared_lock,
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),

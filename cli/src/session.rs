@@ -786,6 +786,8 @@ pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
     for aside in ["torn", "jsonl.damaged", "lock"] {
         let _ = std::fs::remove_file(path.with_extension(aside));
     }
+    // Its subagents' transcripts go with it.
+    let _ = std::fs::remove_dir_all(crate::subagents::folder(&path));
     let _ = writeln!(std::io::stdout().lock(), "removed the session {id}");
     Ok(crate::Exit::Success)
 }

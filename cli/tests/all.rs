@@ -32,5 +32,6 @@ mod suite {
     mod sessions;
     mod sessions_hostile;
     mod signals;
+    mod subagents;
     mod trust;
 }

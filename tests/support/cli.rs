@@ -271,3 +271,13 @@ impl Terminal {
         (status.code(), self.drawn())
     }
 }
+
+/// The session ID the header line on standard error names.
+pub fn session_id(stderr: &[u8]) -> String {
+    let stderr = String::from_utf8_lossy(stderr);
+    let header = stderr.lines().find(|line| is_header(line)).unwrap();
+    header
+        .rsplit_once(" · session ")
+        .map(|(_, id)| id.to_owned())
+        .unwrap_or_else(|| panic!("no session in {header}"))
+}

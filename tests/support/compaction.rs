@@ -75,7 +75,8 @@ pub fn fetching_script(turns: usize, pairs: bool) -> Vec<AssistantMessage> {
 
 use super::provider::{FakeProvider, Reply, Script};
 
-fn sse(message: &Value) -> String {
+/// An OpenAI Chat stream of `message` (`{"text": …}` or `{"tool_calls": […]}`, calls in the wire form).
+pub fn sse(message: &Value) -> String {
     let mut events = String::new();
     let delta = if let Some(text) = message.get("text") {
         json!({"role": "assistant", "content": text})

@@ -40,15 +40,6 @@ fn start(dir: &Path, script: &Path, flags: &[&str]) -> Child {
         .unwrap()
 }
 
-fn session_id(stderr: &[u8]) -> String {
-    let stderr = String::from_utf8_lossy(stderr);
-    let header = stderr.lines().find(|line| is_header(line)).unwrap();
-    header
-        .rsplit_once(" · session ")
-        .map(|(_, id)| id.to_owned())
-        .unwrap_or_else(|| panic!("no session in {header}"))
-}
-
 fn signal(child: &Child, signal: rustix::process::Signal) {
     rustix::process::kill_process(
         rustix::process::Pid::from_raw(child.id() as i32).unwrap(),

@@ -1,0 +1,195 @@
+//! `--tools …,task` through the binary: two subagents at once under the parent's sandbox and
+//! rules, their events in `--json`, their transcripts beside the session and removed with it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use serde_json::{json, Value};
+use support::cli::*;
+use support::compaction::{sse, wire_text};
+use support::provider::{FakeProvider, Reply, Script};
+
+/// A call in the OpenAI wire form.
+fn wire_call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"index": 0, "id": id, "type": "function",
+           "function": {"name": name, "arguments": arguments.to_string()}})
+}
+
+/// Answers each run by its first prompt and how far it got: the parent hands two files to two
+/// subagents; each child writes its file (child B's is denied by a rule) and says so.
+fn respond(request: &Value, _size: usize) -> Reply {
+    let messages = request["messages"].as_array().unwrap();
+    let first = messages
+        .iter()
+        .find(|message| message["role"] == "user")
+        .map(wire_text)
+        .unwrap_or_default()
+        .to_owned();
+    let answered = messages.iter().filter(|m| m["role"] == "assistant").count();
+    let calls = |calls: Vec<Value>| {
+        let mut calls = calls;
+        for (index, call) in calls.iter_mut().enumerate() {
+            call["index"] = json!(index);
+        }
+        json!({"tool_calls": calls})
+    };
+    let answer = match (first.as_str(), answered) {
+        ("main", 0) => calls(vec![
+            wire_call(
+                "t1",
+                "task",
+                json!({"description": "write a", "prompt": "child A"}),
+            ),
+            wire_call(
+                "t2",
+                "task",
+                json!({"description": "write b", "prompt": "child B", "tools": ["write"]}),
+            ),
+        ]),
+        ("main", _) => json!({"text": "both asked"}),
+        ("child A", 0) => calls(vec![wire_call(
+            "w",
+            "write",
+            json!({"path": "a.txt", "content": "A"}),
+        )]),
+        ("child B", 0) => calls(vec![wire_call(
+            "w",
+            "write",
+            json!({"path": "b.txt", "content": "B"}),
+        )]),
+        (child, _) => json!({"text": format!("{child} finished")}),
+    };
+    Reply::sse(sse(&answer))
+}
+
+#[test]
+fn subagents_work_under_the_parents_rules_and_their_transcripts_are_kept_with_the_session() {
+    let (_runtime, url, _provider) =
+        FakeProvider::start_blocking(Script::Respond(Box::new(respond)));
+    let dir = tempfile::tempdir().unwrap();
+    let output = golato()
+        .args([
+            "run",
+            "--json",
+            "--base-url",
+            &format!("{url}/v1"),
+            "--model",
+            "m",
+        ])
+        .args(["--tools", "read,write,task", "--deny", "write(b.txt)", "-C"])
+        .arg(dir.path())
+        .arg("main")
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines = json_lines(&output);
+
+    // Child A wrote its file; child B's write met the parent's rule.
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+        "A"
+    );
+    assert!(!dir.path().join("b.txt").exists());
+    let ends = of_type(&lines, "tool_end");
+    let result = |id: &str| {
+        ends.iter()
+            .find(|end| end["call"]["id"] == id)
+            .map(|end| {
+                end["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .unwrap()
+    };
+    assert!(
+        result("t1").starts_with("child A finished"),
+        "{}",
+        result("t1")
+    );
+    assert!(
+        result("t1").contains("[The subagent changed 1 file(s) with write and edit: a.txt]"),
+        "{}",
+        result("t1")
+    );
+    assert!(
+        result("t2").starts_with("child B finished"),
+        "{}",
+        result("t2")
+    );
+
+    // Their events came through, tagged with the call that started each.
+    let nested = of_type(&lines, "subagent");
+    let blocked = nested.iter().find(|event| {
+        event["path"] == json!(["t2"])
+            && event["event"]["type"] == "tool_end"
+            && event["event"]["result"]["is_error"] == true
+    });
+    let blocked = blocked.expect("child B's refused write is not among the events");
+    assert!(
+        blocked["event"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("b.txt"),
+        "{blocked}"
+    );
+    let sessions = data_dir().join("sessions");
+    let cwd = dir.path().canonicalize().unwrap();
+    let session = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+                && std::fs::read_to_string(path)
+                    .ok()
+                    .and_then(|text| serde_json::from_str::<Value>(text.lines().next()?).ok())
+                    .is_some_and(|header| header["cwd"] == json!(cwd))
+        })
+        .expect("the run's session is not saved");
+    let session = session.file_stem().unwrap().to_str().unwrap();
+
+    // Each child's transcript beside the session, gone with it.
+    let tasks = sessions.join(format!("{session}.tasks"));
+    let saved = std::fs::read_to_string(tasks.join("t1.jsonl")).unwrap();
+    let saved: Vec<Value> = saved
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(saved[0]["description"], "write a");
+    assert_eq!(saved[1]["message"]["role"], "user");
+    assert_eq!(saved.len(), 1 + 4, "{saved:?}");
+    assert!(tasks.join("t2.jsonl").is_file());
+    let removed = golato().args(["sessions", "rm", session]).output().unwrap();
+    assert!(removed.status.success(), "{removed:?}");
+    assert!(!tasks.exists());
+
+    // The live view shows each child's calls under the task call that started it.
+    let again = tempfile::tempdir().unwrap();
+    let output = golato()
+        .args([
+            "run",
+            "--base-url",
+            &format!("{url}/v1"),
+            "--model",
+            "m",
+            "--ephemeral",
+        ])
+        .args(["--tools", "read,write,task", "--deny", "write(b.txt)", "-C"])
+        .arg(again.path())
+        .arg("main")
+        .output()
+        .unwrap();
+    let story = story(&output);
+    assert!(story.contains("→ task write a"), "{story}");
+    assert!(story.contains("  ┆ ✓ write a.txt (1 bytes)"), "{story}");
+    assert!(story.contains("  ┆ ✗ write b.txt (1 bytes)"), "{story}");
+    assert!(story.contains("✓ task write a"), "{story}");
+}
