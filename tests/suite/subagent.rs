@@ -201,8 +201,10 @@ fn two_task_calls_run_at_once_and_their_answers_are_the_results() {
         ]
     );
     // Serialized for --json as the child's own event under a path.
-    let json = serde_json::to_value(nested[0]).unwrap();
+    let first = nested.iter().find(|e| e.path == ["t1"]).unwrap();
+    let json = serde_json::to_value(first).unwrap();
     assert_eq!(json["path"], json!(["t1"]));
+    assert_eq!(json["event"]["type"], "run_start");
 }
 
 /// A tool that says it started, then waits for its call's cancellation and notes it.
@@ -373,4 +375,50 @@ fn a_configuration_that_cannot_run_a_child_is_refused() {
     })
     .unwrap_err();
     assert!(refused.to_string().contains("give 1 or more"), "{refused}");
+}
+
+#[test]
+fn a_huge_answer_is_cut_with_a_note_and_a_failing_child_is_an_error_result() {
+    let huge = "x".repeat(200 * 1024);
+    let generator = ByPrompt::new(&[
+        (
+            "main",
+            json!([
+                {"tool_calls": [task_call("t1", "big", "big"), task_call("t2", "broken", "broken")]},
+                {"text": "ok"}
+            ]),
+        ),
+        ("big", json!([{"text": huge}])),
+        // Its script has no answer for its second request: the child's generator fails.
+        (
+            "broken",
+            json!([{"text": "trying", "tool_calls": [{"id": "e", "name": "echo", "arguments": {"text": "x"}}]}]),
+        ),
+    ]);
+    let agent = parent(generator, vec![echo_tool()], subagent::Config::default());
+    let result = agent.start(prompt("main")).wait().unwrap();
+    let results = transcript_results(&result.messages);
+    let big = results[0].text();
+    assert!(big.len() < 60 * 1024, "{}", big.len());
+    assert!(
+        big.ends_with(&format!(
+            "[… the answer was cut at {} of its {} bytes]",
+            subagent::MAX_ANSWER_BYTES,
+            200 * 1024
+        )),
+        "{}",
+        &big[big.len() - 200..]
+    );
+    let broken = &results[1];
+    assert!(broken.is_error);
+    assert!(
+        broken.text().starts_with("the subagent did not finish:"),
+        "{}",
+        broken.text()
+    );
+    assert!(
+        broken.text().contains("Its last words:\ntrying"),
+        "{}",
+        broken.text()
+    );
 }

@@ -149,6 +149,22 @@ impl Conversation {
                     width,
                 ));
             }
+            Event::Subagent(nested) => {
+                if let Event::ToolExecutionEnd(end) = &*nested.event {
+                    // A child's edits are the session's too: /diff and the end line count them.
+                    if let Some(path) = self.changed(&end.call, &end.result) {
+                        if let Some(running) = &mut front.running {
+                            running.changed.insert(path);
+                        }
+                    }
+                    front.say(vec![transcript::nested_call_ended(
+                        &end.call,
+                        &end.result,
+                        nested.path.len(),
+                        width,
+                    )]);
+                }
+            }
             Event::Compaction(compaction) => {
                 self.summary = Some(Summary::new(
                     compaction.summary.clone(),

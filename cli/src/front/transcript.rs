@@ -87,6 +87,38 @@ pub(crate) fn answer(message: &AssistantMessage, width: usize) -> Vec<Line<'stat
 }
 
 /// A call's end: its mark, label and time, then what it did.
+/// A subagent's finished call, compact and indented under the `task` call that started it
+/// (`depth` 1 for a child, 2 for a grandchild): its mark, its label, its first result line.
+pub(crate) fn nested_call_ended(
+    call: &ToolCall,
+    result: &ToolResultMessage,
+    depth: usize,
+    width: usize,
+) -> Line<'static> {
+    let (mark, color) = match result.is_error {
+        true => ("✗ ", Color::Red),
+        false => ("✓ ", Color::Green),
+    };
+    let indent = format!("{}┆ ", "  ".repeat(depth));
+    let room = width.saturating_sub(indent.chars().count() + 2);
+    let label = fit(&crate::live::call_label(call), room);
+    let text = result.text();
+    let first = text
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or_default();
+    let rest = room.saturating_sub(label.chars().count() + 1);
+    let mut spans = vec![
+        Span::styled(indent, dim()),
+        Span::styled(mark, Style::default().fg(color)),
+        Span::styled(label, Style::default().add_modifier(Modifier::BOLD)),
+    ];
+    if rest > 3 && !first.is_empty() {
+        spans.push(Span::styled(format!(" {}", fit(first, rest)), dim()));
+    }
+    Line::from(spans)
+}
+
 pub(crate) fn call_ended(
     call: &ToolCall,
     result: &ToolResultMessage,

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::json;
 use support::cli::{golato, script_file, Terminal};
 
-const SIZES: [(u16, u16); 2] = [(24, 80), (40, 120)];
+pub(super) const SIZES: [(u16, u16); 2] = [(24, 80), (40, 120)];
 
 /// What the person can see now and scroll back to, top to bottom.
 fn screen(terminal: &mut Terminal, (rows, columns): (u16, u16)) -> String {
@@ -31,7 +31,7 @@ fn screen(terminal: &mut Terminal, (rows, columns): (u16, u16)) -> String {
 }
 
 /// Waits until the screen satisfies `check`; returns it.
-fn wait_until(
+pub(super) fn wait_until(
     terminal: &mut Terminal,
     size: (u16, u16),
     what: &str,
@@ -66,6 +66,11 @@ fn start_saving(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> 
         .arg("--script")
         .arg(script)
         .args(flags);
+    in_terminal(command, size)
+}
+
+/// The front end `command` starts, on a pseudo terminal of `size` (rows, columns).
+pub(super) fn in_terminal(command: std::process::Command, size: (u16, u16)) -> Terminal {
     // A terminal answers where its cursor is (the inline viewport starts there).
     let n = |n: u16| std::num::NonZeroU16::new(n).unwrap();
     let mut emulator = vt100::Parser::new(n(size.0), n(size.1), 0);
@@ -80,7 +85,7 @@ fn start_saving(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> 
 }
 
 /// `terminal` once its input area is drawn.
-fn ready(mut terminal: Terminal, size: (u16, u16)) -> Terminal {
+pub(super) fn ready(mut terminal: Terminal, size: (u16, u16)) -> Terminal {
     wait_until(&mut terminal, size, "the input", |shown| {
         shown.contains("Enter send")
     });
@@ -88,7 +93,7 @@ fn ready(mut terminal: Terminal, size: (u16, u16)) -> Terminal {
 }
 
 /// Ctrl-D once the front end is idle (its key line says so): it leaves.
-fn leave(mut terminal: Terminal, size: (u16, u16)) -> String {
+pub(super) fn leave(mut terminal: Terminal, size: (u16, u16)) -> String {
     wait_until(&mut terminal, size, "the idle input", |shown| {
         shown
             .lines()

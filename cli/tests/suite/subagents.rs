@@ -193,3 +193,35 @@ fn subagents_work_under_the_parents_rules_and_their_transcripts_are_kept_with_th
     assert!(story.contains("  ┆ ✗ write b.txt (1 bytes)"), "{story}");
     assert!(story.contains("✓ task write a"), "{story}");
 }
+
+#[test]
+fn the_front_end_shows_a_subagents_calls_under_its_task_and_counts_its_changes() {
+    let (_runtime, url, _provider) =
+        FakeProvider::start_blocking(Script::Respond(Box::new(respond)));
+    for size in super::front::SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = golato();
+        command
+            .arg("-C")
+            .arg(dir.path())
+            .args([
+                "--base-url",
+                &format!("{url}/v1"),
+                "--model",
+                "m",
+                "--ephemeral",
+            ])
+            .args(["--tools", "read,write,task", "--deny", "write(b.txt)"]);
+        let mut terminal = super::front::ready(super::front::in_terminal(command, size), size);
+        terminal.type_raw("main\r");
+        let shown = super::front::wait_until(&mut terminal, size, "the run's end", |shown| {
+            shown.contains("done: 2 turns")
+        });
+        assert!(shown.contains("  ┆ ✓ write a.txt (1 bytes)"), "{shown}");
+        assert!(shown.contains("  ┆ ✗ write b.txt (1 bytes)"), "{shown}");
+        assert!(shown.contains("✓ task write a"), "{shown}");
+        // Child A's write is this session's change.
+        assert!(shown.contains("1 file changed"), "{shown}");
+        super::front::leave(terminal, size);
+    }
+}
