@@ -51,6 +51,7 @@ pub mod fault;
 mod images;
 mod locks;
 mod paths;
+mod plan;
 mod read;
 mod search;
 mod text_files;
@@ -63,6 +64,7 @@ use golato_actors::path_lock::PathLock;
 
 use golato_actors::{Host, HostError};
 pub use locks::{SharedLease, SharedLock};
+pub use plan::{plan_of, PlanStep, StepStatus, MAX_PLAN_STEPS, MAX_STEP_CHARS};
 pub use text_files::TextFiles;
 
 use crate::sandbox;
@@ -89,9 +91,11 @@ pub(crate) fn fuzz_image(bytes: &[u8]) -> bool {
 pub const TOOL_NAMES: [&str; 4] = ["read", "bash", "edit", "write"];
 
 /// Built-ins [`new`] returns only when `allowed_tool_names` names them, after the four: `grep`
-/// (file contents by regular expression), `find` (files by glob), `ls` (a directory). With
-/// `read` they make an agent that looks without a shell (`["read", "grep", "find", "ls"]`).
-pub const OPTIONAL_TOOL_NAMES: [&str; 3] = ["grep", "find", "ls"];
+/// (file contents by regular expression), `find` (files by glob), `ls` (a directory), and
+/// `update_plan` (the model's plan of steps, shown as it changes; see [`plan_of`]). With
+/// `read` the first three make an agent that looks without a shell (`["read", "grep", "find",
+/// "ls"]`).
+pub const OPTIONAL_TOOL_NAMES: [&str; 4] = ["grep", "find", "ls", "update_plan"];
 
 /// Which tools [`new`] returns.
 #[derive(Debug, Clone, Default)]
@@ -234,10 +238,11 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
     };
     if !config.disable_builtin_tools {
         type Build = fn(Arc<Workspace>) -> Tool;
-        let optional: [(&str, Build); 3] = [
+        let optional: [(&str, Build); 4] = [
             ("grep", search::grep),
             ("find", search::find),
             ("ls", search::ls),
+            ("update_plan", plan::tool),
         ];
         for (name, build) in optional {
             if named(name) {

@@ -39,7 +39,7 @@ use crate::{CliError, Exit};
 type Connection = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Client>;
 
 /// The modes a session offers: what its tools may touch.
-const MODES: [(&str, &str, &str); 3] = [
+const MODES: [(&str, &str, &str); 4] = [
     (
         "read-only",
         "Read only",
@@ -54,6 +54,11 @@ const MODES: [(&str, &str, &str); 3] = [
         "full-access",
         "Full access",
         "No sandbox: tools reach everything the user can.",
+    ),
+    (
+        "plan",
+        "Plan",
+        "Read only, no edits: the model looks and sends a plan. Switch to another mode to carry it out.",
     ),
 ];
 
@@ -181,6 +186,11 @@ fn session_args(
 
 /// The sandbox mode a session mode asks for.
 fn with_mode(mut args: AgentArgs, mode: &str) -> AgentArgs {
+    // Plan mode's own sandbox and tools are applied when the agent is built.
+    args.plan = mode == "plan";
+    if args.plan {
+        return args;
+    }
     args.sandbox.sandbox = Some(match mode {
         "read-only" => golato::sandbox::Mode::ReadOnly,
         "full-access" => golato::sandbox::Mode::Off,
@@ -191,6 +201,9 @@ fn with_mode(mut args: AgentArgs, mode: &str) -> AgentArgs {
 
 /// The mode a session starts in: the one its flags ask for.
 fn mode_of(args: &AgentArgs) -> &'static str {
+    if args.plan {
+        return "plan";
+    }
     match args.sandbox.policy(crate::run::DEFAULT_SANDBOX).mode {
         golato::sandbox::Mode::ReadOnly => "read-only",
         golato::sandbox::Mode::Off => "full-access",
@@ -438,7 +451,7 @@ async fn set_mode(
     let wanted = request.mode_id.0.to_string();
     let Some((mode, _, _)) = MODES.iter().find(|(mode, _, _)| *mode == wanted) else {
         return Err(invalid_params(format!(
-            "no mode {wanted}; the modes are read-only, workspace-write and full-access"
+            "no mode {wanted}; the modes are read-only, workspace-write, full-access and plan"
         )));
     };
     state.idle(&id, "mode")?;

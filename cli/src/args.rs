@@ -241,6 +241,11 @@ pub(crate) struct AgentArgs {
         help_heading = "Tools"
     )]
     pub(crate) tools: Option<Vec<String>>,
+    /// Plan mode: the model looks (read-only sandbox; read, bash, grep, find, ls) and sends a
+    /// plan with update_plan; nothing is changed. In the front end, /plan enters it and
+    /// /accept carries the plan out.
+    #[arg(long, help_heading = "Tools")]
+    pub(crate) plan: bool,
     /// Leave these tools out, comma-separated; wins over --tools.
     #[arg(
         long,

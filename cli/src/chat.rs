@@ -36,6 +36,8 @@ pub(crate) struct Begun {
     pub(crate) context: Option<String>,
     /// Who answers for calls that ask (`/approve` changes its mode).
     pub(crate) approver: std::sync::Arc<crate::approve::Approver>,
+    /// How to make the plan-mode agent (`/plan`).
+    pub(crate) plan_mode: Option<crate::plan::PlanMode>,
 }
 
 /// Builds the agent, opens the session (the newest of the directory with `-c`) and fires the
@@ -52,6 +54,7 @@ pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
         price,
         session: hook_session,
         approver,
+        plan_mode,
         ..
     } = build_agent(&args.agent, None, true).await?;
     // Each prompt is a new one: calls a stop cut off are closed first.
@@ -81,6 +84,7 @@ pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
         told,
         context,
         approver,
+        plan_mode,
     })
 }
 

@@ -422,6 +422,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         told,
         context,
         approver,
+        plan_mode,
     } = begun;
     let mut signals = Signals::listen()?;
     let history_file = history_file();
@@ -459,6 +460,9 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         approver,
         args,
         changes: Default::default(),
+        plan_mode,
+        parked: None,
+        planning: false,
     };
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));

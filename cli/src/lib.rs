@@ -29,6 +29,7 @@ mod instructions;
 mod interrupt;
 mod json;
 mod live;
+mod plan;
 mod policy;
 mod preview;
 mod prompt;

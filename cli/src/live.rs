@@ -260,9 +260,16 @@ impl Live {
             .as_ref()
             .and_then(|details| details["diff"].as_str())
             .filter(|_| call.name == "edit" && !result.is_error);
+        let plan = golato::builtin::plan_of(result);
         match diff {
             // What changed, not just that it did.
             Some(diff) => text.push_str(&diff_lines(diff)),
+            // The plan itself, every step.
+            None if plan.is_some() => {
+                for line in crate::plan::lines(plan.as_deref().unwrap_or_default()) {
+                    text.push_str(&format!("\n  {DIM}│{DIM:#} {line}"));
+                }
+            }
             // A command's last lines say how it ended (errors come at the end).
             None if call.name == "bash" && lines.len() > RESULT_LINES => {
                 let earlier = lines.len() - RESULT_LINES;
@@ -575,6 +582,9 @@ pub(crate) fn call_label(call: &ToolCall) -> String {
         }),
         // A subagent: what it was asked to do, in its own words.
         "task" => text("description"),
+        "update_plan" => field("plan")
+            .and_then(Value::as_array)
+            .map(|steps| crate::shown::count(steps.len() as u64, "step")),
         _ => None,
     };
     let summary = summary.unwrap_or_else(|| {

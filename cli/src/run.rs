@@ -192,6 +192,8 @@ fn policy_hooks(
 /// What the flags build.
 pub(crate) struct Built {
     pub(crate) agent: Agent,
+    /// How to make the plan-mode agent (`/plan`), for a person at a terminal.
+    pub(crate) plan_mode: Option<crate::plan::PlanMode>,
     /// The recording `--script` replays, if any.
     pub(crate) recording: Option<Recording>,
     pub(crate) header: Header,
@@ -212,6 +214,8 @@ pub(crate) async fn build_agent(
     shared_lock: Option<Arc<dyn builtin::SharedLock>>,
     interactive: bool,
 ) -> Result<Built, CliError> {
+    let planned = args.plan.then(|| crate::plan::planning(args));
+    let args = planned.as_ref().unwrap_or(args);
     let mcp_tools = mcp_tools(args).await?;
     let tools = builtin_tools(args, mcp_tools, shared_lock)?;
     let (generator, model, recording, provider, endpoint) = match &args.script {
@@ -274,6 +278,17 @@ pub(crate) async fn build_agent(
         true => system_prompt,
         false => Some(crate::instructions::system_prompt(system_prompt, args, &header).await),
     };
+    // In the front end, /plan makes the plan-mode agent from the same pieces when asked.
+    let plan_mode = (interactive && !args.plan).then(|| crate::plan::PlanMode {
+        generator: Arc::clone(&generator),
+        hooks: Vec::new(),
+        system_prompt: system_prompt.clone(),
+        args: crate::plan::planning(args),
+    });
+    let system_prompt = match args.plan {
+        true => Some(crate::plan::with_instructions(system_prompt.as_deref())),
+        false => system_prompt,
+    };
     let price = model.price;
     let hooks = policy_hooks(
         args,
@@ -282,6 +297,10 @@ pub(crate) async fn build_agent(
         &hook_session,
         interactive,
     )?;
+    let plan_mode = plan_mode.map(|plan_mode| crate::plan::PlanMode {
+        hooks: hooks.clone(),
+        ..plan_mode
+    });
     let mut tools = tools;
     if crate::subagents::wanted(args) {
         let task = crate::subagents::tool(
@@ -339,6 +358,7 @@ pub(crate) async fn build_agent(
         || !args.policy.hooks.is_empty();
     Ok(Built {
         agent,
+        plan_mode,
         recording,
         header,
         questions: questions.filter(|_| asks),
@@ -433,7 +453,7 @@ async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
     Ok(tools)
 }
 
-fn builtin_tools(
+pub(crate) fn builtin_tools(
     args: &AgentArgs,
     custom_tools: Vec<golato::Tool>,
     shared_lock: Option<Arc<dyn builtin::SharedLock>>,

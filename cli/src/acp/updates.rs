@@ -139,7 +139,14 @@ impl Updates {
                     ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
                 ))]
             }
-            Event::ToolExecutionEnd(end) => vec![self.ended(&end.call, &end.result)],
+            Event::ToolExecutionEnd(end) => {
+                let mut updates = vec![self.ended(&end.call, &end.result)];
+                // The plan, whole, as the client shows plans.
+                if let Some(plan) = golato::builtin::plan_of(&end.result) {
+                    updates.push(SessionUpdate::Plan(plan_update(&plan)));
+                }
+                updates
+            }
             _ => Vec::new(),
         }
     }
@@ -219,4 +226,22 @@ pub(crate) fn replay(transcript: &[Message], cwd: &Path) -> Vec<SessionUpdate> {
         }
     }
     updates
+}
+
+/// An `update_plan` call's plan as ACP's.
+fn plan_update(plan: &[golato::builtin::PlanStep]) -> agent_client_protocol::v1::schema::Plan {
+    use agent_client_protocol::v1::schema::{Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus};
+    use golato::builtin::StepStatus;
+    Plan::new(
+        plan.iter()
+            .map(|step| {
+                let status = match step.status {
+                    StepStatus::Completed => PlanEntryStatus::Completed,
+                    StepStatus::InProgress => PlanEntryStatus::InProgress,
+                    _ => PlanEntryStatus::Pending,
+                };
+                PlanEntry::new(step.step.clone(), PlanEntryPriority::Medium, status)
+            })
+            .collect(),
+    )
 }

@@ -20,6 +20,10 @@ pub(crate) enum Command {
     Resume(Option<String>),
     Diff,
     Init,
+    /// `/plan`: into plan mode, or out of it.
+    Plan,
+    /// `/accept`: the plan is carried out.
+    Accept,
 }
 
 /// Every command, with what it does.
@@ -47,6 +51,14 @@ const COMMANDS: &[(&str, &str)] = &[
         "take back the last changes (comes with checkpoints)",
     ),
     ("/diff", "what this session's edits and writes changed"),
+    (
+        "/plan",
+        "plan mode: the model looks (read-only) and sends a plan; again to leave",
+    ),
+    (
+        "/accept",
+        "accept the plan: edits are back and the model carries it out",
+    ),
     ("/cost", "tokens and money of this session so far"),
     ("/tools", "the tools the model has"),
     (
@@ -100,6 +112,8 @@ pub(crate) fn run(front: &mut Front, text: &str) {
         "/fork" => Command::Fork,
         "/diff" => Command::Diff,
         "/init" => Command::Init,
+        "/plan" => Command::Plan,
+        "/accept" => Command::Accept,
         "/model" => Command::Model(argument.clone()),
         "/resume" => Command::Resume(argument.clone()),
         "/approve" => match argument

@@ -44,6 +44,12 @@ pub(crate) struct Conversation {
     pub(crate) args: crate::args::ChatArgs,
     /// What edits and writes of this session did, by file, in order (`/diff`).
     pub(crate) changes: BTreeMap<String, Vec<String>>,
+    /// How to make the plan-mode agent (`/plan`).
+    pub(crate) plan_mode: Option<crate::plan::PlanMode>,
+    /// The agent not in use: the plan-mode one, or the normal one while planning.
+    pub(crate) parked: Option<golato::Agent>,
+    /// Whether the agent in use is the plan-mode one.
+    pub(crate) planning: bool,
 }
 
 impl Conversation {
@@ -306,6 +312,9 @@ impl Conversation {
             Command::Model(Some(name)) => {
                 let model = crate::provider::model_named(&self.args.agent, &name);
                 self.price = model.price;
+                if let Some(parked) = &mut self.parked {
+                    *parked = parked.with_model(model.clone());
+                }
                 self.agent = self.agent.with_model(model);
                 self.header.model = Some(name.clone());
                 let when = match front.running {
@@ -369,8 +378,51 @@ impl Conversation {
             }
             Command::Diff => self.diff(front),
             Command::Init => init(front, &self.header.cwd),
+            Command::Plan => self.plan(front)?,
+            Command::Accept => {
+                if !self.planning {
+                    front.note("not in plan mode: /plan enters it");
+                } else if front.running.is_some() {
+                    front.note("the plan is still being made: accept it once the run ends");
+                } else {
+                    self.switch_agent();
+                    front.note("plan accepted: edits are back; the model carries the plan out");
+                    self.send(front, crate::plan::ACCEPTED.to_owned()).await;
+                }
+            }
         }
         Ok(())
+    }
+
+    /// `/plan`: into plan mode (the read-only agent that plans), or back out of it.
+    fn plan(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+        if front.running.is_some() {
+            front.note("/plan switches between runs: wait for this one to end, or Esc it");
+            return Ok(());
+        }
+        if self.planning {
+            self.switch_agent();
+            front.note("plan mode left: the tools are as before; nothing was accepted");
+            return Ok(());
+        }
+        if self.parked.is_none() {
+            let Some(plan_mode) = &self.plan_mode else {
+                front.note("plan mode is not available here");
+                return Ok(());
+            };
+            self.parked = Some(plan_mode.agent(self.agent.model().clone())?);
+        }
+        self.switch_agent();
+        front.note("plan mode: read-only sandbox, no edits; the model looks and sends a plan. /accept carries it out, /plan leaves");
+        Ok(())
+    }
+
+    /// Swaps the agent in use with the parked one.
+    fn switch_agent(&mut self) {
+        if let Some(parked) = &mut self.parked {
+            std::mem::swap(&mut self.agent, parked);
+            self.planning = !self.planning;
+        }
     }
 
     /// `/compact`: the conversation summarized now, its recent messages kept.

@@ -153,6 +153,13 @@ pub(crate) fn call_ended(
     if call.name == "read" && !result.is_error {
         return lines;
     }
+    // The plan itself, every step.
+    if let Some(plan) = golato::builtin::plan_of(result) {
+        for line in crate::plan::lines(&plan) {
+            lines.push(Line::from(vec![bar(), Span::raw(fit(&line, body))]));
+        }
+        return lines;
+    }
     let text = result.text();
     let output: Vec<&str> = text.lines().collect();
     let skip = output.len().saturating_sub(TAIL_LINES);

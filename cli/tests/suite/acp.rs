@@ -598,3 +598,60 @@ fn reject_always_refuses_later_calls_of_the_tool_unasked_and_read_only_mode_hold
         assert!(!dir.path().join(file).exists(), "{file}");
     }
 }
+
+#[test]
+fn plan_mode_sends_the_plan_and_changes_nothing_until_another_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({"plan": [
+        {"step": "Look at the code", "status": "completed"},
+        {"step": "Write the file", "status": "pending"}
+    ]});
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "p", "name": "update_plan", "arguments": plan},
+                {"id": "w", "name": "write", "arguments": {"path": "early", "content": "x"}}
+            ]}),
+            json!({"text": "Here is the plan."}),
+            json!({"tool_calls": [{"id": "w2", "name": "write", "arguments": {"path": "late", "content": "x"}}]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let mut acp = Acp::start(dir.path(), &script, &["--approve", "never"]);
+    let session = acp.new_session(dir.path());
+    let created_modes = acp.request("session/new", json!({"cwd": dir.path(), "mcpServers": []}));
+    let modes: Vec<&str> = created_modes["result"]["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|mode| mode["id"].as_str().unwrap())
+        .collect();
+    assert!(modes.contains(&"plan"), "{modes:?}");
+    let mode = acp.request(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "plan"}),
+    );
+    assert!(mode.get("result").is_some(), "{mode}");
+    let id = acp.prompt(&session, "plan it");
+    let (done, before) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let plans = updates(&before, "plan");
+    assert_eq!(plans.len(), 1, "{before:#?}");
+    assert_eq!(plans[0]["entries"][0]["content"], "Look at the code");
+    assert_eq!(plans[0]["entries"][0]["status"], "completed");
+    assert_eq!(plans[0]["entries"][1]["status"], "pending");
+    // No write in plan mode: the call failed and nothing was written.
+    assert!(!dir.path().join("early").exists());
+    // Another mode carries the plan out.
+    let mode = acp.request(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "workspace-write"}),
+    );
+    assert!(mode.get("result").is_some(), "{mode}");
+    let id = acp.prompt(&session, "go ahead");
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(dir.path().join("late").exists());
+}

@@ -664,3 +664,48 @@ fn steering_is_shown_queued_and_then_joined_when_the_running_call_ends() {
     assert!(joined < shown.find("Noted.").unwrap(), "{shown}");
     leave(terminal, size);
 }
+
+#[test]
+fn plan_mode_shows_the_plan_changes_nothing_and_accept_carries_it_out() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = json!({"plan": [
+            {"step": "Look at the code", "status": "completed"},
+            {"step": "Write the notes", "status": "pending"}
+        ]});
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [
+                    {"id": "p", "name": "update_plan", "arguments": plan},
+                    {"id": "w", "name": "write", "arguments": {"path": "early.txt", "content": "x"}}
+                ]}),
+                json!({"text": "That is the plan."}),
+                json!({"tool_calls": [{"id": "w2", "name": "write", "arguments": {"path": "notes.txt", "content": "x"}}]}),
+                json!({"text": "Written."}),
+            ],
+        );
+        let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+        terminal.type_raw("/plan\r");
+        wait_until(&mut terminal, size, "plan mode", |shown| {
+            shown.contains("plan mode: read-only sandbox")
+        });
+        terminal.type_raw("what would you do?\r");
+        let shown = wait_until(&mut terminal, size, "the plan", |shown| {
+            shown.contains("That is the plan.") && shown.contains("Ctrl-D quit")
+        });
+        assert!(shown.contains("✓ update_plan 2 steps"), "{shown}");
+        assert!(shown.contains("│ [x] Look at the code"), "{shown}");
+        assert!(shown.contains("│ [ ] Write the notes"), "{shown}");
+        assert!(shown.contains("✗ write early.txt"), "{shown}");
+        assert!(!dir.path().join("early.txt").exists());
+        terminal.type_raw("/accept\r");
+        let shown = wait_until(&mut terminal, size, "the plan carried out", |shown| {
+            shown.contains("Written.") && shown.contains("Ctrl-D quit")
+        });
+        assert!(shown.contains("plan accepted"), "{shown}");
+        assert!(dir.path().join("notes.txt").exists());
+        leave(terminal, size);
+    }
+}

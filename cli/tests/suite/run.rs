@@ -716,3 +716,49 @@ fn output_schema_prints_the_answer_as_valid_json_after_one_correction() {
     assert_eq!(output.status.code(), Some(2));
     assert!(one_error_line(&output).contains("--output-schema"));
 }
+
+#[test]
+fn plan_mode_offers_looking_tools_and_update_plan_and_the_story_shows_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = json!({"explanation": "first look", "plan": [
+        {"step": "Read main.rs", "status": "in_progress"},
+        {"step": "Fix the bug", "status": "pending"}
+    ]});
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "p", "name": "update_plan", "arguments": plan},
+                {"id": "t", "name": "bash", "arguments": {"command": "touch made-in-plan-mode"}},
+                {"id": "w", "name": "edit", "arguments": {"path": "x", "edits": []}}
+            ]}),
+            json!({"text": "Planned."}),
+        ],
+    );
+    let lines = run_json(dir.path(), &script, &["--plan"]);
+    let header = &of_type(&lines, "run_start")[0];
+    assert_eq!(
+        header["tools"],
+        json!(["read", "bash", "grep", "find", "ls", "update_plan"]),
+        "{header}"
+    );
+    assert_eq!(header["sandbox"], "read-only", "{header}");
+    let ends = of_type(&lines, "tool_end");
+    let end = |id: &str| *ends.iter().find(|end| end["call"]["id"] == id).unwrap();
+    assert_eq!(
+        end("p")["result"]["details"]["plan"][0]["status"],
+        "in_progress"
+    );
+    assert_eq!(end("p")["result"]["details"]["explanation"], "first look");
+    // Nothing changes: bash is read-only, edit is not a tool.
+    assert_eq!(end("t")["result"]["is_error"], true, "{}", end("t"));
+    assert_eq!(end("w")["result"]["is_error"], true, "{}", end("w"));
+    assert!(!dir.path().join("made-in-plan-mode").exists());
+    // The plain story shows the plan, step by step.
+    let output = run_script(dir.path(), &script, &["--plan"]);
+    let story = story(&output);
+    assert!(story.contains("✓ update_plan 2 steps"), "{story}");
+    assert!(story.contains("│ [>] Read main.rs"), "{story}");
+    assert!(story.contains("│ [ ] Fix the bug"), "{story}");
+}
