@@ -63,10 +63,50 @@ pub(crate) enum Command {
     /// Lists the skills a run here offers the model (.agents/skills/ and .claude/skills/ of a
     /// trusted project, ~/.agents/skills/), and the ones left out, with why.
     Skills(ConfigArgs),
+    /// Takes back what a session's last prompt (or every prompt from --to N on) did: the files
+    /// its edits and writes changed are put back and the session is cut back to before that
+    /// prompt. A file changed since by anything else stops it, naming the file.
+    Undo(UndoArgs),
+    /// Shows what a session's edits and writes changed, prompt by prompt, as unified diffs.
+    Diff(DiffArgs),
     /// Lists this directory's saved sessions (--all: every directory's), newest first: ID, last
     /// activity, turns, directory, first prompt; `sessions repair ID` mends a damaged one,
     /// `sessions rm ID` removes one.
     Sessions(SessionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct UndoArgs {
+    /// The session (its ID or a unique start of it) [default: this directory's newest].
+    pub(crate) id: Option<String>,
+    /// Undo every prompt from this one on (1-based, as `golato diff` numbers them) [default:
+    /// the last].
+    #[arg(long, value_name = "PROMPT")]
+    pub(crate) to: Option<usize>,
+    /// The directory whose newest session is meant.
+    #[arg(
+        short = 'C',
+        long,
+        visible_alias = "cd",
+        default_value = ".",
+        value_name = "DIR"
+    )]
+    pub(crate) cwd: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DiffArgs {
+    /// The session (its ID or a unique start of it) [default: this directory's newest].
+    pub(crate) id: Option<String>,
+    /// The directory whose newest session is meant.
+    #[arg(
+        short = 'C',
+        long,
+        visible_alias = "cd",
+        default_value = ".",
+        value_name = "DIR"
+    )]
+    pub(crate) cwd: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -38,6 +38,8 @@ pub(crate) struct Begun {
     pub(crate) approver: std::sync::Arc<crate::approve::Approver>,
     /// How to make the plan-mode agent (`/plan`).
     pub(crate) plan_mode: Option<crate::plan::PlanMode>,
+    /// Where hooks (and checkpoints) learn which session is saved; told again when it changes.
+    pub(crate) hook_session: tokio::sync::watch::Sender<golato::policy::HookSession>,
 }
 
 /// Builds the agent, opens the session (the newest of the directory with `-c`) and fires the
@@ -85,6 +87,7 @@ pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
         context,
         approver,
         plan_mode,
+        hook_session,
     })
 }
 

@@ -423,6 +423,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         context,
         approver,
         plan_mode,
+        hook_session,
     } = begun;
     let mut signals = Signals::listen()?;
     let history_file = history_file();
@@ -463,6 +464,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         plan_mode,
         parked: None,
         planning: false,
+        hook_session,
     };
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));

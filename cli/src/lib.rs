@@ -20,6 +20,7 @@ mod approve;
 mod args;
 mod bounded;
 mod chat;
+mod checkpoints;
 mod config;
 mod demo;
 mod durable;
@@ -259,6 +260,10 @@ pub fn main() -> ExitCode {
                 Some(args::SessionsAction::Repair { id }) => session::repair(&id),
                 Some(args::SessionsAction::Rm { id }) => session::remove(&id),
             },
+            Command::Undo(args) => {
+                checkpoints::undo_command(args.id.as_deref(), &args.cwd, args.to)
+            }
+            Command::Diff(args) => checkpoints::diff_command(args.id.as_deref(), &args.cwd),
             Command::Acp(args) => acp::command(*args).await,
             Command::Chat(args) if front::usable(&args) => front::command(*args).await,
             Command::Chat(args) => chat::command(*args).await,

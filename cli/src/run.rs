@@ -217,6 +217,7 @@ pub(crate) async fn build_agent(
     let planned = args.plan.then(|| crate::plan::planning(args));
     let args = planned.as_ref().unwrap_or(args);
     let mcp_tools = mcp_tools(args).await?;
+    let durable_worker = shared_lock.is_some();
     let tools = builtin_tools(args, mcp_tools, shared_lock)?;
     let (generator, model, recording, provider, endpoint) = match &args.script {
         Some(path) => {
@@ -290,13 +291,21 @@ pub(crate) async fn build_agent(
         false => system_prompt,
     };
     let price = model.price;
-    let hooks = policy_hooks(
+    let mut hooks = policy_hooks(
         args,
         approve,
         Arc::clone(&approver),
         &hook_session,
         interactive,
     )?;
+    // Last: it keeps a file as it was only once every other hook let the call run. Not for
+    // durable workers, which save no session.
+    if !durable_worker {
+        hooks.push(crate::checkpoints::Recorder::new(
+            &args.cwd,
+            hook_session.clone(),
+        ));
+    }
     let plan_mode = plan_mode.map(|plan_mode| crate::plan::PlanMode {
         hooks: hooks.clone(),
         ..plan_mode

@@ -16,9 +16,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use golato::message::{Message, StopReason};
+use golato::message::{Message, StopReason, ToolCall};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::CliError;
 
@@ -428,6 +428,10 @@ impl Saved {
                 summary = serde_json::from_value(compaction.clone()).ok();
                 continue;
             }
+            // A note of what `golato undo` took back: for people, not the model.
+            if step.get("undo").is_some() {
+                continue;
+            }
             match serde_json::from_value::<Message>(step["message"].clone()) {
                 Ok(message) => steps.push(message),
                 Err(_) => return Err(damaged(line, header)),
@@ -686,6 +690,71 @@ pub(crate) fn find(id: Option<&str>, cwd: Option<&Path>) -> Result<Saved, CliErr
     })
 }
 
+/// The user messages of `saved` (prompts, steering, follow-ups), in order, each with the calls
+/// the model made after it and before the next one.
+pub(crate) fn prompts(saved: &Saved) -> Vec<(golato::message::UserMessage, Vec<ToolCall>)> {
+    let mut prompts: Vec<(golato::message::UserMessage, Vec<ToolCall>)> = Vec::new();
+    for message in &saved.transcript {
+        match message {
+            Message::User(user) => prompts.push((user.clone(), Vec::new())),
+            Message::Assistant(answer) => {
+                if let Some((_, calls)) = prompts.last_mut() {
+                    calls.extend(answer.tool_calls.iter().cloned());
+                }
+            }
+            _ => {}
+        }
+    }
+    prompts
+}
+
+/// Cuts `saved` back to before its user message number `prompt` (1-based), writing `note` as
+/// an `undo` line in its place; refused while another golato writes it or when it changed
+/// since it was read.
+pub(crate) fn cut_before(saved: &Saved, prompt: usize, note: Value) -> Result<(), CliError> {
+    let id = &saved.header.id;
+    let _lock = file::Lock::take(&saved.path, id)?;
+    let failed = |error: std::io::Error| {
+        CliError::Failed(format!(
+            "could not cut the session {id} back ({}): {error}",
+            saved.path.display()
+        ))
+    };
+    let bytes = std::fs::read(&saved.path).map_err(failed)?;
+    if bytes.len() as u64 != saved.length {
+        return Err(CliError::Failed(format!(
+            "the session {id} changed while it was being undone; try again"
+        )));
+    }
+    let judged = file::lines(&bytes);
+    let mut seen = 0;
+    let cut_line = judged.steps.iter().find_map(|(line, step)| {
+        let user = serde_json::from_value::<Message>(step["message"].clone())
+            .is_ok_and(|message| matches!(message, Message::User(_)));
+        seen += usize::from(user);
+        (user && seen == prompt).then_some(*line)
+    });
+    let Some(cut_line) = cut_line else {
+        return Err(CliError::usage(format!(
+            "the session {id} has no prompt {prompt}"
+        )));
+    };
+    // Everything before that line (line numbers are 1-based), then the note.
+    let kept: usize = bytes
+        .split_inclusive(|byte| *byte == b'\n')
+        .take(cut_line - 1)
+        .map(<[u8]>::len)
+        .sum();
+    let mut text = bytes[..kept].to_vec();
+    text.extend_from_slice(json!({ "undo": note }).to_string().as_bytes());
+    text.push(b'\n');
+    let aside = saved.path.with_extension("jsonl.undo");
+    std::fs::write(&aside, &text)
+        .and_then(|()| std::fs::File::open(&aside)?.sync_all())
+        .and_then(|()| std::fs::rename(&aside, &saved.path))
+        .map_err(failed)
+}
+
 /// `golato sessions repair ID`.
 pub(crate) fn repair(id: &str) -> Result<crate::Exit, CliError> {
     let (id, path) = named(id)?;
@@ -786,8 +855,9 @@ pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
     for aside in ["torn", "jsonl.damaged", "lock"] {
         let _ = std::fs::remove_file(path.with_extension(aside));
     }
-    // Its subagents' transcripts go with it.
+    // Its subagents' transcripts and its checkpoints go with it.
     let _ = std::fs::remove_dir_all(crate::subagents::folder(&path));
+    let _ = std::fs::remove_dir_all(crate::checkpoints::folder(&path));
     let _ = writeln!(std::io::stdout().lock(), "removed the session {id}");
     Ok(crate::Exit::Success)
 }

@@ -34,4 +34,5 @@ mod suite {
     mod signals;
     mod subagents;
     mod trust;
+    mod undo;
 }

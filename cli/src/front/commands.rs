@@ -24,6 +24,8 @@ pub(crate) enum Command {
     Plan,
     /// `/accept`: the plan is carried out.
     Accept,
+    /// `/undo`: the last prompt's edits and writes taken back.
+    Undo,
 }
 
 /// Every command, with what it does.
@@ -48,7 +50,7 @@ const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/undo",
-        "take back the last changes (comes with checkpoints)",
+        "take back the last prompt: its edits and writes, and the conversation since",
     ),
     ("/diff", "what this session's edits and writes changed"),
     (
@@ -100,10 +102,7 @@ pub(crate) fn run(front: &mut Front, text: &str) {
             front.leaving = true;
             return;
         }
-        "/undo" => {
-            front.note("/undo is not built yet: it comes with checkpoints of what each call changed (bash included); /diff shows what edits and writes changed");
-            return;
-        }
+        "/undo" => Command::Undo,
         "/new" => Command::New,
         "/cost" => Command::Cost,
         "/tools" => Command::Tools,

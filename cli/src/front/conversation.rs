@@ -50,6 +50,8 @@ pub(crate) struct Conversation {
     pub(crate) parked: Option<golato::Agent>,
     /// Whether the agent in use is the plan-mode one.
     pub(crate) planning: bool,
+    /// Where hooks and checkpoints learn which session is saved.
+    pub(crate) hook_session: tokio::sync::watch::Sender<golato::policy::HookSession>,
 }
 
 impl Conversation {
@@ -286,6 +288,7 @@ impl Conversation {
                 self.saving =
                     crate::session::open(None, &self.args.agent.cwd, self.args.ephemeral, true)?
                         .saving;
+                self.session_changed();
                 front.note("a new session: the conversation starts over");
             }
             Command::Cost => {
@@ -371,6 +374,7 @@ impl Conversation {
                 self.transcript = opened.transcript;
                 self.summary = opened.summary;
                 self.saving = opened.saving;
+                self.session_changed();
                 self.changes.clear();
                 let width = front.width();
                 front.say(transcript::earlier(&self.transcript, width));
@@ -379,6 +383,7 @@ impl Conversation {
             Command::Diff => self.diff(front),
             Command::Init => init(front, &self.header.cwd),
             Command::Plan => self.plan(front)?,
+            Command::Undo => self.undo(front)?,
             Command::Accept => {
                 if !self.planning {
                     front.note("not in plan mode: /plan enters it");
@@ -414,6 +419,51 @@ impl Conversation {
         }
         self.switch_agent();
         front.note("plan mode: read-only sandbox, no edits; the model looks and sends a plan. /accept carries it out, /plan leaves");
+        Ok(())
+    }
+
+    /// Tells hooks and checkpoints which session is saved now.
+    fn session_changed(&mut self) {
+        let (id, path) = match &self.saving {
+            Some(saving) => (saving.id(), saving.path().to_owned()),
+            None => (String::new(), std::path::PathBuf::new()),
+        };
+        self.told.session_id.clone_from(&id);
+        self.told.transcript_path.clone_from(&path);
+        self.hook_session.send_modify(|session| {
+            session.session_id = id;
+            session.transcript_path = path;
+        });
+    }
+
+    /// `/undo`: this session's last prompt taken back (its edits and writes), and the
+    /// conversation cut back to before it.
+    fn undo(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+        if front.running.is_some() {
+            front.note("/undo works between runs: wait for this one to end, or Esc it");
+            return Ok(());
+        }
+        let Some(id) = self.saving.as_ref().map(crate::session::Writer::id) else {
+            front.note("nothing saved (--ephemeral): there is nothing to undo");
+            return Ok(());
+        };
+        // The session's lock is let go for the undo, and taken again to go on.
+        self.saving = None;
+        let saved = crate::session::find(Some(&id), None)?;
+        let outcome = crate::checkpoints::undo(&saved, None);
+        let saved = crate::session::find(Some(&id), None)?;
+        let opened = crate::session::open(Some(saved), &self.args.agent.cwd, false, true)?;
+        self.transcript = opened.transcript;
+        self.summary = opened.summary;
+        self.saving = opened.saving;
+        self.session_changed();
+        match outcome {
+            Ok(done) => {
+                self.changes.clear();
+                front.note(&format!("undone: {done}"));
+            }
+            Err(error) => front.note(&error.to_string()),
+        }
         Ok(())
     }
 
@@ -478,6 +528,7 @@ impl Conversation {
         }
         let new = writer.id();
         self.saving = Some(writer);
+        self.session_changed();
         front.note(&match old {
             Some(old) => format!("forked: this is now session {new}; {old} is kept as it was"),
             None => format!("forked: this is now session {new}"),

@@ -1,0 +1,469 @@
+//! Checkpoints: what a session's `edit` and `write` calls changed, kept beside the session
+//! (`ID.checkpoints/`: the file contents by their SHA-256, only files that changed, and a log
+//! of each call's before and after), so that `golato undo` and `/undo` can put the files back
+//! and `golato diff` can show what changed. Removed with the session.
+//!
+//! A hook records them: before an edit or a write runs (after every other hook said yes) it
+//! keeps the file as it is; after it succeeded, the file as it became. `bash` is not recorded
+//! yet: undo says how many commands ran in what it took back, whose changes stay.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::future::BoxFuture;
+use futures::FutureExt as _;
+use golato::hook::{AfterToolCall, BeforeToolCall, Hook, HookContext};
+use golato::policy::HookSession;
+use golato::tool::{BoxError, ToolResult};
+use serde::{Deserialize, Serialize};
+use sha2::Digest as _;
+
+use crate::session::Saved;
+use crate::CliError;
+
+/// Files larger than this are not kept (an undo of them says so): `edit`'s own limit.
+const MAX_KEPT: u64 = 64 * 1024 * 1024;
+
+/// The folder of a session's checkpoints.
+pub(crate) fn folder(session: &Path) -> PathBuf {
+    session.with_extension("checkpoints")
+}
+
+/// A file as a checkpoint knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum State {
+    /// There was no file.
+    Absent,
+    /// Its content, by SHA-256 (hex) in the store.
+    Kept(String),
+    /// Too large or unreadable to keep.
+    Unkept,
+}
+
+/// One call's change of one file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    call: String,
+    tool: String,
+    path: PathBuf,
+    before: State,
+    after: State,
+}
+
+/// A session's checkpoint folder.
+struct Store {
+    folder: PathBuf,
+}
+
+impl Store {
+    fn of(session: &Path) -> Store {
+        Store {
+            folder: folder(session),
+        }
+    }
+
+    /// The file at `path` now, its content kept in the store.
+    fn capture(&self, path: &Path) -> State {
+        match std::fs::metadata(path) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return State::Absent,
+            Ok(metadata) if metadata.is_file() && metadata.len() <= MAX_KEPT => {}
+            _ => return State::Unkept,
+        }
+        match std::fs::read(path).and_then(|bytes| self.put(&bytes)) {
+            Ok(hash) => State::Kept(hash),
+            Err(_) => State::Unkept,
+        }
+    }
+
+    fn put(&self, bytes: &[u8]) -> std::io::Result<String> {
+        let hash = hex(&sha2::Sha256::digest(bytes));
+        let objects = self.folder.join("objects");
+        let path = objects.join(&hash);
+        if !path.exists() {
+            std::fs::create_dir_all(&objects)?;
+            let aside = objects.join(format!("{hash}.new-{}", std::process::id()));
+            std::fs::write(&aside, bytes)?;
+            std::fs::rename(&aside, &path)?;
+        }
+        Ok(hash)
+    }
+
+    fn get(&self, hash: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.folder.join("objects").join(hash))
+    }
+
+    fn log(&self) -> PathBuf {
+        self.folder.join("log.jsonl")
+    }
+
+    fn append(&self, record: &Record) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.folder)?;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log())?;
+        let mut line = serde_json::to_string(record).map_err(std::io::Error::other)?;
+        line.push('\n');
+        file.write_all(line.as_bytes())?;
+        file.sync_data()
+    }
+
+    /// Every record; a line that does not parse (a torn last write) is skipped.
+    fn records(&self) -> Vec<Record> {
+        std::fs::read_to_string(self.log())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    /// Keeps only `records` in the log.
+    fn keep(&self, records: &[Record]) -> std::io::Result<()> {
+        let mut text = String::new();
+        for record in records {
+            text.push_str(&serde_json::to_string(record).map_err(std::io::Error::other)?);
+            text.push('\n');
+        }
+        let aside = self.folder.join("log.jsonl.new");
+        std::fs::write(&aside, text)?;
+        std::fs::rename(&aside, self.log())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Files as they were before each running call, by run and call.
+type Before = Arc<Mutex<HashMap<(u64, String), (PathBuf, State)>>>;
+
+/// The hook that records checkpoints for the session `session` names (nothing when it names
+/// none: `--ephemeral`, durable workers).
+pub(crate) struct Recorder {
+    cwd: PathBuf,
+    session: tokio::sync::watch::Receiver<HookSession>,
+    before: Before,
+}
+
+impl Recorder {
+    pub(crate) fn new(
+        cwd: &Path,
+        session: tokio::sync::watch::Receiver<HookSession>,
+    ) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            cwd: cwd.to_owned(),
+            session,
+            before: Before::default(),
+        })
+    }
+
+    /// The store, and the file the call changes, when it is one to record.
+    fn target(&self, ctx: &HookContext) -> Option<(Store, PathBuf)> {
+        if !matches!(ctx.call.name.as_str(), "edit" | "write") {
+            return None;
+        }
+        let session = self.session.borrow().transcript_path.clone();
+        if session.as_os_str().is_empty() {
+            return None;
+        }
+        let path = ctx.arguments.get("path")?.as_str()?;
+        Some((
+            Store::of(&session),
+            golato::sandbox::resolve(&self.cwd, Path::new(path)),
+        ))
+    }
+}
+
+fn lock(before: &Before) -> std::sync::MutexGuard<'_, HashMap<(u64, String), (PathBuf, State)>> {
+    before.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Hook for Recorder {
+    fn before_tool_call(
+        &self,
+        ctx: HookContext,
+    ) -> BoxFuture<'static, Result<BeforeToolCall, BoxError>> {
+        let target = self.target(&ctx);
+        let before = Arc::clone(&self.before);
+        async move {
+            if let Some((store, path)) = target {
+                // Off the runtime's threads: a file of up to 64 MiB is read and kept.
+                let state = tokio::task::spawn_blocking({
+                    let path = path.clone();
+                    move || store.capture(&path)
+                })
+                .await
+                .unwrap_or(State::Unkept);
+                lock(&before).insert((ctx.run_id, ctx.call.id.clone()), (path, state));
+            }
+            Ok(BeforeToolCall::Run)
+        }
+        .boxed()
+    }
+
+    fn after_tool_call(
+        &self,
+        ctx: HookContext,
+        result: ToolResult,
+    ) -> BoxFuture<'static, Result<AfterToolCall, BoxError>> {
+        let before = lock(&self.before).remove(&(ctx.run_id, ctx.call.id.clone()));
+        let target = self.target(&ctx);
+        async move {
+            if let (Some((path, before)), Some((store, _)), false) =
+                (before, target, result.is_error)
+            {
+                let recorded = tokio::task::spawn_blocking(move || {
+                    let after = store.capture(&path);
+                    if after == before {
+                        return Ok(());
+                    }
+                    store.append(&Record {
+                        call: ctx.call.id.clone(),
+                        tool: ctx.call.name.clone(),
+                        path,
+                        before,
+                        after,
+                    })
+                })
+                .await;
+                if let Ok(Err(error)) = recorded {
+                    tracing::warn!(%error, "a checkpoint was not saved");
+                }
+            }
+            Ok(AfterToolCall::Keep)
+        }
+        .boxed()
+    }
+}
+
+/// What an undo did.
+pub(crate) struct Undone {
+    /// The prompt the session now ends before.
+    pub(crate) prompt: usize,
+    pub(crate) restored: Vec<PathBuf>,
+    pub(crate) removed: Vec<PathBuf>,
+    /// Commands that ran in what was taken back, whose changes stay.
+    pub(crate) commands: usize,
+}
+
+impl std::fmt::Display for Undone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the session is back to before prompt {}", self.prompt)?;
+        let names = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .map(|path| crate::shown::visible(&path.display().to_string()).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !self.restored.is_empty() {
+            write!(f, "; restored {}", names(&self.restored))?;
+        }
+        if !self.removed.is_empty() {
+            write!(f, "; removed {}", names(&self.removed))?;
+        }
+        if self.restored.is_empty() && self.removed.is_empty() {
+            write!(f, "; no file had changed")?;
+        }
+        if self.commands > 0 {
+            write!(
+                f,
+                "; {} ran in what was undone, and what they changed stays (bash is not checkpointed yet)",
+                crate::shown::count(self.commands as u64, "bash command")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Takes back what the session did from its prompt `to` (1-based; the last one when `None`)
+/// on: its edits and writes are undone and the session is cut back to before that prompt. A
+/// file changed since by anything else stops it before anything changes.
+pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError> {
+    let prompts = crate::session::prompts(saved);
+    let prompt = to.unwrap_or(prompts.len());
+    if prompt == 0 || prompt > prompts.len() {
+        return Err(CliError::usage(format!(
+            "the session {} has {}; --to takes 1 to {}",
+            saved.header.id,
+            crate::shown::count(prompts.len() as u64, "prompt"),
+            prompts.len()
+        )));
+    }
+    let calls: Vec<&golato::message::ToolCall> = prompts[prompt - 1..]
+        .iter()
+        .flat_map(|(_, calls)| calls)
+        .collect();
+    let undone_calls: HashSet<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+    let commands = calls.iter().filter(|call| call.name == "bash").count();
+    let store = Store::of(&saved.path);
+    let (undone, kept): (Vec<Record>, Vec<Record>) = store
+        .records()
+        .into_iter()
+        .partition(|record| undone_calls.contains(record.call.as_str()));
+    // Per file: what it was before the first undone change, what the last one left.
+    let mut files: BTreeMap<PathBuf, (State, State)> = BTreeMap::new();
+    for record in &undone {
+        files
+            .entry(record.path.clone())
+            .and_modify(|(_, after)| *after = record.after.clone())
+            .or_insert((record.before.clone(), record.after.clone()));
+    }
+    let mut problems = Vec::new();
+    for (path, (before, after)) in &files {
+        if matches!(before, State::Unkept) {
+            problems.push(format!(
+                "{} (it was too large or unreadable to keep)",
+                path.display()
+            ));
+        } else if current(path) != *after {
+            problems.push(format!("{} (changed since)", path.display()));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(CliError::Failed(format!(
+            "nothing was undone: {} would be overwritten; put {} back as the session left {}, or undo by hand with `golato diff`",
+            problems.join(", "),
+            if problems.len() == 1 { "it" } else { "them" },
+            if problems.len() == 1 { "it" } else { "them" },
+        )));
+    }
+    let mut done = Undone {
+        prompt,
+        restored: Vec::new(),
+        removed: Vec::new(),
+        commands,
+    };
+    for (path, (before, _)) in &files {
+        let failed = |error: std::io::Error| {
+            CliError::Failed(format!("could not restore {}: {error}", path.display()))
+        };
+        match before {
+            State::Absent => {
+                std::fs::remove_file(path).or_else(|error| match error.kind() {
+                    std::io::ErrorKind::NotFound => Ok(()),
+                    _ => Err(failed(error)),
+                })?;
+                done.removed.push(path.clone());
+            }
+            State::Kept(hash) => {
+                let bytes = store.get(hash).map_err(failed)?;
+                restore(path, &bytes).map_err(failed)?;
+                done.restored.push(path.clone());
+            }
+            State::Unkept => {}
+        }
+    }
+    let note = serde_json::json!({
+        "to_prompt": prompt,
+        "restored": done.restored,
+        "removed": done.removed,
+        "bash_commands_not_undone": commands,
+    });
+    crate::session::cut_before(saved, prompt, note)?;
+    store
+        .keep(&kept)
+        .map_err(|error| CliError::Failed(format!("could not update the checkpoints: {error}")))?;
+    Ok(done)
+}
+
+/// The file at `path` now, as a checkpoint would know it (without keeping it).
+fn current(path: &Path) -> State {
+    match std::fs::read(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => State::Absent,
+        Ok(bytes) => State::Kept(hex(&sha2::Sha256::digest(&bytes))),
+        Err(_) => State::Unkept,
+    }
+}
+
+/// Writes `bytes` at `path` whole (beside it, then renamed over it), keeping its mode.
+fn restore(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mode = std::fs::metadata(path)
+        .ok()
+        .map(|metadata| metadata.permissions());
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let aside = path.with_file_name(format!(
+        ".golato-undo-{}-{}",
+        std::process::id(),
+        path.file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ));
+    std::fs::write(&aside, bytes)?;
+    if let Some(mode) = mode {
+        std::fs::set_permissions(&aside, mode)?;
+    }
+    std::fs::rename(&aside, path)
+}
+
+/// `golato diff`: what each prompt's edits and writes changed, as unified diffs.
+pub(crate) fn diff(saved: &Saved) -> String {
+    let store = Store::of(&saved.path);
+    let records = store.records();
+    let mut out = String::new();
+    for (number, (prompt, calls)) in crate::session::prompts(saved).iter().enumerate() {
+        let ids: HashSet<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+        let mut files: BTreeMap<&Path, (&State, &State)> = BTreeMap::new();
+        for record in records
+            .iter()
+            .filter(|record| ids.contains(record.call.as_str()))
+        {
+            files
+                .entry(&record.path)
+                .and_modify(|(_, after)| *after = &record.after)
+                .or_insert((&record.before, &record.after));
+        }
+        if files.is_empty() {
+            continue;
+        }
+        let said = prompt.text();
+        out.push_str(&format!(
+            "prompt {}: {}\n",
+            number + 1,
+            crate::shown::visible(said.lines().next().unwrap_or_default())
+        ));
+        for (path, (before, after)) in files {
+            let text = |state: &State| match state {
+                State::Kept(hash) => store
+                    .get(hash)
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
+            let shown = path.display().to_string();
+            let diff = similar::TextDiff::from_lines(&text(before), &text(after))
+                .unified_diff()
+                .header(&format!("a/{shown}"), &format!("b/{shown}"))
+                .to_string();
+            out.push_str(&crate::shown::visible(&diff));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no edit or write of this session changed a file\n");
+    }
+    out
+}
+
+/// `golato undo [ID] [--to N]`.
+pub(crate) fn undo_command(
+    id: Option<&str>,
+    cwd: &Path,
+    to: Option<usize>,
+) -> Result<crate::Exit, CliError> {
+    let saved = crate::session::find(id, Some(cwd).filter(|_| id.is_none()))?;
+    let done = undo(&saved, to)?;
+    let _ = writeln!(std::io::stdout().lock(), "{}: {done}", saved.header.id);
+    Ok(crate::Exit::Success)
+}
+
+/// `golato diff [ID]`.
+pub(crate) fn diff_command(id: Option<&str>, cwd: &Path) -> Result<crate::Exit, CliError> {
+    let saved = crate::session::find(id, Some(cwd).filter(|_| id.is_none()))?;
+    let _ = std::io::stdout().lock().write_all(diff(&saved).as_bytes());
+    Ok(crate::Exit::Success)
+}

@@ -1,0 +1,159 @@
+//! Checkpoints through the binary: `golato diff` shows what each prompt's edits and writes
+//! changed, `golato undo` puts the files back and cuts the session, refusing (and changing
+//! nothing) when a file changed since; `/undo` in the front end.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use support::cli::*;
+
+/// Two prompts: the first writes a.txt and edits b.txt, the second rewrites a.txt and makes
+/// c.txt with bash.
+fn script(dir: &Path) -> std::path::PathBuf {
+    script_file(
+        dir,
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "w1", "name": "write", "arguments": {"path": "a.txt", "content": "one\n"}},
+                {"id": "e1", "name": "edit", "arguments": {"path": "b.txt", "edits": [{"oldText": "old", "newText": "new"}]}}
+            ]}),
+            json!({"text": "First done."}),
+            json!({"tool_calls": [
+                {"id": "w2", "name": "write", "arguments": {"path": "a.txt", "content": "two\n"}},
+                {"id": "b2", "name": "bash", "arguments": {"command": "echo made > c.txt"}}
+            ]}),
+            json!({"text": "Second done."}),
+        ],
+    )
+}
+
+fn in_dir(dir: &Path, args: &[&str]) -> std::process::Output {
+    golato().args(args).arg("-C").arg(dir).output().unwrap()
+}
+
+fn read(dir: &Path, name: &str) -> Option<String> {
+    std::fs::read_to_string(dir.join(name)).ok()
+}
+
+#[test]
+fn undo_puts_back_what_each_prompt_changed_and_stops_at_a_file_changed_since() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("project");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("b.txt"), "old\n").unwrap();
+    let script = script(work.path());
+    let script = script.to_str().unwrap();
+    for (prompt, flags) in [("first", vec![]), ("second", vec!["-c"])] {
+        let mut args = vec!["run", "--script", script];
+        args.extend(flags);
+        args.push(prompt);
+        let output = in_dir(&dir, &args);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+    }
+    assert_eq!(read(&dir, "a.txt").as_deref(), Some("two\n"));
+    assert_eq!(read(&dir, "c.txt").as_deref(), Some("made\n"));
+
+    // What each prompt changed.
+    let diff = in_dir(&dir, &["diff"]);
+    assert!(diff.status.success(), "{diff:?}");
+    let diff = String::from_utf8_lossy(&diff.stdout).into_owned();
+    let first = diff.find("prompt 1: first").expect(&diff);
+    let second = diff.find("prompt 2: second").expect(&diff);
+    assert!(first < second, "{diff}");
+    assert!(diff[first..second].contains("+one"), "{diff}");
+    assert!(diff[first..second].contains("-old\n+new"), "{diff}");
+    assert!(diff[second..].contains("-one\n+two"), "{diff}");
+
+    // The last prompt taken back: a.txt as the first left it; bash's file stays, and it says so.
+    let undone = in_dir(&dir, &["undo"]);
+    assert!(undone.status.success(), "{undone:?}");
+    let said = String::from_utf8_lossy(&undone.stdout).into_owned();
+    assert!(said.contains("back to before prompt 2"), "{said}");
+    assert!(
+        said.contains("1 bash command ran in what was undone"),
+        "{said}"
+    );
+    assert_eq!(read(&dir, "a.txt").as_deref(), Some("one\n"));
+    assert_eq!(read(&dir, "c.txt").as_deref(), Some("made\n"));
+
+    // A file changed since by someone else: nothing is undone, and it is named.
+    std::fs::write(dir.join("b.txt"), "mine\n").unwrap();
+    let refused = in_dir(&dir, &["undo"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let error = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(error.contains("nothing was undone"), "{error}");
+    assert!(error.contains("b.txt (changed since)"), "{error}");
+    assert_eq!(read(&dir, "a.txt").as_deref(), Some("one\n"));
+    assert_eq!(read(&dir, "b.txt").as_deref(), Some("mine\n"));
+
+    // Put back as the session left it, the first prompt goes too: a.txt did not exist.
+    std::fs::write(dir.join("b.txt"), "new\n").unwrap();
+    let undone = in_dir(&dir, &["undo"]);
+    assert!(undone.status.success(), "{undone:?}");
+    assert_eq!(read(&dir, "a.txt"), None);
+    assert_eq!(read(&dir, "b.txt").as_deref(), Some("old\n"));
+    // Nothing is left to undo; the session still reads (its notes are not steps).
+    let empty = in_dir(&dir, &["undo"]);
+    assert_eq!(empty.status.code(), Some(2), "{empty:?}");
+    let listed = in_dir(&dir, &["sessions"]);
+    assert!(listed.status.success(), "{listed:?}");
+}
+
+#[test]
+fn undo_to_a_prompt_takes_back_every_prompt_from_it() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("project");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("b.txt"), "old\n").unwrap();
+    let script = script(work.path());
+    let script = script.to_str().unwrap();
+    for (prompt, flags) in [("first", vec![]), ("second", vec!["-c"])] {
+        let mut args = vec!["run", "--script", script];
+        args.extend(flags);
+        args.push(prompt);
+        assert!(in_dir(&dir, &args).status.success());
+    }
+    let out_of_range = in_dir(&dir, &["undo", "--to", "3"]);
+    assert_eq!(out_of_range.status.code(), Some(2), "{out_of_range:?}");
+    assert!(String::from_utf8_lossy(&out_of_range.stderr).contains("--to takes 1 to 2"));
+    let undone = in_dir(&dir, &["undo", "--to", "1"]);
+    assert!(undone.status.success(), "{undone:?}");
+    assert_eq!(read(&dir, "a.txt"), None);
+    assert_eq!(read(&dir, "b.txt").as_deref(), Some("old\n"));
+    // The session file ends with the note of what was undone.
+    let sessions = data_dir().join("sessions");
+    let session = std::fs::read_dir(&sessions)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+        })
+        .find(|path| {
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .contains(&format!("\"cwd\":{}", json!(dir.canonicalize().unwrap())))
+        })
+        .unwrap();
+    let text = std::fs::read_to_string(&session).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["undo"]["to_prompt"], 1, "{text}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+    // Removing the session removes its checkpoints.
+    let checkpoints = session.with_extension("checkpoints");
+    assert!(checkpoints.is_dir());
+    let id = session.file_stem().unwrap().to_str().unwrap();
+    assert!(golato()
+        .args(["sessions", "rm", id])
+        .output()
+        .unwrap()
+        .status
+        .success());
+    assert!(!checkpoints.exists());
+}
