@@ -210,8 +210,8 @@ fn slash_commands_are_the_front_ends_own_and_never_reach_the_model() {
         shown.contains("/bogus is not a command (nothing was sent to the model)")
     });
     terminal.type_raw("/undo\r");
-    wait_until(&mut terminal, size, "not yet", |shown| {
-        shown.contains("/undo is not built yet")
+    wait_until(&mut terminal, size, "nothing to undo", |shown| {
+        shown.contains("nothing saved (--ephemeral): there is nothing to undo")
     });
     // The model's first answer is still the first: nothing above reached it.
     terminal.type_raw("hi\r");
