@@ -141,6 +141,117 @@ impl Drop for Server {
     }
 }
 
+/// A Restate cluster of three nodes on loopback, each with every role (metadata server, admin,
+/// worker, log server), data replicated on two of them: one node may die.
+pub struct Cluster {
+    nodes: Vec<Option<Child>>,
+    pub data: tempfile::TempDir,
+    /// Each node's ingress and admin URL.
+    pub ingress: Vec<String>,
+    pub admin: Vec<String>,
+}
+
+impl Cluster {
+    pub fn start() -> Cluster {
+        let data = tempfile::tempdir().unwrap();
+        let node_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        let metadata: Vec<String> = node_ports
+            .iter()
+            .map(|port| format!("\"http://127.0.0.1:{port}\""))
+            .collect();
+        let metadata = format!("[{}]", metadata.join(","));
+        let mut cluster = Cluster {
+            nodes: Vec::new(),
+            data,
+            ingress: Vec::new(),
+            admin: Vec::new(),
+        };
+        for (index, node) in node_ports.iter().enumerate() {
+            let (ingress, admin) = (free_port(), free_port());
+            let log =
+                std::fs::File::create(cluster.data.path().join(format!("node{}.log", index + 1)))
+                    .unwrap();
+            let child = Command::new(server_binary())
+                .arg("--no-logo")
+                .env("RESTATE_CLUSTER_NAME", "golato-test")
+                .env("RESTATE_NODE_NAME", format!("n{}", index + 1))
+                .env("RESTATE_FORCE_NODE_ID", (index + 1).to_string())
+                .env("RESTATE_DEFAULT_REPLICATION", "2")
+                .env("RESTATE_METADATA_CLIENT__ADDRESSES", &metadata)
+                .env("RESTATE_AUTO_PROVISION", (index == 0).to_string())
+                .env(
+                    "RESTATE_BASE_DIR",
+                    cluster.data.path().join(format!("node{}", index + 1)),
+                )
+                .env("RESTATE_LISTEN_MODE", "tcp")
+                .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
+                .env(
+                    "RESTATE_ADVERTISED_ADDRESS",
+                    format!("http://127.0.0.1:{node}"),
+                )
+                .env(
+                    "RESTATE_INGRESS__BIND_ADDRESS",
+                    format!("127.0.0.1:{ingress}"),
+                )
+                .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
+                .env(
+                    "RESTATE_ADMIN__QUERY_ENGINE__PGSQL_BIND_ADDRESS",
+                    format!("127.0.0.1:{}", free_port()),
+                )
+                .env("RESTATE_DISABLE_TELEMETRY", "true")
+                .env("NO_COLOR", "1")
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().unwrap())
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            cluster.nodes.push(Some(child));
+            cluster.ingress.push(format!("http://127.0.0.1:{ingress}"));
+            cluster.admin.push(format!("http://127.0.0.1:{admin}"));
+        }
+        // Ready: every node's admin and ingress answer their health checks.
+        for (ingress, admin) in cluster.ingress.iter().zip(&cluster.admin) {
+            let ready = (0..1200).any(|_| {
+                let up = http_get_ok(admin.trim_start_matches("http://"), "/health")
+                    && http_get_ok(ingress.trim_start_matches("http://"), "/restate/health");
+                if !up {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                up
+            });
+            assert!(
+                ready,
+                "the cluster did not become ready; logs in {}",
+                cluster.data.path().display()
+            );
+        }
+        cluster
+    }
+
+    /// SIGKILLs node `index` (0-based).
+    pub fn kill(&mut self, index: usize) {
+        if let Some(mut child) = self.nodes[index].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for index in 0..self.nodes.len() {
+            self.kill(index);
+        }
+        if std::thread::panicking() {
+            let _ = self.data.path();
+            eprintln!(
+                "the cluster's logs were in {} (removed now)",
+                self.data.path().display()
+            );
+        }
+    }
+}
+
 /// A minimal HTTP/1.1 GET: whether it answered 200.
 fn http_get_ok(address: &str, path: &str) -> bool {
     use std::io::{Read as _, Write as _};

@@ -57,10 +57,11 @@ fn write_script(dir: &Path, gate: &Path) -> PathBuf {
             ledger.display()
         )}})
     };
+    let finished = dir.join("finished");
     let gated = |id: &str| {
         serde_json::json!({"id": id, "name": "bash", "arguments": {"command": format!(
-            "echo \"$GOLATO_RUN_KEY {id} $GOLATO_TOOL_ATTEMPT {WORKER_PID}\" >> {}; flock -s {} true; echo ran {id}",
-            ledger.display(), gate.display()
+            "echo \"$GOLATO_RUN_KEY {id} $GOLATO_TOOL_ATTEMPT {WORKER_PID}\" >> {}; flock -s {} true; echo \"$GOLATO_RUN_KEY {id} $GOLATO_TOOL_ATTEMPT\" >> {}; echo ran {id}",
+            ledger.display(), gate.display(), finished.display()
         )}})
     };
     let script = [
@@ -326,6 +327,111 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
         retried / 2
     );
     drop(server);
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_restate_node_killed_mid_batch_on_a_three_node_cluster_loses_no_run() {
+    const RUNS: usize = 60;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = support::restate::Cluster::start();
+    let mut gate = Gate::closed(dir.path());
+    let script = write_script(dir.path(), &gate.path);
+    let workers: Vec<Worker> = (0..3)
+        .map(|n| {
+            Worker::start(
+                dir.path(),
+                &format!("worker{n}"),
+                &[
+                    "--script",
+                    script.to_str().unwrap(),
+                    "--cwd",
+                    dir.path().to_str().unwrap(),
+                ],
+            )
+        })
+        .collect();
+    let front = balancer(workers.iter().map(|worker| worker.port).collect());
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(golato_restate::register(
+            &cluster.admin[0],
+            &format!("http://{front}"),
+        ))
+        .unwrap();
+    let runs: Vec<String> = (0..RUNS).map(|n| format!("cluster-run-{n}")).collect();
+    let submitting = {
+        let (ingress, runs) = (cluster.ingress[0].clone(), runs.clone());
+        std::thread::spawn(move || submit_all(&ingress, &runs))
+    };
+    // Every run's gated calls started (some may have started twice already: an invocation
+    // retried while the cluster's partitions settled).
+    wait_for_ledger(dir.path(), "every gated call to start", |ledger| {
+        let started: std::collections::HashSet<(&str, &str)> = ledger
+            .iter()
+            .filter(|e| e.call == "c" || e.call == "d")
+            .map(|e| (e.run.as_str(), e.call.as_str()))
+            .collect();
+        started.len() == 2 * RUNS
+    });
+    // A node other than the one the client and the registration talk to: partitions led
+    // there move to the other two.
+    cluster.kill(2);
+    gate.open();
+    let outcomes = submitting.join().unwrap();
+    assert_eq!(outcomes.len(), RUNS);
+    for outcome in &outcomes {
+        assert_eq!(outcome.error, None, "{}", outcome.run_id);
+        assert_eq!(outcome.final_text().as_deref(), Some("done"));
+        assert_two_batches_in_order(outcome);
+    }
+    // Calls ran once, or (running when the node died) again as a later attempt; turns were
+    // asked of the model once, or again when their answer was not yet recorded.
+    let after = ledger(dir.path());
+    let mut executions: HashMap<(String, String), Vec<u32>> = HashMap::new();
+    for execution in &after {
+        executions
+            .entry((execution.run.clone(), execution.call.clone()))
+            .or_default()
+            .push(execution.attempt);
+    }
+    let again = executions.values().filter(|ran| ran.len() > 1).count();
+    let logs: Vec<PathBuf> = workers.iter().map(|worker| worker.log.clone()).collect();
+    let asked = model_requests(&logs);
+    let asked_again = asked.values().filter(|count| **count > 1).count();
+    for run in &runs {
+        for call in ["a", "b", "c", "d"] {
+            let ran = executions.get(&(run.clone(), call.to_owned()));
+            // Once; or again, each time as a later attempt (the journal knew it had started).
+            // The first may be past attempt 1 when the invocation was retried before the call
+            // began, as a partition's leadership settled.
+            assert!(
+                ran.is_some_and(
+                    |ran| !ran.is_empty() && ran.windows(2).all(|pair| pair[1] > pair[0])
+                ),
+                "{run} {call}: {ran:?}"
+            );
+        }
+    }
+    // Gated calls that went past their gate twice: the gate opens at once after the kill, so
+    // a first attempt whose invocation moved to another node finishes beside its retry when
+    // its worker has not yet learnt of the move (reported, not asserted: see the README).
+    let finished = std::fs::read_to_string(dir.path().join("finished")).unwrap_or_default();
+    let mut past_the_gate: HashMap<(String, String), usize> = HashMap::new();
+    for line in finished.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        *past_the_gate
+            .entry((fields[0].to_owned(), fields[1].to_owned()))
+            .or_default() += 1;
+    }
+    let twice: Vec<_> = past_the_gate
+        .iter()
+        .filter(|(_, count)| **count > 1)
+        .collect();
+    eprintln!(
+        "{RUNS} runs on a 3-node cluster, node 3 killed mid-batch: all completed; {again} calls ran twice, {asked_again} turns were asked twice; {} gated calls finished twice (their first attempt ran on until its worker learnt the invocation had moved)",
+        twice.len()
+    );
 }
 
 #[test]
