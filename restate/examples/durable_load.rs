@@ -1,7 +1,9 @@
 //! Durable runs on a real Restate server, measured: runs/s and calls/s with 1, 2 and 3 `golato
 //! serve` workers (behind a TCP balancer, as in production) beside the same runs in-process;
 //! journal entries and bytes per run; and the time from a worker's SIGKILL to every affected run
-//! making progress again. Prints one JSON line per measurement; figures in BENCHMARKS.md.
+//! making progress again; and the floor, a bare `restate-sdk` handler making the same journal
+//! entries (`--floor-only` measures it alone). Prints one JSON line per measurement; figures in
+//! BENCHMARKS.md.
 //!
 //! Each run: turn 1 is K parallel `read` calls of a small file, turn 2 the answer. The kill
 //! phase gates two bash calls per run on a file lock, kills the worker with the most of them
@@ -225,6 +227,181 @@ fn kill_to_progress(runtime: &tokio::runtime::Runtime, runs: usize) -> (usize, V
     (affected.len(), delays)
 }
 
+/// The floor: a bare Restate object whose handler does what a durable run's handler does with
+/// its journal (reads the outcome's state, makes `entries` `ctx.run` entries one after another,
+/// sets the outcome) and nothing of golato's: no agent, no tools, no inbox.
+struct FloorObject {
+    entries: usize,
+    /// Calls to `FloorInbox.take`, as a run's two inbox steps make (0 for the bare floor).
+    inbox_calls: usize,
+}
+
+/// What golato's inbox does at a step, bare: reads the queues, closes when ending.
+struct FloorInbox;
+
+#[restate_sdk::object(name = "FloorInbox")]
+impl FloorInbox {
+    #[handler]
+    async fn take(
+        &self,
+        ctx: restate_sdk::prelude::ObjectContext<'_>,
+        ending: restate_sdk::prelude::Json<bool>,
+    ) -> Result<restate_sdk::prelude::Json<Option<String>>, restate_sdk::prelude::HandlerError>
+    {
+        use restate_sdk::prelude::*;
+        let queued = ctx.get::<Json<Vec<String>>>("steering").await?;
+        let Json(ending) = ending;
+        if ending {
+            let _ = ctx.get::<Json<Vec<String>>>("follow_ups").await?;
+            ctx.set("closed", true);
+        }
+        Ok(Json(
+            queued.and_then(|Json(queued)| queued.first().cloned()),
+        ))
+    }
+}
+
+#[restate_sdk::object(name = "FloorRun")]
+impl FloorObject {
+    #[handler]
+    async fn run(
+        &self,
+        ctx: restate_sdk::prelude::ObjectContext<'_>,
+        prompt: restate_sdk::prelude::Json<String>,
+    ) -> Result<restate_sdk::prelude::Json<String>, restate_sdk::prelude::HandlerError> {
+        use restate_sdk::prelude::*;
+        if let Some(Json(outcome)) = ctx.get::<Json<String>>("outcome").await? {
+            return Ok(Json(outcome));
+        }
+        let Json(prompt) = prompt;
+        for step in 0..self.entries {
+            let Json(_value) = ctx
+                .run(move || async move { Ok(Json(json!({"entry": "done", "step": step}))) })
+                .name(format!("step-{step}"))
+                .await?;
+            // The inbox steps come after the first batch and at the end, as in a run.
+            let inbox_here = (self.inbox_calls >= 1 && step + 2 == self.entries)
+                || (self.inbox_calls >= 2 && step + 1 == self.entries);
+            if inbox_here {
+                let _ = ctx
+                    .object_client::<FloorInboxClient>(ctx.key().to_owned())
+                    .take(Json(step + 1 == self.entries))
+                    .call()
+                    .await?;
+            }
+        }
+        let outcome = format!("{prompt}: done");
+        ctx.set("outcome", Json(outcome.clone()));
+        Ok(Json(outcome))
+    }
+}
+
+/// `--serve-floor PORT ENTRIES`: this process serves the floor object (a process of its own,
+/// as a worker is, so that its CPU is measured apart from the client's).
+fn serve_floor(port: u16, entries: usize, inbox_calls: usize) {
+    use restate_sdk::prelude::*;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        HttpServer::new(
+            Endpoint::builder()
+                .bind(FloorObject {
+                    entries,
+                    inbox_calls,
+                })
+                .bind(FloorInbox)
+                .build(),
+        )
+        .serve_with_cancel(listener, std::future::pending::<()>())
+        .await;
+    });
+}
+
+/// Submits `runs` floor invocations at once, as `golato submit` does a run: a call through the
+/// ingress with an idempotency key, answered when the handler ends.
+fn submit_floor(
+    runtime: &tokio::runtime::Runtime,
+    ingress: &str,
+    prefix: &str,
+    runs: usize,
+) -> Duration {
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    runtime.block_on(async {
+        let tasks: Vec<_> = (0..runs)
+            .map(|n| {
+                let client = client.clone();
+                let url = format!("{ingress}/FloorRun/{prefix}-{n}/run");
+                let key = format!("{prefix}-{n}");
+                tokio::spawn(async move {
+                    let response = client
+                        .post(url)
+                        .header("idempotency-key", key)
+                        .json(&"go")
+                        .send()
+                        .await
+                        .unwrap();
+                    assert!(response.status().is_success(), "{}", response.status());
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    started.elapsed()
+}
+
+/// The floor's runs/s and CPU, on a server of its own.
+fn floor(
+    runtime: &tokio::runtime::Runtime,
+    runs: usize,
+    entries: usize,
+    inbox_calls: usize,
+) -> serde_json::Value {
+    let server = Server::start();
+    let port = restate::free_port();
+    let mut serving = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--serve-floor",
+            &port.to_string(),
+            &entries.to_string(),
+            &inbox_calls.to_string(),
+        ])
+        .spawn()
+        .unwrap();
+    runtime
+        .block_on(async {
+            for _ in 0..100 {
+                if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .is_ok()
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            golato_restate::register(&server.admin, &format!("http://127.0.0.1:{port}")).await
+        })
+        .unwrap();
+    submit_floor(runtime, &server.ingress, "warm", 20);
+    let server_pid = server.pid().unwrap();
+    let (server_before, handler_before) = (cpu_seconds(server_pid), cpu_seconds(serving.id()));
+    let wall = submit_floor(runtime, &server.ingress, "run", runs);
+    let (server_cpu, handler_cpu) = (
+        cpu_seconds(server_pid) - server_before,
+        cpu_seconds(serving.id()) - handler_before,
+    );
+    let _ = serving.kill();
+    let _ = serving.wait();
+    json!({"mode": "floor", "runs": runs, "journal_entries_per_run": entries,
+           "inbox_calls_per_run": inbox_calls,
+           "runs_per_s": runs as f64 / wall.as_secs_f64(), "wall_s": wall.as_secs_f64(),
+           "server_cpu_s": server_cpu, "handler_cpu_s": handler_cpu})
+}
+
 /// CPU seconds (user + system) process `pid` has used so far.
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -245,9 +422,25 @@ fn cpu_seconds(pid: u32) -> f64 {
 }
 
 fn main() {
+    let arguments: Vec<String> = std::env::args().collect();
+    if arguments.get(1).map(String::as_str) == Some("--serve-floor") {
+        serve_floor(
+            arguments[2].parse().unwrap(),
+            arguments[3].parse().unwrap(),
+            arguments[4].parse().unwrap(),
+        );
+        return;
+    }
     let runs = argument("--runs", 300);
     let calls = argument("--calls", 8);
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    if arguments.iter().any(|argument| argument == "--floor-only") {
+        // Golato's journal for a run of `calls` calls: input, turn 1, the batch's `Started`,
+        // one entry per call, turn 2.
+        println!("{}", floor(&runtime, runs, calls + 4, 0));
+        println!("{}", floor(&runtime, runs, calls + 4, 2));
+        return;
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let wall = in_process(&runtime, dir.path(), runs, calls);
@@ -293,6 +486,11 @@ fn main() {
                    "workers_cpu_s": workers_cpu})
         );
     }
+
+    // The same journal shape on a bare handler, in the same sitting: the engine's own floor,
+    // without and with the inbox's two calls.
+    println!("{}", floor(&runtime, runs, calls + 4, 0));
+    println!("{}", floor(&runtime, runs, calls + 4, 2));
 
     let (affected, delays) = kill_to_progress(&runtime, 100);
     let at = |q: f64| delays[((delays.len() as f64 - 1.0) * q).round() as usize];
