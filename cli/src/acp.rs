@@ -319,6 +319,16 @@ async fn new_session(
         .config_options(options))
 }
 
+/// Tells the agent's hooks (and checkpoints) which session file is saved.
+fn tell_session(built: &crate::run::Built, saving: Option<&crate::session::Writer>) {
+    if let Some(saving) = saving {
+        built.session.send_modify(|session| {
+            session.session_id = saving.id();
+            session.transcript_path = saving.path().to_owned();
+        });
+    }
+}
+
 /// Keeps the session `id`: its agent as built from `args`, its conversation as opened.
 fn keep(
     state: &State,
@@ -327,6 +337,7 @@ fn keep(
     built: crate::run::Built,
     opened: crate::session::Opened,
 ) -> Vec<SessionConfigOption> {
+    tell_session(&built, opened.saving.as_ref());
     let session = Session {
         id: id.clone(),
         cwd: args.cwd.clone(),
@@ -458,6 +469,7 @@ async fn set_mode(
     let mut session = session.lock().await;
     let args = with_mode(session.args.clone(), mode);
     let built = build(&args).await.map_err(to_protocol)?;
+    tell_session(&built, session.saving.as_ref());
     session.agent = built.agent;
     session.questions = built.questions;
     session.price = built.price;

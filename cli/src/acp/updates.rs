@@ -139,6 +139,23 @@ impl Updates {
                     ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
                 ))]
             }
+            // A subagent's calls, as calls of their own under an ID naming the path to them
+            // (the protocol has no nesting); the task call itself carries the answer.
+            Event::Subagent(nested) => match &*nested.event {
+                Event::ToolExecutionStart(start) => {
+                    let mut call = start.call.clone();
+                    call.id = format!("{}/{}", nested.path.join("/"), call.id);
+                    let mut announced = announced(&call, &self.cwd, ToolCallStatus::InProgress);
+                    announced.title = format!("↳ {}", announced.title);
+                    vec![SessionUpdate::ToolCall(announced)]
+                }
+                Event::ToolExecutionEnd(end) => {
+                    let mut call = end.call.clone();
+                    call.id = format!("{}/{}", nested.path.join("/"), call.id);
+                    vec![self.ended(&call, &end.result)]
+                }
+                _ => Vec::new(),
+            },
             Event::ToolExecutionEnd(end) => {
                 let mut updates = vec![self.ended(&end.call, &end.result)];
                 // The plan, whole, as the client shows plans.

@@ -37,9 +37,29 @@ impl Acp {
         flags: &[&str],
         capabilities: Value,
     ) -> Acp {
+        let mut all = vec!["--ephemeral"];
+        all.extend_from_slice(flags);
+        Acp::start_saving(dir, script, &all, capabilities)
+    }
+
+    /// As `start_offering`, sessions saved unless `flags` say `--ephemeral`.
+    pub(super) fn start_saving(
+        dir: &Path,
+        script: &Path,
+        flags: &[&str],
+        capabilities: Value,
+    ) -> Acp {
+        Acp::spawn(
+            dir,
+            &[&["--script", script.to_str().unwrap()], flags].concat(),
+            capabilities,
+        )
+    }
+
+    /// `golato acp` with `flags`, initialized with the client offering `capabilities`.
+    pub(super) fn spawn(dir: &Path, flags: &[&str], capabilities: Value) -> Acp {
         let mut child = golato()
-            .args(["acp", "--ephemeral", "--script"])
-            .arg(script)
+            .arg("acp")
             .args(flags)
             .current_dir(dir)
             .stdin(Stdio::piped())
@@ -654,4 +674,101 @@ fn plan_mode_sends_the_plan_and_changes_nothing_until_another_mode() {
     let (done, _) = acp.response(id);
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert!(dir.path().join("late").exists());
+}
+
+#[test]
+fn a_saved_sessions_writes_are_checkpointed_and_golato_undo_takes_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "w", "name": "write", "arguments": {"path": "made.txt", "content": "x"}}]}),
+            json!({"text": "Made."}),
+        ],
+    );
+    let mut acp = Acp::start_saving(dir.path(), &script, &["--approve", "never"], json!({}));
+    let session = acp.new_session(dir.path());
+    let id = acp.prompt(&session, "make it");
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(dir.path().join("made.txt").exists());
+    drop(acp);
+    let undone = golato().args(["undo", &session]).output().unwrap();
+    assert!(undone.status.success(), "{undone:?}");
+    assert!(String::from_utf8_lossy(&undone.stdout).contains("removed"));
+    assert!(!dir.path().join("made.txt").exists());
+}
+
+#[test]
+fn a_subagents_calls_reach_the_client_as_calls_under_the_task() {
+    use support::compaction::{sse, wire_text};
+    use support::provider::{FakeProvider, Reply, Script};
+    let respond = |request: &Value, _size: usize| {
+        let messages = request["messages"].as_array().unwrap();
+        let first = messages
+            .iter()
+            .find(|message| message["role"] == "user")
+            .map(wire_text)
+            .unwrap_or_default()
+            .to_owned();
+        let answered = messages.iter().filter(|m| m["role"] == "assistant").count();
+        let call = |id: &str, name: &str, arguments: Value| {
+            json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}]})
+        };
+        let answer = match (first.as_str(), answered) {
+            ("go", 0) => call(
+                "t1",
+                "task",
+                json!({"description": "look", "prompt": "child"}),
+            ),
+            ("child", 0) => call("r1", "read", json!({"path": "note.txt"})),
+            ("child", _) => json!({"text": "the note says hi"}),
+            _ => json!({"text": "done"}),
+        };
+        Reply::sse(sse(&answer))
+    };
+    let (_runtime, url, _provider) =
+        FakeProvider::start_blocking(Script::Respond(Box::new(respond)));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("note.txt"), "hi\n").unwrap();
+    let base = format!("{url}/v1");
+    let mut acp = Acp::spawn(
+        dir.path(),
+        &[
+            "--ephemeral",
+            "--base-url",
+            &base,
+            "--model",
+            "m",
+            "--tools",
+            "read,task",
+            "--approve",
+            "never",
+        ],
+        json!({}),
+    );
+    let session = acp.new_session(dir.path());
+    let id = acp.prompt(&session, "go");
+    let (done, before) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let announced = updates(&before, "tool_call");
+    assert!(
+        announced
+            .iter()
+            .any(|call| call["toolCallId"] == "t1/r1" && call["title"] == "↳ read note.txt"),
+        "{before:#?}"
+    );
+    let ended = updates(&before, "tool_call_update");
+    assert!(
+        ended
+            .iter()
+            .any(|update| update["toolCallId"] == "t1/r1" && update["status"] == "completed"),
+        "{before:#?}"
+    );
+    assert!(ended.iter().any(|update| update["toolCallId"] == "t1"
+        && update["content"][0]["content"]["text"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("the note says hi"))));
 }
