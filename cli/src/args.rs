@@ -294,6 +294,10 @@ pub(crate) struct AgentArgs {
         help_heading = "Tools"
     )]
     pub(crate) exclude: Vec<String>,
+    /// With the task tool: how deep subagents may nest (1: children only; 2: children and
+    /// grandchildren) [default: 2].
+    #[arg(long, value_name = "N", help_heading = "Tools")]
+    pub(crate) task_depth: Option<NonZeroUsize>,
     /// Run the calls of each batch one after another instead of in parallel.
     #[arg(long, help_heading = "Tools")]
     pub(crate) sequential: bool,

@@ -2,6 +2,7 @@
 //! are kept (beside the parent's session, removed with it).
 
 use std::io::Write as _;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -52,6 +53,9 @@ pub(crate) fn tool(args: &AgentArgs, parent: Parent<'_>) -> Result<Tool, CliErro
         tools: parent.tools.to_vec(),
         system_prompt: parent.system_prompt,
         hooks: parent.hooks,
+        max_depth: args
+            .task_depth
+            .map_or(subagent::DEFAULT_MAX_DEPTH, NonZeroUsize::get),
         max_turns: args.max_turns.map(usize::from),
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,

@@ -65,7 +65,7 @@ fn respond(request: &Value, _size: usize) -> Reply {
 
 #[test]
 fn subagents_work_under_the_parents_rules_and_their_transcripts_are_kept_with_the_session() {
-    let (_runtime, url, _provider) =
+    let (_runtime, url, provider) =
         FakeProvider::start_blocking(Script::Respond(Box::new(respond)));
     let dir = tempfile::tempdir().unwrap();
     let output = golato()
@@ -171,7 +171,23 @@ fn subagents_work_under_the_parents_rules_and_their_transcripts_are_kept_with_th
     assert!(removed.status.success(), "{removed:?}");
     assert!(!tasks.exists());
 
-    // The live view shows each child's calls under the task call that started it.
+    // Depth 2 (the default): child A, which named no tools, may start subagents of its own.
+    let offered = |bodies: Vec<Value>, prompt: &str| -> Vec<String> {
+        let body = bodies
+            .into_iter()
+            .find(|body| wire_text(&body["messages"][1]) == prompt)
+            .unwrap();
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(offered(provider.take_bodies(), "child A").contains(&"task".to_owned()));
+
+    // The live view shows each child's calls under the task call that started it; with
+    // --task-depth 1 a child gets no task tool.
     let again = tempfile::tempdir().unwrap();
     let output = golato()
         .args([
@@ -182,6 +198,7 @@ fn subagents_work_under_the_parents_rules_and_their_transcripts_are_kept_with_th
             "m",
             "--ephemeral",
         ])
+        .args(["--task-depth", "1"])
         .args(["--tools", "read,write,task", "--deny", "write(b.txt)", "-C"])
         .arg(again.path())
         .arg("main")
@@ -192,6 +209,7 @@ fn subagents_work_under_the_parents_rules_and_their_transcripts_are_kept_with_th
     assert!(story.contains("  ┆ ✓ write a.txt (1 bytes)"), "{story}");
     assert!(story.contains("  ┆ ✗ write b.txt (1 bytes)"), "{story}");
     assert!(story.contains("✓ task write a"), "{story}");
+    assert!(!offered(provider.take_bodies(), "child A").contains(&"task".to_owned()));
 }
 
 #[test]
