@@ -107,6 +107,8 @@ pub(crate) struct Front {
     cwd: std::path::PathBuf,
     /// The last answer's reasoning, for Ctrl-O.
     reasoning: Option<String>,
+    /// Whether the agent in use is plan mode's (shown above the input while idle).
+    planning: bool,
 }
 
 impl Front {
@@ -273,7 +275,16 @@ impl Front {
             }
         }
         let Some(running) = &self.running else {
-            return Line::default();
+            return match self.planning {
+                true => Line::from(vec![
+                    Span::styled("plan mode", Style::default().fg(Color::Yellow)),
+                    Span::styled(
+                        " · read-only, no edits · /accept carries the plan out · /plan leaves",
+                        dim,
+                    ),
+                ]),
+                false => Line::default(),
+            };
         };
         const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
         let elapsed = running.started.elapsed();
@@ -442,6 +453,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         files: None,
         cwd: header.cwd.clone(),
         reasoning: None,
+        planning: false,
     };
     front.note(&header.to_string());
     if !transcript.is_empty() {

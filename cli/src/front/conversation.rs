@@ -391,6 +391,7 @@ impl Conversation {
                     front.note("the plan is still being made: accept it once the run ends");
                 } else {
                     self.switch_agent();
+                    front.planning = self.planning;
                     front.note("plan accepted: edits are back; the model carries the plan out");
                     self.send(front, crate::plan::ACCEPTED.to_owned()).await;
                 }
@@ -407,6 +408,7 @@ impl Conversation {
         }
         if self.planning {
             self.switch_agent();
+            front.planning = self.planning;
             front.note("plan mode left: the tools are as before; nothing was accepted");
             return Ok(());
         }
@@ -418,6 +420,7 @@ impl Conversation {
             self.parked = Some(plan_mode.agent(self.agent.model().clone())?);
         }
         self.switch_agent();
+        front.planning = self.planning;
         front.note("plan mode: read-only sandbox, no edits; the model looks and sends a plan. /accept carries it out, /plan leaves");
         Ok(())
     }

@@ -690,6 +690,7 @@ fn plan_mode_shows_the_plan_changes_nothing_and_accept_carries_it_out() {
         terminal.type_raw("/plan\r");
         wait_until(&mut terminal, size, "plan mode", |shown| {
             shown.contains("plan mode: read-only sandbox")
+                && shown.contains("plan mode · read-only, no edits")
         });
         terminal.type_raw("what would you do?\r");
         let shown = wait_until(&mut terminal, size, "the plan", |shown| {
