@@ -313,22 +313,35 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
             .or_insert((record.before.clone(), record.after.clone()));
     }
     let mut problems = Vec::new();
+    // Everything to put back is read first: a missing or damaged copy stops the undo before a
+    // single file changes.
+    let mut contents: HashMap<PathBuf, Vec<u8>> = HashMap::new();
     for (path, (before, after)) in &files {
-        if matches!(before, State::Unkept) {
-            problems.push(format!(
+        match before {
+            State::Unkept => problems.push(format!(
                 "{} (it was too large or unreadable to keep)",
                 path.display()
-            ));
-        } else if current(path) != *after {
+            )),
+            State::Kept(hash) => match store.get(hash) {
+                Ok(bytes) if hex(&sha2::Sha256::digest(&bytes)) == *hash => {
+                    contents.insert(path.clone(), bytes);
+                }
+                _ => problems.push(format!(
+                    "{} (its kept copy {hash} is missing or damaged in {})",
+                    path.display(),
+                    store.folder.display()
+                )),
+            },
+            State::Absent => {}
+        }
+        if current(path) != *after {
             problems.push(format!("{} (changed since)", path.display()));
         }
     }
     if !problems.is_empty() {
         return Err(CliError::Failed(format!(
-            "nothing was undone: {} would be overwritten; put {} back as the session left {}, or undo by hand with `golato diff`",
+            "nothing was undone: {}; put a changed file back as the session left it, or undo by hand with `golato diff`",
             problems.join(", "),
-            if problems.len() == 1 { "it" } else { "them" },
-            if problems.len() == 1 { "it" } else { "them" },
         )));
     }
     let mut done = Undone {
@@ -349,8 +362,8 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
                 })?;
                 done.removed.push(path.clone());
             }
-            State::Kept(hash) => {
-                let bytes = store.get(hash).map_err(failed)?;
+            State::Kept(_) => {
+                let bytes = contents.remove(path).unwrap_or_default();
                 restore(path, &bytes).map_err(failed)?;
                 done.restored.push(path.clone());
             }

@@ -157,3 +157,85 @@ fn undo_to_a_prompt_takes_back_every_prompt_from_it() {
         .success());
     assert!(!checkpoints.exists());
 }
+
+/// The newest session file of `dir` (its header names `dir`).
+fn session_of(dir: &Path) -> std::path::PathBuf {
+    let cwd = json!(dir.canonicalize().unwrap());
+    std::fs::read_dir(data_dir().join("sessions"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+        })
+        .find(|path| {
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .contains(&format!("\"cwd\":{cwd}"))
+        })
+        .unwrap()
+}
+
+#[test]
+fn a_missing_copy_a_torn_log_or_a_file_too_large_to_keep_stops_undo_before_any_change() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("project");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("b.txt"), "old\n").unwrap();
+    // Over 64 MiB (sparse): too large to keep a copy of.
+    std::fs::File::create(dir.join("huge.bin"))
+        .unwrap()
+        .set_len(65 * 1024 * 1024)
+        .unwrap();
+    let script = script_file(
+        work.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "e", "name": "edit", "arguments": {"path": "b.txt", "edits": [{"oldText": "old", "newText": "new"}]}},
+                {"id": "h", "name": "write", "arguments": {"path": "huge.bin", "content": "small now\n"}}
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let run = in_dir(&dir, &["run", "--script", script.to_str().unwrap(), "go"]);
+    assert!(run.status.success(), "{run:?}");
+    let checkpoints = session_of(&dir).with_extension("checkpoints");
+    // A torn last line of the log (a crash while it was written) is passed over.
+    let log = checkpoints.join("log.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("{\"call\": \"torn");
+    std::fs::write(&log, text).unwrap();
+
+    let refused = in_dir(&dir, &["undo"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let error = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(
+        error.contains("huge.bin (it was too large or unreadable to keep)"),
+        "{error}"
+    );
+    assert_eq!(
+        read(&dir, "b.txt").as_deref(),
+        Some("new\n"),
+        "nothing changed"
+    );
+
+    // With the huge file's record gone, a missing copy of b.txt's old content also stops it.
+    let kept: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains("b.txt"))
+        .map(str::to_owned)
+        .collect();
+    std::fs::write(&log, kept.join("\n") + "\n").unwrap();
+    for object in std::fs::read_dir(checkpoints.join("objects")).unwrap() {
+        std::fs::remove_file(object.unwrap().path()).unwrap();
+    }
+    let refused = in_dir(&dir, &["undo"]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    let error = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(error.contains("is missing or damaged"), "{error}");
+    assert_eq!(read(&dir, "b.txt").as_deref(), Some("new\n"));
+    assert_eq!(read(&dir, "huge.bin").as_deref(), Some("small now\n"));
+}
