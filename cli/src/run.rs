@@ -320,7 +320,6 @@ pub(crate) async fn build_agent(
                 tools: &tools,
                 system_prompt: system_prompt.clone(),
                 hooks: hooks.clone(),
-                session: hook_session.clone(),
             },
         )?;
         tools.push(task);

@@ -48,6 +48,8 @@ pub(crate) struct Writer {
     failed: Option<String>,
     /// Held while the session is written.
     _lock: Option<file::Lock>,
+    /// The session's subagents' transcripts, beside it.
+    children: crate::subagents::Transcripts,
 }
 
 /// The longest session ID golato takes (its own are 23 characters).
@@ -179,6 +181,7 @@ impl Writer {
             pending: Some(vec![serde_json::to_value(&header).unwrap_or(Value::Null)]),
             failed: None,
             _lock: None,
+            children: Default::default(),
         })
     }
 
@@ -244,6 +247,7 @@ impl Writer {
             pending: None,
             failed: None,
             _lock: Some(lock),
+            children: Default::default(),
         })
     }
 
@@ -266,6 +270,7 @@ impl Writer {
     /// again.
     pub(crate) fn save_event(&mut self, event: &golato::agent::Event, cancelling: bool) {
         use golato::agent::Event;
+        self.children.save_event(&self.path, event);
         match event {
             Event::MessageEnd(end) => self.step(&Message::Assistant(end.message.clone())),
             Event::ToolExecutionEnd(end) if !cancelling => {

@@ -6,12 +6,15 @@ use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::collections::HashMap;
+
+use golato::agent::Event;
 use golato::generator::{Generator, Model};
 use golato::hook::Hook;
-use golato::policy::HookSession;
-use golato::subagent::{self, ChildTranscript, TOOL_NAME};
+use golato::message::Message;
+use golato::subagent::{self, TOOL_NAME};
 use golato::Tool;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::args::AgentArgs;
 use crate::CliError;
@@ -40,13 +43,11 @@ pub(crate) struct Parent<'a> {
     pub(crate) tools: &'a [Tool],
     pub(crate) system_prompt: Option<String>,
     pub(crate) hooks: Vec<Arc<dyn Hook>>,
-    pub(crate) session: tokio::sync::watch::Receiver<HookSession>,
 }
 
 /// The `task` tool for a run with `parent`'s generator, model, tools, instructions and hooks
 /// (so the sandbox, rules and approvals of the parent hold for every child).
 pub(crate) fn tool(args: &AgentArgs, parent: Parent<'_>) -> Result<Tool, CliError> {
-    let session = parent.session;
     subagent::tool(subagent::Config {
         generator: Some(parent.generator),
         model: parent.model,
@@ -59,18 +60,6 @@ pub(crate) fn tool(args: &AgentArgs, parent: Parent<'_>) -> Result<Tool, CliErro
         max_turns: args.max_turns.map(usize::from),
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,
-        on_transcript: Some(Arc::new(move |child: &ChildTranscript<'_>| {
-            let transcript = session.borrow().transcript_path.clone();
-            if transcript.as_os_str().is_empty() {
-                return;
-            }
-            if let Err(error) = save(&transcript, child) {
-                eprintln!(
-                    "golato: the transcript of subagent {} is not saved: {error}",
-                    child.path.join("/")
-                );
-            }
-        })),
         ..Default::default()
     })
     .map_err(|error| CliError::Failed(error.to_string()))
@@ -81,30 +70,93 @@ pub(crate) fn folder(session: &Path) -> PathBuf {
     session.with_extension("tasks")
 }
 
-/// Writes a child's transcript as `FOLDER/ID[-ID…].jsonl`: a first line describing it, then
-/// one message a line (whole, or not at all: written aside, then renamed in).
-fn save(session: &Path, child: &ChildTranscript<'_>) -> std::io::Result<()> {
-    let folder = folder(session);
-    std::fs::create_dir_all(&folder)?;
-    let name: Vec<String> = child.path.iter().map(|id| file_safe(id)).collect();
-    let path = folder.join(format!("{}.jsonl", name.join("-")));
-    let mut text = json!({
-        "golato_subagent": 1,
-        "path": child.path,
-        "description": child.description,
-        "error": child.error,
-    })
-    .to_string();
-    text.push('\n');
-    for message in child.messages {
-        text.push_str(&json!({ "message": message }).to_string());
-        text.push('\n');
+/// The transcripts of a session's subagents, written as their events arrive: each child's
+/// file (`FOLDER/ID[-ID…].jsonl`) gets a first line describing it, its prompt, then each of its
+/// answers, tool results and joined messages, synced one by one as the session's own lines
+/// are, so a golato killed mid-child keeps what the child did so far.
+#[derive(Debug, Default)]
+pub(crate) struct Transcripts {
+    files: HashMap<Vec<String>, std::fs::File>,
+    /// Why writing stopped, told once.
+    failed: bool,
+}
+
+impl Transcripts {
+    /// Saves what `event` adds to a child's transcript, for the session at `session`: a
+    /// `task` call's start (of this run, or of a child) begins a child's file.
+    pub(crate) fn save_event(&mut self, session: &Path, event: &Event) {
+        let (path, event) = match event {
+            Event::Subagent(nested) => (nested.path.clone(), &*nested.event),
+            Event::ToolExecutionStart(_) => (Vec::new(), event),
+            _ => return,
+        };
+        let written = match event {
+            Event::ToolExecutionStart(start) if start.call.name == TOOL_NAME => {
+                let mut child = path;
+                child.push(start.call.id.clone());
+                self.begin(session, child, &start.call.arguments)
+            }
+            Event::MessageEnd(end) if !path.is_empty() => self.line(
+                &path,
+                &json!({ "message": Message::Assistant(end.message.clone()) }),
+            ),
+            Event::ToolExecutionEnd(end) if !path.is_empty() => self.line(
+                &path,
+                &json!({ "message": Message::ToolResult(end.result.clone()) }),
+            ),
+            Event::UserMessage(joined) if !path.is_empty() => self.line(
+                &path,
+                &json!({ "message": Message::User(joined.message.clone()) }),
+            ),
+            Event::RunEnd(end) if !path.is_empty() => {
+                let written = self.line(&path, &json!({ "end": { "error": end.error } }));
+                self.files.remove(&path);
+                written
+            }
+            _ => Ok(()),
+        };
+        if let Err(error) = written {
+            if !self.failed {
+                self.failed = true;
+                eprintln!("golato: a subagent's transcript is not saved: {error}");
+            }
+        }
     }
-    let aside = path.with_extension("jsonl.new");
-    let mut file = std::fs::File::create(&aside)?;
-    file.write_all(text.as_bytes())?;
-    file.sync_data()?;
-    std::fs::rename(&aside, &path)
+
+    fn begin(&mut self, session: &Path, path: Vec<String>, arguments: &str) -> std::io::Result<()> {
+        let arguments: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+        let folder = folder(session);
+        std::fs::create_dir_all(&folder)?;
+        let name: Vec<String> = path.iter().map(|id| file_safe(id)).collect();
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(folder.join(format!("{}.jsonl", name.join("-"))))?;
+        self.files.insert(path.clone(), file);
+        self.line(
+            &path,
+            &json!({
+                "golato_subagent": 1,
+                "path": path,
+                "description": arguments["description"],
+            }),
+        )?;
+        let prompt = arguments["prompt"].as_str().unwrap_or_default();
+        self.line(
+            &path,
+            &json!({ "message": Message::User(golato::message::UserMessage::new(prompt)) }),
+        )
+    }
+
+    fn line(&mut self, path: &[String], value: &Value) -> std::io::Result<()> {
+        let Some(file) = self.files.get_mut(path) else {
+            return Ok(());
+        };
+        let mut line = value.to_string();
+        line.push('\n');
+        file.write_all(line.as_bytes())?;
+        file.sync_data()
+    }
 }
 
 /// A call ID as a file name: letters, digits, `_` and `-` kept, anything else `_`, at most 64

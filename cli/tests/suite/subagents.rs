@@ -165,7 +165,9 @@ fn subagents_work_under_the_parents_rules_and_their_transcripts_are_kept_with_th
         .collect();
     assert_eq!(saved[0]["description"], "write a");
     assert_eq!(saved[1]["message"]["role"], "user");
-    assert_eq!(saved.len(), 1 + 4, "{saved:?}");
+    // Header, prompt, call, result, answer, end.
+    assert_eq!(saved.len(), 6, "{saved:?}");
+    assert_eq!(saved[5]["end"]["error"], Value::Null);
     assert!(tasks.join("t2.jsonl").is_file());
     let removed = golato().args(["sessions", "rm", session]).output().unwrap();
     assert!(removed.status.success(), "{removed:?}");
@@ -242,4 +244,82 @@ fn the_front_end_shows_a_subagents_calls_under_its_task_and_counts_its_changes()
         assert!(shown.contains("1 file changed"), "{shown}");
         super::front::leave(terminal, size);
     }
+}
+
+/// A parent whose one subagent starts a command that waits: for a kill in the middle.
+fn respond_waiting(request: &Value, _size: usize) -> Reply {
+    let messages = request["messages"].as_array().unwrap();
+    let first = messages
+        .iter()
+        .find(|message| message["role"] == "user")
+        .map(wire_text)
+        .unwrap_or_default()
+        .to_owned();
+    let answer = match first.as_str() {
+        "main" => {
+            json!({"tool_calls": [wire_call("t1", "task", json!({"description": "wait", "prompt": "child"}))]})
+        }
+        _ => {
+            json!({"tool_calls": [wire_call("b", "bash", json!({"command": "touch started; sleep 1000"}))]})
+        }
+    };
+    Reply::sse(sse(&answer))
+}
+
+#[test]
+fn a_killed_golato_keeps_what_its_subagent_did_so_far() {
+    let (_runtime, url, _provider) =
+        FakeProvider::start_blocking(Script::Respond(Box::new(respond_waiting)));
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = golato()
+        .args(["run", "--base-url", &format!("{url}/v1"), "--model", "m"])
+        .args(["--tools", "bash,task", "-q", "-C"])
+        .arg(dir.path())
+        .arg("main")
+        .spawn()
+        .unwrap();
+    // The child's transcript is written as it goes: its call is on disk while the command
+    // still runs (a transcript written at the child's end would never get there).
+    let transcript = || {
+        std::fs::read_dir(data_dir().join("sessions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .find(|path| {
+                path.extension()
+                    .is_some_and(|extension| extension == "jsonl")
+                    && std::fs::read_to_string(path)
+                        .unwrap_or_default()
+                        .contains(&format!(
+                            "\"cwd\":{}",
+                            json!(dir.path().canonicalize().unwrap())
+                        ))
+            })
+            .map(|session| session.with_extension("tasks").join("t1.jsonl"))
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let lines = transcript()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .map_or(0, |text| text.lines().count());
+        if lines >= 3 && dir.path().join("started").exists() {
+            break;
+        }
+        assert!(
+            started.elapsed() < support::HANG_GUARD,
+            "the child's call was never saved"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let saved = std::fs::read_to_string(transcript().unwrap()).unwrap();
+    let lines: Vec<Value> = saved
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // Header, prompt, and the answer that started the command: what the child did so far.
+    assert_eq!(lines.len(), 3, "{saved}");
+    assert_eq!(lines[2]["message"]["tool_calls"][0]["id"], "b", "{saved}");
 }
