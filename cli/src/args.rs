@@ -77,25 +77,23 @@ pub(crate) enum Command {
 
 #[derive(Debug, Args)]
 pub(crate) struct UndoArgs {
-    /// The session (its ID or a unique start of it) [default: this directory's newest].
-    pub(crate) id: Option<String>,
+    #[command(flatten)]
+    pub(crate) session: SessionChoice,
     /// Undo every prompt from this one on (1-based, as `golato diff` numbers them) [default:
     /// the last].
     #[arg(long, value_name = "PROMPT")]
     pub(crate) to: Option<usize>,
-    /// The directory whose newest session is meant.
-    #[arg(
-        short = 'C',
-        long,
-        visible_alias = "cd",
-        default_value = ".",
-        value_name = "DIR"
-    )]
-    pub(crate) cwd: PathBuf,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
+    #[command(flatten)]
+    pub(crate) session: SessionChoice,
+}
+
+/// Which saved session a command means.
+#[derive(Debug, Args)]
+pub(crate) struct SessionChoice {
     /// The session (its ID or a unique start of it) [default: this directory's newest].
     pub(crate) id: Option<String>,
     /// The directory whose newest session is meant.

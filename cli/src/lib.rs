@@ -260,10 +260,8 @@ pub fn main() -> ExitCode {
                 Some(args::SessionsAction::Repair { id }) => session::repair(&id),
                 Some(args::SessionsAction::Rm { id }) => session::remove(&id),
             },
-            Command::Undo(args) => {
-                checkpoints::undo_command(args.id.as_deref(), &args.cwd, args.to)
-            }
-            Command::Diff(args) => checkpoints::diff_command(args.id.as_deref(), &args.cwd),
+            Command::Undo(args) => checkpoints::undo_command(&args.session, args.to),
+            Command::Diff(args) => checkpoints::diff_command(&args.session),
             Command::Acp(args) => acp::command(*args).await,
             Command::Chat(args) if front::usable(&args) => front::command(*args).await,
             Command::Chat(args) => chat::command(*args).await,

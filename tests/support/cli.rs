@@ -281,3 +281,24 @@ pub fn session_id(stderr: &[u8]) -> String {
         .map(|(_, id)| id.to_owned())
         .unwrap_or_else(|| panic!("no session in {header}"))
 }
+
+/// The saved session whose header names `dir` as its working directory, if one is saved.
+pub fn session_file(dir: &Path) -> Option<PathBuf> {
+    let cwd = serde_json::json!(dir.canonicalize().unwrap());
+    std::fs::read_dir(data_dir().join("sessions"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "jsonl")
+        })
+        .find(|path| {
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .lines()
+                .next()
+                .is_some_and(|header| header.contains(&format!("\"cwd\":{cwd}")))
+        })
+}

@@ -155,3 +155,28 @@ pub fn wire_text(message: &Value) -> &str {
         .or_else(|| message["content"][0]["text"].as_str())
         .unwrap_or_default()
 }
+
+/// The text of a request's first user message (what a run was started with).
+pub fn first_prompt(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|message| message["role"] == "user")
+        .map(wire_text)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// How many answers a request's transcript holds.
+pub fn answers(request: &Value) -> usize {
+    request["messages"].as_array().map_or(0, |messages| {
+        messages.iter().filter(|m| m["role"] == "assistant").count()
+    })
+}
+
+/// A call in the OpenAI wire form.
+pub fn wire_call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"index": 0, "id": id, "type": "function",
+           "function": {"name": name, "arguments": arguments.to_string()}})
+}

@@ -61,29 +61,7 @@ impl Server {
             .append(true)
             .open(self.data.path().join("server.log"))
             .unwrap();
-        let child = Command::new(server_binary())
-            .arg("--no-logo")
-            .env("RESTATE_BASE_DIR", self.data.path().join("data"))
-            .env("RESTATE_LISTEN_MODE", "tcp")
-            .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
-            .env(
-                "RESTATE_ADVERTISED_ADDRESS",
-                format!("http://127.0.0.1:{node}"),
-            )
-            .env(
-                "RESTATE_INGRESS__BIND_ADDRESS",
-                format!("127.0.0.1:{ingress}"),
-            )
-            .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
-            .env(
-                "RESTATE_ADMIN__QUERY_ENGINE__PGSQL_BIND_ADDRESS",
-                format!("127.0.0.1:{}", free_port()),
-            )
-            .env("RESTATE_DISABLE_TELEMETRY", "true")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
+        let child = node_command(&self.data.path().join("data"), [node, ingress, admin], log)
             .spawn()
             .unwrap();
         self.child = Some(child);
@@ -171,38 +149,14 @@ impl Cluster {
             let log =
                 std::fs::File::create(cluster.data.path().join(format!("node{}.log", index + 1)))
                     .unwrap();
-            let child = Command::new(server_binary())
-                .arg("--no-logo")
+            let base = cluster.data.path().join(format!("node{}", index + 1));
+            let child = node_command(&base, [*node, ingress, admin], log)
                 .env("RESTATE_CLUSTER_NAME", "golato-test")
                 .env("RESTATE_NODE_NAME", format!("n{}", index + 1))
                 .env("RESTATE_FORCE_NODE_ID", (index + 1).to_string())
                 .env("RESTATE_DEFAULT_REPLICATION", "2")
                 .env("RESTATE_METADATA_CLIENT__ADDRESSES", &metadata)
                 .env("RESTATE_AUTO_PROVISION", (index == 0).to_string())
-                .env(
-                    "RESTATE_BASE_DIR",
-                    cluster.data.path().join(format!("node{}", index + 1)),
-                )
-                .env("RESTATE_LISTEN_MODE", "tcp")
-                .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
-                .env(
-                    "RESTATE_ADVERTISED_ADDRESS",
-                    format!("http://127.0.0.1:{node}"),
-                )
-                .env(
-                    "RESTATE_INGRESS__BIND_ADDRESS",
-                    format!("127.0.0.1:{ingress}"),
-                )
-                .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
-                .env(
-                    "RESTATE_ADMIN__QUERY_ENGINE__PGSQL_BIND_ADDRESS",
-                    format!("127.0.0.1:{}", free_port()),
-                )
-                .env("RESTATE_DISABLE_TELEMETRY", "true")
-                .env("NO_COLOR", "1")
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
                 .spawn()
                 .unwrap();
             cluster.nodes.push(Some(child));
@@ -250,6 +204,36 @@ impl Drop for Cluster {
             );
         }
     }
+}
+
+/// A Restate node on loopback: its data in `base`, its node-to-node, ingress and admin ports,
+/// its log in `log`.
+fn node_command(base: &Path, [node, ingress, admin]: [u16; 3], log: std::fs::File) -> Command {
+    let mut command = Command::new(server_binary());
+    command
+        .arg("--no-logo")
+        .env("RESTATE_BASE_DIR", base)
+        .env("RESTATE_LISTEN_MODE", "tcp")
+        .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
+        .env(
+            "RESTATE_ADVERTISED_ADDRESS",
+            format!("http://127.0.0.1:{node}"),
+        )
+        .env(
+            "RESTATE_INGRESS__BIND_ADDRESS",
+            format!("127.0.0.1:{ingress}"),
+        )
+        .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
+        .env(
+            "RESTATE_ADMIN__QUERY_ENGINE__PGSQL_BIND_ADDRESS",
+            format!("127.0.0.1:{}", free_port()),
+        )
+        .env("RESTATE_DISABLE_TELEMETRY", "true")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log);
+    command
 }
 
 /// A minimal HTTP/1.1 GET: whether it answered 200.

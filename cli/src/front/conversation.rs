@@ -369,12 +369,7 @@ impl Conversation {
                 }
             }
             Command::Resume(Some(id)) => {
-                let saved = crate::session::find(Some(&id), None)?;
-                let opened = crate::session::open(Some(saved), &self.args.agent.cwd, false, true)?;
-                self.transcript = opened.transcript;
-                self.summary = opened.summary;
-                self.saving = opened.saving;
-                self.session_changed();
+                self.go_on_with(&id)?;
                 self.changes.clear();
                 let width = front.width();
                 front.say(transcript::earlier(&self.transcript, width));
@@ -425,6 +420,17 @@ impl Conversation {
         Ok(())
     }
 
+    /// Goes on with the saved session `id`: its conversation, and saving into it.
+    fn go_on_with(&mut self, id: &str) -> Result<(), crate::CliError> {
+        let saved = crate::session::find(Some(id), None)?;
+        let opened = crate::session::open(Some(saved), &self.args.agent.cwd, false, true)?;
+        self.transcript = opened.transcript;
+        self.summary = opened.summary;
+        self.saving = opened.saving;
+        self.session_changed();
+        Ok(())
+    }
+
     /// Tells hooks and checkpoints which session is saved now.
     fn session_changed(&mut self) {
         let (id, path) = match &self.saving {
@@ -454,12 +460,7 @@ impl Conversation {
         self.saving = None;
         let saved = crate::session::find(Some(&id), None)?;
         let outcome = crate::checkpoints::undo(&saved, None);
-        let saved = crate::session::find(Some(&id), None)?;
-        let opened = crate::session::open(Some(saved), &self.args.agent.cwd, false, true)?;
-        self.transcript = opened.transcript;
-        self.summary = opened.summary;
-        self.saving = opened.saving;
-        self.session_changed();
+        self.go_on_with(&id)?;
         match outcome {
             Ok(done) => {
                 self.changes.clear();

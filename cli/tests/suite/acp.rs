@@ -702,22 +702,11 @@ fn a_saved_sessions_writes_are_checkpointed_and_golato_undo_takes_them_back() {
 
 #[test]
 fn a_subagents_calls_reach_the_client_as_calls_under_the_task() {
-    use support::compaction::{sse, wire_text};
+    use support::compaction::{answers, first_prompt, sse, wire_call};
     use support::provider::{FakeProvider, Reply, Script};
     let respond = |request: &Value, _size: usize| {
-        let messages = request["messages"].as_array().unwrap();
-        let first = messages
-            .iter()
-            .find(|message| message["role"] == "user")
-            .map(wire_text)
-            .unwrap_or_default()
-            .to_owned();
-        let answered = messages.iter().filter(|m| m["role"] == "assistant").count();
-        let call = |id: &str, name: &str, arguments: Value| {
-            json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
-                "function": {"name": name, "arguments": arguments.to_string()}}]})
-        };
-        let answer = match (first.as_str(), answered) {
+        let call = |id: &str, name: &str, arguments: Value| json!({"tool_calls": [wire_call(id, name, arguments)]});
+        let answer = match (first_prompt(request).as_str(), answers(request)) {
             ("go", 0) => call(
                 "t1",
                 "task",

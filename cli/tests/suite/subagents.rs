@@ -7,26 +7,13 @@ use crate::support;
 
 use serde_json::{json, Value};
 use support::cli::*;
-use support::compaction::{sse, wire_text};
+use support::compaction::{answers, first_prompt, sse, wire_call, wire_text};
 use support::provider::{FakeProvider, Reply, Script};
-
-/// A call in the OpenAI wire form.
-fn wire_call(id: &str, name: &str, arguments: Value) -> Value {
-    json!({"index": 0, "id": id, "type": "function",
-           "function": {"name": name, "arguments": arguments.to_string()}})
-}
 
 /// Answers each run by its first prompt and how far it got: the parent hands two files to two
 /// subagents; each child writes its file (child B's is denied by a rule) and says so.
 fn respond(request: &Value, _size: usize) -> Reply {
-    let messages = request["messages"].as_array().unwrap();
-    let first = messages
-        .iter()
-        .find(|message| message["role"] == "user")
-        .map(wire_text)
-        .unwrap_or_default()
-        .to_owned();
-    let answered = messages.iter().filter(|m| m["role"] == "assistant").count();
+    let (first, answered) = (first_prompt(request), answers(request));
     let calls = |calls: Vec<Value>| {
         let mut calls = calls;
         for (index, call) in calls.iter_mut().enumerate() {
@@ -139,25 +126,11 @@ fn subagents_work_under_the_parents_rules_and_their_transcripts_are_kept_with_th
             .contains("b.txt"),
         "{blocked}"
     );
-    let sessions = data_dir().join("sessions");
-    let cwd = dir.path().canonicalize().unwrap();
-    let session = std::fs::read_dir(&sessions)
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.path())
-        .find(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "jsonl")
-                && std::fs::read_to_string(path)
-                    .ok()
-                    .and_then(|text| serde_json::from_str::<Value>(text.lines().next()?).ok())
-                    .is_some_and(|header| header["cwd"] == json!(cwd))
-        })
-        .expect("the run's session is not saved");
+    let session = session_file(dir.path()).expect("the run's session is not saved");
     let session = session.file_stem().unwrap().to_str().unwrap();
 
     // Each child's transcript beside the session, gone with it.
-    let tasks = sessions.join(format!("{session}.tasks"));
+    let tasks = session_file(dir.path()).unwrap().with_extension("tasks");
     let saved = std::fs::read_to_string(tasks.join("t1.jsonl")).unwrap();
     let saved: Vec<Value> = saved
         .lines()
@@ -248,14 +221,7 @@ fn the_front_end_shows_a_subagents_calls_under_its_task_and_counts_its_changes()
 
 /// A parent whose one subagent starts a command that waits: for a kill in the middle.
 fn respond_waiting(request: &Value, _size: usize) -> Reply {
-    let messages = request["messages"].as_array().unwrap();
-    let first = messages
-        .iter()
-        .find(|message| message["role"] == "user")
-        .map(wire_text)
-        .unwrap_or_default()
-        .to_owned();
-    let answer = match first.as_str() {
+    let answer = match first_prompt(request).as_str() {
         "main" => {
             json!({"tool_calls": [wire_call("t1", "task", json!({"description": "wait", "prompt": "child"}))]})
         }
@@ -280,24 +246,8 @@ fn a_killed_golato_keeps_what_its_subagent_did_so_far() {
         .unwrap();
     // The child's transcript is written as it goes: its call is on disk while the command
     // still runs (a transcript written at the child's end would never get there).
-    let transcript = || {
-        std::fs::read_dir(data_dir().join("sessions"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|entry| entry.path())
-            .find(|path| {
-                path.extension()
-                    .is_some_and(|extension| extension == "jsonl")
-                    && std::fs::read_to_string(path)
-                        .unwrap_or_default()
-                        .contains(&format!(
-                            "\"cwd\":{}",
-                            json!(dir.path().canonicalize().unwrap())
-                        ))
-            })
-            .map(|session| session.with_extension("tasks").join("t1.jsonl"))
-    };
+    let transcript =
+        || session_file(dir.path()).map(|session| session.with_extension("tasks").join("t1.jsonl"));
     let started = std::time::Instant::now();
     loop {
         let lines = transcript()

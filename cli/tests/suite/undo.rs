@@ -40,13 +40,12 @@ fn read(dir: &Path, name: &str) -> Option<String> {
     std::fs::read_to_string(dir.join(name)).ok()
 }
 
-#[test]
-fn undo_puts_back_what_each_prompt_changed_and_stops_at_a_file_changed_since() {
-    let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("project");
+/// A project in `work` (b.txt holding "old") after the script's two prompts, saved.
+fn two_prompts(work: &Path) -> std::path::PathBuf {
+    let dir = work.join("project");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("b.txt"), "old\n").unwrap();
-    let script = script(work.path());
+    let script = script(work);
     let script = script.to_str().unwrap();
     for (prompt, flags) in [("first", vec![]), ("second", vec!["-c"])] {
         let mut args = vec!["run", "--script", script];
@@ -55,6 +54,13 @@ fn undo_puts_back_what_each_prompt_changed_and_stops_at_a_file_changed_since() {
         let output = in_dir(&dir, &args);
         assert_eq!(output.status.code(), Some(0), "{output:?}");
     }
+    dir
+}
+
+#[test]
+fn undo_puts_back_what_each_prompt_changed_and_stops_at_a_file_changed_since() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = two_prompts(work.path());
     assert_eq!(read(&dir, "a.txt").as_deref(), Some("two\n"));
     assert_eq!(read(&dir, "c.txt").as_deref(), Some("made\n"));
 
@@ -107,17 +113,7 @@ fn undo_puts_back_what_each_prompt_changed_and_stops_at_a_file_changed_since() {
 #[test]
 fn undo_to_a_prompt_takes_back_every_prompt_from_it() {
     let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("project");
-    std::fs::create_dir(&dir).unwrap();
-    std::fs::write(dir.join("b.txt"), "old\n").unwrap();
-    let script = script(work.path());
-    let script = script.to_str().unwrap();
-    for (prompt, flags) in [("first", vec![]), ("second", vec!["-c"])] {
-        let mut args = vec!["run", "--script", script];
-        args.extend(flags);
-        args.push(prompt);
-        assert!(in_dir(&dir, &args).status.success());
-    }
+    let dir = two_prompts(work.path());
     let out_of_range = in_dir(&dir, &["undo", "--to", "3"]);
     assert_eq!(out_of_range.status.code(), Some(2), "{out_of_range:?}");
     assert!(String::from_utf8_lossy(&out_of_range.stderr).contains("--to takes 1 to 2"));
@@ -126,21 +122,7 @@ fn undo_to_a_prompt_takes_back_every_prompt_from_it() {
     assert_eq!(read(&dir, "a.txt"), None);
     assert_eq!(read(&dir, "b.txt").as_deref(), Some("old\n"));
     // The session file ends with the note of what was undone.
-    let sessions = data_dir().join("sessions");
-    let session = std::fs::read_dir(&sessions)
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "jsonl")
-        })
-        .find(|path| {
-            std::fs::read_to_string(path)
-                .unwrap_or_default()
-                .contains(&format!("\"cwd\":{}", json!(dir.canonicalize().unwrap())))
-        })
-        .unwrap();
+    let session = session_file(&dir).unwrap();
     let text = std::fs::read_to_string(&session).unwrap();
     let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["undo"]["to_prompt"], 1, "{text}");
@@ -156,25 +138,6 @@ fn undo_to_a_prompt_takes_back_every_prompt_from_it() {
         .status
         .success());
     assert!(!checkpoints.exists());
-}
-
-/// The newest session file of `dir` (its header names `dir`).
-fn session_of(dir: &Path) -> std::path::PathBuf {
-    let cwd = json!(dir.canonicalize().unwrap());
-    std::fs::read_dir(data_dir().join("sessions"))
-        .unwrap()
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "jsonl")
-        })
-        .find(|path| {
-            std::fs::read_to_string(path)
-                .unwrap_or_default()
-                .contains(&format!("\"cwd\":{cwd}"))
-        })
-        .unwrap()
 }
 
 #[test]
@@ -201,7 +164,7 @@ fn a_missing_copy_a_torn_log_or_a_file_too_large_to_keep_stops_undo_before_any_c
     );
     let run = in_dir(&dir, &["run", "--script", script.to_str().unwrap(), "go"]);
     assert!(run.status.success(), "{run:?}");
-    let checkpoints = session_of(&dir).with_extension("checkpoints");
+    let checkpoints = session_file(&dir).unwrap().with_extension("checkpoints");
     // A torn last line of the log (a crash while it was written) is passed over.
     let log = checkpoints.join("log.jsonl");
     let mut text = std::fs::read_to_string(&log).unwrap();
