@@ -55,6 +55,10 @@ pub struct HookContext {
     pub arguments: Value,
     /// Cancelled when the run is cancelled or the call times out; a slow hook should stop.
     pub cancel: CancellationToken,
+    /// For a call of a subagent: the IDs of the `task` calls that started its run, from the
+    /// top run's down (see [`crate::subagent`]); empty for a call of the run the caller
+    /// started.
+    pub path: Vec<String>,
 }
 
 /// What a hook knows about a compaction about to happen.

@@ -371,6 +371,17 @@ fn child_agent(
                 )
             })?,
     };
+    // The parent's hooks, told which task call each of the child's calls comes under.
+    let hooks: Vec<Arc<dyn Hook>> = config
+        .hooks
+        .iter()
+        .map(|hook| {
+            Arc::new(Lineage {
+                inner: Arc::clone(hook),
+                path: path.to_vec(),
+            }) as Arc<dyn Hook>
+        })
+        .collect();
     Agent::new(agent::Config {
         generator: config.generator.clone(),
         model,
@@ -378,13 +389,51 @@ fn child_agent(
         system_prompt: config.system_prompt.clone(),
         max_turns: config.max_turns,
         budget: ctx.budget_left(),
-        hooks: config.hooks.clone(),
+        hooks,
         max_parallel_calls: config.max_parallel_calls,
         tool_timeout: config.tool_timeout,
         host: config.host.clone(),
         ..Default::default()
     })
     .map_err(|error| format!("the subagent could not be made: {error}").into())
+}
+
+/// One of the parent's hooks, around a child's calls: it sees the task calls above the child
+/// in [`HookContext::path`](crate::hook::HookContext::path).
+struct Lineage {
+    inner: Arc<dyn Hook>,
+    path: Vec<String>,
+}
+
+impl Lineage {
+    fn placed(&self, mut ctx: crate::hook::HookContext) -> crate::hook::HookContext {
+        ctx.path = self.path.clone();
+        ctx
+    }
+}
+
+impl Hook for Lineage {
+    fn before_tool_call(
+        &self,
+        ctx: crate::hook::HookContext,
+    ) -> futures::future::BoxFuture<'static, Result<crate::hook::BeforeToolCall, BoxError>> {
+        self.inner.before_tool_call(self.placed(ctx))
+    }
+
+    fn before_compaction(
+        &self,
+        ctx: crate::hook::CompactionContext,
+    ) -> futures::future::BoxFuture<'static, ()> {
+        self.inner.before_compaction(ctx)
+    }
+
+    fn after_tool_call(
+        &self,
+        ctx: crate::hook::HookContext,
+        result: ToolResult,
+    ) -> futures::future::BoxFuture<'static, Result<crate::hook::AfterToolCall, BoxError>> {
+        self.inner.after_tool_call(self.placed(ctx), result)
+    }
 }
 
 /// What a child did, from its transcript: the files its writes and edits changed, and how

@@ -221,7 +221,8 @@ impl Hook for Recorder {
                         return Ok(());
                     }
                     store.append(&Record {
-                        call: ctx.call.id.clone(),
+                        // A subagent's change is its task call's, which the session holds.
+                        call: ctx.path.first().unwrap_or(&ctx.call.id).clone(),
                         tool: ctx.call.name.clone(),
                         path,
                         before,

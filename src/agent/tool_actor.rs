@@ -268,6 +268,7 @@ impl ToolActor {
             call: ToolCall::clone(self.setup.call()),
             arguments,
             cancel: self.setup.shared.token(self.setup.index).clone(),
+            path: Vec::new(),
         }
     }
 

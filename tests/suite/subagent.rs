@@ -148,11 +148,21 @@ fn two_task_calls_run_at_once_and_their_answers_are_the_results() {
             ));
         })
     };
+    // The parent's hooks run around the children's calls, told which task call they are under.
+    let seen = Log::default();
+    let watching = {
+        let seen = seen.clone();
+        golato::hook::before(move |ctx| {
+            seen.push(format!("{} under {:?}", ctx.call.id, ctx.path));
+            async { Ok(golato::hook::BeforeToolCall::Run) }
+        })
+    };
     let agent = parent(
         generator,
         vec![meeting_tool(2)],
         subagent::Config {
             on_transcript: Some(sink),
+            hooks: vec![watching],
             ..Default::default()
         },
     );
@@ -164,6 +174,9 @@ fn two_task_calls_run_at_once_and_their_answers_are_the_results() {
     assert_eq!(results[0].text(), "one says hi");
     assert_eq!(results[1].text(), "two says hi");
     assert!(!results[0].is_error && !results[1].is_error);
+    let mut seen = seen.entries();
+    seen.sort();
+    assert_eq!(seen, ["m1 under [\"t1\"]", "m2 under [\"t2\"]"]);
 
     // Each child's events came through, tagged with its call, between that call's start
     // and end.

@@ -142,6 +142,14 @@ fn subagents_work_under_the_parents_rules_and_their_transcripts_are_kept_with_th
     assert_eq!(saved.len(), 6, "{saved:?}");
     assert_eq!(saved[5]["end"]["error"], Value::Null);
     assert!(tasks.join("t2.jsonl").is_file());
+    // A child's write is its task call's change: undoing the prompt takes it back.
+    let undone = golato()
+        .args(["undo", "-C"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(undone.status.success(), "{undone:?}");
+    assert!(!dir.path().join("a.txt").exists());
     let removed = golato().args(["sessions", "rm", session]).output().unwrap();
     assert!(removed.status.success(), "{removed:?}");
     assert!(!tasks.exists());
