@@ -24,6 +24,7 @@ mod suite {
     mod properties;
     mod providers;
     mod resume;
+    mod search_properties;
     mod setup;
     mod slow_consumer;
     mod steering;
