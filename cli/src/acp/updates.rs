@@ -47,6 +47,21 @@ fn announced(call: &GolatoCall, cwd: &Path, status: ToolCallStatus) -> ToolCall 
     announced
 }
 
+/// A file's text for a diff (up to `DIFF_LIMIT`; empty when it cannot be read), read where
+/// blocking is allowed: a file of megabytes must not hold a runtime thread that other
+/// sessions' prompts need.
+fn text_of(path: &Path) -> String {
+    let read = || {
+        crate::bounded::read(path, DIFF_LIMIT)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default()
+    };
+    match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(read),
+        _ => read(),
+    }
+}
+
 /// Turns one run's events into updates; it remembers what a diff needs between a call's start
 /// and end.
 pub(crate) struct Updates {
@@ -128,9 +143,7 @@ impl Updates {
                 if matches!(call.name.as_str(), "edit" | "write") {
                     if let Some(path) = arguments(call)["path"].as_str() {
                         let full = self.cwd.join(path);
-                        let old = crate::bounded::read(&full, DIFF_LIMIT)
-                            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                            .unwrap_or_default();
+                        let old = text_of(&full);
                         self.before.insert(call.id.clone(), (full, old));
                     }
                 }
@@ -175,9 +188,7 @@ impl Updates {
         };
         let mut content = Vec::new();
         if let (Some((path, old)), false) = (self.before.remove(&call.id), result.is_error) {
-            let new = crate::bounded::read(&path, DIFF_LIMIT)
-                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-                .unwrap_or_default();
+            let new = text_of(&path);
             content.push(ToolCallContent::Diff(Diff::new(path, new).old_text(old)));
         }
         let output = result.text();
