@@ -220,7 +220,7 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
         "--cwd",
         dir.path().to_str().unwrap(),
     ];
-    let mut workers = three_workers(dir.path(), &server, &flags);
+    let mut workers = three_workers(dir.path(), &server.admin, &flags);
 
     let runs: Vec<String> = (0..RUNS).map(|n| format!("run-{n}")).collect();
     let submitting = {
@@ -265,22 +265,10 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
     let outcomes = submitting.join().unwrap();
 
     // Every run completed once, its transcript in source order.
-    assert_eq!(outcomes.len(), RUNS);
-    for outcome in &outcomes {
-        assert_eq!(outcome.error, None, "{}", outcome.run_id);
-        assert_eq!(outcome.final_text().as_deref(), Some("done"));
-        assert_two_batches_in_order(outcome);
-    }
+    assert_all_done(&outcomes, RUNS);
     // The calls that were running on the victim (and only those) ran twice, the second time
     // elsewhere as attempt 2, and their results say so; nothing recorded ran again.
-    let after = ledger(dir.path());
-    let mut executions: HashMap<(String, String), Vec<Execution>> = HashMap::new();
-    for execution in &after {
-        executions
-            .entry((execution.run.clone(), execution.call.clone()))
-            .or_default()
-            .push(execution.clone());
-    }
+    let executions = executions_by_call(dir.path());
     let mut retried = 0;
     for outcome in &outcomes {
         let results = results(outcome);
@@ -337,28 +325,13 @@ fn a_restate_node_killed_mid_batch_on_a_three_node_cluster_loses_no_run() {
     let mut cluster = support::restate::Cluster::start();
     let mut gate = Gate::closed(dir.path());
     let script = write_script(dir.path(), &gate.path);
-    let workers: Vec<Worker> = (0..3)
-        .map(|n| {
-            Worker::start(
-                dir.path(),
-                &format!("worker{n}"),
-                &[
-                    "--script",
-                    script.to_str().unwrap(),
-                    "--cwd",
-                    dir.path().to_str().unwrap(),
-                ],
-            )
-        })
-        .collect();
-    let front = balancer(workers.iter().map(|worker| worker.port).collect());
-    tokio::runtime::Runtime::new()
-        .unwrap()
-        .block_on(golato_restate::register(
-            &cluster.admin[0],
-            &format!("http://{front}"),
-        ))
-        .unwrap();
+    let flags = [
+        "--script",
+        script.to_str().unwrap(),
+        "--cwd",
+        dir.path().to_str().unwrap(),
+    ];
+    let workers = three_workers(dir.path(), &cluster.admin[0], &flags);
     let runs: Vec<String> = (0..RUNS).map(|n| format!("cluster-run-{n}")).collect();
     let submitting = {
         let (ingress, runs) = (cluster.ingress[0].clone(), runs.clone());
@@ -379,22 +352,18 @@ fn a_restate_node_killed_mid_batch_on_a_three_node_cluster_loses_no_run() {
     cluster.kill(2);
     gate.open();
     let outcomes = submitting.join().unwrap();
-    assert_eq!(outcomes.len(), RUNS);
-    for outcome in &outcomes {
-        assert_eq!(outcome.error, None, "{}", outcome.run_id);
-        assert_eq!(outcome.final_text().as_deref(), Some("done"));
-        assert_two_batches_in_order(outcome);
-    }
+    assert_all_done(&outcomes, RUNS);
     // Calls ran once, or (running when the node died) again as a later attempt; turns were
     // asked of the model once, or again when their answer was not yet recorded.
-    let after = ledger(dir.path());
-    let mut executions: HashMap<(String, String), Vec<u32>> = HashMap::new();
-    for execution in &after {
-        executions
-            .entry((execution.run.clone(), execution.call.clone()))
-            .or_default()
-            .push(execution.attempt);
-    }
+    let executions: HashMap<(String, String), Vec<u32>> = executions_by_call(dir.path())
+        .into_iter()
+        .map(|(call, ran)| {
+            (
+                call,
+                ran.iter().map(|execution| execution.attempt).collect(),
+            )
+        })
+        .collect();
     let again = executions.values().filter(|ran| ran.len() > 1).count();
     let logs: Vec<PathBuf> = workers.iter().map(|worker| worker.log.clone()).collect();
     let asked = model_requests(&logs);
@@ -547,18 +516,37 @@ fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
     );
 }
 
-/// Three workers with `flags` behind a balancer, its address registered with `server`.
-fn three_workers(dir: &Path, server: &Server, flags: &[&str]) -> Vec<Worker> {
+/// `count` runs all completed with the script's answer, each transcript in source order.
+fn assert_all_done(outcomes: &[Outcome], count: usize) {
+    assert_eq!(outcomes.len(), count);
+    for outcome in outcomes {
+        assert_eq!(outcome.error, None, "{}", outcome.run_id);
+        assert_eq!(outcome.final_text().as_deref(), Some("done"));
+        assert_two_batches_in_order(outcome);
+    }
+}
+
+/// The ledger's executions, by (run, call), in the order they started.
+fn executions_by_call(dir: &Path) -> HashMap<(String, String), Vec<Execution>> {
+    let mut executions: HashMap<(String, String), Vec<Execution>> = HashMap::new();
+    for execution in ledger(dir) {
+        executions
+            .entry((execution.run.clone(), execution.call.clone()))
+            .or_default()
+            .push(execution);
+    }
+    executions
+}
+
+/// Three workers with `flags` behind a balancer, its address registered at `admin`.
+fn three_workers(dir: &Path, admin: &str, flags: &[&str]) -> Vec<Worker> {
     let workers: Vec<Worker> = (0..3)
         .map(|n| Worker::start(dir, &format!("worker{n}"), flags))
         .collect();
     let front = balancer(workers.iter().map(|worker| worker.port).collect());
     tokio::runtime::Runtime::new()
         .unwrap()
-        .block_on(golato_restate::register(
-            &server.admin,
-            &format!("http://{front}"),
-        ))
+        .block_on(golato_restate::register(admin, &format!("http://{front}")))
         .unwrap();
     workers
 }
@@ -752,7 +740,7 @@ fn editors(shared: bool) -> (usize, Vec<usize>, Vec<Outcome>) {
         ]);
     }
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let mut workers = three_workers(dir.path(), &server, &flags);
+    let mut workers = three_workers(dir.path(), &server.admin, &flags);
     let runs: Vec<String> = (0..RUNS).map(|n| format!("editor-{n}")).collect();
     let submitting = {
         let ingress = server.ingress.clone();
