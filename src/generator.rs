@@ -200,8 +200,8 @@ pub struct Request {
 ///
 /// Serializes as an object with a `"kind"` (`text`, `reasoning`, `tool_call`): text and
 /// reasoning carry a `"text"`, a tool-call fragment its fields.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", from = "DeltaForm")]
 pub enum Delta {
     /// More answer text.
     Text(#[serde(serialize_with = "as_text")] String),
@@ -218,6 +218,45 @@ pub enum Delta {
         /// More of the raw JSON arguments.
         arguments: String,
     },
+}
+
+/// How a [`Delta`] reads back: its text variants serialize as `{"kind": "text", "text": ...}`,
+/// which a newtype variant of an internally tagged enum cannot deserialize from by itself.
+#[derive(serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum DeltaForm {
+    Text {
+        text: String,
+    },
+    Reasoning {
+        text: String,
+    },
+    ToolCall {
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+    },
+}
+
+impl From<DeltaForm> for Delta {
+    fn from(form: DeltaForm) -> Delta {
+        match form {
+            DeltaForm::Text { text } => Delta::Text(text),
+            DeltaForm::Reasoning { text } => Delta::Reasoning(text),
+            DeltaForm::ToolCall {
+                index,
+                id,
+                name,
+                arguments,
+            } => Delta::ToolCall {
+                index,
+                id,
+                name,
+                arguments,
+            },
+        }
+    }
 }
 
 /// What a provider client sends in place of an image the model does not accept.

@@ -188,7 +188,7 @@ impl fmt::Debug for dyn Hook {
 }
 
 /// What a hook did to a call, as the `ToolHook` event reports it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum HookAction {

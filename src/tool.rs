@@ -68,7 +68,7 @@ pub enum Execution {
 }
 
 /// What a tool function returns: content for the model, details for the application.
-#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ToolResult {
     /// Text and image parts for the model. Empty is valid.
     pub content: Vec<Content>,

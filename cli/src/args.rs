@@ -612,9 +612,10 @@ pub(crate) struct ServeArgs {
     /// once it listens.
     #[arg(long, value_name = "URL")]
     pub(crate) restate_admin: Option<String>,
-    /// The Restate server's ingress (e.g. http://127.0.0.1:8080): write and edit then lock each
-    /// file through it, so that workers sharing a file system never interleave their writes of
-    /// one file. Without it the lock is this worker's own.
+    /// The Restate server's ingress (e.g. http://127.0.0.1:8080): runs publish their events
+    /// through it (what `golato submit` shows live), and write and edit lock each file through
+    /// it, so that workers sharing a file system never interleave their writes of one file.
+    /// Without it a run's events stay in the worker and the lock is this worker's own.
     #[arg(long, value_name = "URL")]
     pub(crate) restate: Option<String>,
     /// How long a file lock taken through --restate lasts at most: a worker that dies holding
@@ -645,17 +646,24 @@ pub(crate) struct ControlArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct SubmitArgs {
-    /// What to ask the agent: the text, @FILE for a file's contents, or - (or nothing, piped)
-    /// for standard input.
+    /// What to ask the agent: the text, @FILE for a file's contents, or - for standard input
+    /// (also, without --id, when it is piped and nothing is given). With --id and no prompt,
+    /// golato attaches to that run.
     pub(crate) prompt: Option<String>,
     /// The Restate server's ingress, e.g. http://127.0.0.1:8080.
     #[arg(long, value_name = "URL")]
     pub(crate) restate: String,
-    /// The run's ID: submitting an ID again gives that run's outcome instead of a second run
+    /// The run's ID: submitting an ID again gives that run's outcome instead of a second run;
+    /// with no prompt, attaches to the run and shows its events from the start (or --from)
     /// [default: a new random ID].
     #[arg(long)]
     pub(crate) id: Option<String>,
-    /// Print the outcome as JSON lines: run_start, one tool_execution_end per result, outcome.
+    /// Show the run's events from this number on (each JSON line's "seq"); the events before
+    /// are left out.
+    #[arg(long, value_name = "SEQ", default_value = "0")]
+    pub(crate) from: u64,
+    /// Print JSON lines: durable_run, then the run's events as `golato run --json` prints them
+    /// (each with its "seq"), then the outcome.
     #[arg(long)]
     pub(crate) json: bool,
     /// How long to keep trying while the server cannot be reached (down, restarting); the run

@@ -1,6 +1,8 @@
 //! `golato serve` and `golato submit`: durable runs on a Restate server (feature `durable`).
 
-use crate::args::{ControlArgs, ServeArgs, SubmitArgs};
+#[cfg(not(feature = "durable"))]
+use crate::args::SubmitArgs;
+use crate::args::{ControlArgs, ServeArgs};
 use crate::{CliError, Exit};
 
 #[cfg(not(feature = "durable"))]
@@ -19,6 +21,9 @@ pub(crate) async fn serve(_: ServeArgs) -> Result<Exit, CliError> {
 pub(crate) async fn submit(_: SubmitArgs) -> Result<Exit, CliError> {
     Err(unavailable("submit"))
 }
+
+#[cfg(feature = "durable")]
+pub(crate) use crate::submit::submit;
 
 /// What `golato cancel`, `steer` and `follow-up` do to a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +112,13 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         .clone()
         .unwrap_or_else(|| format!("http://{address}"));
     let stop = tokio_util::sync::CancellationToken::new();
-    let server = tokio::spawn(Worker::new(agent).serve(listener, stop.clone().cancelled_owned()));
+    let mut worker = Worker::new(agent);
+    if let Some(ingress) = &args.restate {
+        worker = worker
+            .publish_events(ingress)
+            .map_err(|error| CliError::usage(format!("--restate: {error}")))?;
+    }
+    let server = tokio::spawn(worker.serve(listener, stop.clone().cancelled_owned()));
     // Listening already (Restate calls the worker while registering it), but said to serve
     // only once registered: a registration that fails ends the worker, bounded in time.
     if let Some(admin) = &args.restate_admin {
@@ -127,7 +138,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
 
 /// SIGINT or SIGTERM, which one.
 #[cfg(feature = "durable")]
-async fn interrupted() -> crate::interrupt::Signal {
+pub(crate) async fn interrupted() -> crate::interrupt::Signal {
     use crate::interrupt::Signal;
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut interrupt), Ok(mut terminate)) = (
@@ -154,113 +165,4 @@ fn log_to_stderr() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
-}
-
-/// Submits the prompt and prints the outcome: the final text, or JSON lines with `--json`.
-#[cfg(feature = "durable")]
-pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
-    use golato::message::Message;
-    use serde_json::json;
-    use std::io::Write as _;
-    let client = golato_restate::Client::new(&args.restate)
-        .map_err(|error| CliError::usage(format!("--restate: {error}")))?
-        .with_reconnect_for(args.reconnect_for);
-    let id = args.id.clone().unwrap_or_else(new_id);
-    // Refused before anything is sent: a bad ID must not be retried for a minute, nor fold
-    // into another run's.
-    golato_restate::check_run_id(&id).map_err(|error| CliError::usage(error.to_string()))?;
-    // As `golato run` takes it: the text, @FILE, or standard input (too large for argv).
-    let prompt = crate::prompt::user_message(args.prompt.clone(), &[])?.text();
-    let mut out = std::io::stdout().lock();
-    let mut emit = |line: serde_json::Value| {
-        let _ = writeln!(out, "{line}");
-    };
-    if args.json {
-        emit(json!({"type": "run_start", "run_id": id}));
-    } else {
-        eprintln!("golato: run {id}");
-    }
-    // Ctrl-C detaches: the run is the server's, not this process's.
-    let outcome = tokio::select! {
-        outcome = client.submit(&id, &prompt) => {
-            outcome.map_err(|error| CliError::Failed(error.to_string()))?
-        }
-        signal = interrupted() => {
-            eprintln!(
-                "golato: detached from run {id}, which goes on on the server; `golato submit --restate {} --id {id} PROMPT` attaches to it again (the prompt is not used twice)",
-                args.restate
-            );
-            return Ok(Exit::Interrupted(signal));
-        }
-    };
-    // The ID named a run submitted before with another prompt: its outcome is what comes back.
-    let first_prompt = outcome.messages.iter().find_map(|message| match message {
-        Message::User(user) => Some(user.text()),
-        _ => None,
-    });
-    if first_prompt.is_some_and(|first| first != prompt) {
-        eprintln!(
-            "golato: run {id} was submitted before with another prompt; this is that run's outcome (the prompt given now was not used; a new --id starts a new run)"
-        );
-    }
-    let exit = if outcome.error.is_some() {
-        Exit::Failure
-    } else {
-        Exit::Success
-    };
-    if args.json {
-        let mut turn = 0;
-        let (mut calls, mut errors, mut retried) = (0, 0, 0);
-        for message in &outcome.messages {
-            match message {
-                Message::Assistant(_) => turn += 1,
-                Message::ToolResult(result) => {
-                    calls += 1;
-                    errors += usize::from(result.is_error);
-                    retried += usize::from(result.attempt.is_some());
-                    emit(json!({
-                        "type": "tool_execution_end",
-                        "turn": turn,
-                        "call_id": result.tool_call_id,
-                        "tool_name": result.tool_name,
-                        "result": result,
-                    }));
-                }
-                _ => {}
-            }
-        }
-        emit(json!({
-            "type": "outcome",
-            "run_id": outcome.run_id,
-            "status": if outcome.error.is_some() { "failed" } else { "completed" },
-            "exit_code": exit.code(),
-            "error": outcome.error,
-            "final_text": outcome.final_text(),
-            "turns": outcome.turns,
-            "tool_calls": calls,
-            "tool_errors": errors,
-            "retried_calls": retried,
-        }));
-    } else {
-        match (&outcome.error, outcome.final_text()) {
-            (Some(error), _) => eprintln!(
-                "golato: run {id} failed: {}",
-                crate::shown::visible(&error.to_string())
-            ),
-            (None, Some(text)) => {
-                let _ = writeln!(out, "{text}");
-            }
-            (None, None) => {}
-        }
-    }
-    Ok(exit)
-}
-
-/// A run ID unlikely to be taken: the time and the process.
-#[cfg(feature = "durable")]
-fn new_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos());
-    format!("run-{nanos:x}-{:x}", std::process::id())
 }

@@ -18,6 +18,8 @@ pub(crate) struct JsonLines {
     turn: usize,
     /// What the run uses, added to `run_start`.
     header: Option<Value>,
+    /// The number of the event being written, for a durable run's events.
+    seq: Option<u64>,
 }
 
 impl JsonLines {
@@ -25,7 +27,16 @@ impl JsonLines {
         JsonLines {
             turn: 0,
             header: header.map(crate::header::Header::fields),
+            seq: None,
         }
+    }
+
+    /// `event` with its number in a durable run's stream (`"seq"`).
+    #[cfg_attr(not(feature = "durable"), allow(dead_code))]
+    pub(crate) fn numbered(&mut self, seq: u64, event: &Event) {
+        self.seq = Some(seq);
+        self.event(event);
+        self.seq = None;
     }
 
     fn emit(&self, line: Value) {
@@ -51,7 +62,7 @@ impl View for JsonLines {
                 | Event::ToolExecutionEnd(_)
                 | Event::ToolHook(_)
         );
-        if plain {
+        if plain && self.seq.is_none() {
             // Written as it is, without a copy as a JSON value first: a long answer is held
             // once more at most while its line is written.
             let mut out = std::io::stdout().lock();
@@ -77,6 +88,9 @@ impl View for JsonLines {
             Event::ToolHook(hook) => Some(&hook.call),
             _ => None,
         };
+        if let (Some(seq), Some(fields)) = (self.seq, line.as_object_mut()) {
+            fields.insert("seq".into(), seq.into());
+        }
         if let (Some(call), Some(fields)) = (call, line.as_object_mut()) {
             fields.insert("turn".into(), self.turn.into());
             fields.insert("call_id".into(), call.id.clone().into());

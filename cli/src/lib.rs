@@ -42,6 +42,8 @@ mod session;
 mod shown;
 mod skills;
 mod subagents;
+#[cfg(feature = "durable")]
+mod submit;
 mod tool;
 mod trace;
 mod trust;

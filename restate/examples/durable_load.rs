@@ -2,8 +2,10 @@
 //! serve` workers (behind a TCP balancer, as in production) beside the same runs in-process;
 //! journal entries and bytes per run; and the time from a worker's SIGKILL to every affected run
 //! making progress again; and the floor, a bare `restate-sdk` handler making the same journal
-//! entries (`--floor-only` measures it alone). Prints one JSON line per measurement; figures in
-//! BENCHMARKS.md.
+//! entries (`--floor-only` measures it alone); and what publishing the runs' events costs
+//! (`--events-only`: the same runs on one worker without and with `--restate`, alternately);
+//! and the floor beside a library worker on tokio's threads and on one actix thread
+//! (`--step-cost`). Prints one JSON line per measurement; figures in BENCHMARKS.md.
 //!
 //! Each run: turn 1 is K parallel `read` calls of a small file, turn 2 the answer. The kill
 //! phase gates two bash calls per run on a file lock, kills the worker with the most of them
@@ -101,24 +103,77 @@ fn cluster(
     (server, workers)
 }
 
-/// Mean entries and bytes written per run, from the workers' "run ended" lines.
-fn journal_per_run(workers: &[Worker]) -> (f64, f64) {
-    let (mut runs, mut entries, mut bytes) = (0.0, 0.0, 0.0);
+/// The mean of each of `fields` per run, from the workers' "run ended" lines.
+fn per_run<const N: usize>(workers: &[Worker], fields: [&str; N]) -> [f64; N] {
+    let mut runs = 0.0;
+    let mut sums = [0.0; N];
     for worker in workers {
         for line in std::fs::read_to_string(&worker.log).unwrap().lines() {
             if !line.contains("run ended") {
                 continue;
             }
-            let field = |name: &str| -> f64 {
-                let start = line.find(name).unwrap() + name.len();
-                line[start..].split(' ').next().unwrap().parse().unwrap()
-            };
             runs += 1.0;
-            entries += field("entries_written=");
-            bytes += field("bytes_written=");
+            for (sum, name) in sums.iter_mut().zip(fields) {
+                let start = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
+                *sum += line[start..]
+                    .split(' ')
+                    .next()
+                    .unwrap()
+                    .parse::<f64>()
+                    .unwrap();
+            }
         }
     }
-    (entries / runs, bytes / runs)
+    sums.map(|sum| sum / runs)
+}
+
+/// The same runs on one worker without and with published events, `sittings` times each,
+/// alternately: wall, server and worker CPU, events and batches per run.
+fn events_cost(runtime: &tokio::runtime::Runtime, runs: usize, calls: usize, sittings: usize) {
+    for sitting in 0..sittings {
+        for publish in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let script = read_script(dir.path(), calls);
+            let server = Server::start();
+            let mut flags = vec![
+                "--script".to_owned(),
+                script.to_str().unwrap().to_owned(),
+                "--cwd".to_owned(),
+                dir.path().to_str().unwrap().to_owned(),
+            ];
+            if publish {
+                flags.extend(["--restate".to_owned(), server.ingress.clone()]);
+            }
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            let worker = Worker::start(dir.path(), "worker", &flags);
+            runtime
+                .block_on(golato_restate::register(
+                    &server.admin,
+                    &format!("http://127.0.0.1:{}", worker.port),
+                ))
+                .unwrap();
+            submit(runtime, &server.ingress, "warm", 20);
+            let (server_before, worker_before) = (
+                cpu_seconds(server.pid().unwrap()),
+                cpu_seconds(worker.pid()),
+            );
+            let wall = submit(runtime, &server.ingress, "run", runs);
+            let server_cpu = cpu_seconds(server.pid().unwrap()) - server_before;
+            let worker_cpu = cpu_seconds(worker.pid()) - worker_before;
+            let [events, batches] = per_run(
+                std::slice::from_ref(&worker),
+                ["events_sent", "event_batches"],
+            );
+            println!(
+                "{}",
+                json!({"mode": "events", "sitting": sitting, "published": publish, "runs": runs,
+                       "calls_per_run": calls, "runs_per_s": runs as f64 / wall.as_secs_f64(),
+                       "wall_s": wall.as_secs_f64(), "server_cpu_s": server_cpu,
+                       "worker_cpu_s": worker_cpu, "events_per_run": events,
+                       "batches_per_run": batches})
+            );
+        }
+    }
 }
 
 fn in_process(
@@ -163,7 +218,9 @@ fn kill_to_progress(runtime: &tokio::runtime::Runtime, runs: usize) -> (usize, V
     let ledger = dir.path().join("ledger");
     let gated = |id: &str| {
         json!({"id": id, "name": "bash", "arguments": {"command": format!(
-            "echo \"$GOLATO_RUN_KEY {id} $GOLATO_TOOL_ATTEMPT $PPID $(date +%s.%N)\" >> {}; flock -s {} true",
+            // The command's parent is the guard that ends it with its worker; the guard's
+            // parent is the worker.
+            "echo \"$GOLATO_RUN_KEY {id} $GOLATO_TOOL_ATTEMPT $(ps -o ppid= -p $PPID | tr -d ' ') $(date +%s.%N)\" >> {}; flock -s {} true",
             ledger.display(), gate.display()
         )}})
     };
@@ -361,15 +418,38 @@ fn floor(
     entries: usize,
     inbox_calls: usize,
 ) -> serde_json::Value {
+    let (wall, server_cpu, handler_cpu) = measure_served(
+        runtime,
+        &[
+            "--serve-floor".to_owned(),
+            String::new(),
+            entries.to_string(),
+            inbox_calls.to_string(),
+        ],
+        |ingress, prefix, count| submit_floor(runtime, ingress, prefix, count),
+        runs,
+    );
+    json!({"mode": "floor", "runs": runs, "journal_entries_per_run": entries,
+           "inbox_calls_per_run": inbox_calls,
+           "runs_per_s": runs as f64 / wall.as_secs_f64(), "wall_s": wall.as_secs_f64(),
+           "server_cpu_s": server_cpu, "handler_cpu_s": handler_cpu})
+}
+
+/// Serves this program with `arguments` (the second, the port, filled in) in a process of its
+/// own, registers it with a fresh server, warms it with 20 runs, then times `runs` runs made by
+/// `submit`: the wall time and the CPU seconds of the server and of the serving process.
+fn measure_served(
+    runtime: &tokio::runtime::Runtime,
+    arguments: &[String],
+    submit: impl Fn(&str, &str, usize) -> Duration,
+    runs: usize,
+) -> (Duration, f64, f64) {
     let server = Server::start();
     let port = restate::free_port();
+    let mut arguments = arguments.to_vec();
+    arguments[1] = port.to_string();
     let mut serving = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--serve-floor",
-            &port.to_string(),
-            &entries.to_string(),
-            &inbox_calls.to_string(),
-        ])
+        .args(&arguments)
         .spawn()
         .unwrap();
     runtime
@@ -386,20 +466,15 @@ fn floor(
             golato_restate::register(&server.admin, &format!("http://127.0.0.1:{port}")).await
         })
         .unwrap();
-    submit_floor(runtime, &server.ingress, "warm", 20);
+    submit(&server.ingress, "warm", 20);
     let server_pid = server.pid().unwrap();
-    let (server_before, handler_before) = (cpu_seconds(server_pid), cpu_seconds(serving.id()));
-    let wall = submit_floor(runtime, &server.ingress, "run", runs);
-    let (server_cpu, handler_cpu) = (
-        cpu_seconds(server_pid) - server_before,
-        cpu_seconds(serving.id()) - handler_before,
-    );
+    let (server_before, serving_before) = (cpu_seconds(server_pid), cpu_seconds(serving.id()));
+    let wall = submit(&server.ingress, "run", runs);
+    let server_cpu = cpu_seconds(server_pid) - server_before;
+    let serving_cpu = cpu_seconds(serving.id()) - serving_before;
     let _ = serving.kill();
     let _ = serving.wait();
-    json!({"mode": "floor", "runs": runs, "journal_entries_per_run": entries,
-           "inbox_calls_per_run": inbox_calls,
-           "runs_per_s": runs as f64 / wall.as_secs_f64(), "wall_s": wall.as_secs_f64(),
-           "server_cpu_s": server_cpu, "handler_cpu_s": handler_cpu})
+    (wall, server_cpu, serving_cpu)
 }
 
 /// CPU seconds (user + system) process `pid` has used so far.
@@ -421,8 +496,85 @@ fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// Serves a library worker (the same agent `golato serve --script` builds: the built-ins, the
+/// scripted model) on `port`: on tokio's multi-threaded runtime with golato's own host, or
+/// (`one_thread`) on one actix thread whose arbiter hosts the run actors too, so that the
+/// handler and the run actor never wake each other across threads.
+fn serve_golato(port: u16, dir: &Path, one_thread: bool) {
+    let agent = move |host: Option<golato::Host>| {
+        let script = Scripted::from_file(dir.join("reads.jsonl")).unwrap();
+        let tools = golato::builtin::new(golato::builtin::Config {
+            working_directory: dir.to_owned(),
+            ..Default::default()
+        })
+        .unwrap();
+        Agent::new(agent::Config {
+            generator: Some(Arc::new(script)),
+            tools,
+            host,
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let serve = |agent: Agent| async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        golato_restate::Worker::new(agent)
+            .serve(listener, std::future::pending::<()>())
+            .await;
+    };
+    if one_thread {
+        actix_rt::System::new().block_on(async move {
+            let host = golato::embed::host_on_arbiters(
+                vec![actix::Arbiter::current()],
+                golato::HostConfig::default(),
+            )
+            .unwrap();
+            serve(agent(Some(host))).await;
+        });
+    } else {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(serve(agent(None)));
+    }
+}
+
+/// 300 runs on a library worker served by a process of its own (see [`serve_golato`]).
+fn golato_worker(
+    runtime: &tokio::runtime::Runtime,
+    runs: usize,
+    calls: usize,
+    one_thread: bool,
+) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    read_script(dir.path(), calls);
+    let (wall, server_cpu, worker_cpu) = measure_served(
+        runtime,
+        &[
+            "--serve-golato".to_owned(),
+            String::new(),
+            dir.path().display().to_string(),
+            if one_thread { "one-thread" } else { "threads" }.to_owned(),
+        ],
+        |ingress, prefix, count| submit(runtime, ingress, prefix, count),
+        runs,
+    );
+    json!({"mode": if one_thread { "golato, one thread" } else { "golato, threads" },
+           "runs": runs, "calls_per_run": calls,
+           "runs_per_s": runs as f64 / wall.as_secs_f64(), "wall_s": wall.as_secs_f64(),
+           "server_cpu_s": server_cpu, "worker_cpu_s": worker_cpu})
+}
+
 fn main() {
     let arguments: Vec<String> = std::env::args().collect();
+    if arguments.get(1).map(String::as_str) == Some("--serve-golato") {
+        serve_golato(
+            arguments[2].parse().unwrap(),
+            Path::new(&arguments[3]),
+            arguments[4] == "one-thread",
+        );
+        return;
+    }
     if arguments.get(1).map(String::as_str) == Some("--serve-floor") {
         serve_floor(
             arguments[2].parse().unwrap(),
@@ -434,11 +586,26 @@ fn main() {
     let runs = argument("--runs", 300);
     let calls = argument("--calls", 8);
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    if arguments.iter().any(|argument| argument == "--step-cost") {
+        // The bare floor and a library worker on tokio's threads and on one actix thread,
+        // alternately, three sittings.
+        for _ in 0..3 {
+            println!("{}", floor(&runtime, runs, calls + 4, 0));
+            println!("{}", golato_worker(&runtime, runs, calls, false));
+            println!("{}", golato_worker(&runtime, runs, calls, true));
+        }
+        return;
+    }
     if arguments.iter().any(|argument| argument == "--floor-only") {
         // Golato's journal for a run of `calls` calls: input, turn 1, the batch's `Started`,
         // one entry per call, turn 2.
         println!("{}", floor(&runtime, runs, calls + 4, 0));
         println!("{}", floor(&runtime, runs, calls + 4, 2));
+        return;
+    }
+
+    if arguments.iter().any(|argument| argument == "--events-only") {
+        events_cost(&runtime, runs, calls, 3);
         return;
     }
 
@@ -475,7 +642,7 @@ fn main() {
             cpu_seconds(server_pid) - server_before,
             worker_cpu() - workers_before,
         );
-        let (entries, bytes) = journal_per_run(&workers);
+        let [entries, bytes] = per_run(&workers, ["entries_written", "bytes_written"]);
         println!(
             "{}",
             json!({"mode": "durable", "workers": count, "runs": runs, "calls_per_run": calls,

@@ -50,6 +50,15 @@ pub enum Error {
         /// What is wrong with it.
         why: String,
     },
+    /// No run was submitted under this ID (or its outcome is older than what the server
+    /// keeps: 365 days).
+    #[error("no run {run_id} is known to the Restate server at {url}: was it submitted there under this ID? (an outcome is kept 365 days after its run ended)")]
+    UnknownRun {
+        /// The ID asked for.
+        run_id: String,
+        /// The server's ingress.
+        url: String,
+    },
     /// The server answered something that is not a durable run's outcome.
     #[error("the Restate server at {url} answered something that is not a golato outcome ({reason}); is the deployment there golato's, of the same version?")]
     Malformed {
@@ -218,6 +227,10 @@ fn worth_waiting_for(status: reqwest::StatusCode, reconnecting: bool) -> bool {
     matches!(status.as_u16(), 502..=504) || (reconnecting && status.as_u16() == 404)
 }
 
+/// How often [`Client::watch`] asks for events while they flow, and at most while none do.
+const WATCH_PAUSE: Duration = Duration::from_millis(50);
+const WATCH_IDLE_PAUSE: Duration = Duration::from_millis(500);
+
 /// Submits durable runs through a Restate server's ingress and waits for their outcome.
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -314,7 +327,8 @@ impl Client {
 
     /// Runs `prompt` as the durable run `run_id` and waits for its outcome. The ID makes the
     /// submission idempotent: submitting an ID again (from this process or another, while the
-    /// run goes on or after it ended) gives that run's outcome and starts nothing.
+    /// run goes on or after it ended, for 365 days) gives that run's outcome and starts
+    /// nothing.
     pub async fn submit(&self, run_id: &str, prompt: &str) -> Result<Outcome, Error> {
         check_run_id(run_id)?;
         let url = with_segments(&self.ingress, &[RUN_OBJECT, run_id, "run"]);
@@ -322,13 +336,39 @@ impl Client {
             prompt: prompt.to_owned(),
         };
         let response = retrying(self.reconnect_for, &url, "ingress", || {
-            self.http
-                .post(url.clone())
-                .header("idempotency-key", run_id)
-                .json(&body)
-                .send()
+            self.http.post(url.clone()).json(&body).send()
         })
         .await?;
+        // A run is a workflow keyed by its ID: the server refuses to start it twice, and the
+        // caller gets the first run's outcome.
+        if response.status() == reqwest::StatusCode::CONFLICT {
+            return self.attach(run_id).await;
+        }
+        self.read(&url, response).await
+    }
+
+    /// Waits for run `run_id`, submitted before (by this process or another), and gives its
+    /// outcome; at once if it ended.
+    ///
+    /// # Errors
+    /// [`Error::UnknownRun`] when nothing was submitted under the ID; the others as
+    /// [`submit`](Self::submit).
+    pub async fn attach(&self, run_id: &str) -> Result<Outcome, Error> {
+        check_run_id(run_id)?;
+        let url = with_segments(
+            &self.ingress,
+            &["restate", "workflow", RUN_OBJECT, run_id, "attach"],
+        );
+        let response = retrying(self.reconnect_for, &url, "ingress", || {
+            self.http.get(url.clone()).send()
+        })
+        .await?;
+        if response.status() == reqwest::StatusCode::NOT_FOUND {
+            return Err(Error::UnknownRun {
+                run_id: run_id.to_owned(),
+                url: self.ingress.to_string(),
+            });
+        }
         self.read(&url, response).await
     }
 
@@ -371,11 +411,121 @@ impl Client {
     pub async fn outcome(&self, run_id: &str) -> Result<Option<Outcome>, Error> {
         check_run_id(run_id)?;
         let url = with_segments(&self.ingress, &[RUN_OBJECT, run_id, "outcome"]);
+        // The handler takes no input: Restate refuses a body (even `null`) there.
         let response = retrying(self.reconnect_for, &url, "ingress", || {
-            self.http.post(url.clone()).json(&()).send()
+            self.http.post(url.clone()).send()
         })
         .await?;
         self.read(&url, response).await
+    }
+
+    /// Run `run_id`'s events from number `from` on (a bounded page: ask again from
+    /// [`EventPage::next`](crate::EventPage::next) for more). Events appear while the run goes
+    /// on, when its workers publish them
+    /// ([`Worker::publish_events`](crate::Worker::publish_events)); a run nobody published
+    /// events of has none. An event this golato cannot read (published by a newer one, or by
+    /// someone else through the ingress) is left out, its number with it, and a `tracing`
+    /// warning names it.
+    pub async fn events(&self, run_id: &str, from: u64) -> Result<crate::EventPage, Error> {
+        check_run_id(run_id)?;
+        let url = with_segments(&self.ingress, &[crate::EVENTS_OBJECT, run_id, "read"]);
+        let response = retrying(self.reconnect_for, &url, "ingress", || {
+            self.http.post(url.clone()).json(&from).send()
+        })
+        .await?;
+        let answer: crate::events::Answer = self.read(&url, response).await?;
+        let events = answer
+            .events
+            .into_iter()
+            .filter_map(|numbered| {
+                match serde_json::from_value::<golato::agent::Event>(numbered.event) {
+                    Ok(event) => Some(crate::RunEvent {
+                        seq: numbered.seq,
+                        event,
+                    }),
+                    Err(error) => {
+                        tracing::warn!(run = run_id, seq = numbered.seq, %error, "an event this golato cannot read was skipped");
+                        None
+                    }
+                }
+            })
+            .collect();
+        Ok(crate::EventPage {
+            events,
+            next: answer.next,
+            first_kept: answer.first_kept,
+            ended: answer.ended,
+        })
+    }
+
+    /// Run `run_id`'s events from number `from` on, as they come: the stream asks the server
+    /// for more every 50 ms while events flow, less often (up to every 500 ms) while none do,
+    /// and ends after the run's last event (`run_end`). A run whose workers publish no events
+    /// gives none, and the stream does not end by itself: wait for the outcome beside it.
+    ///
+    /// ```no_run
+    /// use futures::StreamExt as _;
+    /// # async fn example() -> Result<(), golato_restate::Error> {
+    /// let client = golato_restate::Client::new("http://127.0.0.1:8080")?;
+    /// let mut events = std::pin::pin!(client.watch("run-1", 0));
+    /// while let Some(event) = events.next().await {
+    ///     let event = event?;
+    ///     println!("{} {:?}", event.seq, event.event);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn watch(
+        &self,
+        run_id: &str,
+        from: u64,
+    ) -> impl futures::Stream<Item = Result<crate::RunEvent, Error>> + Send + 'static {
+        struct Watching {
+            client: Client,
+            run_id: String,
+            next: u64,
+            queued: std::collections::VecDeque<crate::RunEvent>,
+            ended: bool,
+            pause: Duration,
+        }
+        let watching = Watching {
+            client: self.clone(),
+            run_id: run_id.to_owned(),
+            next: from,
+            queued: std::collections::VecDeque::new(),
+            ended: false,
+            pause: Duration::ZERO,
+        };
+        futures::stream::unfold(Some(watching), |watching| async move {
+            let mut watching = watching?;
+            loop {
+                if let Some(event) = watching.queued.pop_front() {
+                    return Some((Ok(event), Some(watching)));
+                }
+                if watching.ended {
+                    return None;
+                }
+                tokio::time::sleep(watching.pause).await;
+                match watching
+                    .client
+                    .events(&watching.run_id, watching.next)
+                    .await
+                {
+                    Ok(page) => {
+                        watching.pause = match page.events.is_empty() && page.next == watching.next
+                        {
+                            true => (watching.pause * 2).clamp(WATCH_PAUSE, WATCH_IDLE_PAUSE),
+                            false => WATCH_PAUSE,
+                        };
+                        watching.next = page.next;
+                        watching.ended = page.ended;
+                        watching.queued.extend(page.events);
+                    }
+                    // The stream ends after an error.
+                    Err(error) => return Some((Err(error), None)),
+                }
+            }
+        })
     }
 
     async fn read<T: serde::de::DeserializeOwned>(

@@ -1,19 +1,28 @@
-//! Steering and follow-up messages for a durable run: the `GolatoInbox` virtual object (keyed by
-//! run ID) keeps what clients posted until the run takes it at one of its inbox steps
-//! ([`StepKey::Inbox`](golato::journal::StepKey::Inbox)). The run's handler takes them with a
-//! Restate call, which its journal records: a replay gets the same messages at the same place.
+//! Steering and follow-up messages for a durable run, delivered without costing the run an
+//! invocation: each accepted message completes one of the run workflow's durable promises,
+//! `post-0`, `post-1`, ..., which the run peeks at each of its inbox steps
+//! ([`StepKey::Inbox`](golato::journal::StepKey::Inbox)); a peek is an entry of the run's own
+//! journal, so a replay gets the same messages at the same place.
+//!
+//! The `GolatoInbox` virtual object (keyed by run ID) hands out the slots, one message at a
+//! time (its handler is exclusive): it asks the run workflow's `deliver` to complete the next
+//! promise and learns whether the message got it. The run closes its inbox where it would end
+//! by completing the next promise itself, with [`Slot::Closed`], and then reads it back: a
+//! promise is completed once, so either the message came first (the run goes on with it) or
+//! the run did (the message is refused, and so is every later one). Nothing posted is ever
+//! dropped unread without its sender being told.
 
 use restate_sdk::prelude::*;
 
-use golato::agent::event::Delivery;
-use golato::journal::InboxRecord;
 use golato::message::UserMessage;
 
 /// The name of the inbox object, as registered.
 pub const INBOX_OBJECT: &str = "GolatoInbox";
 
-const STEERING: &str = "steering";
-const FOLLOW_UPS: &str = "follow_ups";
+/// The most messages one run takes; a post beyond is refused.
+pub(crate) const MAX_POSTS: u64 = 100_000;
+
+const NEXT_SLOT: &str = "next_slot";
 const CLOSED: &str = "closed";
 
 /// A message posted to a run.
@@ -23,65 +32,75 @@ pub(crate) struct Post {
     pub(crate) follow_up: bool,
 }
 
+/// What completes a slot's promise.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "slot", rename_all = "snake_case")]
+pub(crate) enum Slot {
+    /// A message for the run.
+    Post { text: String, follow_up: bool },
+    /// The run ended here: this slot and every later one is refused.
+    Closed,
+}
+
+impl Slot {
+    /// The message a post slot holds, and whether it is a follow-up.
+    pub(crate) fn message(self) -> Option<(UserMessage, bool)> {
+        match self {
+            Slot::Post { text, follow_up } => Some((UserMessage::new(text), follow_up)),
+            Slot::Closed => None,
+        }
+    }
+}
+
+/// The promise of slot `n`.
+pub(crate) fn slot_name(n: u64) -> String {
+    format!("post-{n}")
+}
+
+/// What the inbox asks the run workflow to deliver.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Delivery {
+    pub(crate) slot: u64,
+    pub(crate) post: Post,
+}
+
+fn ended() -> HandlerError {
+    TerminalError::new_with_code(
+        409,
+        "the run has ended: nothing posted to it now is read; submit a new run (its outcome has the transcript to start from)",
+    )
+    .into()
+}
+
 pub(crate) struct InboxObject;
 
 #[restate_sdk::object(name = "GolatoInbox", client_visibility = "pub(crate)")]
 impl InboxObject {
-    /// Queues a message for the run; refused once the run has ended.
+    /// Gives the message the run's next slot; refused once the run has ended.
     #[handler]
     async fn post(&self, ctx: ObjectContext<'_>, post: Json<Post>) -> Result<(), HandlerError> {
         let Json(post) = post;
         if ctx.get::<bool>(CLOSED).await?.unwrap_or(false) {
+            return Err(ended());
+        }
+        let slot = ctx.get::<u64>(NEXT_SLOT).await?.unwrap_or(0);
+        if slot >= MAX_POSTS {
             return Err(TerminalError::new_with_code(
-                409,
-                "the run has ended: nothing posted to it now is read; submit a new run (its outcome has the transcript to start from)",
+                429,
+                format!("the run has taken {MAX_POSTS} messages, the most one run takes; submit a new run"),
             )
             .into());
         }
-        let key = if post.follow_up { FOLLOW_UPS } else { STEERING };
-        let mut queued = queued(&ctx, key).await?;
-        queued.push(UserMessage::new(post.text));
-        ctx.set(key, Json(queued));
+        let Json(taken) = ctx
+            .workflow_client::<super::object::RunObjectClient>(ctx.key().to_owned())
+            .deliver(Json(Delivery { slot, post }))
+            .call()
+            .await?;
+        if !taken {
+            ctx.set(CLOSED, true);
+            return Err(ended());
+        }
+        ctx.set(NEXT_SLOT, slot + 1);
         Ok(())
     }
-
-    /// What the run takes at an inbox step: the steering queued; when it would end
-    /// (`ending`), the steering, else the follow-ups, else nothing, and the inbox closes.
-    #[handler]
-    async fn take(
-        &self,
-        ctx: ObjectContext<'_>,
-        ending: Json<bool>,
-    ) -> Result<Json<Option<InboxRecord>>, HandlerError> {
-        let Json(ending) = ending;
-        let steering = queued(&ctx, STEERING).await?;
-        if !steering.is_empty() {
-            ctx.clear(STEERING);
-            return Ok(Json(Some(InboxRecord {
-                delivery: Delivery::Steer,
-                messages: steering,
-            })));
-        }
-        if !ending {
-            return Ok(Json(None));
-        }
-        let follow_ups = queued(&ctx, FOLLOW_UPS).await?;
-        if !follow_ups.is_empty() {
-            ctx.clear(FOLLOW_UPS);
-            return Ok(Json(Some(InboxRecord {
-                delivery: Delivery::FollowUp,
-                messages: follow_ups,
-            })));
-        }
-        ctx.set(CLOSED, true);
-        Ok(Json(None))
-    }
-}
-
-async fn queued(ctx: &ObjectContext<'_>, key: &str) -> Result<Vec<UserMessage>, HandlerError> {
-    Ok(ctx
-        .get::<Json<Vec<UserMessage>>>(key)
-        .await?
-        .map(|Json(messages)| messages)
-        .unwrap_or_default())
 }

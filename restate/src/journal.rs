@@ -125,7 +125,7 @@ struct Pending {
 
 /// What ended the drive: the run's outcome future finished, or Restate cancelled the run.
 pub(crate) struct Driver<'a> {
-    ctx: &'a ObjectContext<'a>,
+    ctx: &'a WorkflowContext<'a>,
     requests: mpsc::UnboundedReceiver<StepRequest>,
     pending: Vec<Pending>,
     /// Values replayed before their step was asked for.
@@ -138,6 +138,9 @@ pub(crate) struct Driver<'a> {
     live: bool,
     /// Restate cancelled the invocation: nothing more is recorded.
     cancelled: bool,
+    /// The inbox's next slot to read, and the follow-ups read and not delivered yet.
+    next_slot: u64,
+    follow_ups: Vec<golato::message::UserMessage>,
     /// Model turns this attempt asked for (not replayed), for the worker's log.
     pub(crate) turns_asked: usize,
     /// Entries this attempt wrote to the journal, and their bytes (JSON), for the worker's log.
@@ -147,7 +150,7 @@ pub(crate) struct Driver<'a> {
 
 impl<'a> Driver<'a> {
     pub(crate) fn new(
-        ctx: &'a ObjectContext<'a>,
+        ctx: &'a WorkflowContext<'a>,
         requests: mpsc::UnboundedReceiver<StepRequest>,
     ) -> Self {
         Driver {
@@ -160,6 +163,8 @@ impl<'a> Driver<'a> {
             running_family: None,
             live: false,
             cancelled: false,
+            next_slot: 0,
+            follow_ups: Vec::new(),
             turns_asked: 0,
             entries_written: 0,
             bytes_written: 0,
@@ -214,8 +219,7 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// An inbox step: the messages clients posted to the run's `GolatoInbox`, taken with a
-    /// Restate call (journaled: a replay gets the same answer at the same place).
+    /// An inbox step: the messages posted to the run since the last one (see [`crate::inbox`]).
     async fn inbox(&mut self, at: usize, cancel: &tokio_util::sync::CancellationToken) {
         let Pending { key, reply, .. } = self.pending.remove(at);
         let StepKey::Inbox { ending, .. } = key else {
@@ -226,14 +230,8 @@ impl<'a> Driver<'a> {
             let _ = reply.send(Ok(golato::journal::seal(Value::Null)));
             return;
         }
-        let ctx = self.ctx;
-        let taken = ctx
-            .object_client::<super::inbox::InboxObjectClient>(ctx.key().to_owned())
-            .take(Json(ending))
-            .call()
-            .await;
-        let answer = match taken {
-            Ok(Json(record)) => Ok(golato::journal::seal(
+        let answer = match self.posted(ending).await {
+            Ok(record) => Ok(golato::journal::seal(
                 serde_json::to_value(record).unwrap_or_default(),
             )),
             Err(error) => {
@@ -242,6 +240,62 @@ impl<'a> Driver<'a> {
             }
         };
         let _ = reply.send(answer);
+    }
+
+    /// What the run takes at an inbox step: the steering posted; where it would end
+    /// (`ending`), else the follow-ups held, else a message that beats the inbox's closing to
+    /// the next slot, else nothing (the inbox is closed). Each slot read is a peek of its
+    /// promise, an entry of this invocation's journal: a replay reads the same.
+    async fn posted(
+        &mut self,
+        ending: bool,
+    ) -> Result<Option<golato::journal::InboxRecord>, TerminalError> {
+        use golato::agent::event::Delivery;
+        use golato::journal::InboxRecord;
+        let ctx = self.ctx;
+        let mut steering = Vec::new();
+        loop {
+            let name = crate::inbox::slot_name(self.next_slot);
+            let Some(Json(slot)) = ctx.peek_promise::<Json<crate::inbox::Slot>>(&name).await?
+            else {
+                break;
+            };
+            let Some((message, follow_up)) = slot.message() else {
+                break;
+            };
+            self.next_slot += 1;
+            match follow_up {
+                true => self.follow_ups.push(message),
+                false => steering.push(message),
+            }
+        }
+        let record = |delivery, messages| Some(InboxRecord { delivery, messages });
+        if !steering.is_empty() {
+            return Ok(record(Delivery::Steer, steering));
+        }
+        if !ending {
+            return Ok(None);
+        }
+        if !self.follow_ups.is_empty() {
+            return Ok(record(
+                Delivery::FollowUp,
+                std::mem::take(&mut self.follow_ups),
+            ));
+        }
+        let name = crate::inbox::slot_name(self.next_slot);
+        ctx.resolve_promise(&name, Json(crate::inbox::Slot::Closed));
+        let Json(slot) = ctx.promise::<Json<crate::inbox::Slot>>(&name).await?;
+        Ok(match slot.message() {
+            None => None,
+            Some((message, follow_up)) => {
+                self.next_slot += 1;
+                let delivery = match follow_up {
+                    true => Delivery::FollowUp,
+                    false => Delivery::Steer,
+                };
+                record(delivery, vec![message])
+            }
+        })
     }
 
     fn accept(&mut self, request: StepRequest) {
@@ -520,7 +574,7 @@ fn parse_entry(value: Value) -> Result<Entry, String> {
 /// Entries are journaled as plain JSON and read here, so that one this golato cannot read is a
 /// run's clear error rather than the SDK's endless retries.
 async fn record<'a>(
-    ctx: &'a ObjectContext<'a>,
+    ctx: &'a WorkflowContext<'a>,
     family: String,
     entry: impl FnOnce() -> BoxFuture<'static, Entry> + Send + 'static,
 ) -> Result<(Entry, bool), Refusal> {

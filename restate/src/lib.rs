@@ -2,7 +2,8 @@
 //! [Restate](https://restate.dev) server. The command line's `golato serve` and `golato submit`
 //! are this crate.
 //!
-//! A durable run is a Restate virtual object, `GolatoRun`, keyed by the run's ID. Its `run`
+//! A durable run is a Restate workflow, `GolatoRun`, keyed by the run's ID (it runs once per
+//! ID; its outcome is kept 365 days after it ended). Its `run`
 //! handler starts an ordinary run of the worker's [`Agent`] with a journal
 //! ([`Journal`](golato::journal::Journal)) kept in the Restate invocation: each model turn (the
 //! finished assistant message) and each tool call's result is an entry there. When the worker
@@ -15,6 +16,11 @@
 //! Guarantees: a recorded step (turn or call result) happens exactly once; a call interrupted
 //! mid-flight runs at least once. Calls of a batch run in parallel or serially as in any run,
 //! results land in source order, and every validation rule holds (the run is the same run).
+//!
+//! While it goes on, [`Client::steer`] and [`Client::follow_up`] reach it (each message is read
+//! by the run or refused because it ended, never accepted and dropped), and, when its workers
+//! publish them ([`Worker::publish_events`]), [`Client::watch`] shows its events as they come,
+//! numbered, none lost or repeated across a worker's death.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -42,12 +48,15 @@
 //! ```
 
 mod client;
+mod events;
 mod inbox;
 mod journal;
 mod object;
 mod path_lock;
+mod publish;
 
 pub use client::{check_run_id, register, Client, Error, MAX_RUN_ID, REGISTER_TIME};
+pub use events::{EventPage, RunEvent, EVENTS_OBJECT, KEPT_BYTES, KEPT_EVENTS};
 pub use inbox::INBOX_OBJECT;
 pub use path_lock::{SharedPathLock, LEASE_TTL, LEASE_WORKFLOW, PATH_LOCK_OBJECT};
 
@@ -58,7 +67,7 @@ use restate_sdk::prelude::*;
 use golato::agent::{Agent, RunResult};
 use golato::message::{AssistantMessage, Message};
 
-/// The name of the virtual object durable runs are, as registered with Restate.
+/// The name of the workflow durable runs are, as registered with Restate.
 pub const RUN_OBJECT: &str = "GolatoRun";
 
 /// What a client submits: the prompt that starts the run.
@@ -125,6 +134,7 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct Worker {
     agent: Arc<Agent>,
+    events: Option<object::EventsTo>,
 }
 
 impl Worker {
@@ -132,7 +142,27 @@ impl Worker {
     pub fn new(agent: Agent) -> Worker {
         Worker {
             agent: Arc::new(agent),
+            events: None,
         }
+    }
+
+    /// Publishes the events of the runs this worker runs through the Restate ingress at
+    /// `ingress` (port 8080 by default), where [`Client::events`] and `golato submit` read
+    /// them while the run goes on. Without it a run's events stay in its worker.
+    ///
+    /// Events travel outside the run's journal, so publishing costs the run no recorded step;
+    /// a replay publishes again what it replays, and the events object drops those copies
+    /// (see [`RunEvent`]). An ingress that does not take a batch for 10 s loses that batch
+    /// (the worker's log says how many events); the run itself never waits for it.
+    ///
+    /// # Errors
+    /// [`Error::BadUrl`] when `ingress` is not an http(s) URL.
+    pub fn publish_events(mut self, ingress: &str) -> Result<Worker, Error> {
+        self.events = Some(object::EventsTo {
+            ingress: client::parse(ingress)?,
+            http: reqwest::Client::new(),
+        });
+        Ok(self)
     }
 
     /// Serves Restate's requests on `listener` until `shutdown` resolves. Runs in flight when
@@ -143,8 +173,12 @@ impl Worker {
         shutdown: impl std::future::Future,
     ) {
         let endpoint = Endpoint::builder()
-            .bind(object::RunObject { agent: self.agent })
+            .bind(object::RunObject {
+                agent: self.agent,
+                events: self.events,
+            })
             .bind(inbox::InboxObject)
+            .bind(events::EventsObject)
             .bind(path_lock::PathLockObject)
             .bind(path_lock::LeaseWorkflow)
             .build();

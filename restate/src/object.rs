@@ -1,10 +1,14 @@
-//! The Restate virtual object a durable run is: `GolatoRun`, keyed by run ID.
+//! The Restate workflow a durable run is: `GolatoRun`, keyed by run ID. Its `run` handler
+//! runs once per ID; its shared handlers give the outcome and take the messages the run's inbox
+//! delivers (see [`crate::inbox`]).
 
 use std::sync::Arc;
 
 use restate_sdk::prelude::*;
 
+use super::inbox::{slot_name, Delivery, Slot};
 use super::journal::{Driver, RestateJournal};
+use super::publish::Publisher;
 use super::{Outcome, Submission};
 use golato::agent::Agent;
 use golato::message::UserMessage;
@@ -15,21 +19,32 @@ const OUTCOME: &str = "outcome";
 /// The object's handlers, bound to the worker's agent.
 pub(crate) struct RunObject {
     pub(crate) agent: Arc<Agent>,
+    pub(crate) events: Option<EventsTo>,
 }
 
-#[restate_sdk::object(name = "GolatoRun", client_visibility = "pub(crate)")]
+/// Where a worker publishes its runs' events.
+#[derive(Debug, Clone)]
+pub(crate) struct EventsTo {
+    pub(crate) ingress: reqwest::Url,
+    pub(crate) http: reqwest::Client,
+}
+
+// A run's outcome is kept 365 days after it ended: the same ID submitted again within them
+// gives that outcome (after them, the ID names a new run).
+#[restate_sdk::workflow(
+    name = "GolatoRun",
+    client_visibility = "pub(crate)",
+    workflow_completion_retention = "365 days"
+)]
 impl RunObject {
-    /// Runs the submitted prompt to its end (or gives the outcome of the run this ID already
-    /// ran), journaling every model turn and tool call result in the invocation.
+    /// Runs the submitted prompt to its end, journaling every model turn and tool call result
+    /// in the invocation. Restate runs it once per ID (a second submission attaches to it).
     #[handler]
     async fn run(
         &self,
-        ctx: ObjectContext<'_>,
+        ctx: WorkflowContext<'_>,
         submission: Json<Submission>,
     ) -> Result<Json<Outcome>, HandlerError> {
-        if let Some(Json(outcome)) = ctx.get::<Json<Outcome>>(OUTCOME).await? {
-            return Ok(Json(outcome));
-        }
         let Json(submission) = submission;
         let run_id = ctx.key().to_owned();
         let (journal, requests) = RestateJournal::new(run_id.clone());
@@ -41,8 +56,20 @@ impl RunObject {
         // away, the invocation was suspended or killed): the run must stop with it.
         let _stop_with_invocation = token.clone().drop_guard();
         let mut driver = Driver::new(&ctx, requests);
+        let mut publisher = self
+            .events
+            .as_ref()
+            .map(|to| Publisher::new(to.http.clone(), &to.ingress, &run_id));
+        // Events are read (and sent) only when they are published: otherwise the run does
+        // not build them at all.
+        let finished = async {
+            match publisher.as_mut() {
+                Some(publisher) => publisher.forward(run).await,
+                None => run.finish().await,
+            }
+        };
         let result = tracing::Instrument::instrument(
-            driver.drive(run.finish(), &token),
+            driver.drive(finished, &token),
             tracing::info_span!("durable_run", run = %run_id),
         )
         .await;
@@ -51,6 +78,9 @@ impl RunObject {
             turns_asked = driver.turns_asked,
             entries_written = driver.entries_written,
             bytes_written = driver.bytes_written,
+            events_sent = publisher.as_ref().map_or(0, |publisher| publisher.sent),
+            event_batches = publisher.as_ref().map_or(0, |publisher| publisher.batches),
+            events_lost = publisher.as_ref().map_or(0, |publisher| publisher.lost),
             "run ended"
         );
         drop(driver);
@@ -63,12 +93,35 @@ impl RunObject {
     #[handler]
     async fn outcome(
         &self,
-        ctx: SharedObjectContext<'_>,
+        ctx: SharedWorkflowContext<'_>,
     ) -> Result<Json<Option<Outcome>>, HandlerError> {
         Ok(Json(
             ctx.get::<Json<Outcome>>(OUTCOME)
                 .await?
                 .map(|Json(outcome)| outcome),
         ))
+    }
+
+    /// Completes slot `slot`'s promise with a posted message, for the inbox (which hands out
+    /// the slots one at a time); `false` when the run had closed the slot first (it ended).
+    /// Private to the ingress: a slot given out of turn would never be read.
+    #[handler(ingress_private)]
+    async fn deliver(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+        delivery: Json<Delivery>,
+    ) -> Result<Json<bool>, HandlerError> {
+        let Json(Delivery { slot, post }) = delivery;
+        let name = slot_name(slot);
+        ctx.resolve_promise(
+            &name,
+            Json(Slot::Post {
+                text: post.text,
+                follow_up: post.follow_up,
+            }),
+        );
+        // Whoever completed it first: this message, or the run closing its inbox.
+        let taken = ctx.peek_promise::<Json<Slot>>(&name).await?;
+        Ok(Json(matches!(taken, Some(Json(Slot::Post { .. })))))
     }
 }

@@ -1,9 +1,10 @@
 //! What a run reports while it happens.
 //!
 //! Every event serializes (serde) to one JSON object with a `"type"` naming its kind in
-//! snake case (`run_start`, `tool_start`, `tool_end`, ...), the form `golato run --json` prints.
+//! snake case (`run_start`, `tool_start`, `tool_end`, ...), the form `golato run --json` prints,
+//! and reads back from it: a durable run's events travel as JSON to whoever watches it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::generator::Delta;
 use crate::hook::HookAction;
@@ -24,7 +25,7 @@ use crate::tool::ToolResult;
 /// `RunEnd`; with nothing streamed in, the turn ends with `RunEnd` alone. A turn whose request
 /// was compacted has a `Compaction` between its `TurnStart` and its `MessageStart` (a request
 /// the provider refused as too long: `MessageStart`, `Compaction`, `MessageStart` again).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Event {
@@ -67,7 +68,7 @@ pub enum Event {
 }
 
 /// The run began.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RunStartEvent {
     /// The run's process-unique ID, as in its tracing span.
@@ -75,7 +76,7 @@ pub struct RunStartEvent {
 }
 
 /// A turn began.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TurnStartEvent {
     /// 1-based turn number within this run.
@@ -83,7 +84,7 @@ pub struct TurnStartEvent {
 }
 
 /// The model began answering.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MessageStartEvent {
     /// The turn it answers.
@@ -91,7 +92,7 @@ pub struct MessageStartEvent {
 }
 
 /// More of the answer arrived.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MessageUpdateEvent {
     /// The turn it answers.
@@ -102,7 +103,7 @@ pub struct MessageUpdateEvent {
 }
 
 /// The answer is complete.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct MessageEndEvent {
     /// The turn it answers.
@@ -112,7 +113,7 @@ pub struct MessageEndEvent {
 }
 
 /// A tool call began.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolExecutionStartEvent {
     /// Position of the call in the assistant message.
@@ -122,7 +123,7 @@ pub struct ToolExecutionStartEvent {
 }
 
 /// A running tool published a partial result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolExecutionUpdateEvent {
     /// Position of the call in the assistant message.
@@ -134,7 +135,7 @@ pub struct ToolExecutionUpdateEvent {
 }
 
 /// A tool call has its result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolExecutionEndEvent {
     /// Position of the call in the assistant message.
@@ -146,7 +147,7 @@ pub struct ToolExecutionEndEvent {
 }
 
 /// A hook acted on a call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolHookEvent {
     /// Position of the call in the assistant message.
@@ -158,7 +159,7 @@ pub struct ToolHookEvent {
 }
 
 /// How a queued user message reached the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Delivery {
     /// `Run::steer`: after the batch that was running, before the next model turn.
@@ -168,7 +169,7 @@ pub enum Delivery {
 }
 
 /// A queued user message joined the transcript.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct UserMessageEvent {
     /// The turn after which it was delivered (0 before the first).
@@ -180,7 +181,7 @@ pub struct UserMessageEvent {
 }
 
 /// A run compacted its context.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct CompactionEvent {
     /// The turn whose request was compacted.
@@ -201,7 +202,7 @@ pub struct CompactionEvent {
 }
 
 /// The turn is over.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TurnEndEvent {
     /// 1-based turn number.
@@ -216,7 +217,7 @@ pub struct TurnEndEvent {
 }
 
 /// An event of a child run (or of a child's child), forwarded to its parent's events.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SubagentEvent {
     /// The IDs of the tool calls that started the child runs, from this run's call down to
@@ -244,7 +245,7 @@ impl SubagentEvent {
 }
 
 /// The run is over.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct RunEndEvent {
     /// `None` when the run ended normally, else the error's text (the error itself comes from
@@ -254,4 +255,102 @@ pub struct RunEndEvent {
     pub usage: crate::message::Usage,
     /// What they cost in US dollars, at the model's price; `None` for a model without one.
     pub cost: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Content, Usage};
+
+    /// Every kind of event reads back from the JSON it writes, unchanged.
+    #[test]
+    fn every_event_reads_back_from_its_json() {
+        let call = ToolCall::new("call-1", "bash", r#"{"command":"ls"}"#);
+        let message = AssistantMessage::with_tool_calls([call.clone()]);
+        let result = ToolResultMessage {
+            tool_call_id: "call-1".into(),
+            tool_name: "bash".into(),
+            content: vec![Content::text("a\nb")],
+            details: Some(serde_json::json!({"exit_code": 0})),
+            is_error: false,
+            attempt: Some(2),
+        };
+        let events = [
+            Event::RunStart(RunStartEvent { run_id: 7 }),
+            Event::TurnStart(TurnStartEvent { turn: 1 }),
+            Event::MessageStart(MessageStartEvent { turn: 1 }),
+            Event::MessageUpdate(MessageUpdateEvent {
+                turn: 1,
+                deltas: vec![
+                    Delta::Text("hé".into()),
+                    Delta::Reasoning("why".into()),
+                    Delta::ToolCall {
+                        index: 0,
+                        id: Some("call-1".into()),
+                        name: None,
+                        arguments: "{".into(),
+                    },
+                ],
+            }),
+            Event::MessageEnd(MessageEndEvent {
+                turn: 1,
+                message: message.clone(),
+            }),
+            Event::ToolExecutionStart(ToolExecutionStartEvent {
+                index: 0,
+                call: call.clone(),
+            }),
+            Event::ToolExecutionUpdate(ToolExecutionUpdateEvent {
+                index: 0,
+                call: call.clone(),
+                partial_result: crate::tool::ToolResult::text("a"),
+            }),
+            Event::ToolHook(ToolHookEvent {
+                index: 0,
+                call: call.clone(),
+                action: HookAction::Rewrote {
+                    arguments: serde_json::json!({"command": "ls -a"}),
+                },
+            }),
+            Event::ToolExecutionEnd(ToolExecutionEndEvent {
+                index: 0,
+                call,
+                result: result.clone(),
+            }),
+            Event::UserMessage(UserMessageEvent {
+                turn: 1,
+                message: UserMessage::new("also this"),
+                delivery: Delivery::Steer,
+            }),
+            Event::Compaction(CompactionEvent {
+                turn: 2,
+                reason: super::super::compaction::CompactionReason::Threshold,
+                replaced: 3,
+                summary: "so far".into(),
+                tokens_before: 900,
+                tokens_after: 100,
+                usage: Usage::default(),
+            }),
+            Event::TurnEnd(TurnEndEvent {
+                turn: 1,
+                message,
+                tool_results: vec![result],
+                cost: Some(0.25),
+            }),
+            Event::Subagent(SubagentEvent::of_child(
+                "task-1",
+                Event::TurnStart(TurnStartEvent { turn: 1 }),
+            )),
+            Event::RunEnd(RunEndEvent {
+                error: Some("cancelled".into()),
+                usage: Usage::default(),
+                cost: None,
+            }),
+        ];
+        for event in events {
+            let json = serde_json::to_string(&event).unwrap();
+            let back: Event = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, event, "{json}");
+        }
+    }
 }

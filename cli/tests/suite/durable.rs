@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use golato::agent::event::Delivery;
+use golato::agent::Event;
 use golato::message::Message;
 use golato_restate::{Client, Outcome};
 use support::restate::{balancer, Server, Worker};
@@ -206,6 +208,86 @@ fn results(outcome: &Outcome) -> HashMap<String, golato::message::ToolResultMess
         .collect()
 }
 
+/// Every event of run `run` its workers published, read page by page.
+fn events_of(ingress: &str, run: &str) -> Vec<golato_restate::RunEvent> {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::new(ingress).unwrap();
+    let mut events = Vec::new();
+    loop {
+        let page = runtime
+            .block_on(client.events(run, events.len() as u64))
+            .unwrap();
+        assert_eq!(page.first_kept, 0);
+        let done = page.ended || page.events.is_empty();
+        events.extend(page.events);
+        if done {
+            return events;
+        }
+    }
+}
+
+/// The events of a run of the script (three turns, calls a and b, then c and d) are whole:
+/// numbered 0, 1, 2... without a gap, every settled event exactly once (however many workers
+/// ran the run, and whatever they replayed), each call's end carrying the result the outcome
+/// holds, and the run's end last.
+fn assert_events_whole(run: &str, events: &[(u64, Event)], outcome: &Outcome) {
+    let numbers: Vec<u64> = events.iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(
+        numbers,
+        (0..events.len() as u64).collect::<Vec<_>>(),
+        "{run}"
+    );
+    let mut settled: HashMap<String, usize> = HashMap::new();
+    let results = results(outcome);
+    for (_, event) in events {
+        let name = match event {
+            Event::RunStart(_) => "run_start".to_owned(),
+            Event::RunEnd(_) => "run_end".to_owned(),
+            Event::TurnStart(start) => format!("turn_start {}", start.turn),
+            Event::MessageEnd(end) => format!("message_end {}", end.turn),
+            Event::TurnEnd(end) => format!("turn_end {}", end.turn),
+            Event::ToolExecutionStart(start) => format!("tool_start {}", start.call.id),
+            Event::ToolExecutionEnd(end) => {
+                assert_eq!(end.result, results[&end.call.id], "{run}");
+                format!("tool_end {}", end.call.id)
+            }
+            _ => continue,
+        };
+        *settled.entry(name).or_default() += 1;
+    }
+    let mut expected: Vec<String> = vec!["run_start".into(), "run_end".into()];
+    for turn in 1..=3 {
+        for kind in ["turn_start", "message_end", "turn_end"] {
+            expected.push(format!("{kind} {turn}"));
+        }
+    }
+    for call in ["a", "b", "c", "d"] {
+        expected.push(format!("tool_start {call}"));
+        expected.push(format!("tool_end {call}"));
+    }
+    for name in &expected {
+        assert_eq!(settled.get(name), Some(&1), "{run}: {name} in {settled:?}");
+    }
+    assert_eq!(settled.len(), expected.len(), "{run}: {settled:?}");
+    assert!(
+        matches!(events.last(), Some((_, Event::RunEnd(_)))),
+        "{run}: the run's end is not last"
+    );
+}
+
+/// The events among `golato submit --json`'s lines, read back.
+fn event_lines(stdout: &[u8]) -> Vec<(u64, Event)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|line| line.get("seq").is_some())
+        .map(|line| {
+            let seq = line["seq"].as_u64().unwrap();
+            (seq, serde_json::from_value(line).unwrap())
+        })
+        .collect()
+}
+
 #[test]
 #[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
 fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_running() {
@@ -219,6 +301,8 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
         script.to_str().unwrap(),
         "--cwd",
         dir.path().to_str().unwrap(),
+        "--restate",
+        &server.ingress,
     ];
     let mut workers = three_workers(dir.path(), &server.admin, &flags);
 
@@ -236,6 +320,20 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
             .count()
             == 2 * RUNS
     });
+    // A watcher attaches to a run before the kill and follows it to its end.
+    let watcher = Command::new(crate::support::golato_binary())
+        .args([
+            "submit",
+            "--restate",
+            &server.ingress,
+            "--id",
+            "run-0",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let before = ledger(dir.path());
     let mut per_worker: HashMap<u32, usize> = HashMap::new();
     for execution in &before {
@@ -297,6 +395,26 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
     assert!(
         retried > 0,
         "the victim was running none of the gated calls"
+    );
+    // Every run's events are whole, also where the victim published some and another worker
+    // the rest (replaying what the victim had published); and so is what the watcher showed.
+    for outcome in &outcomes {
+        let events: Vec<(u64, Event)> = events_of(&server.ingress, &outcome.run_id)
+            .into_iter()
+            .map(|event| (event.seq, event.event))
+            .collect();
+        assert_events_whole(&outcome.run_id, &events, outcome);
+    }
+    let watched = watcher.wait_with_output().unwrap();
+    assert!(
+        watched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&watched.stderr)
+    );
+    assert_events_whole(
+        "run-0 (watched)",
+        &event_lines(&watched.stdout),
+        &outcomes[0],
     );
     // No recorded turn was asked of the model twice; every turn was asked once.
     let logs: Vec<PathBuf> = workers.iter().map(|worker| worker.log.clone()).collect();
@@ -411,18 +529,7 @@ fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
     let mut gate = Gate::closed(dir.path());
     gate.open();
     let script = write_script(dir.path(), &gate.path);
-    let worker = Worker::start(
-        dir.path(),
-        "worker",
-        &[
-            "--script",
-            script.to_str().unwrap(),
-            "--cwd",
-            dir.path().to_str().unwrap(),
-            "--restate-admin",
-            &server.admin,
-        ],
-    );
+    let worker = registered_worker(dir.path(), &server, &script, &[]);
     let submit = |id: &str, json: bool| {
         let mut command = Command::new(crate::support::golato_binary());
         command.args(["submit", "--restate", &server.ingress, "--id", id]);
@@ -437,28 +544,99 @@ fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
         "{}",
         String::from_utf8_lossy(&first.stderr)
     );
-    let lines: Vec<serde_json::Value> = String::from_utf8(first.stdout)
+    let lines: Vec<serde_json::Value> = String::from_utf8(first.stdout.clone())
         .unwrap()
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    let types: Vec<&str> = lines
+    // The run's events as `golato run --json` prints them, numbered, between the run's ID
+    // and its outcome.
+    assert_eq!(lines[0]["type"], "durable_run");
+    assert_eq!(lines[0]["run_id"], "one");
+    let outcome = lines.last().unwrap();
+    assert_eq!(outcome["type"], "outcome");
+    assert_eq!(outcome["final_text"], "done");
+    assert_eq!(outcome["tool_calls"], 4);
+    let events = event_lines(&first.stdout);
+    assert_eq!(events.len() + 2, lines.len());
+    assert_eq!(outcome["events"], events.len());
+    let whole = Client::new(&server.ingress).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let kept = runtime.block_on(whole.outcome("one")).unwrap().unwrap();
+    assert_events_whole("one", &events, &kept);
+    let tool_end = lines
         .iter()
-        .map(|line| line["type"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        types,
-        [
-            "run_start",
-            "tool_execution_end",
-            "tool_execution_end",
-            "tool_execution_end",
-            "tool_execution_end",
-            "outcome"
-        ]
+        .find(|line| line["type"] == "tool_end")
+        .unwrap();
+    assert_eq!(tool_end["turn"], 1);
+    assert_eq!(tool_end["tool_name"], "bash");
+    // Attached with the ID alone: the same events from the start, or from --from on.
+    let attach = |from: Option<&str>| {
+        let mut command = Command::new(crate::support::golato_binary());
+        command.args([
+            "submit",
+            "--restate",
+            &server.ingress,
+            "--id",
+            "one",
+            "--json",
+        ]);
+        if let Some(from) = from {
+            command.args(["--from", from]);
+        }
+        command.output().unwrap()
+    };
+    let attached = attach(None);
+    assert!(
+        attached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&attached.stderr)
     );
-    assert_eq!(lines[5]["final_text"], "done");
-    assert_eq!(lines[5]["tool_calls"], 4);
+    assert_eq!(event_lines(&attached.stdout), events);
+    let later = attach(Some("10"));
+    assert_eq!(event_lines(&later.stdout), events[10..]);
+    // Something that is not an event, appended through the ingress: left out and said so,
+    // the events after it shown.
+    let bogus = serde_json::json!([
+        {"key": {"kind": "settled", "turn": 9, "name": "x"}, "event": {"type": "from_the_future"}},
+        {"key": {"kind": "settled", "turn": 9, "name": "y"}, "event": {"type": "turn_start", "turn": 9}},
+    ]);
+    let appended = runtime.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{}/GolatoEvents/one/append", server.ingress))
+            .json(&bogus)
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert!(appended.is_success(), "{appended}");
+    let with_bogus = attach(Some(&events.len().to_string()));
+    assert!(with_bogus.status.success());
+    let shown = event_lines(&with_bogus.stdout);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert_eq!(shown[0].0, events.len() as u64 + 1);
+    let stderr = String::from_utf8_lossy(&with_bogus.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "event {} of the run could not be shown",
+            events.len()
+        )),
+        "{stderr}"
+    );
+    // An ID nothing ran under: said so, nothing started.
+    let unknown = Command::new(crate::support::golato_binary())
+        .args([
+            "submit",
+            "--restate",
+            &server.ingress,
+            "--id",
+            "never-submitted",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no run never-submitted is known"));
     assert_eq!(ledger(dir.path()).len(), 4);
 
     // Again with the same ID: the same outcome, nothing runs again.
@@ -485,7 +663,6 @@ fn golato_submit_prints_the_outcome_and_the_same_id_gives_the_same_run() {
 
     // The worker registered again (a restart of `golato serve --restate-admin`): accepted,
     // and runs go on as before.
-    let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime
         .block_on(golato_restate::register(
             &server.admin,
@@ -551,24 +728,72 @@ fn three_workers(dir: &Path, admin: &str, flags: &[&str]) -> Vec<Worker> {
     workers
 }
 
-/// Starts a server and one worker registered with it, the script's gate closed.
+/// A worker replaying `script` with `dir` as its working directory, registered with
+/// `server` and publishing its runs' events there; `more` are further flags.
+fn registered_worker(dir: &Path, server: &Server, script: &Path, more: &[&str]) -> Worker {
+    let mut flags = vec![
+        "--script",
+        script.to_str().unwrap(),
+        "--cwd",
+        dir.to_str().unwrap(),
+        "--restate-admin",
+        &server.admin,
+        "--restate",
+        &server.ingress,
+    ];
+    flags.extend_from_slice(more);
+    Worker::start(dir, "worker", &flags)
+}
+
+/// Starts a server and one worker registered with it (publishing its runs' events), the
+/// script's gate closed.
 fn one_worker(dir: &Path) -> (Server, Gate, Worker) {
     let server = Server::start();
     let gate = Gate::closed(dir);
     let script = write_script(dir, &gate.path);
-    let worker = Worker::start(
-        dir,
-        "worker",
-        &[
-            "--script",
-            script.to_str().unwrap(),
-            "--cwd",
-            dir.to_str().unwrap(),
-            "--restate-admin",
-            &server.admin,
-        ],
-    );
+    let worker = registered_worker(dir, &server, &script, &[]);
     (server, gate, worker)
+}
+
+/// `golato submit` on a terminal of 80x24 and 120x40 shows the run as `golato run` does while
+/// it goes on: the first batch's results, the second batch's calls running (they wait at the
+/// gate), then everything and the answer once.
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn golato_submit_shows_a_durable_run_live_on_a_terminal() {
+    use crate::suite::front::{in_terminal, wait_until, SIZES};
+    let dir = tempfile::tempdir().unwrap();
+    let (server, gate, _worker) = one_worker(dir.path());
+    let mut gate = Some(gate);
+    for size in SIZES {
+        let gate = gate.get_or_insert_with(|| Gate::closed(dir.path()));
+        let mut command = Command::new(crate::support::golato_binary());
+        command.args(["submit", "--restate", &server.ingress, "--id"]);
+        command.arg(format!("on-a-terminal-{}", size.1)).arg("go");
+        let mut terminal = in_terminal(command, size);
+        let running = wait_until(&mut terminal, size, "the second batch running", |shown| {
+            ["│ ran a", "│ ran b", "RUN_KEY c", "RUN_KEY d"]
+                .iter()
+                .all(|seen| shown.contains(seen))
+        });
+        assert!(!running.contains("ran c"), "{running}");
+        gate.open();
+        let done = wait_until(&mut terminal, size, "the end", |shown| {
+            shown.contains("3 turns, 4 tool calls")
+        });
+        assert!(
+            done.contains("│ ran c") && done.contains("│ ran d"),
+            "{done}"
+        );
+        assert_eq!(
+            done.matches("done").count(),
+            2,
+            "the answer once, then the summary: {done}"
+        );
+        let (code, drawn) = terminal.finish();
+        assert_eq!(code, Some(0), "{drawn}");
+        *gate = Gate::closed(dir.path());
+    }
 }
 
 #[test]
@@ -682,6 +907,21 @@ fn runs_go_on_when_the_restate_server_restarts_mid_run() {
     let asked = model_requests(std::slice::from_ref(&worker.log));
     assert!(asked.values().all(|times| *times == 1), "{asked:?}");
     assert_eq!(asked.len(), 3 * RUNS);
+    // The events too went on where they stopped: each once, the run's end last, and no end
+    // of an attempt the restart cut short among them.
+    for outcome in &outcomes {
+        let events: Vec<(u64, Event)> = events_of(&server.ingress, &outcome.run_id)
+            .into_iter()
+            .map(|event| (event.seq, event.event))
+            .collect();
+        assert_events_whole(&outcome.run_id, &events, outcome);
+        assert!(
+            matches!(events.last(), Some((_, Event::RunEnd(end))) if end.error.is_none()),
+            "{}: {:?}",
+            outcome.run_id,
+            events.last()
+        );
+    }
 }
 
 /// How many lines `x` the file holds.
@@ -816,18 +1056,7 @@ fn steering_and_follow_ups_reach_a_durable_run_and_are_refused_after_it_ended() 
         ),
     )
     .unwrap();
-    let _worker = Worker::start(
-        dir.path(),
-        "worker",
-        &[
-            "--script",
-            script.to_str().unwrap(),
-            "--cwd",
-            dir.path().to_str().unwrap(),
-            "--restate-admin",
-            &server.admin,
-        ],
-    );
+    let _worker = registered_worker(dir.path(), &server, &script, &[]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = Client::new(&server.ingress).unwrap();
     let running = {
@@ -870,11 +1099,136 @@ fn steering_and_follow_ups_reach_a_durable_run_and_are_refused_after_it_ended() 
             "assistant: second"
         ]
     );
+    // Its events say where each message joined: steering after the batch, the follow-up where
+    // the run would have ended.
+    let delivered: Vec<(usize, String, Delivery)> = events_of(&server.ingress, "steered")
+        .into_iter()
+        .filter_map(|event| match event.event {
+            Event::UserMessage(message) => {
+                Some((message.turn, message.message.text(), message.delivery))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        delivered,
+        [
+            (1, "mind the tests".to_owned(), Delivery::Steer),
+            (2, "now the docs".to_owned(), Delivery::FollowUp)
+        ]
+    );
     // The run has ended: a message now is refused, saying so.
     let error = runtime
         .block_on(client.steer("steered", "too late"))
         .unwrap_err();
     assert!(error.to_string().contains("the run has ended"), "{error}");
+    // A slot cannot be taken past the inbox: the run's `deliver` is not open to the ingress.
+    let direct = runtime.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{}/GolatoRun/steered/deliver", server.ingress))
+            .json(&serde_json::json!({"slot": 7, "post": {"text": "x", "follow_up": false}}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    });
+    assert!(direct.is_client_error(), "{direct}");
+}
+
+/// Messages posted while a run keeps ending race its inbox's closing: each one is either read
+/// by the run (its transcript has it; a sender's steering in the order sent, and its follow-ups)
+/// or refused, saying the run has ended; none is accepted and left unread.
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn messages_racing_a_runs_end_are_read_or_refused_never_dropped() {
+    const POSTERS: usize = 4;
+    const EACH: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    // Every turn answers at once: the run would end after each one, unless a message came.
+    let answers: Vec<String> = (0..=POSTERS * EACH)
+        .map(|n| serde_json::json!({"text": format!("answer {n}")}).to_string())
+        .collect();
+    let script = dir.path().join("script.jsonl");
+    std::fs::write(&script, answers.join("\n") + "\n").unwrap();
+    let _worker = registered_worker(dir.path(), &server, &script, &["--max-turns", "1000"]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = Client::new(&server.ingress).unwrap();
+    let (outcome, posted) = runtime.block_on(async {
+        let running = {
+            let client = client.clone();
+            tokio::spawn(async move { client.submit("racing", "go").await })
+        };
+        let posters: Vec<_> = (0..POSTERS)
+            .map(|poster| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let (mut accepted, mut refused) = (Vec::new(), 0);
+                    for n in 0..EACH {
+                        let text = format!("m-{poster}-{n}");
+                        let sent = match n % 2 {
+                            0 => client.steer("racing", &text).await,
+                            _ => client.follow_up("racing", &text).await,
+                        };
+                        match sent {
+                            Ok(()) => accepted.push(text),
+                            Err(error) => {
+                                assert!(error.to_string().contains("the run has ended"), "{error}");
+                                refused += 1;
+                            }
+                        }
+                    }
+                    (accepted, refused)
+                })
+            })
+            .collect();
+        let mut posted = Vec::new();
+        for poster in posters {
+            posted.push(poster.await.unwrap());
+        }
+        (running.await.unwrap().unwrap(), posted)
+    });
+    assert_eq!(outcome.error, None);
+    let read: Vec<String> = outcome
+        .messages
+        .iter()
+        .skip(1)
+        .filter_map(|message| match message {
+            Message::User(user) => Some(user.text()),
+            _ => None,
+        })
+        .collect();
+    let accepted: usize = posted.iter().map(|(accepted, _)| accepted.len()).sum();
+    let refused: usize = posted.iter().map(|(_, refused)| refused).sum();
+    assert_eq!(read.len(), accepted, "read {read:?}, posted {posted:?}");
+    // Steering goes ahead of follow-ups held for the run's end: in order within each kind.
+    let steering = |text: &&String| {
+        text.rsplit('-')
+            .next()
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|n| n % 2 == 0)
+    };
+    for (poster, (accepted, _)) in posted.iter().enumerate() {
+        let theirs: Vec<&String> = read
+            .iter()
+            .filter(|text| text.starts_with(&format!("m-{poster}-")))
+            .collect();
+        let mine: Vec<&String> = accepted.iter().collect();
+        for kind in [true, false] {
+            let of_kind = |texts: &[&String]| -> Vec<String> {
+                texts
+                    .iter()
+                    .filter(|text| steering(text) == kind)
+                    .map(|text| (*text).clone())
+                    .collect()
+            };
+            assert_eq!(of_kind(&theirs), of_kind(&mine), "poster {poster}");
+        }
+    }
+    eprintln!(
+        "{accepted} messages read, {refused} refused after the run ended ({} turns)",
+        outcome.turns
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::json;
 use support::cli::{golato, script_file, Terminal};
 
-pub(super) const SIZES: [(u16, u16); 2] = [(24, 80), (40, 120)];
+pub(crate) const SIZES: [(u16, u16); 2] = [(24, 80), (40, 120)];
 
 /// What the person can see now and scroll back to, top to bottom.
 fn screen(terminal: &mut Terminal, (rows, columns): (u16, u16)) -> String {
@@ -31,7 +31,7 @@ fn screen(terminal: &mut Terminal, (rows, columns): (u16, u16)) -> String {
 }
 
 /// Waits until the screen satisfies `check`; returns it.
-pub(super) fn wait_until(
+pub(crate) fn wait_until(
     terminal: &mut Terminal,
     size: (u16, u16),
     what: &str,
@@ -70,7 +70,7 @@ fn start_saving(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> 
 }
 
 /// The front end `command` starts, on a pseudo terminal of `size` (rows, columns).
-pub(super) fn in_terminal(command: std::process::Command, size: (u16, u16)) -> Terminal {
+pub(crate) fn in_terminal(command: std::process::Command, size: (u16, u16)) -> Terminal {
     // A terminal answers where its cursor is (the inline viewport starts there).
     let n = |n: u16| std::num::NonZeroU16::new(n).unwrap();
     let mut emulator = vt100::Parser::new(n(size.0), n(size.1), 0);
