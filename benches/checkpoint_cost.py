@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
-"""What checkpoints cost a call: N edits (each its own turn) of a small file in a workspace of
-10,000 files, replayed by `golato run --script`, with the session saved (checkpoints kept) and
-with --ephemeral (none), each R times; prints the medians and the difference per call.
+"""What checkpoints cost a call: N calls (each its own turn) that change a small file in a
+workspace of 10,000 files, replayed by `golato run --script`, each R times; prints the medians
+and the difference per call.
 
-    python3 benches/checkpoint_cost.py target/release/golato [N] [R]
+- `edit` (the default): N edits, with the session saved (checkpoints kept) and with
+  --ephemeral (none);
+- `bash`: N sandboxed commands (`sed -i`), captured (the default) and with
+  --no-bash-checkpoints (the session saved both times): what the overlay and applying it cost.
+
+    python3 benches/checkpoint_cost.py target/release/golato [N] [R] [edit|bash]
 """
 import json, os, statistics, subprocess, sys, tempfile, time
 
 golato = os.path.abspath(sys.argv[1])
 calls = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+mode = sys.argv[4] if len(sys.argv) > 4 else "edit"
 
 def timed(flags, data):
     with tempfile.TemporaryDirectory() as work:
@@ -24,22 +30,34 @@ def timed(flags, data):
         script = os.path.join(work, "script.jsonl")
         with open(script, "w") as out:
             for n in range(calls):
-                edit = {"path": "target.txt", "edits": [{"oldText": f"value {n}", "newText": f"value {n + 1}"}]}
-                out.write(json.dumps({"tool_calls": [{"id": f"e{n}", "name": "edit", "arguments": edit}]}) + "\n")
+                if mode == "bash":
+                    call = {"id": f"b{n}", "name": "bash",
+                            "arguments": {"command": f"sed -i 's/value {n}$/value {n + 1}/' target.txt"}}
+                else:
+                    edit = {"path": "target.txt", "edits": [{"oldText": f"value {n}", "newText": f"value {n + 1}"}]}
+                    call = {"id": f"e{n}", "name": "edit", "arguments": edit}
+                out.write(json.dumps({"tool_calls": [call]}) + "\n")
             out.write(json.dumps({"text": "done"}) + "\n")
         env = dict(os.environ, GOLATO_DATA_DIR=data)
         started = time.perf_counter()
         subprocess.run([golato, "run", "-q", "--script", script, "-C", ws] + flags + ["go"],
                        check=True, env=env, stdout=subprocess.DEVNULL)
-        return time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        with open(os.path.join(ws, "target.txt")) as done:
+            assert done.read() == f"value {calls}\n", "the calls did not all change the file"
+        return elapsed
 
+baseline, label = {
+    "edit": (["--ephemeral"], ("saved with checkpoints", "ephemeral", "checkpoints and session lines")),
+    "bash": (["--no-bash-checkpoints"], ("captured", "uncaptured", "capture")),
+}[mode]
 with tempfile.TemporaryDirectory() as data:
-    saved, ephemeral = [], []
+    measured, base = [], []
     for _ in range(rounds):
-        saved.append(timed([], data))
-        ephemeral.append(timed(["--ephemeral"], data))
-    a, b = statistics.median(saved), statistics.median(ephemeral)
-    print(f"{calls} edits in a 10,000-file workspace: saved with checkpoints {a:.3f} s "
-          f"(spread {min(saved):.3f}-{max(saved):.3f}), ephemeral {b:.3f} s "
-          f"(spread {min(ephemeral):.3f}-{max(ephemeral):.3f}); "
-          f"checkpoints and session lines {(a - b) / calls * 1000:.2f} ms a call")
+        measured.append(timed([], data))
+        base.append(timed(baseline, data))
+    a, b = statistics.median(measured), statistics.median(base)
+    print(f"{calls} {mode} calls in a 10,000-file workspace: {label[0]} {a:.3f} s "
+          f"(spread {min(measured):.3f}-{max(measured):.3f}), {label[1]} {b:.3f} s "
+          f"(spread {min(base):.3f}-{max(base):.3f}); "
+          f"{label[2]} {(a - b) / calls * 1000:.2f} ms a call")

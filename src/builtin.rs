@@ -44,6 +44,7 @@
 //! ```
 
 mod bash;
+mod checkpoints;
 mod decode_budget;
 mod edit;
 #[cfg(feature = "fault-injection")]
@@ -62,6 +63,8 @@ use std::sync::Arc;
 
 use golato_actors::path_lock::PathLock;
 
+pub use bash::Recovered;
+pub use checkpoints::Checkpoints;
 use golato_actors::{Host, HostError};
 pub use locks::{SharedLease, SharedLock};
 pub use plan::{plan_of, PlanStep, StepStatus, MAX_PLAN_STEPS, MAX_STEP_CHARS};
@@ -147,6 +150,10 @@ pub struct Config {
     /// Where `read`, `edit` and `write` take and put text instead of the disk (an editor's
     /// buffers; see [`TextFiles`]); `None` (the default): the disk.
     pub text_files: Option<Arc<dyn TextFiles>>,
+    /// Where `bash` keeps what its commands change, for checkpoints an application can undo
+    /// ([`Checkpoints`]); captured only under [`sandbox::Mode::WorkspaceWrite`], where the
+    /// result's details say what changed. `None` (the default): not captured.
+    pub bash_checkpoints: Option<Arc<dyn Checkpoints>>,
 }
 
 /// How much of a command's output `bash` keeps in its full-output file by default: 64 MiB.
@@ -180,6 +187,18 @@ pub enum Error {
     /// The sandbox asked for in `builtin::Config::sandbox` cannot be set up.
     #[error(transparent)]
     Sandbox(#[from] sandbox::Error),
+}
+
+/// Applies what sandboxed commands in `working_directory` changed but never saw applied
+/// because the process running them died (golato killed mid-command): their staging areas in
+/// `checkpoints`' area, once none of their processes is alive. Files are kept through
+/// `checkpoints` as for any captured command; what each applied is returned (the caller says
+/// so). Call it before a new agent starts in that directory.
+pub fn recover_captured(
+    checkpoints: &dyn Checkpoints,
+    working_directory: &std::path::Path,
+) -> Vec<Recovered> {
+    bash::recover(checkpoints, working_directory)
 }
 
 /// Builds the selected tools: built-ins (read, bash, edit, write) then custom tools.
@@ -230,6 +249,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
                         .unwrap_or(DEFAULT_BASH_OUTPUT_FILE_LIMIT),
                     sandbox,
                     guard,
+                    checkpoints: config.bash_checkpoints.clone(),
                 },
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),

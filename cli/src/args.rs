@@ -407,6 +407,11 @@ pub(crate) struct SandboxArgs {
     /// outside the writable directories).
     #[arg(long, help_heading = "Safety")]
     pub(crate) allow_hard_links: bool,
+    /// Let sandboxed commands change the working directory directly instead of through a
+    /// capturing overlay: undo cannot take their changes back. For a workspace with files
+    /// owned by another user or group, which a captured command cannot change.
+    #[arg(long, help_heading = "Safety")]
+    pub(crate) no_bash_checkpoints: bool,
 }
 
 impl Command {

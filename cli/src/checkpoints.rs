@@ -4,8 +4,11 @@
 //! and `golato diff` can show what changed. Removed with the session.
 //!
 //! A hook records them: before an edit or a write runs (after every other hook said yes) it
-//! keeps the file as it is; after it succeeded, the file as it became. `bash` is not recorded
-//! yet: undo says how many commands ran in what it took back, whose changes stay.
+//! keeps the file as it is; after it succeeded, the file as it became. A sandboxed `bash`
+//! command's changes are captured by the tool itself (an overlay, applied when it ends: see
+//! `golato::sandbox::capture`), which hands the files to the same store
+//! ([`golato::builtin::Checkpoints`]) and lists them in its result, where the hook files them.
+//! Commands outside a sandbox are not captured: undo says how many ran in what it took back.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write as _;
@@ -31,17 +34,9 @@ pub(crate) fn folder(session: &Path) -> PathBuf {
     session.with_extension("checkpoints")
 }
 
-/// A file as a checkpoint knows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum State {
-    /// There was no file.
-    Absent,
-    /// Its content, by SHA-256 (hex) in the store.
-    Kept(String),
-    /// Too large or unreadable to keep.
-    Unkept,
-}
+/// A file as a checkpoint knows it: absent, kept by its SHA-256 (hex) in the store, a
+/// symbolic link, or too large or unreadable to keep.
+use golato::sandbox::capture::FileState as State;
 
 /// One call's change of one file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -122,6 +117,10 @@ impl Store {
 
     /// Keeps only `records` in the log.
     fn keep(&self, records: &[Record]) -> std::io::Result<()> {
+        if records.is_empty() && !self.log().exists() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.folder)?;
         let mut text = String::new();
         for record in records {
             text.push_str(&serde_json::to_string(record).map_err(std::io::Error::other)?);
@@ -141,7 +140,8 @@ fn hex(bytes: &[u8]) -> String {
 type Before = Arc<Mutex<HashMap<(u64, String), (PathBuf, State)>>>;
 
 /// The hook that records checkpoints for the session `session` names (nothing when it names
-/// none: `--ephemeral`, durable workers).
+/// none: `--ephemeral`, durable workers), and the store bash's captured commands keep files in.
+#[derive(Debug)]
 pub(crate) struct Recorder {
     cwd: PathBuf,
     session: tokio::sync::watch::Receiver<HookSession>,
@@ -160,6 +160,12 @@ impl Recorder {
         })
     }
 
+    /// The session's store, when there is a session.
+    fn store(&self) -> Option<Store> {
+        let session = self.session.borrow().transcript_path.clone();
+        (!session.as_os_str().is_empty()).then(|| Store::of(&session))
+    }
+
     /// The store, and the file the call changes, when it is one to record.
     fn target(&self, ctx: &HookContext) -> Option<(Store, PathBuf)> {
         if !matches!(ctx.call.name.as_str(), "edit" | "write") {
@@ -175,6 +181,87 @@ impl Recorder {
             golato::sandbox::resolve(&self.cwd, Path::new(path)),
         ))
     }
+}
+
+/// Where captured commands stage their changes: one folder for every session, so that a
+/// golato started after one that died mid-command finds what that command left.
+fn staging_area() -> Option<PathBuf> {
+    crate::session::data_directory()
+        .ok()
+        .map(|data| data.join("staging"))
+}
+
+impl golato::builtin::Checkpoints for Recorder {
+    fn staging_area(&self) -> Option<PathBuf> {
+        self.store()?;
+        staging_area()
+    }
+
+    fn keep(&self, bytes: &[u8]) -> std::io::Result<String> {
+        self.store()
+            .ok_or_else(|| std::io::Error::other("the session is not saved"))?
+            .put(bytes)
+    }
+}
+
+/// The staging area, to find what commands cut off by a dead golato left: nothing is kept of
+/// them (their calls are not in the session that would undo them).
+#[derive(Debug)]
+struct Leftovers;
+
+impl golato::builtin::Checkpoints for Leftovers {
+    fn staging_area(&self) -> Option<PathBuf> {
+        staging_area()
+    }
+
+    fn keep(&self, _: &[u8]) -> std::io::Result<String> {
+        Err(std::io::Error::other("not kept"))
+    }
+}
+
+/// Applies what commands in `cwd` changed but a golato that died while they ran never applied,
+/// and says so on standard error.
+pub(crate) fn recover(cwd: &Path) {
+    for recovered in golato::builtin::recover_captured(&Leftovers, cwd) {
+        let applied = &recovered.applied;
+        let mut files: Vec<String> = applied
+            .changes
+            .iter()
+            .map(|change| crate::shown::visible(&change.path.display().to_string()).into_owned())
+            .collect();
+        files.extend(applied.conflicts.iter().filter_map(|conflict| {
+            let version = conflict.commands_version.as_ref()?;
+            Some(format!(
+                "{} (changed since: the command's version is {})",
+                crate::shown::visible(&conflict.path.display().to_string()),
+                crate::shown::visible(&version.display().to_string())
+            ))
+        }));
+        let mut line = format!(
+            "golato: a command cut off when golato ended (call {}) left changes, applied now: {}",
+            crate::shown::visible(&recovered.call),
+            if files.is_empty() {
+                "none".to_owned()
+            } else {
+                files.join(", ")
+            }
+        );
+        if !applied.failures.is_empty() {
+            line.push_str(&format!("; not applied: {}", applied.failures.join("; ")));
+        }
+        line.push_str(" (undo cannot take these back)");
+        eprintln!("{line}");
+    }
+}
+
+/// The changes a captured bash call's result lists.
+fn captured_changes(result: &ToolResult) -> Vec<golato::sandbox::capture::Change> {
+    result
+        .details
+        .as_ref()
+        .and_then(|details| details.get("changes"))
+        .and_then(|changes| serde_json::from_value(changes.clone()).ok())
+        .unwrap_or_default()
 }
 
 fn lock(before: &Before) -> std::sync::MutexGuard<'_, HashMap<(u64, String), (PathBuf, State)>> {
@@ -209,6 +296,32 @@ impl Hook for Recorder {
         ctx: HookContext,
         result: ToolResult,
     ) -> BoxFuture<'static, Result<AfterToolCall, BoxError>> {
+        if ctx.call.name == "bash" {
+            let changes = captured_changes(&result);
+            let store = self.store().filter(|_| !changes.is_empty());
+            return async move {
+                if let Some(store) = store {
+                    let call = ctx.path.first().unwrap_or(&ctx.call.id).clone();
+                    let recorded = tokio::task::spawn_blocking(move || {
+                        changes.into_iter().try_for_each(|change| {
+                            store.append(&Record {
+                                call: call.clone(),
+                                tool: "bash".into(),
+                                path: change.path,
+                                before: change.before,
+                                after: change.after,
+                            })
+                        })
+                    })
+                    .await;
+                    if let Ok(Err(error)) = recorded {
+                        tracing::warn!(%error, "a command's checkpoint was not saved");
+                    }
+                }
+                Ok(AfterToolCall::Keep)
+            }
+            .boxed();
+        }
         let before = lock(&self.before).remove(&(ctx.run_id, ctx.call.id.clone()));
         let target = self.target(&ctx);
         async move {
@@ -272,7 +385,7 @@ impl std::fmt::Display for Undone {
         if self.commands > 0 {
             write!(
                 f,
-                "; {} ran in what was undone, and what they changed stays (bash is not checkpointed yet)",
+                "; {} ran outside the sandbox in what was undone, and what they changed stays (only sandboxed commands are captured)",
                 crate::shown::count(self.commands as u64, "bash command")
             )?;
         }
@@ -299,7 +412,7 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
         .flat_map(|(_, calls)| calls)
         .collect();
     let undone_calls: HashSet<&str> = calls.iter().map(|call| call.id.as_str()).collect();
-    let commands = calls.iter().filter(|call| call.name == "bash").count();
+    let commands = uncaptured_commands(saved, &undone_calls);
     let store = Store::of(&saved.path);
     let (undone, kept): (Vec<Record>, Vec<Record>) = store
         .records()
@@ -323,6 +436,7 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
                 "{} (it was too large or unreadable to keep)",
                 path.display()
             )),
+            State::Link(_) => {}
             State::Kept(hash) => match store.get(hash) {
                 Ok(bytes) if hex(&sha2::Sha256::digest(&bytes)) == *hash => {
                     contents.insert(path.clone(), bytes);
@@ -368,6 +482,10 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
                 restore(path, &bytes).map_err(failed)?;
                 done.restored.push(path.clone());
             }
+            State::Link(target) => {
+                relink(path, target).map_err(failed)?;
+                done.restored.push(path.clone());
+            }
             State::Unkept => {}
         }
     }
@@ -375,7 +493,7 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
         "to_prompt": prompt,
         "restored": done.restored,
         "removed": done.removed,
-        "bash_commands_not_undone": commands,
+        "uncaptured_bash_commands": commands,
     });
     crate::session::cut_before(saved, prompt, note)?;
     store
@@ -384,8 +502,33 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
     Ok(done)
 }
 
+/// The bash calls among `calls` whose changes were not captured (none of a sandboxed
+/// command's were: its result says "captured").
+fn uncaptured_commands(saved: &Saved, calls: &HashSet<&str>) -> usize {
+    saved
+        .transcript
+        .iter()
+        .filter(|message| match message {
+            golato::message::Message::ToolResult(result) => {
+                result.tool_name == "bash"
+                    && calls.contains(result.tool_call_id.as_str())
+                    && result
+                        .details
+                        .as_ref()
+                        .and_then(|details| details.get("capture"))
+                        .and_then(|capture| capture.as_str())
+                        != Some("captured")
+            }
+            _ => false,
+        })
+        .count()
+}
+
 /// The file at `path` now, as a checkpoint would know it (without keeping it).
 fn current(path: &Path) -> State {
+    if let Ok(target) = std::fs::read_link(path) {
+        return State::Link(target);
+    }
     match std::fs::read(path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => State::Absent,
         Ok(bytes) => State::Kept(hex(&sha2::Sha256::digest(&bytes))),
@@ -412,6 +555,17 @@ fn restore(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(mode) = mode {
         std::fs::set_permissions(&aside, mode)?;
     }
+    std::fs::rename(&aside, path)
+}
+
+/// Puts the symbolic link at `path` back, leading to `target`.
+fn relink(path: &Path, target: &Path) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let aside = path.with_file_name(format!(".golato-undo-{}-link", std::process::id()));
+    let _ = std::fs::remove_file(&aside);
+    std::os::unix::fs::symlink(target, &aside)?;
     std::fs::rename(&aside, path)
 }
 
@@ -447,7 +601,8 @@ pub(crate) fn diff(saved: &Saved) -> String {
                     .get(hash)
                     .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
                     .unwrap_or_default(),
-                _ => String::new(),
+                State::Link(target) => format!("(a symbolic link to {})\n", target.display()),
+                State::Absent | State::Unkept => String::new(),
             };
             let shown = path.display().to_string();
             let diff = similar::TextDiff::from_lines(&text(before), &text(after))

@@ -218,7 +218,21 @@ pub(crate) async fn build_agent(
     let args = planned.as_ref().unwrap_or(args);
     let mcp_tools = mcp_tools(args).await?;
     let durable_worker = shared_lock.is_some();
-    let tools = builtin_tools(args, mcp_tools, shared_lock)?;
+    let (session, hook_session) = tokio::sync::watch::channel(golato::policy::HookSession {
+        cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
+        ..Default::default()
+    });
+    // Durable workers save no session, so keep no checkpoints.
+    let recorder = (!durable_worker)
+        .then(|| crate::checkpoints::Recorder::new(&args.cwd, hook_session.clone()));
+    let checkpoints = recorder
+        .clone()
+        .filter(|_| !args.sandbox.no_bash_checkpoints)
+        .map(|recorder| recorder as Arc<dyn builtin::Checkpoints>);
+    if checkpoints.is_some() {
+        crate::checkpoints::recover(&args.cwd);
+    }
+    let tools = builtin_tools(args, mcp_tools, shared_lock, checkpoints)?;
     let (generator, model, recording, provider, endpoint) = match &args.script {
         Some(path) => {
             let (scripted, recording) = load_script(path)?;
@@ -252,10 +266,6 @@ pub(crate) async fn build_agent(
                 .chain(crate::subagents::wanted(args).then_some(golato::subagent::TOOL_NAME)),
         )
         .map_err(|error| CliError::usage(error.to_string()))?;
-    let (session, hook_session) = tokio::sync::watch::channel(golato::policy::HookSession {
-        cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
-        ..Default::default()
-    });
     let header = Header {
         provider,
         model: args.script.is_none().then(|| model.id.clone()),
@@ -298,13 +308,9 @@ pub(crate) async fn build_agent(
         &hook_session,
         interactive,
     )?;
-    // Last: it keeps a file as it was only once every other hook let the call run. Not for
-    // durable workers, which save no session.
-    if !durable_worker {
-        hooks.push(crate::checkpoints::Recorder::new(
-            &args.cwd,
-            hook_session.clone(),
-        ));
+    // Last: it keeps a file as it was only once every other hook let the call run.
+    if let Some(recorder) = recorder {
+        hooks.push(recorder);
     }
     let plan_mode = plan_mode.map(|plan_mode| crate::plan::PlanMode {
         hooks: hooks.clone(),
@@ -465,6 +471,7 @@ pub(crate) fn builtin_tools(
     args: &AgentArgs,
     custom_tools: Vec<golato::Tool>,
     shared_lock: Option<Arc<dyn builtin::SharedLock>>,
+    bash_checkpoints: Option<Arc<dyn builtin::Checkpoints>>,
 ) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {
         working_directory: args.cwd.clone(),
@@ -474,6 +481,7 @@ pub(crate) fn builtin_tools(
         shared_lock,
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
         text_files: args.text_files.clone(),
+        bash_checkpoints,
         ..Default::default()
     })
     .map_err(builtin_error)

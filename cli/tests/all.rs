@@ -10,6 +10,7 @@ mod support;
 mod suite {
     mod acp;
     mod approve;
+    mod capture;
     mod chat;
     mod cli;
     mod config;

@@ -12,6 +12,10 @@
 //! the first ends the same way (by the signal itself, so golato sees what bash saw). When the
 //! first stage is killed, the second dies with it.
 //!
+//! With `--capture STAGE` before `--`, the first stage first covers the working directory with
+//! an overlay whose upper layer is in STAGE (see [`crate::capture`]); where it cannot, it
+//! leaves the reason there and the command runs uncaptured.
+//!
 //! Standard input of both is the write end of golato's status pipe: a failure is written there
 //! (and the helper exits 125); both let go of it once the command starts, which closes the pipe
 //! with nothing said; a probe writes what it enforced.
@@ -50,6 +54,9 @@ const DEVICES: [&str; 8] = [
 /// The second stage's first argument after the spec.
 const INSIDE: &str = "--inside";
 
+/// Before `--`: the next argument is a staging area to capture the command's changes in.
+pub(crate) const CAPTURE: &str = "--capture";
+
 /// Why the helper stopped before the command.
 enum Stop {
     /// The kernel lacks a feature the policy needs.
@@ -69,7 +76,10 @@ pub(super) fn main(mut args: std::env::ArgsOs) -> ! {
     let rest: Vec<OsString> = args.collect();
     let outcome = match rest.first().and_then(|first| first.to_str()) {
         Some(INSIDE) => inside(&spec, &rest[1..]),
-        _ => outside(&spec, &spec_json, &rest),
+        Some(CAPTURE) if rest.len() > 1 => {
+            outside(&spec, &spec_json, Some(Path::new(&rest[1])), &rest[2..])
+        }
+        _ => outside(&spec, &spec_json, None, &rest),
     };
     finish(outcome)
 }
@@ -90,7 +100,12 @@ fn task(rest: &[OsString]) -> Result<Task<'_>, Stop> {
 
 /// The first stage: namespaces and the file system's view, then the second stage; exits as
 /// the second did.
-fn outside(spec: &Spec, spec_json: &OsString, rest: &[OsString]) -> Result<String, Stop> {
+fn outside(
+    spec: &Spec,
+    spec_json: &OsString,
+    capture: Option<&Path>,
+    rest: &[OsString],
+) -> Result<String, Stop> {
     // Dies with golato (the thread that started it, a runtime's long-lived thread), and the
     // second stage and the whole namespace with it: a sandboxed command never outlives
     // golato, even one killed with SIGKILL.
@@ -118,7 +133,7 @@ fn outside(spec: &Spec, spec_json: &OsString, rest: &[OsString]) -> Result<Strin
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("0 {uid} 1"))?;
     write("/proc/self/gid_map", format!("0 {gid} 1"))?;
-    mounts::file_system(spec)?;
+    mounts::file_system(spec, capture)?;
     // The second stage says here how the command ended (it cannot die of the command's signal
     // itself: a namespace's first process ignores its own). Not close-on-exec, so the second
     // stage inherits the write end; it is told the number.

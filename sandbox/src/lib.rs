@@ -23,6 +23,10 @@
 //!   handle, refusing a symbolic link in the final place, so a link swapped in during the call
 //!   cannot redirect the write.
 //!
+//! - Under [`Mode::WorkspaceWrite`], a caller may have a command's changes to the working
+//!   directory captured ([`capture`]): the command writes into an overlay, applied to the real
+//!   tree when it ends, each file kept as it was (golato's checkpoints, so undo covers `bash`).
+//!
 //! The kernel must have what the policy needs (Landlock, user namespaces): where it does not,
 //! golato's `builtin::new` (through [`Prepared::new`]) fails with [`Error::Unsupported`] naming
 //! what is missing. A sandbox is never silently left out.
@@ -45,6 +49,8 @@
 //! }
 //! ```
 
+#[cfg(target_os = "linux")]
+pub mod capture;
 #[cfg(target_os = "linux")]
 mod files;
 mod guard;

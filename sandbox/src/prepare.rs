@@ -184,6 +184,28 @@ impl Prepared {
     pub fn helper_args(&self) -> [&str; 3] {
         [HELPER_ARG, &self.spec_json, "--"]
     }
+
+    /// As [`Prepared::helper_args`], with what the command changes in the working directory
+    /// captured in `stage` (see [`crate::capture`]); apply it once the helper has exited.
+    /// Only [`Mode::WorkspaceWrite`] lets a command change anything there.
+    #[cfg(target_os = "linux")]
+    pub fn capturing_args<'a>(
+        &'a self,
+        stage: &'a crate::capture::Stage,
+    ) -> [&'a std::ffi::OsStr; 5] {
+        [
+            HELPER_ARG.as_ref(),
+            self.spec_json.as_ref(),
+            crate::helper::CAPTURE.as_ref(),
+            stage.path().as_os_str(),
+            "--".as_ref(),
+        ]
+    }
+
+    /// The working directory the policy was resolved against (canonical).
+    pub fn working_directory(&self) -> &Path {
+        &self.spec.cwd
+    }
 }
 
 /// The control files of golato and of other agents, and the shell's and git's startup files,

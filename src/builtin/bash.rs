@@ -15,8 +15,11 @@ use tokio::time::Instant;
 use super::paths::failure;
 use super::Workspace;
 
+mod capture;
 mod processes;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
+pub(super) use capture::recover;
+pub use capture::Recovered;
 
 /// Most lines of output returned (the tail).
 const MAX_LINES: usize = 2_000;
@@ -54,6 +57,8 @@ pub(super) struct Settings {
     pub(super) sandbox: Option<Arc<crate::sandbox::Prepared>>,
     /// Outside a sandbox: the guard that ends the command's processes with this one.
     pub(super) guard: Option<Arc<crate::sandbox::Guard>>,
+    /// Where captured changes are kept, when the application asked for them.
+    pub(super) checkpoints: Option<Arc<dyn super::Checkpoints>>,
 }
 
 pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
@@ -118,15 +123,20 @@ async fn run(
     // Under a sandbox the helper starts bash once it has confined itself; until then its
     // standard input is this pipe, where it says why it could not.
     let mut status = None;
+    // Every process the command starts inherits the mark: found again at a timeout or a
+    // cancellation, also after leaving the process group.
+    let mark = processes::new_mark();
+    let capture = capture::Capture::prepare(&settings, &ctx.call().id, &mark);
     let mut command = match &settings.sandbox {
         Some(sandbox) => {
             let (status_reader, status_writer) = std::io::pipe().map_err(pipe_failed)?;
             status = Some(status_reader);
             let mut command = tokio::process::Command::new(sandbox.helper());
-            command
-                .args(sandbox.helper_args())
-                .arg("bash")
-                .stdin(status_writer);
+            match capture.stage() {
+                Some(stage) => command.args(sandbox.capturing_args(stage)),
+                None => command.args(sandbox.helper_args()),
+            };
+            command.arg("bash").stdin(status_writer);
             command
         }
         None => {
@@ -155,9 +165,6 @@ async fn run(
             .env_clear()
             .envs(variables.iter().map(|(name, value)| (name, value)));
     }
-    // Every process the command starts inherits the mark: found again at a timeout or a
-    // cancellation, also after leaving the process group.
-    let mark = processes::new_mark();
     command.env(processes::MARK_VARIABLE, &mark);
     // Who is asking, so that a command with a side effect that must happen once can key it:
     // the call, its attempt (more than 1 when a durable run retries it), the run's key.
@@ -241,9 +248,11 @@ async fn run(
         }
     };
     let mut killed = Vec::new();
-    if !matches!(ending, Ending::Exited(_)) {
+    let exited = matches!(ending, Ending::Exited(_));
+    if !exited {
         // Everything that carries the call's mark (the group and whatever left it), then the
         // group again for a process that cleared its environment; "already gone" is fine.
+        let mark = mark.clone();
         killed = tokio::task::spawn_blocking(move || processes::kill_marked(&mark))
             .await
             .unwrap_or_default();
@@ -252,7 +261,16 @@ async fn run(
         }
         let _ = child.wait().await;
     }
-    Ok(output.finish(ending, &killed))
+    let mut result = output.finish(ending, &killed);
+    // A sandboxed command that exited took every process of its namespace with it; killed
+    // ones may still be dying, and nothing is applied while one could still write.
+    let gone = move || {
+        if !exited {
+            processes::wait_gone(&mark);
+        }
+    };
+    capture.finish(gone, &mut result).await;
+    Ok(result)
 }
 
 /// What the sandbox's helper said on its status pipe before the command started: nothing when

@@ -253,6 +253,13 @@ pub fn peak_rss_kib() -> u64 {
 
 /// Waits (yielding, not sleeping) until `path` exists: a handshake with a command that
 /// creates it.
+/// A folder outside any working directory for a test and a running command to signal each
+/// other through: a sandboxed command's changes to its working directory reach the real tree
+/// only when it ends (golato captures them for undo), while `/tmp` is written in place.
+pub fn signals() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary folder")
+}
+
 pub fn wait_for_file(path: &std::path::Path) {
     let started = std::time::Instant::now();
     while !path.exists() {

@@ -145,10 +145,9 @@ impl Conversation {
                 let running = front.running.as_mut();
                 let began = running.and_then(|running| running.calls.remove(&end.index));
                 let seconds = began.map_or(0.0, |began| began.elapsed().as_secs_f64());
-                if let Some(path) = self.changed(&end.call, &end.result) {
-                    if let Some(running) = &mut front.running {
-                        running.changed.insert(path);
-                    }
+                let changed = self.changed(&end.call, &end.result);
+                if let Some(running) = &mut front.running {
+                    running.changed.extend(changed);
                 }
                 front.say(transcript::call_ended(
                     &end.call,
@@ -160,10 +159,9 @@ impl Conversation {
             Event::Subagent(nested) => {
                 if let Event::ToolExecutionEnd(end) = &*nested.event {
                     // A child's edits are the session's too: /diff and the end line count them.
-                    if let Some(path) = self.changed(&end.call, &end.result) {
-                        if let Some(running) = &mut front.running {
-                            running.changed.insert(path);
-                        }
+                    let changed = self.changed(&end.call, &end.result);
+                    if let Some(running) = &mut front.running {
+                        running.changed.extend(changed);
                     }
                     front.say(vec![transcript::nested_call_ended(
                         &end.call,
@@ -197,8 +195,51 @@ impl Conversation {
         }
     }
 
-    /// The file an edit or a write changed, kept with its diff for `/diff`.
+    /// The files an edit, a write or a captured command changed, kept with their diffs (a
+    /// command's: what became of each file) for `/diff`.
     fn changed(
+        &mut self,
+        call: &golato::message::ToolCall,
+        result: &golato::message::ToolResultMessage,
+    ) -> Vec<String> {
+        if call.name == "bash" {
+            return self.commands_changes(result);
+        }
+        self.edited(call, result).into_iter().collect()
+    }
+
+    /// The files a captured command changed (listed in its result's details).
+    fn commands_changes(&mut self, result: &golato::message::ToolResultMessage) -> Vec<String> {
+        let changes: Vec<golato::sandbox::capture::Change> = result
+            .details
+            .as_ref()
+            .and_then(|details| serde_json::from_value(details.get("changes")?.clone()).ok())
+            .unwrap_or_default();
+        let mut paths = Vec::new();
+        for change in changes {
+            use golato::sandbox::capture::FileState;
+            let what = match (&change.before, &change.after) {
+                (FileState::Absent, _) => "made by a command (golato diff shows it)\n",
+                (_, FileState::Absent) => "deleted by a command (golato diff shows it)\n",
+                _ => "changed by a command (golato diff shows it)\n",
+            };
+            let path = change
+                .path
+                .strip_prefix(&self.header.cwd)
+                .unwrap_or(&change.path)
+                .display()
+                .to_string();
+            self.changes
+                .entry(path.clone())
+                .or_default()
+                .push(what.to_owned());
+            paths.push(path);
+        }
+        paths
+    }
+
+    /// The file an edit or a write changed, with its diff.
+    fn edited(
         &mut self,
         call: &golato::message::ToolCall,
         result: &golato::message::ToolResultMessage,
@@ -542,7 +583,7 @@ impl Conversation {
     /// `/diff`: what this session's edits and writes changed, file by file.
     fn diff(&self, front: &mut Front) {
         if self.changes.is_empty() {
-            front.note("no file changed by an edit or a write in this session (what bash commands change is not tracked)");
+            front.note("no file changed by an edit, a write or a sandboxed command in this session (commands outside the sandbox are not tracked)");
             return;
         }
         let width = front.width();
@@ -551,7 +592,7 @@ impl Conversation {
             lines.extend(transcript::diff(path, diffs, width));
         }
         front.say(lines);
-        front.note("(what bash commands changed is not tracked)");
+        front.note("(commands outside the sandbox are not tracked)");
     }
 }
 

@@ -1,13 +1,15 @@
 // A whole ACP session driven by the official TypeScript client library
 // (@agentclientprotocol/sdk, its `client()` app: the ClientSideConnection of 1.x was removed in
-// 2.0). Run by cli/tests/suite/acp.rs with: node client.mjs GOLATO WORKDIR SCRIPT
+// 2.0). Run by cli/tests/suite/acp.rs with: node client.mjs GOLATO WORKDIR SCRIPT SIGNALS
+// (SIGNALS: a folder outside WORKDIR where the long command says it started: a sandboxed
+// command's changes to WORKDIR reach it only when the command ends)
 // It prints one JSON line per check; any failure throws (exit code 1).
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
-const [golato, work, script] = process.argv.slice(2);
+const [golato, work, script, signals] = process.argv.slice(2);
 
 function check(what, ok, detail) {
   if (!ok) throw new Error(`${what}: ${JSON.stringify(detail)}`);
@@ -77,7 +79,7 @@ await first.app.connectWith(first.stream, async (cx) => {
   // Cancelled mid-bash: the command's marker file appears, then the client cancels.
   updates.length = 0;
   const cancelled = cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "wait" }] });
-  await until("the long command", () => existsSync(`${work}/started`));
+  await until("the long command", () => existsSync(`${signals}/started`));
   await cx.notify("session/cancel", { sessionId });
   const stopped = await cancelled;
   check("cancel stops the turn", stopped.stopReason === "cancelled", stopped);

@@ -383,18 +383,20 @@ fn prompts_to_different_sessions_run_at_once_and_a_busy_session_refuses_a_second
 #[test]
 fn cancel_stops_the_running_command_and_keeps_the_conversation() {
     let dir = tempfile::tempdir().unwrap();
+    let signals = support::signals();
+    let started = signals.path().join("started");
     let script = script_file(
         dir.path(),
         "script.jsonl",
         &[
-            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch started; exec sleep 120"}}]}),
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": format!("touch {}; exec sleep 120", started.display())}}]}),
             json!({"text": "Going on."}),
         ],
     );
     let mut acp = Acp::start(dir.path(), &script, &[]);
     let session = acp.new_session(dir.path());
     let id = acp.prompt(&session, "wait");
-    support::wait_for_file(&dir.path().join("started"));
+    support::wait_for_file(&started);
     acp.send(
         json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
     );
@@ -423,6 +425,8 @@ fn typescript_sdk() -> std::path::PathBuf {
 #[ignore = "needs Node and @agentclientprotocol/sdk (GOLATO_ACP_SDK); .ci/run installs them"]
 fn the_official_typescript_client_drives_a_whole_session() {
     let work = tempfile::tempdir().unwrap();
+    let signals = support::signals();
+    let started = signals.path().join("started");
     std::fs::write(work.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
     let client_dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(typescript_sdk(), client_dir.path().join("node_modules")).unwrap();
@@ -439,7 +443,7 @@ fn the_official_typescript_client_drives_a_whole_session() {
             json!({"tool_calls": [{"id": "c2", "name": "edit", "arguments": {"path": "notes.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]}}]}),
             json!({"tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": "echo from bash"}}]}),
             json!({"text": "Tidied."}),
-            json!({"tool_calls": [{"id": "c4", "name": "bash", "arguments": {"command": "touch started; exec sleep 120"}}]}),
+            json!({"tool_calls": [{"id": "c4", "name": "bash", "arguments": {"command": format!("touch {}; exec sleep 120", started.display())}}]}),
             json!({"text": "Not reached."}),
         ],
     );
@@ -449,6 +453,7 @@ fn the_official_typescript_client_drives_a_whole_session() {
         .arg(support::golato_binary())
         .arg(&work_path)
         .arg(&script)
+        .arg(signals.path())
         .current_dir(client_dir.path())
         .env("GOLATO_DATA_DIR", support::cli::data_dir())
         .env(

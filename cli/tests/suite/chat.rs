@@ -13,7 +13,9 @@ use support::wait_for_file;
 #[test]
 fn a_chat_takes_prompts_steering_and_ctrl_c_then_ctrl_d_leaves() {
     let dir = tempfile::tempdir().unwrap();
-    let wait = |id: &str, name: &str, until: &str| json!({"id": id, "name": "bash", "arguments": {"command": format!("touch {name}; while [ ! -e {until} ]; do sleep 0.01; done; echo {name}-done")}});
+    let signals = support::signals();
+    let g = signals.path().display().to_string();
+    let wait = |id: &str, name: &str, until: &str| json!({"id": id, "name": "bash", "arguments": {"command": format!("touch {g}/{name}; while [ ! -e {g}/{until} ]; do sleep 0.01; done; echo {name}-done")}});
     let script = script_file(
         dir.path(),
         "script.jsonl",
@@ -33,11 +35,11 @@ fn a_chat_takes_prompts_steering_and_ctrl_c_then_ctrl_d_leaves() {
     let mut terminal = Terminal::start(command);
     terminal.wait_for("› ", 1);
     terminal.type_line("do the thing");
-    wait_for_file(&dir.path().join("first"));
+    wait_for_file(&signals.path().join("first"));
     // Typed while the run works: it steers it.
     terminal.type_line("also check the docs");
     terminal.wait_for("» steering: also check the docs", 1);
-    std::fs::write(dir.path().join("go"), "").unwrap();
+    std::fs::write(signals.path().join("go"), "").unwrap();
     terminal.wait_for("First done.", 1);
     terminal.wait_for("› ", 2);
     terminal.type_line("next");
@@ -45,7 +47,7 @@ fn a_chat_takes_prompts_steering_and_ctrl_c_then_ctrl_d_leaves() {
     terminal.wait_for("› ", 3);
     // Ctrl-C cancels the run that works, and the chat goes on.
     terminal.type_line("something slow");
-    wait_for_file(&dir.path().join("slow"));
+    wait_for_file(&signals.path().join("slow"));
     let pid = rustix::process::Pid::from_raw(terminal.child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     terminal.wait_for("interrupted", 1);

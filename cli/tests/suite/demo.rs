@@ -66,11 +66,13 @@ fn the_demo_without_a_directory_says_where_its_project_is() {
 /// show a spinner for it before the test lets it finish. Returns everything the program drew.
 fn run_on_a_terminal(no_color: bool) -> String {
     let dir = tempfile::tempdir().unwrap();
+    let signals = support::signals();
+    let go = signals.path().join("go");
     let script = script_file(
         dir.path(),
         "script.jsonl",
         &[
-            json!({"text": "Working.", "tool_calls": [{"id": "w", "name": "bash", "arguments": {"command": "echo $((6 * 7))ready; while [ ! -e go ]; do sleep 0.01; done; echo finished"}}]}),
+            json!({"text": "Working.", "tool_calls": [{"id": "w", "name": "bash", "arguments": {"command": format!("echo $((6 * 7))ready; while [ ! -e {} ]; do sleep 0.01; done; echo finished", go.display())}}]}),
             json!({"text": "All done."}),
         ],
     );
@@ -90,7 +92,7 @@ fn run_on_a_terminal(no_color: bool) -> String {
     // The handshake: the spinner line shows the tool's latest output ("42ready" is in no
     // argument, only in what the shell printed).
     terminal.wait_for("42ready", 1);
-    std::fs::write(dir.path().join("go"), "").unwrap();
+    std::fs::write(&go, "").unwrap();
     let (code, screen) = terminal.finish();
     assert_eq!(code, Some(0));
     screen

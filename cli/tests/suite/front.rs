@@ -266,16 +266,18 @@ fn an_approval_is_one_key_and_the_model_is_told_of_a_no() {
 fn typed_while_a_run_works_steers_it_and_esc_interrupts_it() {
     let size = (24, 80);
     let dir = tempfile::tempdir().unwrap();
+    let signals = support::signals();
+    let g = signals.path().display();
     let script = script_file(
         dir.path(),
         "script.jsonl",
         &[
-            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch started; while [ ! -e never ]; do sleep 0.05; done"}}]}),
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": format!("touch {g}/started; while [ ! -e {g}/never ]; do sleep 0.05; done")}}]}),
         ],
     );
     let mut terminal = ready(start(dir.path(), &script, &[], size), size);
     terminal.type_raw("work\r");
-    support::wait_for_file(&dir.path().join("started"));
+    support::wait_for_file(&signals.path().join("started"));
     let shown = wait_until(&mut terminal, size, "the status line", |shown| {
         shown.contains("running 1 call") && shown.contains("Esc to interrupt")
     });
@@ -498,7 +500,7 @@ fn commands_switch_model_and_approval_show_the_diff_and_write_agents_md() {
     });
     terminal.type_raw("/diff\r");
     wait_until(&mut terminal, size, "the session's diff", |shown| {
-        shown.contains("plan.md") && shown.contains("what bash commands changed is not tracked")
+        shown.contains("plan.md") && shown.contains("commands outside the sandbox are not tracked")
     });
     terminal.type_raw("/init\r");
     wait_until(&mut terminal, size, "AGENTS.md", |shown| {
@@ -636,23 +638,25 @@ fn ctrl_r_finds_an_earlier_prompt_and_at_completes_a_file_and_attaches_an_image(
 fn steering_is_shown_queued_and_then_joined_when_the_running_call_ends() {
     let size = (24, 80);
     let dir = tempfile::tempdir().unwrap();
+    let signals = support::signals();
+    let g = signals.path().display();
     let script = script_file(
         dir.path(),
         "script.jsonl",
         &[
-            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "touch started; while [ ! -e go ]; do sleep 0.05; done"}}]}),
+            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": format!("touch {g}/started; while [ ! -e {g}/go ]; do sleep 0.05; done")}}]}),
             json!({"text": "Noted."}),
         ],
     );
     let mut terminal = ready(start(dir.path(), &script, &[], size), size);
     terminal.type_raw("work\r");
-    support::wait_for_file(&dir.path().join("started"));
+    support::wait_for_file(&signals.path().join("started"));
     terminal.type_raw("use tabs\r");
     wait_until(&mut terminal, size, "the steering queued", |shown| {
         shown.contains("» steering: use tabs")
     });
     assert!(!screen(&mut terminal, size).contains("joined the conversation"));
-    std::fs::write(dir.path().join("go"), "").unwrap();
+    std::fs::write(signals.path().join("go"), "").unwrap();
     let shown = wait_until(&mut terminal, size, "the run's end", |shown| {
         shown.contains("done: 2 turns")
     });

@@ -163,12 +163,14 @@ fn approve_edits_judges_a_write_by_where_it_lands() {
 #[test]
 fn chat_survives_a_line_that_is_not_text_and_leaves_on_exit_while_busy() {
     let dir = tempfile::tempdir().unwrap();
+    let signals = support::signals();
+    let busy = signals.path().join("busy");
     let script = script_file(
         dir.path(),
         "script.jsonl",
         &[
             json!({"text": "First."}),
-            json!({"tool_calls": [{"id": "w", "name": "bash", "arguments": {"command": "touch busy; while [ ! -e never ]; do sleep 0.01; done"}}]}),
+            json!({"tool_calls": [{"id": "w", "name": "bash", "arguments": {"command": format!("touch {}; while true; do sleep 0.01; done", busy.display())}}]}),
         ],
     );
     let mut command = golato();
@@ -186,7 +188,7 @@ fn chat_survives_a_line_that_is_not_text_and_leaves_on_exit_while_busy() {
     terminal.wait_for("First.", 1);
     terminal.wait_for("› ", 3);
     terminal.type_line("work");
-    wait_for_file(&dir.path().join("busy"));
+    wait_for_file(&busy);
     terminal.type_line("/exit");
     let (code, screen) = terminal.finish();
     assert_eq!(code, Some(0), "{screen}");

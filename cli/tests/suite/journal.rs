@@ -27,14 +27,18 @@ fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
     // Call a appends to the ledger and ends; call b appends, says it started and (the first
     // time) sleeps until it is killed with golato.
     // b.pid comes last, whole (renamed into place): the test kills the command as soon as it
-    // sees it, and b.started must be there by then.
-    let b = "echo b >> ledger; if [ -e b.started ]; then echo again; else touch b.started; echo $$ > b.pid.new; mv b.pid.new b.pid; exec sleep 1000.4321; fi";
+    // sees it, and b.started must be there by then. All in a folder outside the working
+    // directory, written in place (a sandboxed command's changes to the working directory
+    // reach it when the command ends, which b's first run never does).
+    let signals = support::signals();
+    let g = signals.path().display();
+    let b = format!("echo b >> {g}/ledger; if [ -e {g}/b.started ]; then echo again; else touch {g}/b.started; echo $$ > {g}/b.pid.new; mv {g}/b.pid.new {g}/b.pid; exec sleep 1000.4321; fi");
     let script = script_file(
         dir.path(),
         "script.jsonl",
         &[
             json!({"tool_calls": [
-                {"id": "a", "name": "bash", "arguments": {"command": "echo a >> ledger; echo done-a"}},
+                {"id": "a", "name": "bash", "arguments": {"command": format!("echo a >> {g}/ledger; echo done-a")}},
                 {"id": "b", "name": "bash", "arguments": {"command": b}},
             ]}),
             json!({"text": "finished"}),
@@ -59,7 +63,7 @@ fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
     // The handshake: a's result is in the journal and b is running.
     wait_for("a's record and b's start", || {
         std::fs::read_to_string(&journal).is_ok_and(|text| text.contains("turn-1/call-a"))
-            && dir.path().join("b.pid").exists()
+            && signals.path().join("b.pid").exists()
     });
     let sleeping = || {
         std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
@@ -78,7 +82,7 @@ fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
     assert!(second.status.success(), "{second:?}");
     let stdout = String::from_utf8_lossy(&second.stdout);
     assert!(stdout.contains("finished"), "{stdout}");
-    let ledger = std::fs::read_to_string(dir.path().join("ledger")).unwrap();
+    let ledger = std::fs::read_to_string(signals.path().join("ledger")).unwrap();
     let count = |line: &str| ledger.lines().filter(|entry| *entry == line).count();
     assert_eq!(
         count("a"),

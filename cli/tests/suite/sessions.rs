@@ -12,14 +12,15 @@ use serde_json::json;
 use support::cli::*;
 use support::wait_for_file;
 
-/// A session's first turn: a bash call that appends to `ledger`, says it started and waits for
-/// `go`; then the answer.
-fn waiting_script(dir: &Path) -> PathBuf {
+/// A session's first turn: a bash call that appends to `ledger` (in the working directory),
+/// says it started and waits for `go` (both in `signals`); then the answer.
+fn waiting_script(dir: &Path, signals: &Path) -> PathBuf {
+    let g = signals.display();
     script_file(
         dir,
         "script.jsonl",
         &[
-            json!({"text": "Looking.", "tool_calls": [{"id": "w", "name": "bash", "arguments": {"command": "echo ran >> ledger; touch started; while [ ! -e go ]; do sleep 0.01; done; echo went"}}]}),
+            json!({"text": "Looking.", "tool_calls": [{"id": "w", "name": "bash", "arguments": {"command": format!("echo ran >> ledger; touch {g}/started; while [ ! -e {g}/go ]; do sleep 0.01; done; echo went")}}]}),
             json!({"text": "Done."}),
         ],
     )
@@ -51,15 +52,16 @@ fn signal(child: &Child, signal: rustix::process::Signal) {
 #[test]
 fn a_run_stopped_by_ctrl_c_goes_on_with_continue_running_the_interrupted_call_again() {
     let dir = tempfile::tempdir().unwrap();
-    let script = waiting_script(dir.path());
+    let signals = support::signals();
+    let script = waiting_script(dir.path(), signals.path());
     let first = start(dir.path(), &script, &["first prompt"]);
-    wait_for_file(&dir.path().join("started"));
+    wait_for_file(&signals.path().join("started"));
     signal(&first, rustix::process::Signal::INT);
     let first = first.wait_with_output().unwrap();
     assert_eq!(first.status.code(), Some(130), "{first:?}");
     let id = session_id(&first.stderr);
 
-    std::fs::write(dir.path().join("go"), "").unwrap();
+    std::fs::write(signals.path().join("go"), "").unwrap();
     // No prompt: the session goes on where it stopped, the interrupted call first.
     let second = start(dir.path(), &script, &["-c"])
         .wait_with_output()
@@ -87,9 +89,10 @@ fn a_run_stopped_by_ctrl_c_goes_on_with_continue_running_the_interrupted_call_ag
 #[test]
 fn a_killed_run_leaves_its_session_readable_and_resume_goes_on() {
     let dir = tempfile::tempdir().unwrap();
-    let script = waiting_script(dir.path());
+    let signals = support::signals();
+    let script = waiting_script(dir.path(), signals.path());
     let mut first = start(dir.path(), &script, &["go on after a kill"]);
-    wait_for_file(&dir.path().join("started"));
+    wait_for_file(&signals.path().join("started"));
     // The call runs beside the saving of the answer that made it: killed once the answer is
     // saved (a session appears whole, never half written).
     let saved = || {
@@ -119,7 +122,7 @@ fn a_killed_run_leaves_its_session_readable_and_resume_goes_on() {
     std::io::Read::read_to_end(first.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     let id = session_id(&stderr);
     // The orphaned command is still waiting: let it end.
-    std::fs::write(dir.path().join("go"), "").unwrap();
+    std::fs::write(signals.path().join("go"), "").unwrap();
 
     let resumed = golato()
         .args(["resume", &id, "--script"])

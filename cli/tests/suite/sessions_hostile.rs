@@ -137,12 +137,14 @@ fn a_session_is_written_by_one_golato_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let quick = answering(dir.path(), "quick.jsonl", "ok");
     let id = session_id(&run(dir.path(), &quick, &["first"]));
+    let signals = support::signals();
+    let g = signals.path().display();
     let waiting = script_file(
         dir.path(),
         "wait.jsonl",
         &[
             json!({"text": "ok"}),
-            json!({"tool_calls": [{"id": "w", "name": "bash", "arguments": {"command": "touch started; while [ ! -e go ]; do sleep 0.01; done"}}]}),
+            json!({"tool_calls": [{"id": "w", "name": "bash", "arguments": {"command": format!("touch {g}/started; while [ ! -e {g}/go ]; do sleep 0.01; done")}}]}),
             json!({"text": "done"}),
         ],
     );
@@ -160,13 +162,13 @@ fn a_session_is_written_by_one_golato_at_a_time() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for_file(&dir.path().join("started"));
+    wait_for_file(&signals.path().join("started"));
     let refused = run(dir.path(), &quick, &["-c", "third"]);
     assert_ne!(refused.status.code(), Some(0), "{refused:?}");
     let error = one_error_line(&refused);
     assert!(error.contains("being written by another golato"), "{error}");
     assert!(error.contains(&holder.id().to_string()), "{error}");
-    std::fs::write(dir.path().join("go"), "").unwrap();
+    std::fs::write(signals.path().join("go"), "").unwrap();
     let held = holder.wait_with_output().unwrap();
     assert_eq!(held.status.code(), Some(0), "{held:?}");
     assert_eq!(

@@ -247,7 +247,8 @@ fn a_killed_golato_keeps_what_its_subagent_did_so_far() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = golato()
         .args(["run", "--base-url", &format!("{url}/v1"), "--model", "m"])
-        .args(["--tools", "bash,task", "-q", "-C"])
+        // The test watches for the command's file in the working directory as it runs.
+        .args(["--tools", "bash,task", "--no-bash-checkpoints", "-q", "-C"])
         .arg(dir.path())
         .arg("main")
         .spawn()

@@ -1,6 +1,6 @@
-//! Checkpoints through the binary: `golato diff` shows what each prompt's edits and writes
-//! changed, `golato undo` puts the files back and cuts the session, refusing (and changing
-//! nothing) when a file changed since; `/undo` in the front end.
+//! Checkpoints through the binary: `golato diff` shows what each prompt's edits, writes and
+//! sandboxed commands changed, `golato undo` puts the files back and cuts the session, refusing
+//! (and changing nothing) when a file changed since; `/undo` in the front end.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -75,17 +75,15 @@ fn undo_puts_back_what_each_prompt_changed_and_stops_at_a_file_changed_since() {
     assert!(diff[first..second].contains("-old\n+new"), "{diff}");
     assert!(diff[second..].contains("-one\n+two"), "{diff}");
 
-    // The last prompt taken back: a.txt as the first left it; bash's file stays, and it says so.
+    // The last prompt taken back: a.txt as the first left it, and the sandboxed command's
+    // file gone (it was captured).
     let undone = in_dir(&dir, &["undo"]);
     assert!(undone.status.success(), "{undone:?}");
     let said = String::from_utf8_lossy(&undone.stdout).into_owned();
     assert!(said.contains("back to before prompt 2"), "{said}");
-    assert!(
-        said.contains("1 bash command ran in what was undone"),
-        "{said}"
-    );
+    assert!(!said.contains("bash command"), "{said}");
     assert_eq!(read(&dir, "a.txt").as_deref(), Some("one\n"));
-    assert_eq!(read(&dir, "c.txt").as_deref(), Some("made\n"));
+    assert_eq!(read(&dir, "c.txt"), None);
 
     // A file changed since by someone else: nothing is undone, and it is named.
     std::fs::write(dir.join("b.txt"), "mine\n").unwrap();
@@ -201,4 +199,115 @@ fn a_missing_copy_a_torn_log_or_a_file_too_large_to_keep_stops_undo_before_any_c
     assert!(error.contains("is missing or damaged"), "{error}");
     assert_eq!(read(&dir, "b.txt").as_deref(), Some("new\n"));
     assert_eq!(read(&dir, "huge.bin").as_deref(), Some("small now\n"));
+}
+
+#[test]
+fn undo_takes_back_what_sandboxed_commands_changed_and_names_commands_that_ran_unsandboxed() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("project");
+    std::fs::create_dir_all(dir.join("tree/deep")).unwrap();
+    std::fs::write(dir.join("keep.txt"), "old\n").unwrap();
+    std::fs::write(dir.join("tree/deep/x"), "x\n").unwrap();
+    std::os::unix::fs::symlink("keep.txt", dir.join("link")).unwrap();
+    let script = script_file(
+        work.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "b", "name": "bash", "arguments": {"command":
+                    "echo new > keep.txt && rm -r tree && echo made > made.txt && ln -sfn made.txt link"}}
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let run = in_dir(&dir, &["run", "--script", script.to_str().unwrap(), "go"]);
+    assert!(run.status.success(), "{run:?}");
+    assert_eq!(read(&dir, "keep.txt").as_deref(), Some("new\n"));
+    assert!(!dir.join("tree").exists());
+
+    let diff = in_dir(&dir, &["diff"]);
+    let diff = String::from_utf8_lossy(&diff.stdout).into_owned();
+    assert!(diff.contains("-old\n+new"), "{diff}");
+    assert!(diff.contains("-x\n"), "{diff}");
+    assert!(diff.contains("+made"), "{diff}");
+
+    let undone = in_dir(&dir, &["undo"]);
+    assert!(undone.status.success(), "{undone:?}");
+    assert_eq!(read(&dir, "keep.txt").as_deref(), Some("old\n"));
+    assert_eq!(read(&dir, "tree/deep/x").as_deref(), Some("x\n"));
+    assert_eq!(read(&dir, "made.txt"), None);
+    assert_eq!(
+        std::fs::read_link(dir.join("link")).unwrap(),
+        Path::new("keep.txt")
+    );
+
+    // Outside the sandbox nothing captures a command: undo says it ran and left its changes.
+    let run = in_dir(
+        &dir,
+        &[
+            "run",
+            "--sandbox",
+            "off",
+            "--script",
+            script.to_str().unwrap(),
+            "go",
+        ],
+    );
+    assert!(run.status.success(), "{run:?}");
+    let undone = in_dir(&dir, &["undo"]);
+    assert!(undone.status.success(), "{undone:?}");
+    let said = String::from_utf8_lossy(&undone.stdout).into_owned();
+    assert!(
+        said.contains("1 bash command ran outside the sandbox in what was undone"),
+        "{said}"
+    );
+    assert_eq!(read(&dir, "keep.txt").as_deref(), Some("new\n"));
+}
+
+#[test]
+fn what_a_command_cut_off_by_a_killed_golato_changed_is_applied_by_the_next_one_there() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("project");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "old\n").unwrap();
+    let signals = support::signals();
+    let started = signals.path().join("started");
+    let script = script_file(
+        work.path(),
+        "script.jsonl",
+        &[json!({"tool_calls": [
+            {"id": "cut", "name": "bash", "arguments": {"command":
+                format!("echo partial > made.txt && echo new > notes.txt && touch {} && exec sleep 1000", started.display())}}
+        ]})],
+    );
+    let mut first = golato()
+        .args(["run", "-q", "--script", script.to_str().unwrap(), "-C"])
+        .arg(&dir)
+        .arg("go")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    support::wait_for_file(&started);
+    // Killed mid-command: its changes are still in the staging area.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_eq!(read(&dir, "made.txt"), None);
+    assert_eq!(read(&dir, "notes.txt").as_deref(), Some("old\n"));
+
+    let quiet = script_file(work.path(), "quiet.jsonl", &[json!({"text": "Hello."})]);
+    let next = in_dir(&dir, &["run", "--script", quiet.to_str().unwrap(), "hi"]);
+    assert!(next.status.success(), "{next:?}");
+    let said = String::from_utf8_lossy(&next.stderr).into_owned();
+    assert!(
+        said.contains("a command cut off when golato ended (call cut) left changes, applied now")
+            && said.contains("made.txt")
+            && said.contains("notes.txt"),
+        "{said}"
+    );
+    assert_eq!(read(&dir, "made.txt").as_deref(), Some("partial\n"));
+    assert_eq!(read(&dir, "notes.txt").as_deref(), Some("new\n"));
+    // Applied once: the next golato finds nothing left.
+    let again = in_dir(&dir, &["run", "--script", quiet.to_str().unwrap(), "hi"]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("cut off"));
 }

@@ -21,9 +21,22 @@ const DEVICES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
 const NONE: Option<&str> = None;
 
 /// The mount namespace as the policy says, before the PID namespace's first process starts.
-pub(super) fn file_system(spec: &Spec) -> Result<(), Stop> {
+/// With `capture`, the working directory is first covered by an overlay whose changes land in
+/// that staging area (see [`crate::capture`]); where it cannot be, the reason is left there
+/// and the command runs uncaptured.
+pub(super) fn file_system(spec: &Spec, capture: Option<&Path>) -> Result<(), Stop> {
     mount(NONE, "/", NONE, MsFlags::MS_REC | MsFlags::MS_PRIVATE, NONE)
         .map_err(failed("could not make the mounts private"))?;
+    if let Some(stage) = capture {
+        if let Err(reason) = overlay(&spec.cwd, stage) {
+            crate::capture::leave_reason(stage, &reason).map_err(|error| {
+                Stop::Failed(format!(
+                    "could not write in the staging area {}: {error}",
+                    stage.display()
+                ))
+            })?;
+        }
+    }
     for root in &spec.writable {
         bind(root, root, MsFlags::MS_REC)?;
     }
@@ -298,4 +311,77 @@ fn unescape(field: &str) -> PathBuf {
         }
     }
     PathBuf::from(OsString::from_vec(out))
+}
+
+/// Covers `cwd` with an overlay: reads see the real tree, writes land in the stage's upper
+/// directory, to be applied when the command ends. Build output and git's own files
+/// ([`crate::capture::PASSED_THROUGH`]) are bound back from the real tree, so they change in
+/// place and are not captured. Layers are named through `/proc/self/fd`, so no path needs
+/// escaping in the mount's options.
+fn overlay(cwd: &Path, stage: &Path) -> Result<(), String> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|error| format!("could not read /proc/self/mountinfo: {error}"))?;
+    if let Some((inside, _)) = table
+        .lines()
+        .filter_map(mount_point)
+        .find(|(point, _)| point.starts_with(cwd) && point != cwd)
+    {
+        return Err(format!(
+            "a file system is mounted at {} inside the working directory, which an overlay would hide",
+            inside.display()
+        ));
+    }
+    let open = |path: &Path| {
+        rustix::fs::open(
+            path,
+            rustix::fs::OFlags::PATH
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::NOFOLLOW
+                | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .map_err(|error| format!("could not open {}: {error}", path.display()))
+    };
+    let by_fd = |fd: &OwnedFd| format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let mut passed = Vec::new();
+    for name in crate::capture::PASSED_THROUGH {
+        let path = cwd.join(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|metadata| metadata.is_dir()) {
+            passed.push((path.clone(), open(&path)?));
+        }
+    }
+    let lower = open(cwd)?;
+    let upper = open(&stage.join(crate::capture::UPPER))?;
+    let work = open(&stage.join(crate::capture::WORK))?;
+    let options = format!(
+        "lowerdir={},upperdir={},workdir={},userxattr",
+        by_fd(&lower),
+        by_fd(&upper),
+        by_fd(&work)
+    );
+    mount(
+        Some("overlay"),
+        cwd,
+        Some("overlay"),
+        MsFlags::empty(),
+        Some(options.as_str()),
+    )
+    .map_err(|error| format!("the kernel refused an overlay on it ({error})"))?;
+    for (path, fd) in &passed {
+        if let Err(error) = mount(
+            Some(by_fd(fd).as_str()),
+            path,
+            NONE,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            NONE,
+        ) {
+            // Uncaptured rather than captured with build output or git's files in the overlay.
+            let _ = nix::mount::umount2(cwd, nix::mount::MntFlags::MNT_DETACH);
+            return Err(format!(
+                "could not bind the real {} into the overlay ({error})",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
 }

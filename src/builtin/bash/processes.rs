@@ -57,6 +57,23 @@ pub(super) fn kill_marked(mark: &str) -> Vec<Killed> {
     killed
 }
 
+/// Waits (up to 5 s) until no live process carries `mark`: those [`kill_marked`] killed have
+/// died.
+pub(super) fn wait_gone(mark: &str) {
+    let needle = format!("{MARK_VARIABLE}={mark}");
+    let own = std::process::id() as i32;
+    for _ in 0..1_000 {
+        if marked(&needle, own).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    tracing::warn!(
+        mark,
+        "processes of a killed command were still alive after 5 s"
+    );
+}
+
 /// The live processes (not zombies) whose environment holds `needle`.
 fn marked(needle: &str, own: i32) -> Vec<Killed> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

@@ -1,0 +1,338 @@
+//! bash's capture of a sandboxed command's changes (`builtin::Config::bash_checkpoints`):
+//! every kind of change reaches the real tree, with what each file was before and became;
+//! git's files and build output change in place; a file something else changed meanwhile is
+//! never overwritten; a killed command's changes are applied too; where it cannot capture, the
+//! result says why.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use golato::builtin::{self, Checkpoints};
+use golato::message::ToolResultMessage;
+use golato::sandbox::Policy;
+use golato::Tool;
+use serde_json::{json, Value};
+
+/// Keeps copies in memory, named by number; stages in its own folder.
+#[derive(Debug)]
+struct Keeper {
+    area: PathBuf,
+    kept: Mutex<HashMap<String, Vec<u8>>>,
+}
+
+impl Checkpoints for Keeper {
+    fn staging_area(&self) -> Option<PathBuf> {
+        Some(self.area.clone())
+    }
+
+    fn keep(&self, bytes: &[u8]) -> std::io::Result<String> {
+        let mut kept = self.kept.lock().unwrap();
+        let name = format!("copy-{}", kept.len());
+        kept.insert(name.clone(), bytes.to_vec());
+        Ok(name)
+    }
+}
+
+impl Keeper {
+    fn content(&self, state: &Value) -> Option<String> {
+        let name = state.get("kept")?.as_str()?;
+        let kept = self.kept.lock().unwrap();
+        Some(String::from_utf8_lossy(kept.get(name)?).into_owned())
+    }
+}
+
+struct Setup {
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    workspace: PathBuf,
+    keeper: Arc<Keeper>,
+    tools: Vec<Tool>,
+}
+
+/// A workspace and a staging area outside it, and bash capturing under `policy`.
+fn setup(policy: Policy) -> Setup {
+    let workspace_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let area_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let workspace = workspace_dir.path().canonicalize().unwrap();
+    let keeper = Arc::new(Keeper {
+        area: area_dir.path().join("staging"),
+        kept: Mutex::default(),
+    });
+    let tools = builtin::new(builtin::Config {
+        working_directory: workspace.clone(),
+        allowed_tool_names: Some(vec!["bash".into()]),
+        sandbox: policy.with_helper(support::golato_binary()),
+        bash_checkpoints: Some(Arc::clone(&keeper) as Arc<dyn Checkpoints>),
+        ..Default::default()
+    })
+    .expect("the sandbox is available on the test machine");
+    Setup {
+        _dirs: (workspace_dir, area_dir),
+        workspace,
+        keeper,
+        tools,
+    }
+}
+
+fn bash(tools: &[Tool], command: &str) -> ToolResultMessage {
+    support::call_tool(tools, "bash", &json!({ "command": command }).to_string())
+}
+
+fn write(path: &Path, content: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+/// The changes listed, by path relative to the workspace.
+fn changes(result: &ToolResultMessage, workspace: &Path) -> HashMap<String, (Value, Value)> {
+    let details = result.details.as_ref().expect("bash's details");
+    details["changes"]
+        .as_array()
+        .expect("a list of changes")
+        .iter()
+        .map(|change| {
+            let path = Path::new(change["path"].as_str().unwrap());
+            (
+                path.strip_prefix(workspace)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                (change["before"].clone(), change["after"].clone()),
+            )
+        })
+        .collect()
+}
+
+fn staged(keeper: &Keeper) -> Vec<PathBuf> {
+    std::fs::read_dir(&keeper.area)
+        .map(|entries| entries.map(|entry| entry.unwrap().path()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_kind_of_change_reaches_the_tree_with_what_each_file_was_and_became() {
+    let s = setup(Policy::workspace_write());
+    let w = &s.workspace;
+    write(&w.join("a.txt"), "a");
+    write(&w.join("d/x"), "x");
+    write(&w.join("d/sub/y"), "y");
+    write(&w.join("gone.txt"), "bye");
+    write(&w.join("same.txt"), "same");
+    write(&w.join(".git/HEAD"), "ref: main");
+    write(&w.join("target/old"), "built");
+    std::os::unix::fs::symlink("a.txt", w.join("l")).unwrap();
+    let result = bash(
+        &s.tools,
+        "echo A > a.txt && rm -r d && mkdir d && echo z > d/z && echo n > new.txt \
+         && rm gone.txt && touch same.txt && ln -sfn new.txt l && mkdir -p e/f && echo deep > e/f/g \
+         && echo 'ref: other' > .git/HEAD && echo out > target/new",
+    );
+    assert!(!result.is_error, "{}", result.text());
+    let details = result.details.clone().unwrap();
+    assert_eq!(details["capture"], "captured", "{details}");
+    // The real tree is as the command left it.
+    assert_eq!(read(&w.join("a.txt")), "A\n");
+    assert_eq!(read(&w.join("d/z")), "z\n");
+    assert!(!w.join("d/x").exists() && !w.join("d/sub").exists());
+    assert_eq!(read(&w.join("new.txt")), "n\n");
+    assert!(!w.join("gone.txt").exists());
+    assert_eq!(
+        std::fs::read_link(w.join("l")).unwrap(),
+        Path::new("new.txt")
+    );
+    assert_eq!(read(&w.join("e/f/g")), "deep\n");
+    assert_eq!(read(&w.join(".git/HEAD")), "ref: other\n");
+    assert_eq!(read(&w.join("target/new")), "out\n");
+    // Each change with what the file was and became; git's files and build output are not
+    // captured, and a file touched without a new content is no change.
+    let changes = changes(&result, w);
+    let mut paths: Vec<&str> = changes.keys().map(String::as_str).collect();
+    paths.sort_unstable();
+    assert_eq!(
+        paths,
+        ["a.txt", "d/sub/y", "d/x", "d/z", "e/f/g", "gone.txt", "l", "new.txt"]
+    );
+    let k = &s.keeper;
+    let (before, after) = &changes["a.txt"];
+    assert_eq!(
+        (k.content(before).as_deref(), k.content(after).as_deref()),
+        (Some("a"), Some("A\n"))
+    );
+    for (path, was) in [("d/x", "x"), ("d/sub/y", "y"), ("gone.txt", "bye")] {
+        let (before, after) = &changes[path];
+        assert_eq!(k.content(before).as_deref(), Some(was), "{path}");
+        assert_eq!(after, "absent", "{path}");
+    }
+    for (path, now) in [("d/z", "z\n"), ("new.txt", "n\n"), ("e/f/g", "deep\n")] {
+        let (before, after) = &changes[path];
+        assert_eq!(before, "absent", "{path}");
+        assert_eq!(k.content(after).as_deref(), Some(now), "{path}");
+    }
+    assert_eq!(
+        changes["l"],
+        (json!({"link": "a.txt"}), json!({"link": "new.txt"}))
+    );
+    assert!(
+        staged(k).is_empty(),
+        "the staging area is cleared: {:?}",
+        staged(k)
+    );
+}
+
+#[test]
+fn a_file_something_else_changed_while_the_command_ran_is_never_overwritten() {
+    let s = setup(Policy::workspace_write());
+    let w = &s.workspace;
+    write(&w.join("f"), "before");
+    write(&w.join("doomed"), "before");
+    // Outside the workspace (and the overlay): the command waits here until told to end.
+    let gate_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let gate = gate_dir.path().join("gate");
+    nix_mkfifo(&gate);
+    let tools = s.tools.clone();
+    let command = format!(
+        "echo command > f && rm doomed && cat {} > /dev/null",
+        gate.display()
+    );
+    let running = std::thread::spawn(move || bash(&tools, &command));
+    // Opening the gate for writing waits until the command reads it: by then it has written
+    // both files.
+    let mut opened = std::fs::OpenOptions::new().write(true).open(&gate).unwrap();
+    write(&w.join("f"), "someone else");
+    write(&w.join("doomed"), "someone else");
+    opened.write_all(b"go\n").unwrap();
+    drop(opened);
+    let result = running.join().unwrap();
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(read(&w.join("f")), "someone else");
+    assert_eq!(read(&w.join("doomed")), "someone else");
+    let conflicts = &result.details.as_ref().unwrap()["conflicts"];
+    let besides: Vec<PathBuf> = std::fs::read_dir(w)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.to_string_lossy().contains("f.golato-bash-"))
+        .collect();
+    assert_eq!(besides.len(), 1, "{conflicts}");
+    assert_eq!(read(&besides[0]), "command\n");
+    let text = result.text();
+    assert!(
+        text.contains("also changed by something else")
+            && text.contains(&besides[0].display().to_string()),
+        "{text}"
+    );
+    assert!(text.contains("the command deleted"), "{text}");
+    assert!(changes(&result, w).is_empty());
+}
+
+#[test]
+fn a_killed_commands_changes_are_applied_too() {
+    let s = setup(Policy::workspace_write());
+    let w = &s.workspace;
+    let result = support::call_tool(
+        &s.tools,
+        "bash",
+        &json!({ "command": "echo partial > half && exec sleep 600", "timeout": 1 }).to_string(),
+    );
+    assert!(
+        result.is_error && result.text().contains("timed out"),
+        "{}",
+        result.text()
+    );
+    assert_eq!(read(&w.join("half")), "partial\n");
+    assert_eq!(changes(&result, w).len(), 1);
+}
+
+#[test]
+fn where_it_cannot_capture_the_command_runs_and_the_details_say_why() {
+    // No sandbox: nothing to capture in.
+    let s = setup(Policy::off());
+    let result = bash(&s.tools, "echo x > plain");
+    assert_eq!(read(&s.workspace.join("plain")), "x\n");
+    let reason = result.details.unwrap()["capture"]["uncaptured"].clone();
+    assert!(reason.as_str().unwrap().contains("no sandbox"), "{reason}");
+
+    // A staging area inside the working directory would be inside the overlay.
+    let workspace = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let keeper = Arc::new(Keeper {
+        area: workspace.path().join(".stage"),
+        kept: Mutex::default(),
+    });
+    let tools = builtin::new(builtin::Config {
+        working_directory: workspace.path().into(),
+        allowed_tool_names: Some(vec!["bash".into()]),
+        sandbox: Policy::workspace_write().with_helper(support::golato_binary()),
+        bash_checkpoints: Some(keeper),
+        ..Default::default()
+    })
+    .unwrap();
+    let result = bash(&tools, "echo x > f");
+    assert_eq!(read(&workspace.path().join("f")), "x\n");
+    let reason = result.details.unwrap()["capture"]["uncaptured"].clone();
+    assert!(
+        reason
+            .as_str()
+            .unwrap()
+            .contains("inside the working directory"),
+        "{reason}"
+    );
+
+    // Read-only: nothing can change, so nothing is said.
+    let s = setup(Policy::read_only());
+    let result = bash(&s.tools, "true");
+    assert_eq!(result.details.unwrap().get("capture"), None);
+}
+
+fn nix_mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn what_a_command_plants_is_applied_without_following_it() {
+    let s = setup(Policy::workspace_write());
+    let w = &s.workspace;
+    let outside = support::cli::outside_dir();
+    let outside_path = outside.path().canonicalize().unwrap();
+    // A link to a folder outside, which the command replaces with a folder of its own: the
+    // apply must make a folder here, never write through the link.
+    std::os::unix::fs::symlink(&outside_path, w.join("escape")).unwrap();
+    let result = bash(
+        &s.tools,
+        "rm escape && mkdir escape && echo x > escape/f && mkfifo pipe \
+         && truncate -s 65M big && printf 'a\\nb' > 'odd name, with: commas'",
+    );
+    assert!(!result.is_error, "{}", result.text());
+    assert!(!outside_path.join("f").exists(), "written through the link");
+    let escape = std::fs::symlink_metadata(w.join("escape")).unwrap();
+    assert!(escape.is_dir(), "{escape:?}");
+    assert_eq!(read(&w.join("escape/f")), "x\n");
+    assert_eq!(read(&w.join("odd name, with: commas")), "a\nb");
+    // A pipe is not copied, and the result says so.
+    assert!(!w.join("pipe").exists());
+    assert!(
+        result.text().contains("pipes and sockets are not copied"),
+        "{}",
+        result.text()
+    );
+    // Too large to keep: applied, not kept.
+    assert_eq!(
+        std::fs::metadata(w.join("big")).unwrap().len(),
+        65 * 1024 * 1024
+    );
+    let changes = changes(&result, w);
+    assert_eq!(changes["big"], (json!("absent"), json!("unkept")));
+    assert_eq!(changes["escape"].0, json!({"link": outside_path}));
+    assert!(staged(&s.keeper).is_empty());
+}

@@ -1,0 +1,563 @@
+//! What a sandboxed command changed in the working directory, captured exactly.
+//!
+//! For a captured call the helper covers the working directory with an overlay in the
+//! sandbox's own mount namespace: the command reads the real tree, and every file it writes,
+//! creates or deletes lands in a staging area instead (the overlay's upper directory: changed
+//! files whole, deletions as whiteouts, replaced directories marked opaque). When the command
+//! has ended, [`Stage::apply`] carries those changes into the real tree, keeping each file as
+//! it was before and as it became, so a checkpoint can put it back. A [`Stage`] is one call's.
+//!
+//! Not captured: what lies in [`PASSED_THROUGH`] (bound from the real tree, changed in place:
+//! build output is large and git's own files are git's to undo), and everything outside the
+//! working directory.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+/// Directories of the working directory that a captured command changes in place: git's
+/// repository and the usual build output, bound from the real tree over the overlay.
+pub const PASSED_THROUGH: [&str; 4] = [".git", "target", "node_modules", ".venv"];
+
+/// Files larger than this are applied but not kept (a checkpoint says it could not keep them).
+pub const MAX_KEPT: u64 = 64 * 1024 * 1024;
+
+pub(crate) const UPPER: &str = "upper";
+pub(crate) const WORK: &str = "work";
+/// Why the helper left the command uncaptured, when it did.
+const SKIPPED: &str = "uncaptured";
+
+/// A file as a checkpoint knows it. Stored by applications (its JSON form is stable), so it
+/// is matched exhaustively.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileState {
+    /// There was no file.
+    Absent,
+    /// Its content, by the name the keeper gave it.
+    Kept(String),
+    /// A symbolic link, and where it led.
+    Link(PathBuf),
+    /// Too large or unreadable to keep.
+    Unkept,
+}
+
+/// One file a command changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Change {
+    /// The file, absolute.
+    pub path: PathBuf,
+    /// What it was before the command.
+    pub before: FileState,
+    /// What the command left.
+    pub after: FileState,
+}
+
+/// A file both the command and something else changed while the command ran: the other
+/// change stays where it is, the command's version is put beside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Conflict {
+    /// The file, as the other change left it.
+    pub path: PathBuf,
+    /// The command's version, or `None` when the command deleted it.
+    pub commands_version: Option<PathBuf>,
+}
+
+/// What [`Stage::apply`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Applied {
+    /// Every file changed, in path order.
+    pub changes: Vec<Change>,
+    /// Files left as something else changed them during the command.
+    pub conflicts: Vec<Conflict>,
+    /// Why the command ran uncaptured (its changes went straight to the real tree).
+    pub uncaptured: Option<String>,
+    /// What could not be applied, and where it is still to be found (the staging area is
+    /// kept, and applied again by the next [`Stage::leftovers`]).
+    pub failures: Vec<String>,
+    /// Pipes and sockets the command made, which are not copied.
+    pub left_out: Vec<PathBuf>,
+}
+
+/// Keeps a file's bytes and names them (a content hash, say): what a checkpoint restores.
+pub type Keep<'a> = dyn FnMut(&[u8]) -> std::io::Result<String> + 'a;
+
+/// One call's staging area: the overlay's upper and work directories, in a folder of its own,
+/// with what it captures (`owner.json`: the working directory, when it started, the caller's
+/// note) and a lock its process holds while it lives. Dropping it removes the folder unless
+/// something in it could not be applied (one from [`Stage::leftovers`]: unless applied). One
+/// whose process died before applying it (golato killed while a command ran) is found again
+/// by [`Stage::leftovers`].
+#[derive(Debug)]
+pub struct Stage {
+    folder: PathBuf,
+    owner: Owner,
+    keep_folder: bool,
+    /// Locked while this process holds the stage (closed, and so unlocked, when it dies).
+    _lock: std::fs::File,
+}
+
+/// What a stage captures, written beside it so another process can apply it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Owner {
+    root: PathBuf,
+    /// When the command started, in nanoseconds since the Unix epoch.
+    started: u128,
+    note: serde_json::Value,
+}
+
+const OWNER: &str = "owner.json";
+const LOCK: &str = "lock";
+
+impl Stage {
+    /// A new staging area inside `area` (created when missing) for a command in `root`, the
+    /// working directory the overlay covers. `area` must not lie inside `root` and must be on
+    /// a file system with user extended attributes (ext4, xfs, btrfs, tmpfs from Linux 6.6).
+    /// `note` is the caller's, kept for [`Stage::leftovers`].
+    pub fn new(area: &Path, root: &Path, note: serde_json::Value) -> std::io::Result<Stage> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        std::fs::create_dir_all(area)?;
+        loop {
+            let name = format!(
+                "{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            );
+            let folder = area.join(name);
+            match std::fs::create_dir(&folder) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(error) => return Err(error),
+            }
+            let lock = std::fs::File::create(folder.join(LOCK))?;
+            rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+            let owner = Owner {
+                root: root.to_owned(),
+                started: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_nanos()),
+                note,
+            };
+            let stage = Stage {
+                folder,
+                owner,
+                keep_folder: false,
+                _lock: lock,
+            };
+            std::fs::create_dir(stage.folder.join(UPPER))?;
+            std::fs::create_dir(stage.folder.join(WORK))?;
+            let owner = serde_json::to_vec(&stage.owner).map_err(std::io::Error::other)?;
+            std::fs::write(stage.folder.join(OWNER), owner)?;
+            return Ok(stage);
+        }
+    }
+
+    /// The stages in `area` for commands in `root` whose process died before applying them,
+    /// now held by this one. Apply each once its command's processes are gone; one dropped
+    /// unapplied stays for the next.
+    pub fn leftovers(area: &Path, root: &Path) -> Vec<Stage> {
+        let Ok(entries) = std::fs::read_dir(area) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|entry| {
+                let folder = entry.ok()?.path();
+                let owner = std::fs::read(folder.join(OWNER)).ok()?;
+                let owner: Owner = serde_json::from_slice(&owner).ok()?;
+                if owner.root != root {
+                    return None;
+                }
+                // Never created here: a stage being made has its lock before anything else.
+                let lock = std::fs::File::options()
+                    .write(true)
+                    .open(folder.join(LOCK))
+                    .ok()?;
+                rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+                    .ok()?;
+                Some(Stage {
+                    folder,
+                    owner,
+                    keep_folder: true,
+                    _lock: lock,
+                })
+            })
+            .collect()
+    }
+
+    /// The folder, for the helper's `--capture` argument.
+    pub fn path(&self) -> &Path {
+        &self.folder
+    }
+
+    /// The working directory the overlay covers.
+    pub fn root(&self) -> &Path {
+        &self.owner.root
+    }
+
+    /// The note given to [`Stage::new`].
+    pub fn note(&self) -> &serde_json::Value {
+        &self.owner.note
+    }
+
+    /// Carries what the command changed into the real tree (its working directory), handing
+    /// each file's content before and after to `keep`. Call it once the command and everything
+    /// it started have ended.
+    pub fn apply(&mut self, keep: &mut Keep<'_>) -> Applied {
+        let started = std::time::UNIX_EPOCH
+            + std::time::Duration::from_nanos(
+                u64::try_from(self.owner.started).unwrap_or(u64::MAX),
+            );
+        let mut applying = Applying {
+            started,
+            stage: self.folder.clone(),
+            keep,
+            applied: Applied::default(),
+        };
+        match std::fs::read_to_string(self.folder.join(SKIPPED)) {
+            Ok(reason) => applying.applied.uncaptured = Some(reason),
+            Err(_) => {
+                let root = self.owner.root.clone();
+                applying.directory(&self.folder.join(UPPER), &root);
+            }
+        }
+        let mut applied = applying.applied;
+        applied.changes.sort_by(|a, b| a.path.cmp(&b.path));
+        self.keep_folder = !applied.failures.is_empty();
+        applied
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        if self.keep_folder {
+            return;
+        }
+        // The overlay leaves its work directory without permissions.
+        let work = self.folder.join(WORK).join("work");
+        if let Ok(metadata) = std::fs::symlink_metadata(&work) {
+            let mut permissions = metadata.permissions();
+            std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o700);
+            let _ = std::fs::set_permissions(&work, permissions);
+        }
+        if let Err(error) = std::fs::remove_dir_all(&self.folder) {
+            tracing::warn!(folder = %self.folder.display(), %error, "a staging area was not removed");
+        }
+    }
+}
+
+/// Leaves why a command runs uncaptured in its staging area (the helper's side).
+pub(crate) fn leave_reason(stage: &Path, reason: &str) -> std::io::Result<()> {
+    std::fs::File::create(stage.join(SKIPPED))?.write_all(reason.as_bytes())
+}
+
+struct Applying<'a, 'b> {
+    started: std::time::SystemTime,
+    stage: PathBuf,
+    keep: &'a mut Keep<'b>,
+    applied: Applied,
+}
+
+/// How the overlay marks a deleted file: a character device 0:0.
+fn is_whiteout(metadata: &std::fs::Metadata) -> bool {
+    metadata.file_type().is_char_device() && metadata.rdev() == 0
+}
+
+/// How the overlay marks a directory that replaced the real one: nothing beneath the real one
+/// shows through.
+fn is_opaque(directory: &Path) -> bool {
+    let mut value = [0u8; 4];
+    matches!(
+        rustix::fs::lgetxattr(directory, "user.overlay.opaque", &mut value),
+        Ok(1) if value[0] == b'y'
+    )
+}
+
+impl Applying<'_, '_> {
+    fn fail(&mut self, what: String) {
+        tracing::warn!(%what, "a captured change was not applied");
+        self.applied.failures.push(what);
+    }
+
+    /// Whether something other than the command changed `metadata`'s file since it started.
+    /// A file changed just before the command started is not taken for one changed during it;
+    /// the price is a window as wide as the file system's timestamp granularity (a few
+    /// milliseconds, where it stamps with the kernel's coarse clock) at the very start of the
+    /// command, in which another change can pass for an earlier one.
+    fn changed_meanwhile(&self, metadata: &std::fs::Metadata) -> bool {
+        let changed = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                u64::try_from(metadata.ctime()).unwrap_or(0),
+                u32::try_from(metadata.ctime_nsec()).unwrap_or(0),
+            );
+        changed > self.started
+    }
+
+    fn directory(&mut self, upper: &Path, real: &Path) {
+        let mut entries: Vec<OsString> = match std::fs::read_dir(upper) {
+            Ok(entries) => entries
+                .filter_map(|entry| Some(entry.ok()?.file_name()))
+                .collect(),
+            Err(error) => {
+                return self.fail(format!(
+                    "could not list {}: {error}; the command's changes beneath {} are there",
+                    upper.display(),
+                    real.display()
+                ))
+            }
+        };
+        entries.sort();
+        for name in entries {
+            let (from, to) = (upper.join(&name), real.join(&name));
+            let metadata = match std::fs::symlink_metadata(&from) {
+                Ok(metadata) => metadata,
+                Err(error) => {
+                    self.fail(format!("could not look at {}: {error}", from.display()));
+                    continue;
+                }
+            };
+            let kind = metadata.file_type();
+            if is_whiteout(&metadata) {
+                self.remove(&to);
+            } else if kind.is_dir() {
+                self.enter(&from, &to, &metadata);
+            } else if kind.is_file() || kind.is_symlink() {
+                self.file(&from, &to);
+            } else {
+                self.applied.left_out.push(to);
+            }
+        }
+    }
+
+    /// A directory of the upper layer: the real one made to match, then its entries.
+    fn enter(&mut self, from: &Path, to: &Path, metadata: &std::fs::Metadata) {
+        match std::fs::symlink_metadata(to) {
+            Ok(real) if real.is_dir() => {
+                if is_opaque(from) {
+                    // Replaced whole: what the real one holds that the new one does not was
+                    // deleted.
+                    let kept: HashSet<OsString> = std::fs::read_dir(from)
+                        .map(|entries| {
+                            entries
+                                .filter_map(|entry| Some(entry.ok()?.file_name()))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let gone: Vec<PathBuf> = std::fs::read_dir(to)
+                        .map(|entries| {
+                            entries
+                                .filter_map(|entry| entry.ok())
+                                .filter(|entry| !kept.contains(&entry.file_name()))
+                                .map(|entry| entry.path())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    for path in gone {
+                        self.remove(&path);
+                    }
+                }
+            }
+            Ok(_) => {
+                self.remove(to);
+                if let Err(error) = std::fs::create_dir(to) {
+                    return self.fail(format!("could not create {}: {error}", to.display()));
+                }
+            }
+            Err(_) => {
+                if let Err(error) = std::fs::create_dir(to) {
+                    return self.fail(format!(
+                        "could not create {}: {error}; the command's files for it are in {}",
+                        to.display(),
+                        from.display()
+                    ));
+                }
+            }
+        }
+        let _ = std::fs::set_permissions(to, metadata.permissions());
+        self.directory(from, to);
+    }
+
+    /// What `path` (whose metadata is `metadata`, `None` when it does not exist) is now, its
+    /// content kept.
+    fn state(&mut self, path: &Path, metadata: Option<&std::fs::Metadata>) -> FileState {
+        let Some(metadata) = metadata else {
+            return FileState::Absent;
+        };
+        if metadata.file_type().is_symlink() {
+            return std::fs::read_link(path).map_or(FileState::Unkept, FileState::Link);
+        }
+        if !metadata.is_file() || metadata.len() > MAX_KEPT {
+            return FileState::Unkept;
+        }
+        match std::fs::read(path).and_then(|bytes| (self.keep)(&bytes)) {
+            Ok(name) => FileState::Kept(name),
+            Err(error) => {
+                tracing::warn!(path = %path.display(), %error, "a file's copy was not kept");
+                FileState::Unkept
+            }
+        }
+    }
+
+    /// A file or link of the upper layer, moved over the real one.
+    fn file(&mut self, from: &Path, to: &Path) {
+        let real = std::fs::symlink_metadata(to).ok();
+        if let Some(real) = &real {
+            if real.is_dir() {
+                self.remove(to);
+            } else if self.changed_meanwhile(real) {
+                let beside = self.beside(to);
+                let moved = move_file(from, &beside);
+                return match moved {
+                    Ok(()) => self.applied.conflicts.push(Conflict {
+                        path: to.to_owned(),
+                        commands_version: Some(beside),
+                    }),
+                    Err(error) => self.fail(format!(
+                        "{} changed while the command ran, and the command's version could not be put beside it ({error}); it is in {}",
+                        to.display(),
+                        from.display()
+                    )),
+                };
+            }
+        }
+        let real = real.filter(|real| !real.is_dir());
+        let after_metadata = std::fs::symlink_metadata(from).ok();
+        // Copied up without a new content (`touch`, `chmod`): applied, but no change to keep.
+        let unchanged = match (&real, &after_metadata) {
+            (Some(real), Some(after)) if real.is_file() && after.is_file() => {
+                real.len() == after.len() && same_bytes(to, from)
+            }
+            _ => false,
+        };
+        let (before, after) = match unchanged {
+            true => (FileState::Absent, FileState::Absent),
+            false => (
+                self.state(to, real.as_ref()),
+                self.state(from, after_metadata.as_ref()),
+            ),
+        };
+        if let Err(error) = move_file(from, to) {
+            return self.fail(format!(
+                "could not apply the command's {} ({error}); its version is in {}",
+                to.display(),
+                from.display()
+            ));
+        }
+        if !unchanged {
+            self.applied.changes.push(Change {
+                path: to.to_owned(),
+                before,
+                after,
+            });
+        }
+    }
+
+    /// Where the command's version of a conflicting file goes: beside it, named for the stage.
+    fn beside(&self, path: &Path) -> PathBuf {
+        let stage = self
+            .stage
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut name = path.file_name().unwrap_or_default().to_owned();
+        name.push(format!(".golato-bash-{stage}"));
+        path.with_file_name(name)
+    }
+
+    /// Deletes `path` from the real tree (a whole directory, file by file), keeping each file.
+    fn remove(&mut self, path: &Path) {
+        let Ok(metadata) = std::fs::symlink_metadata(path) else {
+            return;
+        };
+        if metadata.is_dir() {
+            let entries: Vec<PathBuf> = std::fs::read_dir(path)
+                .map(|entries| {
+                    entries
+                        .filter_map(|entry| Some(entry.ok()?.path()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for entry in entries {
+                self.remove(&entry);
+            }
+            if let Err(error) = std::fs::remove_dir(path) {
+                self.fail(format!(
+                    "the command deleted the folder {}, which could not be removed: {error}",
+                    path.display()
+                ));
+            }
+            return;
+        }
+        if self.changed_meanwhile(&metadata) {
+            self.applied.conflicts.push(Conflict {
+                path: path.to_owned(),
+                commands_version: None,
+            });
+            return;
+        }
+        let before = self.state(path, Some(&metadata));
+        match std::fs::remove_file(path) {
+            Ok(()) => self.applied.changes.push(Change {
+                path: path.to_owned(),
+                before,
+                after: FileState::Absent,
+            }),
+            Err(error) => self.fail(format!(
+                "the command deleted {}, which could not be removed: {error}",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// Whether two files hold the same bytes (read in pieces: either may be large).
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    use std::io::Read as _;
+    let (Ok(mut a), Ok(mut b)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+        return false;
+    };
+    let (mut left, mut right) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let read = a.read(&mut left);
+        let Ok(count) = read else { return false };
+        if count == 0 {
+            return b.read(&mut right).is_ok_and(|more| more == 0);
+        }
+        if b.read_exact(&mut right[..count]).is_err() || left[..count] != right[..count] {
+            return false;
+        }
+    }
+}
+
+/// Moves `from` to `to` (over what is there), copying across file systems.
+fn move_file(from: &Path, to: &Path) -> std::io::Result<()> {
+    match std::fs::rename(from, to) {
+        Err(error) if error.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {}
+        other => return other,
+    }
+    let metadata = std::fs::symlink_metadata(from)?;
+    let mut name = to.file_name().unwrap_or_default().to_owned();
+    name.push(format!(".golato-apply-{}", std::process::id()));
+    let aside = to.with_file_name(name);
+    if metadata.file_type().is_symlink() {
+        std::os::unix::fs::symlink(std::fs::read_link(from)?, &aside)?;
+    } else {
+        std::fs::copy(from, &aside)?;
+        if let Ok(modified) = metadata.modified() {
+            let _ = std::fs::File::options()
+                .write(true)
+                .open(&aside)
+                .and_then(|file| file.set_modified(modified));
+        }
+    }
+    std::fs::rename(&aside, to).inspect_err(|_| {
+        let _ = std::fs::remove_file(&aside);
+    })
+}

@@ -1,0 +1,208 @@
+//! A sandboxed command's changes to the working directory, captured in an overlay and applied
+//! when it ends (see `sandbox::capture`), for an application's checkpoints.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::Settings;
+use crate::builtin::Checkpoints;
+use crate::message::Content;
+use crate::sandbox::capture::{Applied, Stage};
+use crate::tool::ToolResult;
+
+/// Whether and how one call is captured.
+pub(super) enum Capture {
+    /// Nobody asked (no checkpoints), or nothing can change (a read-only sandbox).
+    Off,
+    /// Asked, but this call runs uncaptured, for this reason.
+    Uncaptured(String),
+    /// The helper captures into this stage.
+    Staged {
+        stage: Stage,
+        checkpoints: Arc<dyn Checkpoints>,
+    },
+}
+
+impl Capture {
+    /// What `settings` ask of call `call`, whose processes carry `mark`.
+    pub(super) fn prepare(settings: &Settings, call: &str, mark: &str) -> Capture {
+        let Some(checkpoints) = &settings.checkpoints else {
+            return Capture::Off;
+        };
+        let Some(sandbox) = &settings.sandbox else {
+            return Capture::Uncaptured(
+                "no sandbox: a command outside one changes the working directory directly".into(),
+            );
+        };
+        if sandbox.mode() != crate::sandbox::Mode::WorkspaceWrite {
+            return Capture::Off;
+        }
+        let Some(area) = checkpoints.staging_area() else {
+            return Capture::Uncaptured("the application gave no staging area".into());
+        };
+        let root = sandbox.working_directory().to_owned();
+        let area = crate::sandbox::resolve(&root, &area);
+        if area.starts_with(&root) {
+            return Capture::Uncaptured(format!(
+                "the staging area {} lies inside the working directory",
+                area.display()
+            ));
+        }
+        match Stage::new(&area, &root, json!({ "call": call, "mark": mark })) {
+            Ok(stage) => Capture::Staged {
+                stage,
+                checkpoints: Arc::clone(checkpoints),
+            },
+            Err(error) => Capture::Uncaptured(format!(
+                "could not make a staging area in {}: {error}",
+                area.display()
+            )),
+        }
+    }
+
+    /// The stage the helper is told of.
+    pub(super) fn stage(&self) -> Option<&Stage> {
+        match self {
+            Capture::Staged { stage, .. } => Some(stage),
+            _ => None,
+        }
+    }
+
+    /// Applies what the command changed (once `gone` says every process of it has ended) and
+    /// says so in `result`.
+    pub(super) async fn finish(
+        self,
+        gone: impl FnOnce() + Send + 'static,
+        result: &mut ToolResult,
+    ) {
+        let applied = match self {
+            Capture::Off => return,
+            Capture::Uncaptured(reason) => {
+                let mut applied = Applied::default();
+                applied.uncaptured = Some(reason);
+                applied
+            }
+            Capture::Staged {
+                mut stage,
+                checkpoints,
+            } => {
+                // A blocking task runs to its end even when the call is abandoned meanwhile:
+                // the command's changes are applied either way.
+                let applied = tokio::task::spawn_blocking(move || {
+                    gone();
+                    stage.apply(&mut |bytes| checkpoints.keep(bytes))
+                })
+                .await;
+                match applied {
+                    Ok(applied) => applied,
+                    Err(error) => {
+                        let mut applied = Applied::default();
+                        applied
+                            .failures
+                            .push(format!("applying the command's changes failed: {error}"));
+                        applied
+                    }
+                }
+            }
+        };
+        annotate(result, &applied);
+    }
+}
+
+/// The capture's part of a result: details for the application, a note for the model where
+/// something needs its attention.
+fn annotate(result: &mut ToolResult, applied: &Applied) {
+    let mut notes = Vec::new();
+    for conflict in &applied.conflicts {
+        notes.push(match &conflict.commands_version {
+            Some(version) => format!(
+                "{} was also changed by something else while the command ran: that change stays, and the command's version is at {}",
+                conflict.path.display(),
+                version.display()
+            ),
+            None => format!(
+                "the command deleted {}, which something else changed while it ran: it was kept",
+                conflict.path.display()
+            ),
+        });
+    }
+    if !applied.left_out.is_empty() {
+        notes.push(format!(
+            "pipes and sockets are not copied out of the command's view of the working directory: {}",
+            applied
+                .left_out
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    notes.extend(applied.failures.iter().cloned());
+    if !notes.is_empty() {
+        result
+            .content
+            .push(Content::text(format!("\n\n[{}]", notes.join("; "))));
+    }
+    let capture = match &applied.uncaptured {
+        Some(reason) => json!({ "uncaptured": reason }),
+        None => json!("captured"),
+    };
+    let extra = [
+        ("capture", capture),
+        ("changes", json!(applied.changes)),
+        ("conflicts", json!(applied.conflicts)),
+    ];
+    match &mut result.details {
+        Some(Value::Object(details)) => {
+            for (key, value) in extra {
+                details.insert(key.to_owned(), value);
+            }
+        }
+        _ => {
+            result.details = Some(Value::Object(
+                extra
+                    .into_iter()
+                    .map(|(key, value)| (key.to_owned(), value))
+                    .collect(),
+            ))
+        }
+    }
+}
+
+/// A command's changes that a golato which died while it ran never applied.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Recovered {
+    /// The call that ran the command.
+    pub call: String,
+    /// What applying them now did.
+    pub applied: Applied,
+}
+
+/// Applies the staging areas in `checkpoints`' area that a golato which died mid-command left
+/// for `root` (once none of their processes is alive), keeping files through `checkpoints`.
+pub(crate) fn recover(checkpoints: &dyn Checkpoints, root: &Path) -> Vec<Recovered> {
+    let Some(area) = checkpoints.staging_area() else {
+        return Vec::new();
+    };
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
+    Stage::leftovers(&crate::sandbox::resolve(&root, &area), &root)
+        .into_iter()
+        .map(|mut stage| {
+            let note = stage.note().clone();
+            if let Some(mark) = note.get("mark").and_then(Value::as_str) {
+                super::processes::wait_gone(mark);
+            }
+            Recovered {
+                call: note
+                    .get("call")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                applied: stage.apply(&mut |bytes| checkpoints.keep(bytes)),
+            }
+        })
+        .collect()
+}
