@@ -716,29 +716,40 @@ fn plan_mode_shows_the_plan_changes_nothing_and_accept_carries_it_out() {
 }
 
 #[test]
-fn undo_takes_back_the_last_prompts_write_and_the_conversation_goes_on_from_before_it() {
+fn undo_takes_back_the_last_prompts_write_and_command_and_goes_on_from_before_it() {
     let size = SIZES[0];
     let dir = tempfile::tempdir().unwrap();
     let script = script_file(
         dir.path(),
         "script.jsonl",
         &[
-            json!({"tool_calls": [{"id": "w", "name": "write", "arguments": {"path": "made.txt", "content": "x"}}]}),
+            json!({"tool_calls": [
+                {"id": "w", "name": "write", "arguments": {"path": "made.txt", "content": "x"}},
+                {"id": "b", "name": "bash", "arguments": {"command": "echo by-bash > bashed.txt"}}
+            ]}),
             json!({"text": "Made it."}),
         ],
     );
     let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
     terminal.type_raw("make it\r");
-    wait_until(&mut terminal, size, "the run's end", |shown| {
+    let shown = wait_until(&mut terminal, size, "the run's end", |shown| {
         shown.contains("Made it.") && shown.contains("Ctrl-D quit")
     });
+    assert!(shown.contains("2 files changed"), "{shown}");
     assert!(dir.path().join("made.txt").exists());
+    assert!(dir.path().join("bashed.txt").exists());
+    // The sandboxed command's file is the session's change too.
+    terminal.type_raw("/diff\r");
+    wait_until(&mut terminal, size, "the diff", |shown| {
+        shown.contains("bashed.txt") && shown.contains("made by a command")
+    });
     terminal.type_raw("/undo\r");
     let shown = wait_until(&mut terminal, size, "the undo", |shown| {
         shown.contains("undone: the session is back to before prompt 1")
     });
     assert!(shown.contains("removed"), "{shown}");
     assert!(!dir.path().join("made.txt").exists());
+    assert!(!dir.path().join("bashed.txt").exists());
     // The same script answers again from its start: the conversation was cut back.
     terminal.type_raw("make it again\r");
     wait_until(&mut terminal, size, "the second run's end", |shown| {
