@@ -95,14 +95,22 @@ impl Store {
     }
 
     fn append(&self, record: &Record) -> std::io::Result<()> {
+        self.append_all(std::slice::from_ref(record))
+    }
+
+    /// Appends `records` in one write, synced once.
+    fn append_all(&self, records: &[Record]) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.folder)?;
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.log())?;
-        let mut line = serde_json::to_string(record).map_err(std::io::Error::other)?;
-        line.push('\n');
-        file.write_all(line.as_bytes())?;
+        let mut lines = String::new();
+        for record in records {
+            lines.push_str(&serde_json::to_string(record).map_err(std::io::Error::other)?);
+            lines.push('\n');
+        }
+        file.write_all(lines.as_bytes())?;
         file.sync_data()
     }
 
@@ -302,18 +310,18 @@ impl Hook for Recorder {
             return async move {
                 if let Some(store) = store {
                     let call = ctx.path.first().unwrap_or(&ctx.call.id).clone();
-                    let recorded = tokio::task::spawn_blocking(move || {
-                        changes.into_iter().try_for_each(|change| {
-                            store.append(&Record {
-                                call: call.clone(),
-                                tool: "bash".into(),
-                                path: change.path,
-                                before: change.before,
-                                after: change.after,
-                            })
+                    let records: Vec<Record> = changes
+                        .into_iter()
+                        .map(|change| Record {
+                            call: call.clone(),
+                            tool: "bash".into(),
+                            path: change.path,
+                            before: change.before,
+                            after: change.after,
                         })
-                    })
-                    .await;
+                        .collect();
+                    let recorded =
+                        tokio::task::spawn_blocking(move || store.append_all(&records)).await;
                     if let Ok(Err(error)) = recorded {
                         tracing::warn!(%error, "a command's checkpoint was not saved");
                     }

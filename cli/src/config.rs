@@ -42,6 +42,7 @@ pub(crate) struct Settings {
     allow_network: Option<bool>,
     writable: Option<Vec<PathBuf>>,
     deny_read: Option<Vec<PathBuf>>,
+    no_bash_checkpoints: Option<bool>,
     approve: Option<String>,
     temperature: Option<f64>,
     max_output_tokens: Option<u32>,
@@ -107,6 +108,10 @@ pub(crate) fn untrusted(settings: &mut Settings) -> Vec<String> {
     }
     if let Some(url) = settings.base_url.take() {
         drop("base_url", format!("{url:?}"));
+    }
+    // Undo of commands is the user's to give up.
+    if let Some(off) = settings.no_bash_checkpoints.take_if(|off| *off) {
+        drop("no_bash_checkpoints", off.to_string());
     }
     ignored
 }
@@ -633,6 +638,11 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
             args.sandbox.deny_read.extend(deny_read.iter().cloned());
         }
     }
+    if let Some(off) = settings.no_bash_checkpoints {
+        if !given.contains("no_bash_checkpoints") {
+            args.sandbox.no_bash_checkpoints = off;
+        }
+    }
     if let Some(approve) = &settings.approve {
         let value = crate::approve::Approve::from_str(approve, true)
             .map_err(|_| invalid("approve", format!("{approve:?} is not ask, edits or never")))?;
@@ -779,6 +789,7 @@ pub(crate) fn entries(settings: &Settings) -> Vec<(&'static str, String)> {
     entry!(allow_network);
     entry!(writable);
     entry!(deny_read);
+    entry!(no_bash_checkpoints);
     entry!(approve);
     entry!(temperature);
     entry!(max_output_tokens);

@@ -487,11 +487,15 @@ impl Applying<'_, '_> {
             for entry in entries {
                 self.remove(&entry);
             }
-            if let Err(error) = std::fs::remove_dir(path) {
-                self.fail(format!(
+            match std::fs::remove_dir(path) {
+                // What stays in it was changed by something else meanwhile (a conflict, said
+                // so) or made since: the folder stays with it.
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::DirectoryNotEmpty => {}
+                Err(error) => self.fail(format!(
                     "the command deleted the folder {}, which could not be removed: {error}",
                     path.display()
-                ));
+                )),
             }
             return;
         }

@@ -194,13 +194,15 @@ fn a_file_something_else_changed_while_the_command_ran_is_never_overwritten() {
     let w = &s.workspace;
     write(&w.join("f"), "before");
     write(&w.join("doomed"), "before");
+    write(&w.join("folder/inner"), "before");
+    write(&w.join("folder/other"), "before");
     // Outside the workspace (and the overlay): the command waits here until told to end.
     let gate_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let gate = gate_dir.path().join("gate");
     nix_mkfifo(&gate);
     let tools = s.tools.clone();
     let command = format!(
-        "echo command > f && rm doomed && cat {} > /dev/null",
+        "echo command > f && rm doomed && rm -r folder && cat {} > /dev/null",
         gate.display()
     );
     let running = std::thread::spawn(move || bash(&tools, &command));
@@ -209,12 +211,17 @@ fn a_file_something_else_changed_while_the_command_ran_is_never_overwritten() {
     let mut opened = std::fs::OpenOptions::new().write(true).open(&gate).unwrap();
     write(&w.join("f"), "someone else");
     write(&w.join("doomed"), "someone else");
+    write(&w.join("folder/inner"), "someone else");
     opened.write_all(b"go\n").unwrap();
     drop(opened);
     let result = running.join().unwrap();
     assert!(!result.is_error, "{}", result.text());
     assert_eq!(read(&w.join("f")), "someone else");
     assert_eq!(read(&w.join("doomed")), "someone else");
+    // The folder the command deleted keeps what was changed in it meanwhile, and only that.
+    assert_eq!(read(&w.join("folder/inner")), "someone else");
+    assert!(!w.join("folder/other").exists());
+    assert!(staged(&s.keeper).is_empty(), "{:?}", staged(&s.keeper));
     let conflicts = &result.details.as_ref().unwrap()["conflicts"];
     let besides: Vec<PathBuf> = std::fs::read_dir(w)
         .unwrap()
@@ -230,7 +237,8 @@ fn a_file_something_else_changed_while_the_command_ran_is_never_overwritten() {
         "{text}"
     );
     assert!(text.contains("the command deleted"), "{text}");
-    assert!(changes(&result, w).is_empty());
+    let changes = changes(&result, w);
+    assert_eq!(changes.keys().collect::<Vec<_>>(), ["folder/other"]);
 }
 
 #[test]

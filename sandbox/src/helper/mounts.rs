@@ -354,7 +354,7 @@ fn overlay(cwd: &Path, stage: &Path) -> Result<(), String> {
     let upper = open(&stage.join(crate::capture::UPPER))?;
     let work = open(&stage.join(crate::capture::WORK))?;
     let options = format!(
-        "lowerdir={},upperdir={},workdir={},userxattr",
+        "lowerdir={},upperdir={},workdir={},userxattr,volatile",
         by_fd(&lower),
         by_fd(&upper),
         by_fd(&work)
