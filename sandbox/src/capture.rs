@@ -8,8 +8,8 @@
 //! it was before and as it became, so a checkpoint can put it back. A [`Stage`] is one call's.
 //!
 //! Not captured: what lies in [`PASSED_THROUGH`] (bound from the real tree, changed in place:
-//! build output is large and git's own files are git's to undo), and everything outside the
-//! working directory.
+//! build output is large and git's own files are git's to undo; one the command makes is moved
+//! in whole when it ends), and everything outside the working directory.
 
 use std::collections::HashSet;
 use std::ffi::OsString;
@@ -216,6 +216,7 @@ impl Stage {
                 u64::try_from(self.owner.started).unwrap_or(u64::MAX),
             );
         let mut applying = Applying {
+            root: self.owner.root.clone(),
             started,
             stage: self.folder.clone(),
             keep,
@@ -259,6 +260,8 @@ pub(crate) fn leave_reason(stage: &Path, reason: &str) -> std::io::Result<()> {
 }
 
 struct Applying<'a, 'b> {
+    /// The working directory.
+    root: PathBuf,
     started: std::time::SystemTime,
     stage: PathBuf,
     keep: &'a mut Keep<'b>,
@@ -326,6 +329,9 @@ impl Applying<'_, '_> {
             let kind = metadata.file_type();
             if is_whiteout(&metadata) {
                 self.remove(&to);
+            } else if kind.is_dir() && self.passed_through_made(real, &name, &from, &to) {
+                // A build folder the command made (`npm install` in a fresh checkout): moved
+                // in whole, neither kept nor listed, as it would have been had it existed.
             } else if kind.is_dir() {
                 self.enter(&from, &to, &metadata);
             } else if kind.is_file() || kind.is_symlink() {
@@ -334,6 +340,24 @@ impl Applying<'_, '_> {
                 self.applied.left_out.push(to);
             }
         }
+    }
+
+    /// Whether `from` is a [`PASSED_THROUGH`] folder the command made at the top of the working
+    /// directory, and moved into place whole (only by a rename: otherwise it is applied file by
+    /// file like the rest).
+    fn passed_through_made(
+        &mut self,
+        real: &Path,
+        name: &OsString,
+        from: &Path,
+        to: &Path,
+    ) -> bool {
+        real == self.root
+            && PASSED_THROUGH
+                .iter()
+                .any(|passed| name.as_os_str() == *passed)
+            && std::fs::symlink_metadata(to).is_err()
+            && std::fs::rename(from, to).is_ok()
     }
 
     /// A directory of the upper layer: the real one made to match, then its entries.

@@ -134,7 +134,8 @@ fn every_kind_of_change_reaches_the_tree_with_what_each_file_was_and_became() {
         &s.tools,
         "echo A > a.txt && rm -r d && mkdir d && echo z > d/z && echo n > new.txt \
          && rm gone.txt && touch same.txt && ln -sfn new.txt l && mkdir -p e/f && echo deep > e/f/g \
-         && echo 'ref: other' > .git/HEAD && echo out > target/new",
+         && echo 'ref: other' > .git/HEAD && echo out > target/new \
+         && mkdir -p node_modules/pkg && echo m > node_modules/pkg/index.js",
     );
     assert!(!result.is_error, "{}", result.text());
     let details = result.details.clone().unwrap();
@@ -152,6 +153,8 @@ fn every_kind_of_change_reaches_the_tree_with_what_each_file_was_and_became() {
     assert_eq!(read(&w.join("e/f/g")), "deep\n");
     assert_eq!(read(&w.join(".git/HEAD")), "ref: other\n");
     assert_eq!(read(&w.join("target/new")), "out\n");
+    // A build folder the command made is moved in whole, not captured.
+    assert_eq!(read(&w.join("node_modules/pkg/index.js")), "m\n");
     // Each change with what the file was and became; git's files and build output are not
     // captured, and a file touched without a new content is no change.
     let changes = changes(&result, w);
