@@ -230,7 +230,9 @@ pub(crate) async fn build_agent(
         .filter(|_| !args.sandbox.no_bash_checkpoints)
         .map(|recorder| recorder as Arc<dyn builtin::Checkpoints>);
     if checkpoints.is_some() {
-        crate::checkpoints::recover(&args.cwd);
+        // Off the runtime's threads: it may wait for a dead golato's command to be gone.
+        let cwd = args.cwd.clone();
+        let _ = tokio::task::spawn_blocking(move || crate::checkpoints::recover(&cwd)).await;
     }
     let tools = builtin_tools(args, mcp_tools, shared_lock, checkpoints)?;
     let (generator, model, recording, provider, endpoint) = match &args.script {

@@ -367,24 +367,11 @@ impl Applying<'_, '_> {
                 if is_opaque(from) {
                     // Replaced whole: what the real one holds that the new one does not was
                     // deleted.
-                    let kept: HashSet<OsString> = std::fs::read_dir(from)
-                        .map(|entries| {
-                            entries
-                                .filter_map(|entry| Some(entry.ok()?.file_name()))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let gone: Vec<PathBuf> = std::fs::read_dir(to)
-                        .map(|entries| {
-                            entries
-                                .filter_map(|entry| entry.ok())
-                                .filter(|entry| !kept.contains(&entry.file_name()))
-                                .map(|entry| entry.path())
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    for path in gone {
-                        self.remove(&path);
+                    let kept: HashSet<OsString> = names(from).into_iter().collect();
+                    for name in names(to) {
+                        if !kept.contains(&name) {
+                            self.remove(&to.join(name));
+                        }
                     }
                 }
             }
@@ -501,15 +488,8 @@ impl Applying<'_, '_> {
             return;
         };
         if metadata.is_dir() {
-            let entries: Vec<PathBuf> = std::fs::read_dir(path)
-                .map(|entries| {
-                    entries
-                        .filter_map(|entry| Some(entry.ok()?.path()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            for entry in entries {
-                self.remove(&entry);
+            for name in names(path) {
+                self.remove(&path.join(name));
             }
             match std::fs::remove_dir(path) {
                 // What stays in it was changed by something else meanwhile (a conflict, said
@@ -543,6 +523,17 @@ impl Applying<'_, '_> {
             )),
         }
     }
+}
+
+/// The names in `directory` (none when it cannot be read).
+fn names(directory: &Path) -> Vec<OsString> {
+    std::fs::read_dir(directory)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| Some(entry.ok()?.file_name()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Whether two files hold the same bytes (read in pieces: either may be large).

@@ -226,6 +226,14 @@ fn events_of(ingress: &str, run: &str) -> Vec<golato_restate::RunEvent> {
     }
 }
 
+/// A run's events as the server keeps them, each with its number.
+fn numbered_events_of(ingress: &str, run: &str) -> Vec<(u64, Event)> {
+    events_of(ingress, run)
+        .into_iter()
+        .map(|event| (event.seq, event.event))
+        .collect()
+}
+
 /// The events of a run of the script (three turns, calls a and b, then c and d) are whole:
 /// numbered 0, 1, 2... without a gap, every settled event exactly once (however many workers
 /// ran the run, and whatever they replayed), each call's end carrying the result the outcome
@@ -399,10 +407,7 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
     // Every run's events are whole, also where the victim published some and another worker
     // the rest (replaying what the victim had published); and so is what the watcher showed.
     for outcome in &outcomes {
-        let events: Vec<(u64, Event)> = events_of(&server.ingress, &outcome.run_id)
-            .into_iter()
-            .map(|event| (event.seq, event.event))
-            .collect();
+        let events = numbered_events_of(&server.ingress, &outcome.run_id);
         assert_events_whole(&outcome.run_id, &events, outcome);
     }
     let watched = watcher.wait_with_output().unwrap();
@@ -910,10 +915,7 @@ fn runs_go_on_when_the_restate_server_restarts_mid_run() {
     // The events too went on where they stopped: each once, the run's end last, and no end
     // of an attempt the restart cut short among them.
     for outcome in &outcomes {
-        let events: Vec<(u64, Event)> = events_of(&server.ingress, &outcome.run_id)
-            .into_iter()
-            .map(|event| (event.seq, event.event))
-            .collect();
+        let events = numbered_events_of(&server.ingress, &outcome.run_id);
         assert_events_whole(&outcome.run_id, &events, outcome);
         assert!(
             matches!(events.last(), Some((_, Event::RunEnd(end))) if end.error.is_none()),
