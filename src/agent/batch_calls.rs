@@ -42,6 +42,28 @@ pub(crate) struct Spent {
     pub(crate) unpriced: bool,
 }
 
+impl Spent {
+    /// `usage` at `cost` (`None`: at no known price).
+    pub(crate) fn of(usage: &Usage, cost: Option<f64>) -> Spent {
+        Spent {
+            usage: *usage,
+            cost: cost.unwrap_or(0.0),
+            unpriced: cost.is_none() && usage.total_tokens() > 0,
+        }
+    }
+
+    /// Nothing spent.
+    pub(crate) fn is_nothing(&self) -> bool {
+        self.usage == Usage::default() && self.cost == 0.0 && !self.unpriced
+    }
+
+    pub(crate) fn add(&mut self, other: &Spent) {
+        self.usage += other.usage;
+        self.cost += other.cost;
+        self.unpriced |= other.unpriced;
+    }
+}
+
 impl RunShare {
     pub(crate) fn new(channel: Arc<Channel>) -> Arc<RunShare> {
         Arc::new(RunShare {
@@ -93,6 +115,9 @@ pub(crate) struct Journaled {
     pub(crate) turn: usize,
     /// Each call's attempt as its journal started it (0 until then, shown as 1).
     attempts: Vec<std::sync::atomic::AtomicU32>,
+    /// What each call spent (its child runs), recorded with its result: a call answered from
+    /// the journal spends it again, so a run picked up elsewhere counts it once.
+    spent: Vec<Mutex<Spent>>,
 }
 
 #[derive(Default)]
@@ -140,6 +165,7 @@ impl SharedBatch {
                 journal,
                 turn,
                 attempts: calls.iter().map(|_| Default::default()).collect(),
+                spent: calls.iter().map(|_| Default::default()).collect(),
             })
         });
         Arc::new(SharedBatch {
@@ -170,6 +196,24 @@ impl SharedBatch {
         {
             slot.store(attempt, Ordering::SeqCst);
         }
+    }
+
+    /// What call `index` spent for the run so far, in a journaled batch.
+    pub(crate) fn spent_by(&self, index: usize) -> Option<Spent> {
+        self.journal
+            .as_deref()
+            .and_then(|journaled| journaled.spent.get(index))
+            .map(|spent| *spent.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Counts what a call answered from the journal had spent when it ran (in another process,
+    /// or an earlier life of this one).
+    pub(crate) fn spend_recorded(&self, spent: &Spent) {
+        self.run
+            .spent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(spent);
     }
 
     /// The batch's number within its run.
@@ -275,16 +319,18 @@ impl CallHost for SharedBatch {
         self.budget_left
     }
 
-    fn spend(&self, usage: &Usage, cost: Option<f64>) {
-        let mut spent = self
-            .run
-            .spent
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        spent.usage += *usage;
-        match cost {
-            Some(cost) => spent.cost += cost,
-            None => spent.unpriced |= usage.total_tokens() > 0,
+    fn spend(&self, index: usize, usage: &Usage, cost: Option<f64>) {
+        let spent = Spent::of(usage, cost);
+        self.spend_recorded(&spent);
+        if let Some(by_call) = self
+            .journal
+            .as_deref()
+            .and_then(|journaled| journaled.spent.get(index))
+        {
+            by_call
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .add(&spent);
         }
     }
 

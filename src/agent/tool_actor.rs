@@ -15,6 +15,7 @@
 //! actor (about 760 bytes less each), and its result reaches the run actor in one hop.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,9 +28,10 @@ use serde_json::Value;
 use tokio::task::AbortHandle;
 use tracing::Instrument;
 
-use super::batch_calls::{Notice, SharedBatch};
+use super::batch_calls::{Notice, SharedBatch, Spent};
 use super::journal::{
-    Error as JournalError, Journal, NotRecorded, RecordedCall, StepError, StepKey, StepWork,
+    Error as JournalError, Journal, NotRecorded, RecordedCall, RecordedSpend, StepError, StepKey,
+    StepWork,
 };
 use super::validation::Registered;
 use super::AgentInner;
@@ -144,7 +146,13 @@ fn journaled(
     let unrecorded = Arc::new(std::sync::Mutex::new(None));
     let slot = Arc::clone(&unrecorded);
     let attempts = Arc::clone(&setup.shared);
+    let batch = Arc::clone(&setup.shared);
+    // Whether the call ran here: what a call that did not (its result recorded before) spent
+    // is counted from the record.
+    let ran_here = Arc::new(AtomicBool::new(false));
+    let ran = Arc::clone(&ran_here);
     let work = move |attempt: u32| async move {
+        ran.store(true, Ordering::SeqCst);
         attempts.set_attempt(index, attempt);
         let (forward, receiver) = Reporter::forwarding(index);
         if !arbiter.spawn_fn(move || start(setup, forward)) {
@@ -158,6 +166,13 @@ fn journaled(
             let recorded = RecordedCall {
                 message: outcome.message.clone(),
                 terminate: outcome.terminate,
+                spent: attempts
+                    .spent_by(index)
+                    .filter(|spent| !spent.is_nothing())
+                    .map(|spent| RecordedSpend {
+                        usage: spent.usage,
+                        cost: (!spent.unpriced).then_some(spent.cost),
+                    }),
             };
             if let Ok(value) = serde_json::to_value(&recorded) {
                 return Ok(super::journal::seal(value));
@@ -180,11 +195,17 @@ fn journaled(
                     reason: format!("what it holds is not a call's result ({error})"),
                 })
             }) {
-                Ok(recorded) => JobOutcome::Completed(CallOutcome {
-                    message: recorded.message,
-                    terminate: recorded.terminate,
-                    journal_error: None,
-                }),
+                Ok(recorded) => {
+                    if let (Some(spent), false) = (recorded.spent, ran_here.load(Ordering::SeqCst))
+                    {
+                        batch.spend_recorded(&Spent::of(&spent.usage, spent.cost));
+                    }
+                    JobOutcome::Completed(CallOutcome {
+                        message: recorded.message,
+                        terminate: recorded.terminate,
+                        journal_error: None,
+                    })
+                }
                 Err(error) => failed_in_journal(&call, error),
             },
             Err(StepError::NotRecorded) => unrecorded

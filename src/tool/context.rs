@@ -27,7 +27,7 @@ pub(crate) trait CallHost: Send + Sync {
     /// What is left of the run's budget.
     fn budget_left(&self) -> Option<Budget>;
     /// Tokens and money a call spent for the run.
-    fn spend(&self, usage: &Usage, cost: Option<f64>);
+    fn spend(&self, index: usize, usage: &Usage, cost: Option<f64>);
 }
 
 /// The context of one tool call: the call itself, its cancellation, and a way to publish
@@ -172,8 +172,8 @@ impl ToolContext {
     /// run's usage and cost and its budget checks. `cost` is `None` when the price is unknown,
     /// which makes the run's cost unknown too.
     pub fn spend(&self, usage: &Usage, cost: Option<f64>) {
-        if let Inner::Hosted { host, .. } = &self.inner {
-            host.spend(usage, cost);
+        if let Inner::Hosted { host, index } = &self.inner {
+            host.spend(*index, usage, cost);
         }
     }
 }

@@ -544,3 +544,67 @@ fn a_journal_records_the_steering_a_run_took_and_a_replay_takes_the_same() {
     assert_eq!(resumed.messages, first.messages);
     assert_eq!((generator.asked(1), generator.asked(2)), (1, 1));
 }
+
+/// What a call spends for its run (a subagent's tokens) is recorded with its result: a run
+/// picked up from the journal counts it once more without running the call, so its usage and
+/// cost are the same as the first time (and its budget sees them).
+#[test]
+fn what_a_call_spent_is_counted_again_when_its_result_is_replayed() {
+    use golato::message::Usage;
+    let runs = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&runs);
+    let spender = Tool::new(
+        "spend",
+        "Spends for the run.",
+        json!({"type": "object"}),
+        move |ctx: golato::tool::ToolContext, _: Value| {
+            let counted = Arc::clone(&counted);
+            async move {
+                *counted.lock().unwrap() += 1;
+                let usage = Usage {
+                    input_tokens: 1_000,
+                    output_tokens: 200,
+                    ..Default::default()
+                };
+                ctx.spend(&usage, Some(0.25));
+                Ok(ToolResult::text("spent"))
+            }
+        },
+    );
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(Scripted::new([
+            AssistantMessage::with_tool_calls([call("s", "spend", "{}")]),
+            AssistantMessage::with_text("done"),
+        ]))),
+        // Priced, so the run's cost is known (the script's answers use no tokens).
+        model: golato::generator::Model::new("priced").with_price(
+            golato::generator::Price::known(golato::generator::known_models().next().unwrap())
+                .unwrap(),
+        ),
+        tools: vec![spender],
+        ..Default::default()
+    })
+    .unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let spent_of = |events: &[agent::Event]| {
+        events.iter().find_map(|event| match event {
+            agent::Event::RunEnd(end) => Some((end.usage.total_tokens(), end.cost)),
+            _ => None,
+        })
+    };
+    let (events, first) = collect(agent.start_journaled(prompt("go"), journal.clone()));
+    first.unwrap();
+    assert_eq!(spent_of(&events), Some((1_200, Some(0.25))));
+    let record = journal
+        .recorded(&StepKey::Call {
+            turn: 1,
+            call_id: "s".into(),
+        })
+        .unwrap();
+    assert_eq!(record["step"]["spent"]["usage"]["input_tokens"], 1_000);
+
+    let (events, again) = collect(agent.start_journaled(prompt("go"), journal));
+    again.unwrap();
+    assert_eq!(*runs.lock().unwrap(), 1, "the call ran again");
+    assert_eq!(spent_of(&events), Some((1_200, Some(0.25))));
+}

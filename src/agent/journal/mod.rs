@@ -173,6 +173,17 @@ pub struct InboxRecord {
 pub(crate) struct RecordedCall {
     pub(crate) message: crate::message::ToolResultMessage,
     pub(crate) terminate: bool,
+    /// What the call spent for the run (a subagent's tokens), when it spent anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) spent: Option<RecordedSpend>,
+}
+
+/// Tokens and money a call spent, as a journal records them.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct RecordedSpend {
+    pub(crate) usage: crate::message::Usage,
+    /// `None`: some of it was spent at no known price.
+    pub(crate) cost: Option<f64>,
 }
 
 /// Why a step could not go through the journal.
@@ -369,6 +380,7 @@ impl MemoryJournal {
                         let recorded = RecordedCall {
                             message: result.clone(),
                             terminate: false,
+                            spent: None,
                         };
                         if let Ok(value) = serde_json::to_value(&recorded) {
                             record(key, value);
