@@ -45,11 +45,16 @@ use golato_actors::Host;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::agent::{self, Agent, Event};
 use crate::generator::{Generator, Model};
 use crate::hook::Hook;
-use crate::message::{Message, Usage, UserMessage};
+use crate::message::Message;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
+
+mod child;
+mod report;
+
+pub use child::{check_child, child_agent, Child, ChildError, ChildOutcome, Runner};
+use report::{cut, Report};
 
 /// The tool's name.
 pub const TOOL_NAME: &str = "task";
@@ -59,9 +64,6 @@ pub const DEFAULT_MAX_DEPTH: usize = 2;
 
 /// Most bytes of a child's answer in the call's result; past it the answer is cut, with a note.
 pub const MAX_ANSWER_BYTES: usize = 50 * 1024;
-
-/// Most changed files listed in a call's result.
-const MAX_CHANGES_LISTED: usize = 50;
 
 /// A child run's transcript when it ended.
 #[derive(Debug)]
@@ -81,7 +83,7 @@ pub struct ChildTranscript<'a> {
 pub type TranscriptSink = Arc<dyn Fn(&ChildTranscript<'_>) + Send + Sync>;
 
 /// How the `task` tool runs its children. Build it with `..Default::default()`, as
-/// [`agent::Config`].
+/// [`agent::Config`](crate::agent::Config).
 #[derive(Clone)]
 pub struct Config {
     /// Where the children's answers come from. Required.
@@ -110,6 +112,9 @@ pub struct Config {
     pub host: Option<Host>,
     /// Told every child's transcript when it ends.
     pub on_transcript: Option<TranscriptSink>,
+    /// Where children run; `None`: in this process, each a run started by its call's tool
+    /// actor. golato-restate's `DurableChildren` runs each as a durable run of its own.
+    pub runner: Option<Arc<dyn Runner>>,
 }
 
 impl Default for Config {
@@ -127,6 +132,7 @@ impl Default for Config {
             tool_timeout: None,
             host: None,
             on_transcript: None,
+            runner: None,
         }
     }
 }
@@ -141,6 +147,7 @@ impl fmt::Debug for Config {
             )
             .field("max_depth", &self.max_depth)
             .field("max_turns", &self.max_turns)
+            .field("runner", &self.runner.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -233,169 +240,57 @@ async fn run_child(
     let config = &level.config;
     let mut path = level.path.clone();
     path.push(ctx.call().id.clone());
-    let agent = child_agent(level, &path, &ctx, &args)?;
-    tracing::debug!(depth = level.depth, description = %args.description, "subagent starting");
-    let run = agent.start(UserMessage::new(args.prompt.clone()));
-    let mut spent: Option<(Usage, Option<f64>)> = None;
-    let mut cancelled = false;
-    loop {
-        tokio::select! {
-            event = run.next_event() => match event {
-                Some(event) => {
-                    if let Event::RunEnd(end) = &event {
-                        spent = Some((end.usage, end.cost));
-                    }
-                    ctx.forward(event);
-                }
-                None => break,
-            },
-            // The child's tools are cancelled with it, and wait for nothing of ours.
-            () = ctx.cancelled(), if !cancelled => {
-                cancelled = true;
-                run.cancel();
-            }
-        }
-    }
-    let outcome = run.finish().await;
-    if let Some((usage, cost)) = spent {
-        ctx.spend(&usage, cost);
-    }
-    let (messages, error) = match &outcome {
-        Ok(result) => (result.messages.as_slice(), None),
-        Err(error) => (
-            error.messages().unwrap_or_default(),
-            Some(error.to_string()),
-        ),
+    let child = Child {
+        path,
+        depth: level.depth,
+        description: args.description,
+        prompt: args.prompt,
+        tools: args.tools,
+        model: args.model,
+        budget: ctx.budget_left(),
     };
+    tracing::debug!(depth = child.depth, description = %child.description, "subagent starting");
+    let outcome = match &config.runner {
+        Some(runner) => {
+            check_child(config, &child)?;
+            runner.run(child.clone(), ctx.clone()).await?
+        }
+        None => child::run_here(config, &child, &ctx).await?,
+    };
+    ctx.spend(&outcome.usage, outcome.cost);
     if let Some(sink) = &config.on_transcript {
         sink(&ChildTranscript {
-            path: &path,
-            description: &args.description,
-            messages,
-            error: error.as_deref(),
+            path: &child.path,
+            description: &child.description,
+            messages: &outcome.messages,
+            error: outcome.error.as_deref(),
         });
     }
-    let report = Report::of(messages);
-    match (&outcome, error) {
-        (Ok(result), _) => Ok(ToolResult::text(
-            report.with_answer(&result.final_message.text()),
-        )),
-        (Err(_), error) => {
-            let last = messages.iter().rev().find_map(|message| match message {
-                Message::Assistant(answer) if !answer.text().trim().is_empty() => {
-                    Some(answer.text())
-                }
-                _ => None,
-            });
+    let report = Report::of(&outcome.messages);
+    match (&outcome.final_message, &outcome.error) {
+        (Some(answer), None) => Ok(ToolResult::text(report.with_answer(&answer.text()))),
+        (_, error) => {
+            let last = outcome
+                .messages
+                .iter()
+                .rev()
+                .find_map(|message| match message {
+                    Message::Assistant(answer) if !answer.text().trim().is_empty() => {
+                        Some(answer.text())
+                    }
+                    _ => None,
+                });
             let said = last.map_or_else(String::new, |text| {
                 format!("\n\nIts last words:\n{}", cut(&text))
             });
             Err(format!(
                 "the subagent did not finish: {}{}{said}",
-                error.unwrap_or_default(),
+                error.as_deref().unwrap_or("it gave no answer"),
                 report.tail()
             )
             .into())
         }
     }
-}
-
-/// The child's agent: the tools, model and budget the call may have.
-fn child_agent(
-    level: &Level,
-    path: &[String],
-    ctx: &ToolContext,
-    args: &TaskArgs,
-) -> Result<Agent, BoxError> {
-    let config = &level.config;
-    let may_nest = level.depth < config.max_depth;
-    let known = || {
-        let mut names: Vec<&str> = config.tools.iter().map(Tool::name).collect();
-        if may_nest {
-            names.push(TOOL_NAME);
-        }
-        names.join(", ")
-    };
-    let mut tools: Vec<Tool> = match &args.tools {
-        None => config.tools.clone(),
-        Some(names) => {
-            let mut chosen = Vec::new();
-            for name in names {
-                match config.tools.iter().find(|tool| tool.name() == name) {
-                    Some(tool) => chosen.push(tool.clone()),
-                    None if name == TOOL_NAME && may_nest => {}
-                    None if name == TOOL_NAME => {
-                        return Err(format!(
-                            "tools: a subagent at depth {} cannot start subagents of its own (the limit is {}); leave {TOOL_NAME:?} out",
-                            level.depth, config.max_depth
-                        )
-                        .into())
-                    }
-                    None => {
-                        return Err(format!(
-                            "tools: {name:?} is not a tool a subagent may use; choose from: {}",
-                            known()
-                        )
-                        .into())
-                    }
-                }
-            }
-            chosen
-        }
-    };
-    let wants_nesting = args
-        .tools
-        .as_ref()
-        .is_none_or(|names| names.iter().any(|name| name == TOOL_NAME));
-    if may_nest && wants_nesting {
-        tools.push(level_tool(Arc::new(Level {
-            config: Arc::clone(config),
-            depth: level.depth + 1,
-            path: path.to_vec(),
-        })));
-    }
-    let model = match &args.model {
-        None => config.model.clone(),
-        Some(id) => std::iter::once(&config.model)
-            .chain(&config.models)
-            .find(|model| &model.id == id)
-            .cloned()
-            .ok_or_else(|| {
-                let ids: Vec<&str> = std::iter::once(&config.model)
-                    .chain(&config.models)
-                    .map(|model| model.id.as_str())
-                    .collect();
-                format!(
-                    "model: {id:?} is not a model a subagent may ask; choose from: {}",
-                    ids.join(", ")
-                )
-            })?,
-    };
-    // The parent's hooks, told which task call each of the child's calls comes under.
-    let hooks: Vec<Arc<dyn Hook>> = config
-        .hooks
-        .iter()
-        .map(|hook| {
-            Arc::new(Lineage {
-                inner: Arc::clone(hook),
-                path: path.to_vec(),
-            }) as Arc<dyn Hook>
-        })
-        .collect();
-    Agent::new(agent::Config {
-        generator: config.generator.clone(),
-        model,
-        tools,
-        system_prompt: config.system_prompt.clone(),
-        max_turns: config.max_turns,
-        budget: ctx.budget_left(),
-        hooks,
-        max_parallel_calls: config.max_parallel_calls,
-        tool_timeout: config.tool_timeout,
-        host: config.host.clone(),
-        ..Default::default()
-    })
-    .map_err(|error| format!("the subagent could not be made: {error}").into())
 }
 
 /// One of the parent's hooks, around a child's calls: it sees the task calls above the child
@@ -434,93 +329,4 @@ impl Hook for Lineage {
     ) -> futures::future::BoxFuture<'static, Result<crate::hook::AfterToolCall, BoxError>> {
         self.inner.after_tool_call(self.placed(ctx), result)
     }
-}
-
-/// What a child did, from its transcript: the files its writes and edits changed, and how
-/// many commands it ran.
-struct Report {
-    changed: Vec<String>,
-    commands: usize,
-}
-
-impl Report {
-    fn of(messages: &[Message]) -> Report {
-        let succeeded = |id: &str| {
-            messages.iter().any(|message| {
-                matches!(message, Message::ToolResult(result)
-                    if result.tool_call_id == id && !result.is_error)
-            })
-        };
-        let mut report = Report {
-            changed: Vec::new(),
-            commands: 0,
-        };
-        for message in messages {
-            let Message::Assistant(answer) = message else {
-                continue;
-            };
-            for call in &answer.tool_calls {
-                match call.name.as_str() {
-                    "write" | "edit" if succeeded(&call.id) => {
-                        let path = serde_json::from_str::<serde_json::Value>(&call.arguments)
-                            .ok()
-                            .and_then(|arguments| {
-                                arguments.get("path")?.as_str().map(str::to_owned)
-                            });
-                        if let Some(path) = path.filter(|path| !report.changed.contains(path)) {
-                            report.changed.push(path);
-                        }
-                    }
-                    "bash" => report.commands += 1,
-                    _ => {}
-                }
-            }
-        }
-        report
-    }
-
-    fn with_answer(&self, answer: &str) -> String {
-        format!("{}{}", cut(answer), self.tail())
-    }
-
-    /// The lines after the answer: what changed.
-    fn tail(&self) -> String {
-        let mut tail = String::new();
-        if !self.changed.is_empty() {
-            let listed = &self.changed[..self.changed.len().min(MAX_CHANGES_LISTED)];
-            tail.push_str(&format!(
-                "\n\n[The subagent changed {} file(s) with write and edit: {}{}]",
-                self.changed.len(),
-                listed.join(", "),
-                if self.changed.len() > listed.len() {
-                    ", …"
-                } else {
-                    ""
-                }
-            ));
-        }
-        if self.commands > 0 {
-            tail.push_str(&format!(
-                "\n[It ran {} bash command(s); what they changed is not listed]",
-                self.commands
-            ));
-        }
-        tail
-    }
-}
-
-/// `text` cut to [`MAX_ANSWER_BYTES`] on a character boundary, with a note.
-fn cut(text: &str) -> String {
-    if text.len() <= MAX_ANSWER_BYTES {
-        return text.to_owned();
-    }
-    let mut end = MAX_ANSWER_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}\n[… the answer was cut at {MAX_ANSWER_BYTES} of its {} bytes]",
-        &text[..end],
-        text.len()
-    )
 }

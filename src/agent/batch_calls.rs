@@ -345,6 +345,10 @@ impl CallHost for SharedBatch {
             .map_or(1, |slot| slot.load(Ordering::SeqCst).max(1))
     }
 
+    fn turn(&self) -> Option<usize> {
+        self.journal.as_deref().map(|journaled| journaled.turn)
+    }
+
     fn run_key(&self) -> Option<&str> {
         self.journal
             .as_deref()

@@ -15,7 +15,8 @@ use crate::message::Usage;
 /// };
 /// # let _ = config;
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 #[non_exhaustive]
 pub struct Budget {
     /// Most tokens of every kind (input, output, cache reads and writes) in all.

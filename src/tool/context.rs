@@ -22,6 +22,8 @@ pub(crate) trait CallHost: Send + Sync {
     fn attempt(&self, index: usize) -> u32;
     /// The run's name in its journal, if it has one.
     fn run_key(&self) -> Option<&str>;
+    /// The turn whose message made the batch, in a journaled run.
+    fn turn(&self) -> Option<usize>;
     /// An event of a child run call `index` started, for the run's events.
     fn forward(&self, index: usize, event: Event);
     /// What is left of the run's budget.
@@ -105,6 +107,16 @@ impl ToolContext {
         match &self.inner {
             Inner::Detached { .. } => None,
             Inner::Hosted { host, .. } => host.run_key(),
+        }
+    }
+
+    /// The turn (from 1) whose assistant message made this call, when the run has a journal
+    /// ([`run_key`](Self::run_key)): a call's ID is the model's and may repeat in another turn,
+    /// so the run's key, the turn and the call's ID name one call of a run.
+    pub fn turn(&self) -> Option<usize> {
+        match &self.inner {
+            Inner::Detached { .. } => None,
+            Inner::Hosted { host, .. } => host.turn(),
         }
     }
 

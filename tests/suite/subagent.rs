@@ -435,3 +435,96 @@ fn a_huge_answer_is_cut_with_a_note_and_a_failing_child_is_an_error_result() {
         broken.text()
     );
 }
+
+/// A runner that runs children elsewhere: it records what each call asked for, forwards one
+/// event, and answers with what the child spent.
+struct Elsewhere {
+    asked: Mutex<Vec<subagent::Child>>,
+}
+
+impl subagent::Runner for Elsewhere {
+    fn run(
+        &self,
+        child: subagent::Child,
+        ctx: ToolContext,
+    ) -> futures::future::BoxFuture<'static, Result<subagent::ChildOutcome, golato::tool::BoxError>>
+    {
+        self.asked.lock().unwrap().push(child.clone());
+        Box::pin(async move {
+            ctx.forward(Event::RunStart(
+                serde_json::from_value(json!({"run_id": 7})).unwrap(),
+            ));
+            let answer = golato::message::AssistantMessage::with_text(format!(
+                "ran {:?} elsewhere",
+                child.prompt
+            ));
+            let usage = golato::message::Usage {
+                input_tokens: 300,
+                ..Default::default()
+            };
+            Ok(subagent::ChildOutcome::finished(
+                vec![
+                    Message::User(golato::message::UserMessage::new(child.prompt)),
+                    Message::Assistant(answer.clone()),
+                ],
+                answer,
+            )
+            .with_spent(usage, None))
+        })
+    }
+}
+
+/// With a runner, a child is what the call asked for (path, depth, tools, budget left), checked
+/// first: a call naming a tool it may not have never reaches the runner. The runner's events
+/// are the child's, its answer the result, what it spent the parent's.
+#[test]
+fn a_runner_gets_the_child_the_call_asked_for_and_its_outcome_is_the_result() {
+    let generator = ByPrompt::new(&[(
+        "main",
+        json!([
+            {"tool_calls": [
+                {"id": "t1", "name": "task", "arguments": {"description": "d", "prompt": "elsewhere", "tools": ["echo"]}},
+                {"id": "t2", "name": "task", "arguments": {"description": "d", "prompt": "x", "tools": ["bash"]}}
+            ]},
+            {"text": "ok"}
+        ]),
+    )]);
+    let runner = Arc::new(Elsewhere {
+        asked: Mutex::default(),
+    });
+    let generator: Arc<dyn Generator> = Arc::new(generator);
+    let task = subagent::tool(subagent::Config {
+        generator: Some(Arc::clone(&generator)),
+        tools: vec![echo_tool()],
+        runner: Some(runner.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let agent = Agent::new(agent::Config {
+        generator: Some(generator),
+        tools: vec![echo_tool(), task],
+        budget: Some(Budget::tokens(10_000)),
+        ..Default::default()
+    })
+    .unwrap();
+    let (events, result) = collect(agent.start(prompt("main")));
+    let result = result.unwrap();
+    let asked = runner.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].path, ["t1"]);
+    assert_eq!(asked[0].depth, 1);
+    assert_eq!(asked[0].tools.as_deref(), Some(&["echo".to_owned()][..]));
+    assert_eq!(asked[0].budget, Some(Budget::tokens(10_000)));
+    let results = transcript_results(&result.messages);
+    assert_eq!(results[0].text(), "ran \"elsewhere\" elsewhere");
+    assert!(results[1].is_error);
+    assert!(results[1].text().contains("\"bash\" is not a tool"));
+    assert_eq!(subagent_events(&events).len(), 1);
+    assert_eq!(subagent_events(&events)[0].path, ["t1"]);
+    assert_eq!(result.usage.input_tokens, 300, "the child's tokens count for the parent");
+    let ended = events.iter().find_map(|event| match event {
+        Event::RunEnd(end) => Some(end.usage.input_tokens),
+        _ => None,
+    });
+    assert_eq!(ended, Some(300), "the child's tokens count for the parent");
+}
