@@ -93,8 +93,24 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         ) as std::sync::Arc<dyn golato::builtin::SharedLock>),
         None => None,
     };
-    let crate::run::Built { agent, header, .. } =
-        crate::run::build_agent(&args.agent, shared_lock, false).await?;
+    let children = match crate::subagents::wanted(&args.agent) {
+        true => Some(durable_children(&args)?),
+        false => None,
+    };
+    let crate::run::Built {
+        agent,
+        header,
+        subagents,
+        ..
+    } = crate::run::build_agent(
+        &args.agent,
+        Some(crate::run::WorkerParts {
+            shared_lock,
+            children,
+        }),
+        false,
+    )
+    .await?;
     eprintln!("{header}");
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
@@ -113,6 +129,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         .unwrap_or_else(|| format!("http://{address}"));
     let stop = tokio_util::sync::CancellationToken::new();
     let mut worker = Worker::new(agent);
+    if let Some(subagents) = subagents {
+        worker = worker.with_subagents(std::sync::Arc::new(subagents));
+    }
     if let Some(ingress) = &args.restate {
         worker = worker
             .publish_events(ingress)
@@ -134,6 +153,25 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     stop.cancel();
     let _ = server.await;
     Ok(Exit::Success)
+}
+
+/// A worker's subagents are durable runs of their own, submitted through the ingress and
+/// cancelled through the admin API: both are needed.
+#[cfg(feature = "durable")]
+fn durable_children(
+    args: &ServeArgs,
+) -> Result<std::sync::Arc<dyn golato::subagent::Runner>, CliError> {
+    let (Some(ingress), Some(admin)) = (&args.restate, &args.restate_admin) else {
+        return Err(CliError::usage(
+            "--tools …,task in golato serve runs each subagent as a durable run of its own: give --restate (the ingress, to submit it) and --restate-admin (the admin API, to cancel it with its task call)",
+        ));
+    };
+    let client = golato_restate::Client::new(ingress)
+        .and_then(|client| client.with_admin(admin))
+        .map_err(|error| CliError::usage(error.to_string()))?;
+    let children = golato_restate::DurableChildren::new(client)
+        .map_err(|error| CliError::usage(error.to_string()))?;
+    Ok(std::sync::Arc::new(children))
 }
 
 /// SIGINT or SIGTERM, which one.

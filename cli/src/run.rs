@@ -205,24 +205,39 @@ pub(crate) struct Built {
     pub(crate) session: tokio::sync::watch::Sender<golato::policy::HookSession>,
     /// Who answers for calls that ask (`/approve` changes its mode).
     pub(crate) approver: Arc<Approver>,
+    /// What the `task` tool's children are made of, when it has one.
+    pub(crate) subagents: Option<golato::subagent::Config>,
 }
 
-/// The agent the flags describe. `shared_lock`, for durable workers, serializes writes of a
-/// file with other processes; `interactive` says whether a person can answer questions.
+/// What a durable worker's agent adds to the flags' (`golato serve`).
+#[derive(Default)]
+pub(crate) struct WorkerParts {
+    /// Serializes writes of a file with other processes.
+    pub(crate) shared_lock: Option<Arc<dyn builtin::SharedLock>>,
+    /// Runs the `task` tool's children as durable runs of their own.
+    pub(crate) children: Option<Arc<dyn golato::subagent::Runner>>,
+}
+
+/// The agent the flags describe. `worker` is what a durable worker adds; `interactive` says
+/// whether a person can answer questions.
 pub(crate) async fn build_agent(
     args: &AgentArgs,
-    shared_lock: Option<Arc<dyn builtin::SharedLock>>,
+    worker: Option<WorkerParts>,
     interactive: bool,
 ) -> Result<Built, CliError> {
+    // Durable workers save no session, so keep no checkpoints.
+    let durable_worker = worker.is_some();
+    let WorkerParts {
+        shared_lock,
+        children,
+    } = worker.unwrap_or_default();
     let planned = args.plan.then(|| crate::plan::planning(args));
     let args = planned.as_ref().unwrap_or(args);
     let mcp_tools = mcp_tools(args).await?;
-    let durable_worker = shared_lock.is_some();
     let (session, hook_session) = tokio::sync::watch::channel(golato::policy::HookSession {
         cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
         ..Default::default()
     });
-    // Durable workers save no session, so keep no checkpoints.
     let recorder = (!durable_worker)
         .then(|| crate::checkpoints::Recorder::new(&args.cwd, hook_session.clone()));
     let checkpoints = recorder
@@ -319,8 +334,8 @@ pub(crate) async fn build_agent(
         ..plan_mode
     });
     let mut tools = tools;
-    if crate::subagents::wanted(args) {
-        let task = crate::subagents::tool(
+    let subagents = crate::subagents::wanted(args).then(|| {
+        crate::subagents::config(
             args,
             crate::subagents::Parent {
                 generator: Arc::clone(&generator),
@@ -329,8 +344,11 @@ pub(crate) async fn build_agent(
                 system_prompt: system_prompt.clone(),
                 hooks: hooks.clone(),
             },
-        )?;
-        tools.push(task);
+            children,
+        )
+    });
+    if let Some(subagents) = &subagents {
+        tools.push(crate::subagents::tool(subagents.clone())?);
     }
     let agent = Agent::new(agent::Config {
         generator: Some(generator),
@@ -381,6 +399,7 @@ pub(crate) async fn build_agent(
         price,
         session,
         approver,
+        subagents,
     })
 }
 

@@ -45,10 +45,15 @@ pub(crate) struct Parent<'a> {
     pub(crate) hooks: Vec<Arc<dyn Hook>>,
 }
 
-/// The `task` tool for a run with `parent`'s generator, model, tools, instructions and hooks
-/// (so the sandbox, rules and approvals of the parent hold for every child).
-pub(crate) fn tool(args: &AgentArgs, parent: Parent<'_>) -> Result<Tool, CliError> {
-    subagent::tool(subagent::Config {
+/// What the `task` tool's children are made of for a run with `parent`'s generator, model,
+/// tools, instructions and hooks (so the sandbox, rules and approvals of the parent hold for
+/// every child); `runner` runs them elsewhere (a durable worker's children are durable runs).
+pub(crate) fn config(
+    args: &AgentArgs,
+    parent: Parent<'_>,
+    runner: Option<Arc<dyn subagent::Runner>>,
+) -> subagent::Config {
+    subagent::Config {
         generator: Some(parent.generator),
         model: parent.model,
         tools: parent.tools.to_vec(),
@@ -60,9 +65,14 @@ pub(crate) fn tool(args: &AgentArgs, parent: Parent<'_>) -> Result<Tool, CliErro
         max_turns: args.max_turns.map(usize::from),
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,
+        runner,
         ..Default::default()
-    })
-    .map_err(|error| CliError::Failed(error.to_string()))
+    }
+}
+
+/// The `task` tool of `config`.
+pub(crate) fn tool(config: subagent::Config) -> Result<Tool, CliError> {
+    subagent::tool(config).map_err(|error| CliError::Failed(error.to_string()))
 }
 
 /// The folder of a session's subagent transcripts.

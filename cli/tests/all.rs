@@ -17,6 +17,7 @@ mod suite {
     mod demo;
     #[cfg(feature = "durable")]
     mod durable;
+    mod durable_children;
     mod faults;
     mod file_ownership;
     mod front;

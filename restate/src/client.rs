@@ -251,6 +251,11 @@ impl Client {
         })
     }
 
+    /// Whether [`with_admin`](Self::with_admin) gave the admin API.
+    pub(crate) fn has_admin(&self) -> bool {
+        self.admin.is_some()
+    }
+
     /// The server's admin API (port 9070 by default), which [`cancel`](Self::cancel) needs.
     pub fn with_admin(mut self, admin: &str) -> Result<Client, Error> {
         self.admin = Some(parse(admin)?);
@@ -330,11 +335,19 @@ impl Client {
     /// run goes on or after it ended, for 365 days) gives that run's outcome and starts
     /// nothing.
     pub async fn submit(&self, run_id: &str, prompt: &str) -> Result<Outcome, Error> {
+        self.submit_with(run_id, &Submission::new(prompt)).await
+    }
+
+    /// [`submit`](Self::submit) with a whole [`Submission`] (a subagent's run carries what its
+    /// `task` call asked for).
+    pub async fn submit_with(
+        &self,
+        run_id: &str,
+        submission: &Submission,
+    ) -> Result<Outcome, Error> {
         check_run_id(run_id)?;
         let url = with_segments(&self.ingress, &[RUN_OBJECT, run_id, "run"]);
-        let body = Submission {
-            prompt: prompt.to_owned(),
-        };
+        let body = submission;
         let response = retrying(self.reconnect_for, &url, "ingress", || {
             self.http.post(url.clone()).json(&body).send()
         })

@@ -8,10 +8,11 @@
 //! each event carries a key that tells such a copy from a new event:
 //!
 //! - a settled event (turn start and end, a message's end, a call's start, hook and end, a
-//!   delivered user message, a compaction, the run's start and end) is what a recorded step
-//!   says: its key names its turn, kind, call and occurrence, the same in every attempt, and a
-//!   key the object has seen is dropped;
-//! - a live event (a message's or call's update, a subagent's event) exists only in the attempt
+//!   delivered user message, a compaction, the run's start and end, and the same of a
+//!   subagent's run, forwarded) is what a recorded step says: its key names its turn, kind,
+//!   call and occurrence (a subagent's: its path, and its own turn, kind, call and occurrence),
+//!   the same in every attempt, and a key the object has seen is dropped;
+//! - a live event (a message's or call's update, a subagent's too) exists only in the attempt
 //!   that produced it: its key is the attempt's and its number there, dropped only when that
 //!   attempt sends it twice (a retried request). When a later attempt streams the answer of a
 //!   turn an earlier one had streamed part of, a `message_start` of that turn comes first, so

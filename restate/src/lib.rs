@@ -47,6 +47,7 @@
 //! # }
 //! ```
 
+mod children;
 mod client;
 mod events;
 mod inbox;
@@ -55,6 +56,7 @@ mod object;
 mod path_lock;
 mod publish;
 
+pub use children::{child_run_id, DurableChildren};
 pub use client::{check_run_id, register, Client, Error, MAX_RUN_ID, REGISTER_TIME};
 pub use events::{EventPage, RunEvent, EVENTS_OBJECT, KEPT_BYTES, KEPT_EVENTS};
 pub use inbox::INBOX_OBJECT;
@@ -65,16 +67,33 @@ use std::sync::Arc;
 use restate_sdk::prelude::*;
 
 use golato::agent::{Agent, RunResult};
-use golato::message::{AssistantMessage, Message};
+use golato::message::{AssistantMessage, Message, Usage};
+use golato::subagent::{self, Child};
 
 /// The name of the workflow durable runs are, as registered with Restate.
 pub const RUN_OBJECT: &str = "GolatoRun";
 
-/// What a client submits: the prompt that starts the run.
+/// What a client submits: the prompt that starts the run, and for a subagent's run what its
+/// `task` call asked for.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Submission {
-    /// The user's prompt.
+    /// The user's prompt (a subagent's: the call's).
     pub prompt: String,
+    /// The child this run is, when a `task` call of another durable run submitted it: the
+    /// worker builds its agent from it ([`Worker::with_subagents`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<Child>,
+}
+
+impl Submission {
+    /// A run of `prompt`.
+    pub fn new(prompt: impl Into<String>) -> Submission {
+        Submission {
+            prompt: prompt.into(),
+            child: None,
+        }
+    }
 }
 
 /// How a durable run ended, as its worker reported it and Restate kept it.
@@ -90,10 +109,22 @@ pub struct Outcome {
     pub error: Option<String>,
     /// Model turns in the transcript.
     pub turns: usize,
+    /// Every token the run used (its summaries' and subagents' included).
+    #[serde(default)]
+    pub usage: Usage,
+    /// What they cost; `None` when a model involved has no price.
+    #[serde(default)]
+    pub cost: Option<f64>,
 }
 
 impl Outcome {
-    fn from_result(run_id: String, result: Result<RunResult, golato::agent::Error>) -> Outcome {
+    /// How run `run_id` ended with `result`, having spent `spent` (as its end event said, when
+    /// it was read: a failed run's result does not say).
+    fn from_result(
+        run_id: String,
+        result: Result<RunResult, golato::agent::Error>,
+        spent: Option<(Usage, Option<f64>)>,
+    ) -> Outcome {
         match result {
             Ok(result) => Outcome {
                 run_id,
@@ -101,12 +132,25 @@ impl Outcome {
                 messages: result.messages,
                 final_message: Some(result.final_message),
                 error: None,
+                usage: result.usage,
+                cost: result.cost,
             },
             Err(error) => {
                 let messages = error
                     .messages()
                     .map(<[Message]>::to_vec)
                     .unwrap_or_default();
+                // Without its end event, what its own turns used (its subagents' are not in
+                // its transcript), at no known price.
+                let (usage, cost) = spent.unwrap_or_else(|| {
+                    let mut usage = Usage::default();
+                    for message in &messages {
+                        if let Message::Assistant(answer) = message {
+                            usage += answer.usage;
+                        }
+                    }
+                    (usage, None)
+                });
                 Outcome {
                     run_id,
                     turns: messages
@@ -116,8 +160,23 @@ impl Outcome {
                     messages,
                     final_message: None,
                     error: Some(error.to_string()),
+                    usage,
+                    cost,
                 }
             }
+        }
+    }
+
+    /// A run that could not start, for `why`.
+    fn refused(run_id: String, why: String) -> Outcome {
+        Outcome {
+            run_id,
+            messages: Vec::new(),
+            final_message: None,
+            error: Some(why),
+            turns: 0,
+            usage: Usage::default(),
+            cost: Some(0.0),
         }
     }
 
@@ -134,6 +193,7 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct Worker {
     agent: Arc<Agent>,
+    subagents: Option<Arc<subagent::Config>>,
     events: Option<object::EventsTo>,
 }
 
@@ -142,8 +202,19 @@ impl Worker {
     pub fn new(agent: Agent) -> Worker {
         Worker {
             agent: Arc::new(agent),
+            subagents: None,
             events: None,
         }
+    }
+
+    /// Runs the subagents of durable runs: a run a `task` call submitted
+    /// ([`DurableChildren`]) gets the agent [`subagent::child_agent`] makes of `config` for what
+    /// the call asked. Give the configuration the worker's agent's `task` tool was made with
+    /// (its runner a [`DurableChildren`]), so a child's own `task` calls are durable too. A
+    /// worker without it refuses such runs (their outcome says why).
+    pub fn with_subagents(mut self, config: Arc<subagent::Config>) -> Worker {
+        self.subagents = Some(config);
+        self
     }
 
     /// Publishes the events of the runs this worker runs through the Restate ingress at
@@ -175,6 +246,7 @@ impl Worker {
         let endpoint = Endpoint::builder()
             .bind(object::RunObject {
                 agent: self.agent,
+                subagents: self.subagents,
                 events: self.events,
             })
             .bind(inbox::InboxObject)

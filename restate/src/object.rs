@@ -19,7 +19,25 @@ const OUTCOME: &str = "outcome";
 /// The object's handlers, bound to the worker's agent.
 pub(crate) struct RunObject {
     pub(crate) agent: Arc<Agent>,
+    /// What subagents' runs are made of, when this worker runs them.
+    pub(crate) subagents: Option<Arc<golato::subagent::Config>>,
     pub(crate) events: Option<EventsTo>,
+}
+
+impl RunObject {
+    /// The agent that runs `submission`: the worker's, or for a subagent's run the one its
+    /// `task` call asked for; `Err` says why such a run cannot run here.
+    fn agent_for(&self, submission: &Submission) -> Result<Arc<Agent>, String> {
+        let Some(child) = &submission.child else {
+            return Ok(Arc::clone(&self.agent));
+        };
+        let Some(config) = &self.subagents else {
+            return Err("this worker runs no subagents' runs: start every worker with the same tools, `task` among them (golato serve --tools …,task)".to_owned());
+        };
+        golato::subagent::child_agent(config, child)
+            .map(Arc::new)
+            .map_err(|error| error.to_string())
+    }
 }
 
 /// Where a worker publishes its runs' events.
@@ -47,10 +65,17 @@ impl RunObject {
     ) -> Result<Json<Outcome>, HandlerError> {
         let Json(submission) = submission;
         let run_id = ctx.key().to_owned();
+        let agent = match self.agent_for(&submission) {
+            Ok(agent) => agent,
+            Err(why) => {
+                tracing::warn!(run = %run_id, %why, "a subagent's run was refused");
+                let outcome = Outcome::refused(run_id, why);
+                ctx.set(OUTCOME, Json(outcome.clone()));
+                return Ok(Json(outcome));
+            }
+        };
         let (journal, requests) = RestateJournal::new(run_id.clone());
-        let run = self
-            .agent
-            .start_journaled(UserMessage::new(submission.prompt), Arc::new(journal));
+        let run = agent.start_journaled(UserMessage::new(submission.prompt), Arc::new(journal));
         let token = run.cancellation_token();
         // The handler's future is dropped when the worker loses its invocation (the server went
         // away, the invocation was suspended or killed): the run must stop with it.
@@ -84,7 +109,8 @@ impl RunObject {
             "run ended"
         );
         drop(driver);
-        let outcome = Outcome::from_result(run_id, result);
+        let spent = publisher.as_ref().and_then(|publisher| publisher.spent);
+        let outcome = Outcome::from_result(run_id, result, spent);
         ctx.set(OUTCOME, Json(outcome.clone()));
         Ok(Json(outcome))
     }

@@ -45,9 +45,47 @@ fn new_attempt() -> String {
 pub(crate) struct Keyer {
     attempt: String,
     live: u64,
+    /// The run's own settled events.
+    own: Settling,
+    /// Each subagent's, by the subagent's path: a call that attaches to its durable child again
+    /// (its next attempt) forwards the child's events from the first, and those it had
+    /// forwarded before are copies.
+    children: HashMap<Vec<String>, Settling>,
+}
+
+/// What keys one run's settled events: its current turn and the occurrences seen.
+#[derive(Debug, Default)]
+struct Settling {
     turn: usize,
     /// Occurrences of each settled kind, per turn and call index.
     seen: HashMap<(usize, &'static str, usize), u32>,
+}
+
+impl Settling {
+    /// The settled key of `event` (`turn`, `kind/index/occurrence`), or `None` for a live one.
+    fn settle(&mut self, event: &Event) -> Option<(usize, String)> {
+        let (kind, turn, index) = match event {
+            Event::RunStart(_) => ("run_start", 0, 0),
+            Event::RunEnd(_) => ("run_end", 0, 0),
+            Event::TurnStart(start) => {
+                self.turn = start.turn;
+                ("turn_start", start.turn, 0)
+            }
+            Event::MessageStart(start) => ("message_start", start.turn, 0),
+            Event::MessageEnd(end) => ("message_end", end.turn, 0),
+            Event::TurnEnd(end) => ("turn_end", end.turn, 0),
+            Event::Compaction(compaction) => ("compaction", compaction.turn, 0),
+            Event::UserMessage(message) => ("user_message", message.turn, 0),
+            Event::ToolExecutionStart(start) => ("tool_start", self.turn, start.index),
+            Event::ToolHook(hook) => ("tool_hook", self.turn, hook.index),
+            Event::ToolExecutionEnd(end) => ("tool_end", self.turn, end.index),
+            _ => return None,
+        };
+        let occurrence = self.seen.entry((turn, kind, index)).or_default();
+        let name = format!("{kind}/{index}/{occurrence}");
+        *occurrence += 1;
+        Some((turn, name))
+    }
 }
 
 impl Keyer {
@@ -55,40 +93,41 @@ impl Keyer {
         Keyer {
             attempt: new_attempt(),
             live: 0,
-            turn: 0,
-            seen: HashMap::new(),
+            own: Settling::default(),
+            children: HashMap::new(),
         }
     }
 
     /// `event` with its key, or `None` for a live event too large to send.
     pub(crate) fn key(&mut self, event: &Event) -> Option<Sent> {
         let value = serde_json::to_value(event).ok()?;
-        let settled = |kind: &'static str, turn: usize, index: usize| (kind, turn, index);
-        let (kind, turn, index) = match event {
-            Event::RunStart(_) => settled("run_start", 0, 0),
-            Event::RunEnd(_) => settled("run_end", 0, 0),
-            Event::TurnStart(start) => {
-                self.turn = start.turn;
-                settled("turn_start", start.turn, 0)
-            }
-            Event::MessageStart(start) => settled("message_start", start.turn, 0),
-            Event::MessageEnd(end) => settled("message_end", end.turn, 0),
-            Event::TurnEnd(end) => settled("turn_end", end.turn, 0),
-            Event::Compaction(compaction) => settled("compaction", compaction.turn, 0),
-            Event::UserMessage(message) => settled("user_message", message.turn, 0),
-            Event::ToolExecutionStart(start) => settled("tool_start", self.turn, start.index),
-            Event::ToolHook(hook) => settled("tool_hook", self.turn, hook.index),
-            Event::ToolExecutionEnd(end) => settled("tool_end", self.turn, end.index),
-            Event::MessageUpdate(update) => return self.live(value, Some(update.turn)),
-            _ => return self.live(value, None),
+        let settled = match event {
+            // A subagent's settled event is settled in the turn of the parent that forwards
+            // it, named by the subagent's path and its own turn and name.
+            Event::Subagent(nested) => self
+                .children
+                .entry(nested.path.clone())
+                .or_default()
+                .settle(&nested.event)
+                .map(|(turn, name)| {
+                    let path = serde_json::to_string(&nested.path).unwrap_or_default();
+                    (self.own.turn, format!("subagent/{path}/{turn}/{name}"))
+                }),
+            event => self.own.settle(event),
         };
-        let occurrence = self.seen.entry((turn, kind, index)).or_default();
-        let name = format!("{kind}/{index}/{occurrence}");
-        *occurrence += 1;
-        Some(Sent {
-            key: Key::Settled { turn, name },
-            event: value,
-        })
+        match settled {
+            Some((turn, name)) => Some(Sent {
+                key: Key::Settled { turn, name },
+                event: value,
+            }),
+            None => {
+                let streams = match event {
+                    Event::MessageUpdate(update) => Some(update.turn),
+                    _ => None,
+                };
+                self.live(value, streams)
+            }
+        }
     }
 
     fn live(&mut self, event: Value, streams: Option<usize>) -> Option<Sent> {
@@ -121,6 +160,8 @@ pub(crate) struct Publisher {
     /// Batches and events sent, for the worker's log.
     pub(crate) batches: usize,
     pub(crate) sent: usize,
+    /// What the run spent, as its end event said.
+    pub(crate) spent: Option<(golato::message::Usage, Option<f64>)>,
 }
 
 impl Publisher {
@@ -133,6 +174,7 @@ impl Publisher {
             lost: 0,
             batches: 0,
             sent: 0,
+            spent: None,
         }
     }
 
@@ -146,6 +188,7 @@ impl Publisher {
             let Some(first) = run.next_event().await else {
                 break;
             };
+            self.note(&first);
             let mut batch: Vec<Sent> = self.keyer.key(&first).into_iter().collect();
             // What else comes within LINGER goes in the same batch: each batch is one
             // invocation of the events object.
@@ -153,7 +196,10 @@ impl Publisher {
             while batch.len() < BATCH {
                 tokio::select! {
                     event = run.next_event() => match event {
-                        Some(event) => batch.extend(self.keyer.key(&event)),
+                        Some(event) => {
+                            self.note(&event);
+                            batch.extend(self.keyer.key(&event));
+                        }
                         None => {
                             ended = true;
                             break;
@@ -165,6 +211,12 @@ impl Publisher {
             self.send(batch).await;
         }
         run.finish().await
+    }
+
+    fn note(&mut self, event: &Event) {
+        if let Event::RunEnd(end) = event {
+            self.spent = Some((end.usage, end.cost));
+        }
     }
 
     /// Offers `batch` to the ingress until it is taken or [`OFFER_FOR`] passed.
@@ -222,6 +274,40 @@ mod tests {
             .filter_map(|event| keyer.key(event))
             .map(|sent| sent.key)
             .collect()
+    }
+
+    #[test]
+    fn a_subagents_events_forwarded_again_are_copies_and_its_updates_live() {
+        let call = serde_json::json!({"id": "c1", "name": "bash", "arguments": "{}"});
+        let nested = |inner: serde_json::Value| {
+            event(serde_json::json!({"type": "subagent", "path": ["t1"], "event": inner}))
+        };
+        let events = [
+            event(serde_json::json!({"type": "turn_start", "turn": 1})),
+            nested(serde_json::json!({"type": "turn_start", "turn": 1})),
+            nested(serde_json::json!({"type": "tool_start", "index": 0, "call": call})),
+            nested(
+                serde_json::json!({"type": "tool_update", "index": 0, "call": call,
+                "partial_result": {"content": [], "details": null, "is_error": false, "terminate": false}}),
+            ),
+            nested(serde_json::json!({"type": "turn_start", "turn": 2})),
+            nested(serde_json::json!({"type": "tool_start", "index": 0, "call": call})),
+        ];
+        let (mut first, mut second) = (Keyer::new(), Keyer::new());
+        let (a, b) = (names(&mut first, &events), names(&mut second, &events));
+        assert_eq!(a.len(), events.len(), "none left out");
+        // Settled in the parent's turn, told apart by the child's turn.
+        assert_eq!(
+            a[2],
+            Key::Settled {
+                turn: 1,
+                name: "subagent/[\"t1\"]/1/tool_start/0/0".into()
+            }
+        );
+        assert_ne!(a[2], a[5]);
+        assert_eq!((&a[..3], &a[4..]), (&b[..3], &b[4..]));
+        assert!(matches!(a[3], Key::Live { .. }));
+        assert_ne!(a[3], b[3]);
     }
 
     #[test]

@@ -521,7 +521,10 @@ fn a_runner_gets_the_child_the_call_asked_for_and_its_outcome_is_the_result() {
     assert!(results[1].text().contains("\"bash\" is not a tool"));
     assert_eq!(subagent_events(&events).len(), 1);
     assert_eq!(subagent_events(&events)[0].path, ["t1"]);
-    assert_eq!(result.usage.input_tokens, 300, "the child's tokens count for the parent");
+    assert_eq!(
+        result.usage.input_tokens, 300,
+        "the child's tokens count for the parent"
+    );
     let ended = events.iter().find_map(|event| match event {
         Event::RunEnd(end) => Some(end.usage.input_tokens),
         _ => None,

@@ -283,7 +283,12 @@ impl Worker {
     /// Starts `golato serve` on a free port with `arguments` (agent flags), logging to a file
     /// in `dir`; waits until it listens.
     pub fn start(dir: &Path, name: &str, arguments: &[&str]) -> Worker {
-        let port = free_port();
+        Worker::start_on(dir, name, free_port(), arguments)
+    }
+
+    /// [`Worker::start`] on `port`: a worker started again where a killed one listened (the
+    /// same deployment to Restate).
+    pub fn start_on(dir: &Path, name: &str, port: u16, arguments: &[&str]) -> Worker {
         let log = dir.join(format!("{name}.log"));
         let file = std::fs::File::create(&log).unwrap();
         #[allow(clippy::zombie_processes)] // waited for by `Worker::drop`, or below on failure

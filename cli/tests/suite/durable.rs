@@ -20,16 +20,16 @@ use golato_restate::{Client, Outcome};
 use support::restate::{balancer, Server, Worker};
 
 /// The longest any of these tests may take before it is declared hung (a guard, not a timing).
-const HANG_GUARD: Duration = Duration::from_secs(600);
+pub(crate) const HANG_GUARD: Duration = Duration::from_secs(600);
 
 /// A file lock the test holds while the gated calls wait for it (a handshake, not a sleep).
-struct Gate {
-    path: PathBuf,
+pub(crate) struct Gate {
+    pub(crate) path: PathBuf,
     file: Option<std::fs::File>,
 }
 
 impl Gate {
-    fn closed(dir: &Path) -> Gate {
+    pub(crate) fn closed(dir: &Path) -> Gate {
         let path = dir.join("gate");
         let file = std::fs::File::create(&path).unwrap();
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).unwrap();
@@ -39,14 +39,14 @@ impl Gate {
         }
     }
 
-    fn open(&mut self) {
+    pub(crate) fn open(&mut self) {
         self.file = None;
     }
 }
 
 /// The PID of the worker running a command, in bash: its parent is the guard that ends it
 /// with the worker, whose parent is the worker.
-const WORKER_PID: &str = "$(ps -o ppid= -p $PPID | tr -d ' ')";
+pub(crate) const WORKER_PID: &str = "$(ps -o ppid= -p $PPID | tr -d ' ')";
 
 /// The script every worker replays for every run: turn 1 runs `a` and `b` at once (they finish
 /// at once), turn 2 runs `c` and `d` at once (they wait at the gate), turn 3 answers. Each
@@ -78,14 +78,14 @@ fn write_script(dir: &Path, gate: &Path) -> PathBuf {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Execution {
-    run: String,
-    call: String,
-    attempt: u32,
-    worker: u32,
+pub(crate) struct Execution {
+    pub(crate) run: String,
+    pub(crate) call: String,
+    pub(crate) attempt: u32,
+    pub(crate) worker: u32,
 }
 
-fn ledger(dir: &Path) -> Vec<Execution> {
+pub(crate) fn ledger(dir: &Path) -> Vec<Execution> {
     std::fs::read_to_string(dir.join("ledger"))
         .unwrap_or_default()
         .lines()
@@ -103,7 +103,7 @@ fn ledger(dir: &Path) -> Vec<Execution> {
 }
 
 /// Waits until `done` holds for the ledger, polling the file (a file-system handshake).
-fn wait_for_ledger(dir: &Path, what: &str, done: impl Fn(&[Execution]) -> bool) {
+pub(crate) fn wait_for_ledger(dir: &Path, what: &str, done: impl Fn(&[Execution]) -> bool) {
     let started = std::time::Instant::now();
     while started.elapsed() < HANG_GUARD {
         if done(&ledger(dir)) {
@@ -197,7 +197,7 @@ fn submit_all(ingress: &str, runs: &[String]) -> Vec<Outcome> {
     })
 }
 
-fn results(outcome: &Outcome) -> HashMap<String, golato::message::ToolResultMessage> {
+pub(crate) fn results(outcome: &Outcome) -> HashMap<String, golato::message::ToolResultMessage> {
     outcome
         .messages
         .iter()
@@ -227,7 +227,7 @@ fn events_of(ingress: &str, run: &str) -> Vec<golato_restate::RunEvent> {
 }
 
 /// A run's events as the server keeps them, each with its number.
-fn numbered_events_of(ingress: &str, run: &str) -> Vec<(u64, Event)> {
+pub(crate) fn numbered_events_of(ingress: &str, run: &str) -> Vec<(u64, Event)> {
     events_of(ingress, run)
         .into_iter()
         .map(|event| (event.seq, event.event))
