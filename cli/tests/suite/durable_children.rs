@@ -225,7 +225,7 @@ fn cancelling_a_durable_run_cancels_its_subagent() {
     let task = &results(&outcome)["t1"];
     assert!(task.is_error, "{}", task.text());
     let child = attach(&client, "to-cancel.1.t1");
-    let child_error = child.error.clone().expect("the subagent was not cancelled");
+    let child_error = child.error.expect("the subagent was not cancelled");
     assert!(child_error.contains("cancel"), "{child_error}");
     let waiting = Command::new("pgrep")
         .args(["-f", &format!("flock -s {}", gate.path.display())])
