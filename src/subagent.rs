@@ -16,7 +16,12 @@
 //! - it may start children of its own only above [`Config::max_depth`] (2 by default: a child
 //!   and a grandchild).
 //!
-//! The child's events reach the parent's as [`Event::Subagent`], tagged with the path of call
+//! Each call becomes a [`Child`] (what it asked for: prompt, tool subset, model, budget), run
+//! in this process by default, or by the [`Config::runner`] (golato-restate's runs each child
+//! of a durable run as a durable run of its own); [`child_agent`] makes a child's agent from
+//! the configuration either way.
+//!
+//! The child's events reach the parent's as [`Event::Subagent`](crate::agent::Event::Subagent), tagged with the path of call
 //! IDs from the parent down. Its whole transcript goes to [`Config::on_transcript`] when it
 //! ends (the command line saves it beside the parent's session).
 //!

@@ -22,6 +22,12 @@
 //! publish them ([`Worker::publish_events`]), [`Client::watch`] shows its events as they come,
 //! numbered, none lost or repeated across a worker's death.
 //!
+//! A `task` call of a durable run (golato's subagents) starts a durable run of its own, keyed
+//! under its parent's ([`child_run_id`]), when the workers' `task` tool runs its children with
+//! [`DurableChildren`] and the workers know what children are made of
+//! ([`Worker::with_subagents`]): a worker's death then costs the child nothing, and the call's
+//! next attempt attaches to it.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use golato::agent::{self, Agent};
