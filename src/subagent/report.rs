@@ -1,48 +1,97 @@
 //! What a `task` call's result says besides the child's answer: the files it changed with
-//! write and edit, how many commands it ran, and the answer cut to a bound.
+//! write, edit and captured commands, how many commands ran uncaptured, and the answer cut to
+//! a bound.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
 
 use super::MAX_ANSWER_BYTES;
-use crate::message::Message;
+use crate::message::{Message, ToolResultMessage};
 
 /// Most changed files listed in a call's result.
 const MAX_CHANGES_LISTED: usize = 50;
 
-/// What a child did, from its transcript: the files its writes and edits changed, and how
-/// many commands it ran.
+/// What a child did, from its transcript: the files its writes and edits changed, the files
+/// its captured commands changed (bash in the sandbox with checkpoints: its result's details
+/// list them), and how many commands ran uncaptured.
 pub(super) struct Report {
-    changed: Vec<String>,
-    commands: usize,
+    edited: Listed,
+    by_commands: Listed,
+    captured: usize,
+    uncaptured: usize,
+}
+
+/// Paths in the order first seen, each once.
+#[derive(Default)]
+struct Listed {
+    paths: Vec<String>,
+    seen: HashSet<String>,
+}
+
+impl Listed {
+    fn add(&mut self, path: &str) {
+        if self.seen.insert(path.to_owned()) {
+            self.paths.push(path.to_owned());
+        }
+    }
+
+    /// The first [`MAX_CHANGES_LISTED`] paths, comma-separated, `…` after them if there are more.
+    fn names(&self) -> String {
+        let listed = &self.paths[..self.paths.len().min(MAX_CHANGES_LISTED)];
+        let more = match self.paths.len() > listed.len() {
+            true => ", …",
+            false => "",
+        };
+        format!("{}{more}", listed.join(", "))
+    }
 }
 
 impl Report {
     pub(super) fn of(messages: &[Message]) -> Report {
-        let succeeded = |id: &str| {
-            messages.iter().any(|message| {
-                matches!(message, Message::ToolResult(result)
-                    if result.tool_call_id == id && !result.is_error)
+        let results: HashMap<&str, &ToolResultMessage> = messages
+            .iter()
+            .filter_map(|message| match message {
+                Message::ToolResult(result) => Some((result.tool_call_id.as_str(), result)),
+                _ => None,
             })
-        };
+            .collect();
         let mut report = Report {
-            changed: Vec::new(),
-            commands: 0,
+            edited: Listed::default(),
+            by_commands: Listed::default(),
+            captured: 0,
+            uncaptured: 0,
         };
         for message in messages {
             let Message::Assistant(answer) = message else {
                 continue;
             };
             for call in &answer.tool_calls {
+                let result = results.get(call.id.as_str());
                 match call.name.as_str() {
-                    "write" | "edit" if succeeded(&call.id) => {
-                        let path = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                    "write" | "edit" if result.is_some_and(|result| !result.is_error) => {
+                        let path = serde_json::from_str::<Value>(&call.arguments)
                             .ok()
                             .and_then(|arguments| {
                                 arguments.get("path")?.as_str().map(str::to_owned)
                             });
-                        if let Some(path) = path.filter(|path| !report.changed.contains(path)) {
-                            report.changed.push(path);
+                        if let Some(path) = path {
+                            report.edited.add(&path);
                         }
                     }
-                    "bash" => report.commands += 1,
+                    "bash" => {
+                        let details = result.and_then(|result| result.details.as_ref());
+                        match details.filter(|details| details["capture"] == "captured") {
+                            Some(details) => {
+                                report.captured += 1;
+                                let changes = details["changes"].as_array().into_iter().flatten();
+                                for path in changes.filter_map(|change| change["path"].as_str()) {
+                                    report.by_commands.add(path);
+                                }
+                            }
+                            None => report.uncaptured += 1,
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -57,23 +106,26 @@ impl Report {
     /// The lines after the answer: what changed.
     pub(super) fn tail(&self) -> String {
         let mut tail = String::new();
-        if !self.changed.is_empty() {
-            let listed = &self.changed[..self.changed.len().min(MAX_CHANGES_LISTED)];
+        if !self.edited.paths.is_empty() {
             tail.push_str(&format!(
-                "\n\n[The subagent changed {} file(s) with write and edit: {}{}]",
-                self.changed.len(),
-                listed.join(", "),
-                if self.changed.len() > listed.len() {
-                    ", …"
-                } else {
-                    ""
-                }
+                "\n\n[The subagent changed {} file(s) with write and edit: {}]",
+                self.edited.paths.len(),
+                self.edited.names()
             ));
         }
-        if self.commands > 0 {
+        if !self.by_commands.paths.is_empty() {
+            let gap = if tail.is_empty() { "\n\n" } else { "\n" };
             tail.push_str(&format!(
-                "\n[It ran {} bash command(s); what they changed is not listed]",
-                self.commands
+                "{gap}[Its {} captured bash command(s) changed {} file(s): {}]",
+                self.captured,
+                self.by_commands.paths.len(),
+                self.by_commands.names()
+            ));
+        }
+        if self.uncaptured > 0 {
+            tail.push_str(&format!(
+                "\n[It ran {} bash command(s) outside the sandbox's capture; what they changed is not listed]",
+                self.uncaptured
             ));
         }
         tail

@@ -531,3 +531,57 @@ fn a_runner_gets_the_child_the_call_asked_for_and_its_outcome_is_the_result() {
     });
     assert_eq!(ended, Some(300), "the child's tokens count for the parent");
 }
+
+/// A stand-in for bash: a command in the sandbox with checkpoints reports the files it changed
+/// in its details; one outside it does not.
+fn fake_bash() -> Tool {
+    Tool::new(
+        "bash",
+        "Runs a command.",
+        object_schema(json!({"command": {"type": "string"}}), &["command"]),
+        |_ctx, arguments: Value| async move {
+            let command = arguments["command"].as_str().unwrap_or_default().to_owned();
+            let details = match command.as_str() {
+                "make" => json!({"capture": "captured", "changes": [
+                    {"path": "/w/out.o", "before": "absent", "after": {"kept": "x"}},
+                    {"path": "/w/old.o", "before": {"kept": "y"}, "after": "absent"}
+                ]}),
+                "make again" => json!({"capture": "captured", "changes": [
+                    {"path": "/w/out.o", "before": {"kept": "x"}, "after": {"kept": "z"}}
+                ]}),
+                _ => json!({"capture": {"uncaptured": "no sandbox"}}),
+            };
+            Ok(ToolResult::text("ran").with_details(details))
+        },
+    )
+}
+
+/// The call's result lists what the child's captured commands changed (each file once), and
+/// counts the commands that ran uncaptured.
+#[test]
+fn a_childs_captured_commands_are_listed_with_what_they_changed() {
+    let bash = |id: &str, command: &str| {
+        json!({"id": id, "name": "bash", "arguments": {"command": command}})
+    };
+    let generator = ByPrompt::new(&[
+        (
+            "main",
+            json!([{"tool_calls": [task_call("t1", "build", "child")]}, {"text": "ok"}]),
+        ),
+        (
+            "child",
+            json!([
+                {"tool_calls": [bash("b1", "make"), bash("b2", "make again"), bash("b3", "curl")]},
+                {"text": "built"}
+            ]),
+        ),
+    ]);
+    let agent = parent(generator, vec![fake_bash()], subagent::Config::default());
+    let result = agent.start(prompt("main")).wait().unwrap();
+    let text = transcript_results(&result.messages)[0].text();
+    assert_eq!(
+        text,
+        "built\n\n[Its 2 captured bash command(s) changed 2 file(s): /w/out.o, /w/old.o]\n\
+         [It ran 1 bash command(s) outside the sandbox's capture; what they changed is not listed]"
+    );
+}
