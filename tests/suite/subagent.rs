@@ -560,9 +560,7 @@ fn fake_bash() -> Tool {
 /// counts the commands that ran uncaptured.
 #[test]
 fn a_childs_captured_commands_are_listed_with_what_they_changed() {
-    let bash = |id: &str, command: &str| {
-        json!({"id": id, "name": "bash", "arguments": {"command": command}})
-    };
+    let bash = |id: &str, command: &str| json!({"id": id, "name": "bash", "arguments": {"command": command}});
     let generator = ByPrompt::new(&[
         (
             "main",
