@@ -45,6 +45,15 @@ def timed(flags, data):
         elapsed = time.perf_counter() - started
         with open(os.path.join(ws, "target.txt")) as done:
             assert done.read() == f"value {calls}\n", "the calls did not all change the file"
+        if mode == "bash" and "--no-bash-checkpoints" not in flags:
+            # Every command was captured: one that fell back to running uncaptured (the
+            # kernel refused the overlay) would make capture look cheaper than it is.
+            sessions = os.path.join(data, "sessions")
+            newest = max((os.path.join(sessions, name) for name in os.listdir(sessions)
+                          if name.endswith(".jsonl")), key=os.path.getmtime)
+            with open(newest) as session:
+                captured = session.read().count('"capture":"captured"')
+            assert captured == calls, f"{captured} of {calls} commands were captured"
         return elapsed
 
 baseline, label = {

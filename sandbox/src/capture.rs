@@ -17,6 +17,7 @@ use std::io::Write as _;
 use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -92,8 +93,10 @@ pub type Keep<'a> = dyn FnMut(&[u8]) -> std::io::Result<String> + 'a;
 
 /// One call's staging area: the overlay's upper and work directories, in a folder of its own,
 /// with what it captures (`owner.json`: the working directory, when it started, the caller's
-/// note) and a lock its process holds while it lives. Dropping it removes the folder unless
-/// something in it could not be applied (one from [`Stage::leftovers`]: unless applied). One
+/// note) and a lock its process holds while it lives. Dropping it keeps the folder, empty and
+/// still locked, for this process's next call (up to 16 of them, named `idle-…`), or removes
+/// it, unless something in it could not be applied (one from [`Stage::leftovers`]: unless
+/// applied). One
 /// whose process died before applying it (golato killed while a command ran) is found again
 /// by [`Stage::leftovers`].
 #[derive(Debug)]
@@ -101,8 +104,9 @@ pub struct Stage {
     folder: PathBuf,
     owner: Owner,
     keep_folder: bool,
-    /// Locked while this process holds the stage (closed, and so unlocked, when it dies).
-    _lock: std::fs::File,
+    /// Locked while this process holds the stage (closed, and so unlocked, when it dies);
+    /// taken when the stage is kept for a later call.
+    lock: Option<std::fs::File>,
 }
 
 /// What a stage captures, written beside it so another process can apply it.
@@ -116,6 +120,24 @@ struct Owner {
 
 const OWNER: &str = "owner.json";
 const LOCK: &str = "lock";
+/// The name of a staging area its process keeps for its next call begins with this.
+const IDLE: &str = "idle-";
+/// Most staging areas one process keeps for its next calls.
+const MAX_IDLE: usize = 16;
+
+/// Staging areas this process used and keeps (locked, empty, renamed `idle-…`): a new inode
+/// costs about 0.2 ms on ext4 here, and a stage made anew takes five (BENCHMARKS.md).
+static IDLE_STAGES: Mutex<Vec<(PathBuf, std::fs::File)>> = Mutex::new(Vec::new());
+
+/// A name no other staging area of any process has.
+fn fresh_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
 
 impl Stage {
     /// A new staging area inside `area` (created when missing) for a command in `root`, the
@@ -123,15 +145,17 @@ impl Stage {
     /// a file system with user extended attributes (ext4, xfs, btrfs, tmpfs from Linux 6.6).
     /// `note` is the caller's, kept for [`Stage::leftovers`].
     pub fn new(area: &Path, root: &Path, note: serde_json::Value) -> std::io::Result<Stage> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let owner = Owner {
+            root: root.to_owned(),
+            started: 0,
+            note,
+        };
+        if let Some(stage) = Stage::reused(area, owner.clone()) {
+            return Ok(stage);
+        }
         std::fs::create_dir_all(area)?;
         loop {
-            let name = format!(
-                "{}-{}",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            );
-            let folder = area.join(name);
+            let folder = area.join(fresh_name());
             match std::fs::create_dir(&folder) {
                 Ok(()) => {}
                 Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -139,25 +163,60 @@ impl Stage {
             }
             let lock = std::fs::File::create(folder.join(LOCK))?;
             rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
-            let owner = Owner {
-                root: root.to_owned(),
-                started: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |since| since.as_nanos()),
-                note,
-            };
-            let stage = Stage {
+            let mut stage = Stage {
                 folder,
                 owner,
                 keep_folder: false,
-                _lock: lock,
+                lock: Some(lock),
             };
             std::fs::create_dir(stage.folder.join(UPPER))?;
             std::fs::create_dir(stage.folder.join(WORK))?;
-            let owner = serde_json::to_vec(&stage.owner).map_err(std::io::Error::other)?;
-            std::fs::write(stage.folder.join(OWNER), owner)?;
+            stage.start()?;
             return Ok(stage);
         }
+    }
+
+    /// A staging area in `area` this process kept from an earlier call, renamed for this one.
+    fn reused(area: &Path, owner: Owner) -> Option<Stage> {
+        loop {
+            let (idle, lock) = {
+                let mut idle = IDLE_STAGES.lock().unwrap_or_else(PoisonError::into_inner);
+                let at = idle
+                    .iter()
+                    .position(|(folder, _)| folder.parent() == Some(area))?;
+                idle.swap_remove(at)
+            };
+            let folder = area.join(fresh_name());
+            // One that cannot be taken up again is dropped (removed, or left for recovery).
+            if std::fs::rename(&idle, &folder).is_err() {
+                continue;
+            }
+            let mut stage = Stage {
+                folder,
+                owner: owner.clone(),
+                keep_folder: false,
+                lock: Some(lock),
+            };
+            if stage.start().is_ok() {
+                return Some(stage);
+            }
+        }
+    }
+
+    /// Notes the command's start now, in memory and in `owner.json` (overwritten in place: a
+    /// truncated file would free its block and take a new one).
+    fn start(&mut self) -> std::io::Result<()> {
+        self.owner.started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos());
+        let owner = serde_json::to_vec(&self.owner).map_err(std::io::Error::other)?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.folder.join(OWNER))?;
+        file.write_all(&owner)?;
+        file.set_len(owner.len() as u64)
     }
 
     /// The stages in `area` for commands in `root` whose process died before applying them,
@@ -169,7 +228,28 @@ impl Stage {
         };
         entries
             .filter_map(|entry| {
-                let folder = entry.ok()?.path();
+                let entry = entry.ok()?;
+                let folder = entry.path();
+                if entry
+                    .file_name()
+                    .as_encoded_bytes()
+                    .starts_with(IDLE.as_bytes())
+                {
+                    // Kept empty by a process for its next call: removed once it is gone.
+                    let lock = std::fs::File::options()
+                        .write(true)
+                        .open(folder.join(LOCK))
+                        .ok()?;
+                    if rustix::fs::flock(
+                        &lock,
+                        rustix::fs::FlockOperation::NonBlockingLockExclusive,
+                    )
+                    .is_ok()
+                    {
+                        remove(&folder);
+                    }
+                    return None;
+                }
                 let owner = std::fs::read(folder.join(OWNER)).ok()?;
                 let owner: Owner = serde_json::from_slice(&owner).ok()?;
                 if owner.root != root {
@@ -186,7 +266,7 @@ impl Stage {
                     folder,
                     owner,
                     keep_folder: true,
-                    _lock: lock,
+                    lock: Some(lock),
                 })
             })
             .collect()
@@ -238,19 +318,79 @@ impl Stage {
 
 impl Drop for Stage {
     fn drop(&mut self) {
-        if self.keep_folder {
+        if self.keep_folder || self.kept_idle() {
             return;
         }
-        // The overlay leaves its work directory without permissions.
-        let work = self.folder.join(WORK).join("work");
-        if let Ok(metadata) = std::fs::symlink_metadata(&work) {
-            let mut permissions = metadata.permissions();
-            std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o700);
-            let _ = std::fs::set_permissions(&work, permissions);
+        remove(&self.folder);
+    }
+}
+
+/// The overlay leaves its work directory, and what a `volatile` mount marks in it
+/// (`incompat/volatile`), without permissions: given back to their owner, without which a user
+/// other than root could not remove them.
+fn open_work_directory(folder: &Path) {
+    fn open(directory: &Path) {
+        let Ok(metadata) = std::fs::symlink_metadata(directory) else {
+            return;
+        };
+        if !metadata.is_dir() {
+            return;
         }
-        if let Err(error) = std::fs::remove_dir_all(&self.folder) {
-            tracing::warn!(folder = %self.folder.display(), %error, "a staging area was not removed");
+        let mut permissions = metadata.permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o700);
+        let _ = std::fs::set_permissions(directory, permissions);
+        for name in names(directory) {
+            open(&directory.join(name));
         }
+    }
+    open(&folder.join(WORK).join("work"));
+}
+
+/// Removes a staging area's folder.
+fn remove(folder: &Path) {
+    open_work_directory(folder);
+    if let Err(error) = std::fs::remove_dir_all(folder) {
+        tracing::warn!(folder = %folder.display(), %error, "a staging area was not removed");
+    }
+}
+
+impl Stage {
+    /// Keeps this stage for a later call of this process when it holds nothing (the command's
+    /// changes all applied, or none made) and the pool has room: renamed `idle-…`, still
+    /// locked, so that no other process takes it for a dead command's.
+    fn kept_idle(&mut self) -> bool {
+        let empty = std::fs::read_dir(self.folder.join(UPPER))
+            .is_ok_and(|mut entries| entries.next().is_none());
+        if !empty || self.folder.join(SKIPPED).exists() {
+            return false;
+        }
+        let mut idle = IDLE_STAGES.lock().unwrap_or_else(PoisonError::into_inner);
+        if idle.len() >= MAX_IDLE {
+            return false;
+        }
+        let (Some(area), Some(name)) = (self.folder.parent(), self.folder.file_name()) else {
+            return false;
+        };
+        let mut idle_name = OsString::from(IDLE);
+        idle_name.push(name);
+        let idle_folder = area.join(idle_name);
+        let Some(lock) = self.lock.take() else {
+            return false;
+        };
+        if std::fs::rename(&self.folder, &idle_folder).is_err() {
+            self.lock = Some(lock);
+            return false;
+        }
+        // The overlay's own work directory goes: a `volatile` mount leaves a mark in it that
+        // makes the kernel refuse the next mount on these directories.
+        open_work_directory(&idle_folder);
+        let work = idle_folder.join(WORK).join("work");
+        if std::fs::remove_dir_all(&work).is_err() && work.exists() {
+            remove(&idle_folder);
+            return true;
+        }
+        idle.push((idle_folder, lock));
+        true
     }
 }
 
@@ -579,4 +719,52 @@ fn move_file(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::rename(&aside, to).inspect_err(|_| {
         let _ = std::fs::remove_file(&aside);
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn entries(area: &Path) -> Vec<String> {
+        let mut names: Vec<String> = names(area)
+            .into_iter()
+            .map(|name| name.to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn an_empty_stage_is_kept_for_the_next_call_and_a_dead_processs_is_removed() {
+        let (area, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let first = Stage::new(area.path(), root.path(), serde_json::json!(1)).unwrap();
+        let first_path = first.path().to_owned();
+        drop(first);
+        let kept = entries(area.path());
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert!(kept[0].starts_with(IDLE), "{kept:?}");
+        // Taken up again under a new name, with this call's note and start.
+        let second = Stage::new(area.path(), root.path(), serde_json::json!(2)).unwrap();
+        assert_ne!(second.path(), first_path);
+        assert_eq!(entries(area.path()).len(), 1);
+        let owner: Owner =
+            serde_json::from_slice(&std::fs::read(second.path().join(OWNER)).unwrap()).unwrap();
+        assert_eq!(owner.note, serde_json::json!(2));
+        assert!(owner.started > 0);
+        // Another process finds nothing to apply in it while this one holds it.
+        assert!(Stage::leftovers(area.path(), root.path()).is_empty());
+        // One holding what a command left is not kept.
+        std::fs::write(second.path().join(UPPER).join("made"), "x").unwrap();
+        drop(second);
+        assert!(entries(area.path()).is_empty());
+
+        // An idle stage whose process is gone (its lock free) is removed by the next look.
+        let dead = area.path().join(format!("{IDLE}1-1"));
+        std::fs::create_dir_all(dead.join(UPPER)).unwrap();
+        std::fs::File::create(dead.join(LOCK)).unwrap();
+        assert!(Stage::leftovers(area.path(), root.path()).is_empty());
+        assert!(!dead.exists());
+    }
 }
