@@ -142,7 +142,12 @@ fn a_worker_killed_mid_subagent_leaves_the_subagent_running_once() {
     assert_eq!(ledger(dir.path())[0].run, "parent.1.t1");
     let marker = first.marker();
     first.kill();
+    let killed = std::time::Instant::now();
     while !support::processes_with(&marker).is_empty() {
+        assert!(
+            killed.elapsed() < HANG_GUARD,
+            "the killed worker's commands still run"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     // The worker comes back where it was (Restate sees the same deployment).
