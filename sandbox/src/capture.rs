@@ -236,21 +236,23 @@ impl Stage {
                     .starts_with(IDLE.as_bytes())
                 {
                     // Kept empty by a process for its next call: removed once it is gone.
-                    let lock = std::fs::File::options()
-                        .write(true)
-                        .open(folder.join(LOCK))
-                        .ok()?;
-                    if rustix::fs::flock(
-                        &lock,
-                        rustix::fs::FlockOperation::NonBlockingLockExclusive,
-                    )
-                    .is_ok()
-                    {
+                    if abandoned(&folder) {
                         remove(&folder);
                     }
                     return None;
                 }
-                let owner = std::fs::read(folder.join(OWNER)).ok()?;
+                let owner = match std::fs::read(folder.join(OWNER)) {
+                    Ok(owner) => owner,
+                    // Its process died before its command started, or an older golato could
+                    // not remove it (see `open_work_directory`): nothing of a command is in it.
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                        if abandoned(&folder) {
+                            remove(&folder);
+                        }
+                        return None;
+                    }
+                    Err(_) => return None,
+                };
                 let owner: Owner = serde_json::from_slice(&owner).ok()?;
                 if owner.root != root {
                     return None;
@@ -322,6 +324,24 @@ impl Drop for Stage {
             return;
         }
         remove(&self.folder);
+    }
+}
+
+/// Whether no process holds the staging folder: its lock is free, or it has no lock and has
+/// not changed for a minute (a stage being made has its lock within microseconds).
+fn abandoned(folder: &Path) -> bool {
+    match std::fs::File::options().write(true).open(folder.join(LOCK)) {
+        Ok(lock) => {
+            rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok()
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => std::fs::metadata(folder)
+            .and_then(|metadata| metadata.modified())
+            .is_ok_and(|modified| {
+                modified
+                    .elapsed()
+                    .is_ok_and(|age| age > std::time::Duration::from_secs(60))
+            }),
+        Err(_) => false,
     }
 }
 
@@ -766,5 +786,36 @@ mod tests {
         std::fs::File::create(dead.join(LOCK)).unwrap();
         assert!(Stage::leftovers(area.path(), root.path()).is_empty());
         assert!(!dead.exists());
+    }
+
+    #[test]
+    fn a_folder_an_older_golato_could_not_remove_goes_once_nobody_could_be_making_it() {
+        let (area, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        // What an unprivileged user's stage became: the overlay's mark, without permissions.
+        let leaked = area.path().join("77-3");
+        let mark = leaked
+            .join(WORK)
+            .join("work")
+            .join("incompat")
+            .join("volatile");
+        std::fs::create_dir_all(&mark).unwrap();
+        std::fs::write(mark.join("dirty"), "").unwrap();
+        for directory in [mark.as_path(), mark.parent().unwrap()] {
+            std::fs::set_permissions(
+                directory,
+                std::os::unix::fs::PermissionsExt::from_mode(0o000),
+            )
+            .unwrap();
+        }
+        // Just made: it could be a stage being made.
+        assert!(Stage::leftovers(area.path(), root.path()).is_empty());
+        assert!(leaked.exists());
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::open(&leaked)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        assert!(Stage::leftovers(area.path(), root.path()).is_empty());
+        assert!(!leaked.exists());
     }
 }
