@@ -32,9 +32,9 @@ const PROMPT_TOKENS: u64 = 100;
 type Asked = Arc<Mutex<HashMap<(String, usize), usize>>>;
 
 /// The model: the parent ("main") hands one task to a subagent and then answers; the child runs
-/// one command that writes the ledger and waits at the gate, then answers. Every answer reports
-/// [`PROMPT_TOKENS`] of input.
-fn model(dir: &Path, gate: &Path) -> (tokio::runtime::Runtime, String, Asked) {
+/// one command that writes the ledger and waits at the gate, then answers (with `nested`, the
+/// child hands that to a grandchild instead). Every answer reports [`PROMPT_TOKENS`] of input.
+fn model(dir: &Path, gate: &Path, nested: bool) -> (tokio::runtime::Runtime, String, Asked) {
     let asked: Asked = Arc::default();
     let counted = Arc::clone(&asked);
     let command = format!(
@@ -56,7 +56,12 @@ fn model(dir: &Path, gate: &Path) -> (tokio::runtime::Runtime, String, Asked) {
                 json!({"description": "count", "prompt": "child"}),
             )]}),
             ("main", _) => json!({"text": "parent done"}),
-            ("child", 0) => {
+            ("child", 0) if nested => json!({"tool_calls": [wire_call(
+                "t2",
+                "task",
+                json!({"description": "deeper", "prompt": "grandchild"}),
+            )]}),
+            ("child" | "grandchild", 0) => {
                 json!({"tool_calls": [wire_call("b", "bash", json!({"command": command}))]})
             }
             (_, _) => json!({"text": "child finished"}),
@@ -128,7 +133,7 @@ fn a_worker_killed_mid_subagent_leaves_the_subagent_running_once() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start();
     let mut gate = Gate::closed(dir.path());
-    let (_provider, url, asked) = model(dir.path(), &gate.path);
+    let (_provider, url, asked) = model(dir.path(), &gate.path, false);
     let port = free_port();
     let mut first = worker(dir.path(), &server, &url, port, "worker");
     let client = Client::new(&server.ingress).unwrap();
@@ -205,22 +210,25 @@ fn a_worker_killed_mid_subagent_leaves_the_subagent_running_once() {
     assert!(child_end < end, "the child's end comes before its call's");
 }
 
+/// The parent's cancel reaches its child, and the child's own child: each a durable run of its
+/// own, each cancelled through its `task` call.
 #[test]
 #[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
-fn cancelling_a_durable_run_cancels_its_subagent() {
+fn cancelling_a_durable_run_cancels_its_subagent_and_the_subagents_own() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start();
     let gate = Gate::closed(dir.path());
-    let (_provider, url, _asked) = model(dir.path(), &gate.path);
+    let (_provider, url, _asked) = model(dir.path(), &gate.path, true);
     let _worker = worker(dir.path(), &server, &url, free_port(), "worker");
     let client = Client::new(&server.ingress)
         .unwrap()
         .with_admin(&server.admin)
         .unwrap();
     let running = submit(&client, "to-cancel");
-    wait_for_ledger(dir.path(), "the subagent's command to start", |ledger| {
+    wait_for_ledger(dir.path(), "the grandchild's command to start", |ledger| {
         !ledger.is_empty()
     });
+    assert_eq!(ledger(dir.path())[0].run, "to-cancel.1.t1.1.t2");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     assert!(runtime.block_on(client.cancel("to-cancel")).unwrap());
     let outcome = running.join().unwrap();
@@ -229,9 +237,12 @@ fn cancelling_a_durable_run_cancels_its_subagent() {
     // The task call ended as cancelled, and so did its child, its command killed.
     let task = &results(&outcome)["t1"];
     assert!(task.is_error, "{}", task.text());
-    let child = attach(&client, "to-cancel.1.t1");
-    let child_error = child.error.expect("the subagent was not cancelled");
-    assert!(child_error.contains("cancel"), "{child_error}");
+    for id in ["to-cancel.1.t1", "to-cancel.1.t1.1.t2"] {
+        let error = attach(&client, id)
+            .error
+            .expect("a subagent was not cancelled");
+        assert!(error.contains("cancel"), "{id}: {error}");
+    }
     let waiting = Command::new("pgrep")
         .args(["-f", &format!("flock -s {}", gate.path.display())])
         .output()
