@@ -120,6 +120,10 @@ pub struct Config {
     /// Where children run; `None`: in this process, each a run started by its call's tool
     /// actor. golato-restate's `DurableChildren` runs each as a durable run of its own.
     pub runner: Option<Arc<dyn Runner>>,
+    /// The most any child may spend, whatever it is made with: a child is given what is left
+    /// of its parent's budget, and a [`Child`] that comes from elsewhere (a durable worker's,
+    /// through the server's ingress) gets no more than this. Give the parent's own budget.
+    pub max_budget: Option<crate::agent::Budget>,
 }
 
 impl Default for Config {
@@ -138,6 +142,7 @@ impl Default for Config {
             host: None,
             on_transcript: None,
             runner: None,
+            max_budget: None,
         }
     }
 }

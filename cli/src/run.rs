@@ -424,7 +424,7 @@ fn schema_file(path: &Path) -> Result<serde_json::Value, CliError> {
 }
 
 /// `--max-tokens` and `--max-cost`.
-fn budget(args: &AgentArgs) -> Option<agent::Budget> {
+pub(crate) fn budget(args: &AgentArgs) -> Option<agent::Budget> {
     let mut budget = agent::Budget::default();
     if let Some(tokens) = args.max_tokens {
         budget = budget.with_max_tokens(tokens.get());

@@ -55,6 +55,34 @@ impl Budget {
         self
     }
 
+    /// The tighter of `self` and `other`, limit by limit (`None`, no budget, is the loosest).
+    ///
+    /// ```
+    /// use golato::agent::Budget;
+    /// let asked = Some(Budget::tokens(5_000));
+    /// let at_most = Some(Budget::tokens(1_000).with_max_cost(0.5));
+    /// assert_eq!(
+    ///     Budget::tighter(asked, at_most),
+    ///     Some(Budget::tokens(1_000).with_max_cost(0.5))
+    /// );
+    /// assert_eq!(Budget::tighter(None, at_most), at_most);
+    /// ```
+    pub fn tighter(a: Option<Budget>, b: Option<Budget>) -> Option<Budget> {
+        fn least<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+                (a, b) => a.or(b),
+            }
+        }
+        match (a, b) {
+            (Some(a), Some(b)) => Some(Budget {
+                max_tokens: least(a.max_tokens, b.max_tokens),
+                max_cost: least(a.max_cost, b.max_cost),
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// What is left of this budget once `usage` (costing `cost`) is spent: a money limit
     /// stays as it is when the cost is unknown.
     pub(crate) fn left(&self, usage: &Usage, cost: Option<f64>) -> Budget {

@@ -276,7 +276,7 @@ pub fn child_agent(config: &Arc<Config>, child: &Child) -> Result<Agent, ChildEr
         tools,
         system_prompt: config.system_prompt.clone(),
         max_turns: config.max_turns,
-        budget: child.budget,
+        budget: Budget::tighter(child.budget, config.max_budget),
         hooks,
         max_parallel_calls: config.max_parallel_calls,
         tool_timeout: config.tool_timeout,

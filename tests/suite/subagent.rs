@@ -583,3 +583,32 @@ fn a_childs_captured_commands_are_listed_with_what_they_changed() {
          [It ran 1 bash command(s) outside the sandbox's capture; what they changed is not listed]"
     );
 }
+
+/// A child sent from elsewhere (a durable worker gets it through the server's ingress) is held
+/// to the configuration's budget whatever budget it carries, or none.
+#[test]
+fn a_child_made_from_elsewhere_gets_no_more_than_the_configured_budget() {
+    let generator = ByPrompt::new(&[(
+        "child",
+        json!([
+            {"tool_calls": [{"id": "e", "name": "echo", "arguments": {"text": "x"}}], "usage": {"input_tokens": 150, "output_tokens": 0}},
+            {"text": "never asked"}
+        ]),
+    )]);
+    let config = Arc::new(subagent::Config {
+        generator: Some(Arc::new(generator)),
+        tools: vec![echo_tool()],
+        max_budget: Some(Budget::tokens(100)),
+        ..Default::default()
+    });
+    for carried in [None, Some(Budget::tokens(1_000_000))] {
+        let mut child = subagent::Child::new(vec!["t1".into()], 1, "child");
+        child.budget = carried;
+        let agent = subagent::child_agent(&config, &child).unwrap();
+        let error = agent.start(prompt("child")).wait().unwrap_err();
+        let agent::Error::Budget { reached, .. } = &error else {
+            panic!("{carried:?}: {error}");
+        };
+        assert!(reached.contains("the budget is 100"), "{reached}");
+    }
+}
