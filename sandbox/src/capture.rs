@@ -379,13 +379,10 @@ impl Stage {
     /// changes all applied, or none made) and the pool has room: renamed `idle-…`, still
     /// locked, so that no other process takes it for a dead command's.
     fn kept_idle(&mut self) -> bool {
+        let idle_stages = || IDLE_STAGES.lock().unwrap_or_else(PoisonError::into_inner);
         let empty = std::fs::read_dir(self.folder.join(UPPER))
             .is_ok_and(|mut entries| entries.next().is_none());
-        if !empty || self.folder.join(SKIPPED).exists() {
-            return false;
-        }
-        let mut idle = IDLE_STAGES.lock().unwrap_or_else(PoisonError::into_inner);
-        if idle.len() >= MAX_IDLE {
+        if !empty || self.folder.join(SKIPPED).exists() || idle_stages().len() >= MAX_IDLE {
             return false;
         }
         let (Some(area), Some(name)) = (self.folder.parent(), self.folder.file_name()) else {
@@ -394,22 +391,23 @@ impl Stage {
         let mut idle_name = OsString::from(IDLE);
         idle_name.push(name);
         let idle_folder = area.join(idle_name);
+        // The file system's work is done without the pool's lock, which other calls' stages
+        // wait for.
+        if std::fs::rename(&self.folder, &idle_folder).is_err() {
+            return false;
+        }
+        self.folder = idle_folder;
+        // The overlay's own work directory goes: a `volatile` mount leaves a mark in it that
+        // makes the kernel refuse the next mount on these directories.
+        open_work_directory(&self.folder);
+        let work = self.folder.join(WORK).join("work");
+        if std::fs::remove_dir_all(&work).is_err() && work.exists() {
+            return false;
+        }
         let Some(lock) = self.lock.take() else {
             return false;
         };
-        if std::fs::rename(&self.folder, &idle_folder).is_err() {
-            self.lock = Some(lock);
-            return false;
-        }
-        // The overlay's own work directory goes: a `volatile` mount leaves a mark in it that
-        // makes the kernel refuse the next mount on these directories.
-        open_work_directory(&idle_folder);
-        let work = idle_folder.join(WORK).join("work");
-        if std::fs::remove_dir_all(&work).is_err() && work.exists() {
-            remove(&idle_folder);
-            return true;
-        }
-        idle.push((idle_folder, lock));
+        idle_stages().push((self.folder.clone(), lock));
         true
     }
 }
