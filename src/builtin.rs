@@ -63,7 +63,7 @@ use std::sync::Arc;
 
 use golato_actors::path_lock::PathLock;
 
-pub use bash::Recovered;
+pub use bash::{captured_changes, Recovered};
 pub use checkpoints::Checkpoints;
 use golato_actors::{Host, HostError};
 pub use locks::{SharedLease, SharedLock};

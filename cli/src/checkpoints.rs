@@ -264,12 +264,7 @@ pub(crate) fn recover(cwd: &Path) {
 
 /// The changes a captured bash call's result lists.
 fn captured_changes(result: &ToolResult) -> Vec<golato::sandbox::capture::Change> {
-    result
-        .details
-        .as_ref()
-        .and_then(|details| details.get("changes"))
-        .and_then(|changes| serde_json::from_value(changes.clone()).ok())
-        .unwrap_or_default()
+    golato::builtin::captured_changes(result.details.as_ref()).unwrap_or_default()
 }
 
 fn lock(before: &Before) -> std::sync::MutexGuard<'_, HashMap<(u64, String), (PathBuf, State)>> {
@@ -520,12 +515,7 @@ fn uncaptured_commands(saved: &Saved, calls: &HashSet<&str>) -> usize {
             golato::message::Message::ToolResult(result) => {
                 result.tool_name == "bash"
                     && calls.contains(result.tool_call_id.as_str())
-                    && result
-                        .details
-                        .as_ref()
-                        .and_then(|details| details.get("capture"))
-                        .and_then(|capture| capture.as_str())
-                        != Some("captured")
+                    && golato::builtin::captured_changes(result.details.as_ref()).is_none()
             }
             _ => false,
         })

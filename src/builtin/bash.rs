@@ -19,7 +19,7 @@ mod capture;
 mod processes;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 pub(super) use capture::recover;
-pub use capture::Recovered;
+pub use capture::{captured_changes, Recovered};
 
 /// Most lines of output returned (the tail).
 const MAX_LINES: usize = 2_000;

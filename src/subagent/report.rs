@@ -81,12 +81,11 @@ impl Report {
                     }
                     "bash" => {
                         let details = result.and_then(|result| result.details.as_ref());
-                        match details.filter(|details| details["capture"] == "captured") {
-                            Some(details) => {
+                        match crate::builtin::captured_changes(details) {
+                            Some(changes) => {
                                 report.captured += 1;
-                                let changes = details["changes"].as_array().into_iter().flatten();
-                                for path in changes.filter_map(|change| change["path"].as_str()) {
-                                    report.by_commands.add(path);
+                                for change in changes {
+                                    report.by_commands.add(&change.path.display().to_string());
                                 }
                             }
                             None => report.uncaptured += 1,

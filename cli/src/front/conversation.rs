@@ -210,11 +210,8 @@ impl Conversation {
 
     /// The files a captured command changed (listed in its result's details).
     fn commands_changes(&mut self, result: &golato::message::ToolResultMessage) -> Vec<String> {
-        let changes: Vec<golato::sandbox::capture::Change> = result
-            .details
-            .as_ref()
-            .and_then(|details| serde_json::from_value(details.get("changes")?.clone()).ok())
-            .unwrap_or_default();
+        let changes =
+            golato::builtin::captured_changes(result.details.as_ref()).unwrap_or_default();
         let mut paths = Vec::new();
         for change in changes {
             use golato::sandbox::capture::FileState;

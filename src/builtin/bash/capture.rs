@@ -171,6 +171,27 @@ fn annotate(result: &mut ToolResult, applied: &Applied) {
     }
 }
 
+/// The files a `bash` call's command changed, from its result's `details`, when the command was
+/// captured (see [`Config::bash_checkpoints`](crate::builtin::Config::bash_checkpoints));
+/// `None` when it ran uncaptured, or the details are not a captured call's.
+///
+/// ```
+/// use serde_json::json;
+/// let details = json!({"capture": "captured", "changes": [
+///     {"path": "/w/a.txt", "before": "absent", "after": {"kept": "3f1c"}}
+/// ]});
+/// let changes = golato::builtin::captured_changes(Some(&details)).unwrap();
+/// assert_eq!(changes[0].path, std::path::Path::new("/w/a.txt"));
+/// assert!(golato::builtin::captured_changes(Some(&json!({"capture": {"uncaptured": "no sandbox"}}))).is_none());
+/// ```
+pub fn captured_changes(details: Option<&Value>) -> Option<Vec<crate::sandbox::capture::Change>> {
+    let details = details?;
+    if details.get("capture")?.as_str()? != "captured" {
+        return None;
+    }
+    serde_json::from_value(details.get("changes")?.clone()).ok()
+}
+
 /// A command's changes that a golato which died while it ran never applied.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
