@@ -11,15 +11,18 @@
 //! build output is large and git's own files are git's to undo; one the command makes is moved
 //! in whole when it ends), and everything outside the working directory.
 
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Write as _;
-use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
+
+use crate::anchored::Folder;
+
+mod apply;
+pub mod path_text;
 
 /// Directories of the working directory that a captured command changes in place: git's
 /// repository and the usual build output, bound from the real tree over the overlay.
@@ -43,7 +46,7 @@ pub enum FileState {
     /// Its content, by the name the keeper gave it.
     Kept(String),
     /// A symbolic link, and where it led.
-    Link(PathBuf),
+    Link(#[serde(with = "path_text")] PathBuf),
     /// Too large or unreadable to keep.
     Unkept,
 }
@@ -53,6 +56,7 @@ pub enum FileState {
 #[non_exhaustive]
 pub struct Change {
     /// The file, absolute.
+    #[serde(with = "path_text")]
     pub path: PathBuf,
     /// What it was before the command.
     pub before: FileState,
@@ -66,8 +70,10 @@ pub struct Change {
 #[non_exhaustive]
 pub struct Conflict {
     /// The file, as the other change left it.
+    #[serde(with = "path_text")]
     pub path: PathBuf,
     /// The command's version, or `None` when the command deleted it.
+    #[serde(with = "path_text::optional")]
     pub commands_version: Option<PathBuf>,
 }
 
@@ -85,6 +91,7 @@ pub struct Applied {
     /// kept, and applied again by the next [`Stage::leftovers`]).
     pub failures: Vec<String>,
     /// Pipes and sockets the command made, which are not copied.
+    #[serde(with = "path_text::many")]
     pub left_out: Vec<PathBuf>,
 }
 
@@ -297,18 +304,29 @@ impl Stage {
             + std::time::Duration::from_nanos(
                 u64::try_from(self.owner.started).unwrap_or(u64::MAX),
             );
-        let mut applying = Applying {
-            root: self.owner.root.clone(),
+        let mut applying = apply::Applying {
             started,
-            stage: self.folder.clone(),
+            stage_name: self
+                .folder
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             keep,
             applied: Applied::default(),
         };
         match std::fs::read_to_string(self.folder.join(SKIPPED)) {
             Ok(reason) => applying.applied.uncaptured = Some(reason),
             Err(_) => {
-                let root = self.owner.root.clone();
-                applying.directory(&self.folder.join(UPPER), &root);
+                let upper = self.folder.join(UPPER);
+                match (Folder::open(&upper), Folder::open(&self.owner.root)) {
+                    (Ok(upper), Ok(real)) => applying.tree(upper, real),
+                    (Err(error), _) | (_, Err(error)) => applying.applied.failures.push(format!(
+                        "could not open {} or {}: {error}; the command's changes are in {}",
+                        upper.display(),
+                        self.owner.root.display(),
+                        upper.display()
+                    )),
+                }
             }
         }
         let mut applied = applying.applied;
@@ -417,272 +435,6 @@ pub(crate) fn leave_reason(stage: &Path, reason: &str) -> std::io::Result<()> {
     std::fs::File::create(stage.join(SKIPPED))?.write_all(reason.as_bytes())
 }
 
-struct Applying<'a, 'b> {
-    /// The working directory.
-    root: PathBuf,
-    started: std::time::SystemTime,
-    stage: PathBuf,
-    keep: &'a mut Keep<'b>,
-    applied: Applied,
-}
-
-/// How the overlay marks a deleted file: a character device 0:0.
-fn is_whiteout(metadata: &std::fs::Metadata) -> bool {
-    metadata.file_type().is_char_device() && metadata.rdev() == 0
-}
-
-/// How the overlay marks a directory that replaced the real one: nothing beneath the real one
-/// shows through.
-fn is_opaque(directory: &Path) -> bool {
-    let mut value = [0u8; 4];
-    matches!(
-        rustix::fs::lgetxattr(directory, "user.overlay.opaque", &mut value),
-        Ok(1) if value[0] == b'y'
-    )
-}
-
-impl Applying<'_, '_> {
-    fn fail(&mut self, what: String) {
-        tracing::warn!(%what, "a captured change was not applied");
-        self.applied.failures.push(what);
-    }
-
-    /// Whether something other than the command changed `metadata`'s file since it started.
-    /// A file changed just before the command started is not taken for one changed during it;
-    /// the price is a window as wide as the file system's timestamp granularity (a few
-    /// milliseconds, where it stamps with the kernel's coarse clock) at the very start of the
-    /// command, in which another change can pass for an earlier one.
-    fn changed_meanwhile(&self, metadata: &std::fs::Metadata) -> bool {
-        let changed = std::time::UNIX_EPOCH
-            + std::time::Duration::new(
-                u64::try_from(metadata.ctime()).unwrap_or(0),
-                u32::try_from(metadata.ctime_nsec()).unwrap_or(0),
-            );
-        changed > self.started
-    }
-
-    fn directory(&mut self, upper: &Path, real: &Path) {
-        let mut entries: Vec<OsString> = match std::fs::read_dir(upper) {
-            Ok(entries) => entries
-                .filter_map(|entry| Some(entry.ok()?.file_name()))
-                .collect(),
-            Err(error) => {
-                return self.fail(format!(
-                    "could not list {}: {error}; the command's changes beneath {} are there",
-                    upper.display(),
-                    real.display()
-                ))
-            }
-        };
-        entries.sort();
-        for name in entries {
-            let (from, to) = (upper.join(&name), real.join(&name));
-            let metadata = match std::fs::symlink_metadata(&from) {
-                Ok(metadata) => metadata,
-                Err(error) => {
-                    self.fail(format!("could not look at {}: {error}", from.display()));
-                    continue;
-                }
-            };
-            let kind = metadata.file_type();
-            if is_whiteout(&metadata) {
-                self.remove(&to);
-            } else if kind.is_dir() && self.passed_through_made(real, &name, &from, &to) {
-                // A build folder the command made (`npm install` in a fresh checkout): moved
-                // in whole, neither kept nor listed, as it would have been had it existed.
-            } else if kind.is_dir() {
-                self.enter(&from, &to, &metadata);
-            } else if kind.is_file() || kind.is_symlink() {
-                self.file(&from, &to);
-            } else {
-                self.applied.left_out.push(to);
-            }
-        }
-    }
-
-    /// Whether `from` is a [`PASSED_THROUGH`] folder the command made at the top of the working
-    /// directory, and moved into place whole (only by a rename: otherwise it is applied file by
-    /// file like the rest).
-    fn passed_through_made(
-        &mut self,
-        real: &Path,
-        name: &OsString,
-        from: &Path,
-        to: &Path,
-    ) -> bool {
-        real == self.root
-            && PASSED_THROUGH
-                .iter()
-                .any(|passed| name.as_os_str() == *passed)
-            && std::fs::symlink_metadata(to).is_err()
-            && std::fs::rename(from, to).is_ok()
-    }
-
-    /// A directory of the upper layer: the real one made to match, then its entries.
-    fn enter(&mut self, from: &Path, to: &Path, metadata: &std::fs::Metadata) {
-        match std::fs::symlink_metadata(to) {
-            Ok(real) if real.is_dir() => {
-                if is_opaque(from) {
-                    // Replaced whole: what the real one holds that the new one does not was
-                    // deleted.
-                    let kept: HashSet<OsString> = names(from).into_iter().collect();
-                    for name in names(to) {
-                        if !kept.contains(&name) {
-                            self.remove(&to.join(name));
-                        }
-                    }
-                }
-            }
-            Ok(_) => {
-                self.remove(to);
-                if let Err(error) = std::fs::create_dir(to) {
-                    return self.fail(format!("could not create {}: {error}", to.display()));
-                }
-            }
-            Err(_) => {
-                if let Err(error) = std::fs::create_dir(to) {
-                    return self.fail(format!(
-                        "could not create {}: {error}; the command's files for it are in {}",
-                        to.display(),
-                        from.display()
-                    ));
-                }
-            }
-        }
-        let _ = std::fs::set_permissions(to, metadata.permissions());
-        self.directory(from, to);
-    }
-
-    /// What `path` (whose metadata is `metadata`, `None` when it does not exist) is now, its
-    /// content kept.
-    fn state(&mut self, path: &Path, metadata: Option<&std::fs::Metadata>) -> FileState {
-        let Some(metadata) = metadata else {
-            return FileState::Absent;
-        };
-        if metadata.file_type().is_symlink() {
-            return std::fs::read_link(path).map_or(FileState::Unkept, FileState::Link);
-        }
-        if !metadata.is_file() || metadata.len() > MAX_KEPT {
-            return FileState::Unkept;
-        }
-        match std::fs::read(path).and_then(|bytes| (self.keep)(&bytes)) {
-            Ok(name) => FileState::Kept(name),
-            Err(error) => {
-                tracing::warn!(path = %path.display(), %error, "a file's copy was not kept");
-                FileState::Unkept
-            }
-        }
-    }
-
-    /// A file or link of the upper layer, moved over the real one.
-    fn file(&mut self, from: &Path, to: &Path) {
-        let real = std::fs::symlink_metadata(to).ok();
-        if let Some(real) = &real {
-            if real.is_dir() {
-                self.remove(to);
-            } else if self.changed_meanwhile(real) {
-                let beside = self.beside(to);
-                let moved = move_file(from, &beside);
-                return match moved {
-                    Ok(()) => self.applied.conflicts.push(Conflict {
-                        path: to.to_owned(),
-                        commands_version: Some(beside),
-                    }),
-                    Err(error) => self.fail(format!(
-                        "{} changed while the command ran, and the command's version could not be put beside it ({error}); it is in {}",
-                        to.display(),
-                        from.display()
-                    )),
-                };
-            }
-        }
-        let real = real.filter(|real| !real.is_dir());
-        let after_metadata = std::fs::symlink_metadata(from).ok();
-        // Copied up without a new content (`touch`, `chmod`): applied, but no change to keep.
-        let unchanged = match (&real, &after_metadata) {
-            (Some(real), Some(after)) if real.is_file() && after.is_file() => {
-                real.len() == after.len() && same_bytes(to, from)
-            }
-            _ => false,
-        };
-        let (before, after) = match unchanged {
-            true => (FileState::Absent, FileState::Absent),
-            false => (
-                self.state(to, real.as_ref()),
-                self.state(from, after_metadata.as_ref()),
-            ),
-        };
-        if let Err(error) = move_file(from, to) {
-            return self.fail(format!(
-                "could not apply the command's {} ({error}); its version is in {}",
-                to.display(),
-                from.display()
-            ));
-        }
-        if !unchanged {
-            self.applied.changes.push(Change {
-                path: to.to_owned(),
-                before,
-                after,
-            });
-        }
-    }
-
-    /// Where the command's version of a conflicting file goes: beside it, named for the stage.
-    fn beside(&self, path: &Path) -> PathBuf {
-        let stage = self
-            .stage
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let mut name = path.file_name().unwrap_or_default().to_owned();
-        name.push(format!(".golato-bash-{stage}"));
-        path.with_file_name(name)
-    }
-
-    /// Deletes `path` from the real tree (a whole directory, file by file), keeping each file.
-    fn remove(&mut self, path: &Path) {
-        let Ok(metadata) = std::fs::symlink_metadata(path) else {
-            return;
-        };
-        if metadata.is_dir() {
-            for name in names(path) {
-                self.remove(&path.join(name));
-            }
-            match std::fs::remove_dir(path) {
-                // What stays in it was changed by something else meanwhile (a conflict, said
-                // so) or made since: the folder stays with it.
-                Ok(()) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::DirectoryNotEmpty => {}
-                Err(error) => self.fail(format!(
-                    "the command deleted the folder {}, which could not be removed: {error}",
-                    path.display()
-                )),
-            }
-            return;
-        }
-        if self.changed_meanwhile(&metadata) {
-            self.applied.conflicts.push(Conflict {
-                path: path.to_owned(),
-                commands_version: None,
-            });
-            return;
-        }
-        let before = self.state(path, Some(&metadata));
-        match std::fs::remove_file(path) {
-            Ok(()) => self.applied.changes.push(Change {
-                path: path.to_owned(),
-                before,
-                after: FileState::Absent,
-            }),
-            Err(error) => self.fail(format!(
-                "the command deleted {}, which could not be removed: {error}",
-                path.display()
-            )),
-        }
-    }
-}
-
 /// The names in `directory` (none when it cannot be read).
 fn names(directory: &Path) -> Vec<OsString> {
     std::fs::read_dir(directory)
@@ -692,51 +444,6 @@ fn names(directory: &Path) -> Vec<OsString> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Whether two files hold the same bytes (read in pieces: either may be large).
-fn same_bytes(a: &Path, b: &Path) -> bool {
-    use std::io::Read as _;
-    let (Ok(mut a), Ok(mut b)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
-        return false;
-    };
-    let (mut left, mut right) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
-    loop {
-        let read = a.read(&mut left);
-        let Ok(count) = read else { return false };
-        if count == 0 {
-            return b.read(&mut right).is_ok_and(|more| more == 0);
-        }
-        if b.read_exact(&mut right[..count]).is_err() || left[..count] != right[..count] {
-            return false;
-        }
-    }
-}
-
-/// Moves `from` to `to` (over what is there), copying across file systems.
-fn move_file(from: &Path, to: &Path) -> std::io::Result<()> {
-    match std::fs::rename(from, to) {
-        Err(error) if error.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error()) => {}
-        other => return other,
-    }
-    let metadata = std::fs::symlink_metadata(from)?;
-    let mut name = to.file_name().unwrap_or_default().to_owned();
-    name.push(format!(".golato-apply-{}", std::process::id()));
-    let aside = to.with_file_name(name);
-    if metadata.file_type().is_symlink() {
-        std::os::unix::fs::symlink(std::fs::read_link(from)?, &aside)?;
-    } else {
-        std::fs::copy(from, &aside)?;
-        if let Ok(modified) = metadata.modified() {
-            let _ = std::fs::File::options()
-                .write(true)
-                .open(&aside)
-                .and_then(|file| file.set_modified(modified));
-        }
-    }
-    std::fs::rename(&aside, to).inspect_err(|_| {
-        let _ = std::fs::remove_file(&aside);
-    })
 }
 
 #[cfg(test)]

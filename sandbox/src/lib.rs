@@ -50,6 +50,8 @@
 //! ```
 
 #[cfg(target_os = "linux")]
+pub mod anchored;
+#[cfg(target_os = "linux")]
 pub mod capture;
 #[cfg(target_os = "linux")]
 mod files;

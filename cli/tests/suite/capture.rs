@@ -56,8 +56,13 @@ struct Setup {
 
 /// A workspace and a staging area outside it, and bash capturing under `policy`.
 fn setup(policy: Policy) -> Setup {
+    setup_in(Path::new(env!("CARGO_TARGET_TMPDIR")), policy)
+}
+
+/// The same with the staging area in `parent` (another file system than the workspace's, say).
+fn setup_in(parent: &Path, policy: Policy) -> Setup {
     let workspace_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let area_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let area_dir = tempfile::tempdir_in(parent).unwrap();
     let workspace = workspace_dir.path().canonicalize().unwrap();
     let keeper = Arc::new(Keeper {
         area: area_dir.path().join("staging"),
@@ -112,10 +117,30 @@ fn changes(result: &ToolResultMessage, workspace: &Path) -> HashMap<String, (Val
         .collect()
 }
 
+/// The staging areas holding something: an emptied one is kept for the next call (`idle-…`),
+/// and has nothing left in it.
 fn staged(keeper: &Keeper) -> Vec<PathBuf> {
     std::fs::read_dir(&keeper.area)
-        .map(|entries| entries.map(|entry| entry.unwrap().path()).collect())
+        .map(|entries| {
+            entries
+                .map(|entry| entry.unwrap().path())
+                .collect::<Vec<PathBuf>>()
+        })
         .unwrap_or_default()
+        .into_iter()
+        .filter(|stage: &PathBuf| {
+            let idle = stage
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("idle-");
+            !idle
+                || std::fs::read_dir(stage.join("upper"))
+                    .unwrap()
+                    .next()
+                    .is_some()
+        })
+        .collect()
 }
 
 #[test]
@@ -414,5 +439,137 @@ mod needs_root {
             left.len() <= 1 && left.iter().all(|name| name.starts_with("idle-")),
             "{left:?}"
         );
+    }
+}
+
+/// What a hostile command or repository plants to make the apply write or delete somewhere
+/// else (issue 42 points 2 and 3): each of these wrote outside the workspace, aborted golato,
+/// or lost a file before.
+mod attacks {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// Every file beneath `folder`, with its bytes: what must not change.
+    fn snapshot(folder: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files = Vec::new();
+        let mut stack = vec![folder.to_owned()];
+        while let Some(next) = stack.pop() {
+            for entry in std::fs::read_dir(&next).unwrap() {
+                let path = entry.unwrap().path();
+                let metadata = std::fs::symlink_metadata(&path).unwrap();
+                if metadata.is_dir() {
+                    stack.push(path.clone());
+                }
+                let bytes = if metadata.is_file() {
+                    std::fs::read(&path).unwrap()
+                } else {
+                    Vec::new()
+                };
+                files.push((path, bytes));
+            }
+        }
+        files.sort();
+        files
+    }
+
+    /// Across file systems the apply copies through a temporary file: names planted where it
+    /// could go (links to a folder outside, the old predictable `NAME.golato-apply-PID`) never
+    /// take the write, and no temporary is left behind.
+    #[test]
+    fn planted_temporary_names_across_file_systems_take_no_write() {
+        // The staging area on tmpfs, the workspace on the build directory's file system.
+        let s = setup_in(Path::new("/dev/shm"), Policy::workspace_write());
+        let w = &s.workspace;
+        let outside = support::cli::outside_dir();
+        std::fs::write(outside.path().join("victim"), "kept").unwrap();
+        let before = snapshot(outside.path());
+        write(&w.join("f"), "old");
+        let pid = std::process::id();
+        for name in [
+            format!("f.golato-apply-{pid}"),
+            format!(".golato-{pid}-0-0"),
+        ] {
+            std::os::unix::fs::symlink(outside.path().join("victim"), w.join(name)).unwrap();
+        }
+        let result = bash(&s.tools, "echo PAYLOAD > f && mkdir -p d && echo two > d/g");
+        assert!(!result.is_error, "{}", result.text());
+        assert_eq!(
+            snapshot(outside.path()),
+            before,
+            "something outside changed"
+        );
+        assert_eq!(read(&w.join("f")), "PAYLOAD\n");
+        assert!(std::fs::symlink_metadata(w.join("f")).unwrap().is_file());
+        assert_eq!(read(&w.join("d/g")), "two\n");
+        let left: Vec<String> = std::fs::read_dir(w)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| {
+                name.starts_with(".golato-") && !name.starts_with(&format!(".golato-{pid}-0-0"))
+            })
+            .collect();
+        assert!(left.is_empty(), "temporaries left: {left:?}");
+        assert!(staged(&s.keeper).is_empty());
+    }
+
+    /// 3,000 nested folders made by one command are applied without recursion (the worker's
+    /// stack overflowed at level 1,811), and the next command in the folder runs.
+    #[test]
+    fn a_tree_deeper_than_any_stack_is_applied() {
+        let s = setup(Policy::workspace_write());
+        let w = &s.workspace;
+        let result = bash(
+            &s.tools,
+            // bash's `cd` checks the whole path each time (quadratic); Python's is one step.
+            "python3 -c 'import os\nfor _ in range(3000): os.mkdir(\"d\"); os.chdir(\"d\")\nopen(\"f\", \"w\").write(\"deep\\n\")'",
+        );
+        assert!(!result.is_error, "{}", result.text());
+        let check = std::process::Command::new("bash")
+            .arg("-c")
+            .arg("python3 -c 'import os\nfor _ in range(3000): os.chdir(\"d\")\nprint(open(\"f\").read(), end=\"\")'")
+            .current_dir(w)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&check.stdout),
+            "deep\n",
+            "{check:?}"
+        );
+        assert!(staged(&s.keeper).is_empty());
+        // Deleted again, file by file, also without recursion.
+        let result = bash(&s.tools, "rm -rf d && echo next > n");
+        assert!(!result.is_error, "{}", result.text());
+        assert!(!w.join("d").exists());
+        assert_eq!(read(&w.join("n")), "next\n");
+    }
+
+    /// A name that is not UTF-8 is applied and recorded (raw bytes), not a panic of the tool.
+    #[test]
+    fn a_name_in_another_encoding_is_applied_and_recorded() {
+        let s = setup(Policy::workspace_write());
+        let w = &s.workspace;
+        let result = bash(&s.tools, "echo x > $'caf\\xe9'");
+        assert!(!result.is_error, "{}", result.text());
+        let name = std::ffi::OsStr::from_bytes(b"caf\xe9");
+        assert_eq!(std::fs::read(w.join(name)).unwrap(), b"x\n");
+        let recorded = &result.details.as_ref().unwrap()["changes"][0]["path"]["bytes"];
+        let mut expected = w.as_os_str().as_bytes().to_vec();
+        expected.extend_from_slice(b"/caf\xe9");
+        assert_eq!(recorded, &json!(expected));
+        let changes = golato::builtin::captured_changes(result.details.as_ref()).unwrap();
+        assert_eq!(changes[0].path, w.join(name));
+    }
+
+    /// A set-user-ID program a command leaves is applied without the bit (root-owned when
+    /// golato runs as root).
+    #[test]
+    fn set_user_id_bits_are_cleared() {
+        let s = setup(Policy::workspace_write());
+        let w = &s.workspace;
+        let result = bash(&s.tools, "cp /bin/true t && chmod 6755 t && echo ok");
+        assert!(!result.is_error, "{}", result.text());
+        let mode = std::fs::metadata(w.join("t")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o755, "{mode:o}");
     }
 }

@@ -151,8 +151,14 @@ fn annotate(result: &mut ToolResult, applied: &Applied) {
     };
     let extra = [
         ("capture", capture),
-        ("changes", json!(applied.changes)),
-        ("conflicts", json!(applied.conflicts)),
+        (
+            "changes",
+            serde_json::to_value(&applied.changes).unwrap_or_default(),
+        ),
+        (
+            "conflicts",
+            serde_json::to_value(&applied.conflicts).unwrap_or_default(),
+        ),
     ];
     match &mut result.details {
         Some(Value::Object(details)) => {
