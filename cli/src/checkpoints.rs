@@ -43,6 +43,7 @@ use golato::sandbox::capture::FileState as State;
 struct Record {
     call: String,
     tool: String,
+    #[serde(with = "golato::sandbox::capture::path_text")]
     path: PathBuf,
     before: State,
     after: State,
@@ -62,14 +63,15 @@ impl Store {
 
     /// The file at `path` now, its content kept in the store.
     fn capture(&self, path: &Path) -> State {
-        match std::fs::metadata(path) {
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return State::Absent,
-            Ok(metadata) if metadata.is_file() && metadata.len() <= MAX_KEPT => {}
-            _ => return State::Unkept,
-        }
-        match std::fs::read(path).and_then(|bytes| self.put(&bytes)) {
-            Ok(hash) => State::Kept(hash),
-            Err(_) => State::Unkept,
+        match Place::of(path).and_then(|place| place.state(MAX_KEPT)) {
+            Ok(Now::Absent) => State::Absent,
+            // Its folder does not exist (yet).
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => State::Absent,
+            Ok(Now::Link(target)) => State::Link(target),
+            Ok(Now::File {
+                bytes: Some(bytes), ..
+            }) => self.put(&bytes).map_or(State::Unkept, State::Kept),
+            _ => State::Unkept,
         }
     }
 
@@ -114,13 +116,19 @@ impl Store {
         file.sync_data()
     }
 
-    /// Every record; a line that does not parse (a torn last write) is skipped.
-    fn records(&self) -> Vec<Record> {
-        std::fs::read_to_string(self.log())
-            .unwrap_or_default()
+    /// Every record, and how many lines did not parse (a torn last write, a damaged line).
+    fn records(&self) -> (Vec<Record>, usize) {
+        let text = std::fs::read_to_string(self.log()).unwrap_or_default();
+        let mut damaged = 0;
+        let records = text
             .lines()
-            .filter_map(|line| serde_json::from_str(line).ok())
-            .collect()
+            .filter_map(|line| {
+                let record = serde_json::from_str(line).ok();
+                damaged += usize::from(record.is_none());
+                record
+            })
+            .collect();
+        (records, damaged)
     }
 
     /// Keeps only `records` in the log.
@@ -186,7 +194,7 @@ impl Recorder {
         let path = ctx.arguments.get("path")?.as_str()?;
         Some((
             Store::of(&session),
-            golato::sandbox::resolve(&self.cwd, Path::new(path)),
+            canonical(&golato::sandbox::resolve(&self.cwd, Path::new(path))),
         ))
     }
 }
@@ -364,6 +372,10 @@ pub(crate) struct Undone {
     pub(crate) removed: Vec<PathBuf>,
     /// Commands that ran in what was taken back, whose changes stay.
     pub(crate) commands: usize,
+    /// Files left as they are, and why (too large to have been kept).
+    pub(crate) left: Vec<(PathBuf, String)>,
+    /// Lines of the checkpoint log that could not be read: what they recorded is not undone.
+    pub(crate) damaged: usize,
 }
 
 impl std::fmt::Display for Undone {
@@ -384,6 +396,21 @@ impl std::fmt::Display for Undone {
         }
         if self.restored.is_empty() && self.removed.is_empty() {
             write!(f, "; no file had changed")?;
+        }
+        for (path, why) in &self.left {
+            write!(
+                f,
+                "; left {} as it is ({why})",
+                crate::shown::visible(&path.display().to_string())
+            )?;
+        }
+        if self.damaged > 0 {
+            write!(
+                f,
+                "; {} of the checkpoint log could not be read, and what {} recorded was not undone",
+                crate::shown::count(self.damaged as u64, "damaged line"),
+                if self.damaged == 1 { "it" } else { "they" }
+            )?;
         }
         if self.commands > 0 {
             write!(
@@ -417,8 +444,8 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
     let undone_calls: HashSet<&str> = calls.iter().map(|call| call.id.as_str()).collect();
     let commands = uncaptured_commands(saved, &undone_calls);
     let store = Store::of(&saved.path);
-    let (undone, kept): (Vec<Record>, Vec<Record>) = store
-        .records()
+    let (records, damaged) = store.records();
+    let (undone, kept): (Vec<Record>, Vec<Record>) = records
         .into_iter()
         .partition(|record| undone_calls.contains(record.call.as_str()));
     // Per file: what it was before the first undone change, what the last one left.
@@ -430,17 +457,17 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
             .or_insert((record.before.clone(), record.after.clone()));
     }
     let mut problems = Vec::new();
-    // Everything to put back is read first: a missing or damaged copy stops the undo before a
-    // single file changes.
+    let mut left = Vec::new();
+    // Everything to put back is read first, and every file checked: a missing or damaged copy,
+    // or a file changed since, stops the undo before a single file changes.
     let mut contents: HashMap<PathBuf, Vec<u8>> = HashMap::new();
     for (path, (before, after)) in &files {
-        match before {
-            State::Unkept => problems.push(format!(
-                "{} (it was too large or unreadable to keep)",
-                path.display()
-            )),
-            State::Link(_) => {}
-            State::Kept(hash) => match store.get(hash) {
+        if let Some(why) = too_large(before, after) {
+            left.push((path.clone(), why.to_owned()));
+            continue;
+        }
+        if let State::Kept(hash) = before {
+            match store.get(hash) {
                 Ok(bytes) if hex(&sha2::Sha256::digest(&bytes)) == *hash => {
                     contents.insert(path.clone(), bytes);
                 }
@@ -449,11 +476,10 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
                     path.display(),
                     store.folder.display()
                 )),
-            },
-            State::Absent => {}
+            }
         }
-        if current(path) != *after {
-            problems.push(format!("{} (changed since)", path.display()));
+        if let Err(why) = unchanged_since(path, after) {
+            problems.push(format!("{} ({why})", path.display()));
         }
     }
     if !problems.is_empty() {
@@ -467,26 +493,37 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
         restored: Vec::new(),
         removed: Vec::new(),
         commands,
+        left,
+        damaged,
     };
-    for (path, (before, _)) in &files {
+    let skipped: HashSet<PathBuf> = done.left.iter().map(|(path, _)| path.clone()).collect();
+    for (path, (before, _)) in files.iter().filter(|(path, _)| !skipped.contains(*path)) {
         let failed = |error: std::io::Error| {
             CliError::Failed(format!("could not restore {}: {error}", path.display()))
         };
         match before {
             State::Absent => {
-                std::fs::remove_file(path).or_else(|error| match error.kind() {
-                    std::io::ErrorKind::NotFound => Ok(()),
-                    _ => Err(failed(error)),
-                })?;
-                done.removed.push(path.clone());
+                let removed = match Place::of(path) {
+                    Ok(place) => place.remove().map_err(failed)?,
+                    // Its folder is gone: so is the file.
+                    Err(error) if error.kind() == std::io::ErrorKind::NotFound => false,
+                    Err(error) => return Err(failed(error)),
+                };
+                if removed {
+                    done.removed.push(path.clone());
+                }
             }
             State::Kept(_) => {
                 let bytes = contents.remove(path).unwrap_or_default();
-                restore(path, &bytes).map_err(failed)?;
+                Place::made(path)
+                    .and_then(|place| place.write(&bytes))
+                    .map_err(failed)?;
                 done.restored.push(path.clone());
             }
             State::Link(target) => {
-                relink(path, target).map_err(failed)?;
+                Place::made(path)
+                    .and_then(|place| place.link(target))
+                    .map_err(failed)?;
                 done.restored.push(path.clone());
             }
             State::Unkept => {}
@@ -522,55 +559,206 @@ fn uncaptured_commands(saved: &Saved, calls: &HashSet<&str>) -> usize {
         .count()
 }
 
-/// The file at `path` now, as a checkpoint would know it (without keeping it).
-fn current(path: &Path) -> State {
-    if let Ok(target) = std::fs::read_link(path) {
-        return State::Link(target);
-    }
-    match std::fs::read(path) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => State::Absent,
-        Ok(bytes) => State::Kept(hex(&sha2::Sha256::digest(&bytes))),
-        Err(_) => State::Unkept,
+/// Why a file is left as it is rather than undone: a state too large to have been kept.
+fn too_large(before: &State, after: &State) -> Option<&'static str> {
+    match (before, after) {
+        (State::Unkept, _) => Some("it was too large or unreadable to keep before the session changed it"),
+        (_, State::Unkept) => Some("what the session left was too large or unreadable to keep, so golato cannot tell whether it changed since"),
+        _ => None,
     }
 }
 
-/// Writes `bytes` at `path` whole (beside it, then renamed over it), keeping its mode.
-fn restore(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mode = std::fs::metadata(path)
-        .ok()
-        .map(|metadata| metadata.permissions());
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+/// Whether the file at `path` is still what the session left (`after`): compared by kind, size
+/// and streamed hash, never following a link and never blocking on a FIFO.
+fn unchanged_since(path: &Path, after: &State) -> Result<(), String> {
+    let now = match Place::of(path).and_then(|place| place.state(0)) {
+        Ok(now) => now,
+        // Its folder is gone: so is the file.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Now::Absent,
+        Err(error) => return Err(error.to_string()),
+    };
+    let changed = |what: &str| Err(format!("changed since: {what}"));
+    match (after, now) {
+        (State::Absent, Now::Absent) => Ok(()),
+        (State::Link(target), Now::Link(now)) if *target == now => Ok(()),
+        (
+            State::Kept(hash),
+            Now::File {
+                hash: Some(now), ..
+            },
+        ) if *hash == now => Ok(()),
+        (State::Kept(_), Now::File { size, .. }) if size > MAX_KEPT => {
+            changed(&format!("now {size} bytes, larger than anything kept"))
+        }
+        (_, Now::Absent) => changed("deleted"),
+        (_, Now::Other(kind)) => changed(&format!(
+            "now {kind}; golato undoes regular files and symbolic links only"
+        )),
+        (_, Now::Link(_)) => changed("now a symbolic link"),
+        (_, Now::File { .. }) => changed("its content"),
     }
-    let aside = path.with_file_name(format!(
-        ".golato-undo-{}-{}",
-        std::process::id(),
-        path.file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    ));
-    std::fs::write(&aside, bytes)?;
-    if let Some(mode) = mode {
-        std::fs::set_permissions(&aside, mode)?;
-    }
-    std::fs::rename(&aside, path)
 }
 
-/// Puts the symbolic link at `path` back, leading to `target`.
-fn relink(path: &Path, target: &Path) -> std::io::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
+/// A file's state now, as undo compares it.
+enum Now {
+    Absent,
+    Link(PathBuf),
+    /// A regular file: its size, its hash (unless over the limit asked for), and its bytes
+    /// when asked for and within the limit.
+    File {
+        size: u64,
+        hash: Option<String>,
+        bytes: Option<Vec<u8>>,
+    },
+    /// Something else: what it is.
+    Other(&'static str),
+}
+
+/// A file's folder, reached from `/` without following any link (a link a model planted in
+/// its path is an error, never a way elsewhere), and its name there.
+struct Place {
+    folder: golato::sandbox::anchored::Folder,
+    name: std::ffi::OsString,
+}
+
+impl Place {
+    fn split(path: &Path) -> std::io::Result<(&Path, &std::ffi::OsStr)> {
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) if path.is_absolute() => Ok((parent, name)),
+            _ => Err(std::io::Error::other(format!(
+                "{} is not an absolute path to a file",
+                path.display()
+            ))),
+        }
     }
-    let aside = path.with_file_name(format!(".golato-undo-{}-link", std::process::id()));
-    let _ = std::fs::remove_file(&aside);
-    std::os::unix::fs::symlink(target, &aside)?;
-    std::fs::rename(&aside, path)
+
+    /// The place of `path`, whose folder exists.
+    fn of(path: &Path) -> std::io::Result<Place> {
+        let (parent, name) = Place::split(path)?;
+        let root = golato::sandbox::anchored::Folder::open(Path::new("/"))?;
+        let folder = root.open_beneath(parent.strip_prefix("/").unwrap_or(parent))?;
+        Ok(Place {
+            folder,
+            name: name.to_owned(),
+        })
+    }
+
+    /// The place of `path`, its missing folders made.
+    fn made(path: &Path) -> std::io::Result<Place> {
+        let (parent, name) = Place::split(path)?;
+        let root = golato::sandbox::anchored::Folder::open(Path::new("/"))?;
+        let folder = root.open_or_make_beneath(parent.strip_prefix("/").unwrap_or(parent))?;
+        Ok(Place {
+            folder,
+            name: name.to_owned(),
+        })
+    }
+
+    /// What is there now; a regular file's bytes read when it is at most `read_up_to` bytes.
+    fn state(&self, read_up_to: u64) -> std::io::Result<Now> {
+        use golato::sandbox::anchored::Kind;
+        use std::io::Read as _;
+        let Some(entry) = self.folder.entry(&self.name)? else {
+            return Ok(Now::Absent);
+        };
+        match entry.kind() {
+            Kind::Link => Ok(Now::Link(self.folder.read_link(&self.name)?)),
+            Kind::File if entry.len() > MAX_KEPT => Ok(Now::File {
+                size: entry.len(),
+                hash: None,
+                bytes: None,
+            }),
+            Kind::File => {
+                let mut file = self.folder.open_file(&self.name)?;
+                let mut hasher = sha2::Sha256::new();
+                let mut bytes = Vec::new();
+                let mut buffer = vec![0u8; 64 * 1024];
+                let mut size = 0u64;
+                loop {
+                    let count = file.read(&mut buffer)?;
+                    if count == 0 {
+                        break;
+                    }
+                    size += count as u64;
+                    if size > MAX_KEPT {
+                        return Ok(Now::File {
+                            size,
+                            hash: None,
+                            bytes: None,
+                        });
+                    }
+                    hasher.update(&buffer[..count]);
+                    if size <= read_up_to {
+                        bytes.extend_from_slice(&buffer[..count]);
+                    }
+                }
+                Ok(Now::File {
+                    size,
+                    hash: Some(hex(&hasher.finalize())),
+                    bytes: (size <= read_up_to).then_some(bytes),
+                })
+            }
+            Kind::Folder => Ok(Now::Other("a folder")),
+            _ => Ok(Now::Other("a FIFO, socket or device")),
+        }
+    }
+
+    /// Removes the file or link; whether there was one.
+    fn remove(&self) -> std::io::Result<bool> {
+        match self.folder.remove_file(&self.name) {
+            Ok(()) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Writes `bytes` whole through a fresh file renamed over it, keeping its mode.
+    fn write(&self, bytes: &[u8]) -> std::io::Result<()> {
+        let mode = match self.folder.entry(&self.name)? {
+            Some(entry) if entry.kind() == golato::sandbox::anchored::Kind::File => entry.mode(),
+            _ => 0o644,
+        };
+        self.folder.replace_file(
+            &self.name,
+            mode,
+            &mut golato::sandbox::anchored::write_all(bytes),
+        )
+    }
+
+    /// Puts the symbolic link back, leading to `target`.
+    fn link(&self, target: &Path) -> std::io::Result<()> {
+        self.folder.replace_with_link(&self.name, target)
+    }
+}
+
+/// `path` with the links in its existing folders resolved, so that what is recorded is where
+/// the write went (undo follows no link later).
+fn canonical(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut ancestor = path;
+    loop {
+        match (ancestor.parent(), ancestor.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                if let Ok(real) = parent.canonicalize() {
+                    return rest.iter().rev().fold(real, |path, name| path.join(name));
+                }
+                ancestor = parent;
+            }
+            _ => return path.to_owned(),
+        }
+    }
 }
 
 /// `golato diff`: what each prompt's edits and writes changed, as unified diffs.
 pub(crate) fn diff(saved: &Saved) -> String {
     let store = Store::of(&saved.path);
-    let records = store.records();
+    let (records, _) = store.records();
+    let cwd = saved
+        .header
+        .cwd
+        .canonicalize()
+        .unwrap_or_else(|_| saved.header.cwd.clone());
     let mut out = String::new();
     for (number, (prompt, calls)) in crate::session::prompts(saved).iter().enumerate() {
         let ids: HashSet<&str> = calls.iter().map(|call| call.id.as_str()).collect();
@@ -602,11 +790,19 @@ pub(crate) fn diff(saved: &Saved) -> String {
                 State::Link(target) => format!("(a symbolic link to {})\n", target.display()),
                 State::Absent | State::Unkept => String::new(),
             };
-            let shown = path.display().to_string();
-            let diff = similar::TextDiff::from_lines(&text(before), &text(after))
-                .unified_diff()
-                .header(&format!("a/{shown}"), &format!("b/{shown}"))
+            // Relative to the session's folder, so that `git apply` takes it.
+            let shown = path
+                .strip_prefix(&cwd)
+                .or_else(|_| path.strip_prefix(&saved.header.cwd))
+                .unwrap_or(path)
+                .display()
                 .to_string();
+            let diff = crate::preview::unified(
+                &text(before),
+                &text(after),
+                &format!("a/{}", shown.trim_start_matches('/')),
+                &format!("b/{}", shown.trim_start_matches('/')),
+            );
             out.push_str(&crate::shown::visible(&diff));
         }
     }

@@ -37,13 +37,24 @@ pub(crate) fn change(cwd: &Path, tool: &str, arguments: &serde_json::Value) -> O
         }
         _ => return None,
     };
-    Some(
-        similar::TextDiff::from_lines(&before, &after)
-            .unified_diff()
-            .context_radius(3)
-            .header(path, path)
-            .to_string(),
-    )
+    Some(unified(&before, &after, path, path))
+}
+
+/// How long a diff is searched for: past it the diff is still right, only longer than the
+/// shortest (`similar` falls back to a coarser answer). A `sed -i` over 80,000 lines took
+/// minutes without it.
+const DIFF_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The unified diff of `before` and `after` by lines, with the given headers, searched for at
+/// most [`DIFF_TIME_LIMIT`].
+pub(crate) fn unified(before: &str, after: &str, old_header: &str, new_header: &str) -> String {
+    similar::TextDiff::configure()
+        .timeout(DIFF_TIME_LIMIT)
+        .diff_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(old_header, new_header)
+        .to_string()
 }
 
 /// The edit's replacements as removed and added lines.

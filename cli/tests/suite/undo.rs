@@ -91,7 +91,10 @@ fn undo_puts_back_what_each_prompt_changed_and_stops_at_a_file_changed_since() {
     assert_eq!(refused.status.code(), Some(1), "{refused:?}");
     let error = String::from_utf8_lossy(&refused.stderr).into_owned();
     assert!(error.contains("nothing was undone"), "{error}");
-    assert!(error.contains("b.txt (changed since)"), "{error}");
+    assert!(
+        error.contains("b.txt (changed since: its content)"),
+        "{error}"
+    );
     assert_eq!(read(&dir, "a.txt").as_deref(), Some("one\n"));
     assert_eq!(read(&dir, "b.txt").as_deref(), Some("mine\n"));
 
@@ -138,8 +141,11 @@ fn undo_to_a_prompt_takes_back_every_prompt_from_it() {
     assert!(!checkpoints.exists());
 }
 
+/// A missing or damaged copy stops undo before any change; a file too large to have been kept
+/// is left as it is and named, without blocking the others (it blocked them all, named
+/// untruly as "changed since"); a damaged line of the log is named, not passed over in silence.
 #[test]
-fn a_missing_copy_a_torn_log_or_a_file_too_large_to_keep_stops_undo_before_any_change() {
+fn a_missing_copy_stops_undo_and_a_file_too_large_to_keep_or_a_damaged_log_line_is_named() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("project");
     std::fs::create_dir(&dir).unwrap();
@@ -163,41 +169,48 @@ fn a_missing_copy_a_torn_log_or_a_file_too_large_to_keep_stops_undo_before_any_c
     let run = in_dir(&dir, &["run", "--script", script.to_str().unwrap(), "go"]);
     assert!(run.status.success(), "{run:?}");
     let checkpoints = session_file(&dir).unwrap().with_extension("checkpoints");
-    // A torn last line of the log (a crash while it was written) is passed over.
-    let log = checkpoints.join("log.jsonl");
-    let mut text = std::fs::read_to_string(&log).unwrap();
-    text.push_str("{\"call\": \"torn");
-    std::fs::write(&log, text).unwrap();
 
-    let refused = in_dir(&dir, &["undo"]);
-    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
-    let error = String::from_utf8_lossy(&refused.stderr).into_owned();
-    assert!(
-        error.contains("huge.bin (it was too large or unreadable to keep)"),
-        "{error}"
-    );
-    assert_eq!(
-        read(&dir, "b.txt").as_deref(),
-        Some("new\n"),
-        "nothing changed"
-    );
-
-    // With the huge file's record gone, a missing copy of b.txt's old content also stops it.
-    let kept: Vec<String> = std::fs::read_to_string(&log)
+    // b.txt's old content missing from the store: nothing changes.
+    let objects = checkpoints.join("objects");
+    let saved: Vec<(std::path::PathBuf, Vec<u8>)> = std::fs::read_dir(&objects)
         .unwrap()
-        .lines()
-        .filter(|line| line.contains("b.txt"))
-        .map(str::to_owned)
+        .map(|object| {
+            let path = object.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            (path, bytes)
+        })
         .collect();
-    std::fs::write(&log, kept.join("\n") + "\n").unwrap();
-    for object in std::fs::read_dir(checkpoints.join("objects")).unwrap() {
-        std::fs::remove_file(object.unwrap().path()).unwrap();
+    for (path, _) in &saved {
+        std::fs::remove_file(path).unwrap();
     }
     let refused = in_dir(&dir, &["undo"]);
     assert_eq!(refused.status.code(), Some(1), "{refused:?}");
     let error = String::from_utf8_lossy(&refused.stderr).into_owned();
     assert!(error.contains("is missing or damaged"), "{error}");
     assert_eq!(read(&dir, "b.txt").as_deref(), Some("new\n"));
+    assert_eq!(read(&dir, "huge.bin").as_deref(), Some("small now\n"));
+    for (path, bytes) in &saved {
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    // A torn last line of the log (a crash while it was written): named in what undo says.
+    let log = checkpoints.join("log.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("{\"call\": \"torn");
+    std::fs::write(&log, text).unwrap();
+    let undone = in_dir(&dir, &["undo"]);
+    assert!(undone.status.success(), "{undone:?}");
+    let said = String::from_utf8_lossy(&undone.stdout).into_owned();
+    assert!(said.contains("restored"), "{said}");
+    assert!(
+        said.contains("huge.bin as it is (it was too large or unreadable to keep"),
+        "{said}"
+    );
+    assert!(
+        said.contains("1 damaged line of the checkpoint log"),
+        "{said}"
+    );
+    assert_eq!(read(&dir, "b.txt").as_deref(), Some("old\n"));
     assert_eq!(read(&dir, "huge.bin").as_deref(), Some("small now\n"));
 }
 
@@ -310,4 +323,211 @@ fn what_a_command_cut_off_by_a_killed_golato_changed_is_applied_by_the_next_one_
     // Applied once: the next golato finds nothing left.
     let again = in_dir(&dir, &["run", "--script", quiet.to_str().unwrap(), "hi"]);
     assert!(!String::from_utf8_lossy(&again.stderr).contains("cut off"));
+}
+
+/// What a hostile model plants between a session's writes and its undo (issue 42 point 1):
+/// undo changes only what the session wrote, through the folders it opened, never through a
+/// link and never blocking.
+mod attacks {
+    use super::*;
+
+    fn outside_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| {
+                let path = entry.unwrap().path();
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                (
+                    path.file_name().unwrap().to_string_lossy().into_owned(),
+                    bytes,
+                )
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// A folder of the written file's path replaced by a link to a folder outside (`.venv` is
+    /// changed in place, uncaptured), holding a file with the same content: undo deleted the
+    /// outside file before.
+    #[test]
+    fn a_link_planted_in_a_written_files_path_is_not_followed() {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("project");
+        std::fs::create_dir(&dir).unwrap();
+        let outside = support::cli::outside_dir();
+        std::fs::write(outside.path().join("rc"), "session\n").unwrap();
+        let before = outside_files(outside.path());
+        let script = script_file(
+            work.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [
+                    {"id": "w", "name": "write", "arguments": {"path": ".venv/d/rc", "content": "session\n"}}
+                ]}),
+                json!({"tool_calls": [
+                    {"id": "b", "name": "bash", "arguments": {"command":
+                        format!("rm -rf .venv/d && ln -s {} .venv/d", outside.path().display())}}
+                ]}),
+                json!({"text": "Done."}),
+            ],
+        );
+        let run = in_dir(&dir, &["run", "--script", script.to_str().unwrap(), "go"]);
+        assert!(run.status.success(), "{run:?}");
+        assert!(std::fs::symlink_metadata(dir.join(".venv/d"))
+            .unwrap()
+            .is_symlink());
+        let refused = in_dir(&dir, &["undo"]);
+        assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+        let error = String::from_utf8_lossy(&refused.stderr).into_owned();
+        assert!(error.contains("symbolic link is on the way"), "{error}");
+        assert_eq!(outside_files(outside.path()), before, "outside changed");
+    }
+
+    /// Undo's temporary file gets a fresh name made with O_EXCL: links planted at the names an
+    /// older golato used (`.golato-undo-PID-NAME`) take nothing.
+    #[test]
+    fn planted_temporary_names_take_no_write() {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("project");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("a.txt"), "old\n").unwrap();
+        let outside = support::cli::outside_dir();
+        let script = script_file(
+            work.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [
+                    {"id": "w", "name": "write", "arguments": {"path": "a.txt", "content": "new\n"}}
+                ]}),
+                json!({"text": "Done."}),
+            ],
+        );
+        let run = in_dir(&dir, &["run", "--script", script.to_str().unwrap(), "go"]);
+        assert!(run.status.success(), "{run:?}");
+        // The process IDs the undo below is likely to get.
+        let first = std::process::id();
+        for pid in first..first + 3000 {
+            std::os::unix::fs::symlink(
+                outside.path().join(format!("t{pid}")),
+                dir.join(format!(".golato-undo-{pid}-a.txt")),
+            )
+            .unwrap();
+        }
+        let undone = in_dir(&dir, &["undo"]);
+        assert!(undone.status.success(), "{undone:?}");
+        assert!(outside_files(outside.path()).is_empty(), "written outside");
+        let a = std::fs::symlink_metadata(dir.join("a.txt")).unwrap();
+        assert!(a.is_file(), "{a:?}");
+        assert_eq!(read(&dir, "a.txt").as_deref(), Some("old\n"));
+    }
+
+    /// A FIFO put where a kept file was is named, not read (undo hung forever before).
+    #[test]
+    fn a_fifo_where_a_file_was_is_refused_without_blocking() {
+        let work = tempfile::tempdir().unwrap();
+        let dir = work.path().join("project");
+        std::fs::create_dir(&dir).unwrap();
+        let script = script_file(
+            work.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [
+                    {"id": "w", "name": "write", "arguments": {"path": "a.txt", "content": "new\n"}}
+                ]}),
+                json!({"text": "Done."}),
+            ],
+        );
+        let run = in_dir(&dir, &["run", "--script", script.to_str().unwrap(), "go"]);
+        assert!(run.status.success(), "{run:?}");
+        std::fs::remove_file(dir.join("a.txt")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.join("a.txt"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let mut undo = golato()
+            .args(["undo", "-C"])
+            .arg(&dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Bounded only so that a regression fails instead of hanging the suite.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while undo.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                undo.kill().unwrap();
+                panic!("undo blocked on the FIFO");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let refused = undo.wait_with_output().unwrap();
+        assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+        let error = String::from_utf8_lossy(&refused.stderr).into_owned();
+        assert!(
+            error.contains("a.txt (changed since: now a FIFO"),
+            "{error}"
+        );
+    }
+}
+
+/// `golato diff` writes paths relative to the session's folder, so `git apply` takes its output,
+/// and a diff of a large rewrite is searched for a bounded time (200,000 changed lines took
+/// over a minute before).
+#[test]
+fn diff_applies_with_git_and_a_huge_rewrite_is_diffed() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = two_prompts(work.path());
+    let diff = in_dir(&dir, &["diff"]);
+    assert!(diff.status.success(), "{diff:?}");
+    let text = String::from_utf8_lossy(&diff.stdout).into_owned();
+    assert!(text.contains("--- a/b.txt\n+++ b/b.txt\n"), "{text}");
+    assert!(!text.contains(&dir.display().to_string()), "{text}");
+    let patch = work.path().join("patch.diff");
+    std::fs::write(&patch, &text).unwrap();
+    // What both prompts did, taken back by git from the diff alone (the second prompt's
+    // a.txt change first: git applies the file's hunks in order).
+    let check = std::process::Command::new("git")
+        .args(["apply", "--check", "-R", "--include=b.txt"])
+        .arg(&patch)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{check:?}\n{text}");
+
+    let big = work.path().join("big");
+    std::fs::create_dir(&big).unwrap();
+    let lines = |tag: &str| {
+        (0..200_000)
+            .map(|n| format!("{tag} {n}\n"))
+            .collect::<String>()
+    };
+    std::fs::write(big.join("f.txt"), lines("old")).unwrap();
+    let script = script_file(
+        work.path(),
+        "big.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "w", "name": "write", "arguments": {"path": "f.txt", "content": lines("new")}}
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let run = in_dir(&big, &["run", "--script", script.to_str().unwrap(), "go"]);
+    assert!(run.status.success(), "{run:?}");
+    let mut diff = golato()
+        .args(["diff", "-C"])
+        .arg(&big)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    std::io::Read::read_to_string(diff.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(diff.wait().unwrap().success());
+    assert!(
+        out.contains("-old 199999\n") && out.contains("+new 199999\n"),
+        "{}",
+        out.len()
+    );
 }
