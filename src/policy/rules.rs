@@ -122,6 +122,34 @@ fn built_in(name: &str) -> Option<&'static str> {
     }
 }
 
+/// `folder` as it really is: absolute, links resolved (folded lexically where it does not
+/// exist).
+fn real_folder(folder: &Path) -> PathBuf {
+    let absolute = std::path::absolute(folder).unwrap_or_else(|_| folder.to_owned());
+    golato_sandbox::resolve(Path::new("/"), &absolute)
+}
+
+/// The names a path is judged by: where it really leads (links resolved), and, when its last
+/// component is a link, the link's own place too, so a rule about either holds (a deny or an
+/// ask on any part wins; an allow needs both).
+fn path_parts(cwd: &Path, path: &Path) -> Vec<String> {
+    let cwd = real_folder(cwd);
+    let resolved = golato_sandbox::resolve(&cwd, path);
+    let mut parts = vec![resolved.to_string_lossy().into_owned()];
+    let expanded = match (path.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => path.to_owned(),
+    };
+    let lexical = golato_sandbox::fold(&cwd.join(expanded));
+    if let (Some(parent), Some(name)) = (lexical.parent(), lexical.file_name()) {
+        let own = golato_sandbox::resolve(&cwd, parent).join(name);
+        if own != resolved {
+            parts.push(own.to_string_lossy().into_owned());
+        }
+    }
+    parts
+}
+
 impl Rules {
     /// No rules: nothing is decided.
     pub fn new() -> Rules {
@@ -200,11 +228,13 @@ impl Rules {
                 Pattern::Command(glob(&pattern, false)?)
             }
             (Some(_), Some(pattern)) => {
+                // Anchored at the folder as it really is (however it was named: `.`, a relative
+                // path, a link), as every call's path is resolved before it is matched.
                 let path = match pattern.strip_prefix("~/") {
                     Some(rest) => std::env::var_os("HOME")
-                        .map(|home| PathBuf::from(home).join(rest))
+                        .map(|home| golato_sandbox::fold(&real_folder(Path::new(&home)).join(rest)))
                         .ok_or_else(|| invalid("starts with ~/ and HOME is not set".into()))?,
-                    None => cwd.join(pattern),
+                    None => golato_sandbox::fold(&real_folder(cwd).join(pattern)),
                 };
                 Pattern::Path(glob(&path.to_string_lossy(), true)?)
             }
@@ -294,8 +324,7 @@ impl Rules {
             }
             ("read" | "edit" | "write", _) => {
                 let path = arguments["path"].as_str().unwrap_or_default();
-                let resolved = golato_sandbox::resolve(cwd, Path::new(path));
-                vec![resolved.to_string_lossy().into_owned()]
+                path_parts(cwd, Path::new(path))
             }
             _ => vec![String::new()],
         };

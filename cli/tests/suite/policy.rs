@@ -489,3 +489,73 @@ fn the_readmes_policy_examples_work_as_written() {
         "golato golato is waiting for you\n"
     );
 }
+
+/// Path rules hold however the working directory is named: golato started in the project (no
+/// `-C`, as everyone starts it), `-C` relative, through a link or with `..`. They did nothing
+/// but with an absolute canonical `-C` before (issue 41 point 1).
+#[test]
+fn path_rules_hold_however_the_working_directory_is_named() {
+    let (_dir, ws) = workspace("");
+    let project = ws.join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::write(project.join(".env"), "SECRET=1\n").unwrap();
+    std::os::unix::fs::symlink(&project, ws.join("link")).unwrap();
+    // A link whose own name the rule names, leading elsewhere, is judged by its name too.
+    std::fs::write(project.join("plain.txt"), "plain\n").unwrap();
+    std::os::unix::fs::symlink("plain.txt", project.join("other.env")).unwrap();
+    let script = script_file(
+        &ws,
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "r", "name": "read", "arguments": {"path": ".env"}},
+                {"id": "l", "name": "read", "arguments": {"path": "other.env"}},
+                {"id": "e", "name": "edit", "arguments": {"path": ".env", "edits": [{"oldText": "1", "newText": "2"}]}}
+            ]}),
+            json!({"text": "done"}),
+        ],
+    );
+    for (started_in, cwd_flag) in [
+        (project.clone(), None),
+        (ws.clone(), Some("project")),
+        (ws.clone(), Some("link")),
+        (project.clone(), Some("../project/.")),
+    ] {
+        let mut command = golato();
+        command
+            .current_dir(&started_in)
+            .env("GOLATO_CONFIG", ws.join("user.toml"))
+            .args(["run", "--json", "--sandbox", "off", "--ephemeral"])
+            .args([
+                "--deny",
+                "read(**/.env)",
+                "--deny",
+                "read(*.env)",
+                "--deny",
+                "edit(.env)",
+            ]);
+        if let Some(flag) = cwd_flag {
+            command.args(["-C", flag]);
+        }
+        let output = command
+            .arg("--script")
+            .arg(&script)
+            .arg("go")
+            .output()
+            .unwrap();
+        let results = results(&output);
+        for call in ["r", "l", "e"] {
+            assert!(
+                results
+                    .get(call)
+                    .is_some_and(|text| text.contains("the rule `deny")),
+                "{cwd_flag:?}: {call} {results:?} {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(project.join(".env")).unwrap(),
+            "SECRET=1\n"
+        );
+    }
+}
