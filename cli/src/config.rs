@@ -81,9 +81,9 @@ struct Layer {
 
 /// A project's file (one a cloned repository brings along) may not loosen what the user's
 /// safety rests on: turn the sandbox off or down, open the network or more writable
-/// directories, approve without asking, start or reach MCP servers, or send the provider's key
-/// and the code to another server. Those settings are taken out of `settings` and returned,
-/// as `key = value`; everything else (the model, the prompt, limits, more denied paths)
+/// directories, approve without asking, start or reach MCP servers, send the provider's key
+/// and the code to another server, or replace golato's instructions (`system`). Those settings are taken out of `settings` and returned,
+/// as `key = value`; everything else (the model, limits, more denied paths)
 /// stands. A user who wants one of them sets it in their own file or passes the flag.
 pub(crate) fn untrusted(settings: &mut Settings) -> Vec<String> {
     let mut ignored = Vec::new();
@@ -112,6 +112,11 @@ pub(crate) fn untrusted(settings: &mut Settings) -> Vec<String> {
     // Undo of commands is the user's to give up.
     if let Some(off) = settings.no_bash_checkpoints.take_if(|off| *off) {
         drop("no_bash_checkpoints", off.to_string());
+    }
+    // golato's own instructions, and what `@FILE` would read and send to the model, are the
+    // user's: AGENTS.md, which the project may bring, needs trust too.
+    if let Some(system) = settings.system.take() {
+        drop("system", format!("{system:?}"));
     }
     ignored
 }
@@ -514,7 +519,7 @@ fn ignored_text(layer: &Layer) -> Option<String> {
         |path| path.display().to_string(),
     );
     Some(format!(
-        "ignored {} from {}: {}. A project's file in a folder not trusted may not loosen the sandbox, approvals or network, start commands, or redirect the API key; you can also set them in {user} or pass the flags",
+        "ignored {} from {}: {}. A project's file in a folder not trusted may not loosen the sandbox, approvals or network, start commands, redirect the API key or replace golato's instructions; you can also set them in {user} or pass the flags",
         layer.ignored.join(", "),
         layer.source,
         layer.why.as_deref().unwrap_or("this folder is not trusted"),

@@ -93,13 +93,44 @@ fn from_stdin() -> Result<String, CliError> {
         .map_err(|_| CliError::usage("the prompt on standard input is not UTF-8 text"))
 }
 
-/// The text of the file at `path`, read no further than `limit` bytes: a device such as
-/// `/dev/zero` would otherwise be read without end.
+/// The text of the file at `path` (an `@FILE` of a prompt or a system prompt), read no further
+/// than `limit` bytes: a regular file only, opened without blocking (a FIFO would hang golato
+/// at start, `/dev/zero` would be read without end), never one of the kernel's pseudo-files
+/// (`/proc/self/environ` holds golato's whole environment, API keys included) and never a
+/// credential path the sandbox denies (`~/.ssh`, `~/.aws`, …): whatever a file names is sent to
+/// the model.
 pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    let refused = |why: String| std::io::Error::new(std::io::ErrorKind::PermissionDenied, why);
+    let real = path.canonicalize()?;
+    if let Some(denied) = golato::sandbox::CREDENTIAL_PATHS
+        .iter()
+        .map(|denied| golato::sandbox::resolve(Path::new("/"), Path::new(denied)))
+        .find(|denied| real.starts_with(denied))
+    {
+        return Err(refused(format!(
+            "it lies in {}, a credential folder the sandbox keeps from the model",
+            denied.display()
+        )));
+    }
+    let file = crate::bounded::open_regular(&real).map_err(|why| match why {
+        crate::bounded::Unreadable::Io(error) => error,
+        other => refused(other.to_string()),
+    })?;
+    // procfs and sysfs: files that say they are regular and empty, and hold the process's
+    // secrets or the machine's state.
+    const PROC: u64 = 0x9fa0;
+    const SYS: u64 = 0x6265_6572;
+    let kind = rustix::fs::fstatfs(&file)
+        .map(|fs| fs.f_type as u64)
+        .unwrap_or(0);
+    if kind == PROC || kind == SYS {
+        return Err(refused(format!(
+            "{} is one of the kernel's files, not a file of text",
+            real.display()
+        )));
+    }
     let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(limit + 1)
-        .read_to_string(&mut text)?;
+    file.take(limit + 1).read_to_string(&mut text)?;
     if text.len() as u64 > limit {
         return Err(std::io::Error::new(
             std::io::ErrorKind::FileTooLarge,

@@ -4,8 +4,10 @@
 //! the approvals, the network, commands to start or hooks to run. What it may set in a folder
 //! nobody trusted is decided in `config::untrusted`; this module remembers which folders the
 //! person trusted, in `trust.json` of golato's data directory, by canonical path and by the
-//! folder's identity (device and inode): a folder moved elsewhere, a link put in its place, or
-//! a new folder made at its path is not the folder that was trusted.
+//! folder's identity (device, inode and birth time): a folder moved elsewhere, a link put in
+//! its place, or a new folder made at its path is not the folder that was trusted. The birth
+//! time is what tells a re-created folder (`rm -rf proj && git clone … proj`) from the old one
+//! when the file system hands it the freed inode number again, as ext4 does.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,10 @@ struct Decision {
     path: PathBuf,
     device: u64,
     inode: u64,
+    /// When the folder was made (`statx`'s birth time, seconds and nanoseconds), where the
+    /// file system keeps it; a decision of an older golato has none and no longer counts.
+    #[serde(default)]
+    born: Option<(i64, u32)>,
     trusted: bool,
     /// When, in seconds since the epoch.
     decided: u64,
@@ -44,6 +50,20 @@ pub(crate) struct Folder {
     pub(crate) path: PathBuf,
     device: u64,
     inode: u64,
+    born: Option<(i64, u32)>,
+}
+
+/// When the folder at `path` was made, where the file system says (ext4, xfs, btrfs, tmpfs do).
+fn birth(path: &Path) -> Option<(i64, u32)> {
+    let statx = rustix::fs::statx(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        rustix::fs::StatxFlags::BTIME,
+    )
+    .ok()?;
+    (statx.stx_mask & rustix::fs::StatxFlags::BTIME.bits() != 0)
+        .then_some((statx.stx_btime.tv_sec, statx.stx_btime.tv_nsec))
 }
 
 /// Where a folder stands.
@@ -78,6 +98,7 @@ impl Folder {
             )));
         }
         Ok(Folder {
+            born: birth(&path),
             path,
             device: metadata.dev(),
             inode: metadata.ino(),
@@ -90,7 +111,11 @@ impl Folder {
         Ok(
             match store.folders.iter().find(|known| known.path == self.path) {
                 None => Standing::Unknown,
-                Some(known) if (known.device, known.inode) != (self.device, self.inode) => {
+                // A decision of an older golato, without a birth time, is asked again.
+                Some(known)
+                    if (known.device, known.inode, known.born)
+                        != (self.device, self.inode, self.born) =>
+                {
                     Standing::Replaced
                 }
                 Some(known) if known.trusted => Standing::Trusted,
@@ -126,6 +151,7 @@ impl Folder {
             path: self.path.clone(),
             device: self.device,
             inode: self.inode,
+            born: self.born,
             trusted,
             decided: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

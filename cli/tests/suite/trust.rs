@@ -187,3 +187,91 @@ fn a_yes_on_the_terminal_trusts_the_folder_from_then_on() {
     let output = project.run(&project.folder, &[]);
     assert!(project.escaped().exists(), "{}", stderr(&output));
 }
+
+/// A folder removed and made again at the trusted path is not trusted, even when the file
+/// system hands it the old inode number (ext4 does, often at once): its birth time differs.
+/// Before, the re-created folder's configuration took effect in 1 try of 8 (issue 41 point 4).
+#[test]
+fn a_folder_made_again_at_a_trusted_path_is_never_trusted() {
+    use std::os::unix::fs::MetadataExt as _;
+    let project = Project::new();
+    trust(&project.folder, "trust");
+    let mut reused = 0;
+    for _ in 0..16 {
+        let inode = std::fs::metadata(&project.folder).unwrap().ino();
+        std::fs::remove_dir_all(&project.folder).unwrap();
+        std::fs::create_dir(&project.folder).unwrap();
+        reused += usize::from(std::fs::metadata(&project.folder).unwrap().ino() == inode);
+        configure(&project.folder);
+        let output = project.run(&project.folder, &[]);
+        let text = stderr(&output);
+        assert!(
+            !project.escaped().exists(),
+            "the new folder was trusted: {text}"
+        );
+        assert!(text.contains("this is not the folder trusted at"), "{text}");
+    }
+    // Said so that a file system which never reuses inodes is seen to test less.
+    eprintln!("the inode number was reused {reused} times of 16");
+}
+
+/// A project's file may not choose golato's instructions, from a file or as text: it is
+/// ignored in a folder not trusted and named in the one line. Before, `@/proc/self/environ`
+/// sent golato's whole environment (API keys) to the model (issue 41 point 3).
+#[test]
+fn an_untrusted_project_cannot_choose_the_system_prompt() {
+    let project = Project::new();
+    std::fs::write(
+        project.folder.join(".golato/config.toml"),
+        "system = \"@/proc/self/environ\"\n",
+    )
+    .unwrap();
+    let output = project.run(&project.folder, &[]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("ignored system = \"@/proc/self/environ\""),
+        "{text}"
+    );
+}
+
+/// `@FILE` anywhere (the user's own `--system`) reads regular files only, never the kernel's
+/// pseudo-files, never a credential folder the sandbox denies, and never blocks on a FIFO.
+#[test]
+fn a_system_prompt_file_is_a_regular_file_outside_credential_folders() {
+    let project = Project::new();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    let fifo = home.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let key = home.path().join(".ssh/id_ed25519");
+    let script = script_file(
+        project.outside.path(),
+        "hello.jsonl",
+        &[json!({"text": "hello"})],
+    );
+    for (file, why) in [
+        (Path::new("/proc/self/environ"), "one of the kernel's files"),
+        (key.as_path(), "a credential folder"),
+        (fifo.as_path(), "a FIFO"),
+    ] {
+        let system = format!("@{}", file.display());
+        let output = golato()
+            .env("HOME", home.path())
+            .args(["run", "--ephemeral", "--system", &system, "--script"])
+            .arg(&script)
+            .arg("--cwd")
+            .arg(&project.folder)
+            .arg("go")
+            .output()
+            .unwrap();
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{file:?}: {text}");
+        assert!(text.contains(why), "{file:?}: {text}");
+    }
+}
