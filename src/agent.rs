@@ -375,7 +375,7 @@ impl Agent {
     /// Input that cannot be run (empty, or a transcript that cannot be continued) and a host
     /// that has shut down are reported as the run's outcome.
     pub fn start(&self, input: impl Into<Input>) -> Run {
-        self.start_with(input.into(), None)
+        self.start_with(input.into(), None, None)
     }
 
     /// Starts a run whose every step goes through `journal` (see [`Journal`]): each turn's
@@ -402,10 +402,26 @@ impl Agent {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn start_journaled(&self, input: impl Into<Input>, journal: Arc<dyn Journal>) -> Run {
-        self.start_with(input.into(), Some(journal))
+        self.start_with(input.into(), Some(journal), None)
     }
 
-    fn start_with(&self, input: Input, journal: Option<Arc<dyn Journal>>) -> Run {
+    /// Starts a child run for the tool call of `parent` (a subagent): what it spends is counted
+    /// for the parent's run as it goes, and it makes no request once what is left of the
+    /// parent's budget (shared with the call's siblings) is spent.
+    pub(crate) fn start_child(
+        &self,
+        input: impl Into<Input>,
+        parent: crate::tool::ToolContext,
+    ) -> Run {
+        self.start_with(input.into(), None, Some(parent))
+    }
+
+    fn start_with(
+        &self,
+        input: Input,
+        journal: Option<Arc<dyn Journal>>,
+        parent: Option<crate::tool::ToolContext>,
+    ) -> Run {
         let id = NEXT_RUN_ID.fetch_add(1, Ordering::Relaxed);
         let host = &self.inner.host;
         let channel = Channel::new(self.inner.event_buffer);
@@ -435,6 +451,7 @@ impl Agent {
             id,
             journal,
             summary,
+            parent,
         };
         let Some(admission) = &self.inner.admission else {
             launch(plan);

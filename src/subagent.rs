@@ -10,7 +10,9 @@
 //!   or the subset the call names, and the parent's hooks (approvals, rules) run around every
 //!   call it makes;
 //! - its budget is what is left of the parent's ([`ToolContext::budget_left`]), and what it
-//!   spends counts against the parent's ([`ToolContext::spend`]);
+//!   spends counts against the parent's as it goes ([`ToolContext::spend`], each answer of its
+//!   model), so parallel children draw from one budget: none makes a request once what the
+//!   parent has left is spent (each may overshoot by the one request it had in flight);
 //! - cancelling the parent cancels the call, which cancels the child and, through the same
 //!   path, every grandchild;
 //! - it may start children of its own only above [`Config::max_depth`] (2 by default: a child
@@ -263,11 +265,14 @@ async fn run_child(
     let outcome = match &config.runner {
         Some(runner) => {
             check_child(config, &child)?;
-            runner.run(child.clone(), ctx.clone()).await?
+            let outcome = runner.run(child.clone(), ctx.clone()).await?;
+            // A child run elsewhere reports what it spent when it ends.
+            ctx.spend(&outcome.usage, outcome.cost);
+            outcome
         }
+        // One run here spent for the parent as it went.
         None => child::run_here(config, &child, &ctx).await?,
     };
-    ctx.spend(&outcome.usage, outcome.cost);
     if let Some(sink) = &config.on_transcript {
         sink(&ChildTranscript {
             path: &child.path,

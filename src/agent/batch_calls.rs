@@ -31,6 +31,8 @@ use crate::tool::{check_result, CallHost, ToolResult};
 pub(crate) struct RunShare {
     channel: Arc<Channel>,
     spent: Mutex<Spent>,
+    /// The tool call this run is a child of: what calls spend here is spent there too.
+    parent: Option<crate::tool::ToolContext>,
 }
 
 /// Tokens and money calls spent for their run.
@@ -65,11 +67,26 @@ impl Spent {
 }
 
 impl RunShare {
-    pub(crate) fn new(channel: Arc<Channel>) -> Arc<RunShare> {
+    pub(crate) fn new(
+        channel: Arc<Channel>,
+        parent: Option<crate::tool::ToolContext>,
+    ) -> Arc<RunShare> {
         Arc::new(RunShare {
             channel,
             spent: Mutex::new(Spent::default()),
+            parent,
         })
+    }
+
+    /// Counts `spent` for this run, and for the call it is a child of.
+    fn add(&self, spent: &Spent) {
+        self.spent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(spent);
+        if let Some(parent) = &self.parent {
+            parent.spend(&spent.usage, (!spent.unpriced).then_some(spent.cost));
+        }
     }
 
     /// What calls spent so far.
@@ -105,8 +122,9 @@ pub(crate) struct SharedBatch {
     /// one of its steps. Here rather than with each call, which would make every call larger.
     journal: Option<Box<Journaled>>,
     run: Arc<RunShare>,
-    /// What was left of the run's budget when the batch began; `None`: no budget.
-    budget_left: Option<Budget>,
+    /// The run's budget and what the run had spent itself when the batch began (what its
+    /// calls spend is in `run`, live); `None`: no budget.
+    budget: Option<(Budget, Spent)>,
 }
 
 /// What a journaled batch adds: the journal, the turn, and which attempt each call is.
@@ -157,7 +175,7 @@ impl SharedBatch {
         notices: TracedRecipient<CallNotice>,
         journal: Option<(Arc<dyn crate::journal::Journal>, usize)>,
         run: Arc<RunShare>,
-        budget_left: Option<Budget>,
+        budget: Option<(Budget, Spent)>,
     ) -> Arc<SharedBatch> {
         let slots = calls.iter().map(|_| Slot::default()).collect();
         let journal = journal.map(|(journal, turn)| {
@@ -176,7 +194,7 @@ impl SharedBatch {
             slots,
             journal,
             run,
-            budget_left,
+            budget,
         })
     }
 
@@ -209,11 +227,7 @@ impl SharedBatch {
     /// Counts what a call answered from the journal had spent when it ran (in another process,
     /// or an earlier life of this one).
     pub(crate) fn spend_recorded(&self, spent: &Spent) {
-        self.run
-            .spent
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .add(spent);
+        self.run.add(spent);
     }
 
     /// The batch's number within its run.
@@ -316,7 +330,18 @@ impl CallHost for SharedBatch {
     }
 
     fn budget_left(&self) -> Option<Budget> {
-        self.budget_left
+        // Live: what the run spent itself, and what its calls (siblings' children) spent so far.
+        let own = self.budget.map(|(budget, mut spent)| {
+            spent.add(&self.run.spent());
+            budget.left(&spent.usage, (!spent.unpriced).then_some(spent.cost))
+        });
+        // A child run's calls are bounded by its parent's budget too.
+        let parents = self
+            .run
+            .parent
+            .as_ref()
+            .and_then(|parent| parent.budget_left());
+        Budget::tighter(own, parents)
     }
 
     fn spend(&self, index: usize, usage: &Usage, cost: Option<f64>) {
@@ -462,7 +487,7 @@ mod tests {
                 CancellationToken::new(),
                 mailbox.recipient(),
                 None,
-                super::RunShare::new(crate::agent::run::Channel::new(1)),
+                super::RunShare::new(crate::agent::run::Channel::new(1), None),
                 None,
             );
             // Nothing is handled until this block yields: the mailbox holds what was sent.
@@ -524,7 +549,7 @@ mod tests {
                 CancellationToken::new(),
                 mailbox.recipient(),
                 None,
-                super::RunShare::new(crate::agent::run::Channel::new(1)),
+                super::RunShare::new(crate::agent::run::Channel::new(1), None),
                 None,
             ));
             for n in 0..3 {

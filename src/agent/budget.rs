@@ -96,6 +96,17 @@ impl Budget {
         }
     }
 
+    /// For what is left of a budget: whether nothing is, in words (what a child run that
+    /// shares its parent's budget is told).
+    pub(crate) fn spent_out(&self) -> Option<String> {
+        if self.max_tokens == Some(0) {
+            return Some("the parent run's token budget is spent (by it and its subagents)".into());
+        }
+        self.max_cost
+            .filter(|left| *left <= 0.0)
+            .map(|_| "the parent run's money budget is spent (by it and its subagents)".into())
+    }
+
     /// The limit `usage` (costing `cost`) has reached, in words, if any.
     pub(crate) fn reached(&self, usage: &Usage, cost: Option<f64>) -> Option<String> {
         let tokens = usage.total_tokens();

@@ -49,6 +49,9 @@ pub(crate) struct RunPlan {
     pub(crate) journal: Option<Arc<dyn crate::journal::Journal>>,
     /// How an earlier run compacted the input's transcript (checked against it).
     pub(crate) summary: Option<super::Summary>,
+    /// The tool call this run is a child of (a subagent's): its spending is counted there as
+    /// it goes, and the parent's budget is checked before each request.
+    pub(crate) parent: Option<crate::tool::ToolContext>,
 }
 
 impl RunPlan {
@@ -66,7 +69,10 @@ impl RunPlan {
         // Usage reported before this run measured other requests than the view's.
         let anchor_from = view.as_ref().map_or(0, |_| self.messages.len());
         RunActor {
-            share: super::batch_calls::RunShare::new(Arc::clone(&self.channel)),
+            share: super::batch_calls::RunShare::new(
+                Arc::clone(&self.channel),
+                self.parent.clone(),
+            ),
             mailbox: Mailbox::counted(ctx.address(), &self.agent.host),
             plan: self,
             turn: 0,
@@ -208,6 +214,13 @@ impl RunActor {
     /// Every token the run used (a summarizer's and child runs' included) and what they cost,
     /// when every model involved has a price.
     pub(super) fn spent(&self) -> (Usage, Option<f64>) {
+        let mut spent = self.own_spent();
+        spent.add(&self.share.spent());
+        (spent.usage, (!spent.unpriced).then_some(spent.cost))
+    }
+
+    /// What the run spent itself (its model's and summarizer's tokens), without its calls'.
+    pub(super) fn own_spent(&self) -> super::batch_calls::Spent {
         let mut usage = self.usage;
         usage += self.summarizer_usage;
         let summaries = if self.summarizer_usage == Usage::default() {
@@ -216,15 +229,12 @@ impl RunActor {
             self.summarizer_price
                 .map(|price| price.cost(&self.summarizer_usage))
         };
-        let by_tools = self.share.spent();
-        usage += by_tools.usage;
-        let by_tools_cost = (!by_tools.unpriced).then_some(by_tools.cost);
-        let cost = self
-            .cost_of(&self.usage)
-            .zip(summaries)
-            .zip(by_tools_cost)
-            .map(|((a, b), c)| a + b + c);
-        (usage, cost)
+        let cost = self.cost_of(&self.usage).zip(summaries).map(|(a, b)| a + b);
+        super::batch_calls::Spent {
+            usage,
+            cost: cost.unwrap_or(0.0),
+            unpriced: cost.is_none(),
+        }
     }
 
     fn take_messages(&mut self) -> Vec<TranscriptMessage> {
@@ -342,6 +352,9 @@ impl RunActor {
 
     fn on_message(&mut self, mut message: AssistantMessage, ctx: &mut Context<Self>) {
         self.usage += message.usage;
+        if let Some(parent) = &self.plan.parent {
+            parent.spend(&message.usage, self.cost_of(&message.usage));
+        }
         self.emit(|| {
             Event::MessageEnd(MessageEndEvent {
                 turn: self.turn,

@@ -293,7 +293,8 @@ pub(super) async fn run_here(
     ctx: &ToolContext,
 ) -> Result<ChildOutcome, BoxError> {
     let agent = child_agent(config, child)?;
-    let run = agent.start(UserMessage::new(child.prompt.clone()));
+    // What it spends is counted for the parent as it goes (shared with its siblings).
+    let run = agent.start_child(UserMessage::new(child.prompt.clone()), ctx.clone());
     let mut spent: Option<(Usage, Option<f64>)> = None;
     let mut cancelled = false;
     loop {

@@ -170,9 +170,10 @@ impl ToolContext {
         }
     }
 
-    /// What was left of the run's budget when the call's batch began ([`Budget`] with the
-    /// limits less what the run had spent); `None` when the run has no budget, and outside an
-    /// agent. A child run this call starts should get no more.
+    /// What is left of the run's budget now ([`Budget`] with the limits less what the run and
+    /// every call of it spent so far, its parents' budgets included for a child run); `None`
+    /// when the run has no budget, and outside an agent. A child run this call starts should
+    /// get no more.
     pub fn budget_left(&self) -> Option<Budget> {
         match &self.inner {
             Inner::Detached { .. } => None,

@@ -290,6 +290,87 @@ fn cancelling_the_parent_reaches_a_grandchilds_tool_and_depth_is_bounded() {
     );
 }
 
+/// Ten children in parallel draw from one budget: each model answer of each child is counted
+/// for the parent as it arrives, and no child asks again once the parent's budget is spent.
+/// Before, each was given the whole of what was left, and ten spent 8.5 times the budget.
+#[test]
+fn parallel_children_share_one_budget() {
+    const CHILDREN: usize = 10;
+    const PER_ANSWER: u64 = 850;
+    const BUDGET: u64 = 3_000;
+    let calls: Vec<Value> = (0..CHILDREN)
+        .map(|n| task_call(&format!("t{n}"), "child", &format!("c{n}")))
+        .collect();
+    let mut scripts = vec![(
+        "main".to_owned(),
+        json!([
+            {"tool_calls": calls, "usage": {"input_tokens": 100, "output_tokens": 0}},
+            {"text": "never asked"}
+        ]),
+    )];
+    for n in 0..CHILDREN {
+        let answer = |text: &str| {
+            json!({"tool_calls": [{"id": format!("e{text}"), "name": "echo", "arguments": {"text": text}}],
+                   "usage": {"input_tokens": PER_ANSWER, "output_tokens": 0}})
+        };
+        scripts.push((
+            format!("c{n}"),
+            json!([answer("1"), answer("2"), {"text": "done", "usage": {"input_tokens": PER_ANSWER, "output_tokens": 0}}]),
+        ));
+    }
+    let borrowed: Vec<(&str, Value)> = scripts
+        .iter()
+        .map(|(prompt, script)| (prompt.as_str(), script.clone()))
+        .collect();
+    let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    struct Counting {
+        inner: ByPrompt,
+        served: Arc<std::sync::atomic::AtomicU64>,
+    }
+    impl Generator for Counting {
+        fn stream(&self, request: Request) -> EventStream {
+            self.served.fetch_add(1, Ordering::SeqCst);
+            self.inner.stream(request)
+        }
+    }
+    let generator: Arc<dyn Generator> = Arc::new(Counting {
+        inner: ByPrompt::new(&borrowed),
+        served: Arc::clone(&served),
+    });
+    let task = subagent::tool(subagent::Config {
+        generator: Some(Arc::clone(&generator)),
+        tools: vec![echo_tool()],
+        ..Default::default()
+    })
+    .unwrap();
+    let agent = Agent::new(agent::Config {
+        generator: Some(generator),
+        model: Model::new("m"),
+        tools: vec![echo_tool(), task],
+        budget: Some(Budget::tokens(BUDGET)),
+        ..Default::default()
+    })
+    .unwrap();
+    let error = agent.start(prompt("main")).wait().unwrap_err();
+    let agent::Error::Budget { reached, .. } = &error else {
+        panic!("{error}");
+    };
+    // Every answer counted once: the parent's own and each child's.
+    let child_answers = served.load(Ordering::SeqCst) - 1;
+    let used = 100 + child_answers * PER_ANSWER;
+    assert!(
+        reached.contains(&format!("{used} tokens used")),
+        "{reached} ({child_answers} answers)"
+    );
+    // No child asked once the budget was spent: past it, at most the one request each child
+    // had in flight (the first requests all go out at once).
+    assert!(
+        used <= BUDGET + CHILDREN as u64 * PER_ANSWER,
+        "{used} tokens for a budget of {BUDGET}"
+    );
+    assert!(child_answers < (CHILDREN * 3) as u64, "{child_answers}");
+}
+
 #[test]
 fn a_child_gets_what_is_left_of_the_budget_and_its_spending_counts() {
     let generator = ByPrompt::new(&[

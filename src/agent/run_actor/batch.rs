@@ -69,10 +69,10 @@ impl RunActor {
                     .as_ref()
                     .map(|journal| (Arc::clone(journal), self.turn)),
                 Arc::clone(&self.share),
-                self.plan.agent.budget.map(|budget| {
-                    let (usage, cost) = self.spent();
-                    budget.left(&usage, cost)
-                }),
+                self.plan
+                    .agent
+                    .budget
+                    .map(|budget| (budget, self.own_spent())),
             ),
             borrowed_from_transcript: calls.borrowed_from_transcript,
             progress: vec![Progress::Waiting; count],

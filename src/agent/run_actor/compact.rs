@@ -309,12 +309,22 @@ impl RunActor {
 
     fn compacted(&mut self, plan: Plan, summary: Written, ctx: &mut Context<Self>) {
         let agent = Arc::clone(&self.plan.agent);
-        match &agent.compaction.summarizer {
+        let cost = match &agent.compaction.summarizer {
             Some(summarizer) => {
                 self.summarizer_usage += summary.usage;
                 self.summarizer_price = summarizer.model.price;
+                summarizer
+                    .model
+                    .price
+                    .map(|price| price.cost(&summary.usage))
             }
-            None => self.usage += summary.usage,
+            None => {
+                self.usage += summary.usage;
+                self.cost_of(&summary.usage)
+            }
+        };
+        if let Some(parent) = &self.plan.parent {
+            parent.spend(&summary.usage, cost);
         }
         let summary_tokens =
             agent

@@ -33,6 +33,18 @@ impl RunActor {
                 return self.end(Err(Error::Budget { reached, messages }), ctx);
             }
         }
+        // A child run draws from its parent's budget with its siblings: none of them asks
+        // again once what the parent has left is spent.
+        if let Some(reached) = self
+            .plan
+            .parent
+            .as_ref()
+            .and_then(|parent| parent.budget_left())
+            .and_then(|left| left.spent_out())
+        {
+            let messages = self.take_messages();
+            return self.end(Err(Error::Budget { reached, messages }), ctx);
+        }
         self.turn += 1;
         let turn = self.turn;
         self.turn_span = tracing::debug_span!(parent: &self.plan.span, "turn", turn);
