@@ -168,6 +168,14 @@ impl Writer {
                 dir.display()
             ))
         })?;
+        // Said before the model is asked, not after: a session that cannot be written is
+        // only found out when its first line is (an unprivileged user's read-only data folder).
+        tempfile::NamedTempFile::new_in(&dir).map_err(|error| {
+            CliError::Failed(format!(
+                "cannot save the session in {}: {error}; pass --ephemeral to run without saving it, or set GOLATO_DATA_DIR to a folder you can write",
+                dir.display()
+            ))
+        })?;
         let header = Header {
             golato_session: FORMAT,
             id: new_id(),

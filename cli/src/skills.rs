@@ -42,7 +42,24 @@ fn front_matter(text: &str) -> Result<(String, String), String> {
     let end = rest
         .find("\n---")
         .ok_or("its front matter has no closing `---` line")?;
-    let docs = yaml_rust2::YamlLoader::load_from_str(&rest[..end])
+    let yaml = &rest[..end];
+    // An alias copies its anchored value where it stands: 9 levels of 9 aliases in 386 bytes
+    // expand past 2 GiB. A skill's name and description need none.
+    let mut parser = yaml_rust2::parser::Parser::new_from_str(yaml);
+    loop {
+        match parser.next_token() {
+            Ok((yaml_rust2::parser::Event::Alias(_), mark)) => {
+                return Err(format!(
+                    "its front matter uses a YAML alias (line {}), which golato does not expand; write the text itself",
+                    mark.line()
+                ))
+            }
+            Ok((yaml_rust2::parser::Event::StreamEnd, _)) => break,
+            Ok(_) => {}
+            Err(error) => return Err(format!("its front matter is not YAML ({error})")),
+        }
+    }
+    let docs = yaml_rust2::YamlLoader::load_from_str(yaml)
         .map_err(|error| format!("its front matter is not YAML ({error})"))?;
     let doc = docs.first().ok_or("its front matter is empty")?;
     let field = |key: &str| {
@@ -149,7 +166,7 @@ pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crat
             out,
             "{}  {}\n    {}",
             crate::shown::visible(&skill.name),
-            skill.path.display(),
+            crate::shown::visible(&skill.path.display().to_string()),
             crate::shown::visible(&skill.description.replace('\n', " "))
         );
     }
@@ -187,6 +204,19 @@ mod tests {
         );
         skill(&skills, "broken", "---\nname: [unclosed\n---\n");
         skill(&skills, "plain", "no front matter at all");
+        // The billion laughs in 386 bytes: refused, not expanded.
+        let mut bomb = "---\nname: bomb\na: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n".to_owned();
+        for (level, previous) in ["b", "c", "d", "e", "f", "g", "h", "i"]
+            .iter()
+            .zip(["a", "b", "c", "d", "e", "f", "g", "h"])
+        {
+            bomb.push_str(&format!(
+                "{level}: &{level} [{}]\n",
+                vec![format!("*{previous}"); 9].join(",")
+            ));
+        }
+        bomb.push_str("description: boom\n---\n");
+        skill(&skills, "bomb", &bomb);
         skill(
             &project.path().join(".claude/skills"),
             "review",
@@ -208,7 +238,11 @@ mod tests {
             found.skills[1].description,
             "Fill and merge PDF forms with the scripts here."
         );
-        assert_eq!(found.warnings.len(), 2, "{:?}", found.warnings);
+        assert_eq!(found.warnings.len(), 3, "{:?}", found.warnings);
+        assert!(found
+            .warnings
+            .iter()
+            .any(|w| w.contains("bomb/SKILL.md") && w.contains("YAML alias (line 3)")));
         assert!(found
             .warnings
             .iter()

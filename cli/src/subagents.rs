@@ -138,11 +138,28 @@ impl Transcripts {
         let arguments: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
         let folder = folder(session);
         std::fs::create_dir_all(&folder)?;
-        let name: Vec<String> = path.iter().map(|id| file_safe(id)).collect();
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(folder.join(format!("{}.jsonl", name.join("-"))))?;
+        // A new file each time, never another child's: a name already there (a call ID the
+        // model used again in a later prompt) gets a number.
+        let name = file_name(&path);
+        let mut attempt = 1;
+        let file = loop {
+            let numbered = match attempt {
+                1 => name.clone(),
+                n => format!("{}.{n}.jsonl", name.trim_end_matches(".jsonl")),
+            };
+            match std::fs::OpenOptions::new()
+                .create_new(true)
+                .append(true)
+                .open(folder.join(numbered))
+            {
+                Err(error)
+                    if error.kind() == std::io::ErrorKind::AlreadyExists && attempt < 1000 =>
+                {
+                    attempt += 1;
+                }
+                opened => break opened?,
+            }
+        };
         self.files.insert(path.clone(), file);
         self.line(
             &path,
@@ -168,6 +185,30 @@ impl Transcripts {
         file.write_all(line.as_bytes())?;
         file.sync_data()
     }
+}
+
+/// The file of the child at `path` (its task calls' IDs from the parent down): the IDs made
+/// safe and joined with `-` when that names the path exactly (`call_1-call_2.jsonl`); else
+/// (an ID changed to be safe, `x.1` and `x_1`; a `-` in an ID; a name too long, as a deep
+/// nesting makes) a shortened name with a hash of the exact path, so that distinct children
+/// never share a file and no name passes the file system's 255 bytes.
+fn file_name(path: &[String]) -> String {
+    let safe: Vec<String> = path.iter().map(|id| file_safe(id)).collect();
+    let joined = safe.join("-");
+    let exact = path
+        .iter()
+        .zip(&safe)
+        .all(|(id, safe)| id == safe && !id.contains('-'));
+    if exact && joined.len() <= 120 {
+        return format!("{joined}.jsonl");
+    }
+    // FNV-1a over the IDs, each ended by a 0 byte: stable across versions, unlike std's hasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in path.iter().flat_map(|id| id.bytes().chain([0])) {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    let prefix: String = joined.chars().take(100).collect();
+    format!("{prefix}-{hash:016x}.jsonl")
 }
 
 /// A call ID as a file name: letters, digits, `_` and `-` kept, anything else `_`, at most 64
@@ -201,5 +242,20 @@ mod tests {
         assert_eq!(file_safe("../../etc/passwd"), "______etc_passwd");
         assert_eq!(file_safe(""), "call");
         assert_eq!(file_safe(&"x".repeat(500)).len(), 64);
+    }
+
+    #[test]
+    fn distinct_children_never_share_a_file_and_names_stay_short() {
+        let name =
+            |ids: &[&str]| file_name(&ids.iter().map(|id| (*id).to_owned()).collect::<Vec<_>>());
+        assert_eq!(name(&["call_1", "call_2"]), "call_1-call_2.jsonl");
+        assert_ne!(name(&["x.1"]), name(&["x_1"]));
+        assert_ne!(name(&["a-b"]), name(&["a", "b"]));
+        let deep: Vec<String> = (0..100).map(|n| format!("call_{n:060}")).collect();
+        let long = file_name(&deep);
+        assert!(long.len() < 255, "{}", long.len());
+        let mut other = deep;
+        other[99].push('x');
+        assert_ne!(file_name(&other), long);
     }
 }

@@ -73,8 +73,8 @@ pub enum Error {
 /// objects by it.
 pub const MAX_RUN_ID: usize = 128;
 
-/// Refuses a run ID that would not name one run the same way everywhere: empty, longer than
-/// [`MAX_RUN_ID`], or holding anything but ASCII letters, digits, `-`, `_`, `.` and `:`
+/// Refuses a run ID that would not name one run the same way everywhere: empty, `.` or `..`
+/// (dot segments a URL collapses), longer than [`MAX_RUN_ID`], or holding anything but ASCII letters, digits, `-`, `_`, `.` and `:`
 /// (whitespace and control characters were folded or refused by servers and proxies on the way,
 /// so that two IDs became one run, or none).
 ///
@@ -83,6 +83,8 @@ pub const MAX_RUN_ID: usize = 128;
 /// assert!(check_run_id("run-18c3f-2a").is_ok());
 /// assert!(check_run_id("tab\tid").is_err());
 /// assert!(check_run_id("café").is_err());
+/// assert!(check_run_id("..").is_err());
+/// assert!(check_run_id("a..b").is_ok());
 /// ```
 ///
 /// # Errors
@@ -90,6 +92,9 @@ pub const MAX_RUN_ID: usize = 128;
 pub fn check_run_id(id: &str) -> Result<(), Error> {
     let why = if id.is_empty() {
         Some("it is empty".to_owned())
+    } else if id == "." || id == ".." {
+        // A URL collapses a dot segment: `/GolatoRun/../run` reached another path.
+        Some("a dot segment names no run in a URL".to_owned())
     } else if id.len() > MAX_RUN_ID {
         Some(format!("it is {} bytes long", id.len()))
     } else {

@@ -97,6 +97,13 @@ impl FileRules {
         }
     }
 
+    /// Whether `path` (as found walking a folder, links not followed) lies in a denied path or
+    /// is a process's file: what the search tools leave out of listings too, as the sandbox
+    /// hides it from commands.
+    pub fn denies(&self, path: &Path) -> bool {
+        is_process_file(path) || self.denied.iter().any(|denied| path.starts_with(denied))
+    }
+
     /// The place of `target` (absolute; its last component is the file), opened beneath the
     /// writable root it is in, its missing directories created when `create` says so.
     pub fn writable_place(

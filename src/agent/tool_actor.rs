@@ -697,10 +697,16 @@ fn result_of(
         ));
     }
     if let Some(timeout) = timed_out {
-        return error_result(format!(
+        let result = error_result(format!(
             "Tool {name} timed out after {} and was cancelled.",
             seconds(timeout)
         ));
+        // What the function said of what it did before it stopped stays with the call (bash's
+        // captured changes: an undo covers them).
+        return match returned.ok().and_then(|returned| returned.details) {
+            Some(details) => result.with_details(details),
+            None => result,
+        };
     }
     match returned {
         Ok(result) => match check_result(&result) {

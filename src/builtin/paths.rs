@@ -57,6 +57,16 @@ impl Workspace {
 
     /// Refuses what the sandbox denies reading: `file`, opened from `shown`.
     #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
+    /// Whether the sandbox denies `path` (a listing leaves it out).
+    pub(crate) fn denies(&self, path: &Path) -> bool {
+        #[cfg(target_os = "linux")]
+        if let Some(files) = &self.files {
+            return files.denies(path);
+        }
+        let _ = path;
+        false
+    }
+
     pub(crate) fn check_read(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {
         #[cfg(target_os = "linux")]
         if let Some(files) = &self.files {

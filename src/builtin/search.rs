@@ -118,6 +118,22 @@ impl std::io::Read for Cancellable<'_> {
     }
 }
 
+/// Why a search cannot start in `shown`: the sandbox denies it.
+fn denied_start(shown: &str) -> String {
+    format!("{shown} is denied by the sandbox (a credential folder or a --deny-read path): nothing in it can be listed or searched")
+}
+
+/// What a listing says of the entries the sandbox denies: how many were left out.
+fn denied_note(denied: usize) -> String {
+    match denied {
+        0 => String::new(),
+        n => format!(
+            "\n[{n} entr{} the sandbox denies left out.]",
+            if n == 1 { "y" } else { "ies" }
+        ),
+    }
+}
+
 /// A file opened to read as the sandbox allows (`None`: denied, or not a regular file).
 fn open(workspace: &Workspace, path: &Path) -> Option<std::fs::File> {
     let file = workspace.open_to_read(path).ok()?;
@@ -306,11 +322,26 @@ fn run_find(
     let mut found = 0usize;
     let mut more = false;
     let filter = Filter::new(&args.pattern)?;
+    if workspace.denies(&root) {
+        return Err(denied_start(&shown).into());
+    }
+    let mut denied = 0usize;
     for entry in walk(&root) {
         if cancel.is_cancelled() {
             return Err("find was cancelled".into());
         }
         let Ok(entry) = entry else { continue };
+        if workspace.denies(entry.path()) {
+            // Counted once, at the top of what is denied.
+            if !entry
+                .path()
+                .parent()
+                .is_some_and(|parent| workspace.denies(parent))
+            {
+                denied += 1;
+            }
+            continue;
+        }
         if !entry.file_type().is_some_and(|kind| kind.is_file())
             || !filter.keeps(&root, entry.path())
         {
@@ -325,9 +356,10 @@ fn run_find(
             break;
         }
     }
+    let skipped = denied_note(denied);
     if found == 0 {
         return Ok(ToolResult::text(format!(
-            "No files matching {:?} in {shown}.",
+            "No files matching {:?} in {shown}.{skipped}",
             args.pattern
         )));
     }
@@ -337,7 +369,10 @@ fn run_find(
             "\n[Stopped at {found} paths; narrow the search with path or a more specific pattern.]"
         );
     }
-    Ok(ToolResult::text(out.text.trim_end().to_owned()))
+    Ok(ToolResult::text(format!(
+        "{}{skipped}",
+        out.text.trim_end()
+    )))
 }
 
 /// Arguments of `ls`.
@@ -376,12 +411,20 @@ fn run_ls(
             format!("{shown} is not a directory; read it, or ls the folder it is in").into(),
         );
     }
+    if workspace.denies(&dir) {
+        return Err(denied_start(&shown).into());
+    }
     let entries = std::fs::read_dir(&dir)
         .map_err(|error| super::paths::failure(format_args!("Could not list {shown}"), &error))?;
     let mut names: Vec<String> = Vec::new();
+    let mut denied = 0usize;
     for entry in entries.flatten() {
         if cancel.is_cancelled() {
             return Err("ls was cancelled".into());
+        }
+        if workspace.denies(&entry.path()) {
+            denied += 1;
+            continue;
         }
         let mut name = entry.file_name().to_string_lossy().into_owned();
         if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
@@ -390,8 +433,9 @@ fn run_ls(
         names.push(name);
     }
     names.sort();
+    let skipped = denied_note(denied);
     if names.is_empty() {
-        return Ok(ToolResult::text(format!("{shown} is empty.")));
+        return Ok(ToolResult::text(format!("{shown} is empty.{skipped}")));
     }
     let total = names.len();
     let mut out = Bounded::default();
@@ -408,5 +452,8 @@ fn run_ls(
             "\n[{shown_count} of {total} entries shown; use find or grep to look for something in particular.]"
         );
     }
-    Ok(ToolResult::text(out.text.trim_end().to_owned()))
+    Ok(ToolResult::text(format!(
+        "{}{skipped}",
+        out.text.trim_end()
+    )))
 }

@@ -406,6 +406,60 @@ fn denied_paths_are_unreadable_by_commands_and_by_read() {
     assert_eq!(read.text(), "original");
 }
 
+/// find and ls leave out what the sandbox denies, as bash sees nothing there, and say how
+/// many entries they left out; a denied folder cannot be listed at all (issue 42 point 6:
+/// they listed `id_rsa…` and `credentials` before).
+#[test]
+fn find_and_ls_leave_out_what_the_sandbox_denies() {
+    let (_dir, workspace) = workspace();
+    let secrets = workspace.join("secrets");
+    std::fs::create_dir(&secrets).unwrap();
+    std::fs::write(secrets.join("id_rsa"), "KEY").unwrap();
+    std::fs::write(workspace.join("visible.txt"), "hello").unwrap();
+    let tools = golato::builtin::new(golato::builtin::Config {
+        working_directory: workspace,
+        allowed_tool_names: Some(["read", "grep", "find", "ls"].map(String::from).to_vec()),
+        sandbox: Policy::workspace_write()
+            .with_denied_path(&secrets)
+            .with_helper(support::golato_binary()),
+        ..Default::default()
+    })
+    .unwrap();
+    let call =
+        |tool: &str, arguments: serde_json::Value| call_tool(&tools, tool, &arguments.to_string());
+    let found = call("find", json!({"pattern": "*"}));
+    assert!(!found.text().contains("id_rsa"), "{}", found.text());
+    assert!(found.text().contains("visible.txt"), "{}", found.text());
+    assert!(
+        found.text().contains("1 entry the sandbox denies left out"),
+        "{}",
+        found.text()
+    );
+    let listed = call("ls", json!({}));
+    assert!(!listed.text().contains("secrets"), "{}", listed.text());
+    assert!(listed.text().contains("visible.txt"), "{}", listed.text());
+    assert!(listed.text().contains("left out"), "{}", listed.text());
+    for (tool, arguments) in [
+        ("ls", json!({"path": "secrets"})),
+        ("find", json!({"pattern": "*", "path": "secrets"})),
+    ] {
+        let refused = call(tool, arguments);
+        assert!(refused.is_error, "{tool}: {}", refused.text());
+        assert!(
+            !refused.text().contains("id_rsa"),
+            "{tool}: {}",
+            refused.text()
+        );
+        assert!(
+            refused.text().contains("denied by the sandbox"),
+            "{tool}: {}",
+            refused.text()
+        );
+    }
+    let grepped = call("grep", json!({"pattern": "KEY"}));
+    assert!(!grepped.text().contains("KEY\n"), "{}", grepped.text());
+}
+
 #[test]
 fn write_and_edit_stay_inside_the_writable_roots() {
     let outside = Outside::new();

@@ -264,3 +264,47 @@ fn fifos_and_devices_where_golato_keeps_its_files_are_refused_at_once() {
         );
     }
 }
+
+/// Tests that need root (to act as an unprivileged user): `.ci/run` runs them as root.
+mod needs_root {
+    use super::*;
+    use std::os::unix::process::CommandExt as _;
+
+    /// A data folder the user cannot write is said before the model is asked, naming
+    /// `--ephemeral` (a regression: the run went on and only said at its end that nothing was
+    /// saved, exit 0).
+    #[test]
+    #[ignore = "needs root (runs golato as nobody)"]
+    fn a_data_folder_that_cannot_be_written_is_said_before_the_run() {
+        let top = tempfile::tempdir().unwrap();
+        support::chmod(top.path(), 0o755);
+        let (workspace, data) = (top.path().join("ws"), top.path().join("data"));
+        std::fs::create_dir(&workspace).unwrap();
+        std::fs::create_dir_all(data.join("sessions")).unwrap();
+        support::chmod(&data, 0o755);
+        support::chmod(&data.join("sessions"), 0o755);
+        std::os::unix::fs::chown(&workspace, Some(support::NOBODY), Some(support::NOBODY)).unwrap();
+        let script = answering(top.path(), "script.jsonl", "hello");
+        support::chmod(&script, 0o644);
+        let output = std::process::Command::new(support::reachable_golato())
+            .args(["run", "--sandbox", "off", "--script"])
+            .arg(&script)
+            .arg("-C")
+            .arg(&workspace)
+            .arg("go")
+            .env("GOLATO_DATA_DIR", &data)
+            .env("HOME", &workspace)
+            .uid(support::NOBODY)
+            .gid(support::NOBODY)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("cannot save the session"), "{stderr}");
+        assert!(stderr.contains("--ephemeral"), "{stderr}");
+        assert!(
+            !String::from_utf8_lossy(&output.stdout).contains("hello"),
+            "{output:?}"
+        );
+    }
+}

@@ -531,3 +531,42 @@ fn diff_applies_with_git_and_a_huge_rewrite_is_diffed() {
         out.len()
     );
 }
+
+/// A command golato ended (here at the call's timeout) keeps what capture applied in its
+/// result, so undo takes it back (issue 42 point 4: the file stayed, and undo said the command
+/// ran outside the sandbox).
+#[test]
+fn a_timed_out_commands_changes_are_undone() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("project");
+    std::fs::create_dir(&dir).unwrap();
+    let script = script_file(
+        work.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [
+                {"id": "b", "name": "bash", "arguments": {"command": "echo a > f1; sleep 30"}}
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let run = in_dir(
+        &dir,
+        &[
+            "run",
+            "--tool-timeout",
+            "1",
+            "--script",
+            script.to_str().unwrap(),
+            "go",
+        ],
+    );
+    assert!(run.status.success(), "{run:?}");
+    assert_eq!(read(&dir, "f1").as_deref(), Some("a\n"));
+    let undone = in_dir(&dir, &["undo"]);
+    assert!(undone.status.success(), "{undone:?}");
+    let said = String::from_utf8_lossy(&undone.stdout).into_owned();
+    assert!(said.contains("removed") && said.contains("f1"), "{said}");
+    assert!(!said.contains("outside the sandbox"), "{said}");
+    assert_eq!(read(&dir, "f1"), None);
+}
