@@ -570,3 +570,116 @@ fn a_timed_out_commands_changes_are_undone() {
     assert!(!said.contains("outside the sandbox"), "{said}");
     assert_eq!(read(&dir, "f1"), None);
 }
+
+/// Links to a folder outside the workspace planted at random places between a session's
+/// prompts (by a repository or the model's uncaptured commands), then capture, diff, undo and
+/// a second undo: nothing outside ever changes (its files hashed before and after).
+mod planted_links {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    /// Every file beneath `folder` and its bytes, links as where they lead.
+    fn contents(folder: &Path) -> BTreeMap<String, Vec<u8>> {
+        let mut found = BTreeMap::new();
+        let mut stack = vec![folder.to_owned()];
+        while let Some(next) = stack.pop() {
+            for entry in std::fs::read_dir(&next).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.strip_prefix(folder).unwrap().display().to_string();
+                let metadata = std::fs::symlink_metadata(&path).unwrap();
+                if metadata.is_dir() {
+                    stack.push(path);
+                    found.insert(name, b"/".to_vec());
+                } else if metadata.is_symlink() {
+                    found.insert(
+                        name,
+                        std::fs::read_link(&path)
+                            .unwrap()
+                            .into_os_string()
+                            .into_encoded_bytes(),
+                    );
+                } else {
+                    found.insert(name, std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        found
+    }
+
+    /// A path of one to three folders or files named from a few letters.
+    fn path() -> impl Strategy<Value = String> {
+        proptest::collection::vec(proptest::sample::select(vec!["a", "b", ".venv"]), 1..4)
+            .prop_map(|parts| parts.join("/"))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #[test]
+        fn nothing_outside_changes(
+            written in proptest::collection::vec(path(), 1..4),
+            planted in proptest::collection::vec(path(), 1..4),
+            rewritten in proptest::collection::vec(path(), 0..3),
+        ) {
+            let work = tempfile::tempdir().unwrap();
+            let dir = work.path().join("project");
+            std::fs::create_dir(&dir).unwrap();
+            let outside = support::cli::outside_dir();
+            // Outside holds the same names with the session's content, so that a check that
+            // followed a link would find "what the session left" there.
+            for path in written.iter().chain(&planted).chain(&rewritten) {
+                let target = outside.path().join(path);
+                let _ = std::fs::create_dir_all(target.parent().unwrap());
+                let _ = std::fs::write(&target, format!("{path}\n"));
+            }
+            let before = contents(outside.path());
+            let calls: Vec<Value> = written
+                .iter()
+                .enumerate()
+                .map(|(n, path)| json!({"id": format!("w{n}"), "name": "write", "arguments": {"path": path, "content": format!("{path}\n")}}))
+                .collect();
+            let commands: Vec<String> = rewritten
+                .iter()
+                .map(|path| format!("mkdir -p \"$(dirname {path})\" 2>/dev/null; echo changed > {path} 2>/dev/null"))
+                .collect();
+            let script = script_file(
+                work.path(),
+                "script.jsonl",
+                &[
+                    json!({"tool_calls": calls}),
+                    json!({"text": "First done."}),
+                    json!({"tool_calls": [{"id": "b", "name": "bash", "arguments": {"command": format!("{}; true", commands.join("; "))}}]}),
+                    json!({"text": "Second done."}),
+                ],
+            );
+            let script = script.to_str().unwrap();
+            let first = in_dir(&dir, &["run", "--script", script, "first"]);
+            prop_assert!(first.status.success(), "{:?}", first);
+            // Planted between the prompts, where the session wrote: each place (or a folder on
+            // its way) becomes a link to the same place outside.
+            for path in &planted {
+                let place = dir.join(path);
+                // Never through a link planted before (that would be the test writing outside).
+                let through_link = Path::new(path).ancestors().skip(1).any(|folder| {
+                    !folder.as_os_str().is_empty()
+                        && std::fs::symlink_metadata(dir.join(folder)).is_ok_and(|m| m.is_symlink())
+                });
+                if through_link {
+                    continue;
+                }
+                if std::fs::symlink_metadata(&place).is_ok() {
+                    let _ = std::fs::remove_dir_all(&place).or_else(|_| std::fs::remove_file(&place));
+                }
+                if std::fs::create_dir_all(place.parent().unwrap()).is_ok() {
+                    let _ = std::os::unix::fs::symlink(outside.path().join(path), &place);
+                }
+            }
+            let second = in_dir(&dir, &["run", "-c", "--script", script, "second"]);
+            prop_assert!(second.status.success(), "{:?}", second);
+            for command in [&["diff"][..], &["undo"], &["undo"]] {
+                let _ = in_dir(&dir, command);
+                prop_assert_eq!(&contents(outside.path()), &before, "after {:?}", command);
+            }
+        }
+    }
+}
