@@ -57,12 +57,92 @@ fn start(workspace: &Workspace, path: Option<&str>) -> Result<(PathBuf, String),
     Ok((full, shown))
 }
 
-/// A walk under `root`: .gitignore respected, hidden files left out, links not followed.
-fn walk(root: &Path) -> ignore::Walk {
-    ignore::WalkBuilder::new(root)
-        .require_git(false)
-        .follow_links(false)
-        .build()
+/// The largest ignore file (`.gitignore`, `.ignore`) a walk reads: the ignore crate compiles
+/// every pattern before it yields anything, and a 1.9 MB `.gitignore` of 100,000 patterns took
+/// 19 s and 1.7 GB, deaf to cancellation.
+const MAX_IGNORE_FILE: u64 = 64 * 1024;
+
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+
+/// An ignore file in `folder` larger than [`MAX_IGNORE_FILE`], if any.
+fn oversized_ignore_file(folder: &Path) -> Option<PathBuf> {
+    IGNORE_FILES
+        .iter()
+        .map(|name| folder.join(name))
+        .find(|file| std::fs::metadata(file).is_ok_and(|metadata| metadata.len() > MAX_IGNORE_FILE))
+}
+
+/// A walk under `root` (.gitignore respected, hidden files left out, links not followed),
+/// and what it leaves out for an ignore file too large to read: a folder holding one is not
+/// entered (its path is noted in `skipped`); one at or above `root` turns ignore files off for
+/// the whole walk (said in the returned note).
+struct Walk {
+    walk: ignore::Walk,
+    skipped: Arc<std::sync::Mutex<Vec<PathBuf>>>,
+    note: Option<String>,
+}
+
+fn walk(root: &Path) -> Walk {
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder.require_git(false).follow_links(false);
+    let above = root
+        .ancestors()
+        .filter(|folder| folder.is_dir())
+        .find_map(oversized_ignore_file);
+    let note = above.map(|file| {
+        builder.git_ignore(false).ignore(false).parents(false);
+        format!(
+            "\n[{} is larger than {} KiB: no ignore file was used, so ignored files are searched too.]",
+            file.display(),
+            MAX_IGNORE_FILE / 1024
+        )
+    });
+    let skipped: Arc<std::sync::Mutex<Vec<PathBuf>>> = Arc::default();
+    let noted = Arc::clone(&skipped);
+    builder.filter_entry(move |entry| {
+        let oversized = entry.file_type().is_some_and(|kind| kind.is_dir())
+            && entry.depth() > 0
+            && oversized_ignore_file(entry.path()).is_some();
+        if oversized {
+            noted
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(entry.path().to_owned());
+        }
+        !oversized
+    });
+    Walk {
+        walk: builder.build(),
+        skipped,
+        note,
+    }
+}
+
+impl Walk {
+    /// What the walk left out, for the end of a result.
+    fn notes(&self, workspace: &Workspace) -> String {
+        let mut notes = self.note.clone().unwrap_or_default();
+        let skipped = self
+            .skipped
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !skipped.is_empty() {
+            let shown: Vec<String> = skipped
+                .iter()
+                .take(5)
+                .map(|folder| relative(workspace, folder))
+                .collect();
+            let _ = write!(
+                notes,
+                "\n[{} folder(s) left out, their .gitignore or .ignore being larger than {} KiB: {}{}; search one with path to look inside.]",
+                skipped.len(),
+                MAX_IGNORE_FILE / 1024,
+                shown.join(", "),
+                if skipped.len() > 5 { ", …" } else { "" }
+            );
+        }
+        notes
+    }
 }
 
 /// Which paths a glob keeps: without a `/` it is matched against the file's name (so "*.rs"
@@ -221,8 +301,10 @@ fn run_grep(
     let mut matches = 0usize;
     let mut more = false;
     let mut denied = 0usize;
+    let mut not_utf8 = 0usize;
     let filter = args.glob.as_deref().map(Filter::new).transpose()?;
-    for entry in walk(&root) {
+    let mut walker = walk(&root);
+    for entry in walker.walk.by_ref() {
         if cancel.is_cancelled() {
             return Err("grep was cancelled".into());
         }
@@ -239,7 +321,7 @@ fn run_grep(
             continue;
         };
         let name = relative(workspace, entry.path());
-        let sink = grep_searcher::sinks::UTF8(|line_number, line| {
+        let sink = grep_searcher::sinks::Bytes(|line_number, line| {
             if cancel.is_cancelled() {
                 return Ok(false);
             }
@@ -247,6 +329,15 @@ fn run_grep(
                 more = true;
                 return Ok(false);
             }
+            // A line that is not UTF-8 is shown with U+FFFD for the bytes that are not, and
+            // counted: dropped, it made "No matches" where there were some.
+            let line = match std::str::from_utf8(line) {
+                Ok(line) => std::borrow::Cow::Borrowed(line),
+                Err(_) => {
+                    not_utf8 += 1;
+                    String::from_utf8_lossy(line)
+                }
+            };
             let line = line.trim_end_matches(['\n', '\r']);
             let mut text: String = line.chars().take(MAX_LINE_CHARS).collect();
             if text.len() < line.len() {
@@ -255,7 +346,6 @@ fn run_grep(
             matches += 1;
             Ok(out.line(&format!("{name}:{line_number}: {text}")))
         });
-        // A file that is not UTF-8 where it matches is skipped, as one that is binary.
         let _ = searcher.search_reader(&matcher, Cancellable { file, cancel }, sink);
         if more || out.full {
             break;
@@ -273,12 +363,19 @@ fn run_grep(
             if out.full { " (50KB of output)" } else { "" }
         );
     }
+    if not_utf8 > 0 {
+        let _ = write!(
+            out.text,
+            "\n[{not_utf8} matching line(s) are not UTF-8: shown with U+FFFD where their bytes are not text.]"
+        );
+    }
     if denied > 0 {
         let _ = write!(
             out.text,
             "\n[{denied} file(s) could not be read (the sandbox denies them, or they are not regular files) and were skipped.]"
         );
     }
+    out.text.push_str(&walker.notes(workspace));
     Ok(ToolResult::text(out.text.trim_end().to_owned()))
 }
 
@@ -326,7 +423,8 @@ fn run_find(
         return Err(denied_start(&shown).into());
     }
     let mut denied = 0usize;
-    for entry in walk(&root) {
+    let mut walker = walk(&root);
+    for entry in walker.walk.by_ref() {
         if cancel.is_cancelled() {
             return Err("find was cancelled".into());
         }
@@ -356,7 +454,7 @@ fn run_find(
             break;
         }
     }
-    let skipped = denied_note(denied);
+    let skipped = denied_note(denied) + &walker.notes(workspace);
     if found == 0 {
         return Ok(ToolResult::text(format!(
             "No files matching {:?} in {shown}.{skipped}",

@@ -1126,6 +1126,59 @@ fn grep_finds_lines_as_git_sees_the_tree_and_says_what_was_wrong() {
     assert_eq!(missing.text(), "Path not found: gone");
 }
 
+/// A matching line that is not UTF-8 (Latin-1 text) is shown and counted, not dropped: grep
+/// said "No matches" before (issue 42 point 6).
+#[test]
+fn grep_shows_and_counts_lines_that_are_not_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("latin1.txt"),
+        b"caf\xe9 parse here\nplain parse\n",
+    )
+    .unwrap();
+    let tools = search_tools(dir.path());
+    let found = call_tool(&tools, "grep", r#"{"pattern": "parse"}"#);
+    let text = found.text();
+    assert!(
+        text.contains("latin1.txt:1: caf\u{FFFD} parse here"),
+        "{text}"
+    );
+    assert!(text.contains("latin1.txt:2: plain parse"), "{text}");
+    assert!(text.contains("1 matching line(s) are not UTF-8"), "{text}");
+}
+
+/// An ignore file larger than 64 KiB is not compiled (100,000 patterns took 19 s and 1.7 GB,
+/// deaf to cancellation): in a folder below the search, that folder is left out and named; at
+/// or above it, no ignore file is used, and the result says so.
+#[test]
+fn an_ignore_file_too_large_to_read_is_said_not_compiled() {
+    let dir = tempfile::tempdir().unwrap();
+    let patterns: String = (0..10_000)
+        .map(|n| format!("pattern-{n}/**/*.tmp\n"))
+        .collect();
+    std::fs::create_dir(dir.path().join("vendor")).unwrap();
+    std::fs::write(dir.path().join("vendor/.gitignore"), &patterns).unwrap();
+    std::fs::write(dir.path().join("vendor/x.txt"), "needle\n").unwrap();
+    std::fs::write(dir.path().join("top.txt"), "needle\n").unwrap();
+    let tools = search_tools(dir.path());
+    let found = call_tool(&tools, "grep", r#"{"pattern": "needle"}"#);
+    let text = found.text();
+    assert!(text.contains("top.txt:1: needle"), "{text}");
+    assert!(!text.contains("vendor/x.txt"), "{text}");
+    assert!(
+        text.contains("1 folder(s) left out") && text.contains("vendor"),
+        "{text}"
+    );
+    // Searched from inside, the folder's own file is above the search: no ignore file is used.
+    let inside = call_tool(&tools, "find", r#"{"pattern": "*.txt", "path": "vendor"}"#);
+    assert!(inside.text().contains("vendor/x.txt"), "{}", inside.text());
+    assert!(
+        inside.text().contains("no ignore file was used"),
+        "{}",
+        inside.text()
+    );
+}
+
 #[test]
 fn find_and_ls_list_paths_bounded_with_a_note() {
     let dir = project();
