@@ -27,7 +27,7 @@ use agent_client_protocol::v1::schema::{
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse,
 };
-use agent_client_protocol::{Agent, Stdio};
+use agent_client_protocol::Agent;
 use golato::agent::compaction::Summary;
 use golato::message::Message;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +37,70 @@ use crate::{CliError, Exit};
 
 /// The connection to the client, as handlers and drivers use it.
 type Connection = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Client>;
+
+/// The longest line read from the client; past it the line is answered as unreadable.
+const MAX_LINE: u64 = 64 * 1024 * 1024;
+
+/// What a line that cannot be a message becomes: not JSON, so the SDK answers it with a parse
+/// error (-32700) and reads on.
+const UNREADABLE_LINE: &str = "\u{FFFD} (a line that is not UTF-8 or is too long)";
+
+/// Standard input and output as the connection's lines. A line that is not UTF-8, or longer
+/// than [`MAX_LINE`], is handed on as an unreadable line rather than as an error of the
+/// stream: the SDK's own standard input ended the connection, and every session with it, at
+/// the first byte that was not UTF-8.
+fn stdio_lines() -> agent_client_protocol::Lines<
+    impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
+    impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
+> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
+    let reader = tokio::io::BufReader::new(tokio::io::stdin());
+    let incoming = futures::stream::unfold(Some(reader), |reader| async move {
+        let mut reader = reader?;
+        let mut line = Vec::new();
+        match (&mut reader)
+            .take(MAX_LINE + 1)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) => None,
+            Ok(_) => {
+                let ended = line.last() == Some(&b'\n');
+                if !ended && line.len() as u64 > MAX_LINE {
+                    // The rest of the line is read and dropped, piece by piece.
+                    let mut rest = Vec::new();
+                    loop {
+                        rest.clear();
+                        match (&mut reader)
+                            .take(MAX_LINE)
+                            .read_until(b'\n', &mut rest)
+                            .await
+                        {
+                            Ok(0) => break,
+                            Ok(_) if rest.last() == Some(&b'\n') => break,
+                            Ok(_) => {}
+                            Err(error) => return Some((Err(error), None)),
+                        }
+                    }
+                    return Some((Ok(UNREADABLE_LINE.to_owned()), Some(reader)));
+                }
+                while matches!(line.last(), Some(b'\n' | b'\r')) {
+                    line.pop();
+                }
+                let text = String::from_utf8(line).unwrap_or_else(|_| UNREADABLE_LINE.to_owned());
+                Some((Ok(text), Some(reader)))
+            }
+            Err(error) => Some((Err(error), None)),
+        }
+    });
+    let outgoing = futures::sink::unfold(tokio::io::stdout(), |mut out, line: String| async move {
+        out.write_all(line.as_bytes()).await?;
+        out.write_all(b"\n").await?;
+        out.flush().await?;
+        Ok::<_, std::io::Error>(out)
+    });
+    agent_client_protocol::Lines::new(Box::pin(outgoing), Box::pin(incoming))
+}
 
 /// The modes a session offers: what its tools may touch.
 const MODES: [(&str, &str, &str); 4] = [
@@ -582,7 +646,7 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
                 },
                 agent_client_protocol::on_receive_notification!(),
             )
-            .connect_to(Stdio::new())
+            .connect_to(stdio_lines())
             .await
     };
     // The client went away (or the connection failed): every prompt is cancelled as Ctrl-C

@@ -95,6 +95,13 @@ impl Acp {
         acp
     }
 
+    pub(super) fn send_bytes(&mut self, line: &[u8]) {
+        let input = self.input.as_mut().unwrap();
+        input.write_all(line).unwrap();
+        input.write_all(b"\n").unwrap();
+        input.flush().unwrap();
+    }
+
     pub(super) fn send_raw(&mut self, line: &str) {
         let input = self.input.as_mut().unwrap();
         writeln!(input, "{line}").unwrap();
@@ -185,6 +192,13 @@ fn bad_input_gets_a_json_rpc_error_and_the_connection_goes_on() {
     let mut acp = Acp::start(dir.path(), &script, &[]);
     acp.send_raw("{this is not json");
     let (parse, _) = acp.until("the parse error", |message| message["error"].is_object());
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    // A line that is not UTF-8 ended the connection, and every session with it (issue 41
+    // point 6): now a parse error like any unreadable line.
+    acp.send_bytes(b"{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\": \"caf\xe9\"}");
+    let (parse, _) = acp.until("the parse error of a line not UTF-8", |message| {
+        message["error"]["code"] == -32700
+    });
     assert_eq!(parse["error"]["code"], -32700, "{parse}");
     let unknown = acp.request("golato/bogus", json!({}));
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
