@@ -88,10 +88,13 @@ pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
                 };
                 // The checks passed on disk; the text is the one held elsewhere (an editor's
                 // buffer, unsaved changes included).
-                let text = text_files
-                    .read(&path)
-                    .await
-                    .map_err(|why| format!("Could not read {shown}: {why}"))?;
+                // Cancellable: the text may come from a program that never answers.
+                let text = tokio::select! {
+                    text = text_files.read(&path) => {
+                        text.map_err(|why| format!("Could not read {shown}: {why}"))?
+                    }
+                    () = cancel.cancelled() => return Err("read was cancelled".into()),
+                };
                 tokio::task::spawn_blocking(move || {
                     read_text(
                         &mut io::Cursor::new(text.into_bytes()),

@@ -46,6 +46,17 @@ fn failed(what: &str, error: &agent_client_protocol::Error) -> String {
     format!("the client could not {what} it ({})", error.message)
 }
 
+/// How long the client has to answer `fs/read_text_file` or `fs/write_text_file`: one that
+/// never answers would keep the call, and the session, busy for good.
+const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn unanswered(method: &str) -> String {
+    format!(
+        "the client did not answer {method} within {} s",
+        ANSWER_TIMEOUT.as_secs()
+    )
+}
+
 impl golato::builtin::TextFiles for ClientFiles {
     fn read(&self, path: &Path) -> BoxFuture<'static, Result<String, String>> {
         let sent = self.connection.send_request(ReadTextFileRequest::new(
@@ -53,8 +64,9 @@ impl golato::builtin::TextFiles for ClientFiles {
             PathBuf::from(path),
         ));
         Box::pin(async move {
-            sent.block_task()
+            tokio::time::timeout(ANSWER_TIMEOUT, sent.block_task())
                 .await
+                .map_err(|_| unanswered("fs/read_text_file"))?
                 .map(|response| response.content)
                 .map_err(|error| failed("read", &error))
         })
@@ -67,8 +79,9 @@ impl golato::builtin::TextFiles for ClientFiles {
             text,
         ));
         Box::pin(async move {
-            sent.block_task()
+            tokio::time::timeout(ANSWER_TIMEOUT, sent.block_task())
                 .await
+                .map_err(|_| unanswered("fs/write_text_file"))?
                 .map(drop)
                 .map_err(|error| failed("write", &error))
         })

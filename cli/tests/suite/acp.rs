@@ -485,6 +485,47 @@ fn the_official_typescript_client_drives_a_whole_session() {
     assert!(said.lines().last() == Some(r#"{"ok":"all"}"#), "{said}");
 }
 
+/// A client that offers its files but never answers `fs/read_text_file`: `session/cancel`
+/// ends the turn as cancelled, and the session takes the next prompt (it stayed busy for good).
+#[test]
+fn a_file_read_the_client_never_answers_is_cancelled_with_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    std::fs::write(cwd.join("notes.txt"), "on disk\n").unwrap();
+    let script = script_file(
+        &cwd,
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "r", "name": "read", "arguments": {"path": "notes.txt"}}]}),
+            json!({"text": "Done."}),
+            json!({"text": "Again."}),
+        ],
+    );
+    let mut acp = Acp::start_offering(
+        &cwd,
+        &script,
+        &[],
+        json!({"fs": {"readTextFile": true, "writeTextFile": true}}),
+    );
+    let session = acp.new_session(&cwd);
+    let id = acp.prompt(&session, "go");
+    let _ = acp.until("the read request", |message| {
+        message["method"] == "fs/read_text_file"
+    });
+    // Never answered.
+    acp.send(
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+    );
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "cancelled", "{done}");
+    let again = acp.prompt(&session, "again");
+    let (done, _) = acp.response(again);
+    assert!(
+        done["result"].is_object(),
+        "the session is still busy: {done}"
+    );
+}
+
 #[test]
 fn a_client_that_offers_its_files_is_where_read_and_edit_take_and_put_text() {
     let dir = tempfile::tempdir().unwrap();
