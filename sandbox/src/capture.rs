@@ -64,6 +64,17 @@ pub struct Change {
     pub after: FileState,
 }
 
+impl Change {
+    /// The change of `path` from `before` to `after`.
+    pub fn new(path: PathBuf, before: FileState, after: FileState) -> Change {
+        Change {
+            path,
+            before,
+            after,
+        }
+    }
+}
+
 /// A file both the command and something else changed while the command ran: the other
 /// change stays where it is, the command's version is put beside it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

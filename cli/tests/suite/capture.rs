@@ -97,21 +97,24 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
-/// The changes listed, by path relative to the workspace.
+/// The changes listed, by path relative to the workspace, each state in its stable JSON form
+/// (`"absent"`, `{"kept": NAME}`, `{"link": TARGET}`, `"unkept"`).
 fn changes(result: &ToolResultMessage, workspace: &Path) -> HashMap<String, (Value, Value)> {
-    let details = result.details.as_ref().expect("bash's details");
-    details["changes"]
-        .as_array()
-        .expect("a list of changes")
-        .iter()
+    golato::builtin::captured_changes(result.details.as_ref())
+        .expect("a captured call's changes")
+        .into_iter()
         .map(|change| {
-            let path = Path::new(change["path"].as_str().unwrap());
             (
-                path.strip_prefix(workspace)
+                change
+                    .path
+                    .strip_prefix(workspace)
                     .unwrap()
                     .to_string_lossy()
                     .into_owned(),
-                (change["before"].clone(), change["after"].clone()),
+                (
+                    serde_json::to_value(&change.before).unwrap(),
+                    serde_json::to_value(&change.after).unwrap(),
+                ),
             )
         })
         .collect()
@@ -553,7 +556,8 @@ mod attacks {
         assert!(!result.is_error, "{}", result.text());
         let name = std::ffi::OsStr::from_bytes(b"caf\xe9");
         assert_eq!(std::fs::read(w.join(name)).unwrap(), b"x\n");
-        let recorded = &result.details.as_ref().unwrap()["changes"][0]["path"]["bytes"];
+        // In the details, compact: [path, before, after], the path as its bytes.
+        let recorded = &result.details.as_ref().unwrap()["changes"][0][0]["bytes"];
         let mut expected = w.as_os_str().as_bytes().to_vec();
         expected.extend_from_slice(b"/caf\xe9");
         assert_eq!(recorded, &json!(expected));

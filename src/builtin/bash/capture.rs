@@ -151,10 +151,7 @@ fn annotate(result: &mut ToolResult, applied: &Applied) {
     };
     let extra = [
         ("capture", capture),
-        (
-            "changes",
-            serde_json::to_value(&applied.changes).unwrap_or_default(),
-        ),
+        ("changes", compact::changes(&applied.changes)),
         (
             "conflicts",
             serde_json::to_value(&applied.conflicts).unwrap_or_default(),
@@ -184,10 +181,13 @@ fn annotate(result: &mut ToolResult, applied: &Applied) {
 /// ```
 /// use serde_json::json;
 /// let details = json!({"capture": "captured", "changes": [
-///     {"path": "/w/a.txt", "before": "absent", "after": {"kept": "3f1c"}}
+///     ["/w/a.txt", "absent", "kept:3f1c"],
+///     // As an older golato wrote them.
+///     {"path": "/w/b.txt", "before": "absent", "after": {"kept": "3f1d"}}
 /// ]});
 /// let changes = golato::builtin::captured_changes(Some(&details)).unwrap();
 /// assert_eq!(changes[0].path, std::path::Path::new("/w/a.txt"));
+/// assert_eq!(changes[1].after, golato::sandbox::capture::FileState::Kept("3f1d".into()));
 /// assert!(golato::builtin::captured_changes(Some(&json!({"capture": {"uncaptured": "no sandbox"}}))).is_none());
 /// ```
 pub fn captured_changes(details: Option<&Value>) -> Option<Vec<crate::sandbox::capture::Change>> {
@@ -195,7 +195,82 @@ pub fn captured_changes(details: Option<&Value>) -> Option<Vec<crate::sandbox::c
     if details.get("capture")?.as_str()? != "captured" {
         return None;
     }
-    serde_json::from_value(details.get("changes")?.clone()).ok()
+    details
+        .get("changes")?
+        .as_array()?
+        .iter()
+        .map(compact::change)
+        .collect()
+}
+
+/// A change in a result's details as a small array, `[path, before, after]`, each state a
+/// string (`"absent"`, `"unkept"`, `"kept:NAME"`, `"link:TARGET"`): a captured command may
+/// change 100,000 files, and the details are held in the result, its event, the transcript and
+/// the session (as objects they cost about 8 KiB a change in all). A path or a link that is
+/// not UTF-8 is written as `{"bytes": [...]}`; an older golato's objects (`{"path", "before",
+/// "after"}`) are read too.
+mod compact {
+    use serde_json::Value;
+
+    use crate::sandbox::capture::{path_text, Change, FileState};
+
+    fn path(path: &std::path::Path) -> Value {
+        path_text::serialize(path, serde_json::value::Serializer).unwrap_or_default()
+    }
+
+    fn state(state: &FileState) -> Value {
+        match state {
+            FileState::Absent => Value::from("absent"),
+            FileState::Unkept => Value::from("unkept"),
+            FileState::Kept(name) => Value::from(format!("kept:{name}")),
+            FileState::Link(target) => match target.to_str() {
+                Some(target) => Value::from(format!("link:{target}")),
+                None => serde_json::json!({ "link": path(target) }),
+            },
+        }
+    }
+
+    pub(super) fn changes(changes: &[Change]) -> Value {
+        Value::Array(
+            changes
+                .iter()
+                .map(|change| {
+                    Value::Array(vec![
+                        path(&change.path),
+                        state(&change.before),
+                        state(&change.after),
+                    ])
+                })
+                .collect(),
+        )
+    }
+
+    fn state_of(value: &Value) -> Option<FileState> {
+        let Some(text) = value.as_str() else {
+            return serde_json::from_value(value.clone()).ok();
+        };
+        Some(match text {
+            "absent" => FileState::Absent,
+            "unkept" => FileState::Unkept,
+            _ => match text.split_once(':')? {
+                ("kept", name) => FileState::Kept(name.to_owned()),
+                ("link", target) => FileState::Link(target.into()),
+                _ => return None,
+            },
+        })
+    }
+
+    pub(super) fn change(value: &Value) -> Option<Change> {
+        let Some([file, before, after]) = value.as_array().map(Vec::as_slice) else {
+            // An older golato's object.
+            return serde_json::from_value(value.clone()).ok();
+        };
+        Some(Change::new(
+            path_text::deserialize(file).ok()?,
+            state_of(before)?,
+            state_of(after)?,
+        ))
+    }
 }
 
 /// A command's changes that a golato which died while it ran never applied.
