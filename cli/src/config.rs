@@ -704,7 +704,7 @@ pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
         eprintln!("golato: no hooks here (configure them as [[hooks.EVENT]] in a configuration file; README \"Policy\")");
     }
     for line in described {
-        println!("{line}");
+        println!("{}", crate::shown::visible(&line));
     }
     Ok(crate::Exit::Success)
 }
@@ -714,10 +714,17 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     use std::io::Write as _;
     let layers = shown_layers(&args)?;
     let mut out = std::io::stdout().lock();
+    // Every line as a terminal shows it safely: paths, sources and values come from files a
+    // repository brings (a folder named with an escape sequence would drive the terminal).
+    macro_rules! say {
+        ($($arg:tt)*) => {
+            let _ = writeln!(out, "{}", crate::shown::visible(&format!($($arg)*)));
+        };
+    }
     let files = [user_file(), Some(project_file(&args.cwd))];
     for path in files.into_iter().flatten() {
         let state = if path.exists() { "read" } else { "none" };
-        let _ = writeln!(out, "# {}: {state}", path.display());
+        say!("# {}: {state}", path.display());
     }
     let mut effective: BTreeMap<&'static str, (String, String)> = BTreeMap::new();
     for layer in &layers {
@@ -725,40 +732,37 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
             effective.insert(key, (value, layer.source.clone()));
         }
         if let Some(text) = ignored_text(layer) {
-            let _ = writeln!(out, "# {text}");
+            say!("# {text}");
         }
     }
     if effective.is_empty() {
-        let _ = writeln!(
-            out,
-            "# nothing set: every flag has its default (golato run --help)"
-        );
+        say!("# nothing set: every flag has its default (golato run --help)");
     }
     for (key, (value, source)) in effective {
-        let _ = writeln!(out, "{key} = {value}    # {source}");
+        say!("{key} = {value}    # {source}");
     }
     let mut policy = Policy::new();
     for layer in layers {
         policy.extend(layer.policy);
     }
     if !policy.rules.is_empty() {
-        let _ = writeln!(out, "# rules (a deny beats an ask beats an allow):");
+        say!("# rules (a deny beats an ask beats an allow):");
     }
     for rule in policy.rules.iter() {
-        let _ = writeln!(out, "{} {}    # {}", rule.decision, rule.text, rule.source);
+        say!("{} {}    # {}", rule.decision, rule.text, rule.source);
     }
     for hook in policy.describe_hooks() {
-        let _ = writeln!(out, "hook {hook}");
+        say!("hook {hook}");
     }
     let instructions = crate::instructions::for_config(&args.cwd, args.settings.trust);
     if instructions.files.is_empty() {
-        let _ = writeln!(out, "# instructions: no AGENTS.md or CLAUDE.md read");
+        say!("# instructions: no AGENTS.md or CLAUDE.md read");
     }
     for file in &instructions.files {
-        let _ = writeln!(out, "# instructions: {}", file.display());
+        say!("# instructions: {}", file.display());
     }
     if let Some(why) = &instructions.skipped {
-        let _ = writeln!(out, "# instructions: {}", crate::shown::visible(why));
+        say!("# instructions: {}", crate::shown::visible(why));
     }
     Ok(crate::Exit::Success)
 }

@@ -230,13 +230,28 @@ impl Rules {
             (Some(_), Some(pattern)) => {
                 // Anchored at the folder as it really is (however it was named: `.`, a relative
                 // path, a link), as every call's path is resolved before it is matched.
-                let path = match pattern.strip_prefix("~/") {
-                    Some(rest) => std::env::var_os("HOME")
-                        .map(|home| golato_sandbox::fold(&real_folder(Path::new(&home)).join(rest)))
-                        .ok_or_else(|| invalid("starts with ~/ and HOME is not set".into()))?,
-                    None => golato_sandbox::fold(&real_folder(cwd).join(pattern)),
+                // The folder is taken literally (a workspace named `proj[1]` has no character
+                // class in it); only the pattern is a glob.
+                let (anchor, rest) = match pattern.strip_prefix("~/") {
+                    Some(rest) => (
+                        std::env::var_os("HOME")
+                            .map(|home| real_folder(Path::new(&home)))
+                            .ok_or_else(|| invalid("starts with ~/ and HOME is not set".into()))?,
+                        rest,
+                    ),
+                    None if Path::new(pattern).is_absolute() => (PathBuf::from("/"), pattern.trim_start_matches('/')),
+                    None => (real_folder(cwd), pattern),
                 };
-                Pattern::Path(glob(&path.to_string_lossy(), true)?)
+                // `..` in the pattern climbs out of the folder: the literal part is the
+                // folder's ancestor it ends in.
+                let folded = golato_sandbox::fold(&anchor.join(rest));
+                let literal = anchor
+                    .ancestors()
+                    .find(|ancestor| folded.starts_with(ancestor))
+                    .unwrap_or(Path::new("/"));
+                let rest = folded.strip_prefix(literal).unwrap_or(&folded);
+                let literal = globset::escape(literal.to_string_lossy().trim_end_matches('/'));
+                Pattern::Path(glob(&format!("{literal}/{}", rest.to_string_lossy()), true)?)
             }
             (None, Some(_)) => {
                 return Err(invalid(format!(
@@ -390,6 +405,31 @@ mod tests {
         rules
             .decide("bash", &json!({ "command": command }), Path::new("/work"))
             .map(|verdict| verdict.decision)
+    }
+
+    /// The workspace's own name is literal (`proj[1]` is no character class, `{a,b}` no
+    /// alternation), and `..` in a pattern climbs out of it.
+    #[test]
+    fn a_workspace_named_like_a_glob_is_taken_literally() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("proj[1]{a,b}");
+        std::fs::create_dir_all(work.join("secret")).unwrap();
+        std::fs::create_dir_all(dir.path().join("shared")).unwrap();
+        let mut rules = Rules::new();
+        for rule in ["read(secret/**)", "read(../shared/*.key)"] {
+            rules
+                .add(Decision::Deny, rule, Source::flag("test"), &work)
+                .unwrap();
+        }
+        let read = |path: &str| {
+            rules
+                .decide("read", &json!({ "path": path }), &work)
+                .map(|verdict| verdict.decision)
+        };
+        assert_eq!(read("secret/x"), Some(Decision::Deny));
+        assert_eq!(read("../shared/a.key"), Some(Decision::Deny));
+        assert_eq!(read("other"), None);
+        assert_eq!(read("../shared/a.txt"), None);
     }
 
     #[test]

@@ -195,3 +195,43 @@ fn chat_survives_a_line_that_is_not_text_and_leaves_on_exit_while_busy() {
     assert!(screen.contains("leaving"), "{screen}");
     assert!(!screen.contains("» steering: /exit"), "{screen}");
 }
+
+/// Paths golato prints (`golato config`, `golato skills`) go through the same visible-text
+/// function as model output: a folder or skill named with an escape sequence drove the
+/// terminal (issue 42 point 8).
+#[test]
+fn paths_named_with_escape_sequences_are_printed_visibly() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("proj\u{1b}]0;owned\u{7}");
+    std::fs::create_dir_all(project.join(".golato")).unwrap();
+    std::fs::write(
+        project.join(".golato/config.toml"),
+        "[rules]\ndeny = [\"read(x\\u001b)\"]\n",
+    )
+    .unwrap();
+    let skill = project.join(".agents/skills/evil\u{1b}[31m");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: evil\ndescription: red\n---\n",
+    )
+    .unwrap();
+    for args in [&["config"][..], &["skills", "--trust"]] {
+        let output = golato()
+            .args(args)
+            .arg("-C")
+            .arg(&project)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        assert!(
+            !output.stdout.contains(&0x1b),
+            "{args:?} printed a raw escape: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("proj"),
+            "{output:?}"
+        );
+    }
+}
