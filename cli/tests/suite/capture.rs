@@ -442,6 +442,63 @@ mod needs_root {
             left.len() <= 1 && left.iter().all(|name| name.starts_with("idle-")),
             "{left:?}"
         );
+        // Undo, as the same user, takes back what the commands made.
+        let undone = std::process::Command::new(support::reachable_golato())
+            .args(["undo", "-C"])
+            .arg(&workspace)
+            .env("GOLATO_DATA_DIR", &data)
+            .env("HOME", &data)
+            .uid(support::NOBODY)
+            .gid(support::NOBODY)
+            .output()
+            .unwrap();
+        assert!(undone.status.success(), "{undone:?}");
+        for n in 0..4 {
+            assert!(!workspace.join(format!("d{n}/e/f")).exists());
+        }
+        assert!(!workspace.join("top.txt").exists());
+
+        // A folder a command made unreadable (`chmod 000`) is applied, its bits last, and
+        // nothing is left in staging (its files stayed there for good, and every later golato
+        // said the command "was cut off").
+        let script = top.path().join("locked.jsonl");
+        std::fs::write(
+            &script,
+            [
+                json!({"tool_calls": [{"id": "l", "name": "bash", "arguments": {"command": "mkdir -p locked/in && echo x > locked/in/f && chmod 000 locked/in"}}]}).to_string(),
+                json!({"text": "done"}).to_string(),
+            ]
+            .join("\n"),
+        )
+        .unwrap();
+        support::chmod(&script, 0o644);
+        let output = std::process::Command::new(support::reachable_golato())
+            .args(["run", "-q", "--script", script.to_str().unwrap(), "-C"])
+            .arg(&workspace)
+            .arg("go")
+            .env("GOLATO_DATA_DIR", &data)
+            .env("HOME", &data)
+            .uid(support::NOBODY)
+            .gid(support::NOBODY)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        assert!(
+            !String::from_utf8_lossy(&output.stderr).contains("cut off"),
+            "{output:?}"
+        );
+        let locked = workspace.join("locked/in");
+        let mode = std::fs::metadata(&locked).unwrap().permissions();
+        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0);
+        assert_eq!(read(&locked.join("f")), "x\n");
+        let left: Vec<String> = std::fs::read_dir(data.join("staging"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            left.iter().all(|name| name.starts_with("idle-")),
+            "{left:?}"
+        );
     }
 }
 
