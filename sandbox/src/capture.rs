@@ -104,6 +104,10 @@ pub struct Applied {
     /// Pipes and sockets the command made, which are not copied.
     #[serde(with = "path_text::many")]
     pub left_out: Vec<PathBuf>,
+    /// What the command made or changed at a protected path ([`Stage::protect`]): not applied,
+    /// dropped (a `.golato/config.toml` it made would run hooks outside the sandbox later).
+    #[serde(default, with = "path_text::many")]
+    pub refused: Vec<PathBuf>,
 }
 
 /// Keeps a file's bytes and names them (a content hash, say): what a checkpoint restores.
@@ -134,6 +138,9 @@ struct Owner {
     /// When the command started, in nanoseconds since the Unix epoch.
     started: u128,
     note: serde_json::Value,
+    /// Paths where nothing the command made is applied.
+    #[serde(default)]
+    protected: Vec<PathBuf>,
 }
 
 const OWNER: &str = "owner.json";
@@ -167,6 +174,7 @@ impl Stage {
             root: root.to_owned(),
             started: 0,
             note,
+            protected: Vec::new(),
         };
         if let Some(stage) = Stage::reused(area, owner.clone()) {
             return Ok(stage);
@@ -307,6 +315,17 @@ impl Stage {
         &self.owner.note
     }
 
+    /// Keeps what the command makes or changes at `paths` (and beneath them) out of the real
+    /// tree: the sandbox's protected paths, which a command sees read-only where they exist but
+    /// could otherwise create (`.golato/config.toml` in a folder that had none).
+    ///
+    /// # Errors
+    /// The stage's `owner.json` could not be written.
+    pub fn protect(&mut self, paths: &[PathBuf]) -> std::io::Result<()> {
+        self.owner.protected = paths.to_vec();
+        self.start()
+    }
+
     /// Carries what the command changed into the real tree (its working directory), handing
     /// each file's content before and after to `keep`. Call it once the command and everything
     /// it started have ended.
@@ -324,6 +343,7 @@ impl Stage {
                 .unwrap_or_default(),
             keep,
             applied: Applied::default(),
+            protected: &self.owner.protected,
         };
         match std::fs::read_to_string(self.folder.join(SKIPPED)) {
             Ok(reason) => applying.applied.uncaptured = Some(reason),

@@ -206,6 +206,13 @@ impl Prepared {
     pub fn working_directory(&self) -> &Path {
         &self.spec.cwd
     }
+
+    /// The protected paths beneath the writable roots ([`PROTECTED_NAMES`](crate::PROTECTED_NAMES)
+    /// in each), whether they exist or not: a command sees the ones that exist read-only, and
+    /// a captured command's changes are not applied at any of them.
+    pub fn protected_paths(&self) -> &[PathBuf] {
+        &self.spec.protected
+    }
 }
 
 /// The control files of golato and of other agents, and the shell's and git's startup files,

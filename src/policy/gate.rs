@@ -218,13 +218,15 @@ impl Inner {
                     verdict.rule.text, verdict.rule.source
                 ))
             }
+            // A rule that asks is the person's word and outranks a hook's allow: a hook
+            // (perhaps a project's) may spare a question only where no rule asks for one.
+            Some(verdict) if verdict.decision == Decision::Ask => {
+                let why = format!("the rule `ask {}` ({})", verdict.rule.text, verdict.rule.source);
+                self.ask(ctx, why).await
+            }
             _ if allowed_by_hook => BeforeToolCall::Run,
             _ if asked_by_hook.is_some() => {
                 let why = asked_by_hook.unwrap_or_default();
-                self.ask(ctx, why).await
-            }
-            Some(verdict) if verdict.decision == Decision::Ask => {
-                let why = format!("the rule `ask {}` ({})", verdict.rule.text, verdict.rule.source);
                 self.ask(ctx, why).await
             }
             Some(_) => BeforeToolCall::Run,

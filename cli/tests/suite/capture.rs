@@ -622,6 +622,27 @@ mod attacks {
         assert_eq!(changes[0].path, w.join(name));
     }
 
+    /// A command cannot create a protected path that did not exist (a `.golato/config.toml`
+    /// in a trusted folder that had none would run its hooks outside the sandbox on the next
+    /// run, issue 41): what it made there is not applied, and the result says so.
+    #[test]
+    fn protected_paths_a_command_makes_are_not_applied() {
+        let s = setup(Policy::workspace_write());
+        let w = &s.workspace;
+        let result = bash(
+            &s.tools,
+            "mkdir -p .golato && echo '[[hooks.SessionStart]]' > .golato/config.toml \
+             && echo evil > AGENTS.md && echo fine > fine.txt",
+        );
+        assert!(!result.is_error, "{}", result.text());
+        assert!(!w.join(".golato").exists());
+        assert!(!w.join("AGENTS.md").exists());
+        assert_eq!(read(&w.join("fine.txt")), "fine\n");
+        assert!(result.text().contains("not applied"), "{}", result.text());
+        assert!(result.text().contains(".golato"), "{}", result.text());
+        assert!(staged(&s.keeper).is_empty());
+    }
+
     /// A set-user-ID program a command leaves is applied without the bit (root-owned when
     /// golato runs as root).
     #[test]

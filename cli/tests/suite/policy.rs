@@ -559,3 +559,31 @@ fn path_rules_hold_however_the_working_directory_is_named() {
         );
     }
 }
+
+/// A hook's `allow` does not outrank a rule that asks: the rule is the person's word, a hook
+/// may spare only the questions no rule asks for (it won before). Nobody can answer here, so
+/// what is asked is refused.
+#[test]
+fn a_rule_that_asks_outranks_a_hooks_allow() {
+    let (_dir, ws) = workspace(
+        "[rules]\nask = [\"bash(touch asked*)\"]\n\n[[hooks.PreToolUse]]\ncommand = \"echo '{\\\"hookSpecificOutput\\\": {\\\"permissionDecision\\\": \\\"allow\\\"}}'\"\n",
+    );
+    let output = run(
+        &ws,
+        &[
+            bash("asked", "touch asked.txt"),
+            bash("spared", "touch spared.txt"),
+        ],
+        &["--approve", "ask"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let results = results(&output);
+    assert!(!ws.join("asked.txt").exists(), "{results:?}");
+    assert!(
+        results["asked"].contains("needs approval") || results["asked"].contains("not allow"),
+        "{results:?}"
+    );
+    // Where no rule asks, the hook's allow spares the question.
+    assert!(ws.join("spared.txt").exists(), "{results:?} {stderr}");
+}

@@ -19,6 +19,8 @@ pub(super) struct Applying<'a, 'b> {
     pub(super) stage_name: String,
     pub(super) keep: &'a mut Keep<'b>,
     pub(super) applied: Applied,
+    /// Where nothing is applied (`Stage::protect`).
+    pub(super) protected: &'a [std::path::PathBuf],
 }
 
 /// One folder of the walk: the names left to apply, how to get back up, and the permission
@@ -153,6 +155,21 @@ impl Applying<'_, '_> {
                 return None;
             }
         };
+        let path = real.path().join(name);
+        if self
+            .protected
+            .iter()
+            .any(|protected| path.starts_with(protected))
+        {
+            // Dropped from the stage, so that no later look applies it either.
+            let dropped = upper.path().join(name);
+            let _ = match entry.kind() {
+                Kind::Folder => std::fs::remove_dir_all(&dropped),
+                _ => std::fs::remove_file(&dropped),
+            };
+            self.applied.refused.push(path);
+            return None;
+        }
         if entry.is_whiteout() {
             self.remove(real, name);
             let _ = upper.remove_file(name);

@@ -50,7 +50,13 @@ impl Capture {
                 area.display()
             ));
         }
-        match Stage::new(&area, &root, json!({ "call": call, "mark": mark })) {
+        let staged = Stage::new(&area, &root, json!({ "call": call, "mark": mark })).and_then(
+            |mut stage| {
+                stage.protect(sandbox.protected_paths())?;
+                Ok(stage)
+            },
+        );
+        match staged {
             Ok(stage) => Capture::Staged {
                 stage,
                 checkpoints: Arc::clone(checkpoints),
@@ -133,6 +139,17 @@ fn annotate(result: &mut ToolResult, applied: &Applied) {
             "pipes and sockets are not copied out of the command's view of the working directory: {}",
             applied
                 .left_out
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !applied.refused.is_empty() {
+        notes.push(format!(
+            "not applied: what the command made at protected paths (golato's and other agents' control files, git's hooks and configuration, shell startup files), which only you may change: {}",
+            applied
+                .refused
                 .iter()
                 .map(|path| path.display().to_string())
                 .collect::<Vec<_>>()
