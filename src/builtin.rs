@@ -150,6 +150,12 @@ pub struct Config {
     /// Where `read`, `edit` and `write` take and put text instead of the disk (an editor's
     /// buffers; see [`TextFiles`]); `None` (the default): the disk.
     pub text_files: Option<Arc<dyn TextFiles>>,
+    /// Rules whose `read(…)` denials and questions also hold for `grep`, `find` and `ls`: a
+    /// file they name is left out of every listing and search (and counted), as the sandbox's
+    /// denied paths are, since a search cannot stop to ask. `None` (the default): none. A
+    /// [`Policy`](crate::policy::Policy)'s `rules`, so that `read(secret/**)` keeps
+    /// `secret/`'s names and contents from the search tools too.
+    pub read_rules: Option<Arc<crate::policy::Rules>>,
     /// Where `bash` keeps what its commands change, for checkpoints an application can undo
     /// ([`Checkpoints`]); captured only under [`sandbox::Mode::WorkspaceWrite`], where the
     /// result's details say what changed. `None` (the default): not captured.
@@ -223,7 +229,11 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
         )?)),
         _ => None,
     };
-    let workspace = Arc::new(workspace.with_text_files(config.text_files.clone()));
+    let workspace = Arc::new(
+        workspace
+            .with_text_files(config.text_files.clone())
+            .with_read_rules(config.read_rules.clone()),
+    );
     let host = match config.host {
         Some(host) => host,
         None => Host::global()?,

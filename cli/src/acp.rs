@@ -213,6 +213,13 @@ impl State {
 
 /// An error answer naming what was wrong with the request.
 pub(crate) fn invalid_params(message: impl Into<String>) -> agent_client_protocol::Error {
+    // Whatever it echoes of the request is bounded.
+    let message: String = message.into();
+    let bound = 4 * crate::shown::ECHOED_CHARS;
+    let message = match message.char_indices().nth(bound) {
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &message[..cut], message.len()),
+        None => message,
+    };
     agent_client_protocol::Error::new(-32602, message)
 }
 
@@ -352,7 +359,7 @@ async fn build(args: &AgentArgs) -> Result<crate::run::Built, CliError> {
 fn to_protocol(error: CliError) -> agent_client_protocol::Error {
     agent_client_protocol::Error::new(
         -32603,
-        crate::shown::visible(&error.to_string()).into_owned(),
+        crate::shown::visible(&crate::shown::echoed(&error.to_string())).into_owned(),
     )
 }
 
@@ -364,7 +371,7 @@ async fn new_session(
     if !request.cwd.is_absolute() {
         return Err(invalid_params(format!(
             "cwd must be an absolute path; got {}",
-            request.cwd.display()
+            crate::shown::echoed(&request.cwd.display().to_string())
         )));
     }
     let mut args = session_args(state, &request.cwd, &request.mcp_servers).map_err(to_protocol)?;

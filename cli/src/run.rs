@@ -503,6 +503,8 @@ pub(crate) fn builtin_tools(
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
         text_files: args.text_files.clone(),
         bash_checkpoints,
+        // What a rule keeps from `read` stays out of grep, find and ls too.
+        read_rules: (!args.policy.rules.is_empty()).then(|| Arc::new(args.policy.rules.clone())),
         ..Default::default()
     })
     .map_err(builtin_error)

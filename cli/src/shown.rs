@@ -55,6 +55,18 @@ fn civil(days: i64) -> (i64, i64, i64) {
 }
 
 /// Seconds since the epoch as a UTC date, `YYYY-MM-DD`.
+/// The most characters of a path or an argument an error text echoes.
+pub(crate) const ECHOED_CHARS: usize = 2_000;
+
+/// `text` as an error echoes it: whole up to [`ECHOED_CHARS`] characters, else cut there with
+/// its length (a 65 KB `cwd` was echoed whole to the client).
+pub(crate) fn echoed(text: &str) -> String {
+    match text.char_indices().nth(ECHOED_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
+        None => text.to_owned(),
+    }
+}
+
 pub(crate) fn utc_date(seconds: u64) -> String {
     let (year, month, day) = civil((seconds / 86_400) as i64);
     format!("{year:04}-{month:02}-{day:02}")

@@ -120,19 +120,18 @@ impl Prepared {
         let roots = writable
             .iter()
             .map(|root| {
-                rustix::fs::open(
-                    root,
-                    rustix::fs::OFlags::PATH
-                        | rustix::fs::OFlags::DIRECTORY
-                        | rustix::fs::OFlags::CLOEXEC,
-                    rustix::fs::Mode::empty(),
-                )
-                .map(|fd| (root.clone(), Arc::new(fd)))
-                .map_err(|error| Error::Path {
-                    role: "writable root",
-                    path: root.clone(),
-                    reason: error.to_string(),
-                })
+                held_root(root)
+                    .map(|fd| (root.clone(), fd))
+                    .map_err(|error| Error::Path {
+                        role: "writable root",
+                        path: root.clone(),
+                        reason: match error {
+                            rustix::io::Errno::MFILE | rustix::io::Errno::NFILE => format!(
+                                "{error}: too many open files (raise the limit with ulimit -n, or run fewer sessions at once)"
+                            ),
+                            error => error.to_string(),
+                        },
+                    })
             })
             .collect::<Result<Vec<_>, Error>>()?;
         let spec = Spec {
@@ -241,6 +240,33 @@ fn canonical(path: &Path, shown: &Path, role: &'static str) -> Result<PathBuf, E
         path: shown.to_owned(),
         reason: error.to_string(),
     })
+}
+
+/// The held descriptor of the writable root `root`, shared by every policy of the process that
+/// names the same folder (while it is that folder: same device and inode): each session of
+/// `golato acp` held two of its own (its folder and `/tmp`), and 500 sessions ran out of a
+/// limit of 1,024 descriptors.
+fn held_root(root: &Path) -> Result<Arc<std::os::fd::OwnedFd>, rustix::io::Errno> {
+    static HELD: Mutex<Vec<(PathBuf, std::sync::Weak<std::os::fd::OwnedFd>)>> =
+        Mutex::new(Vec::new());
+    let now = rustix::fs::stat(root)?;
+    let mut held = HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    held.retain(|(_, fd)| fd.strong_count() > 0);
+    let same = held.iter().find_map(|(path, fd)| {
+        let fd = fd.upgrade().filter(|_| path == root)?;
+        let stat = rustix::fs::fstat(&*fd).ok()?;
+        ((stat.st_dev, stat.st_ino) == (now.st_dev, now.st_ino)).then_some(fd)
+    });
+    if let Some(fd) = same {
+        return Ok(fd);
+    }
+    let fd = Arc::new(rustix::fs::open(
+        root,
+        rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?);
+    held.push((root.to_owned(), Arc::downgrade(&fd)));
+    Ok(fd)
 }
 
 type ProbeResult = Result<Arc<str>, String>;

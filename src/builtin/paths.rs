@@ -12,6 +12,8 @@ pub(crate) struct Workspace {
     files: Option<crate::sandbox::FileRules>,
     /// Where text is read and written instead of the disk, if anywhere.
     pub(crate) text_files: Option<std::sync::Arc<dyn super::TextFiles>>,
+    /// Rules whose `read` denials the search tools apply ([`super::Config::read_rules`]).
+    read_rules: Option<std::sync::Arc<crate::policy::Rules>>,
 }
 
 impl Workspace {
@@ -34,7 +36,16 @@ impl Workspace {
             #[cfg(target_os = "linux")]
             files: None,
             text_files: None,
+            read_rules: None,
         })
+    }
+
+    /// The workspace whose search tools also leave out what `rules` keep from `read`.
+    pub(crate) fn with_read_rules(
+        self,
+        read_rules: Option<std::sync::Arc<crate::policy::Rules>>,
+    ) -> Workspace {
+        Workspace { read_rules, ..self }
     }
 
     /// The workspace reading and writing text through `text_files` (the disk with `None`).
@@ -57,14 +68,19 @@ impl Workspace {
 
     /// Refuses what the sandbox denies reading: `file`, opened from `shown`.
     #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
-    /// Whether the sandbox denies `path` (a listing leaves it out).
+    /// Whether the sandbox denies `path`, or a rule keeps it from `read` (a listing leaves it
+    /// out).
     pub(crate) fn denies(&self, path: &Path) -> bool {
         #[cfg(target_os = "linux")]
-        if let Some(files) = &self.files {
-            return files.denies(path);
+        if self.files.as_ref().is_some_and(|files| files.denies(path)) {
+            return true;
         }
-        let _ = path;
-        false
+        self.read_rules.as_ref().is_some_and(|rules| {
+            let path = path.to_string_lossy();
+            rules
+                .decide("read", &serde_json::json!({ "path": path }), &self.cwd)
+                .is_some_and(|verdict| verdict.decision > crate::policy::Decision::Allow)
+        })
     }
 
     pub(crate) fn check_read(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {

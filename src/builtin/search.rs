@@ -198,17 +198,18 @@ impl std::io::Read for Cancellable<'_> {
     }
 }
 
-/// Why a search cannot start in `shown`: the sandbox denies it.
+/// Why a search cannot start in `shown`: the sandbox or a read rule denies it.
 fn denied_start(shown: &str) -> String {
-    format!("{shown} is denied by the sandbox (a credential folder or a --deny-read path): nothing in it can be listed or searched")
+    format!("{shown} is denied by the sandbox (a credential folder or a --deny-read path) or a read rule: nothing in it can be listed or searched")
 }
 
-/// What a listing says of the entries the sandbox denies: how many were left out.
+/// What a listing says of the entries the sandbox or a read rule denies: how many were left
+/// out.
 fn denied_note(denied: usize) -> String {
     match denied {
         0 => String::new(),
         n => format!(
-            "\n[{n} entr{} the sandbox denies left out.]",
+            "\n[{n} entr{} left out: denied by the sandbox or a read rule.]",
             if n == 1 { "y" } else { "ies" }
         ),
     }
@@ -316,6 +317,10 @@ fn run_grep(
         {
             continue;
         }
+        if workspace.denies(entry.path()) {
+            denied += 1;
+            continue;
+        }
         let Some(file) = open(workspace, entry.path()) else {
             denied += 1;
             continue;
@@ -372,7 +377,7 @@ fn run_grep(
     if denied > 0 {
         let _ = write!(
             out.text,
-            "\n[{denied} file(s) could not be read (the sandbox denies them, or they are not regular files) and were skipped.]"
+            "\n[{denied} file(s) could not be read (the sandbox or a read rule denies them, or they are not regular files) and were skipped.]"
         );
     }
     out.text.push_str(&walker.notes(workspace));

@@ -58,10 +58,14 @@ impl Acp {
 
     /// `golato acp` with `flags`, initialized with the client offering `capabilities`.
     pub(super) fn spawn(dir: &Path, flags: &[&str], capabilities: Value) -> Acp {
-        let mut child = golato()
-            .arg("acp")
-            .args(flags)
-            .current_dir(dir)
+        let mut command = golato();
+        command.arg("acp").args(flags).current_dir(dir);
+        Acp::from_command(command, capabilities)
+    }
+
+    /// `command` (a `golato acp`, perhaps started through a shell), initialized.
+    pub(super) fn from_command(mut command: std::process::Command, capabilities: Value) -> Acp {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -225,6 +229,15 @@ fn bad_input_gets_a_json_rpc_error_and_the_connection_goes_on() {
             .contains("absolute"),
         "{relative}"
     );
+    // A huge cwd is echoed cut (whole before: 65 KB in one error).
+    let huge = format!("relative/{}", "x".repeat(65_000));
+    let cut = acp.request("session/new", json!({"cwd": huge, "mcpServers": []}));
+    let message = cut["error"]["message"].as_str().unwrap();
+    assert!(
+        message.len() < 10_000 && message.contains("bytes in all"),
+        "{}",
+        message.len()
+    );
     // Still serving: a real prompt works.
     let session = acp.new_session(dir.path());
     let id = acp.prompt(&session, "hi");
@@ -232,6 +245,45 @@ fn bad_input_gets_a_json_rpc_error_and_the_connection_goes_on() {
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     let chunks = updates(&before, "agent_message_chunk");
     assert_eq!(chunks[0]["content"]["text"], "Hello.");
+}
+
+/// 600 sessions under a limit of 1,024 descriptors: a session holds one of its own (each held
+/// its folder and `/tmp` before: about #490 failed here, #337 where more was open).
+#[test]
+fn six_hundred_sessions_fit_in_1024_descriptors() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hello."})]);
+    let mut command = golato();
+    command
+        .arg("-c")
+        .arg("ulimit -n 1024 && exec \"$0\" acp --ephemeral --script \"$1\"")
+        .arg(support::golato_binary())
+        .arg(&script)
+        .current_dir(dir.path());
+    // `golato()` with bash in its place: the same environment, the binary as `$0`.
+    let program = std::process::Command::new("bash");
+    let mut wrapped = program;
+    wrapped.args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    wrapped.current_dir(dir.path());
+    let mut acp = Acp::from_command(wrapped, json!({}));
+    for n in 0..600 {
+        let folder = dir.path().join(format!("s{n}"));
+        std::fs::create_dir(&folder).unwrap();
+        let made = acp.request(
+            "session/new",
+            json!({"cwd": folder.to_str().unwrap(), "mcpServers": []}),
+        );
+        assert!(
+            made["result"]["sessionId"].is_string(),
+            "session {n}: {made}"
+        );
+    }
 }
 
 #[test]

@@ -587,3 +587,68 @@ fn a_rule_that_asks_outranks_a_hooks_allow() {
     // Where no rule asks, the hook's allow spares the question.
     assert!(ws.join("spared.txt").exists(), "{results:?} {stderr}");
 }
+
+/// Hooks get golato's whole environment, API keys included, as Claude Code's do (the README
+/// says so): they are the person's own code, run outside the sandbox.
+#[test]
+fn hooks_see_the_environment_api_keys_included() {
+    let (_dir, ws) = workspace("");
+    let seen = ws.join("seen.txt");
+    std::fs::write(
+        ws.join("user.toml"),
+        format!(
+            "[[hooks.PreToolUse]]\ncommand = \"printf %s \\\"$GOLATO_TEST_API_KEY\\\" > {}\"\n",
+            seen.display()
+        ),
+    )
+    .unwrap();
+    let script = script_file(
+        &ws,
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [bash("a", "true")]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let output = golato()
+        .env("GOLATO_CONFIG", ws.join("user.toml"))
+        .env("GOLATO_TEST_API_KEY", "sk-visible")
+        .args(["run", "--json", "--ephemeral", "--cwd"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), "sk-visible");
+}
+
+/// A rule that keeps a path from `read` keeps it from `grep`, `find` and `ls` too, names and
+/// contents (issue 41 point 2: grep returned `secret/x`'s content and find and ls listed it).
+#[test]
+fn read_rules_cover_the_search_tools() {
+    let (_dir, ws) = workspace("");
+    std::fs::create_dir(ws.join("secret")).unwrap();
+    std::fs::write(ws.join("secret/x"), "TOKEN=hunter2\n").unwrap();
+    std::fs::write(ws.join("open.txt"), "TOKEN=public\n").unwrap();
+    let calls = [
+        json!({"id": "g", "name": "grep", "arguments": {"pattern": "TOKEN"}}),
+        json!({"id": "f", "name": "find", "arguments": {"pattern": "*"}}),
+        json!({"id": "l", "name": "ls", "arguments": {"path": "secret"}}),
+    ];
+    let output = run(
+        &ws,
+        &calls,
+        &["--tools", "read,grep,find,ls", "--deny", "read(secret/**)"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let results = results(&output);
+    assert!(results["g"].contains("open.txt"), "{results:?}");
+    assert!(!results["g"].contains("hunter2"), "{results:?}");
+    assert!(!results["f"].contains("secret/x"), "{results:?}");
+    assert!(results["f"].contains("left out"), "{results:?}");
+    assert!(!results["l"].lines().any(|line| line == "x"), "{results:?}");
+    assert!(results["l"].contains("1 entry left out"), "{results:?}");
+}

@@ -431,7 +431,9 @@ fn find_and_ls_leave_out_what_the_sandbox_denies() {
     assert!(!found.text().contains("id_rsa"), "{}", found.text());
     assert!(found.text().contains("visible.txt"), "{}", found.text());
     assert!(
-        found.text().contains("1 entry the sandbox denies left out"),
+        found
+            .text()
+            .contains("1 entry left out: denied by the sandbox"),
         "{}",
         found.text()
     );
