@@ -622,36 +622,36 @@ struct Place {
 }
 
 impl Place {
-    fn split(path: &Path) -> std::io::Result<(&Path, &std::ffi::OsStr)> {
-        match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) if path.is_absolute() => Ok((parent, name)),
-            _ => Err(std::io::Error::other(format!(
+    /// The place of `path`: its folder reached from `/`, made where missing when `make` says.
+    fn reach(path: &Path, make: bool) -> std::io::Result<Place> {
+        let (Some(parent), Some(name), true) =
+            (path.parent(), path.file_name(), path.is_absolute())
+        else {
+            return Err(std::io::Error::other(format!(
                 "{} is not an absolute path to a file",
                 path.display()
-            ))),
-        }
+            )));
+        };
+        let root = golato::sandbox::anchored::Folder::open(Path::new("/"))?;
+        let beneath = parent.strip_prefix("/").unwrap_or(parent);
+        let folder = match make {
+            true => root.open_or_make_beneath(beneath)?,
+            false => root.open_beneath(beneath)?,
+        };
+        Ok(Place {
+            folder,
+            name: name.to_owned(),
+        })
     }
 
     /// The place of `path`, whose folder exists.
     fn of(path: &Path) -> std::io::Result<Place> {
-        let (parent, name) = Place::split(path)?;
-        let root = golato::sandbox::anchored::Folder::open(Path::new("/"))?;
-        let folder = root.open_beneath(parent.strip_prefix("/").unwrap_or(parent))?;
-        Ok(Place {
-            folder,
-            name: name.to_owned(),
-        })
+        Place::reach(path, false)
     }
 
     /// The place of `path`, its missing folders made.
     fn made(path: &Path) -> std::io::Result<Place> {
-        let (parent, name) = Place::split(path)?;
-        let root = golato::sandbox::anchored::Folder::open(Path::new("/"))?;
-        let folder = root.open_or_make_beneath(parent.strip_prefix("/").unwrap_or(parent))?;
-        Ok(Place {
-            folder,
-            name: name.to_owned(),
-        })
+        Place::reach(path, true)
     }
 
     /// What is there now; a regular file's bytes read when it is at most `read_up_to` bytes.

@@ -382,6 +382,27 @@ mod needs_root {
     use super::*;
     use std::os::unix::process::CommandExt as _;
 
+    /// `golato ARGS -C workspace [go]` as nobody, with `data` as its data folder and home.
+    fn as_nobody(
+        args: &[&str],
+        workspace: &Path,
+        data: &Path,
+        prompt: bool,
+    ) -> std::process::Output {
+        let mut command = std::process::Command::new(support::reachable_golato());
+        command.args(args).arg("-C").arg(workspace);
+        if prompt {
+            command.arg("go");
+        }
+        command
+            .env("GOLATO_DATA_DIR", data)
+            .env("HOME", data)
+            .uid(support::NOBODY)
+            .gid(support::NOBODY)
+            .output()
+            .unwrap()
+    }
+
     /// As a user other than root, commands are captured one after another and their staging
     /// areas are not left behind: the overlay leaves its work directory without permissions,
     /// which only root could remove as it is (a leak of one folder a command, found by hand).
@@ -407,16 +428,12 @@ mod needs_root {
             .collect();
         std::fs::write(&script, calls.join("\n")).unwrap();
         support::chmod(&script, 0o644);
-        let output = std::process::Command::new(support::reachable_golato())
-            .args(["run", "-q", "--script", script.to_str().unwrap(), "-C"])
-            .arg(&workspace)
-            .arg("go")
-            .env("GOLATO_DATA_DIR", &data)
-            .env("HOME", &data)
-            .uid(support::NOBODY)
-            .gid(support::NOBODY)
-            .output()
-            .unwrap();
+        let output = as_nobody(
+            &["run", "-q", "--script", script.to_str().unwrap()],
+            &workspace,
+            &data,
+            true,
+        );
         assert!(output.status.success(), "{output:?}");
         for n in 0..4 {
             assert_eq!(read(&workspace.join(format!("d{n}/e/f"))), format!("{n}\n"));
@@ -443,15 +460,7 @@ mod needs_root {
             "{left:?}"
         );
         // Undo, as the same user, takes back what the commands made.
-        let undone = std::process::Command::new(support::reachable_golato())
-            .args(["undo", "-C"])
-            .arg(&workspace)
-            .env("GOLATO_DATA_DIR", &data)
-            .env("HOME", &data)
-            .uid(support::NOBODY)
-            .gid(support::NOBODY)
-            .output()
-            .unwrap();
+        let undone = as_nobody(&["undo"], &workspace, &data, false);
         assert!(undone.status.success(), "{undone:?}");
         for n in 0..4 {
             assert!(!workspace.join(format!("d{n}/e/f")).exists());
@@ -472,16 +481,12 @@ mod needs_root {
         )
         .unwrap();
         support::chmod(&script, 0o644);
-        let output = std::process::Command::new(support::reachable_golato())
-            .args(["run", "-q", "--script", script.to_str().unwrap(), "-C"])
-            .arg(&workspace)
-            .arg("go")
-            .env("GOLATO_DATA_DIR", &data)
-            .env("HOME", &data)
-            .uid(support::NOBODY)
-            .gid(support::NOBODY)
-            .output()
-            .unwrap();
+        let output = as_nobody(
+            &["run", "-q", "--script", script.to_str().unwrap()],
+            &workspace,
+            &data,
+            true,
+        );
         assert!(output.status.success(), "{output:?}");
         assert!(
             !String::from_utf8_lossy(&output.stderr).contains("cut off"),
