@@ -214,12 +214,7 @@ impl State {
 /// An error answer naming what was wrong with the request.
 pub(crate) fn invalid_params(message: impl Into<String>) -> agent_client_protocol::Error {
     // Whatever it echoes of the request is bounded.
-    let message: String = message.into();
-    let bound = 4 * crate::shown::ECHOED_CHARS;
-    let message = match message.char_indices().nth(bound) {
-        Some((cut, _)) => format!("{}… ({} bytes in all)", &message[..cut], message.len()),
-        None => message,
-    };
+    let message = crate::shown::cut(&message.into(), 4 * crate::shown::ECHOED_CHARS);
     agent_client_protocol::Error::new(-32602, message)
 }
 

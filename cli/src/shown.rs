@@ -61,8 +61,13 @@ pub(crate) const ECHOED_CHARS: usize = 2_000;
 /// `text` as an error echoes it: whole up to [`ECHOED_CHARS`] characters, else cut there with
 /// its length (a 65 KB `cwd` was echoed whole to the client).
 pub(crate) fn echoed(text: &str) -> String {
-    match text.char_indices().nth(ECHOED_CHARS) {
-        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
+    cut(text, ECHOED_CHARS)
+}
+
+/// `text` whole up to `chars` characters, else cut there with its length.
+pub(crate) fn cut(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}… ({} bytes in all)", &text[..at], text.len()),
         None => text.to_owned(),
     }
 }
