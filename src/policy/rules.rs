@@ -316,9 +316,12 @@ impl Rules {
     /// What the rules decide about a call of `tool` with `arguments` in `cwd`: `None` when no
     /// rule does (the caller's default applies).
     ///
-    /// A deny or an ask wins if a rule matches any part of the call (any simple command of a
-    /// bash line); an allow only if every part is allowed. A bash line that cannot be read
-    /// whole is never allowed by a rule.
+    /// A deny or an ask wins if a rule matches any part of the call (any command of a bash
+    /// line, by any name it can be seen by: `/bin/rm` as `rm`, the command after a wrapper,
+    /// the lines of `bash -c` and `eval`). An allow needs every part allowed, and a bash line
+    /// plain enough to be sure of its commands: words, quotes without expansions, `;`, `&&`,
+    /// `||`, `|`, redirections of descriptors or to `/dev/null`. A rule for every call of the
+    /// tool (`allow bash`) allows any line.
     pub fn decide(&self, tool: &str, arguments: &Value, cwd: &Path) -> Option<Verdict<'_>> {
         let for_tool: Vec<&Compiled> = self
             .rules
@@ -328,59 +331,93 @@ impl Rules {
         if for_tool.is_empty() {
             return None;
         }
-        // The parts of the call, each judged on its own.
-        let mut unreadable = false;
-        let parts: Vec<String> = match (tool, arguments) {
+        // The parts of the call, each judged on its own by the names it is seen by.
+        let mut plain = true;
+        let parts: Vec<Vec<shell::Form>> = match (tool, arguments) {
             ("bash", _) => {
                 let line = arguments["command"].as_str().unwrap_or_default();
                 let found = shell::commands(line);
-                unreadable = found.unreadable;
-                found.commands.into_iter().map(|simple| simple.0).collect()
+                plain = found.plain;
+                found
+                    .commands
+                    .into_iter()
+                    .map(|command| command.forms)
+                    .collect()
             }
             ("read" | "edit" | "write", _) => {
                 let path = arguments["path"].as_str().unwrap_or_default();
                 path_parts(cwd, Path::new(path))
+                    .into_iter()
+                    .map(|text| {
+                        vec![shell::Form {
+                            text,
+                            allowable: true,
+                        }]
+                    })
+                    .collect()
             }
-            _ => vec![String::new()],
+            _ => vec![vec![shell::Form {
+                text: String::new(),
+                allowable: true,
+            }]],
         };
-        let matching = |compiled: &Compiled, part: &str| match &compiled.pattern {
+        let matching = |compiled: &Compiled, text: &str| match &compiled.pattern {
             Pattern::Any => true,
-            Pattern::Command(glob) | Pattern::Path(glob) => glob.is_match(part),
+            Pattern::Command(glob) | Pattern::Path(glob) => glob.is_match(text),
         };
-        let strongest = |part: &str| {
-            for_tool
-                .iter()
-                .filter(|compiled| matching(compiled, part))
-                .max_by_key(|compiled| compiled.rule.decision)
-                .map(|compiled| &compiled.rule)
+        // A deny or ask on any form of any part (an empty command line: only a rule for
+        // every call of the tool speaks).
+        let empty = [shell::Form {
+            text: String::new(),
+            allowable: true,
+        }];
+        let all_forms = || -> Box<dyn Iterator<Item = &shell::Form>> {
+            if parts.is_empty() {
+                Box::new(empty.iter())
+            } else {
+                Box::new(parts.iter().flatten())
+            }
         };
-        let verdicts: Vec<Option<&Rule>> = if parts.is_empty() {
-            // An empty command line: only a rule for every call of the tool speaks.
-            vec![strongest("")]
-        } else {
-            parts.iter().map(|part| strongest(part)).collect()
-        };
-        if let Some(rule) = verdicts
+        if let Some(rule) = for_tool
             .iter()
-            .flatten()
-            .filter(|rule| rule.decision > Decision::Allow)
-            .max_by_key(|rule| rule.decision)
+            .filter(|compiled| compiled.rule.decision > Decision::Allow)
+            .filter(|compiled| all_forms().any(|form| matching(compiled, &form.text)))
+            .max_by_key(|compiled| compiled.rule.decision)
         {
             return Some(Verdict {
-                decision: rule.decision,
-                rule,
+                decision: rule.rule.decision,
+                rule: &rule.rule,
             });
         }
-        if unreadable {
+        let allows: Vec<&Compiled> = for_tool
+            .iter()
+            .copied()
+            .filter(|compiled| compiled.rule.decision == Decision::Allow)
+            .collect();
+        fn verdict(allowing: &Compiled) -> Verdict<'_> {
+            Verdict {
+                decision: Decision::Allow,
+                rule: &allowing.rule,
+            }
+        }
+        if let Some(every_call) = allows
+            .iter()
+            .find(|compiled| matches!(compiled.pattern, Pattern::Any))
+        {
+            return Some(verdict(every_call));
+        }
+        if !plain || parts.is_empty() {
             return None;
         }
-        let all_allowed: Option<Vec<&Rule>> = verdicts.into_iter().collect();
-        all_allowed
-            .and_then(|rules| rules.first().copied())
-            .map(|rule| Verdict {
-                decision: Decision::Allow,
-                rule,
-            })
+        let mut first = None;
+        for part in &parts {
+            let allowed = allows.iter().find(|compiled| {
+                part.iter()
+                    .any(|form| form.allowable && matching(compiled, &form.text))
+            })?;
+            first.get_or_insert(*allowed);
+        }
+        first.map(verdict)
     }
 }
 

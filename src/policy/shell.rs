@@ -1,315 +1,337 @@
-//! A bash command line cut into the simple commands it runs, so a rule judges each on its own:
-//! `git status && rm -rf ~` is two commands, and `echo $(rm -rf ~)` runs `rm -rf ~` too.
+//! A bash command line read with bash's own grammar (tree-sitter-bash) into the commands it
+//! runs, so a rule judges each on its own: `git status && rm -rf ~` is two commands, and
+//! `echo $(rm -rf ~)`, `f() { rm -rf ~; }`, `coproc rm -rf ~` and `bash -lc 'rm -rf ~'` all run
+//! `rm -rf ~`.
 //!
-//! This is not a shell: it knows quotes, escapes, the separators (`;`, `&`, `&&`, `||`, `|`,
-//! `|&`, newlines, parentheses), command and process substitution (`$(…)`, backticks, `<(…)`,
-//! `>(…)`, also inside double quotes), and what runs another command line (`bash -c`, `sh -c`,
-//! `eval`) or a command after a wrapper (`sudo`, `env`, `nohup`, …). What it cannot read whole
-//! (an open quote, nesting deeper than [`MAX_DEPTH`]) it says so, and no rule allows it.
+//! Two questions get two answers, because a wrong answer costs differently:
+//!
+//! - **What may a deny or ask rule see?** As much as can be found: every command anywhere in
+//!   the tree, each program also by its base name (`/bin/rm`), every word after a wrapper
+//!   (`timeout -s KILL 5 rm`, `env --chdir . rm`) as a possible start of the command it runs,
+//!   the lines of `bash -c`, `eval`, `env -S`, `watch`, and `find -exec`. Seeing too much only
+//!   asks.
+//! - **May an allow rule allow the line?** Only a *plain* one: words (quoted without
+//!   expansions), `;`, `&&`, `||`, `|`, newlines, comments, here-documents without expansions,
+//!   and redirections of descriptors or to `/dev/null`. Anything else (`$x`, `$(…)`, `$'…'`,
+//!   assignments, functions, `if`, subshells, `&`, a redirection to a file, a parse error) and
+//!   the line is asked. Each command is matched as written (`./git` is that file, not git),
+//!   and past the few wrappers whose every option is known (`timeout 5 git status`).
 
-/// How deep substitutions and `bash -c` may nest before the line counts as unreadable.
+mod programs;
+mod words;
+
+use std::cell::RefCell;
+
+use tree_sitter::{Node, Parser, Tree};
+
+use words::Word;
+
+/// How deep `bash -c` and `eval` lines may nest before the line stops being plain.
 pub(crate) const MAX_DEPTH: usize = 8;
 
-/// One simple command: its words, unquoted, joined by single spaces (`git status`), which is
-/// what patterns are matched against.
+/// How many bytes of command text one line's forms may hold: a line built to multiply them
+/// (`env env env … rm`) stops being read there, and is not plain.
+const MAX_FORM_BYTES: usize = 1 << 20;
+
+/// One way of naming a command, as a rule's pattern is matched against it: its words, unquoted,
+/// joined by single spaces (`git status`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Simple(pub(crate) String);
+pub(crate) struct Form {
+    /// The words.
+    pub(crate) text: String,
+    /// Whether an allow rule may allow the command by this form (a deny or ask rule looks at
+    /// every form).
+    pub(crate) allowable: bool,
+}
+
+/// One simple command and the forms it is judged by.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Command {
+    /// As written first.
+    pub(crate) forms: Vec<Form>,
+}
 
 /// The commands a command line runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Commands {
-    /// Every simple command, outer ones before the ones they substitute.
-    pub(crate) commands: Vec<Simple>,
-    /// The line could not be read whole; `commands` holds what was.
-    pub(crate) unreadable: bool,
+    /// Every command found, outer ones before the ones they hold.
+    pub(crate) commands: Vec<Command>,
+    /// Whether the line is plain (see the module's documentation): only then may an allow rule
+    /// allow it.
+    pub(crate) plain: bool,
 }
 
-/// Cuts `line` into its simple commands.
+/// Reads `line` into its commands.
 pub(crate) fn commands(line: &str) -> Commands {
-    let mut found = Commands {
-        commands: Vec::new(),
-        unreadable: false,
+    let mut reader = Reader {
+        found: Commands {
+            commands: Vec::new(),
+            plain: true,
+        },
+        bytes: 0,
     };
-    cut(line, 0, &mut found);
-    found
+    reader.line(line, 0);
+    reader.found
 }
 
-/// Words that run the command after them (their own options skipped).
-const WRAPPERS: &[&str] = &[
-    "sudo", "env", "command", "exec", "nohup", "time", "nice", "builtin", "doas", "stdbuf",
-    "ionice", "setsid",
-];
-
-/// Shells whose `-c` argument is another command line.
-const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "fish"];
-
-fn cut(line: &str, depth: usize, found: &mut Commands) {
-    if depth > MAX_DEPTH {
-        found.unreadable = true;
-        return;
-    }
-    let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    // Whether `word` holds a word (an empty quoted string is one).
-    let mut in_word = false;
-    let mut chars = line.chars().peekable();
-    let finish_word = |words: &mut Vec<String>, word: &mut String, in_word: &mut bool| {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some('\n') => {}
-                Some(next) => {
-                    word.push(next);
-                    in_word = true;
-                }
-                None => {}
-            },
-            '\'' => {
-                in_word = true;
-                let mut closed = false;
-                for next in chars.by_ref() {
-                    if next == '\'' {
-                        closed = true;
-                        break;
-                    }
-                    word.push(next);
-                }
-                if !closed {
-                    found.unreadable = true;
-                }
-            }
-            '"' => {
-                in_word = true;
-                let mut closed = false;
-                while let Some(next) = chars.next() {
-                    match next {
-                        '"' => {
-                            closed = true;
-                            break;
-                        }
-                        '\\' => {
-                            if let Some(escaped) = chars.next() {
-                                word.push(escaped);
-                            }
-                        }
-                        '$' if chars.peek() == Some(&'(') => {
-                            chars.next();
-                            substituted(&mut chars, '$', depth, &mut word, found);
-                        }
-                        '`' => substituted(&mut chars, '`', depth, &mut word, found),
-                        other => word.push(other),
-                    }
-                }
-                if !closed {
-                    found.unreadable = true;
-                }
-            }
-            '$' | '<' | '>' if chars.peek() == Some(&'(') => {
-                chars.next();
-                substituted(&mut chars, c, depth, &mut word, found);
-                in_word = true;
-            }
-            '`' => {
-                substituted(&mut chars, '`', depth, &mut word, found);
-                in_word = true;
-            }
-            ';' | '&' | '|' | '\n' | '(' | ')' => {
-                finish_word(&mut words, &mut word, &mut in_word);
-                simple(std::mem::take(&mut words), depth, found);
-            }
-            '#' if !in_word => {
-                // A comment runs to the end of the line.
-                for next in chars.by_ref() {
-                    if next == '\n' {
-                        break;
-                    }
-                }
-                finish_word(&mut words, &mut word, &mut in_word);
-                simple(std::mem::take(&mut words), depth, found);
-            }
-            c if c.is_whitespace() => finish_word(&mut words, &mut word, &mut in_word),
-            other => {
-                word.push(other);
-                in_word = true;
-            }
-        }
-    }
-    finish_word(&mut words, &mut word, &mut in_word);
-    simple(words, depth, found);
+thread_local! {
+    /// A parser per thread: making one costs more than a short line's parse.
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
 
-/// A substitution opened by `opener` (`$`, `<`, `>` before a `(` already read, or a backtick):
-/// its commands are cut on their own, and its text stays in the word as written.
-fn substituted(
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    opener: char,
-    depth: usize,
-    word: &mut String,
-    found: &mut Commands,
-) {
-    let inner = match opener {
-        '`' => backticked(chars, found),
-        _ => balanced(chars, found),
-    };
-    cut(&inner, depth + 1, found);
-    match opener {
-        '`' => {
-            word.push('`');
-            word.push_str(&inner);
-            word.push('`');
+fn parse(line: &str) -> Option<Tree> {
+    PARSER.with(|cell| {
+        let mut parser = cell.try_borrow_mut().ok()?;
+        if parser.is_none() {
+            let mut made = Parser::new();
+            made.set_language(&tree_sitter_bash::LANGUAGE.into()).ok()?;
+            *parser = Some(made);
         }
-        _ => {
-            word.push(opener);
-            word.push('(');
-            word.push_str(&inner);
-            word.push(')');
-        }
-    }
-}
-
-/// The text up to the `)` that closes an opened `(`, quotes and nested parentheses kept.
-fn balanced(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, found: &mut Commands) -> String {
-    let mut inner = String::new();
-    let mut open = 1usize;
-    let mut quote: Option<char> = None;
-    while let Some(c) = chars.next() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some('"'), '\\') | (None, '\\') => {
-                inner.push(c);
-                if let Some(next) = chars.next() {
-                    inner.push(next);
-                }
-                continue;
-            }
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '(') => open += 1,
-            (None, ')') => {
-                open -= 1;
-                if open == 0 {
-                    return inner;
-                }
-            }
-            (None, _) => {}
-        }
-        inner.push(c);
-    }
-    found.unreadable = true;
-    inner
-}
-
-/// The text up to the closing backtick.
-fn backticked(
-    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
-    found: &mut Commands,
-) -> String {
-    let mut inner = String::new();
-    while let Some(c) = chars.next() {
-        match c {
-            '`' => return inner,
-            '\\' => {
-                if let Some(next) = chars.next() {
-                    inner.push(next);
-                }
-            }
-            other => inner.push(other),
-        }
-    }
-    found.unreadable = true;
-    inner
-}
-
-/// Records the simple command `words` make, past assignments, braces and wrappers, and what a
-/// shell's `-c` or `eval` runs.
-fn simple(words: Vec<String>, depth: usize, found: &mut Commands) {
-    let mut words: &[String] = &words;
-    loop {
-        match words.first().map(String::as_str) {
-            Some("{" | "}" | "!" | "then" | "do" | "else" | "if" | "while" | "until") => {
-                words = &words[1..];
-            }
-            Some(word) if is_assignment(word) => words = &words[1..],
-            Some(word) if WRAPPERS.contains(&base_name(word)) => {
-                let wrapper = base_name(word);
-                words = &words[1..];
-                // The wrapper's own options (with their values) and, for env, assignments.
-                while let Some(next) = words.first() {
-                    if takes_value(wrapper, next) {
-                        words = words.get(2..).unwrap_or_default();
-                    } else if next.starts_with('-') || is_assignment(next) {
-                        words = &words[1..];
-                    } else {
-                        break;
-                    }
-                }
-            }
-            Some("timeout") => {
-                words = &words[1..];
-                while let Some(next) = words.first() {
-                    let number = next.chars().next().is_some_and(|c| c.is_ascii_digit());
-                    if next.starts_with('-') || number {
-                        words = &words[1..];
-                    } else {
-                        break;
-                    }
-                }
-            }
-            _ => break,
-        }
-    }
-    let Some(first) = words.first() else {
-        return;
-    };
-    let program = base_name(first);
-    if program == "eval" {
-        cut(&words[1..].join(" "), depth + 1, found);
-    } else if SHELLS.contains(&program) {
-        if let Some(at) = words.iter().position(|word| word == "-c") {
-            if let Some(line) = words.get(at + 1) {
-                cut(line, depth + 1, found);
-            }
-        }
-    }
-    let mut text = String::from(program);
-    for word in &words[1..] {
-        text.push(' ');
-        text.push_str(word);
-    }
-    found.commands.push(Simple(text));
-}
-
-/// Whether `option` of `wrapper` takes the next word as its value (`sudo -u root`).
-fn takes_value(wrapper: &str, option: &str) -> bool {
-    let options: &[&str] = match wrapper {
-        "sudo" => &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"],
-        "doas" => &["-u", "-C"],
-        "env" => &["-u", "-C", "-S"],
-        "nice" => &["-n"],
-        "ionice" => &["-c", "-n", "-p"],
-        "stdbuf" => &["-i", "-o", "-e"],
-        _ => &[],
-    };
-    options.contains(&option)
-}
-
-/// `NAME=value`.
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit())
+        parser.as_mut()?.parse(line, None)
     })
 }
 
-/// `rm` for `/bin/rm`: a rule about `rm` holds however it is named.
-fn base_name(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
+/// Named nodes a plain line may hold.
+const PLAIN: &[&str] = &[
+    "program",
+    "list",
+    "pipeline",
+    "command",
+    "command_name",
+    "word",
+    "number",
+    "raw_string",
+    "string",
+    "string_content",
+    "concatenation",
+    "comment",
+    "redirected_statement",
+    "file_descriptor",
+    "heredoc_redirect",
+    "heredoc_start",
+    "heredoc_body",
+    "heredoc_content",
+    "heredoc_end",
+    "herestring_redirect",
+];
+
+/// Operators between the commands of a plain line.
+const SEPARATORS: &[&str] = &[";", "&&", "||", "|", "|&", "\n"];
+
+struct Reader {
+    found: Commands,
+    /// Bytes of form text so far.
+    bytes: usize,
+}
+
+impl Reader {
+    /// Reads a whole command line, `depth` lines deep.
+    fn line(&mut self, line: &str, depth: usize) {
+        if depth > MAX_DEPTH {
+            self.found.plain = false;
+            return;
+        }
+        let Some(tree) = parse(line) else {
+            self.found.plain = false;
+            return;
+        };
+        let root = tree.root_node();
+        if root.has_error() {
+            self.found.plain = false;
+        }
+        // Iterative, with the parents' kinds kept here: a line of fifty thousand nested
+        // parentheses must take neither the stack nor quadratic time (`Node::parent` walks
+        // down from the root).
+        let mut cursor = root.walk();
+        let mut parents: Vec<&'static str> = Vec::new();
+        loop {
+            let node = cursor.node();
+            self.judge(node, parents.last().copied().unwrap_or_default(), line);
+            match node.kind() {
+                "command" => self.command(node, line, depth),
+                "declaration_command" | "unset_command" => {
+                    let text = words::source(node, line).to_owned();
+                    self.push_command(vec![Form {
+                        text,
+                        allowable: false,
+                    }]);
+                }
+                _ => {}
+            }
+            if cursor.goto_first_child() {
+                parents.push(node.kind());
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return;
+                }
+                parents.pop();
+            }
+        }
+    }
+
+    /// Whether `node` keeps the line plain.
+    fn judge(&mut self, node: Node<'_>, parent: &str, line: &str) {
+        let plain = if node.is_missing() || node.is_error() {
+            false
+        } else if node.is_named() {
+            match node.kind() {
+                "file_redirect" => plain_redirect(node, line),
+                kind => PLAIN.contains(&kind),
+            }
+        } else {
+            let token = node.kind();
+            match parent {
+                "program" | "list" | "pipeline" | "heredoc_redirect" => {
+                    SEPARATORS.contains(&token) || matches!(token, "<<" | "<<-")
+                }
+                "string" => token == "\"",
+                "file_redirect" | "herestring_redirect" => true,
+                _ => false,
+            }
+        };
+        if !plain {
+            self.found.plain = false;
+        }
+    }
+
+    /// A simple command: its words, then its forms.
+    fn command(&mut self, node: Node<'_>, line: &str, depth: usize) {
+        let mut assigned = false;
+        let mut words = Vec::new();
+        let mut cursor = node.walk();
+        for child in node.named_children(&mut cursor) {
+            match child.kind() {
+                "variable_assignment" => assigned = true,
+                "file_redirect" | "heredoc_redirect" | "herestring_redirect" | "comment" => {}
+                _ => words.push(words::value(child, line)),
+            }
+        }
+        if words.is_empty() {
+            return;
+        }
+        let mut forms = Vec::new();
+        allowable_forms(&words, assigned, &mut forms);
+        let texts: Vec<String> = words.into_iter().map(|word| word.text).collect();
+        self.seen(&texts, depth, true, &mut forms);
+        self.push_command(forms);
+    }
+
+    /// Adds the forms only a deny or ask rule sees of the command `texts`, and reads the lines
+    /// it runs. `wrapped`: whether each word after a wrapper is taken as the start of a
+    /// command (false when `texts` is itself such a start: its outer wrapper took them all).
+    fn seen(&mut self, texts: &[String], depth: usize, wrapped: bool, forms: &mut Vec<Form>) {
+        let Some(program) = texts.first() else {
+            return;
+        };
+        if self.bytes > MAX_FORM_BYTES {
+            self.found.plain = false;
+            return;
+        }
+        let joined = texts.join(" ");
+        let base = programs::base_name(program);
+        let mut add = |reader: &mut Reader, text: String| {
+            if !forms.iter().any(|form| form.text == text) {
+                reader.bytes += text.len();
+                forms.push(Form {
+                    text,
+                    allowable: false,
+                });
+            }
+        };
+        if base != program {
+            add(self, format!("{base}{}", &joined[program.len()..]));
+        }
+        add(self, joined);
+        if wrapped && programs::is_wrapper(program) {
+            for at in 1..texts.len() {
+                let word = &texts[at];
+                if !word.starts_with('-') && !programs::is_assignment(word) {
+                    self.seen(&texts[at..], depth, false, forms);
+                }
+            }
+        }
+        for range in programs::find_exec(texts) {
+            self.seen(&texts[range], depth + 1, true, forms);
+        }
+        if let Some(runs) = programs::runs_lines(program) {
+            if base == "eval" {
+                self.line(&texts[1..].join(" "), depth + 1);
+                return;
+            }
+            for word in &texts[1..] {
+                // A wrapper's plain words are already the starts of commands above.
+                if runs == programs::Lines::Spaced && !word.contains(char::is_whitespace) {
+                    continue;
+                }
+                // `-c LINE`, `-S LINE`, `--split-string=LINE`, `'rm f'`, `-S'rm f'`.
+                let line = match word.strip_prefix('-') {
+                    None => word.as_str(),
+                    Some(_) if !word.contains(char::is_whitespace) => continue,
+                    Some(_) => match word.split_once('=') {
+                        Some((_, value)) => value,
+                        None => word.get(2..).unwrap_or_default(),
+                    },
+                };
+                self.line(line, depth + 1);
+            }
+        }
+    }
+
+    fn push_command(&mut self, forms: Vec<Form>) {
+        self.bytes += forms.iter().map(|form| form.text.len()).sum::<usize>();
+        self.found.commands.push(Command { forms });
+    }
+}
+
+/// The forms an allow rule may match `words` by: as written, and past each wrapper that
+/// changes nothing (`timeout 5 git status` is also `git status`). Not allowable when a word's
+/// value depends on the run, an assignment comes first, the program is a pattern, or the
+/// program's own options run commands (`git -c`).
+fn allowable_forms(words: &[Word], assigned: bool, forms: &mut Vec<Form>) {
+    let known = !assigned && words.iter().all(|word| word.known);
+    let texts: Vec<String> = words.iter().map(|word| word.text.clone()).collect();
+    let mut start = 0;
+    while let Some(rest) = texts.get(start..).filter(|rest| !rest.is_empty()) {
+        let program_globbed = words.get(start).is_some_and(|word| word.globbed);
+        forms.push(Form {
+            text: rest.join(" "),
+            allowable: known && !program_globbed && !programs::runs_its_own(rest),
+        });
+        match programs::transparent(rest) {
+            Some(offset) => start += offset,
+            None => break,
+        }
+    }
+}
+
+/// A redirection a plain line may hold: of a descriptor (`2>&1`, `<&-`), or to `/dev/null`.
+/// Anything else writes or reads a file the rule never named.
+fn plain_redirect(node: Node<'_>, line: &str) -> bool {
+    let mut operator = "";
+    let mut destinations = Vec::new();
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        match (child.is_named(), child.kind()) {
+            (false, token) => operator = token,
+            (true, "file_descriptor") => {}
+            (true, _) => destinations.push(child),
+        }
+    }
+    match (operator, destinations.as_slice()) {
+        ("<&-" | ">&-", []) => true,
+        (">&" | "<&", [destination]) => {
+            destination.kind() == "number" || words::source(*destination, line) == "-"
+        }
+        (_, [destination]) => {
+            destination.kind() == "word" && words::source(*destination, line) == "/dev/null"
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -317,81 +339,158 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use proptest::prelude::*;
 
-    fn texts(line: &str) -> Vec<String> {
+    /// Each command's first form.
+    fn written(line: &str) -> Vec<String> {
         commands(line)
             .commands
             .into_iter()
-            .map(|simple| simple.0)
+            .map(|command| command.forms[0].text.clone())
+            .collect()
+    }
+
+    /// Every form of every command.
+    fn seen(line: &str) -> Vec<String> {
+        commands(line)
+            .commands
+            .into_iter()
+            .flat_map(|command| command.forms.into_iter().map(|form| form.text))
             .collect()
     }
 
     #[test]
     fn separators_cut_the_line_into_its_commands() {
-        assert_eq!(texts("git status && rm -rf ~"), ["git status", "rm -rf ~"]);
         assert_eq!(
-            texts("a; b || c | d |& e & f\ng"),
+            written("git status && rm -rf ~"),
+            ["git status", "rm -rf ~"]
+        );
+        assert_eq!(
+            written("a; b || c | d |& e & f\ng"),
             ["a", "b", "c", "d", "e", "f", "g"]
         );
-        assert_eq!(texts("(cd x && make) ; { ls; }"), ["cd x", "make", "ls"]);
+        assert_eq!(written("(cd x && make) ; { ls; }"), ["cd x", "make", "ls"]);
     }
 
     #[test]
-    fn substitutions_run_their_own_commands() {
-        assert_eq!(texts("echo $(rm -rf ~)"), ["rm -rf ~", "echo $(rm -rf ~)"]);
+    fn substitutions_functions_and_branches_run_their_commands() {
         assert_eq!(
-            texts("echo \"`curl x | sh`\""),
-            ["curl x", "sh", "echo `curl x | sh`"]
+            written("echo $(rm -rf ~)"),
+            ["echo $(rm -rf ~)", "rm -rf ~"]
         );
-        assert_eq!(texts("diff <(ls a) b"), ["ls a", "diff <(ls a) b"]);
-        assert_eq!(texts("echo \"$(echo $(id))\"").first().unwrap(), "id");
+        assert!(written("echo \"`curl x | sh`\"").contains(&"sh".to_owned()));
+        assert!(written("diff <(ls a) b").contains(&"ls a".to_owned()));
+        assert!(written("function g { rm f; }; g").contains(&"rm f".to_owned()));
+        assert!(written("if a; then b; elif rm f; then c; fi").contains(&"rm f".to_owned()));
+        assert!(written("cat <<EOF\n$(rm f)\nEOF").contains(&"rm f".to_owned()));
     }
 
     #[test]
     fn quotes_and_escapes_are_read_as_bash_reads_them() {
-        assert_eq!(texts("echo 'a && b' \"c; d\""), ["echo a && b c; d"]);
-        assert_eq!(texts("\"rm\" -rf  /"), ["rm -rf /"]);
-        assert_eq!(texts("r\\m -rf x"), ["rm -rf x"]);
-        assert_eq!(texts("ls # ; rm -rf /"), ["ls"]);
-    }
-
-    #[test]
-    fn wrappers_assignments_and_other_shells_show_the_command_they_run() {
-        assert_eq!(texts("sudo -u root /bin/rm -rf /"), ["rm -rf /"]);
-        assert_eq!(texts("FOO=1 env -i BAR=2 nohup git push"), ["git push"]);
-        assert_eq!(texts("timeout 5 git push"), ["git push"]);
+        assert_eq!(written("echo 'a && b' \"c; d\""), ["echo a && b c; d"]);
+        assert_eq!(written("\"rm\" -rf  /"), ["rm -rf /"]);
+        assert_eq!(written("r\\m -rf x"), ["rm -rf x"]);
+        assert_eq!(written("r''m x"), ["rm x"]);
+        assert_eq!(written("ls # ; rm -rf /"), ["ls"]);
+        // ANSI-C quoting holds a quote that a splitter took for a closing one.
         assert_eq!(
-            texts("bash -c 'git status && git push'"),
-            ["git status", "git push", "bash -c git status && git push"]
+            written("git status $'\\'' ; rm f #'"),
+            ["git status '", "rm f"]
         );
-        assert_eq!(texts("eval git push"), ["git push", "eval git push"]);
     }
 
     #[test]
-    fn what_cannot_be_read_whole_is_said() {
-        assert!(commands("echo 'open").unreadable);
-        assert!(commands("echo $(open").unreadable);
-        assert!(!commands("echo fine").unreadable);
-        let deep = "bash -c ".repeat(MAX_DEPTH + 2) + "x";
-        // Each level quotes nothing, so each `-c` takes one word: deep nesting needs quotes.
+    fn wrappers_and_other_shells_show_the_commands_they_run() {
+        for (line, inner) in [
+            ("sudo -u root /bin/rm -rf /", "rm -rf /"),
+            ("FOO=1 env -i BAR=2 nohup rm x", "rm x"),
+            ("timeout -s KILL 5 rm f", "rm f"),
+            ("env --chdir . rm f", "rm f"),
+            ("env -S 'rm f'", "rm f"),
+            ("nice --adjustment 5 rm f", "rm f"),
+            ("stdbuf --output L rm f", "rm f"),
+            ("ionice --class 3 rm f", "rm f"),
+            ("/usr/bin/time -o F rm f", "rm f"),
+            ("exec -a x rm f", "rm f"),
+            ("coproc rm f", "rm f"),
+            ("bash -lc 'rm f'", "rm f"),
+            ("sh -xc 'rm f'", "rm f"),
+            ("bash -c -- 'rm f'", "rm f"),
+            ("eval 'rm f'", "rm f"),
+            ("find . -exec rm {} ;", "rm {}"),
+            ("xargs -n 1 rm", "rm"),
+        ] {
+            assert!(
+                seen(line).contains(&inner.to_owned()),
+                "{line}: {:?}",
+                seen(line)
+            );
+        }
+    }
+
+    #[test]
+    fn only_plain_lines_are_plain() {
+        for line in [
+            "git status",
+            "git status && git log | head -n 3; git diff 2>&1 >/dev/null",
+            "git commit -m 'a message' -m \"another\"",
+            "cat <<'EOF'\nit's $x\nEOF",
+            "# a comment\ngit status",
+        ] {
+            assert!(commands(line).plain, "{line}");
+        }
+        for line in [
+            "git status $x",
+            "git status \"$HOME\"",
+            "X=1 git status",
+            "git log > out.txt",
+            "git status &",
+            "(git status)",
+            "f() { git status; }",
+            "echo 'open",
+            "git $'status'",
+            "cat <<EOF\n$x\nEOF",
+        ] {
+            assert!(!commands(line).plain, "{line}");
+        }
+    }
+
+    #[test]
+    fn allowable_forms_are_as_written_and_past_known_wrappers() {
+        let forms = |line: &str| -> Vec<String> {
+            commands(line)
+                .commands
+                .into_iter()
+                .flat_map(|command| command.forms)
+                .filter(|form| form.allowable)
+                .map(|form| form.text)
+                .collect()
+        };
+        assert_eq!(
+            forms("timeout 5 git status"),
+            ["timeout 5 git status", "git status"]
+        );
+        assert_eq!(forms("./git status"), ["./git status"]);
+        assert_eq!(forms("env --unset git rm f"), ["env --unset git rm f"]);
+        assert!(forms("git -c alias.x='!rm f' x").is_empty());
+        assert!(forms("git {-c,alias.x=y} x").is_empty());
+        assert!(forms("g* status").is_empty());
+    }
+
+    #[test]
+    fn what_nests_too_deep_or_multiplies_is_not_plain() {
         let mut nested = String::from("x");
         for _ in 0..MAX_DEPTH + 2 {
-            nested = format!("echo $({nested})");
+            nested = format!("bash -c {}", shell_quote(&nested));
         }
-        assert!(commands(&nested).unreadable);
-        let _ = commands(&deep);
+        assert!(!commands(&nested).plain);
+        let wide = "env ".repeat(20_000) + "rm f";
+        let found = commands(&wide);
+        assert!(!found.plain);
+        let parens = "( ".repeat(50_000) + "rm f" + &" )".repeat(50_000);
+        assert!(written(&parens).contains(&"rm f".to_owned()));
     }
 
-    proptest! {
-        /// Whatever the line, cutting it ends, and a command joined after `&&` to any readable
-        /// line is among the commands found.
-        #[test]
-        fn a_command_after_any_line_is_found(line in "[ -~\n]{0,80}") {
-            let found = commands(&format!("{line}\n&& rm -rf ~"));
-            if !found.unreadable {
-                prop_assert!(found.commands.iter().any(|simple| simple.0 == "rm -rf ~"), "{:?}", found);
-            }
-        }
+    fn shell_quote(text: &str) -> String {
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }

@@ -69,11 +69,13 @@ fn results(output: &Output) -> std::collections::BTreeMap<String, String> {
 
 #[test]
 fn rules_judge_each_part_of_a_command_and_name_the_rule_that_blocked() {
-    let (_dir, ws) = workspace("[rules]\nallow = [\"bash(echo *)\"]\ndeny = [\"bash(rm -rf*)\"]\nask = [\"bash(git push:*)\"]\n");
+    let (_dir, ws) = workspace("[rules]\nallow = [\"bash(echo *)\", \"bash(tee *)\"]\ndeny = [\"bash(rm -rf*)\"]\nask = [\"bash(git push:*)\"]\n");
     let output = run(
         &ws,
         &[
-            bash("allowed", "echo one > one.txt"),
+            bash("allowed", "echo one | tee one.txt"),
+            // A redirection to a file writes what no rule named: asked.
+            bash("redirected", "echo three > three.txt"),
             bash("compound", "echo two && touch two.txt"),
             bash("denied", "echo x; rm -rf gone"),
             bash("asked", "git push origin main"),
@@ -86,6 +88,7 @@ fn rules_judge_each_part_of_a_command_and_name_the_rule_that_blocked() {
     let results = results(&output);
     assert!(ws.join("one.txt").exists(), "{results:?}");
     assert!(!ws.join("two.txt").exists(), "{results:?}");
+    assert!(!ws.join("three.txt").exists(), "{results:?}");
     assert!(
         results["compound"].contains("needs approval"),
         "{results:?}"
