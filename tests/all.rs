@@ -26,6 +26,7 @@ mod suite {
     mod resume;
     mod search_properties;
     mod setup;
+    mod shell_rules;
     mod slow_consumer;
     mod steering;
     mod structured_output;

@@ -234,24 +234,19 @@ impl Reader {
         }
         let joined = texts.join(" ");
         let base = programs::base_name(program);
-        let mut add = |reader: &mut Reader, text: String| {
-            if !forms.iter().any(|form| form.text == text) {
-                reader.bytes += text.len();
-                forms.push(Form {
-                    text,
-                    allowable: false,
-                });
-            }
-        };
         if base != program {
-            add(self, format!("{base}{}", &joined[program.len()..]));
+            self.add_form(forms, format!("{base}{}", &joined[program.len()..]));
         }
-        add(self, joined);
+        self.add_form(forms, joined);
         if wrapped && programs::is_wrapper(program) {
             for at in 1..texts.len() {
                 let word = &texts[at];
                 if !word.starts_with('-') && !programs::is_assignment(word) {
                     self.seen(&texts[at..], depth, false, forms);
+                    if base == "xargs" {
+                        // xargs adds words of its input: `xargs rm` runs `rm f`.
+                        self.add_form(forms, format!("{} …", texts[at..].join(" ")));
+                    }
                 }
             }
         }
@@ -279,6 +274,17 @@ impl Reader {
                 };
                 self.line(line, depth + 1);
             }
+        }
+    }
+
+    /// Adds a form only a deny or ask rule sees, once.
+    fn add_form(&mut self, forms: &mut Vec<Form>, text: String) {
+        if !forms.iter().any(|form| form.text == text) {
+            self.bytes += text.len();
+            forms.push(Form {
+                text,
+                allowable: false,
+            });
         }
     }
 

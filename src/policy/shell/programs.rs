@@ -22,6 +22,7 @@ const WRAPPERS: &[&str] = &[
     "timeout",
     "coproc",
     "xargs",
+    "busybox",
     "chrt",
     "taskset",
     "flock",
