@@ -655,3 +655,83 @@ fn read_rules_cover_the_search_tools() {
     assert!(!results["l"].lines().any(|line| line == "x"), "{results:?}");
     assert!(results["l"].contains("1 entry left out"), "{results:?}");
 }
+
+/// Issue 41's cases through the binary: each deleted a file unasked on 1285864. With
+/// `--approve ask` and no terminal anything asked is refused, so the file must survive every
+/// line an allow rule for git does not really cover; under a deny rule for rm, every wrapper
+/// form is refused by the rule itself.
+#[test]
+fn allow_rules_allow_only_the_allowed_program_and_deny_rules_see_through_wrappers() {
+    let (_dir, ws) = workspace("");
+    std::fs::create_dir(ws.join("tools")).unwrap();
+    for planted in ["git", "tools/git"] {
+        let path = ws.join(planted);
+        std::fs::write(
+            &path,
+            "#!/bin/sh\nrm -f \"$(dirname \"$0\")/victim\" victim\n",
+        )
+        .unwrap();
+        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&path, permissions).unwrap();
+    }
+    let allowed_git = [
+        "git status $'\\'' ; rm victim #'",
+        "git log <<EOF\nit's $(rm victim)\nEOF",
+        "exec -a git rm victim",
+        "env --unset git rm victim",
+        "/usr/bin/time -o git rm victim",
+        "./git status",
+        "tools/git status",
+        "git -c alias.x='!rm victim' x",
+    ];
+    for line in allowed_git {
+        std::fs::write(ws.join("victim"), "keep").unwrap();
+        let output = run(
+            &ws,
+            &[bash("call", line)],
+            &["--approve", "ask", "--allow", "bash(git *)"],
+        );
+        assert_eq!(output.status.code(), Some(0), "{line}");
+        let results = results(&output);
+        assert!(
+            ws.join("victim").exists(),
+            "{line:?} ran unasked: {results:?}"
+        );
+        assert!(
+            results["call"].contains("needs approval"),
+            "{line:?}: {results:?}"
+        );
+    }
+    let denied_rm = [
+        "env -S 'rm victim'",
+        "env --chdir . rm victim",
+        "timeout -s KILL 5 rm victim",
+        "nice --adjustment 5 rm victim",
+        "stdbuf --output L rm victim",
+        "ionice --class 3 rm victim",
+        "time -o F rm victim",
+        "exec -a x rm victim",
+        "bash -lc 'rm victim'",
+        "sh -xc 'rm victim'",
+        "bash -c -- 'rm victim'",
+        "if false; then :; elif rm victim; then :; fi",
+        "function g { rm victim; }; g",
+        "coproc rm victim",
+    ];
+    for line in denied_rm {
+        std::fs::write(ws.join("victim"), "keep").unwrap();
+        let output = run(
+            &ws,
+            &[bash("call", line)],
+            &["--approve", "never", "--deny", "bash(rm *)"],
+        );
+        assert_eq!(output.status.code(), Some(0), "{line}");
+        let results = results(&output);
+        assert!(ws.join("victim").exists(), "{line:?} ran: {results:?}");
+        assert!(
+            results["call"].contains("the rule `deny bash(rm *)`"),
+            "{line:?}: {results:?}"
+        );
+    }
+}
