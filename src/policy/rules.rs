@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use globset::{Glob, GlobBuilder, GlobMatcher};
+use globset::{Candidate, Glob, GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
 use super::shell;
@@ -361,27 +361,35 @@ impl Rules {
                 allowable: true,
             }]],
         };
-        let matching = |compiled: &Compiled, text: &str| match &compiled.pattern {
+        // Each form made a glob candidate once, not once per rule. An empty command line
+        // has one empty form: only a rule for every call of the tool speaks.
+        let candidates: Vec<Vec<(Candidate<'_>, bool)>> = if parts.is_empty() {
+            vec![vec![(Candidate::new(""), false)]]
+        } else {
+            parts
+                .iter()
+                .map(|forms| {
+                    forms
+                        .iter()
+                        .map(|form| (Candidate::new(&form.text), form.allowable))
+                        .collect()
+                })
+                .collect()
+        };
+        let matching = |compiled: &Compiled, candidate: &Candidate<'_>| match &compiled.pattern {
             Pattern::Any => true,
-            Pattern::Command(glob) | Pattern::Path(glob) => glob.is_match(text),
+            Pattern::Command(glob) | Pattern::Path(glob) => glob.is_match_candidate(candidate),
         };
-        // A deny or ask on any form of any part (an empty command line: only a rule for
-        // every call of the tool speaks).
-        let empty = [shell::Form {
-            text: String::new(),
-            allowable: true,
-        }];
-        let all_forms = || -> Box<dyn Iterator<Item = &shell::Form>> {
-            if parts.is_empty() {
-                Box::new(empty.iter())
-            } else {
-                Box::new(parts.iter().flatten())
-            }
-        };
+        // A deny or ask on any form of any part.
         if let Some(rule) = for_tool
             .iter()
             .filter(|compiled| compiled.rule.decision > Decision::Allow)
-            .filter(|compiled| all_forms().any(|form| matching(compiled, &form.text)))
+            .filter(|compiled| {
+                candidates
+                    .iter()
+                    .flatten()
+                    .any(|(candidate, _)| matching(compiled, candidate))
+            })
             .max_by_key(|compiled| compiled.rule.decision)
         {
             return Some(Verdict {
@@ -410,10 +418,10 @@ impl Rules {
             return None;
         }
         let mut first = None;
-        for part in &parts {
+        for part in &candidates {
             let allowed = allows.iter().find(|compiled| {
                 part.iter()
-                    .any(|form| form.allowable && matching(compiled, &form.text))
+                    .any(|(candidate, allowable)| *allowable && matching(compiled, candidate))
             })?;
             first.get_or_insert(*allowed);
         }
