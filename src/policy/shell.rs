@@ -33,6 +33,12 @@ pub(crate) const MAX_DEPTH: usize = 8;
 /// (`env env env … rm`) stops being read there, and is not plain.
 const MAX_FORM_BYTES: usize = 1 << 20;
 
+/// The longest line given to the grammar.
+const MAX_PARSED: usize = 32 * 1024;
+
+/// The longest misread line whose pieces are given to the grammar again.
+const MAX_REPARSED: usize = 4 * 1024;
+
 /// One way of naming a command, as a rule's pattern is matched against it: its words, unquoted,
 /// joined by single spaces (`git status`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +121,12 @@ const PLAIN: &[&str] = &[
     "herestring_redirect",
 ];
 
+/// bash's reserved words: never a command's name.
+const RESERVED: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do",
+    "done", "in", "function", "{", "}", "!", "[[", "]]",
+];
+
 /// Operators between the commands of a plain line.
 const SEPARATORS: &[&str] = &[";", "&&", "||", "|", "|&", "\n"];
 
@@ -127,18 +139,24 @@ struct Reader {
 impl Reader {
     /// Reads a whole command line, `depth` lines deep.
     fn line(&mut self, line: &str, depth: usize) {
-        if depth > MAX_DEPTH {
+        if depth > MAX_DEPTH || self.bytes > MAX_FORM_BYTES {
             self.found.plain = false;
+            return;
+        }
+        // tree-sitter's error recovery grows faster than the line (a 34 KB line it cannot
+        // read takes 150 ms, 340 KB 1.5 s): a longer line is read crudely, and not plain.
+        if line.len() > MAX_PARSED {
+            self.found.plain = false;
+            self.fragments(line, depth);
             return;
         }
         let Some(tree) = parse(line) else {
             self.found.plain = false;
+            self.fragments(line, depth);
             return;
         };
         let root = tree.root_node();
-        if root.has_error() {
-            self.found.plain = false;
-        }
+        let mut misread = root.has_error();
         // Iterative, with the parents' kinds kept here: a line of fifty thousand nested
         // parentheses must take neither the stack nor quadratic time (`Node::parent` walks
         // down from the root).
@@ -148,7 +166,7 @@ impl Reader {
             let node = cursor.node();
             self.judge(node, parents.last().copied().unwrap_or_default(), line);
             match node.kind() {
-                "command" => self.command(node, line, depth),
+                "command" => misread |= self.command(node, line, depth),
                 "declaration_command" | "unset_command" => {
                     let text = words::source(node, line).to_owned();
                     self.push_command(vec![Form {
@@ -167,9 +185,55 @@ impl Reader {
                     break;
                 }
                 if !cursor.goto_parent() {
+                    if misread {
+                        self.found.plain = false;
+                        self.fragments(line, depth);
+                    }
                     return;
                 }
                 parents.pop();
+            }
+        }
+    }
+
+    /// What a deny or ask rule sees of a line the grammar could not read whole (bash reads
+    /// some that tree-sitter-bash does not, such as `cat <<EOF; rm f`): its text with `$'…'`
+    /// decoded, quotes and backslashes dropped, cut at every operator, each word of each piece
+    /// taken as a possible start of a command.
+    fn fragments(&mut self, line: &str, depth: usize) {
+        let crude: String = words::decode_ansi_c(&line.replace("\\\n", ""))
+            .chars()
+            .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+            .collect();
+        for piece in crude.split(|c: char| ";&|\n(){}`<>$".contains(c)) {
+            let words: Vec<String> = piece
+                .split_whitespace()
+                .skip_while(|word| RESERVED.contains(word))
+                .map(str::to_owned)
+                .collect();
+            // Quotes are gone, so which words belong together is unknown: any word may start
+            // a command (`bash -c 'env -u X rm f'` is `bash -c env -u X rm f` here).
+            let mut forms = Vec::new();
+            for at in 0..words.len() {
+                if !words[at].starts_with('-') {
+                    self.seen(&words[at..], depth, false, &mut forms);
+                }
+            }
+            if !forms.is_empty() {
+                self.push_command(forms);
+            }
+            if self.bytes > MAX_FORM_BYTES {
+                return;
+            }
+        }
+        // And each piece of the line as written, cut at its operators, read again by the
+        // grammar: what the misreading hid (`cat <<EOF; eval "$'\x72'm f"`) is read whole.
+        if line.len() > MAX_REPARSED {
+            return;
+        }
+        for piece in line.split([';', '&', '|', '\n']) {
+            if piece.len() < line.len() && !piece.trim().is_empty() {
+                self.line(piece, depth + 1);
             }
         }
     }
@@ -199,8 +263,10 @@ impl Reader {
         }
     }
 
-    /// A simple command: its words, then its forms.
-    fn command(&mut self, node: Node<'_>, line: &str, depth: usize) {
+    /// A simple command: its words, then its forms. Returns whether the grammar misread the
+    /// line around it: a reserved word in a command's place (tree-sitter-bash takes
+    /// `coproc if true; then rm f; fi` for commands named `coproc` and `then`).
+    fn command(&mut self, node: Node<'_>, line: &str, depth: usize) -> bool {
         let mut assigned = false;
         let mut words = Vec::new();
         let mut cursor = node.walk();
@@ -211,20 +277,41 @@ impl Reader {
                 _ => words.push(words::value(child, line)),
             }
         }
+        let reserved = words
+            .iter()
+            .take_while(|word| RESERVED.contains(&word.text.as_str()))
+            .count();
+        words.drain(..reserved);
+        // `coproc` and `time` are reserved words too, which the grammar takes for commands:
+        // what follows them is misread when it is a compound command.
+        let compound_after = matches!(
+            words.first().map(|word| word.text.as_str()),
+            Some("coproc" | "time")
+        ) && words
+            .get(1)
+            .is_some_and(|word| RESERVED.contains(&word.text.as_str()));
+        let misread = reserved > 0 || compound_after;
         if words.is_empty() {
-            return;
+            return misread;
         }
         let mut forms = Vec::new();
         allowable_forms(&words, assigned, &mut forms);
         let texts: Vec<String> = words.into_iter().map(|word| word.text).collect();
         self.seen(&texts, depth, true, &mut forms);
         self.push_command(forms);
+        misread
     }
 
     /// Adds the forms only a deny or ask rule sees of the command `texts`, and reads the lines
     /// it runs. `wrapped`: whether each word after a wrapper is taken as the start of a
     /// command (false when `texts` is itself such a start: its outer wrapper took them all).
     fn seen(&mut self, texts: &[String], depth: usize, wrapped: bool, forms: &mut Vec<Form>) {
+        // Assignments before a command (seen in pieces of a misread line) are not its program.
+        let assignments = texts
+            .iter()
+            .take_while(|word| programs::is_assignment(word))
+            .count();
+        let texts = &texts[assignments..];
         let Some(program) = texts.first() else {
             return;
         };
@@ -494,6 +581,16 @@ mod tests {
         assert!(!found.plain);
         let parens = "( ".repeat(50_000) + "rm f" + &" )".repeat(50_000);
         assert!(written(&parens).contains(&"rm f".to_owned()));
+    }
+
+    #[test]
+    fn a_large_misread_line_is_read_once_and_bounded() {
+        // A here-document the grammar cannot read, then 20,000 commands.
+        let line = "cat <<EOF; ".to_owned() + &"echo $'\\x72'm f; ".repeat(20_000) + "\nx\nEOF";
+        let started = std::time::Instant::now();
+        let found = commands(&line);
+        assert!(!found.plain);
+        eprintln!("{} bytes: {:?}", line.len(), started.elapsed());
     }
 
     fn shell_quote(text: &str) -> String {

@@ -158,7 +158,25 @@ fn line() -> impl Strategy<Value = String> {
                 .clone()
                 .prop_map(|a| format!("git status $'\\'' ; {a} #'")),
             inner.clone().prop_map(|a| format!("env -S {}", quoted(&a))),
-            inner.prop_map(|a| format!("echo f | xargs {a}")),
+            inner.clone().prop_map(|a| format!("echo f | xargs {a}")),
+            inner.clone().prop_map(|a| format!("time {{ {a}; }}")),
+            inner.clone().prop_map(|a| format!("coproc {{ {a}; }}")),
+            inner
+                .clone()
+                .prop_map(|a| format!("for i in 1; do {a}; done")),
+            inner
+                .clone()
+                .prop_map(|a| format!("while true; do {a}; break; done")),
+            inner
+                .clone()
+                .prop_map(|a| format!("case x in x) {a};; esac")),
+            inner.clone().prop_map(|a| format!("! {a}")),
+            inner.clone().prop_map(|a| format!("[[ -n $({a}) ]]")),
+            inner.clone().prop_map(|a| format!("x=$({a})")),
+            inner
+                .clone()
+                .prop_map(|a| format!("cat <<EOF; {a}\nx\nEOF")),
+            inner.prop_map(|a| format!("cat <(\n{a}\n)")),
         ]
     })
 }

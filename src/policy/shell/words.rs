@@ -154,7 +154,7 @@ fn unescape_double(text: &str) -> String {
 }
 
 /// `$'…'`'s escapes, the common ones (anything else is kept as written).
-fn ansi_c(text: &str) -> String {
+pub(super) fn ansi_c(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -223,6 +223,38 @@ fn ansi_c(text: &str) -> String {
     out
 }
 
+/// `text` with each `$'…'` replaced by what it means, for a crude reading of a line the
+/// grammar could not read.
+pub(super) fn decode_ansi_c(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("$'") {
+        out.push_str(&rest[..start]);
+        let body = &rest[start + 2..];
+        let mut end = None;
+        let mut escaped = false;
+        for (at, c) in body.char_indices() {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '\'') => {
+                    end = Some(at);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let Some(end) = end else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        out.push_str(&ansi_c(&body[..end]));
+        rest = &body[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Whether unquoted `text` holds a brace expansion (`{a,b}`, `{1..3}`), which turns one word
 /// into several.
 fn brace_expanded(text: &str) -> bool {
@@ -258,6 +290,10 @@ mod tests {
         assert_eq!(unescape_double("a\\\"b\\n\\$"), "a\"b\\n$");
         assert_eq!(ansi_c("\\x72m \\n\\'\\101\\u00e9"), "rm \n'Aé");
         assert_eq!(ansi_c("\\q\\xZZ"), "\\q\\xZZ");
+        assert_eq!(
+            decode_ansi_c("a $'\\x72'm $'\\'' b $'open"),
+            "a rm ' b $'open"
+        );
     }
 
     #[test]
