@@ -66,8 +66,6 @@ impl Workspace {
         }
     }
 
-    /// Refuses what the sandbox denies reading: `file`, opened from `shown`.
-    #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
     /// Whether the sandbox denies `path`, or a rule keeps it from `read` (a listing leaves it
     /// out).
     pub(crate) fn denies(&self, path: &Path) -> bool {
@@ -76,13 +74,14 @@ impl Workspace {
             return true;
         }
         self.read_rules.as_ref().is_some_and(|rules| {
-            let path = path.to_string_lossy();
             rules
-                .decide("read", &serde_json::json!({ "path": path }), &self.cwd)
+                .decide_path("read", path, &self.cwd)
                 .is_some_and(|verdict| verdict.decision > crate::policy::Decision::Allow)
         })
     }
 
+    /// Refuses what the sandbox denies reading: `file`, opened from `shown`.
+    #[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
     pub(crate) fn check_read(&self, file: &std::fs::File, shown: &str) -> Result<(), String> {
         #[cfg(target_os = "linux")]
         if let Some(files) = &self.files {

@@ -111,6 +111,13 @@ pub struct Rules {
     rules: Vec<Compiled>,
 }
 
+/// What a decision is about: a call's arguments, or a path alone.
+#[derive(Clone, Copy)]
+enum Call<'a> {
+    Arguments(&'a Value),
+    Path(&'a Path),
+}
+
 /// Tool names other agents use for golato's built-ins, so rules written for them read the same.
 fn built_in(name: &str) -> Option<&'static str> {
     match name {
@@ -133,7 +140,13 @@ fn real_folder(folder: &Path) -> PathBuf {
 /// component is a link, the link's own place too, so a rule about either holds (a deny or an
 /// ask on any part wins; an allow needs both).
 fn path_parts(cwd: &Path, path: &Path) -> Vec<String> {
-    let cwd = real_folder(cwd);
+    // An absolute path needs no working directory: resolving it (file system calls) for each
+    // entry of a search's walk was wasted.
+    let cwd = if path.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        real_folder(cwd)
+    };
     let resolved = golato_sandbox::resolve(&cwd, path);
     let mut parts = vec![resolved.to_string_lossy().into_owned()];
     let expanded = match (path.strip_prefix("~"), std::env::var_os("HOME")) {
@@ -323,6 +336,28 @@ impl Rules {
     /// `||`, `|`, redirections of descriptors or to `/dev/null`. A rule for every call of the
     /// tool (`allow bash`) allows any line.
     pub fn decide(&self, tool: &str, arguments: &Value, cwd: &Path) -> Option<Verdict<'_>> {
+        self.decide_parts(tool, cwd, Call::Arguments(arguments))
+    }
+
+    /// What the rules decide about `tool` (`read`, `edit` or `write`) on `path`, as
+    /// [`Rules::decide`] with `{"path": path}` would, without making the arguments: a search
+    /// asks it for every entry it walks.
+    ///
+    /// ```
+    /// use golato::policy::{Decision, Rules, Source};
+    /// use std::path::Path;
+    ///
+    /// let mut rules = Rules::new();
+    /// rules.add(Decision::Deny, "read(/srv/secret/**)", Source::flag("--deny"), Path::new("/"))?;
+    /// let verdict = rules.decide_path("read", Path::new("/srv/secret/key"), Path::new("/"));
+    /// assert_eq!(verdict.map(|v| v.decision), Some(Decision::Deny));
+    /// # Ok::<(), golato::policy::Error>(())
+    /// ```
+    pub fn decide_path(&self, tool: &str, path: &Path, cwd: &Path) -> Option<Verdict<'_>> {
+        self.decide_parts(tool, cwd, Call::Path(path))
+    }
+
+    fn decide_parts(&self, tool: &str, cwd: &Path, call: Call<'_>) -> Option<Verdict<'_>> {
         let for_tool: Vec<&Compiled> = self
             .rules
             .iter()
@@ -333,7 +368,20 @@ impl Rules {
         }
         // The parts of the call, each judged on its own by the names it is seen by.
         let mut plain = true;
-        let parts: Vec<Vec<shell::Form>> = match (tool, arguments) {
+        let arguments = match call {
+            Call::Arguments(arguments) => arguments,
+            Call::Path(_) => &Value::Null,
+        };
+        let parts: Vec<Vec<shell::Form>> = match (tool, call) {
+            (_, Call::Path(path)) => path_parts(cwd, path)
+                .into_iter()
+                .map(|text| {
+                    vec![shell::Form {
+                        text,
+                        allowable: true,
+                    }]
+                })
+                .collect(),
             ("bash", _) => {
                 let line = arguments["command"].as_str().unwrap_or_default();
                 let found = shell::commands(line);
