@@ -133,10 +133,10 @@ pub(crate) struct Session {
     /// The flags this session's agent was built from (a mode change builds it again).
     args: AgentArgs,
     pub(crate) agent: golato::Agent,
-    pub(crate) questions: Option<crate::approve::Questions>,
+    pub(crate) questions: Option<crate::setup::approve::Questions>,
     pub(crate) transcript: Vec<Message>,
     pub(crate) summary: Option<Summary>,
-    pub(crate) saving: Option<crate::session::Writer>,
+    pub(crate) saving: Option<crate::store::session::Writer>,
     pub(crate) mode: &'static str,
     pub(crate) price: Option<golato::generator::Price>,
     /// What the session's turns have cost so far, in dollars (where the price is known).
@@ -214,7 +214,7 @@ impl State {
 /// An error answer naming what was wrong with the request.
 pub(crate) fn invalid_params(message: impl Into<String>) -> agent_client_protocol::Error {
     // Whatever it echoes of the request is bounded.
-    let message = crate::shown::cut(&message.into(), 4 * crate::shown::ECHOED_CHARS);
+    let message = crate::view::shown::cut(&message.into(), 4 * crate::view::shown::ECHOED_CHARS);
     agent_client_protocol::Error::new(-32602, message)
 }
 
@@ -246,7 +246,7 @@ fn session_args(
             }
         }
     }
-    crate::config::apply(&mut args, false)?;
+    crate::settings::config::apply(&mut args, false)?;
     Ok(args)
 }
 
@@ -270,7 +270,11 @@ fn mode_of(args: &AgentArgs) -> &'static str {
     if args.plan {
         return "plan";
     }
-    match args.sandbox.policy(crate::run::DEFAULT_SANDBOX).mode {
+    match args
+        .sandbox
+        .policy(crate::commands::run::DEFAULT_SANDBOX)
+        .mode
+    {
         golato::sandbox::Mode::ReadOnly => "read-only",
         golato::sandbox::Mode::Off => "full-access",
         _ => "workspace-write",
@@ -337,7 +341,7 @@ async fn set_config_option(
     };
     state.idle(&id, "model")?;
     let mut session = session.lock().await;
-    let chosen = crate::provider::model_named(&session.args, &model);
+    let chosen = crate::setup::provider::model_named(&session.args, &model);
     session.price = chosen.price;
     session.agent = session.agent.with_model(chosen);
     session.args.model = Some(model);
@@ -347,14 +351,14 @@ async fn set_config_option(
 }
 
 /// Builds a session's agent: its approvals go to the client (never to a terminal).
-async fn build(args: &AgentArgs) -> Result<crate::run::Built, CliError> {
-    crate::run::build_agent(args, None, true).await
+async fn build(args: &AgentArgs) -> Result<crate::commands::run::Built, CliError> {
+    crate::commands::run::build_agent(args, None, true).await
 }
 
 fn to_protocol(error: CliError) -> agent_client_protocol::Error {
     agent_client_protocol::Error::new(
         -32603,
-        crate::shown::visible(&crate::shown::echoed(&error.to_string())).into_owned(),
+        crate::view::shown::visible(&crate::view::shown::echoed(&error.to_string())).into_owned(),
     )
 }
 
@@ -366,13 +370,13 @@ async fn new_session(
     if !request.cwd.is_absolute() {
         return Err(invalid_params(format!(
             "cwd must be an absolute path; got {}",
-            crate::shown::echoed(&request.cwd.display().to_string())
+            crate::view::shown::echoed(&request.cwd.display().to_string())
         )));
     }
     let mut args = session_args(state, &request.cwd, &request.mcp_servers).map_err(to_protocol)?;
     let mode = mode_of(&args);
     let opened =
-        crate::session::open(None, &args.cwd, state.ephemeral, true).map_err(to_protocol)?;
+        crate::store::session::open(None, &args.cwd, state.ephemeral, true).map_err(to_protocol)?;
     let id = match &opened.saving {
         Some(saving) => saving.id(),
         None => format!("ephemeral-{}", uuid_like()),
@@ -386,7 +390,10 @@ async fn new_session(
 }
 
 /// Tells the agent's hooks (and checkpoints) which session file is saved.
-fn tell_session(built: &crate::run::Built, saving: Option<&crate::session::Writer>) {
+fn tell_session(
+    built: &crate::commands::run::Built,
+    saving: Option<&crate::store::session::Writer>,
+) {
     if let Some(saving) = saving {
         built.session.send_modify(|session| {
             session.session_id = saving.id();
@@ -400,8 +407,8 @@ fn keep(
     state: &State,
     id: String,
     args: AgentArgs,
-    built: crate::run::Built,
-    opened: crate::session::Opened,
+    built: crate::commands::run::Built,
+    opened: crate::store::session::Opened,
 ) -> Vec<SessionConfigOption> {
     tell_session(&built, opened.saving.as_ref());
     let session = Session {
@@ -469,15 +476,15 @@ async fn load_session(
             "the session {id} is open in this connection already"
         )));
     }
-    let saved = crate::session::find(Some(&id), None).map_err(to_protocol)?;
+    let saved = crate::store::session::find(Some(&id), None).map_err(to_protocol)?;
     let id = saved.header.id.clone();
     let cwd = saved.header.cwd.clone();
     let mut args = session_args(state, &cwd, &request.mcp_servers).map_err(to_protocol)?;
     args.text_files = client_files(state, cx, &id);
     let mode = mode_of(&args);
     let built = build(&args).await.map_err(to_protocol)?;
-    let opened =
-        crate::session::open(Some(saved), &cwd, state.ephemeral, true).map_err(to_protocol)?;
+    let opened = crate::store::session::open(Some(saved), &cwd, state.ephemeral, true)
+        .map_err(to_protocol)?;
     // The conversation so far, as the client shows it, before the answer.
     for update in updates::replay(&opened.transcript, &cwd) {
         cx.send_notification(agent_client_protocol::v1::schema::SessionNotification::new(
@@ -494,7 +501,7 @@ async fn load_session(
 fn list_sessions(
     request: &ListSessionsRequest,
 ) -> Result<ListSessionsResponse, agent_client_protocol::Error> {
-    let (saved, _) = crate::session::all().map_err(to_protocol)?;
+    let (saved, _) = crate::store::session::all().map_err(to_protocol)?;
     let sessions = saved
         .iter()
         .filter(|saved| {
@@ -512,8 +519,8 @@ fn list_sessions(
                 .map(|since| since.as_secs())
                 .unwrap_or_default();
             SessionInfo::new(saved.header.id.clone(), saved.header.cwd.clone())
-                .title(crate::live::clip(title))
-                .updated_at(crate::shown::utc_time(updated))
+                .title(crate::view::live::clip(title))
+                .updated_at(crate::view::shown::utc_time(updated))
         })
         .collect();
     Ok(ListSessionsResponse::new(sessions))

@@ -360,7 +360,7 @@ pub(crate) struct AgentArgs {
     /// never. A call that needs a yes when no terminal can answer is refused, never left
     /// waiting. [default: never when sandboxed or without a terminal, else ask]
     #[arg(long, value_enum, value_name = "MODE", help_heading = "Safety")]
-    pub(crate) approve: Option<crate::approve::Approve>,
+    pub(crate) approve: Option<crate::setup::approve::Approve>,
     /// Run the calls RULE matches without a question, such as 'bash(git status*)' or
     /// 'read(src/**)'; repeatable. A deny beats an ask beats an allow (README "Policy").
     #[arg(long = "allow", value_name = "RULE", help_heading = "Safety")]

@@ -32,10 +32,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget as _};
 use ratatui::{Terminal, TerminalOptions, Viewport};
 
-use crate::approve::Question;
 use crate::args::ChatArgs;
-use crate::interrupt::Signals;
-use crate::report::{Answer, Tally};
+use crate::setup::approve::Question;
+use crate::setup::interrupt::Signals;
+use crate::view::report::{Answer, Tally};
 use crate::{CliError, Exit};
 
 use conversation::{Conversation, Running};
@@ -161,7 +161,7 @@ impl Front {
                 Some(vec![Line::from(vec![
                     Span::styled(format!("search history: {query}"), cyan),
                     Span::raw("  "),
-                    Span::raw(crate::live::clip(&text)),
+                    Span::raw(crate::view::live::clip(&text)),
                 ])])
             }
             Mode::Pick { choices, selected } => Some(
@@ -292,7 +292,10 @@ impl Front {
         let what = match (running.cancelling, running.calls.len()) {
             (true, _) => "interrupting".to_owned(),
             (false, 0) => "working".to_owned(),
-            (false, calls) => format!("running {}", crate::shown::count(calls as u64, "call")),
+            (false, calls) => format!(
+                "running {}",
+                crate::view::shown::count(calls as u64, "call")
+            ),
         };
         Line::from(vec![
             Span::styled(format!("{frame} "), Style::default().fg(Color::Cyan)),
@@ -302,7 +305,7 @@ impl Front {
                 format!(
                     " · {}s · ≈{} streamed · Esc to interrupt",
                     elapsed.as_secs(),
-                    crate::shown::count(running.streamed.div_ceil(4) as u64, "token")
+                    crate::view::shown::count(running.streamed.div_ceil(4) as u64, "token")
                 ),
                 dim,
             ),
@@ -346,14 +349,15 @@ impl Front {
 
 /// The history file: one JSON string per line, in golato's data directory.
 fn history_file() -> Option<std::path::PathBuf> {
-    crate::session::data_directory()
+    crate::store::session::data_directory()
         .ok()
         .map(|dir| dir.join("history.jsonl"))
 }
 
 fn load_history(path: Option<&std::path::Path>) -> Vec<String> {
     let Some(path) = path else { return Vec::new() };
-    let Ok(bytes) = crate::bounded::read(path, crate::bounded::CONFIG_LIMIT * 8) else {
+    let Ok(bytes) = crate::store::bounded::read(path, crate::store::bounded::CONFIG_LIMIT * 8)
+    else {
         return Vec::new();
     };
     let texts: Vec<String> = String::from_utf8_lossy(&bytes)
@@ -412,17 +416,17 @@ enum Action {
 pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
     // Begun before the screen is taken: what starting says (an MCP server, instruction files
     // left unread) is written as ordinary lines.
-    let begun = crate::chat::begin(&args).await?;
+    let begun = crate::commands::chat::begin(&args).await?;
     // A terminal that cannot say where its cursor is (or refuses raw mode) gets the plain chat.
     let (screen, restore) = match open_screen() {
         Ok(opened) => opened,
         Err(error) => {
             eprintln!("golato: the full-screen input is not available here ({error}); a plain chat follows");
-            return crate::chat::converse(args, begun).await;
+            return crate::commands::chat::converse(args, begun).await;
         }
     };
     let _restore = restore;
-    let crate::chat::Begun {
+    let crate::commands::chat::Begun {
         agent,
         header,
         mut questions,
@@ -522,7 +526,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                 }
                 if front.leaving && front.running.is_none() { break; }
             }
-            Some(question) = crate::approve::next_question(&mut questions), if front.asking.is_none() && !matches!(front.mode, Mode::Why { .. } | Mode::Edit { .. }) => {
+            Some(question) = crate::setup::approve::next_question(&mut questions), if front.asking.is_none() && !matches!(front.mode, Mode::Why { .. } | Mode::Edit { .. }) => {
                 if front.running.as_ref().is_some_and(|running| running.cancelling) || question.reply.is_closed() {
                     let _ = question.reply.send(Answer::No.into());
                     continue;
@@ -539,7 +543,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                         front.note(&format!("interrupted ({signal:?}): the run is being cancelled"));
                         // A closed terminal or a kill ends the front end once the run has ended:
                         // nobody is left to type (and the terminal's events stop coming).
-                        if !matches!(signal, crate::interrupt::Signal::Interrupt) {
+                        if !matches!(signal, crate::setup::interrupt::Signal::Interrupt) {
                             front.leaving = true;
                         }
                     }
@@ -553,7 +557,8 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
     }
     front.draw();
     drop(front);
-    crate::policy::session_end(&conversation.args.agent.policy, &conversation.told).await;
+    crate::setup::session_hooks::session_end(&conversation.args.agent.policy, &conversation.told)
+        .await;
     Ok(Exit::Success)
 }
 

@@ -8,7 +8,7 @@ use std::time::UNIX_EPOCH;
 
 use golato::message::Message;
 
-use crate::session::Saved;
+use crate::store::session::Saved;
 
 /// Reads `bytes` as a session file, then does what `golato run -c` does with it: closes the
 /// calls a stop cut off. Every call of the last assistant message must then have its result.
@@ -44,13 +44,13 @@ pub fn session_file(bytes: &[u8]) {
 /// Parses `text` as a configuration file, as `golato config` shows it and as a project's file
 /// is judged: once the untrusted settings are taken out, none is left.
 pub fn config_file(text: &str) {
-    let Ok((settings, profiles)) = crate::config::parse(text) else {
+    let Ok((settings, profiles)) = crate::settings::config::parse(text) else {
         return;
     };
     for mut settings in std::iter::once(settings).chain(profiles.into_values()) {
-        let _ = crate::config::entries(&settings);
-        crate::config::untrusted(&mut settings);
-        let left = crate::config::untrusted(&mut settings);
+        let _ = crate::settings::config::entries(&settings);
+        crate::settings::config::untrusted(&mut settings);
+        let left = crate::settings::config::untrusted(&mut settings);
         if !left.is_empty() {
             panic!("untrusted settings left after taking them out: {left:?}");
         }

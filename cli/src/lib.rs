@@ -15,38 +15,22 @@
 //! feature, entry points into the parsers of golato's own files for the targets in `fuzz/`.
 //! The command line writes to the terminal itself, so `eprintln!` is at home here.
 
+// The rooms, lowest first (ARCHITECTURE.md): what a run looks like, what golato keeps, what
+// the files say, what builds an agent, then the front ends and commands over them.
 mod acp;
-mod approve;
 mod args;
-mod bounded;
-mod chat;
-mod checkpoints;
-mod config;
-mod demo;
-mod durable;
+mod commands;
 mod front;
-mod header;
-mod instructions;
-mod interrupt;
-mod json;
-mod live;
-mod plan;
-mod policy;
-mod preview;
-mod prompt;
-mod provider;
-mod record;
-mod report;
-mod run;
-mod session;
-mod shown;
-mod skills;
-mod subagents;
-#[cfg(feature = "durable")]
-mod submit;
-mod tool;
-mod trace;
-mod trust;
+mod settings;
+mod setup;
+mod store;
+mod view;
+
+use commands::{chat, demo, durable, run, tool};
+use settings::{config, trust};
+use setup::{interrupt, skills};
+use store::{checkpoints, session};
+use view::shown;
 
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;

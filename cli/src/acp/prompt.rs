@@ -13,8 +13,8 @@ use golato::message::{Content, Message, UserMessage};
 use tokio_util::sync::CancellationToken;
 
 use super::{invalid_params, updates::Updates, Connection, Session, State};
-use crate::approve::{Question, Reply};
-use crate::report::Answer;
+use crate::setup::approve::{Question, Reply};
+use crate::view::report::Answer;
 
 type Responder = agent_client_protocol::v1::Responder<PromptResponse>;
 
@@ -150,7 +150,7 @@ async fn drive(
                     break;
                 }
             }
-            Some(question) = crate::approve::next_question(&mut session.questions) => {
+            Some(question) = crate::setup::approve::next_question(&mut session.questions) => {
                 ask(state, &id, question, cx.clone(), cancel.clone());
             }
         }
@@ -163,7 +163,7 @@ async fn drive(
         (Err(golato::agent::Error::MaxTurns { .. }), false) => StopReason::MaxTurnRequests,
         (Err(golato::agent::Error::Budget { .. }), false) => StopReason::MaxTokens,
         (Err(error), false) => {
-            let said = crate::run::describe(error);
+            let said = crate::commands::run::describe(error);
             session.transcript = error
                 .messages()
                 .map(<[Message]>::to_vec)
@@ -222,7 +222,7 @@ fn ask(
         ToolCallUpdate::new(
             question.call_id.clone(),
             ToolCallUpdateFields::new()
-                .title(crate::shown::visible(&question.detail).into_owned())
+                .title(crate::view::shown::visible(&question.detail).into_owned())
                 .raw_input(question.arguments.clone()),
         ),
         OPTIONS

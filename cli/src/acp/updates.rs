@@ -37,7 +37,7 @@ fn arguments(call: &GolatoCall) -> serde_json::Value {
 /// The call as the client first sees it: what it is, where, with what.
 fn announced(call: &GolatoCall, cwd: &Path, status: ToolCallStatus) -> ToolCall {
     let arguments = arguments(call);
-    let mut announced = ToolCall::new(call.id.clone(), crate::live::call_label(call))
+    let mut announced = ToolCall::new(call.id.clone(), crate::view::live::call_label(call))
         .kind(kind(&call.name))
         .status(status)
         .raw_input(arguments.clone());
@@ -52,7 +52,7 @@ fn announced(call: &GolatoCall, cwd: &Path, status: ToolCallStatus) -> ToolCall 
 /// sessions' prompts need.
 fn text_of(path: &Path) -> String {
     let read = || {
-        crate::bounded::read(path, DIFF_LIMIT)
+        crate::store::bounded::read(path, DIFF_LIMIT)
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
             .unwrap_or_default()
     };

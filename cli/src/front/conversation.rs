@@ -12,8 +12,8 @@ use golato::message::{Message, UserMessage};
 
 use super::commands::Command;
 use super::{transcript, Front};
-use crate::approve::{Approve, Approver};
-use crate::report::Tally;
+use crate::setup::approve::{Approve, Approver};
+use crate::view::report::Tally;
 
 /// A run being worked on.
 pub(crate) struct Running {
@@ -32,11 +32,11 @@ pub(crate) struct Running {
 /// The session and what runs in it.
 pub(crate) struct Conversation {
     pub(crate) agent: golato::Agent,
-    pub(crate) header: crate::header::Header,
+    pub(crate) header: crate::view::header::Header,
     pub(crate) price: Option<golato::generator::Price>,
     pub(crate) transcript: Vec<Message>,
     pub(crate) summary: Option<Summary>,
-    pub(crate) saving: Option<crate::session::Writer>,
+    pub(crate) saving: Option<crate::store::session::Writer>,
     pub(crate) told: golato::policy::HookSession,
     /// What SessionStart hooks added, for the first prompt.
     pub(crate) context: Option<String>,
@@ -45,7 +45,7 @@ pub(crate) struct Conversation {
     /// What edits and writes of this session did, by file, in order (`/diff`).
     pub(crate) changes: BTreeMap<String, Vec<String>>,
     /// How to make the plan-mode agent (`/plan`).
-    pub(crate) plan_mode: Option<crate::plan::PlanMode>,
+    pub(crate) plan_mode: Option<crate::setup::plan::PlanMode>,
     /// The agent not in use: the plan-mode one, or the normal one while planning.
     pub(crate) parked: Option<golato::Agent>,
     /// Whether the agent in use is the plan-mode one.
@@ -67,8 +67,10 @@ impl Conversation {
             }
         };
         let policy = &self.args.agent.policy;
-        let prompt = match crate::policy::prompt_submit(policy, &self.told, prompt).await {
-            Ok(prompt) => crate::policy::with_context(prompt, self.context.take()),
+        let prompt = match crate::setup::session_hooks::prompt_submit(policy, &self.told, prompt)
+            .await
+        {
+            Ok(prompt) => crate::setup::session_hooks::with_context(prompt, self.context.take()),
             Err(error) => {
                 front.note(&error.to_string());
                 return;
@@ -79,7 +81,7 @@ impl Conversation {
         if images > 0 {
             front.note(&format!(
                 "attached {}",
-                crate::shown::count(images as u64, "image")
+                crate::view::shown::count(images as u64, "image")
             ));
         }
         if let Some(saving) = &mut self.saving {
@@ -178,7 +180,7 @@ impl Conversation {
                 ));
                 front.note(&format!(
                     "context compacted: {} summarized",
-                    crate::shown::count(compaction.replaced as u64, "earlier message")
+                    crate::view::shown::count(compaction.replaced as u64, "earlier message")
                 ));
             }
             Event::UserMessage(joined) => {
@@ -274,7 +276,10 @@ impl Conversation {
             (_, true) => "interrupted".to_owned(),
             (Ok(_), false) => "done".to_owned(),
             (Err(error), false) => {
-                front.note(&format!("golato: {}", crate::run::describe(error)));
+                front.note(&format!(
+                    "golato: {}",
+                    crate::commands::run::describe(error)
+                ));
                 "failed".to_owned()
             }
         };
@@ -323,9 +328,13 @@ impl Conversation {
                 self.transcript.clear();
                 self.summary = None;
                 self.changes.clear();
-                self.saving =
-                    crate::session::open(None, &self.args.agent.cwd, self.args.ephemeral, true)?
-                        .saving;
+                self.saving = crate::store::session::open(
+                    None,
+                    &self.args.agent.cwd,
+                    self.args.ephemeral,
+                    true,
+                )?
+                .saving;
                 self.session_changed();
                 front.note("a new session: the conversation starts over");
             }
@@ -334,8 +343,8 @@ impl Conversation {
                 let cost = self.price.map(|price| price.cost(usage));
                 front.note(&format!(
                     "this session: {}, {} in, {} out{}",
-                    crate::shown::count(front.tally.turns as u64, "turn"),
-                    crate::shown::count(usage.input_tokens, "token"),
+                    crate::view::shown::count(front.tally.turns as u64, "turn"),
+                    crate::view::shown::count(usage.input_tokens, "token"),
                     usage.output_tokens,
                     cost.map_or_else(String::new, |cost| format!(", ${cost:.4}"))
                 ));
@@ -351,7 +360,7 @@ impl Conversation {
                 self.agent.model().id
             )),
             Command::Model(Some(name)) => {
-                let model = crate::provider::model_named(&self.args.agent, &name);
+                let model = crate::setup::provider::model_named(&self.args.agent, &name);
                 self.price = model.price;
                 if let Some(parked) = &mut self.parked {
                     *parked = parked.with_model(model.clone());
@@ -381,9 +390,9 @@ impl Conversation {
             Command::Compact => self.compact(front).await,
             Command::Fork => self.fork(front),
             Command::Resume(None) => {
-                let (sessions, _) = crate::session::all()?;
+                let (sessions, _) = crate::store::session::all()?;
                 let cwd = self.header.cwd.clone();
-                let current = self.saving.as_ref().map(crate::session::Writer::id);
+                let current = self.saving.as_ref().map(crate::store::session::Writer::id);
                 let choices: Vec<super::Pick> = sessions
                     .iter()
                     .filter(|saved| saved.header.cwd == cwd)
@@ -393,8 +402,8 @@ impl Conversation {
                         label: format!(
                             "{} · {} · {}",
                             saved.header.id,
-                            crate::shown::count(saved.turns() as u64, "turn"),
-                            crate::shown::visible(
+                            crate::view::shown::count(saved.turns() as u64, "turn"),
+                            crate::view::shown::visible(
                                 saved.first_prompt().lines().next().unwrap_or_default()
                             )
                         ),
@@ -426,7 +435,8 @@ impl Conversation {
                     self.switch_agent();
                     front.planning = self.planning;
                     front.note("plan accepted: edits are back; the model carries the plan out");
-                    self.send(front, crate::plan::ACCEPTED.to_owned()).await;
+                    self.send(front, crate::setup::plan::ACCEPTED.to_owned())
+                        .await;
                 }
             }
         }
@@ -460,8 +470,8 @@ impl Conversation {
 
     /// Goes on with the saved session `id`: its conversation, and saving into it.
     fn go_on_with(&mut self, id: &str) -> Result<(), crate::CliError> {
-        let saved = crate::session::find(Some(id), None)?;
-        let opened = crate::session::open(Some(saved), &self.args.agent.cwd, false, true)?;
+        let saved = crate::store::session::find(Some(id), None)?;
+        let opened = crate::store::session::open(Some(saved), &self.args.agent.cwd, false, true)?;
         self.transcript = opened.transcript;
         self.summary = opened.summary;
         self.saving = opened.saving;
@@ -490,14 +500,14 @@ impl Conversation {
             front.note("/undo works between runs: wait for this one to end, or Esc it");
             return Ok(());
         }
-        let Some(id) = self.saving.as_ref().map(crate::session::Writer::id) else {
+        let Some(id) = self.saving.as_ref().map(crate::store::session::Writer::id) else {
             front.note("nothing saved (--ephemeral): there is nothing to undo");
             return Ok(());
         };
         // The session's lock is let go for the undo, and taken again to go on.
         self.saving = None;
-        let saved = crate::session::find(Some(&id), None)?;
-        let outcome = crate::checkpoints::undo(&saved, None);
+        let saved = crate::store::session::find(Some(&id), None)?;
+        let outcome = crate::store::checkpoints::undo(&saved, None);
         self.go_on_with(&id)?;
         match outcome {
             Ok(done) => {
@@ -539,7 +549,7 @@ impl Conversation {
                 front.tally.usage.output_tokens += compacted.usage.output_tokens;
                 front.note(&format!(
                     "compacted: {} summarized, about {} → {} tokens",
-                    crate::shown::count(compacted.replaced as u64, "earlier message"),
+                    crate::view::shown::count(compacted.replaced as u64, "earlier message"),
                     compacted.tokens_before,
                     compacted.tokens_after
                 ));
@@ -554,8 +564,8 @@ impl Conversation {
             front.note("nothing saved (--ephemeral): there is no session to fork");
             return;
         }
-        let old = self.saving.as_ref().map(crate::session::Writer::id);
-        let mut writer = match crate::session::Writer::create(&self.args.agent.cwd) {
+        let old = self.saving.as_ref().map(crate::store::session::Writer::id);
+        let mut writer = match crate::store::session::Writer::create(&self.args.agent.cwd) {
             Ok(writer) => writer,
             Err(error) => {
                 front.note(&format!("could not fork: {error}"));

@@ -103,7 +103,7 @@ fn wrap(
 /// Plain `text` (made visible) in lines of at most `width` cells, in `style`, broken between
 /// words.
 pub(crate) fn wrap_plain(text: &str, width: usize, style: Style) -> Vec<Line<'static>> {
-    let text = crate::shown::visible(text);
+    let text = crate::view::shown::visible(text);
     let mut lines = Vec::new();
     for paragraph in text.split('\n') {
         let pieces = [Piece {
@@ -131,7 +131,7 @@ enum Frame {
 /// Renders `text` (markdown) in lines of at most `width` cells.
 pub(crate) fn render(text: &str, width: usize) -> Vec<Line<'static>> {
     let width = width.max(10);
-    let text = crate::shown::visible(text);
+    let text = crate::view::shown::visible(text);
     let mut out: Vec<Line<'static>> = Vec::new();
     let mut pieces: Vec<Piece> = Vec::new();
     let mut styles: Vec<Style> = vec![Style::default()];
@@ -289,7 +289,7 @@ pub(crate) fn render(text: &str, width: usize) -> Vec<Line<'static>> {
                     let mut cells = 0;
                     for (style, piece) in spans {
                         let mut shown = String::new();
-                        for c in crate::shown::visible(&piece).chars() {
+                        for c in crate::view::shown::visible(&piece).chars() {
                             let w = c.width().unwrap_or(0);
                             if cells + w > room {
                                 break;

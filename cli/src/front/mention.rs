@@ -97,8 +97,8 @@ pub(crate) fn prompt(text: &str, cwd: &Path) -> Result<UserMessage, String> {
     }
     let mut content = vec![Content::text(text)];
     for path in &images {
-        let part =
-            crate::prompt::image_part(path).map_err(|why| format!("{}: {why}", path.display()))?;
+        let part = crate::setup::prompt::image_part(path)
+            .map_err(|why| format!("{}: {why}", path.display()))?;
         content.push(part);
     }
     Ok(UserMessage { content })

@@ -9,8 +9,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 
 use super::{transcript, Front, Mode};
-use crate::approve::{Question, Reply};
-use crate::report::Answer;
+use crate::setup::approve::{Question, Reply};
+use crate::view::report::Answer;
 
 /// Lines of a preview diff shown before the question.
 const PREVIEW_LINES: usize = 40;
@@ -28,11 +28,11 @@ pub(crate) fn ask(front: &mut Front, question: Question) {
     ];
     if question.why != "the approval mode" {
         lines.push(Line::styled(
-            format!("(asked by {})", crate::shown::visible(&question.why)),
+            format!("(asked by {})", crate::view::shown::visible(&question.why)),
             dim,
         ));
     }
-    for line in crate::shown::visible(&question.detail).lines() {
+    for line in crate::view::shown::visible(&question.detail).lines() {
         lines.push(Line::raw(format!(
             "  │ {}",
             line.chars()
@@ -42,7 +42,7 @@ pub(crate) fn ask(front: &mut Front, question: Question) {
     }
     if let Some(preview) = &question.preview {
         lines.extend(transcript::diff_lines(
-            &crate::shown::visible(preview),
+            &crate::view::shown::visible(preview),
             width,
             PREVIEW_LINES,
         ));
@@ -121,7 +121,7 @@ fn answer(front: &mut Front, question: Question, reply: Reply) {
         }
         Reply::Edited(command) => format!(
             "allowed as you changed it: $ {}",
-            crate::shown::visible(command.lines().next().unwrap_or_default())
+            crate::view::shown::visible(command.lines().next().unwrap_or_default())
         ),
         Reply::RefusedBecause(_) => {
             format!("refused: the model is told you did not allow this {tool} call, and why")

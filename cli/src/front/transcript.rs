@@ -6,7 +6,7 @@ use golato::message::{AssistantMessage, ToolCall, ToolResultMessage};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::report::Tally;
+use crate::view::report::Tally;
 
 /// Lines of a command's output shown (its last ones: errors come at the end).
 const TAIL_LINES: usize = 4;
@@ -19,7 +19,7 @@ fn dim() -> Style {
 
 /// `text` made visible and cut to `width` cells.
 fn fit(text: &str, width: usize) -> String {
-    let text = crate::shown::visible(text);
+    let text = crate::view::shown::visible(text);
     let mut cells = 0;
     let mut out = String::new();
     for c in text.chars() {
@@ -101,7 +101,7 @@ pub(crate) fn nested_call_ended(
     };
     let indent = format!("{}┆ ", "  ".repeat(depth));
     let room = width.saturating_sub(indent.chars().count() + 2);
-    let label = fit(&crate::live::call_label(call), room);
+    let label = fit(&crate::view::live::call_label(call), room);
     let text = result.text();
     let first = text
         .lines()
@@ -129,7 +129,7 @@ pub(crate) fn call_ended(
         true => ("✗ ", Color::Red),
         false => ("✓ ", Color::Green),
     };
-    let label = crate::live::call_label(call);
+    let label = crate::view::live::call_label(call);
     let time = format!(" {seconds:.1}s");
     let mut lines = vec![Line::from(vec![
         Span::styled(mark, Style::default().fg(color)),
@@ -155,7 +155,7 @@ pub(crate) fn call_ended(
     }
     // The plan itself, every step.
     if let Some(plan) = golato::builtin::plan_of(result) {
-        for line in crate::plan::lines(&plan) {
+        for line in crate::setup::plan::lines(&plan) {
             lines.push(Line::from(vec![bar(), Span::raw(fit(&line, body))]));
         }
         return lines;
@@ -164,7 +164,7 @@ pub(crate) fn call_ended(
     let output: Vec<&str> = text.lines().collect();
     let skip = output.len().saturating_sub(TAIL_LINES);
     if skip > 0 {
-        let earlier = crate::shown::count(skip as u64, "earlier line");
+        let earlier = crate::view::shown::count(skip as u64, "earlier line");
         lines.push(Line::from(vec![
             bar(),
             Span::styled(format!("… {earlier}"), dim()),
@@ -189,13 +189,13 @@ pub(crate) fn summary(
     width: usize,
 ) -> Vec<Line<'static>> {
     let mut parts = vec![
-        crate::shown::count(tally.turns as u64, "turn"),
-        crate::shown::count(tally.tool_calls as u64, "tool call"),
+        crate::view::shown::count(tally.turns as u64, "turn"),
+        crate::view::shown::count(tally.tool_calls as u64, "tool call"),
     ];
     if files_changed > 0 {
         parts.push(format!(
             "{} changed",
-            crate::shown::count(files_changed as u64, "file")
+            crate::view::shown::count(files_changed as u64, "file")
         ));
     }
     parts.push(format!("{seconds:.1}s"));
@@ -203,7 +203,7 @@ pub(crate) fn summary(
     if usage.input_tokens + usage.output_tokens > 0 {
         parts.push(format!(
             "{} in, {} out",
-            crate::shown::count(usage.input_tokens, "token"),
+            crate::view::shown::count(usage.input_tokens, "token"),
             usage.output_tokens
         ));
     }
@@ -260,7 +260,7 @@ pub(crate) fn diff_lines(diff: &str, width: usize, most: usize) -> Vec<Line<'sta
         ]));
     }
     if changed.len() > most {
-        let more = crate::shown::count((changed.len() - most) as u64, "more diff line");
+        let more = crate::view::shown::count((changed.len() - most) as u64, "more diff line");
         lines.push(Line::from(vec![
             Span::styled("  │ ", dim()),
             Span::styled(format!("… {more}"), dim()),
@@ -280,7 +280,10 @@ pub(crate) fn earlier(messages: &[golato::message::Message], width: usize) -> Ve
     let mut lines = vec![Line::styled("earlier in this session:", dim())];
     if skip > 0 {
         lines.push(Line::styled(
-            format!("… {}", crate::shown::count(skip as u64, "earlier message")),
+            format!(
+                "… {}",
+                crate::view::shown::count(skip as u64, "earlier message")
+            ),
             dim(),
         ));
     }
@@ -309,7 +312,10 @@ pub(crate) fn earlier(messages: &[golato::message::Message], width: usize) -> Ve
                     lines.push(Line::styled(
                         format!(
                             "  · {}",
-                            fit(&crate::live::call_label(call), width.saturating_sub(4))
+                            fit(
+                                &crate::view::live::call_label(call),
+                                width.saturating_sub(4)
+                            )
                         ),
                         dim(),
                     ));

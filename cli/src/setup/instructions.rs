@@ -128,7 +128,7 @@ fn today() -> String {
     let seconds = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
-    crate::shown::utc_date(seconds)
+    crate::view::shown::utc_date(seconds)
 }
 
 /// The branch and whether the tree has changes, as `git` says within [`GIT_TIME`].
@@ -181,14 +181,14 @@ pub(crate) async fn environment(cwd: &Path, sandbox: &golato::sandbox::Policy) -
 /// before.
 pub(crate) fn trusted(cwd: &Path, given: bool) -> bool {
     given
-        || crate::trust::Folder::at(cwd)
+        || crate::settings::trust::Folder::at(cwd)
             .and_then(|folder| folder.standing())
-            .is_ok_and(|standing| standing == crate::trust::Standing::Trusted)
+            .is_ok_and(|standing| standing == crate::settings::trust::Standing::Trusted)
 }
 
 /// golato's configuration directory (where the user's own AGENTS.md is read).
 fn config_dir() -> Option<PathBuf> {
-    crate::config::user_file().and_then(|file| file.parent().map(Path::to_path_buf))
+    crate::settings::config::user_file().and_then(|file| file.parent().map(Path::to_path_buf))
 }
 
 /// The files a run in `cwd` reads, for `golato config`.
@@ -201,16 +201,20 @@ pub(crate) fn for_config(cwd: &Path, trust_given: bool) -> Instructions {
 pub(crate) async fn system_prompt(
     base: Option<String>,
     args: &crate::args::AgentArgs,
-    header: &crate::header::Header,
+    header: &crate::view::header::Header,
 ) -> String {
     let trusted = trusted(&args.cwd, args.settings.trust);
     let found = gather(&header.cwd, config_dir().as_deref(), trusted);
-    let skills = crate::skills::gather(&header.cwd, crate::skills::home().as_deref(), trusted);
+    let skills = crate::setup::skills::gather(
+        &header.cwd,
+        crate::setup::skills::home().as_deref(),
+        trusted,
+    );
     for warning in &skills.warnings {
-        eprintln!("golato: {}", crate::shown::visible(warning));
+        eprintln!("golato: {}", crate::view::shown::visible(warning));
     }
     if let Some(why) = &found.skipped {
-        eprintln!("golato: {}", crate::shown::visible(why));
+        eprintln!("golato: {}", crate::view::shown::visible(why));
     }
     let mut parts: Vec<String> = base.into_iter().collect();
     parts.push(environment(&header.cwd, &header.sandbox).await);
@@ -220,7 +224,7 @@ pub(crate) async fn system_prompt(
             found.text
         ));
     }
-    let skills = crate::skills::prompt_section(&skills.skills);
+    let skills = crate::setup::skills::prompt_section(&skills.skills);
     if !skills.is_empty() {
         parts.push(skills);
     }

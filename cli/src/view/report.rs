@@ -1,5 +1,5 @@
 //! What a view of a run is told: its events, the differences from a recording, notices, and
-//! how it ended. The terminal view ([`crate::live`]) and the JSON lines view ([`crate::json`])
+//! how it ended. The terminal view ([`crate::view::live`]) and the JSON lines view ([`crate::view::json`])
 //! both implement [`View`].
 
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use golato::agent::Event;
 use golato::message::Usage;
 
-use crate::record::Mismatch;
+use crate::store::record::Mismatch;
 use crate::Exit;
 
 /// Shows a run as it happens.
@@ -18,7 +18,7 @@ pub(crate) trait View {
     /// A replayed tool result differs from the recorded one.
     fn mismatch(&mut self, mismatch: &Mismatch);
     /// The run was interrupted by a signal and is being cancelled.
-    fn interrupted(&mut self, signal: crate::interrupt::Signal);
+    fn interrupted(&mut self, signal: crate::setup::interrupt::Signal);
     /// The run is over.
     fn end(&mut self, ending: &Ending<'_>);
     /// The program exits at once (a second signal): leave the terminal clean.

@@ -9,12 +9,12 @@ use std::io::Write as _;
 use golato::agent::{Event, Input};
 use golato::message::{Message, UserMessage};
 
-use crate::approve::Question;
 use crate::args::ChatArgs;
-use crate::interrupt::Signals;
-use crate::live::{Live, Target};
-use crate::report::{Answer, Ending, Tally, View};
-use crate::run::{build_agent, describe, spinners, Built};
+use crate::commands::run::{build_agent, describe, spinners, Built};
+use crate::setup::approve::Question;
+use crate::setup::interrupt::Signals;
+use crate::view::live::{Live, Target};
+use crate::view::report::{Answer, Ending, Tally, View};
 use crate::{CliError, Exit};
 
 /// What starts a follow-up instead of steering.
@@ -24,20 +24,20 @@ const FOLLOW_UP: char = '+';
 /// what the hooks are told.
 pub(crate) struct Begun {
     pub(crate) agent: golato::Agent,
-    pub(crate) header: crate::header::Header,
-    pub(crate) questions: Option<crate::approve::Questions>,
+    pub(crate) header: crate::view::header::Header,
+    pub(crate) questions: Option<crate::setup::approve::Questions>,
     pub(crate) price: Option<golato::generator::Price>,
     pub(crate) transcript: Vec<Message>,
     pub(crate) summary: Option<golato::agent::compaction::Summary>,
-    pub(crate) saving: Option<crate::session::Writer>,
+    pub(crate) saving: Option<crate::store::session::Writer>,
     /// The session as hooks see it.
     pub(crate) told: golato::policy::HookSession,
     /// What SessionStart hooks added, for the first prompt.
     pub(crate) context: Option<String>,
     /// Who answers for calls that ask (`/approve` changes its mode).
-    pub(crate) approver: std::sync::Arc<crate::approve::Approver>,
+    pub(crate) approver: std::sync::Arc<crate::setup::approve::Approver>,
     /// How to make the plan-mode agent (`/plan`).
-    pub(crate) plan_mode: Option<crate::plan::PlanMode>,
+    pub(crate) plan_mode: Option<crate::setup::plan::PlanMode>,
     /// Where hooks (and checkpoints) learn which session is saved; told again when it changes.
     pub(crate) hook_session: tokio::sync::watch::Sender<golato::policy::HookSession>,
 }
@@ -46,7 +46,7 @@ pub(crate) struct Begun {
 /// SessionStart hooks.
 pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
     let going_on = match args.continue_session {
-        true => Some(crate::session::find(None, Some(&args.agent.cwd))?),
+        true => Some(crate::store::session::find(None, Some(&args.agent.cwd))?),
         false => None,
     };
     let Built {
@@ -60,12 +60,12 @@ pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
         ..
     } = build_agent(&args.agent, None, true).await?;
     // Each prompt is a new one: calls a stop cut off are closed first.
-    let crate::session::Opened {
+    let crate::store::session::Opened {
         transcript,
         summary,
         saving,
-    } = crate::session::open(going_on, &args.agent.cwd, args.ephemeral, true)?;
-    header.session = saving.as_ref().map(crate::session::Writer::id);
+    } = crate::store::session::open(going_on, &args.agent.cwd, args.ephemeral, true)?;
+    header.session = saving.as_ref().map(crate::store::session::Writer::id);
     hook_session.send_modify(|session| {
         if let Some(saving) = &saving {
             session.session_id = saving.id();
@@ -73,8 +73,12 @@ pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
         }
     });
     let told = hook_session.borrow().clone();
-    let context =
-        crate::policy::session_start(&args.agent.policy, &told, !transcript.is_empty()).await;
+    let context = crate::setup::session_hooks::session_start(
+        &args.agent.policy,
+        &told,
+        !transcript.is_empty(),
+    )
+    .await;
     Ok(Begun {
         agent,
         header,
@@ -116,7 +120,7 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
         "golato: each line is a prompt; while a run is busy a line steers it ({FOLLOW_UP} first: a follow-up); Ctrl-C cancels the run, Ctrl-D leaves"
     );
     let mut signals = Signals::listen()?;
-    let mut lines = crate::approve::terminal_lines();
+    let mut lines = crate::setup::approve::terminal_lines();
     let view_args = crate::args::ViewArgs {
         json: false,
         trace: false,
@@ -131,8 +135,8 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
             }
         };
         let Some(line) = line else { break };
-        let crate::approve::Typed::Line(line) = line else {
-            eprintln!("golato: {}", crate::approve::NOT_TEXT);
+        let crate::setup::approve::Typed::Line(line) = line else {
+            eprintln!("golato: {}", crate::setup::approve::NOT_TEXT);
             continue;
         };
         let line = line.trim().to_owned();
@@ -142,14 +146,19 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
         if line == "/exit" {
             break;
         }
-        let prompt = match crate::policy::prompt_submit(policy, &told, UserMessage::new(line)).await
-        {
-            Ok(prompt) => crate::policy::with_context(prompt, context.take()),
-            Err(error) => {
-                eprintln!("golato: {}", crate::shown::visible(&error.to_string()));
-                continue;
-            }
-        };
+        let prompt =
+            match crate::setup::session_hooks::prompt_submit(policy, &told, UserMessage::new(line))
+                .await
+            {
+                Ok(prompt) => crate::setup::session_hooks::with_context(prompt, context.take()),
+                Err(error) => {
+                    eprintln!(
+                        "golato: {}",
+                        crate::view::shown::visible(&error.to_string())
+                    );
+                    continue;
+                }
+            };
         if let Some(saving) = &mut saving {
             saving.step(&Message::User(prompt.clone()));
         }
@@ -184,10 +193,10 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
                         break;
                     }
                 }
-                Some(mut question) = crate::approve::next_question(&mut questions) => {
+                Some(mut question) = crate::setup::approve::next_question(&mut questions) => {
                     let answer = match cancelling || question.reply.is_closed() {
                         true => Answer::No,
-                        false => match crate::approve::ask(&mut view, &mut question, &mut lines, &mut signals).await {
+                        false => match crate::setup::approve::ask(&mut view, &mut question, &mut lines, &mut signals).await {
                             Ok(answer) => answer,
                             Err(signal) => {
                                 cancelling = true;
@@ -208,14 +217,14 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
                             leaving = true;
                             run.cancel();
                         }
-                        Some(crate::approve::Typed::Line(line)) if line.trim() == "/exit" => {
+                        Some(crate::setup::approve::Typed::Line(line)) if line.trim() == "/exit" => {
                             view.note("» leaving: cancelling the run first");
                             cancelling = true;
                             leaving = true;
                             run.cancel();
                         }
-                        Some(crate::approve::Typed::Line(line)) => queue(&run, &mut view, line.trim()),
-                        Some(crate::approve::Typed::NotText) => view.note(&format!("» {}", crate::approve::NOT_TEXT)),
+                        Some(crate::setup::approve::Typed::Line(line)) => queue(&run, &mut view, line.trim()),
+                        Some(crate::setup::approve::Typed::NotText) => view.note(&format!("» {}", crate::setup::approve::NOT_TEXT)),
                     }
                 }
                 signal = signals.next() => {
@@ -237,12 +246,12 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
             (Ok(result), None) => (
                 Exit::Success,
                 None,
-                Some(crate::run::answer_text(&result.final_message)),
+                Some(crate::commands::run::answer_text(&result.final_message)),
             ),
             (Err(error), None) => (Exit::Failure, Some(describe(error)), None),
         };
         if let Some(error) = &error {
-            eprintln!("golato: {}", crate::shown::visible(error));
+            eprintln!("golato: {}", crate::view::shown::visible(error));
         }
         view.end(&Ending {
             exit,
@@ -266,7 +275,7 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
         }
     }
     eprintln!();
-    crate::policy::session_end(policy, &told).await;
+    crate::setup::session_hooks::session_end(policy, &told).await;
     Ok(Exit::Success)
 }
 

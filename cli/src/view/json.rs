@@ -7,9 +7,9 @@ use std::io::Write;
 use golato::agent::Event;
 use serde_json::{json, Value};
 
-use crate::interrupt::Signal;
-use crate::record::Mismatch;
-use crate::report::{Ending, View};
+use crate::setup::interrupt::Signal;
+use crate::store::record::Mismatch;
+use crate::view::report::{Ending, View};
 
 /// The JSON lines view.
 #[derive(Debug, Default)]
@@ -23,10 +23,10 @@ pub(crate) struct JsonLines {
 }
 
 impl JsonLines {
-    pub(crate) fn with_header(header: Option<&crate::header::Header>) -> JsonLines {
+    pub(crate) fn with_header(header: Option<&crate::view::header::Header>) -> JsonLines {
         JsonLines {
             turn: 0,
-            header: header.map(crate::header::Header::fields),
+            header: header.map(crate::view::header::Header::fields),
             seq: None,
         }
     }

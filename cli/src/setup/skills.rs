@@ -118,7 +118,7 @@ pub(crate) fn gather(cwd: &Path, home: Option<&Path>, trusted: bool) -> Found {
     }
     if trusted {
         let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
-        for dir in crate::instructions::project_dirs(&cwd) {
+        for dir in crate::setup::instructions::project_dirs(&cwd) {
             in_dir(&dir.join(".agents/skills"), &mut found);
             in_dir(&dir.join(".claude/skills"), &mut found);
         }
@@ -152,7 +152,7 @@ pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crat
     let found = gather(
         cwd,
         home().as_deref(),
-        crate::instructions::trusted(cwd, trust_given),
+        crate::setup::instructions::trusted(cwd, trust_given),
     );
     let mut out = std::io::stdout().lock();
     if found.skills.is_empty() {
@@ -165,13 +165,13 @@ pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crat
         let _ = writeln!(
             out,
             "{}  {}\n    {}",
-            crate::shown::visible(&skill.name),
-            crate::shown::visible(&skill.path.display().to_string()),
-            crate::shown::visible(&skill.description.replace('\n', " "))
+            crate::view::shown::visible(&skill.name),
+            crate::view::shown::visible(&skill.path.display().to_string()),
+            crate::view::shown::visible(&skill.description.replace('\n', " "))
         );
     }
     for warning in &found.warnings {
-        eprintln!("golato: {}", crate::shown::visible(warning));
+        eprintln!("golato: {}", crate::view::shown::visible(warning));
     }
     Ok(crate::Exit::Success)
 }

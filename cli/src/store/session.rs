@@ -49,7 +49,7 @@ pub(crate) struct Writer {
     /// Held while the session is written.
     _lock: Option<file::Lock>,
     /// The session's subagents' transcripts, beside it.
-    children: crate::subagents::Transcripts,
+    children: crate::setup::subagents::Transcripts,
 }
 
 /// The longest session ID golato takes (its own are 23 characters).
@@ -106,7 +106,7 @@ fn named(id: &str) -> Result<(String, PathBuf), CliError> {
         [one] => Ok((one.clone(), dir.join(format!("{one}.jsonl")))),
         many => Err(CliError::usage(format!(
             "{id} starts {} ({}{}); give more of the ID",
-            crate::shown::count(many.len() as u64, "session"),
+            crate::view::shown::count(many.len() as u64, "session"),
             many.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
             if many.len() > 5 { ", …" } else { "" }
         ))),
@@ -390,7 +390,7 @@ impl Saved {
         let modified = std::fs::metadata(path)
             .and_then(|metadata| metadata.modified())
             .unwrap_or(UNIX_EPOCH);
-        let bytes = crate::bounded::read(path, crate::bounded::SESSION_LIMIT)
+        let bytes = crate::store::bounded::read(path, crate::store::bounded::SESSION_LIMIT)
             .map_err(|why| Unreadable::new(path, modified, why.to_string(), None))?;
         Saved::from_bytes(path, &bytes, modified)
     }
@@ -772,12 +772,14 @@ pub(crate) fn cut_before(saved: &Saved, prompt: usize, note: Value) -> Result<()
 pub(crate) fn repair(id: &str) -> Result<crate::Exit, CliError> {
     let (id, path) = named(id)?;
     let id = id.as_str();
-    let bytes = crate::bounded::read(&path, crate::bounded::SESSION_LIMIT).map_err(|why| {
-        CliError::usage(format!(
-            "the session {id} cannot be repaired: {} ({why})",
-            path.display()
-        ))
-    })?;
+    let bytes = crate::store::bounded::read(&path, crate::store::bounded::SESSION_LIMIT).map_err(
+        |why| {
+            CliError::usage(format!(
+                "the session {id} cannot be repaired: {} ({why})",
+                path.display()
+            ))
+        },
+    )?;
     let said = file::repair(&path, id, &bytes)?;
     let _ = writeln!(std::io::stdout().lock(), "{said}");
     Ok(crate::Exit::Success)
@@ -826,9 +828,9 @@ pub(crate) fn list(cwd: Option<&Path>) -> Result<crate::Exit, CliError> {
             [
                 saved.header.id.clone(),
                 age,
-                crate::shown::count(saved.turns() as u64, "turn"),
-                crate::shown::visible(&saved.header.cwd.display().to_string()).into_owned(),
-                crate::live::clip(saved.first_prompt().lines().next().unwrap_or_default()),
+                crate::view::shown::count(saved.turns() as u64, "turn"),
+                crate::view::shown::visible(&saved.header.cwd.display().to_string()).into_owned(),
+                crate::view::live::clip(saved.first_prompt().lines().next().unwrap_or_default()),
             ]
         })
         .collect();
@@ -869,8 +871,8 @@ pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
         let _ = std::fs::remove_file(path.with_extension(aside));
     }
     // Its subagents' transcripts and its checkpoints go with it.
-    let _ = std::fs::remove_dir_all(crate::subagents::folder(&path));
-    let _ = std::fs::remove_dir_all(crate::checkpoints::folder(&path));
+    let _ = std::fs::remove_dir_all(crate::setup::subagents::folder(&path));
+    let _ = std::fs::remove_dir_all(crate::store::checkpoints::folder(&path));
     let _ = writeln!(std::io::stdout().lock(), "removed the session {id}");
     Ok(crate::Exit::Success)
 }

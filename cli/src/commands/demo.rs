@@ -16,8 +16,8 @@ use golato::builtin;
 use golato::generator::{Delta, EventStream, Generator, Request, Scripted, StreamEvent};
 
 use crate::args::DemoArgs;
-use crate::record::{Recorder, Recording};
-use crate::run::{drive, Session};
+use crate::commands::run::{drive, Session};
+use crate::store::record::{Recorder, Recording};
 use crate::{CliError, Exit};
 
 /// The prompt the session was recorded with.
@@ -26,13 +26,13 @@ pub(crate) const PROMPT: &str =
 
 /// The project, file by file (path, contents).
 const PROJECT: [(&str, &str); 3] = [
-    ("README.md", include_str!("../demo/project/README.md")),
-    ("stats.sh", include_str!("../demo/project/stats.sh")),
-    ("check.sh", include_str!("../demo/project/check.sh")),
+    ("README.md", include_str!("../../demo/project/README.md")),
+    ("stats.sh", include_str!("../../demo/project/stats.sh")),
+    ("check.sh", include_str!("../../demo/project/check.sh")),
 ];
 
 /// The recorded session.
-const SESSION: &str = include_str!("../demo/session.jsonl");
+const SESSION: &str = include_str!("../../demo/session.jsonl");
 
 pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
     let workspace = match args.dir {
@@ -86,7 +86,7 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         agent,
         input: golato::agent::Input::from(golato::message::UserMessage::new(PROMPT)),
         saving: None,
-        story: crate::live::Target::Stdout,
+        story: crate::view::live::Target::Stdout,
         last_message: None,
         view: args.view,
         recorder,

@@ -47,7 +47,7 @@ pub(crate) struct PlanMode {
 impl PlanMode {
     /// The plan-mode agent, asking `model`.
     pub(crate) fn agent(&self, model: Model) -> Result<Agent, CliError> {
-        let tools = crate::run::builtin_tools(&self.args, Vec::new(), None, None)?;
+        let tools = crate::commands::run::builtin_tools(&self.args, Vec::new(), None, None)?;
         Agent::new(agent::Config {
             generator: Some(Arc::clone(&self.generator)),
             model,
@@ -79,7 +79,7 @@ pub(crate) fn lines(plan: &[PlanStep]) -> Vec<String> {
                 StepStatus::InProgress => "[>]",
                 _ => "[ ]",
             };
-            format!("{mark} {}", crate::live::clip(&step.step))
+            format!("{mark} {}", crate::view::live::clip(&step.step))
         })
         .collect()
 }

@@ -20,10 +20,10 @@ use golato::message::{AssistantMessage, Content, StopReason, ToolCall, ToolResul
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::Value;
 
-use crate::interrupt::Signal;
-use crate::record::Mismatch;
-use crate::report::{Answer, Ending, View};
-use crate::shown::visible;
+use crate::setup::interrupt::Signal;
+use crate::store::record::Mismatch;
+use crate::view::report::{Answer, Ending, View};
+use crate::view::shown::visible;
 
 const GREEN: Style = AnsiColor::Green.on_default();
 const RED: Style = AnsiColor::Red.on_default();
@@ -266,7 +266,7 @@ impl Live {
             Some(diff) => text.push_str(&diff_lines(diff)),
             // The plan itself, every step.
             None if plan.is_some() => {
-                for line in crate::plan::lines(plan.as_deref().unwrap_or_default()) {
+                for line in crate::setup::plan::lines(plan.as_deref().unwrap_or_default()) {
                     text.push_str(&format!("\n  {DIM}│{DIM:#} {line}"));
                 }
             }
@@ -275,7 +275,7 @@ impl Live {
                 let earlier = lines.len() - RESULT_LINES;
                 text.push_str(&format!(
                     "\n  {DIM}│ … {}{DIM:#}",
-                    crate::shown::count(earlier as u64, "earlier line")
+                    crate::view::shown::count(earlier as u64, "earlier line")
                 ));
                 for line in &lines[earlier..] {
                     text.push_str(&format!("\n  {DIM}│{DIM:#} {}", clip(line)));
@@ -289,7 +289,7 @@ impl Live {
                     let more = lines.len() - RESULT_LINES;
                     text.push_str(&format!(
                         "\n  {DIM}│ … {}{DIM:#}",
-                        crate::shown::count(more as u64, "more line")
+                        crate::view::shown::count(more as u64, "more line")
                     ));
                 }
             }
@@ -398,7 +398,7 @@ impl View for Live {
                 };
                 self.line(&format!(
                     "{DIM}context compacted ({why}): {} summarized, about {} → {} tokens sent{DIM:#}",
-                    crate::shown::count(compaction.replaced as u64, "earlier message"),
+                    crate::view::shown::count(compaction.replaced as u64, "earlier message"),
                     compaction.tokens_before,
                     compaction.tokens_after
                 ));
@@ -429,17 +429,17 @@ impl View for Live {
         self.clear_bars();
         let tally = ending.tally;
         let mut parts = vec![
-            crate::shown::count(tally.turns as u64, "turn"),
-            crate::shown::count(tally.tool_calls as u64, "tool call"),
+            crate::view::shown::count(tally.turns as u64, "turn"),
+            crate::view::shown::count(tally.tool_calls as u64, "tool call"),
         ];
         if tally.tool_errors > 0 {
-            parts.push(crate::shown::count(
+            parts.push(crate::view::shown::count(
                 tally.tool_errors as u64,
                 "error result",
             ));
         }
         if tally.replay_mismatches > 0 {
-            parts.push(crate::shown::count(
+            parts.push(crate::view::shown::count(
                 tally.replay_mismatches as u64,
                 "replay difference",
             ));
@@ -530,7 +530,7 @@ fn diff_lines(diff: &str) -> String {
         let more = body.len() - DIFF_LINES;
         text.push_str(&format!(
             "\n  {DIM}│ … {}{DIM:#}",
-            crate::shown::count(more as u64, "more diff line")
+            crate::view::shown::count(more as u64, "more diff line")
         ));
     }
     text
@@ -574,7 +574,10 @@ pub(crate) fn call_label(call: &ToolCall) -> String {
         }),
         "edit" => text("path").map(|path| {
             let edits = field("edits").and_then(Value::as_array).map_or(0, Vec::len);
-            format!("{path} ({})", crate::shown::count(edits as u64, "edit"))
+            format!(
+                "{path} ({})",
+                crate::view::shown::count(edits as u64, "edit")
+            )
         }),
         "write" => text("path").map(|path| {
             let bytes = text("content").map_or(0, |content| content.len());
@@ -584,7 +587,7 @@ pub(crate) fn call_label(call: &ToolCall) -> String {
         "task" => text("description"),
         "update_plan" => field("plan")
             .and_then(Value::as_array)
-            .map(|steps| crate::shown::count(steps.len() as u64, "step")),
+            .map(|steps| crate::view::shown::count(steps.len() as u64, "step")),
         _ => None,
     };
     let summary = summary.unwrap_or_else(|| {

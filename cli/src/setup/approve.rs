@@ -2,7 +2,7 @@
 //! golato's hooks.
 //!
 //! The hook decides whether a call needs asking; the question goes to the loop that drives the
-//! run ([`crate::run::drive`]), which shows it, reads the answer from the terminal and sends it
+//! run ([`crate::commands::run::drive`]), which shows it, reads the answer from the terminal and sends it
 //! back. Where nobody can answer (standard input is not a terminal, `--json`, a worker), a call
 //! that needs asking is refused with a result that says how to allow it: never a hang.
 
@@ -16,8 +16,8 @@ use golato::hook::HookContext;
 use golato::policy::{Approval, Decision};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::interrupt::Signals;
-use crate::report::{Answer, View};
+use crate::setup::interrupt::Signals;
+use crate::view::report::{Answer, View};
 
 /// Which calls ask first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -115,7 +115,7 @@ fn detail(call: &golato::message::ToolCall, arguments: &serde_json::Value) -> St
             let edits = arguments["edits"].as_array().map_or(0, Vec::len);
             format!(
                 "edit {path} ({})",
-                crate::shown::count(edits as u64, "edit")
+                crate::view::shown::count(edits as u64, "edit")
             )
         }),
         _ => None,
@@ -265,7 +265,7 @@ impl golato::policy::Approver for Approver {
             call_id: ctx.call.id.clone(),
             detail: detail(&ctx.call, &ctx.arguments),
             why,
-            preview: crate::preview::change(&self.cwd, &tool, &ctx.arguments),
+            preview: crate::view::preview::change(&self.cwd, &tool, &ctx.arguments),
             arguments: ctx.arguments.clone(),
             reply,
         });
@@ -318,7 +318,7 @@ impl golato::policy::Approver for Approver {
     }
 
     fn note(&self, text: &str) {
-        eprintln!("golato: {}", crate::shown::visible(text));
+        eprintln!("golato: {}", crate::view::shown::visible(text));
     }
 }
 
@@ -372,16 +372,16 @@ pub(crate) async fn ask(
     question: &mut Question,
     lines: &mut mpsc::UnboundedReceiver<Typed>,
     signals: &mut Signals,
-) -> Result<Answer, crate::interrupt::Signal> {
+) -> Result<Answer, crate::setup::interrupt::Signal> {
     // The whole call, made visible: the person approves what they can read, never a first line
     // or a cut (a second line of a command would otherwise go unseen).
-    let shown = crate::shown::visible(&question.detail).into_owned();
+    let shown = crate::view::shown::visible(&question.detail).into_owned();
     let detail: Vec<&str> = shown.lines().collect();
     let choices = format!("[y]es, [n]o, [a]lways for {} in this run", question.tool);
     if question.why != "the approval mode" {
         view.question(&format!(
             "Asked by {}.\n",
-            crate::shown::visible(&question.why)
+            crate::view::shown::visible(&question.why)
         ));
     }
     let hidden = detail.len().saturating_sub(DETAIL_LINES);
@@ -398,7 +398,7 @@ pub(crate) async fn ask(
             "This call is {} lines:{}\n  │ … {}\nAllow it? {choices}, [v]iew all: ",
             detail.len(),
             boxed(&detail[..DETAIL_LINES]),
-            crate::shown::count(hidden as u64, "more line")
+            crate::view::shown::count(hidden as u64, "more line")
         ),
     };
     view.question(&asking);

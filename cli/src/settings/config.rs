@@ -140,9 +140,9 @@ pub(crate) fn user_file() -> Option<PathBuf> {
 
 /// A file's settings and profiles; nothing when it does not exist.
 fn read(path: &Path, cwd: &Path) -> Result<Option<(Settings, Profiles, Policy)>, CliError> {
-    let text = match crate::bounded::read_text(path, crate::bounded::CONFIG_LIMIT) {
+    let text = match crate::store::bounded::read_text(path, crate::store::bounded::CONFIG_LIMIT) {
         Ok(text) => text,
-        Err(crate::bounded::Unreadable::Missing) => return Ok(None),
+        Err(crate::store::bounded::Unreadable::Missing) => return Ok(None),
         Err(error) => {
             return Err(CliError::usage(format!(
                 "cannot read the configuration {}: {error}",
@@ -287,17 +287,17 @@ fn project_trust(
     if trusting == Trusting::Given {
         return Ok(Ok(()));
     }
-    let folder = crate::trust::Folder::at(cwd)?;
-    let shown = crate::shown::visible(&folder.path.display().to_string()).into_owned();
+    let folder = crate::settings::trust::Folder::at(cwd)?;
+    let shown = crate::view::shown::visible(&folder.path.display().to_string()).into_owned();
     let untrusted_text =
         format!("this folder is not trusted; `golato trust {shown}` trusts it (or pass --trust)");
     match folder.standing()? {
-        crate::trust::Standing::Trusted => Ok(Ok(())),
-        crate::trust::Standing::Replaced => Ok(Err(format!(
+        crate::settings::trust::Standing::Trusted => Ok(Ok(())),
+        crate::settings::trust::Standing::Replaced => Ok(Err(format!(
             "this is not the folder trusted at {shown} (it was moved, or replaced since); `golato trust {shown}` trusts this one"
         ))),
-        crate::trust::Standing::Distrusted => Ok(Err(untrusted_text)),
-        crate::trust::Standing::Unknown => {
+        crate::settings::trust::Standing::Distrusted => Ok(Err(untrusted_text)),
+        crate::settings::trust::Standing::Unknown => {
             let marked = changes(settings, profiles, policy);
             let loosens = marked.iter().any(|(_, dangerous)| *dangerous);
             if trusting != Trusting::Ask || !loosens {
@@ -342,11 +342,11 @@ fn ask_trust(source: &str, folder: &str, marked: &[(String, bool)]) -> bool {
     use std::io::BufRead as _;
     let mut question = format!(
         "golato: {} is this folder's own configuration. Trusted, it sets (! loosens safety):",
-        crate::shown::visible(source)
+        crate::view::shown::visible(source)
     );
     for (line, dangerous) in marked {
         let mark = if *dangerous { "!" } else { " " };
-        question.push_str(&format!("\n  {mark} {}", crate::shown::visible(line)));
+        question.push_str(&format!("\n  {mark} {}", crate::view::shown::visible(line)));
     }
     question.push_str(&format!(
         "\nTrust {folder}? Its files then apply here every time (`golato untrust` undoes it). [y]es, [n]o: "
@@ -649,7 +649,7 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
         }
     }
     if let Some(approve) = &settings.approve {
-        let value = crate::approve::Approve::from_str(approve, true)
+        let value = crate::setup::approve::Approve::from_str(approve, true)
             .map_err(|_| invalid("approve", format!("{approve:?} is not ask, edits or never")))?;
         set!(approve, Some(value));
     }
@@ -704,7 +704,7 @@ pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
         eprintln!("golato: no hooks here (configure them as [[hooks.EVENT]] in a configuration file; README \"Policy\")");
     }
     for line in described {
-        println!("{}", crate::shown::visible(&line));
+        println!("{}", crate::view::shown::visible(&line));
     }
     Ok(crate::Exit::Success)
 }
@@ -718,7 +718,7 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     // repository brings (a folder named with an escape sequence would drive the terminal).
     macro_rules! say {
         ($($arg:tt)*) => {
-            let _ = writeln!(out, "{}", crate::shown::visible(&format!($($arg)*)));
+            let _ = writeln!(out, "{}", crate::view::shown::visible(&format!($($arg)*)));
         };
     }
     let files = [user_file(), Some(project_file(&args.cwd))];
@@ -754,7 +754,7 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     for hook in policy.describe_hooks() {
         say!("hook {hook}");
     }
-    let instructions = crate::instructions::for_config(&args.cwd, args.settings.trust);
+    let instructions = crate::setup::instructions::for_config(&args.cwd, args.settings.trust);
     if instructions.files.is_empty() {
         say!("# instructions: no AGENTS.md or CLAUDE.md read");
     }
@@ -762,7 +762,7 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
         say!("# instructions: {}", file.display());
     }
     if let Some(why) = &instructions.skipped {
-        say!("# instructions: {}", crate::shown::visible(why));
+        say!("# instructions: {}", crate::view::shown::visible(why));
     }
     Ok(crate::Exit::Success)
 }

@@ -15,7 +15,7 @@ use golato::generator::{EventStream, Generator, Request, StreamEvent};
 use golato::message::{AssistantMessage, Content, Message, ToolCall, UserMessage};
 
 use crate::args::ToolArgs;
-use crate::interrupt::Signals;
+use crate::setup::interrupt::Signals;
 use crate::{CliError, Exit};
 
 /// Answers with its one message the first time, and with an empty text after. It hands the
@@ -50,7 +50,7 @@ pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
         sandbox: args.sandbox.policy(golato::sandbox::Mode::Off),
         ..Default::default()
     })
-    .map_err(crate::run::builtin_error)?;
+    .map_err(crate::commands::run::builtin_error)?;
     let json_args = if args.json_args == "-" {
         let mut read = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut read).map_err(|error| {

@@ -168,13 +168,13 @@ impl Folder {
 
 /// `trust.json` in golato's data directory.
 fn store_path() -> Result<PathBuf, CliError> {
-    Ok(crate::session::data_directory()?.join("trust.json"))
+    Ok(crate::store::session::data_directory()?.join("trust.json"))
 }
 
 fn read(path: &Path) -> Result<Store, CliError> {
-    let bytes = match crate::bounded::read(path, STORE_LIMIT) {
+    let bytes = match crate::store::bounded::read(path, STORE_LIMIT) {
         Ok(bytes) => bytes,
-        Err(crate::bounded::Unreadable::Missing) => return Ok(Store::default()),
+        Err(crate::store::bounded::Unreadable::Missing) => return Ok(Store::default()),
         Err(error) => {
             return Err(CliError::usage(format!(
                 "cannot read the trusted folders {}: {error}",
@@ -202,7 +202,7 @@ fn read(path: &Path) -> Result<Store, CliError> {
 pub(crate) fn command(dir: &Path, trusted: bool) -> Result<crate::Exit, CliError> {
     let folder = Folder::at(dir)?;
     folder.remember(trusted)?;
-    let shown = crate::shown::visible(&folder.path.display().to_string()).into_owned();
+    let shown = crate::view::shown::visible(&folder.path.display().to_string()).into_owned();
     eprintln!(
         "golato: {}",
         if trusted {

@@ -42,7 +42,7 @@ pub(crate) fn from_args(
                 } else {
                     "openai"
                 },
-                host: crate::header::host_of(&base_url),
+                host: crate::view::header::host_of(&base_url),
             };
             let client: Arc<dyn Generator> = if kind == ProviderKind::OpenaiResponses {
                 Arc::new(OpenAiResponses::new(base_url, key).map_err(client_error)?)
@@ -65,7 +65,7 @@ pub(crate) fn from_args(
             let model = model_id(args, "ANTHROPIC_MODEL", ANTHROPIC_DEFAULT_MODEL);
             let endpoint = Endpoint {
                 provider: "anthropic",
-                host: crate::header::host_of(&base_url),
+                host: crate::view::header::host_of(&base_url),
             };
             let client = Anthropic::new(base_url, key).map_err(client_error)?;
             Ok((

@@ -233,8 +233,8 @@ pub(super) fn repair(path: &Path, id: &str, bytes: &[u8]) -> Result<String, CliE
         .count();
     Ok(format!(
         "the session {id} was damaged at line {line}: kept the {} before it, moved {} from there on to {}",
-        crate::shown::count((line - 1) as u64, "line"),
-        crate::shown::count(moved as u64, "line"),
+        crate::view::shown::count((line - 1) as u64, "line"),
+        crate::view::shown::count(moved as u64, "line"),
         aside.display()
     ))
 }

@@ -23,7 +23,7 @@ use golato::tool::{BoxError, ToolResult};
 use serde::{Deserialize, Serialize};
 use sha2::Digest as _;
 
-use crate::session::Saved;
+use crate::store::session::Saved;
 use crate::CliError;
 
 /// Files larger than this are not kept (an undo of them says so): `edit`'s own limit.
@@ -202,7 +202,7 @@ impl Recorder {
 /// Where captured commands stage their changes: one folder for every session, so that a
 /// golato started after one that died mid-command finds what that command left.
 fn staging_area() -> Option<PathBuf> {
-    crate::session::data_directory()
+    crate::store::session::data_directory()
         .ok()
         .map(|data| data.join("staging"))
 }
@@ -243,19 +243,21 @@ pub(crate) fn recover(cwd: &Path) {
         let mut files: Vec<String> = applied
             .changes
             .iter()
-            .map(|change| crate::shown::visible(&change.path.display().to_string()).into_owned())
+            .map(|change| {
+                crate::view::shown::visible(&change.path.display().to_string()).into_owned()
+            })
             .collect();
         files.extend(applied.conflicts.iter().filter_map(|conflict| {
             let version = conflict.commands_version.as_ref()?;
             Some(format!(
                 "{} (changed since: the command's version is {})",
-                crate::shown::visible(&conflict.path.display().to_string()),
-                crate::shown::visible(&version.display().to_string())
+                crate::view::shown::visible(&conflict.path.display().to_string()),
+                crate::view::shown::visible(&version.display().to_string())
             ))
         }));
         let mut line = format!(
             "golato: a command cut off when golato ended (call {}) left changes, applied now: {}",
-            crate::shown::visible(&recovered.call),
+            crate::view::shown::visible(&recovered.call),
             if files.is_empty() {
                 "none".to_owned()
             } else {
@@ -384,7 +386,7 @@ impl std::fmt::Display for Undone {
         let names = |paths: &[PathBuf]| {
             paths
                 .iter()
-                .map(|path| crate::shown::visible(&path.display().to_string()).into_owned())
+                .map(|path| crate::view::shown::visible(&path.display().to_string()).into_owned())
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -401,14 +403,14 @@ impl std::fmt::Display for Undone {
             write!(
                 f,
                 "; left {} as it is ({why})",
-                crate::shown::visible(&path.display().to_string())
+                crate::view::shown::visible(&path.display().to_string())
             )?;
         }
         if self.damaged > 0 {
             write!(
                 f,
                 "; {} of the checkpoint log could not be read, and what {} recorded was not undone",
-                crate::shown::count(self.damaged as u64, "damaged line"),
+                crate::view::shown::count(self.damaged as u64, "damaged line"),
                 if self.damaged == 1 { "it" } else { "they" }
             )?;
         }
@@ -416,7 +418,7 @@ impl std::fmt::Display for Undone {
             write!(
                 f,
                 "; {} ran outside the sandbox in what was undone, and what they changed stays (only sandboxed commands are captured)",
-                crate::shown::count(self.commands as u64, "bash command")
+                crate::view::shown::count(self.commands as u64, "bash command")
             )?;
         }
         Ok(())
@@ -427,13 +429,13 @@ impl std::fmt::Display for Undone {
 /// on: its edits and writes are undone and the session is cut back to before that prompt. A
 /// file changed since by anything else stops it before anything changes.
 pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError> {
-    let prompts = crate::session::prompts(saved);
+    let prompts = crate::store::session::prompts(saved);
     let prompt = to.unwrap_or(prompts.len());
     if prompt == 0 || prompt > prompts.len() {
         return Err(CliError::usage(format!(
             "the session {} has {}; --to takes 1 to {}",
             saved.header.id,
-            crate::shown::count(prompts.len() as u64, "prompt"),
+            crate::view::shown::count(prompts.len() as u64, "prompt"),
             prompts.len()
         )));
     }
@@ -535,7 +537,7 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
         "removed": done.removed,
         "uncaptured_bash_commands": commands,
     });
-    crate::session::cut_before(saved, prompt, note)?;
+    crate::store::session::cut_before(saved, prompt, note)?;
     store
         .keep(&kept)
         .map_err(|error| CliError::Failed(format!("could not update the checkpoints: {error}")))?;
@@ -760,7 +762,7 @@ pub(crate) fn diff(saved: &Saved) -> String {
         .canonicalize()
         .unwrap_or_else(|_| saved.header.cwd.clone());
     let mut out = String::new();
-    for (number, (prompt, calls)) in crate::session::prompts(saved).iter().enumerate() {
+    for (number, (prompt, calls)) in crate::store::session::prompts(saved).iter().enumerate() {
         let ids: HashSet<&str> = calls.iter().map(|call| call.id.as_str()).collect();
         let mut files: BTreeMap<&Path, (&State, &State)> = BTreeMap::new();
         for record in records
@@ -779,7 +781,7 @@ pub(crate) fn diff(saved: &Saved) -> String {
         out.push_str(&format!(
             "prompt {}: {}\n",
             number + 1,
-            crate::shown::visible(said.lines().next().unwrap_or_default())
+            crate::view::shown::visible(said.lines().next().unwrap_or_default())
         ));
         for (path, (before, after)) in files {
             let text = |state: &State| match state {
@@ -797,13 +799,13 @@ pub(crate) fn diff(saved: &Saved) -> String {
                 .unwrap_or(path)
                 .display()
                 .to_string();
-            let diff = crate::preview::unified(
+            let diff = crate::view::preview::unified(
                 &text(before),
                 &text(after),
                 &format!("a/{}", shown.trim_start_matches('/')),
                 &format!("b/{}", shown.trim_start_matches('/')),
             );
-            out.push_str(&crate::shown::visible(&diff));
+            out.push_str(&crate::view::shown::visible(&diff));
         }
     }
     if out.is_empty() {
@@ -833,5 +835,5 @@ pub(crate) fn diff_command(session: &crate::args::SessionChoice) -> Result<crate
 /// The session named, else the directory's newest.
 fn chosen(session: &crate::args::SessionChoice) -> Result<Saved, CliError> {
     let id = session.id.as_deref();
-    crate::session::find(id, Some(session.cwd.as_path()).filter(|_| id.is_none()))
+    crate::store::session::find(id, Some(session.cwd.as_path()).filter(|_| id.is_none()))
 }

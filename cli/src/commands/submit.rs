@@ -14,9 +14,9 @@ use golato_restate::{Client, Outcome};
 use serde_json::json;
 
 use crate::args::SubmitArgs;
-use crate::json::JsonLines;
-use crate::live::{Live, Target};
-use crate::report::{Ending, Tally, View};
+use crate::view::json::JsonLines;
+use crate::view::live::{Live, Target};
+use crate::view::report::{Ending, Tally, View};
 use crate::{CliError, Exit};
 
 /// Submits the prompt (or attaches to the run `--id` names), shows the run's events as they
@@ -33,7 +33,7 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
     // As `golato run` takes it: the text, @FILE, or standard input (too large for argv).
     let prompt = match attaching {
         true => None,
-        false => Some(crate::prompt::user_message(args.prompt.clone(), &[])?.text()),
+        false => Some(crate::setup::prompt::user_message(args.prompt.clone(), &[])?.text()),
     };
     let failed = |error: golato_restate::Error| CliError::Failed(error.to_string());
     if attaching {
@@ -80,7 +80,7 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
                 }
                 None => watching = false,
             },
-            signal = crate::durable::interrupted() => {
+            signal = crate::commands::durable::interrupted() => {
                 shown.abandon();
                 eprintln!(
                     "golato: detached from run {id}, which goes on on the server; `golato submit --restate {} --id {id} --from {}` shows the rest",
@@ -159,7 +159,10 @@ impl Shown {
                     json: false,
                     trace: false,
                 };
-                ShownView::Live(Live::new(story, crate::run::spinners(&view, story)))
+                ShownView::Live(Live::new(
+                    story,
+                    crate::commands::run::spinners(&view, story),
+                ))
             }
         };
         Shown {
@@ -234,7 +237,7 @@ impl Shown {
                     eprintln!(
                         "golato: run {} failed: {}",
                         outcome.run_id,
-                        crate::shown::visible(error)
+                        crate::view::shown::visible(error)
                     );
                 }
                 live.end(&Ending {

@@ -13,23 +13,24 @@ use golato::tool::Execution;
 use indicatif::MultiProgress;
 use tokio::sync::mpsc;
 
-use crate::approve::{Approve, Approver, Questions};
 use crate::args::{AgentArgs, ResumeArgs, RunArgs, ViewArgs};
-use crate::header::Header;
-use crate::interrupt::Signals;
-use crate::json::JsonLines;
-use crate::live::{Live, Target};
-use crate::record::{Recorder, Recording};
-use crate::report::{Answer, Ending, Tally, View};
-use crate::session::Saved;
-use crate::{trace, CliError, Exit};
+use crate::setup::approve::{Approve, Approver, Questions};
+use crate::setup::interrupt::Signals;
+use crate::setup::trace;
+use crate::store::record::{Recorder, Recording};
+use crate::store::session::Saved;
+use crate::view::header::Header;
+use crate::view::json::JsonLines;
+use crate::view::live::{Live, Target};
+use crate::view::report::{Answer, Ending, Tally, View};
+use crate::{CliError, Exit};
 
 /// Sent when `--system` is not given and a real model is asked.
 const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a project directory. Use the tools to look before you change anything, make the smallest change that does the job, and check the result (run the tests) before you answer. Answer briefly with what you did.";
 
 pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
     let going_on = match args.continue_session {
-        true => Some(crate::session::find(None, Some(&args.agent.cwd))?),
+        true => Some(crate::store::session::find(None, Some(&args.agent.cwd))?),
         false => None,
     };
     start(args, going_on).await
@@ -38,7 +39,7 @@ pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
 /// `golato resume [ID]`: a saved session goes on, in its own directory unless `-C` says
 /// otherwise.
 pub(crate) async fn resume(args: ResumeArgs) -> Result<Exit, CliError> {
-    let saved = crate::session::find(args.id.as_deref(), None)?;
+    let saved = crate::store::session::find(args.id.as_deref(), None)?;
     let mut run = *args.run;
     if run.agent.cwd == Path::new(".") {
         run.agent.cwd = saved.header.cwd.clone();
@@ -56,24 +57,24 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
     let mut prompt_differs = false;
     let prompt = match &going_on {
         // A recording made with --record carries its prompt: a replay needs none.
-        None if args.prompt.is_none() && recorded.is_some() => {
-            Some(crate::prompt::user_message(recorded.clone(), &args.image)?)
-        }
+        None if args.prompt.is_none() && recorded.is_some() => Some(
+            crate::setup::prompt::user_message(recorded.clone(), &args.image)?,
+        ),
         None => {
-            let prompt = crate::prompt::user_message(args.prompt, &args.image)?;
+            let prompt = crate::setup::prompt::user_message(args.prompt, &args.image)?;
             if let Some(recorded) = &recorded {
                 if prompt.text() != *recorded {
                     prompt_differs = true;
                     eprintln!(
                         "golato: the prompt differs from the one the script was recorded with ({}); the replay may differ too",
-                        crate::live::clip(recorded)
+                        crate::view::live::clip(recorded)
                     );
                 }
             }
             Some(prompt)
         }
         Some(saved) => {
-            let prompt = crate::prompt::optional_user_message(args.prompt, &args.image)?;
+            let prompt = crate::setup::prompt::optional_user_message(args.prompt, &args.image)?;
             if prompt.is_none() && saved.answered() {
                 return Err(CliError::usage(format!(
                     "the session {} ended with the model's answer; give a prompt to go on (golato resume {} \"and now …\")",
@@ -107,12 +108,12 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         )),
         None => None,
     };
-    let crate::session::Opened {
+    let crate::store::session::Opened {
         transcript,
         summary,
         saving,
-    } = crate::session::open(going_on, &args.agent.cwd, args.ephemeral, prompt.is_some())?;
-    header.session = saving.as_ref().map(crate::session::Writer::id);
+    } = crate::store::session::open(going_on, &args.agent.cwd, args.ephemeral, prompt.is_some())?;
+    header.session = saving.as_ref().map(crate::store::session::Writer::id);
     hook_session.send_modify(|session| {
         if let Some(saving) = &saving {
             session.session_id = saving.id();
@@ -121,10 +122,11 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
     });
     let resumed = !transcript.is_empty();
     let told = hook_session.borrow().clone();
-    let context = crate::policy::session_start(&args.agent.policy, &told, resumed).await;
+    let context =
+        crate::setup::session_hooks::session_start(&args.agent.policy, &told, resumed).await;
     let prompt = match prompt {
-        Some(prompt) => Some(crate::policy::with_context(
-            crate::policy::prompt_submit(&args.agent.policy, &told, prompt).await?,
+        Some(prompt) => Some(crate::setup::session_hooks::with_context(
+            crate::setup::session_hooks::prompt_submit(&args.agent.policy, &told, prompt).await?,
             context,
         )),
         None => None,
@@ -161,7 +163,7 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         price,
     })
     .await;
-    crate::policy::session_end(&policy, &told).await;
+    crate::setup::session_hooks::session_end(&policy, &told).await;
     ended
 }
 
@@ -193,12 +195,12 @@ fn policy_hooks(
 pub(crate) struct Built {
     pub(crate) agent: Agent,
     /// How to make the plan-mode agent (`/plan`), for a person at a terminal.
-    pub(crate) plan_mode: Option<crate::plan::PlanMode>,
+    pub(crate) plan_mode: Option<crate::setup::plan::PlanMode>,
     /// The recording `--script` replays, if any.
     pub(crate) recording: Option<Recording>,
     pub(crate) header: Header,
     /// The calls waiting for a yes, when someone at a terminal can answer.
-    pub(crate) questions: Option<crate::approve::Questions>,
+    pub(crate) questions: Option<crate::setup::approve::Questions>,
     /// The model's price, when golato knows it.
     pub(crate) price: Option<golato::generator::Price>,
     /// What the command hooks are told of the session (its ID once it is saved).
@@ -231,7 +233,7 @@ pub(crate) async fn build_agent(
         shared_lock,
         children,
     } = worker.unwrap_or_default();
-    let planned = args.plan.then(|| crate::plan::planning(args));
+    let planned = args.plan.then(|| crate::setup::plan::planning(args));
     let args = planned.as_ref().unwrap_or(args);
     let mcp_tools = mcp_tools(args).await?;
     let (session, hook_session) = tokio::sync::watch::channel(golato::policy::HookSession {
@@ -239,7 +241,7 @@ pub(crate) async fn build_agent(
         ..Default::default()
     });
     let recorder = (!durable_worker)
-        .then(|| crate::checkpoints::Recorder::new(&args.cwd, hook_session.clone()));
+        .then(|| crate::store::checkpoints::Recorder::new(&args.cwd, hook_session.clone()));
     let checkpoints = recorder
         .clone()
         .filter(|_| !args.sandbox.no_bash_checkpoints)
@@ -247,7 +249,7 @@ pub(crate) async fn build_agent(
     if checkpoints.is_some() {
         // Off the runtime's threads: it may wait for a dead golato's command to be gone.
         let cwd = args.cwd.clone();
-        let _ = tokio::task::spawn_blocking(move || crate::checkpoints::recover(&cwd)).await;
+        let _ = tokio::task::spawn_blocking(move || crate::store::checkpoints::recover(&cwd)).await;
     }
     let tools = builtin_tools(args, mcp_tools, shared_lock, checkpoints)?;
     let (generator, model, recording, provider, endpoint) = match &args.script {
@@ -264,7 +266,7 @@ pub(crate) async fn build_agent(
             )
         }
         None => {
-            let (generator, model, endpoint) = crate::provider::from_args(args)?;
+            let (generator, model, endpoint) = crate::setup::provider::from_args(args)?;
             (generator, model, None, endpoint.provider, endpoint.host)
         }
     };
@@ -277,10 +279,9 @@ pub(crate) async fn build_agent(
     args.policy
         .rules
         .check_tools(
-            tools
-                .iter()
-                .map(|tool| tool.name())
-                .chain(crate::subagents::wanted(args).then_some(golato::subagent::TOOL_NAME)),
+            tools.iter().map(|tool| tool.name()).chain(
+                crate::setup::subagents::wanted(args).then_some(golato::subagent::TOOL_NAME),
+            ),
         )
         .map_err(|error| CliError::usage(error.to_string()))?;
     let header = Header {
@@ -291,7 +292,10 @@ pub(crate) async fn build_agent(
         tools: tools
             .iter()
             .map(|tool| tool.name().to_owned())
-            .chain(crate::subagents::wanted(args).then(|| golato::subagent::TOOL_NAME.to_owned()))
+            .chain(
+                crate::setup::subagents::wanted(args)
+                    .then(|| golato::subagent::TOOL_NAME.to_owned()),
+            )
             .collect(),
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
         approve,
@@ -304,17 +308,21 @@ pub(crate) async fn build_agent(
     };
     let system_prompt = match args.no_project_instructions {
         true => system_prompt,
-        false => Some(crate::instructions::system_prompt(system_prompt, args, &header).await),
+        false => {
+            Some(crate::setup::instructions::system_prompt(system_prompt, args, &header).await)
+        }
     };
     // In the front end, /plan makes the plan-mode agent from the same pieces when asked.
-    let plan_mode = (interactive && !args.plan).then(|| crate::plan::PlanMode {
+    let plan_mode = (interactive && !args.plan).then(|| crate::setup::plan::PlanMode {
         generator: Arc::clone(&generator),
         hooks: Vec::new(),
         system_prompt: system_prompt.clone(),
-        args: crate::plan::planning(args),
+        args: crate::setup::plan::planning(args),
     });
     let system_prompt = match args.plan {
-        true => Some(crate::plan::with_instructions(system_prompt.as_deref())),
+        true => Some(crate::setup::plan::with_instructions(
+            system_prompt.as_deref(),
+        )),
         false => system_prompt,
     };
     let price = model.price;
@@ -329,15 +337,15 @@ pub(crate) async fn build_agent(
     if let Some(recorder) = recorder {
         hooks.push(recorder);
     }
-    let plan_mode = plan_mode.map(|plan_mode| crate::plan::PlanMode {
+    let plan_mode = plan_mode.map(|plan_mode| crate::setup::plan::PlanMode {
         hooks: hooks.clone(),
         ..plan_mode
     });
     let mut tools = tools;
-    let subagents = crate::subagents::wanted(args).then(|| {
-        crate::subagents::config(
+    let subagents = crate::setup::subagents::wanted(args).then(|| {
+        crate::setup::subagents::config(
             args,
-            crate::subagents::Parent {
+            crate::setup::subagents::Parent {
                 generator: Arc::clone(&generator),
                 model: model.clone(),
                 tools: &tools,
@@ -348,7 +356,7 @@ pub(crate) async fn build_agent(
         )
     });
     if let Some(subagents) = &subagents {
-        tools.push(crate::subagents::tool(subagents.clone())?);
+        tools.push(crate::setup::subagents::tool(subagents.clone())?);
     }
     let agent = Agent::new(agent::Config {
         generator: Some(generator),
@@ -409,12 +417,13 @@ pub(crate) const DEFAULT_SANDBOX: golato::sandbox::Mode = golato::sandbox::Mode:
 
 /// `--output-schema FILE`: the schema, read and parsed.
 fn schema_file(path: &Path) -> Result<serde_json::Value, CliError> {
-    let text = crate::bounded::read_text(path, crate::bounded::SCHEMA_LIMIT).map_err(|error| {
-        CliError::usage(format!(
-            "cannot read --output-schema {}: {error}",
-            path.display()
-        ))
-    })?;
+    let text = crate::store::bounded::read_text(path, crate::store::bounded::SCHEMA_LIMIT)
+        .map_err(|error| {
+            CliError::usage(format!(
+                "cannot read --output-schema {}: {error}",
+                path.display()
+            ))
+        })?;
     serde_json::from_str(&text).map_err(|error| {
         CliError::usage(format!(
             "--output-schema {} is not JSON ({error}); give a JSON Schema file",
@@ -457,7 +466,7 @@ async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
         return Ok(Vec::new());
     }
     // Ctrl-C while a server starts stops it too (it runs in a process group of its own).
-    let mut signals = crate::interrupt::Signals::listen()?;
+    let mut signals = crate::setup::interrupt::Signals::listen()?;
     let mut tools = Vec::new();
     for mut config in configs {
         if let Some(timeout) = args.mcp_timeout {
@@ -496,8 +505,11 @@ pub(crate) fn builtin_tools(
 ) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {
         working_directory: args.cwd.clone(),
-        allowed_tool_names: args.tools.as_deref().map(crate::subagents::without_task),
-        excluded_tool_names: crate::subagents::without_task(&args.exclude),
+        allowed_tool_names: args
+            .tools
+            .as_deref()
+            .map(crate::setup::subagents::without_task),
+        excluded_tool_names: crate::setup::subagents::without_task(&args.exclude),
         custom_tools,
         shared_lock,
         sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
@@ -529,7 +541,7 @@ pub(crate) fn builtin_error(error: builtin::Error) -> CliError {
 
 /// The script as a generator, and the results it recorded.
 pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError> {
-    let text = crate::bounded::read_text(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
+    let text = crate::store::bounded::read_text(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
         CliError::usage(format!(
             "cannot read the script {}: {error}; give --script a JSON or JSONL file written by --record",
             path.display()
@@ -548,7 +560,7 @@ const MAX_SYSTEM_PROMPT_BYTES: u64 = 16 * 1024 * 1024;
 /// `--system TEXT`, or `--system @FILE` for a file's contents.
 fn system_text(value: &str) -> Result<String, CliError> {
     match value.strip_prefix('@') {
-        Some(path) => crate::prompt::read_bounded(Path::new(path), MAX_SYSTEM_PROMPT_BYTES).map_err(|error| {
+        Some(path) => crate::setup::prompt::read_bounded(Path::new(path), MAX_SYSTEM_PROMPT_BYTES).map_err(|error| {
             CliError::usage(format!(
                 "cannot read the system prompt from {path}: {error}; --system takes the text itself or @FILE"
             ))
@@ -567,7 +579,7 @@ pub(crate) struct Session {
     /// The prompt, after a saved transcript when going on with a session.
     pub(crate) input: Input,
     /// Where the session is saved as it goes (none with `--ephemeral`, or for the demo).
-    pub(crate) saving: Option<crate::session::Writer>,
+    pub(crate) saving: Option<crate::store::session::Writer>,
     pub(crate) view: ViewArgs,
     /// Where the live view writes; unless it is standard output, the final answer goes there
     /// alone at the end.
@@ -618,7 +630,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     let mut tally = Tally::default();
     let mut interrupted = None;
     let mut record_error = None;
-    let mut answers: Option<mpsc::UnboundedReceiver<crate::approve::Typed>> = None;
+    let mut answers: Option<mpsc::UnboundedReceiver<crate::setup::approve::Typed>> = None;
     let mut sent_on = 0;
     let outcome = loop {
         let run = match session.journal.clone() {
@@ -627,14 +639,14 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         };
         loop {
             tokio::select! {
-                Some(mut question) = crate::approve::next_question(&mut session.questions) => {
+                Some(mut question) = crate::setup::approve::next_question(&mut session.questions) => {
                     // A run being cancelled asks nothing more (its calls are refused anyway).
                     if interrupted.is_some() || question.reply.is_closed() {
                         let _ = question.reply.send(Answer::No.into());
                         continue;
                     }
-                    let lines = answers.get_or_insert_with(crate::approve::terminal_lines);
-                    match crate::approve::ask(&mut *view, &mut question, lines, &mut signals).await {
+                    let lines = answers.get_or_insert_with(crate::setup::approve::terminal_lines);
+                    match crate::setup::approve::ask(&mut *view, &mut question, lines, &mut signals).await {
                         Ok(answer) => {
                             let _ = question.reply.send(answer.into());
                         }
@@ -683,7 +695,8 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
             break outcome;
         };
         let Some(reason) =
-            crate::policy::stop(&session.policy, &session.hook_session, sent_on).await
+            crate::setup::session_hooks::stop(&session.policy, &session.hook_session, sent_on)
+                .await
         else {
             break outcome;
         };
@@ -731,7 +744,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
                 Exit::Failure,
                 Some(format!(
                     "the replay differs from the recording ({}{}); --strict-replay makes that a failure",
-                    crate::shown::count(tally.replay_mismatches as u64, "tool result"),
+                    crate::view::shown::count(tally.replay_mismatches as u64, "tool result"),
                     if prompt_differs { ", and the prompt" } else { "" }
                 )),
             )
@@ -740,7 +753,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     };
     // The error first, then the summary that counts it.
     if let Some(error) = &error {
-        eprintln!("golato: {}", crate::shown::visible(error));
+        eprintln!("golato: {}", crate::view::shown::visible(error));
     }
     view.end(&Ending {
         exit,
@@ -758,7 +771,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
             let mut out = std::io::stdout().lock();
             // On a terminal the answer is shown; into a pipe or a file it is data, exact.
             let text = match out.is_terminal() {
-                true => crate::shown::visible(text),
+                true => crate::view::shown::visible(text),
                 false => std::borrow::Cow::Borrowed(text.as_ref()),
             };
             let _ = writeln!(out, "{text}").and_then(|()| out.flush());
@@ -780,7 +793,7 @@ pub(crate) fn describe(error: &agent::Error) -> String {
     match error {
         agent::Error::MaxTurns { limit, .. } => format!(
             "the run reached its limit of {} and the model asked for another; raise --max-turns",
-            crate::shown::count(*limit as u64, "turn")
+            crate::view::shown::count(*limit as u64, "turn")
         ),
         agent::Error::Budget { reached, .. } => format!(
             "the run reached its budget ({reached}) and was ended after its last batch; raise --max-tokens or --max-cost, or go on with golato run -c"

@@ -117,6 +117,6 @@ pub(crate) async fn session_end(policy: &Policy, session: &HookSession) {
 
 fn note(text: Option<&str>) {
     if let Some(text) = text {
-        eprintln!("golato: {}", crate::shown::visible(text));
+        eprintln!("golato: {}", crate::view::shown::visible(text));
     }
 }

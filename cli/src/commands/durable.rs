@@ -23,7 +23,7 @@ pub(crate) async fn submit(_: SubmitArgs) -> Result<Exit, CliError> {
 }
 
 #[cfg(feature = "durable")]
-pub(crate) use crate::submit::submit;
+pub(crate) use crate::commands::submit::submit;
 
 /// What `golato cancel`, `steer` and `follow-up` do to a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ pub(crate) async fn control(args: ControlArgs, what: Control) -> Result<Exit, Cl
             }
         }
         Control::Steer | Control::FollowUp => {
-            let text = crate::prompt::user_message(args.text.clone(), &[])?.text();
+            let text = crate::setup::prompt::user_message(args.text.clone(), &[])?.text();
             match what {
                 Control::Steer => client.steer(id, &text).await.map_err(failed)?,
                 _ => client.follow_up(id, &text).await.map_err(failed)?,
@@ -93,18 +93,18 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         ) as std::sync::Arc<dyn golato::builtin::SharedLock>),
         None => None,
     };
-    let children = match crate::subagents::wanted(&args.agent) {
+    let children = match crate::setup::subagents::wanted(&args.agent) {
         true => Some(durable_children(&args)?),
         false => None,
     };
-    let crate::run::Built {
+    let crate::commands::run::Built {
         agent,
         header,
         subagents,
         ..
-    } = crate::run::build_agent(
+    } = crate::commands::run::build_agent(
         &args.agent,
-        Some(crate::run::WorkerParts {
+        Some(crate::commands::run::WorkerParts {
             shared_lock,
             children,
         }),
@@ -176,8 +176,8 @@ fn durable_children(
 
 /// SIGINT or SIGTERM, which one.
 #[cfg(feature = "durable")]
-pub(crate) async fn interrupted() -> crate::interrupt::Signal {
-    use crate::interrupt::Signal;
+pub(crate) async fn interrupted() -> crate::setup::interrupt::Signal {
+    use crate::setup::interrupt::Signal;
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),

@@ -1,0 +1,10 @@
+//! The subcommands that are not a front end of their own: `run` and `resume`, the line chat,
+//! `demo`, the durable `serve`/`submit`/control commands, `tool`.
+
+pub(crate) mod chat;
+pub(crate) mod demo;
+pub(crate) mod durable;
+pub(crate) mod run;
+#[cfg(feature = "durable")]
+pub(crate) mod submit;
+pub(crate) mod tool;

@@ -1,0 +1,13 @@
+//! What builds an agent for a front end: the provider, instructions (AGENTS.md), skills, plan
+//! mode, subagents, approvals, the session's hooks, the prompt's sources, signals and tracing.
+
+pub(crate) mod approve;
+pub(crate) mod instructions;
+pub(crate) mod interrupt;
+pub(crate) mod plan;
+pub(crate) mod prompt;
+pub(crate) mod provider;
+pub(crate) mod session_hooks;
+pub(crate) mod skills;
+pub(crate) mod subagents;
+pub(crate) mod trace;
