@@ -272,7 +272,7 @@ fn mode_of(args: &AgentArgs) -> &'static str {
     }
     match args
         .sandbox
-        .policy(crate::commands::run::DEFAULT_SANDBOX)
+        .policy(crate::setup::agent::DEFAULT_SANDBOX)
         .mode
     {
         golato::sandbox::Mode::ReadOnly => "read-only",
@@ -351,8 +351,8 @@ async fn set_config_option(
 }
 
 /// Builds a session's agent: its approvals go to the client (never to a terminal).
-async fn build(args: &AgentArgs) -> Result<crate::commands::run::Built, CliError> {
-    crate::commands::run::build_agent(args, None, true).await
+async fn build(args: &AgentArgs) -> Result<crate::setup::agent::Built, CliError> {
+    crate::setup::agent::build_agent(args, None, true).await
 }
 
 fn to_protocol(error: CliError) -> agent_client_protocol::Error {
@@ -391,7 +391,7 @@ async fn new_session(
 
 /// Tells the agent's hooks (and checkpoints) which session file is saved.
 fn tell_session(
-    built: &crate::commands::run::Built,
+    built: &crate::setup::agent::Built,
     saving: Option<&crate::store::session::Writer>,
 ) {
     if let Some(saving) = saving {
@@ -407,7 +407,7 @@ fn keep(
     state: &State,
     id: String,
     args: AgentArgs,
-    built: crate::commands::run::Built,
+    built: crate::setup::agent::Built,
     opened: crate::store::session::Opened,
 ) -> Vec<SessionConfigOption> {
     tell_session(&built, opened.saving.as_ref());

@@ -1,6 +1,7 @@
 //! What builds an agent for a front end: the provider, instructions (AGENTS.md), skills, plan
 //! mode, subagents, approvals, the session's hooks, the prompt's sources, signals and tracing.
 
+pub(crate) mod agent;
 pub(crate) mod approve;
 pub(crate) mod instructions;
 pub(crate) mod interrupt;

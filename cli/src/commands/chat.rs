@@ -10,7 +10,8 @@ use golato::agent::{Event, Input};
 use golato::message::{Message, UserMessage};
 
 use crate::args::ChatArgs;
-use crate::commands::run::{build_agent, describe, spinners, Built};
+use crate::commands::run::{describe, spinners};
+use crate::setup::agent::{build_agent, Built};
 use crate::setup::approve::Question;
 use crate::setup::interrupt::Signals;
 use crate::view::live::{Live, Target};

@@ -97,14 +97,14 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         true => Some(durable_children(&args)?),
         false => None,
     };
-    let crate::commands::run::Built {
+    let crate::setup::agent::Built {
         agent,
         header,
         subagents,
         ..
-    } = crate::commands::run::build_agent(
+    } = crate::setup::agent::build_agent(
         &args.agent,
-        Some(crate::commands::run::WorkerParts {
+        Some(crate::setup::agent::WorkerParts {
             shared_lock,
             children,
         }),

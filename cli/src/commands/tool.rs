@@ -50,7 +50,7 @@ pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
         sandbox: args.sandbox.policy(golato::sandbox::Mode::Off),
         ..Default::default()
     })
-    .map_err(crate::commands::run::builtin_error)?;
+    .map_err(crate::setup::agent::builtin_error)?;
     let json_args = if args.json_args == "-" {
         let mut read = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut read).map_err(|error| {

@@ -47,7 +47,7 @@ pub(crate) struct PlanMode {
 impl PlanMode {
     /// The plan-mode agent, asking `model`.
     pub(crate) fn agent(&self, model: Model) -> Result<Agent, CliError> {
-        let tools = crate::commands::run::builtin_tools(&self.args, Vec::new(), None, None)?;
+        let tools = crate::setup::agent::builtin_tools(&self.args, Vec::new(), None, None)?;
         Agent::new(agent::Config {
             generator: Some(Arc::clone(&self.generator)),
             model,

@@ -65,7 +65,7 @@ pub(crate) fn config(
         max_turns: args.max_turns.map(usize::from),
         max_parallel_calls: args.max_parallel,
         tool_timeout: args.tool_timeout,
-        max_budget: crate::commands::run::budget(args),
+        max_budget: crate::setup::agent::budget(args),
         runner,
         ..Default::default()
     }

@@ -1,0 +1,423 @@
+//! The agent a front end's flags describe: tools (built-in, MCP, `task`), provider and model,
+//! instructions and skills, the rules' and hooks' hook, approvals, the budget, the recorder of
+//! checkpoints. Every front end builds its agent here (`golato run`, the front end, the line
+//! chat, ACP, the durable worker).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use golato::agent::{self, Agent};
+use golato::builtin;
+use golato::generator::{Generator, Model, Scripted};
+use golato::tool::Execution;
+
+use crate::args::AgentArgs;
+use crate::setup::approve::{Approve, Approver};
+use crate::store::record::Recording;
+use crate::view::header::Header;
+use crate::CliError;
+
+/// Sent when `--system` is not given and a real model is asked.
+const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a project directory. Use the tools to look before you change anything, make the smallest change that does the job, and check the result (run the tests) before you answer. Answer briefly with what you did.";
+
+/// The hook that applies the rules, the command hooks and `--approve`: none when nothing
+/// would ever stop or change a call.
+fn policy_hooks(
+    args: &AgentArgs,
+    approve: Approve,
+    approver: Arc<Approver>,
+    session: &tokio::sync::watch::Receiver<golato::policy::HookSession>,
+    interactive: bool,
+) -> Result<Vec<Arc<dyn golato::hook::Hook>>, CliError> {
+    // Interactive, the mode may change mid-session (`/approve`): the hook is always there.
+    if !interactive
+        && approve == Approve::Never
+        && args.policy.rules.is_empty()
+        && args.policy.hooks.is_empty()
+    {
+        return Ok(Vec::new());
+    }
+    let policy = Arc::new(args.policy.clone());
+    Ok(vec![policy.hook(
+        Some(approver as Arc<dyn golato::policy::Approver>),
+        session.clone(),
+    )])
+}
+
+/// What the flags build.
+pub(crate) struct Built {
+    pub(crate) agent: Agent,
+    /// How to make the plan-mode agent (`/plan`), for a person at a terminal.
+    pub(crate) plan_mode: Option<crate::setup::plan::PlanMode>,
+    /// The recording `--script` replays, if any.
+    pub(crate) recording: Option<Recording>,
+    pub(crate) header: Header,
+    /// The calls waiting for a yes, when someone at a terminal can answer.
+    pub(crate) questions: Option<crate::setup::approve::Questions>,
+    /// The model's price, when golato knows it.
+    pub(crate) price: Option<golato::generator::Price>,
+    /// What the command hooks are told of the session (its ID once it is saved).
+    pub(crate) session: tokio::sync::watch::Sender<golato::policy::HookSession>,
+    /// Who answers for calls that ask (`/approve` changes its mode).
+    pub(crate) approver: Arc<Approver>,
+    /// What the `task` tool's children are made of, when it has one.
+    pub(crate) subagents: Option<golato::subagent::Config>,
+}
+
+/// What a durable worker's agent adds to the flags' (`golato serve`).
+#[derive(Default)]
+pub(crate) struct WorkerParts {
+    /// Serializes writes of a file with other processes.
+    pub(crate) shared_lock: Option<Arc<dyn builtin::SharedLock>>,
+    /// Runs the `task` tool's children as durable runs of their own.
+    pub(crate) children: Option<Arc<dyn golato::subagent::Runner>>,
+}
+
+/// The agent the flags describe. `worker` is what a durable worker adds; `interactive` says
+/// whether a person can answer questions.
+pub(crate) async fn build_agent(
+    args: &AgentArgs,
+    worker: Option<WorkerParts>,
+    interactive: bool,
+) -> Result<Built, CliError> {
+    // Durable workers save no session, so keep no checkpoints.
+    let durable_worker = worker.is_some();
+    let WorkerParts {
+        shared_lock,
+        children,
+    } = worker.unwrap_or_default();
+    let planned = args.plan.then(|| crate::setup::plan::planning(args));
+    let args = planned.as_ref().unwrap_or(args);
+    let mcp_tools = mcp_tools(args).await?;
+    let (session, hook_session) = tokio::sync::watch::channel(golato::policy::HookSession {
+        cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
+        ..Default::default()
+    });
+    let recorder = (!durable_worker)
+        .then(|| crate::store::checkpoints::Recorder::new(&args.cwd, hook_session.clone()));
+    let checkpoints = recorder
+        .clone()
+        .filter(|_| !args.sandbox.no_bash_checkpoints)
+        .map(|recorder| recorder as Arc<dyn builtin::Checkpoints>);
+    if checkpoints.is_some() {
+        // Off the runtime's threads: it may wait for a dead golato's command to be gone.
+        let cwd = args.cwd.clone();
+        let _ = tokio::task::spawn_blocking(move || crate::store::checkpoints::recover(&cwd)).await;
+    }
+    let tools = builtin_tools(args, mcp_tools, shared_lock, checkpoints)?;
+    let (generator, model, recording, provider, endpoint) = match &args.script {
+        Some(path) => {
+            let (scripted, recording) = load_script(path)?;
+            let generator: Arc<dyn Generator> = Arc::new(scripted);
+            let shown = path.display().to_string();
+            (
+                generator,
+                Model::default(),
+                Some(recording),
+                "script",
+                shown,
+            )
+        }
+        None => {
+            let (generator, model, endpoint) = crate::setup::provider::from_args(args)?;
+            (generator, model, None, endpoint.provider, endpoint.host)
+        }
+    };
+    let sandboxed = args.sandbox.policy(DEFAULT_SANDBOX).mode != golato::sandbox::Mode::Off;
+    let approve = args
+        .approve
+        .unwrap_or_else(|| Approve::default_for(sandboxed, interactive));
+    let (approver, questions) =
+        Approver::new(approve, &args.cwd, &args.sandbox.writable, interactive);
+    args.policy
+        .rules
+        .check_tools(
+            tools.iter().map(|tool| tool.name()).chain(
+                crate::setup::subagents::wanted(args).then_some(golato::subagent::TOOL_NAME),
+            ),
+        )
+        .map_err(|error| CliError::usage(error.to_string()))?;
+    let header = Header {
+        provider,
+        model: args.script.is_none().then(|| model.id.clone()),
+        endpoint,
+        cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
+        tools: tools
+            .iter()
+            .map(|tool| tool.name().to_owned())
+            .chain(
+                crate::setup::subagents::wanted(args)
+                    .then(|| golato::subagent::TOOL_NAME.to_owned()),
+            )
+            .collect(),
+        sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
+        approve,
+        session: None,
+    };
+    let system_prompt = match &args.system {
+        Some(system) => Some(system_text(system)?),
+        None if args.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
+        None => None,
+    };
+    let system_prompt = match args.no_project_instructions {
+        true => system_prompt,
+        false => {
+            Some(crate::setup::instructions::system_prompt(system_prompt, args, &header).await)
+        }
+    };
+    // In the front end, /plan makes the plan-mode agent from the same pieces when asked.
+    let plan_mode = (interactive && !args.plan).then(|| crate::setup::plan::PlanMode {
+        generator: Arc::clone(&generator),
+        hooks: Vec::new(),
+        system_prompt: system_prompt.clone(),
+        args: crate::setup::plan::planning(args),
+    });
+    let system_prompt = match args.plan {
+        true => Some(crate::setup::plan::with_instructions(
+            system_prompt.as_deref(),
+        )),
+        false => system_prompt,
+    };
+    let price = model.price;
+    let mut hooks = policy_hooks(
+        args,
+        approve,
+        Arc::clone(&approver),
+        &hook_session,
+        interactive,
+    )?;
+    // Last: it keeps a file as it was only once every other hook let the call run.
+    if let Some(recorder) = recorder {
+        hooks.push(recorder);
+    }
+    let plan_mode = plan_mode.map(|plan_mode| crate::setup::plan::PlanMode {
+        hooks: hooks.clone(),
+        ..plan_mode
+    });
+    let mut tools = tools;
+    let subagents = crate::setup::subagents::wanted(args).then(|| {
+        crate::setup::subagents::config(
+            args,
+            crate::setup::subagents::Parent {
+                generator: Arc::clone(&generator),
+                model: model.clone(),
+                tools: &tools,
+                system_prompt: system_prompt.clone(),
+                hooks: hooks.clone(),
+            },
+            children,
+        )
+    });
+    if let Some(subagents) = &subagents {
+        tools.push(crate::setup::subagents::tool(subagents.clone())?);
+    }
+    let agent = Agent::new(agent::Config {
+        generator: Some(generator),
+        model,
+        tools,
+        tool_execution: if args.sequential {
+            Execution::Sequential
+        } else {
+            Execution::Parallel
+        },
+        system_prompt,
+        max_turns: args.max_turns.map(usize::from),
+        budget: budget(args),
+        context_window: args.context_window.map(std::num::NonZeroU64::get),
+        compaction: if args.no_compact {
+            agent::compaction::Compaction::off()
+        } else {
+            agent::compaction::Compaction::default()
+        },
+        output_schema: match &args.output_schema {
+            Some(path) => Some(schema_file(path)?),
+            None => None,
+        },
+        max_parallel_calls: args.max_parallel,
+        tool_timeout: args.tool_timeout,
+        hooks,
+        ..Default::default()
+    })
+    .map_err(|error| match error {
+        agent::Error::InvalidOutputSchema { reason } => {
+            CliError::usage(format!("--output-schema: not a valid JSON Schema: {reason}"))
+        }
+        agent::Error::UnpricedBudget { model } => CliError::usage(format!(
+            "--max-cost needs the model's price, and golato knows none for {model:?}; limit tokens with --max-tokens instead"
+        )),
+        error => CliError::Failed(error.to_string()),
+    })?;
+    let asks = interactive
+        || approve != Approve::Never
+        || !args.policy.rules.is_empty()
+        || !args.policy.hooks.is_empty();
+    Ok(Built {
+        agent,
+        plan_mode,
+        recording,
+        header,
+        questions: questions.filter(|_| asks),
+        price,
+        session,
+        approver,
+        subagents,
+    })
+}
+
+/// The sandbox of `golato run` and `golato serve` when `--sandbox` is not given: the model's
+/// commands may change the project and temporary files, nothing else, and reach no network.
+pub(crate) const DEFAULT_SANDBOX: golato::sandbox::Mode = golato::sandbox::Mode::WorkspaceWrite;
+
+/// `--output-schema FILE`: the schema, read and parsed.
+fn schema_file(path: &Path) -> Result<serde_json::Value, CliError> {
+    let text = crate::store::bounded::read_text(path, crate::store::bounded::SCHEMA_LIMIT)
+        .map_err(|error| {
+            CliError::usage(format!(
+                "cannot read --output-schema {}: {error}",
+                path.display()
+            ))
+        })?;
+    serde_json::from_str(&text).map_err(|error| {
+        CliError::usage(format!(
+            "--output-schema {} is not JSON ({error}); give a JSON Schema file",
+            path.display()
+        ))
+    })
+}
+
+/// `--max-tokens` and `--max-cost`.
+pub(crate) fn budget(args: &AgentArgs) -> Option<agent::Budget> {
+    let mut budget = agent::Budget::default();
+    if let Some(tokens) = args.max_tokens {
+        budget = budget.with_max_tokens(tokens.get());
+    }
+    if let Some(dollars) = args.max_cost {
+        budget = budget.with_max_cost(dollars);
+    }
+    (budget != agent::Budget::default()).then_some(budget)
+}
+
+/// The tools of every `--mcp` and `--mcp-url` server, each server connected once.
+async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
+    use golato::mcp::{McpServer, McpServerConfig};
+    let mut configs = Vec::new();
+    for line in &args.mcp {
+        configs.push(
+            McpServerConfig::command_line(line)
+                .map_err(|error| CliError::usage(format!("--mcp: {error}")))?,
+        );
+    }
+    for server in &args.mcp_commands {
+        let mut config = McpServerConfig::stdio(&server.program, &server.args);
+        for (name, value) in &server.env {
+            config = config.with_env(name, value);
+        }
+        configs.push(config);
+    }
+    configs.extend(args.mcp_url.iter().map(McpServerConfig::http));
+    if configs.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Ctrl-C while a server starts stops it too (it runs in a process group of its own).
+    let mut signals = crate::setup::interrupt::Signals::listen()?;
+    let mut tools = Vec::new();
+    for mut config in configs {
+        if let Some(timeout) = args.mcp_timeout {
+            config = config.with_connect_timeout(timeout);
+        }
+        let connected = tokio::select! {
+            connected = McpServer::connect(config) => connected,
+            signal = signals.next() => {
+                golato::mcp::stop_servers();
+                eprintln!("golato: {} received while an MCP server started; it was stopped", signal.name());
+                std::process::exit(i32::from(signal.exit_code()));
+            }
+        };
+        let server = connected.map_err(|error| {
+            let hint = match error.to_string().contains("handshake within") {
+                true => "; give it longer with --mcp-timeout SECONDS",
+                false => "",
+            };
+            CliError::Failed(format!("{error}{hint}"))
+        })?;
+        tools.extend(
+            server
+                .tools()
+                .await
+                .map_err(|error| CliError::Failed(error.to_string()))?,
+        );
+    }
+    Ok(tools)
+}
+
+pub(crate) fn builtin_tools(
+    args: &AgentArgs,
+    custom_tools: Vec<golato::Tool>,
+    shared_lock: Option<Arc<dyn builtin::SharedLock>>,
+    bash_checkpoints: Option<Arc<dyn builtin::Checkpoints>>,
+) -> Result<Vec<golato::Tool>, CliError> {
+    builtin::new(builtin::Config {
+        working_directory: args.cwd.clone(),
+        allowed_tool_names: args
+            .tools
+            .as_deref()
+            .map(crate::setup::subagents::without_task),
+        excluded_tool_names: crate::setup::subagents::without_task(&args.exclude),
+        custom_tools,
+        shared_lock,
+        sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
+        text_files: args.text_files.clone(),
+        bash_checkpoints,
+        // What a rule keeps from `read` stays out of grep, find and ls too.
+        read_rules: (!args.policy.rules.is_empty()).then(|| Arc::new(args.policy.rules.clone())),
+        ..Default::default()
+    })
+    .map_err(builtin_error)
+}
+
+/// Why the tools could not be built, in the command line's words.
+pub(crate) fn builtin_error(error: builtin::Error) -> CliError {
+    match error {
+        builtin::Error::Sandbox(error) => {
+            CliError::Failed(format!("{error} (--sandbox, --writable, --deny-read)"))
+        }
+        builtin::Error::WorkingDirectory { path, source } => CliError::usage(format!(
+            "-C/--cwd {}: cannot work there ({source}); give an existing directory",
+            path.display()
+        )),
+        builtin::Error::UnknownToolName { name, known } => CliError::usage(format!(
+            "--tools or --exclude names the tool {name:?}, which does not exist; the tools are: {known}"
+        )),
+        error => CliError::Failed(error.to_string()),
+    }
+}
+
+/// The script as a generator, and the results it recorded.
+pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError> {
+    let text = crate::store::bounded::read_text(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
+        CliError::usage(format!(
+            "cannot read the script {}: {error}; give --script a JSON or JSONL file written by --record",
+            path.display()
+        ))
+    })?;
+    let recording = Recording::parse(&text, path)?;
+    // Not held while the script is read again: a long recorded answer would be twice in memory.
+    drop(text);
+    let scripted = Scripted::from_file(path).map_err(|error| CliError::usage(error.to_string()))?;
+    Ok((scripted, recording))
+}
+
+/// The largest system prompt read from a file: 16 MiB.
+const MAX_SYSTEM_PROMPT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// `--system TEXT`, or `--system @FILE` for a file's contents.
+fn system_text(value: &str) -> Result<String, CliError> {
+    match value.strip_prefix('@') {
+        Some(path) => crate::setup::prompt::read_bounded(Path::new(path), MAX_SYSTEM_PROMPT_BYTES).map_err(|error| {
+            CliError::usage(format!(
+                "cannot read the system prompt from {path}: {error}; --system takes the text itself or @FILE"
+            ))
+        }),
+        None => Ok(value.to_owned()),
+    }
+}
