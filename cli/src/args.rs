@@ -360,7 +360,7 @@ pub(crate) struct AgentArgs {
     /// never. A call that needs a yes when no terminal can answer is refused, never left
     /// waiting. [default: never when sandboxed or without a terminal, else ask]
     #[arg(long, value_enum, value_name = "MODE", help_heading = "Safety")]
-    pub(crate) approve: Option<crate::setup::approve::Approve>,
+    pub(crate) approve: Option<crate::args::Approve>,
     /// Run the calls RULE matches without a question, such as 'bash(git status*)' or
     /// 'read(src/**)'; repeatable. A deny beats an ask beats an allow (README "Policy").
     #[arg(long = "allow", value_name = "RULE", help_heading = "Safety")]
@@ -675,4 +675,45 @@ pub(crate) struct SubmitArgs {
     /// goes on on the server meanwhile.
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, default_value = "60")]
     pub(crate) reconnect_for: std::time::Duration,
+}
+
+/// Which calls ask first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Approve {
+    /// Every bash, write and edit call asks: yes, no, or always for that tool in this run.
+    Ask,
+    /// Writes and edits inside the working directory and the --writable directories go
+    /// through; bash and anything else that changes files asks.
+    Edits,
+    /// Nothing asks.
+    Never,
+}
+
+impl Approve {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Approve::Ask => "ask",
+            Approve::Edits => "edits",
+            Approve::Never => "never",
+        }
+    }
+
+    /// The mode when `--approve` is not given. A run the sandbox confines asks nothing: the
+    /// kernel holds the line, and a question for every command inside it teaches people to
+    /// answer yes unread. An unconfined run on a terminal asks before every bash, write and
+    /// edit: nothing else stands between the model and the machine. Without a terminal nobody
+    /// can answer, so nothing asks (the choice of `--sandbox off` was the person's own).
+    pub(crate) fn default_for(sandboxed: bool, interactive: bool) -> Approve {
+        if !sandboxed && interactive {
+            Approve::Ask
+        } else {
+            Approve::Never
+        }
+    }
+}
+
+impl std::fmt::Display for Approve {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }

@@ -2,6 +2,7 @@
 //! `demo`, the durable `serve`/`submit`/control commands, `tool`.
 
 pub(crate) mod chat;
+pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod durable;
 pub(crate) mod run;

@@ -33,8 +33,8 @@ use ratatui::widgets::{Paragraph, Widget as _};
 use ratatui::{Terminal, TerminalOptions, Viewport};
 
 use crate::args::ChatArgs;
+use crate::interrupt::Signals;
 use crate::setup::approve::Question;
-use crate::setup::interrupt::Signals;
 use crate::view::report::{Answer, Tally};
 use crate::{CliError, Exit};
 
@@ -356,8 +356,7 @@ fn history_file() -> Option<std::path::PathBuf> {
 
 fn load_history(path: Option<&std::path::Path>) -> Vec<String> {
     let Some(path) = path else { return Vec::new() };
-    let Ok(bytes) = crate::store::bounded::read(path, crate::store::bounded::CONFIG_LIMIT * 8)
-    else {
+    let Ok(bytes) = crate::bounded::read(path, crate::bounded::CONFIG_LIMIT * 8) else {
         return Vec::new();
     };
     let texts: Vec<String> = String::from_utf8_lossy(&bytes)
@@ -543,7 +542,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                         front.note(&format!("interrupted ({signal:?}): the run is being cancelled"));
                         // A closed terminal or a kill ends the front end once the run has ended:
                         // nobody is left to type (and the terminal's events stop coming).
-                        if !matches!(signal, crate::setup::interrupt::Signal::Interrupt) {
+                        if !matches!(signal, crate::interrupt::Signal::Interrupt) {
                             front.leaving = true;
                         }
                     }

@@ -19,8 +19,10 @@
 // the files say, what builds an agent, then the front ends and commands over them.
 mod acp;
 mod args;
+mod bounded;
 mod commands;
 mod front;
+mod interrupt;
 mod settings;
 mod setup;
 mod store;
@@ -28,7 +30,7 @@ mod view;
 
 use commands::{chat, demo, durable, run, tool};
 use settings::{config, trust};
-use setup::{interrupt, skills};
+use setup::skills;
 use store::{checkpoints, session};
 use view::shown;
 
@@ -251,8 +253,8 @@ pub fn main() -> ExitCode {
             Command::Acp(args) => acp::command(*args).await,
             Command::Chat(args) if front::usable(&args) => front::command(*args).await,
             Command::Chat(args) => chat::command(*args).await,
-            Command::Config(args) => config::show(args),
-            Command::Hooks(args) => config::hooks(args),
+            Command::Config(args) => commands::config::show(args),
+            Command::Hooks(args) => commands::config::hooks(args),
             Command::Skills(args) => skills::command(&args.cwd, args.settings.trust),
             Command::Trust(args) => trust::command(&args.dir, true),
             Command::Untrust(args) => trust::command(&args.dir, false),

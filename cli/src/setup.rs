@@ -4,7 +4,6 @@
 pub(crate) mod agent;
 pub(crate) mod approve;
 pub(crate) mod instructions;
-pub(crate) mod interrupt;
 pub(crate) mod plan;
 pub(crate) mod prompt;
 pub(crate) mod provider;

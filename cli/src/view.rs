@@ -4,6 +4,7 @@
 pub(crate) mod header;
 pub(crate) mod json;
 pub(crate) mod live;
+pub(crate) mod plan;
 pub(crate) mod preview;
 pub(crate) mod report;
 pub(crate) mod shown;

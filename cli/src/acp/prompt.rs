@@ -163,7 +163,7 @@ async fn drive(
         (Err(golato::agent::Error::MaxTurns { .. }), false) => StopReason::MaxTurnRequests,
         (Err(golato::agent::Error::Budget { .. }), false) => StopReason::MaxTokens,
         (Err(error), false) => {
-            let said = crate::commands::run::describe(error);
+            let said = crate::view::report::describe(error);
             session.transcript = error
                 .messages()
                 .map(<[Message]>::to_vec)

@@ -52,7 +52,7 @@ fn announced(call: &GolatoCall, cwd: &Path, status: ToolCallStatus) -> ToolCall 
 /// sessions' prompts need.
 fn text_of(path: &Path) -> String {
     let read = || {
-        crate::store::bounded::read(path, DIFF_LIMIT)
+        crate::bounded::read(path, DIFF_LIMIT)
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
             .unwrap_or_default()
     };

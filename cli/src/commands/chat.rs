@@ -10,11 +10,12 @@ use golato::agent::{Event, Input};
 use golato::message::{Message, UserMessage};
 
 use crate::args::ChatArgs;
-use crate::commands::run::{describe, spinners};
+use crate::commands::run::spinners;
+use crate::interrupt::Signals;
 use crate::setup::agent::{build_agent, Built};
 use crate::setup::approve::Question;
-use crate::setup::interrupt::Signals;
 use crate::view::live::{Live, Target};
+use crate::view::report::describe;
 use crate::view::report::{Answer, Ending, Tally, View};
 use crate::{CliError, Exit};
 

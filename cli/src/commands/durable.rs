@@ -176,8 +176,8 @@ fn durable_children(
 
 /// SIGINT or SIGTERM, which one.
 #[cfg(feature = "durable")]
-pub(crate) async fn interrupted() -> crate::setup::interrupt::Signal {
-    use crate::setup::interrupt::Signal;
+pub(crate) async fn interrupted() -> crate::interrupt::Signal {
+    use crate::interrupt::Signal;
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),

@@ -6,21 +6,21 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use golato::agent::{self, Agent, Event, Input};
+use golato::agent::{Agent, Event, Input};
 use indicatif::MultiProgress;
 use tokio::sync::mpsc;
 
 use crate::args::{ResumeArgs, RunArgs, ViewArgs};
+use crate::interrupt::Signals;
 use crate::setup::agent::{build_agent, Built};
 use crate::setup::approve::Questions;
-use crate::setup::interrupt::Signals;
 use crate::setup::trace;
 use crate::store::record::{Recorder, Recording};
 use crate::store::session::Saved;
 use crate::view::header::Header;
 use crate::view::json::JsonLines;
 use crate::view::live::{Live, Target};
-use crate::view::report::{Answer, Ending, Tally, View};
+use crate::view::report::{describe, Answer, Ending, Tally, View};
 use crate::{CliError, Exit};
 
 pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
@@ -379,38 +379,6 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         }
     }
     Ok(exit)
-}
-
-/// The error in the command line's terms.
-pub(crate) fn describe(error: &agent::Error) -> String {
-    match error {
-        agent::Error::MaxTurns { limit, .. } => format!(
-            "the run reached its limit of {} and the model asked for another; raise --max-turns",
-            crate::view::shown::count(*limit as u64, "turn")
-        ),
-        agent::Error::Budget { reached, .. } => format!(
-            "the run reached its budget ({reached}) and was ended after its last batch; raise --max-tokens or --max-cost, or go on with golato run -c"
-        ),
-        agent::Error::Generator { source, .. } => {
-            let hint = match source {
-                golato::generator::Error::Provider {
-                    status: Some(404), ..
-                } => "; a 404 from an OpenAI-compatible server often means the base URL lacks /v1 at its end (--base-url http://HOST:PORT/v1)",
-                _ => "",
-            };
-            one_line(&format!("the model's API failed: {source}{hint}"))
-        }
-        other => one_line(&other.to_string()),
-    }
-}
-
-/// `text` on one line (a provider's HTML error page has many), cut at 600 characters.
-fn one_line(text: &str) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match joined.char_indices().nth(600) {
-        Some((cut, _)) => format!("{} …", &joined[..cut]),
-        None => joined,
-    }
 }
 
 /// Spinners are drawn only on a terminal that can show them, and never with `--json`.

@@ -15,7 +15,7 @@ use golato::generator::{EventStream, Generator, Request, StreamEvent};
 use golato::message::{AssistantMessage, Content, Message, ToolCall, UserMessage};
 
 use crate::args::ToolArgs;
-use crate::setup::interrupt::Signals;
+use crate::interrupt::Signals;
 use crate::{CliError, Exit};
 
 /// Answers with its one message the first time, and with an empty text after. It hands the

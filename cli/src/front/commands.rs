@@ -13,7 +13,7 @@ pub(crate) enum Command {
     /// `/model [NAME]`: show, or switch for the next turn.
     Model(Option<String>),
     /// `/approve [MODE]`: show, or change.
-    Approve(Option<crate::setup::approve::Approve>),
+    Approve(Option<crate::args::Approve>),
     Compact,
     Fork,
     /// `/resume [ID]`: a picker, or that session.
@@ -117,7 +117,7 @@ pub(crate) fn run(front: &mut Front, text: &str) {
         "/resume" => Command::Resume(argument.clone()),
         "/approve" => match argument
             .as_deref()
-            .map(|mode| <crate::setup::approve::Approve as clap::ValueEnum>::from_str(mode, true))
+            .map(|mode| <crate::args::Approve as clap::ValueEnum>::from_str(mode, true))
         {
             None => Command::Approve(None),
             Some(Ok(mode)) => Command::Approve(Some(mode)),

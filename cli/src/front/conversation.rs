@@ -12,7 +12,8 @@ use golato::message::{Message, UserMessage};
 
 use super::commands::Command;
 use super::{transcript, Front};
-use crate::setup::approve::{Approve, Approver};
+use crate::args::Approve;
+use crate::setup::approve::Approver;
 use crate::view::report::Tally;
 
 /// A run being worked on.
@@ -276,10 +277,7 @@ impl Conversation {
             (_, true) => "interrupted".to_owned(),
             (Ok(_), false) => "done".to_owned(),
             (Err(error), false) => {
-                front.note(&format!(
-                    "golato: {}",
-                    crate::commands::run::describe(error)
-                ));
+                front.note(&format!("golato: {}", crate::view::report::describe(error)));
                 "failed".to_owned()
             }
         };

@@ -155,7 +155,7 @@ pub(crate) fn call_ended(
     }
     // The plan itself, every step.
     if let Some(plan) = golato::builtin::plan_of(result) {
-        for line in crate::setup::plan::lines(&plan) {
+        for line in crate::view::plan::lines(&plan) {
             lines.push(Line::from(vec![bar(), Span::raw(fit(&line, body))]));
         }
         return lines;

@@ -68,15 +68,15 @@ pub(crate) type Profiles = BTreeMap<String, Settings>;
 
 /// A layer: where it comes from, and what it sets.
 #[derive(Debug)]
-struct Layer {
-    source: String,
-    settings: Settings,
+pub(crate) struct Layer {
+    pub(crate) source: String,
+    pub(crate) settings: Settings,
     /// What the layer set but may not, as `key = value`: see [`untrusted`].
     ignored: Vec<String>,
     /// Why it may not: its folder is not trusted, or is not the folder that was.
     why: Option<String>,
     /// Its rules and hooks (a project's allow rules and hooks only when its folder is trusted).
-    policy: Policy,
+    pub(crate) policy: Policy,
 }
 
 /// A project's file (one a cloned repository brings along) may not loosen what the user's
@@ -122,7 +122,7 @@ pub(crate) fn untrusted(settings: &mut Settings) -> Vec<String> {
 }
 
 /// The project's configuration file in `cwd`.
-fn project_file(cwd: &Path) -> PathBuf {
+pub(crate) fn project_file(cwd: &Path) -> PathBuf {
     cwd.join(".golato/config.toml")
 }
 
@@ -140,9 +140,9 @@ pub(crate) fn user_file() -> Option<PathBuf> {
 
 /// A file's settings and profiles; nothing when it does not exist.
 fn read(path: &Path, cwd: &Path) -> Result<Option<(Settings, Profiles, Policy)>, CliError> {
-    let text = match crate::store::bounded::read_text(path, crate::store::bounded::CONFIG_LIMIT) {
+    let text = match crate::bounded::read_text(path, crate::bounded::CONFIG_LIMIT) {
         Ok(text) => text,
-        Err(crate::store::bounded::Unreadable::Missing) => return Ok(None),
+        Err(crate::bounded::Unreadable::Missing) => return Ok(None),
         Err(error) => {
             return Err(CliError::usage(format!(
                 "cannot read the configuration {}: {error}",
@@ -510,7 +510,7 @@ fn flag_rules(args: &AgentArgs) -> Result<Policy, CliError> {
 }
 
 /// The one line that says what a project's file set but may not, and how to let it.
-fn ignored_text(layer: &Layer) -> Option<String> {
+pub(crate) fn ignored_text(layer: &Layer) -> Option<String> {
     if layer.ignored.is_empty() {
         return None;
     }
@@ -649,7 +649,7 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
         }
     }
     if let Some(approve) = &settings.approve {
-        let value = crate::setup::approve::Approve::from_str(approve, true)
+        let value = crate::args::Approve::from_str(approve, true)
             .map_err(|_| invalid("approve", format!("{approve:?} is not ask, edits or never")))?;
         set!(approve, Some(value));
     }
@@ -676,7 +676,7 @@ fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), C
 }
 
 /// The layers `golato config` and `golato hooks` show: a folder is never asked about there.
-fn shown_layers(args: &ConfigArgs) -> Result<Vec<Layer>, CliError> {
+pub(crate) fn shown_layers(args: &ConfigArgs) -> Result<Vec<Layer>, CliError> {
     let trusting = match args.settings.trust {
         true => Trusting::Given,
         false => Trusting::Remembered,
@@ -687,84 +687,6 @@ fn shown_layers(args: &ConfigArgs) -> Result<Vec<Layer>, CliError> {
         &args.settings.config,
         trusting,
     )
-}
-
-/// `golato hooks`: the command hooks in effect, each with where it is configured.
-pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
-    let layers = shown_layers(&args)?;
-    let mut policy = Policy::new();
-    for layer in layers {
-        if let Some(text) = ignored_text(&layer) {
-            eprintln!("golato: {text}");
-        }
-        policy.extend(layer.policy);
-    }
-    let described = policy.describe_hooks();
-    if described.is_empty() {
-        eprintln!("golato: no hooks here (configure them as [[hooks.EVENT]] in a configuration file; README \"Policy\")");
-    }
-    for line in described {
-        println!("{}", crate::view::shown::visible(&line));
-    }
-    Ok(crate::Exit::Success)
-}
-
-/// `golato config`: every setting in effect, and where it comes from.
-pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
-    use std::io::Write as _;
-    let layers = shown_layers(&args)?;
-    let mut out = std::io::stdout().lock();
-    // Every line as a terminal shows it safely: paths, sources and values come from files a
-    // repository brings (a folder named with an escape sequence would drive the terminal).
-    macro_rules! say {
-        ($($arg:tt)*) => {
-            let _ = writeln!(out, "{}", crate::view::shown::visible(&format!($($arg)*)));
-        };
-    }
-    let files = [user_file(), Some(project_file(&args.cwd))];
-    for path in files.into_iter().flatten() {
-        let state = if path.exists() { "read" } else { "none" };
-        say!("# {}: {state}", path.display());
-    }
-    let mut effective: BTreeMap<&'static str, (String, String)> = BTreeMap::new();
-    for layer in &layers {
-        for (key, value) in entries(&layer.settings) {
-            effective.insert(key, (value, layer.source.clone()));
-        }
-        if let Some(text) = ignored_text(layer) {
-            say!("# {text}");
-        }
-    }
-    if effective.is_empty() {
-        say!("# nothing set: every flag has its default (golato run --help)");
-    }
-    for (key, (value, source)) in effective {
-        say!("{key} = {value}    # {source}");
-    }
-    let mut policy = Policy::new();
-    for layer in layers {
-        policy.extend(layer.policy);
-    }
-    if !policy.rules.is_empty() {
-        say!("# rules (a deny beats an ask beats an allow):");
-    }
-    for rule in policy.rules.iter() {
-        say!("{} {}    # {}", rule.decision, rule.text, rule.source);
-    }
-    for hook in policy.describe_hooks() {
-        say!("hook {hook}");
-    }
-    let instructions = crate::setup::instructions::for_config(&args.cwd, args.settings.trust);
-    if instructions.files.is_empty() {
-        say!("# instructions: no AGENTS.md or CLAUDE.md read");
-    }
-    for file in &instructions.files {
-        say!("# instructions: {}", file.display());
-    }
-    if let Some(why) = &instructions.skipped {
-        say!("# instructions: {}", crate::view::shown::visible(why));
-    }
-    Ok(crate::Exit::Success)
 }
 
 /// What `settings` sets, as TOML-like text.

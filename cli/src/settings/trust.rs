@@ -172,9 +172,9 @@ fn store_path() -> Result<PathBuf, CliError> {
 }
 
 fn read(path: &Path) -> Result<Store, CliError> {
-    let bytes = match crate::store::bounded::read(path, STORE_LIMIT) {
+    let bytes = match crate::bounded::read(path, STORE_LIMIT) {
         Ok(bytes) => bytes,
-        Err(crate::store::bounded::Unreadable::Missing) => return Ok(Store::default()),
+        Err(crate::bounded::Unreadable::Missing) => return Ok(Store::default()),
         Err(error) => {
             return Err(CliError::usage(format!(
                 "cannot read the trusted folders {}: {error}",

@@ -12,7 +12,8 @@ use golato::generator::{Generator, Model, Scripted};
 use golato::tool::Execution;
 
 use crate::args::AgentArgs;
-use crate::setup::approve::{Approve, Approver};
+use crate::args::Approve;
+use crate::setup::approve::Approver;
 use crate::store::record::Recording;
 use crate::view::header::Header;
 use crate::CliError;
@@ -270,13 +271,12 @@ pub(crate) const DEFAULT_SANDBOX: golato::sandbox::Mode = golato::sandbox::Mode:
 
 /// `--output-schema FILE`: the schema, read and parsed.
 fn schema_file(path: &Path) -> Result<serde_json::Value, CliError> {
-    let text = crate::store::bounded::read_text(path, crate::store::bounded::SCHEMA_LIMIT)
-        .map_err(|error| {
-            CliError::usage(format!(
-                "cannot read --output-schema {}: {error}",
-                path.display()
-            ))
-        })?;
+    let text = crate::bounded::read_text(path, crate::bounded::SCHEMA_LIMIT).map_err(|error| {
+        CliError::usage(format!(
+            "cannot read --output-schema {}: {error}",
+            path.display()
+        ))
+    })?;
     serde_json::from_str(&text).map_err(|error| {
         CliError::usage(format!(
             "--output-schema {} is not JSON ({error}); give a JSON Schema file",
@@ -319,7 +319,7 @@ async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
         return Ok(Vec::new());
     }
     // Ctrl-C while a server starts stops it too (it runs in a process group of its own).
-    let mut signals = crate::setup::interrupt::Signals::listen()?;
+    let mut signals = crate::interrupt::Signals::listen()?;
     let mut tools = Vec::new();
     for mut config in configs {
         if let Some(timeout) = args.mcp_timeout {
@@ -394,7 +394,7 @@ pub(crate) fn builtin_error(error: builtin::Error) -> CliError {
 
 /// The script as a generator, and the results it recorded.
 pub(crate) fn load_script(path: &Path) -> Result<(Scripted, Recording), CliError> {
-    let text = crate::store::bounded::read_text(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
+    let text = crate::bounded::read_text(path, golato::generator::MAX_SCRIPT_BYTES).map_err(|error| {
         CliError::usage(format!(
             "cannot read the script {}: {error}; give --script a JSON or JSONL file written by --record",
             path.display()

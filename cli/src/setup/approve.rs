@@ -2,7 +2,7 @@
 //! golato's hooks.
 //!
 //! The hook decides whether a call needs asking; the question goes to the loop that drives the
-//! run ([`crate::commands::run::drive`]), which shows it, reads the answer from the terminal and sends it
+//! run (`golato run`'s drive loop, the front end), which shows it, reads the answer from the terminal and sends it
 //! back. Where nobody can answer (standard input is not a terminal, `--json`, a worker), a call
 //! that needs asking is refused with a result that says how to allow it: never a hang.
 
@@ -10,55 +10,14 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use clap::ValueEnum;
 use futures::future::BoxFuture;
 use golato::hook::HookContext;
 use golato::policy::{Approval, Decision};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::setup::interrupt::Signals;
+use crate::args::Approve;
+use crate::interrupt::Signals;
 use crate::view::report::{Answer, View};
-
-/// Which calls ask first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Approve {
-    /// Every bash, write and edit call asks: yes, no, or always for that tool in this run.
-    Ask,
-    /// Writes and edits inside the working directory and the --writable directories go
-    /// through; bash and anything else that changes files asks.
-    Edits,
-    /// Nothing asks.
-    Never,
-}
-
-impl Approve {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Approve::Ask => "ask",
-            Approve::Edits => "edits",
-            Approve::Never => "never",
-        }
-    }
-
-    /// The mode when `--approve` is not given. A run the sandbox confines asks nothing: the
-    /// kernel holds the line, and a question for every command inside it teaches people to
-    /// answer yes unread. An unconfined run on a terminal asks before every bash, write and
-    /// edit: nothing else stands between the model and the machine. Without a terminal nobody
-    /// can answer, so nothing asks (the choice of `--sandbox off` was the person's own).
-    pub(crate) fn default_for(sandboxed: bool, interactive: bool) -> Approve {
-        if !sandboxed && interactive {
-            Approve::Ask
-        } else {
-            Approve::Never
-        }
-    }
-}
-
-impl std::fmt::Display for Approve {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A call waiting for the person's answer.
 #[derive(Debug)]
@@ -372,7 +331,7 @@ pub(crate) async fn ask(
     question: &mut Question,
     lines: &mut mpsc::UnboundedReceiver<Typed>,
     signals: &mut Signals,
-) -> Result<Answer, crate::setup::interrupt::Signal> {
+) -> Result<Answer, crate::interrupt::Signal> {
     // The whole call, made visible: the person approves what they can read, never a first line
     // or a cut (a second line of a command would otherwise go unseen).
     let shown = crate::view::shown::visible(&question.detail).into_owned();

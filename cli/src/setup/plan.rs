@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use golato::agent::{self, Agent};
-use golato::builtin::{PlanStep, StepStatus};
 use golato::generator::{Generator, Model};
 use golato::hook::Hook;
 
@@ -68,18 +67,4 @@ pub(crate) fn with_instructions(system: Option<&str>) -> String {
         Some(system) => format!("{system}\n\n{INSTRUCTIONS}"),
         None => INSTRUCTIONS.to_owned(),
     }
-}
-
-/// A plan as lines a person reads: a box per step, ticked when done.
-pub(crate) fn lines(plan: &[PlanStep]) -> Vec<String> {
-    plan.iter()
-        .map(|step| {
-            let mark = match step.status {
-                StepStatus::Completed => "[x]",
-                StepStatus::InProgress => "[>]",
-                _ => "[ ]",
-            };
-            format!("{mark} {}", crate::view::live::clip(&step.step))
-        })
-        .collect()
 }

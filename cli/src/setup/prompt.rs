@@ -112,8 +112,8 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
             denied.display()
         )));
     }
-    let file = crate::store::bounded::open_regular(&real).map_err(|why| match why {
-        crate::store::bounded::Unreadable::Io(error) => error,
+    let file = crate::bounded::open_regular(&real).map_err(|why| match why {
+        crate::bounded::Unreadable::Io(error) => error,
         other => refused(other.to_string()),
     })?;
     // procfs and sysfs: files that say they are regular and empty, and hold the process's

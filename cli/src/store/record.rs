@@ -5,6 +5,7 @@
 //! A line is written (and flushed) as each turn ends, so an interrupted run leaves every turn it
 //! finished, the cut-short one included, in the file.
 
+use crate::view::report::Mismatch;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -79,19 +80,6 @@ pub(crate) struct Recording {
     turns: Vec<Option<Vec<ToolResultMessage>>>,
     /// The prompt the recording was made with, when it says.
     pub(crate) prompt: Option<String>,
-}
-
-/// A replayed tool result that differs from the recorded one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Mismatch {
-    /// 1-based turn.
-    pub(crate) turn: usize,
-    /// 0-based position of the call in the turn's message.
-    pub(crate) index: usize,
-    pub(crate) call_id: String,
-    pub(crate) tool_name: String,
-    /// What differs, in words.
-    pub(crate) difference: String,
 }
 
 impl Recording {

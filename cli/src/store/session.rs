@@ -49,7 +49,7 @@ pub(crate) struct Writer {
     /// Held while the session is written.
     _lock: Option<file::Lock>,
     /// The session's subagents' transcripts, beside it.
-    children: crate::setup::subagents::Transcripts,
+    children: crate::store::transcripts::Transcripts,
 }
 
 /// The longest session ID golato takes (its own are 23 characters).
@@ -390,7 +390,7 @@ impl Saved {
         let modified = std::fs::metadata(path)
             .and_then(|metadata| metadata.modified())
             .unwrap_or(UNIX_EPOCH);
-        let bytes = crate::store::bounded::read(path, crate::store::bounded::SESSION_LIMIT)
+        let bytes = crate::bounded::read(path, crate::bounded::SESSION_LIMIT)
             .map_err(|why| Unreadable::new(path, modified, why.to_string(), None))?;
         Saved::from_bytes(path, &bytes, modified)
     }
@@ -772,14 +772,12 @@ pub(crate) fn cut_before(saved: &Saved, prompt: usize, note: Value) -> Result<()
 pub(crate) fn repair(id: &str) -> Result<crate::Exit, CliError> {
     let (id, path) = named(id)?;
     let id = id.as_str();
-    let bytes = crate::store::bounded::read(&path, crate::store::bounded::SESSION_LIMIT).map_err(
-        |why| {
-            CliError::usage(format!(
-                "the session {id} cannot be repaired: {} ({why})",
-                path.display()
-            ))
-        },
-    )?;
+    let bytes = crate::bounded::read(&path, crate::bounded::SESSION_LIMIT).map_err(|why| {
+        CliError::usage(format!(
+            "the session {id} cannot be repaired: {} ({why})",
+            path.display()
+        ))
+    })?;
     let said = file::repair(&path, id, &bytes)?;
     let _ = writeln!(std::io::stdout().lock(), "{said}");
     Ok(crate::Exit::Success)
@@ -871,7 +869,7 @@ pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
         let _ = std::fs::remove_file(path.with_extension(aside));
     }
     // Its subagents' transcripts and its checkpoints go with it.
-    let _ = std::fs::remove_dir_all(crate::setup::subagents::folder(&path));
+    let _ = std::fs::remove_dir_all(crate::store::transcripts::folder(&path));
     let _ = std::fs::remove_dir_all(crate::store::checkpoints::folder(&path));
     let _ = writeln!(std::io::stdout().lock(), "removed the session {id}");
     Ok(crate::Exit::Success)

@@ -22,7 +22,7 @@ pub(crate) struct Header {
     /// What the built-ins may touch.
     pub(crate) sandbox: golato::sandbox::Policy,
     /// Which calls wait for a yes.
-    pub(crate) approve: crate::setup::approve::Approve,
+    pub(crate) approve: crate::args::Approve,
     /// The session the run is saved in, if any.
     pub(crate) session: Option<String>,
 }

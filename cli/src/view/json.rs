@@ -7,8 +7,8 @@ use std::io::Write;
 use golato::agent::Event;
 use serde_json::{json, Value};
 
-use crate::setup::interrupt::Signal;
-use crate::store::record::Mismatch;
+use crate::interrupt::Signal;
+use crate::view::report::Mismatch;
 use crate::view::report::{Ending, View};
 
 /// The JSON lines view.

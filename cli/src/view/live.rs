@@ -20,8 +20,8 @@ use golato::message::{AssistantMessage, Content, StopReason, ToolCall, ToolResul
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use serde_json::Value;
 
-use crate::setup::interrupt::Signal;
-use crate::store::record::Mismatch;
+use crate::interrupt::Signal;
+use crate::view::report::Mismatch;
 use crate::view::report::{Answer, Ending, View};
 use crate::view::shown::visible;
 
@@ -266,7 +266,7 @@ impl Live {
             Some(diff) => text.push_str(&diff_lines(diff)),
             // The plan itself, every step.
             None if plan.is_some() => {
-                for line in crate::setup::plan::lines(plan.as_deref().unwrap_or_default()) {
+                for line in crate::view::plan::lines(plan.as_deref().unwrap_or_default()) {
                     text.push_str(&format!("\n  {DIM}│{DIM:#} {line}"));
                 }
             }

@@ -12,7 +12,7 @@ pub(crate) fn change(cwd: &Path, tool: &str, arguments: &serde_json::Value) -> O
     let path = arguments["path"].as_str()?;
     let full = cwd.join(path);
     let original = || {
-        crate::store::bounded::read(&full, PREVIEW_LIMIT)
+        crate::bounded::read(&full, PREVIEW_LIMIT)
             .ok()
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
     };

@@ -8,7 +8,6 @@ use std::time::Duration;
 use golato::agent::Event;
 use golato::message::Usage;
 
-use crate::store::record::Mismatch;
 use crate::Exit;
 
 /// Shows a run as it happens.
@@ -18,7 +17,7 @@ pub(crate) trait View {
     /// A replayed tool result differs from the recorded one.
     fn mismatch(&mut self, mismatch: &Mismatch);
     /// The run was interrupted by a signal and is being cancelled.
-    fn interrupted(&mut self, signal: crate::setup::interrupt::Signal);
+    fn interrupted(&mut self, signal: crate::interrupt::Signal);
     /// The run is over.
     fn end(&mut self, ending: &Ending<'_>);
     /// The program exits at once (a second signal): leave the terminal clean.
@@ -115,5 +114,50 @@ impl Ending<'_> {
             Exit::Interrupted(_) => "interrupted",
             Exit::Failure | Exit::Usage => "failed",
         }
+    }
+}
+
+/// A replayed tool result that differs from the recorded one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mismatch {
+    /// 1-based turn.
+    pub(crate) turn: usize,
+    /// 0-based position of the call in the turn's message.
+    pub(crate) index: usize,
+    pub(crate) call_id: String,
+    pub(crate) tool_name: String,
+    /// What differs, in words.
+    pub(crate) difference: String,
+}
+
+/// The error in the command line's terms.
+pub(crate) fn describe(error: &golato::agent::Error) -> String {
+    match error {
+        golato::agent::Error::MaxTurns { limit, .. } => format!(
+            "the run reached its limit of {} and the model asked for another; raise --max-turns",
+            crate::view::shown::count(*limit as u64, "turn")
+        ),
+        golato::agent::Error::Budget { reached, .. } => format!(
+            "the run reached its budget ({reached}) and was ended after its last batch; raise --max-tokens or --max-cost, or go on with golato run -c"
+        ),
+        golato::agent::Error::Generator { source, .. } => {
+            let hint = match source {
+                golato::generator::Error::Provider {
+                    status: Some(404), ..
+                } => "; a 404 from an OpenAI-compatible server often means the base URL lacks /v1 at its end (--base-url http://HOST:PORT/v1)",
+                _ => "",
+            };
+            one_line(&format!("the model's API failed: {source}{hint}"))
+        }
+        other => one_line(&other.to_string()),
+    }
+}
+
+/// `text` on one line (a provider's HTML error page has many), cut at 600 characters.
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match joined.char_indices().nth(600) {
+        Some((cut, _)) => format!("{} …", &joined[..cut]),
+        None => joined,
     }
 }
