@@ -27,10 +27,10 @@ pub(crate) enum Command {
     /// Calls one built-in tool through the validation pipeline and prints the result as JSON.
     Tool(ToolArgs),
     /// Starts a worker for durable runs: a Restate endpoint running each submitted run with the
-    /// agent these flags describe (build with `--features durable`).
+    /// agent these flags describe (in the default build; not with --no-default-features).
     Serve(Box<ServeArgs>),
     /// Submits a durable run to a Restate server and prints its outcome; the same --id again
-    /// gives the same outcome (build with `--features durable`).
+    /// gives the same outcome (in the default build; not with --no-default-features).
     Submit(SubmitArgs),
     /// Cancels a durable run: its running tools are stopped, its transcript kept.
     Cancel(ControlArgs),

@@ -1,11 +1,11 @@
-//! The `golato` command line.
+//! The `golato` command line (`golato --help` lists every subcommand):
 //!
-//! - `golato run [OPTIONS] PROMPT`: an agent with the built-in tools in a directory, against a
-//!   real model (OpenAI-compatible or Anthropic) or a recorded one (`--script`), with live output.
-//! - `golato demo`: the bundled demo workspace, copied to a fresh directory and fixed there by a
-//!   recorded session; no key or network needed.
-//! - `golato tool NAME JSON_ARGS`: one call of a built-in tool through the whole validation
-//!   pipeline, its result printed as JSON.
+//! - running agents: `run` (one prompt, live output, `--json`), `chat` (the interactive front
+//!   end, or `--plain` lines), `resume`, `demo` (the bundled demo, no key or network needed),
+//!   `acp` (the Agent Client Protocol for editors), `tool` (one call of a built-in tool);
+//! - durable runs on Restate: `serve`, `submit`, `cancel`, `steer`, `follow-up`;
+//! - what golato keeps: `sessions`, `undo`, `diff`;
+//! - what the files say: `config`, `hooks`, `skills`, `trust`, `untrust`.
 //!
 //! Exit status: 0 when the run ended normally (for `tool`: a successful result), 1 for an error
 //! outcome (a generator failure, `--max-turns` reached; for `tool`: an error result), 2 for a

@@ -3,8 +3,6 @@
 //! before it has stopped (issue 21, item 1). The file tools are held at the moment they would
 //! change the file with the test-only `builtin::fault::Pause` (a handshake, not a sleep).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::Arc;

@@ -1,7 +1,5 @@
 //! The built-in `bash` tool through the whole pipeline.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::time::Duration;

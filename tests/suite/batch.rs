@@ -2,8 +2,6 @@
 //! source order, event order, late updates, the terminate rule and `StopReason::Length`.
 //! Concurrency is proven with barriers and handshakes, never with sleeps.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

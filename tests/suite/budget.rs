@@ -1,8 +1,6 @@
 //! Budgets and cost: a run ends after the batch that reaches its token or money limit, with its
 //! transcript; the cost of a run at the model's price (and none for a model without one).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::Arc;

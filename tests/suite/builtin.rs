@@ -1,7 +1,5 @@
 //! The built-in tools through the whole pipeline: selection, write and read.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::os::unix::fs::FileTypeExt as _;

@@ -1,8 +1,6 @@
 //! The same run from every kind of caller: a plain thread, tokio (both flavours) and actix,
 //! reading events with the blocking iterator or the async API.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use golato::agent::{Agent, Event, Run};

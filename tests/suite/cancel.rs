@@ -1,7 +1,5 @@
 //! Cancellation, generator failure, guard rails and concurrent runs (BEHAVIOUR.md §1.3–1.6).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};

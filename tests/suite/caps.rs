@@ -1,8 +1,6 @@
 //! Concurrency caps: `max_parallel_calls` per batch and `max_concurrent_runs` per agent,
 //! proved with barriers and counters, never with sleeps.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::num::NonZeroUsize;

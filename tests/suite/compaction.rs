@@ -3,8 +3,6 @@
 //! provider's "too long" refusal compacts once and retries; `Agent::compact` on demand; a
 //! journaled run sends the same compacted requests when it is picked up.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::collections::HashSet;

@@ -2,8 +2,6 @@
 //! endings, a BOM or not) and random edits taken from them. A successful edit changes nothing
 //! outside the regions it replaced; a failed edit leaves the file untouched.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use golato::builtin;

@@ -1,6 +1,5 @@
 //! The examples, run by the tests: each is included as a module and its output checked.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Each example brings its own copy of examples/support, as it does when built alone.
 #![allow(clippy::duplicate_mod)]
 

@@ -1,8 +1,6 @@
 //! Hooks around tool calls: block, rewrite, replace, and failing hooks, each seen in the
 //! transcript and in `ToolHook` events.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,8 +3,6 @@
 //! socket on loopback that counts what it sent: a bound is proven by how little the client took
 //! before it hung up, not by a clock.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

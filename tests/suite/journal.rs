@@ -2,8 +2,6 @@
 //! goes through its journal; a run started again on the same journal asks the model for no
 //! recorded turn and runs no recorded call, and a call whose result was not recorded runs again.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::collections::HashMap;

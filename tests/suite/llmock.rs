@@ -7,8 +7,6 @@
 //! GOLATO_LLMOCK_URL=http://127.0.0.1:8000 cargo test --test llmock -- --ignored
 //! ```
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::time::Duration;

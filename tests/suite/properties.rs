@@ -5,8 +5,6 @@
 //! result per call at its source position with the error it should have, the terminate rule,
 //! and nothing escapes (the run ends normally, no panic reaches the caller).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::Arc;

@@ -1,8 +1,6 @@
 //! The provider clients against a loopback HTTP server that replays recorded streams and
 //! injects faults; the server records what the clients sent.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,5 @@
 //! Resuming a run from an earlier transcript, possibly after a trip through JSON.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

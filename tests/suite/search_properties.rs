@@ -2,8 +2,6 @@
 //! with a literal finds exactly the lines that hold it, `find` lists exactly the files its glob
 //! names, and `ls` lists exactly a folder's entries.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::collections::BTreeSet;

@@ -1,7 +1,5 @@
 //! Building an agent: required generator, tool checks, scripts loaded from files.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::io::Write;

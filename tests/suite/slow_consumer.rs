@@ -2,8 +2,6 @@
 //! updates coalesce once the buffer is full, lifecycle events are all kept, and a consumer that
 //! keeps up sees every update.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::Arc;

@@ -1,8 +1,6 @@
 //! Steering and follow-up messages: delivered between a batch and the next model turn, or when
 //! the run would otherwise end; never lost silently.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::{mpsc, Arc, Mutex};

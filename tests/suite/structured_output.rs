@@ -1,8 +1,6 @@
 //! Structured output: the final answer as JSON valid against a schema, one more turn for an
 //! answer that is not, then a clear error; the schema asked of each provider in its own terms.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::Arc;

@@ -2,8 +2,6 @@
 //! the parent's cancel reaches grandchildren; budgets and depth are bounded by the parent's;
 //! children's events reach the parent's tagged with their path.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::collections::HashMap;

@@ -1,8 +1,6 @@
 //! Per-call timeouts: a call past its timeout is cancelled and gets an error result; a function
 //! that ignores the cancellation is abandoned after the grace period, and nothing is leaked.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::atomic::{AtomicBool, Ordering};

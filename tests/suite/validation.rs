@@ -1,8 +1,6 @@
 //! The validation sequence (BEHAVIOUR.md §2): each failure becomes an error result at the call's
 //! source position, with a start and an end event, and the run continues.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,8 +1,6 @@
 //! `--approve`: calls that wait for a yes on the terminal (the binary on a pseudo terminal, a
 //! person's answers typed at it), and the same calls where no terminal can answer.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::path::Path;

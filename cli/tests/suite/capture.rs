@@ -4,8 +4,6 @@
 //! never overwritten; a killed command's changes are applied too; where it cannot capture, the
 //! result says why.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::collections::HashMap;

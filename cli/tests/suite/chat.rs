@@ -2,8 +2,6 @@
 //! prompts, steering typed while a run works, Ctrl-C cancelling a run (not the program),
 //! Ctrl-D leaving; the session saved. The full front end's tests are `front.rs`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use serde_json::json;

@@ -1,7 +1,5 @@
 //! The `golato` binary: `golato tool NAME JSON_ARGS [--cwd DIR]`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use std::process::{Command, Output};
 
 use pretty_assertions::assert_eq;

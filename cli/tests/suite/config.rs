@@ -1,8 +1,6 @@
 //! Configuration files, profiles and `--config` overrides, as `golato config` shows them and
 //! as a run takes them (flags always win).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use serde_json::json;

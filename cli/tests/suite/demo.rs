@@ -1,8 +1,6 @@
 //! `golato demo`, and the live terminal view as a person sees it (the binary on a pseudo
 //! terminal).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::process::Command;

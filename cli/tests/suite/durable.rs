@@ -4,8 +4,6 @@
 //! Needs the Restate server binary in `GOLATO_RESTATE_SERVER`; `.ci/run` installs it from npm
 //! and runs these with `cargo test --test durable -- --ignored`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::collections::HashMap;

@@ -5,8 +5,6 @@
 //!
 //! Needs the Restate server binary in `GOLATO_RESTATE_SERVER` (`.ci/run`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::collections::HashMap;

@@ -6,8 +6,6 @@
 //! a shell whose leader exits early leaving children (tests/bash.rs), a provider answering 500,
 //! 429 or garbage or going silent (tests/providers.rs).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::io::Write as _;

@@ -4,8 +4,6 @@
 //! Some checks need root (to own files as another user, or to run `golato` as one); they say so
 //! and skip when the tests run unprivileged.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::os::unix::fs::MetadataExt;

@@ -3,8 +3,6 @@
 //! obeyed; an approval shows the whole call; a write through `link/..` is judged where it
 //! lands; `golato chat` survives a line that is not UTF-8 and leaves on `/exit` while busy.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::path::Path;

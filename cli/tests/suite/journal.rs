@@ -2,8 +2,6 @@
 //! the file as they happen; a run started again on the file after golato was SIGKILLed mid-batch
 //! runs no call the file recorded, runs again the one that was running, and finishes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::process::Stdio;

@@ -8,8 +8,6 @@
 //!     cargo test --test mcp -- --ignored
 //! ```
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::Arc;

@@ -4,8 +4,6 @@
 //! whole process group ends when golato is done with it. The server is a small Python script
 //! (tests/support/hostile_mcp_server.py) that writes its pids: handshakes, not sleeps.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::path::Path;

@@ -1,8 +1,6 @@
 //! An MCP server that never finishes starting, through the binary: the wait has a bound that
 //! the error states (and says how to raise), and Ctrl-C while it starts stops it too.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::path::Path;

@@ -1,8 +1,6 @@
 //! `golato run` against real provider APIs, played by a loopback server that replays recorded
 //! streams from `tests/fixtures/llm/` and keeps what it was sent.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::sync::Arc;

@@ -1,8 +1,6 @@
 //! `golato run`, driven through the built binary: its flags, `--json`, record and replay, usage
 //! errors and real-provider settings against a loopback server.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::collections::HashMap;

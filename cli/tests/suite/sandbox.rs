@@ -5,8 +5,6 @@
 //! "Outside" is a directory under none of the places a workspace-write sandbox leaves writable
 //! ([`outside_base`]).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::os::unix::fs::MetadataExt as _;

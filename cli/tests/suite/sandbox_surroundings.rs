@@ -4,8 +4,6 @@
 //! environment, and the file tools' way to a path. Each check is made on the file system, a
 //! process or the kernel's answer, mostly through the `golato` binary where a user meets it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::path::{Path, PathBuf};

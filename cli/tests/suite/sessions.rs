@@ -1,8 +1,6 @@
 //! Sessions: every `golato run` is saved as it goes; `--continue` and `golato resume` go on
 //! from where one stopped (Ctrl-C and SIGKILL included); `golato sessions` lists them.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::path::{Path, PathBuf};

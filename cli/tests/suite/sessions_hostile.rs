@@ -2,8 +2,6 @@
 //! line damaged in the middle, two writers at once, IDs that are paths or huge, and FIFOs and
 //! devices where golato expects its files.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::path::{Path, PathBuf};

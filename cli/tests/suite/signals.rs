@@ -2,8 +2,6 @@
 //! cancelled, the tool's whole process group is killed, what happened is printed and recorded,
 //! and the exit status is 130 or 143.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::io::{BufRead, BufReader};

@@ -1,8 +1,6 @@
 //! `--tools …,task` through the binary: two subagents at once under the parent's sandbox and
 //! rules, their events in `--json`, their transcripts beside the session and removed with it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use serde_json::{json, Value};

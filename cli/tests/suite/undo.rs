@@ -2,8 +2,6 @@
 //! sandboxed commands changed, `golato undo` puts the files back and cuts the session, refusing
 //! (and changing nothing) when a file changed since; `/undo` in the front end.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
 use crate::support;
 
 use std::path::Path;
