@@ -27,7 +27,8 @@ use crate::message::{AssistantMessage, Message, ToolDefinition};
 pub use anthropic::Anthropic;
 pub use cache::PromptCache;
 pub use http::{
-    RetryPolicy, DEFAULT_IDLE_TIMEOUT, MAX_ERROR_BODY_BYTES, MAX_EVENT_BYTES, MAX_MESSAGE_BYTES,
+    causes, RetryPolicy, DEFAULT_IDLE_TIMEOUT, MAX_ERROR_BODY_BYTES, MAX_EVENT_BYTES,
+    MAX_MESSAGE_BYTES,
 };
 pub use openai::{OpenAiChat, OpenAiResponses};
 pub use price::{context_window, known_models, Price};

@@ -268,19 +268,5 @@ impl Worker {
 
 /// An error and its causes in one line, without the HTTP client's generic outer text.
 fn causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut chain: Vec<String> = Vec::new();
-    let mut next = Some(error);
-    while let Some(error) = next {
-        let text = error.to_string();
-        if !text.starts_with("error sending request")
-            && !chain.iter().any(|seen| seen.contains(&text))
-        {
-            chain.push(text);
-        }
-        next = error.source();
-    }
-    if chain.is_empty() {
-        return error.to_string();
-    }
-    chain.join(": ")
+    golato::generator::causes(error)
 }

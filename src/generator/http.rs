@@ -56,10 +56,16 @@ pub(crate) trait WireDecoder: Default + Send + 'static {
     fn finish(self) -> AssistantMessage;
 }
 
-/// What went wrong, down to the root cause: reqwest's own message ("error sending request for
-/// url …") names neither the cause nor anything the caller does not know, so each cause is
-/// added once, and a message a cause repeats is left out.
-pub(crate) fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+/// What went wrong, down to the root cause, in one line: reqwest's own message ("error sending
+/// request for url …") names neither the cause nor anything the caller does not know, so each
+/// cause is added once, and a message a cause repeats is left out. golato-restate's client
+/// says its HTTP errors the same way.
+///
+/// ```
+/// let error = std::io::Error::other("connection refused");
+/// assert_eq!(golato::generator::causes(&error), "connection refused");
+/// ```
+pub fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     let mut chain: Vec<String> = Vec::new();
     let mut next = Some(error);
     while let Some(error) = next {

@@ -26,8 +26,8 @@ use sha2::Digest as _;
 use crate::store::session::Saved;
 use crate::CliError;
 
-/// Files larger than this are not kept (an undo of them says so): `edit`'s own limit.
-const MAX_KEPT: u64 = 64 * 1024 * 1024;
+/// Files larger than this are not kept (an undo of them says so): the same bound as capture's.
+const MAX_KEPT: u64 = golato::sandbox::capture::MAX_KEPT;
 
 /// The folder of a session's checkpoints.
 pub(crate) fn folder(session: &Path) -> PathBuf {
