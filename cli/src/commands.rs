@@ -6,6 +6,8 @@ pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod durable;
 pub(crate) mod run;
+pub(crate) mod sessions;
 #[cfg(feature = "durable")]
 pub(crate) mod submit;
 pub(crate) mod tool;
+pub(crate) mod undo;

@@ -31,7 +31,6 @@ mod view;
 use commands::{chat, demo, durable, run, tool};
 use settings::{config, trust};
 use setup::skills;
-use store::{checkpoints, session};
 use view::shown;
 
 #[cfg(feature = "fuzzing")]
@@ -244,12 +243,12 @@ pub fn main() -> ExitCode {
             Command::FollowUp(args) => durable::control(args, durable::Control::FollowUp).await,
             Command::Resume(args) => run::resume(args).await,
             Command::Sessions(args) => match args.action {
-                None => session::list((!args.all).then_some(args.cwd.as_path())),
-                Some(args::SessionsAction::Repair { id }) => session::repair(&id),
-                Some(args::SessionsAction::Rm { id }) => session::remove(&id),
+                None => commands::sessions::list((!args.all).then_some(args.cwd.as_path())),
+                Some(args::SessionsAction::Repair { id }) => commands::sessions::repair(&id),
+                Some(args::SessionsAction::Rm { id }) => commands::sessions::remove(&id),
             },
-            Command::Undo(args) => checkpoints::undo_command(&args.session, args.to),
-            Command::Diff(args) => checkpoints::diff_command(&args.session),
+            Command::Undo(args) => commands::undo::undo_command(&args.session, args.to),
+            Command::Diff(args) => commands::undo::diff_command(&args.session),
             Command::Acp(args) => acp::command(*args).await,
             Command::Chat(args) if front::usable(&args) => front::command(*args).await,
             Command::Chat(args) => chat::command(*args).await,

@@ -813,27 +813,3 @@ pub(crate) fn diff(saved: &Saved) -> String {
     }
     out
 }
-
-/// `golato undo [ID] [--to N]`.
-pub(crate) fn undo_command(
-    session: &crate::args::SessionChoice,
-    to: Option<usize>,
-) -> Result<crate::Exit, CliError> {
-    let saved = chosen(session)?;
-    let done = undo(&saved, to)?;
-    let _ = writeln!(std::io::stdout().lock(), "{}: {done}", saved.header.id);
-    Ok(crate::Exit::Success)
-}
-
-/// `golato diff [ID]`.
-pub(crate) fn diff_command(session: &crate::args::SessionChoice) -> Result<crate::Exit, CliError> {
-    let saved = chosen(session)?;
-    let _ = std::io::stdout().lock().write_all(diff(&saved).as_bytes());
-    Ok(crate::Exit::Success)
-}
-
-/// The session named, else the directory's newest.
-fn chosen(session: &crate::args::SessionChoice) -> Result<Saved, CliError> {
-    let id = session.id.as_deref();
-    crate::store::session::find(id, Some(session.cwd.as_path()).filter(|_| id.is_none()))
-}

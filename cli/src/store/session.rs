@@ -10,7 +10,7 @@
 //! it, with `golato sessions repair ID` as the way out; one process at a time writes a session
 //! (a lock beside it).
 
-mod file;
+pub(crate) mod file;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -79,7 +79,7 @@ fn check_id(id: &str) -> Result<(), CliError> {
 }
 
 /// The session `id` names, whole or by a unique start: its full ID and its file.
-fn named(id: &str) -> Result<(String, PathBuf), CliError> {
+pub(crate) fn named(id: &str) -> Result<(String, PathBuf), CliError> {
     check_id(id)?;
     let dir = directory()?;
     let path = dir.join(format!("{id}.jsonl"));
@@ -363,8 +363,8 @@ pub(crate) struct Saved {
 #[derive(Debug)]
 pub(crate) struct Unreadable {
     pub(crate) error: CliError,
-    header: Option<Header>,
-    modified: SystemTime,
+    pub(crate) header: Option<Header>,
+    pub(crate) modified: SystemTime,
 }
 
 impl Unreadable {
@@ -766,121 +766,4 @@ pub(crate) fn cut_before(saved: &Saved, prompt: usize, note: Value) -> Result<()
         .and_then(|()| std::fs::File::open(&aside)?.sync_all())
         .and_then(|()| std::fs::rename(&aside, &saved.path))
         .map_err(failed)
-}
-
-/// `golato sessions repair ID`.
-pub(crate) fn repair(id: &str) -> Result<crate::Exit, CliError> {
-    let (id, path) = named(id)?;
-    let id = id.as_str();
-    let bytes = crate::bounded::read(&path, crate::bounded::SESSION_LIMIT).map_err(|why| {
-        CliError::usage(format!(
-            "the session {id} cannot be repaired: {} ({why})",
-            path.display()
-        ))
-    })?;
-    let said = file::repair(&path, id, &bytes)?;
-    let _ = writeln!(std::io::stdout().lock(), "{said}");
-    Ok(crate::Exit::Success)
-}
-
-/// `golato sessions`: one line each, newest first.
-pub(crate) fn list(cwd: Option<&Path>) -> Result<crate::Exit, CliError> {
-    let (sessions, unreadable) = all()?;
-    let cwd = cwd.map(|cwd| cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned()));
-    let here = |header: Option<&Header>| {
-        cwd.as_ref()
-            .is_none_or(|cwd| header.is_none_or(|header| header.cwd == *cwd))
-    };
-    for problem in unreadable
-        .iter()
-        .filter(|problem| here(problem.header.as_ref()))
-    {
-        eprintln!("golato: {}", problem.error);
-    }
-    let total = sessions.len();
-    let shown: Vec<Saved> = sessions
-        .into_iter()
-        .filter(|saved| here(Some(&saved.header)))
-        .collect();
-    let mut out = std::io::stdout().lock();
-    if shown.is_empty() {
-        let _ = match &cwd {
-            Some(cwd) if total > 0 => writeln!(
-                out,
-                "no sessions saved in {} ({} elsewhere: golato sessions --all)",
-                cwd.display(),
-                total
-            ),
-            Some(cwd) => writeln!(out, "no sessions saved in {}", cwd.display()),
-            None => writeln!(out, "no sessions saved in {}", directory()?.display()),
-        };
-        return Ok(crate::Exit::Success);
-    }
-    let rows: Vec<[String; 5]> = shown
-        .iter()
-        .map(|saved| {
-            let age = saved
-                .modified
-                .elapsed()
-                .map_or_else(|_| "now".to_owned(), |since| ago(since.as_secs()));
-            [
-                saved.header.id.clone(),
-                age,
-                crate::view::shown::count(saved.turns() as u64, "turn"),
-                crate::view::shown::visible(&saved.header.cwd.display().to_string()).into_owned(),
-                crate::view::live::clip(saved.first_prompt().lines().next().unwrap_or_default()),
-            ]
-        })
-        .collect();
-    let header = ["ID", "LAST ACTIVE", "TURNS", "DIRECTORY", "FIRST PROMPT"].map(str::to_owned);
-    let widths: Vec<usize> = (0..4)
-        .map(|column| {
-            std::iter::once(&header)
-                .chain(&rows)
-                .map(|row| row[column].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in std::iter::once(&header).chain(&rows) {
-        let mut line = String::new();
-        for (column, width) in widths.iter().enumerate() {
-            line.push_str(&format!("{:<width$}  ", row[column]));
-        }
-        line.push_str(&row[4]);
-        let _ = writeln!(out, "{}", line.trim_end());
-    }
-    Ok(crate::Exit::Success)
-}
-
-/// `golato sessions rm ID`: the session's file and what repairs set aside beside it; refused
-/// while a golato writes it.
-pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
-    let (id, path) = named(id)?;
-    let _lock = file::Lock::take(&path, &id)?;
-    let failed = |error: std::io::Error| {
-        CliError::Failed(format!(
-            "could not remove the session {id} ({}): {error}",
-            path.display()
-        ))
-    };
-    std::fs::remove_file(&path).map_err(failed)?;
-    for aside in ["torn", "jsonl.damaged", "lock"] {
-        let _ = std::fs::remove_file(path.with_extension(aside));
-    }
-    // Its subagents' transcripts and its checkpoints go with it.
-    let _ = std::fs::remove_dir_all(crate::store::transcripts::folder(&path));
-    let _ = std::fs::remove_dir_all(crate::store::checkpoints::folder(&path));
-    let _ = writeln!(std::io::stdout().lock(), "removed the session {id}");
-    Ok(crate::Exit::Success)
-}
-
-/// `seconds` ago, as a person says it.
-fn ago(seconds: u64) -> String {
-    match seconds {
-        0..60 => format!("{seconds}s ago"),
-        60..3600 => format!("{}m ago", seconds / 60),
-        3600..86_400 => format!("{}h ago", seconds / 3600),
-        _ => format!("{}d ago", seconds / 86_400),
-    }
 }

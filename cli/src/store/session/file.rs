@@ -66,13 +66,13 @@ pub(super) fn lines(bytes: &[u8]) -> Lines {
 /// The lock on a session: while it is held, no other golato writes the session. A lock file
 /// beside it (`ID.lock`) names the process holding it.
 #[derive(Debug)]
-pub(super) struct Lock {
+pub(crate) struct Lock {
     _file: std::fs::File,
 }
 
 impl Lock {
     /// Takes the lock of the session file `session`, or says who holds it.
-    pub(super) fn take(session: &Path, id: &str) -> Result<Lock, CliError> {
+    pub(crate) fn take(session: &Path, id: &str) -> Result<Lock, CliError> {
         let path = session.with_extension("lock");
         let mut file = std::fs::OpenOptions::new()
             .read(true)
@@ -192,7 +192,7 @@ fn last_line_start(file: &mut std::fs::File, length: u64) -> std::io::Result<u64
 
 /// `golato sessions repair`: keeps the lines before the first damaged one (and a torn tail
 /// aside), moves the rest to `ID.jsonl.damaged`, and says what it did.
-pub(super) fn repair(path: &Path, id: &str, bytes: &[u8]) -> Result<String, CliError> {
+pub(crate) fn repair(path: &Path, id: &str, bytes: &[u8]) -> Result<String, CliError> {
     let judged = lines(bytes);
     let failed = |error: std::io::Error| {
         CliError::Failed(format!("could not repair {}: {error}", path.display()))
