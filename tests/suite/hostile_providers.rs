@@ -84,10 +84,17 @@ fn assert_taken_at_most(sent: &AtomicUsize, limit: usize) {
     assert!(sent < limit + 48 * 1024 * 1024, "{sent} bytes sent");
 }
 
+/// A client for a server that floods: the idle timeout is far past any pause a loaded machine
+/// makes between two writes, so only the limit under test can end the stream.
 fn client(url: String) -> OpenAiChat {
+    client_idle_after(url, Duration::from_secs(30))
+}
+
+/// A client for a server that goes quiet: it gives up after `idle`.
+fn client_idle_after(url: String, idle: Duration) -> OpenAiChat {
     OpenAiChat::new(url, None)
         .unwrap()
-        .with_idle_timeout(Duration::from_millis(300))
+        .with_idle_timeout(idle)
         .with_retry(RetryPolicy {
             max_retries: 1,
             initial_backoff: Duration::from_millis(1),
@@ -133,7 +140,7 @@ async fn a_provider_that_never_sends_headers_is_given_up_on() {
         })
     }))
     .await;
-    let error = error_of(&client(url)).await;
+    let error = error_of(&client_idle_after(url, Duration::from_millis(300))).await;
     assert!(
         matches!(error, generator::Error::NoResponse { .. }),
         "{error:?}"
@@ -159,7 +166,7 @@ async fn keep_alive_comments_alone_do_not_keep_a_stream_alive() {
         })
     }))
     .await;
-    let error = error_of(&client(url)).await;
+    let error = error_of(&client_idle_after(url, Duration::from_millis(300))).await;
     assert!(
         matches!(error, generator::Error::IdleTimeout { .. }),
         "{error:?}"
