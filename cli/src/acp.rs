@@ -28,11 +28,10 @@ use agent_client_protocol::v1::schema::{
     SetSessionModeResponse,
 };
 use agent_client_protocol::Agent;
-use golato::agent::compaction::Summary;
-use golato::message::Message;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{AcpArgs, AgentArgs, McpCommand};
+use crate::settings::Settings;
 use crate::{CliError, Exit};
 
 /// The connection to the client, as handlers and drivers use it.
@@ -126,19 +125,14 @@ const MODES: [(&str, &str, &str); 4] = [
     ),
 ];
 
-/// A session: its agent, its conversation, and the prompt it works on, if any.
+/// A session: its conversation, and what the client is told of it.
 pub(crate) struct Session {
     pub(crate) id: String,
     pub(crate) cwd: PathBuf,
-    /// The flags this session's agent was built from (a mode change builds it again).
-    args: AgentArgs,
-    pub(crate) agent: golato::Agent,
-    pub(crate) questions: Option<crate::setup::approve::Questions>,
-    pub(crate) transcript: Vec<Message>,
-    pub(crate) summary: Option<Summary>,
-    pub(crate) saving: Option<crate::store::session::Writer>,
+    /// The agent, transcript, session file, approvals and hooks (a mode change builds the agent
+    /// again from its settings).
+    pub(crate) conversation: crate::conversation::Conversation,
     pub(crate) mode: &'static str,
-    pub(crate) price: Option<golato::generator::Price>,
     /// What the session's turns have cost so far, in dollars (where the price is known).
     pub(crate) spent: f64,
     /// Which API the session's model is reached through (`openai`, `anthropic`, `script`…).
@@ -218,18 +212,19 @@ pub(crate) fn invalid_params(message: impl Into<String>) -> agent_client_protoco
     agent_client_protocol::Error::new(-32602, message)
 }
 
-/// The flags for a session in `cwd`: the defaults, the client's MCP servers, the directory's
-/// configuration (as trusted), and the sandbox of `mode`.
-fn session_args(
+/// The settings of a session in `cwd`: the flags, the directory's configuration (as trusted),
+/// and the client's MCP servers besides the configuration's.
+fn session_settings(
     state: &State,
     cwd: &Path,
     mcp_servers: &[McpServer],
-) -> Result<AgentArgs, CliError> {
+) -> Result<Settings, CliError> {
     let mut args = state.defaults.clone();
     args.cwd = cwd.to_owned();
+    let mut settings = crate::settings::resolve(args, false)?;
     for server in mcp_servers {
         match server {
-            McpServer::Stdio(stdio) => args.mcp_commands.push(McpCommand {
+            McpServer::Stdio(stdio) => settings.mcp_commands.push(McpCommand {
                 program: stdio.command.display().to_string(),
                 args: stdio.args.clone(),
                 env: stdio
@@ -238,7 +233,7 @@ fn session_args(
                     .map(|variable| (variable.name.clone(), variable.value.clone()))
                     .collect(),
             }),
-            McpServer::Http(http) => args.mcp_url.push(http.url.clone()),
+            McpServer::Http(http) => settings.mcp_url.push(http.url.clone()),
             _ => {
                 return Err(CliError::usage(
                     "an MCP server of a transport golato does not speak (it takes stdio and HTTP)",
@@ -246,35 +241,30 @@ fn session_args(
             }
         }
     }
-    crate::settings::config::apply(&mut args, false)?;
-    Ok(args)
+    Ok(settings)
 }
 
-/// The sandbox mode a session mode asks for.
-fn with_mode(mut args: AgentArgs, mode: &str) -> AgentArgs {
+/// The settings a session mode asks for.
+fn with_mode(mut settings: Settings, mode: &str) -> Settings {
     // Plan mode's own sandbox and tools are applied when the agent is built.
-    args.plan = mode == "plan";
-    if args.plan {
-        return args;
+    settings.plan = mode == "plan";
+    if settings.plan {
+        return settings;
     }
-    args.sandbox.sandbox = Some(match mode {
+    settings.sandbox.mode = match mode {
         "read-only" => golato::sandbox::Mode::ReadOnly,
         "full-access" => golato::sandbox::Mode::Off,
         _ => golato::sandbox::Mode::WorkspaceWrite,
-    });
-    args
+    };
+    settings
 }
 
 /// The mode a session starts in: the one its flags ask for.
-fn mode_of(args: &AgentArgs) -> &'static str {
-    if args.plan {
+fn mode_of(settings: &Settings) -> &'static str {
+    if settings.plan {
         return "plan";
     }
-    match args
-        .sandbox
-        .policy(crate::setup::agent::DEFAULT_SANDBOX)
-        .mode
-    {
+    match settings.sandbox.mode {
         golato::sandbox::Mode::ReadOnly => "read-only",
         golato::sandbox::Mode::Off => "full-access",
         _ => "workspace-write",
@@ -294,7 +284,7 @@ fn modes(current: &str) -> SessionModeState {
 /// The session's settings a client may change: the model, among the ones golato knows of the
 /// session's provider (a model named with `--model` is offered too).
 fn config_options(session: &Session) -> Vec<SessionConfigOption> {
-    let current = session.agent.model().id.clone();
+    let current = session.conversation.agent.model().id.clone();
     let family = match session.provider {
         "anthropic" => Some("claude-"),
         "openai" | "openai-responses" => Some("gpt-"),
@@ -341,18 +331,18 @@ async fn set_config_option(
     };
     state.idle(&id, "model")?;
     let mut session = session.lock().await;
-    let chosen = crate::setup::provider::model_named(&session.args, &model);
-    session.price = chosen.price;
-    session.agent = session.agent.with_model(chosen);
-    session.args.model = Some(model);
+    let chosen = crate::setup::provider::model_named(&session.conversation.settings, &model);
+    session.conversation.price = chosen.price;
+    session.conversation.agent = session.conversation.agent.with_model(chosen);
+    session.conversation.settings.model = Some(model);
     Ok(SetSessionConfigOptionResponse::new(config_options(
         &session,
     )))
 }
 
 /// Builds a session's agent: its approvals go to the client (never to a terminal).
-async fn build(args: &AgentArgs) -> Result<crate::setup::agent::Built, CliError> {
-    crate::setup::agent::build_agent(args, None, true).await
+async fn build(settings: &Settings) -> Result<crate::setup::agent::Built, CliError> {
+    crate::setup::agent::build_agent(settings, None, true).await
 }
 
 fn to_protocol(error: CliError) -> agent_client_protocol::Error {
@@ -373,57 +363,43 @@ async fn new_session(
             crate::view::shown::echoed(&request.cwd.display().to_string())
         )));
     }
-    let mut args = session_args(state, &request.cwd, &request.mcp_servers).map_err(to_protocol)?;
-    let mode = mode_of(&args);
-    let opened =
-        crate::store::session::open(None, &args.cwd, state.ephemeral, true).map_err(to_protocol)?;
+    let mut settings =
+        session_settings(state, &request.cwd, &request.mcp_servers).map_err(to_protocol)?;
+    let mode = mode_of(&settings);
+    let opened = crate::store::session::open(None, &settings.cwd, state.ephemeral, true)
+        .map_err(to_protocol)?;
     let id = match &opened.saving {
         Some(saving) => saving.id(),
         None => format!("ephemeral-{}", uuid_like()),
     };
-    args.text_files = client_files(state, cx, &id);
-    let built = build(&args).await.map_err(to_protocol)?;
-    let options = keep(state, id.clone(), args, built, opened);
+    settings.text_files = client_files(state, cx, &id);
+    let built = build(&settings).await.map_err(to_protocol)?;
+    let options = keep(state, id.clone(), settings, built, opened).await;
     Ok(NewSessionResponse::new(id)
         .modes(modes(mode))
         .config_options(options))
 }
 
-/// Tells the agent's hooks (and checkpoints) which session file is saved.
-fn tell_session(
-    built: &crate::setup::agent::Built,
-    saving: Option<&crate::store::session::Writer>,
-) {
-    if let Some(saving) = saving {
-        built.session.send_modify(|session| {
-            session.session_id = saving.id();
-            session.transcript_path = saving.path().to_owned();
-        });
-    }
-}
-
-/// Keeps the session `id`: its agent as built from `args`, its conversation as opened.
-fn keep(
+/// Keeps the session `id`: its agent as built from `settings`, its conversation as opened;
+/// the SessionStart hooks fire.
+async fn keep(
     state: &State,
     id: String,
-    args: AgentArgs,
+    settings: Settings,
     built: crate::setup::agent::Built,
     opened: crate::store::session::Opened,
 ) -> Vec<SessionConfigOption> {
-    tell_session(&built, opened.saving.as_ref());
+    let provider = built.header.provider;
+    let mut conversation =
+        crate::conversation::Conversation::assemble(settings, built, opened, state.ephemeral);
+    conversation.start_session().await;
     let session = Session {
         id: id.clone(),
-        cwd: args.cwd.clone(),
-        mode: mode_of(&args),
-        args,
-        agent: built.agent,
-        questions: built.questions,
-        transcript: opened.transcript,
-        summary: opened.summary,
-        saving: opened.saving,
-        price: built.price,
+        cwd: conversation.settings.cwd.clone(),
+        mode: mode_of(&conversation.settings),
+        conversation,
         spent: 0.0,
-        provider: built.header.provider,
+        provider,
     };
     let options = config_options(&session);
     state
@@ -479,10 +455,10 @@ async fn load_session(
     let saved = crate::store::session::find(Some(&id), None).map_err(to_protocol)?;
     let id = saved.header.id.clone();
     let cwd = saved.header.cwd.clone();
-    let mut args = session_args(state, &cwd, &request.mcp_servers).map_err(to_protocol)?;
-    args.text_files = client_files(state, cx, &id);
-    let mode = mode_of(&args);
-    let built = build(&args).await.map_err(to_protocol)?;
+    let mut settings = session_settings(state, &cwd, &request.mcp_servers).map_err(to_protocol)?;
+    settings.text_files = client_files(state, cx, &id);
+    let mode = mode_of(&settings);
+    let built = build(&settings).await.map_err(to_protocol)?;
     let opened = crate::store::session::open(Some(saved), &cwd, state.ephemeral, true)
         .map_err(to_protocol)?;
     // The conversation so far, as the client shows it, before the answer.
@@ -492,7 +468,7 @@ async fn load_session(
             update,
         ))?;
     }
-    let options = keep(state, id, args, built, opened);
+    let options = keep(state, id, settings, built, opened).await;
     Ok(LoadSessionResponse::new()
         .modes(modes(mode))
         .config_options(options))
@@ -540,13 +516,9 @@ async fn set_mode(
     };
     state.idle(&id, "mode")?;
     let mut session = session.lock().await;
-    let args = with_mode(session.args.clone(), mode);
-    let built = build(&args).await.map_err(to_protocol)?;
-    tell_session(&built, session.saving.as_ref());
-    session.agent = built.agent;
-    session.questions = built.questions;
-    session.price = built.price;
-    session.args = args;
+    let settings = with_mode(session.conversation.settings.clone(), mode);
+    let built = build(&settings).await.map_err(to_protocol)?;
+    session.conversation.rebuilt(settings, built);
     session.mode = mode;
     Ok(SetSessionModeResponse::new())
 }
@@ -672,6 +644,18 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
         std::mem::take(&mut *state.drivers.lock().unwrap_or_else(PoisonError::into_inner));
     for driver in drivers {
         let _ = driver.await;
+    }
+    // Each session ends as a front end's does: its SessionEnd hooks fire.
+    let sessions: Vec<_> = std::mem::take(
+        &mut *state
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    )
+    .into_values()
+    .collect();
+    for session in sessions {
+        session.lock().await.conversation.close().await;
     }
     match served {
         Ok(()) => Ok(Exit::Success),

@@ -372,13 +372,6 @@ pub(crate) struct AgentArgs {
     /// repeatable.
     #[arg(long = "deny", value_name = "RULE", help_heading = "Safety")]
     pub(crate) deny_rules: Vec<String>,
-    /// The rules and hooks of the configuration files and the flags above.
-    #[arg(skip)]
-    pub(crate) policy: golato::policy::Policy,
-    /// Where the file tools take and put text instead of the disk (`golato acp`: the client's
-    /// buffers, when it offers them).
-    #[arg(skip)]
-    pub(crate) text_files: Option<std::sync::Arc<dyn golato::builtin::TextFiles>>,
 }
 
 /// What the tools may touch (`golato run`, `golato serve`, `golato tool`).

@@ -8,8 +8,8 @@
 //! Tab as a follow-up; Esc (or Ctrl-C) interrupts the run. Slash commands are the front end's
 //! own and never reach the model. Questions (approvals) are single keys.
 
+mod chat;
 mod commands;
-mod conversation;
 mod editor;
 mod highlight;
 mod markdown;
@@ -34,11 +34,12 @@ use ratatui::{Terminal, TerminalOptions, Viewport};
 
 use crate::args::ChatArgs;
 use crate::interrupt::Signals;
+use crate::settings::Settings;
 use crate::setup::approve::Question;
 use crate::view::report::{Answer, Tally};
 use crate::{CliError, Exit};
 
-use conversation::{Conversation, Running};
+use chat::{Chat, Running};
 use editor::Editor;
 
 /// Rows the front end keeps at the bottom: a status line, the input, a line of keys.
@@ -412,33 +413,19 @@ enum Action {
 }
 
 /// `golato chat` (and `golato` alone) on a terminal.
-pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
+pub(crate) async fn command(args: ChatArgs, settings: Settings) -> Result<Exit, CliError> {
     // Begun before the screen is taken: what starting says (an MCP server, instruction files
     // left unread) is written as ordinary lines.
-    let begun = crate::commands::chat::begin(&args).await?;
+    let conversation = crate::commands::chat::begin(&args, settings).await?;
     // A terminal that cannot say where its cursor is (or refuses raw mode) gets the plain chat.
     let (screen, restore) = match open_screen() {
         Ok(opened) => opened,
         Err(error) => {
             eprintln!("golato: the full-screen input is not available here ({error}); a plain chat follows");
-            return crate::commands::chat::converse(args, begun).await;
+            return crate::commands::chat::converse(conversation).await;
         }
     };
     let _restore = restore;
-    let crate::commands::chat::Begun {
-        agent,
-        header,
-        mut questions,
-        price,
-        transcript,
-        summary,
-        saving,
-        told,
-        context,
-        approver,
-        plan_mode,
-        hook_session,
-    } = begun;
     let mut signals = Signals::listen()?;
     let history_file = history_file();
     let history = load_history(history_file.as_deref());
@@ -454,32 +441,21 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
         pending: None,
         asked_at: None,
         files: None,
-        cwd: header.cwd.clone(),
+        cwd: conversation.header.cwd.clone(),
         reasoning: None,
         planning: false,
     };
-    front.note(&header.to_string());
-    if !transcript.is_empty() {
+    front.note(&conversation.header.to_string());
+    if !conversation.transcript.is_empty() {
         let width = front.width();
-        front.say(transcript::earlier(&transcript, width));
+        front.say(transcript::earlier(&conversation.transcript, width));
         front.note("going on with this session");
     }
-    let mut conversation = Conversation {
-        agent,
-        header,
-        price,
-        transcript,
-        summary,
-        saving,
-        told,
-        context,
-        approver,
-        args,
+    let mut chat = Chat {
+        conversation,
         changes: Default::default(),
-        plan_mode,
         parked: None,
         planning: false,
-        hook_session,
     };
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
@@ -504,13 +480,13 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
                     break;
                 };
                 match on_terminal(&mut front, event) {
-                    Some(Action::Send(text)) if front.running.is_some() => Conversation::queue(&mut front, &text, false),
-                    Some(Action::Send(text)) => conversation.send(&mut front, text).await,
-                    Some(Action::FollowUp(text)) => Conversation::queue(&mut front, &text, true),
+                    Some(Action::Send(text)) if front.running.is_some() => Chat::queue(&mut front, &text, false),
+                    Some(Action::Send(text)) => chat.send(&mut front, text).await,
+                    Some(Action::FollowUp(text)) => Chat::queue(&mut front, &text, true),
                     None => {}
                 }
                 if let Some(command) = commands::take(&mut front) {
-                    if let Err(error) = conversation.command(&mut front, command).await {
+                    if let Err(error) = chat.command(&mut front, command).await {
                         front.note(&error.to_string());
                     }
                 }
@@ -520,12 +496,12 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
             }
             event = next_event(&mut front.running) => {
                 match event {
-                    Some(event) => conversation.on_event(&mut front, event).await,
-                    None => conversation.finish(&mut front).await,
+                    Some(event) => chat.on_event(&mut front, event).await,
+                    None => chat.finish(&mut front).await,
                 }
                 if front.leaving && front.running.is_none() { break; }
             }
-            Some(question) = crate::setup::approve::next_question(&mut questions), if front.asking.is_none() && !matches!(front.mode, Mode::Why { .. } | Mode::Edit { .. }) => {
+            Some(question) = crate::setup::approve::next_question(&mut chat.conversation.questions), if front.asking.is_none() && !matches!(front.mode, Mode::Why { .. } | Mode::Edit { .. }) => {
                 if front.running.as_ref().is_some_and(|running| running.cancelling) || question.reply.is_closed() {
                     let _ = question.reply.send(Answer::No.into());
                     continue;
@@ -556,8 +532,7 @@ pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
     }
     front.draw();
     drop(front);
-    crate::setup::session_hooks::session_end(&conversation.args.agent.policy, &conversation.told)
-        .await;
+    chat.conversation.close().await;
     Ok(Exit::Success)
 }
 

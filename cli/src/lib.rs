@@ -21,6 +21,7 @@ mod acp;
 mod args;
 mod bounded;
 mod commands;
+mod conversation;
 mod front;
 mod interrupt;
 mod settings;
@@ -29,7 +30,7 @@ mod store;
 mod view;
 
 use commands::{chat, demo, durable, run, tool};
-use settings::{config, trust};
+use settings::trust;
 use setup::skills;
 use view::shown;
 
@@ -166,9 +167,13 @@ fn with_subcommand(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
 }
 
 fn parse() -> Result<Cli, clap::Error> {
+    parse_from(std::env::args_os().collect())
+}
+
+/// The command line `args` (the program's name first), with the flags it gave noted.
+fn parse_from(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
     use clap::{CommandFactory as _, FromArgMatches as _};
-    let matches =
-        Cli::command().try_get_matches_from(with_subcommand(std::env::args_os().collect()))?;
+    let matches = Cli::command().try_get_matches_from(with_subcommand(args))?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     let given: std::collections::HashSet<String> = match matches.subcommand() {
         Some((_, sub)) => sub
@@ -191,7 +196,7 @@ fn parse() -> Result<Cli, clap::Error> {
 pub fn main() -> ExitCode {
     // `golato __golato-sandbox …` is this program acting as the sandbox's helper.
     golato::sandbox::run_helper_if_asked();
-    let mut cli = match parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),
     };
@@ -207,12 +212,6 @@ pub fn main() -> ExitCode {
         let worker = matches!(&cli.command, Command::Serve(_) | Command::Acp(_));
         std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !json && !worker
     };
-    if let Some(agent) = cli.command.agent_args() {
-        if let Err(error) = config::apply(agent, ask) {
-            eprintln!("golato: {}", shown::visible(&error.to_string()));
-            return Exit::Usage.into();
-        }
-    }
     // The CLI's own work (signals, reading events, drawing) is light: one thread is enough. The
     // agents run on golato's own host either way.
     // A worker serves many runs' journals at once: it gets a thread per core.
@@ -233,15 +232,24 @@ pub fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async move {
         match cli.command {
-            Command::Run(args) => run::command(*args).await,
+            // An agent command's flags are resolved once, with their folder's configuration:
+            // what runs below reads the settings, never the flags.
+            Command::Run(args) => {
+                let settings = settings::resolve(args.agent.clone(), ask)?;
+                run::command(*args, settings).await
+            }
             Command::Demo(args) => demo::command(args).await,
             Command::Tool(args) => tool::command(args).await,
-            Command::Serve(args) => durable::serve(*args).await,
+            Command::Serve(args) => {
+                let settings = settings::resolve(args.agent.clone(), false)?;
+                durable::serve(*args, settings).await
+            }
             Command::Submit(args) => durable::submit(args).await,
             Command::Cancel(args) => durable::control(args, durable::Control::Cancel).await,
             Command::Steer(args) => durable::control(args, durable::Control::Steer).await,
             Command::FollowUp(args) => durable::control(args, durable::Control::FollowUp).await,
-            Command::Resume(args) => run::resume(args).await,
+            // Resolved once the session, and so its folder, is known.
+            Command::Resume(args) => run::resume(args, ask).await,
             Command::Sessions(args) => match args.action {
                 None => commands::sessions::list((!args.all).then_some(args.cwd.as_path())),
                 Some(args::SessionsAction::Repair { id }) => commands::sessions::repair(&id),
@@ -250,8 +258,14 @@ pub fn main() -> ExitCode {
             Command::Undo(args) => commands::undo::undo_command(&args.session, args.to),
             Command::Diff(args) => commands::undo::diff_command(&args.session),
             Command::Acp(args) => acp::command(*args).await,
-            Command::Chat(args) if front::usable(&args) => front::command(*args).await,
-            Command::Chat(args) => chat::command(*args).await,
+            Command::Chat(args) => {
+                let settings = settings::resolve(args.agent.clone(), ask)?;
+                if front::usable(&args) {
+                    front::command(*args, settings).await
+                } else {
+                    chat::command(*args, settings).await
+                }
+            }
             Command::Config(args) => commands::config::show(args),
             Command::Hooks(args) => commands::config::hooks(args),
             Command::Skills(args) => skills::command(&args.cwd, args.settings.trust),

@@ -8,8 +8,8 @@ use agent_client_protocol::v1::schema::{
     PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
     StopReason, ToolCallUpdate, ToolCallUpdateFields,
 };
-use golato::agent::{Event, Input};
-use golato::message::{Content, Message, UserMessage};
+use golato::agent::Event;
+use golato::message::{Content, UserMessage};
 use tokio_util::sync::CancellationToken;
 
 use super::{invalid_params, updates::Updates, Connection, Session, State};
@@ -104,22 +104,16 @@ async fn drive(
     cancel: &CancellationToken,
     cx: &Connection,
 ) -> Result<PromptResponse, agent_client_protocol::Error> {
-    if let Some(saving) = &mut session.saving {
-        saving.step(&Message::User(prompt.clone()));
-    }
-    let summary = session
-        .summary
-        .clone()
-        .filter(|summary| summary.fits(&session.transcript));
-    let run = session.agent.start(Input {
-        prompts: vec![prompt],
-        transcript: std::mem::take(&mut session.transcript),
-        summary,
-    });
+    // UserPromptSubmit hooks may block the prompt: the client hears why.
+    let run = session
+        .conversation
+        .send(prompt)
+        .await
+        .map_err(|error| invalid_params(crate::view::shown::visible(&error.to_string())))?;
     let mut updates = Updates::new(
         &session.cwd,
-        session.agent.context_window(),
-        session.price,
+        session.conversation.agent.context_window(),
+        session.conversation.price,
         session.spent,
     );
     let id = session.id.clone();
@@ -133,15 +127,7 @@ async fn drive(
             }
             event = run.next_event() => {
                 let Some(event) = event else { break };
-                if let Some(saving) = &mut session.saving {
-                    saving.save_event(&event, cancelled);
-                }
-                if let Event::Compaction(compaction) = &event {
-                    session.summary = Some(golato::agent::compaction::Summary::new(
-                        compaction.summary.clone(),
-                        compaction.replaced,
-                    ));
-                }
+                session.conversation.keep(&event, cancelled);
                 for update in updates.of(&event) {
                     // A client gone away ends the connection; the run is cancelled then.
                     let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
@@ -150,7 +136,7 @@ async fn drive(
                     break;
                 }
             }
-            Some(question) = crate::setup::approve::next_question(&mut session.questions) => {
+            Some(question) = crate::setup::approve::next_question(&mut session.conversation.questions) => {
                 ask(state, &id, question, cx.clone(), cancel.clone());
             }
         }
@@ -158,27 +144,17 @@ async fn drive(
     session.spent = updates.spent;
     let outcome = run.finish().await;
     let stop = match (&outcome, cancelled) {
-        (_, true) => StopReason::Cancelled,
-        (Ok(_), false) => StopReason::EndTurn,
-        (Err(golato::agent::Error::MaxTurns { .. }), false) => StopReason::MaxTurnRequests,
-        (Err(golato::agent::Error::Budget { .. }), false) => StopReason::MaxTokens,
-        (Err(error), false) => {
-            let said = crate::view::report::describe(error);
-            session.transcript = error
-                .messages()
-                .map(<[Message]>::to_vec)
-                .unwrap_or_default();
-            return Err(agent_client_protocol::Error::new(-32603, said));
-        }
+        (_, true) => Ok(StopReason::Cancelled),
+        (Ok(_), false) => Ok(StopReason::EndTurn),
+        (Err(golato::agent::Error::MaxTurns { .. }), false) => Ok(StopReason::MaxTurnRequests),
+        (Err(golato::agent::Error::Budget { .. }), false) => Ok(StopReason::MaxTokens),
+        (Err(error), false) => Err(agent_client_protocol::Error::new(
+            -32603,
+            crate::view::report::describe(error),
+        )),
     };
-    session.transcript = match outcome {
-        Ok(result) => result.messages,
-        Err(error) => error
-            .messages()
-            .map(<[Message]>::to_vec)
-            .unwrap_or_default(),
-    };
-    Ok(PromptResponse::new(stop))
+    session.conversation.went_on(outcome);
+    stop.map(PromptResponse::new)
 }
 
 /// The option IDs golato offers, and what each answers.

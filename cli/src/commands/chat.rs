@@ -6,13 +6,14 @@
 
 use std::io::Write as _;
 
-use golato::agent::{Event, Input};
-use golato::message::{Message, UserMessage};
+use golato::agent::Event;
+use golato::message::UserMessage;
 
 use crate::args::ChatArgs;
 use crate::commands::run::spinners;
+use crate::conversation::{Conversation, Opening};
 use crate::interrupt::Signals;
-use crate::setup::agent::{build_agent, Built};
+use crate::settings::Settings;
 use crate::setup::approve::Question;
 use crate::view::live::{Live, Target};
 use crate::view::report::describe;
@@ -22,102 +23,31 @@ use crate::{CliError, Exit};
 /// What starts a follow-up instead of steering.
 const FOLLOW_UP: char = '+';
 
-/// What a chat starts from, in either front end: the agent, the session it saves into, and
-/// what the hooks are told.
-pub(crate) struct Begun {
-    pub(crate) agent: golato::Agent,
-    pub(crate) header: crate::view::header::Header,
-    pub(crate) questions: Option<crate::setup::approve::Questions>,
-    pub(crate) price: Option<golato::generator::Price>,
-    pub(crate) transcript: Vec<Message>,
-    pub(crate) summary: Option<golato::agent::compaction::Summary>,
-    pub(crate) saving: Option<crate::store::session::Writer>,
-    /// The session as hooks see it.
-    pub(crate) told: golato::policy::HookSession,
-    /// What SessionStart hooks added, for the first prompt.
-    pub(crate) context: Option<String>,
-    /// Who answers for calls that ask (`/approve` changes its mode).
-    pub(crate) approver: std::sync::Arc<crate::setup::approve::Approver>,
-    /// How to make the plan-mode agent (`/plan`).
-    pub(crate) plan_mode: Option<crate::setup::plan::PlanMode>,
-    /// Where hooks (and checkpoints) learn which session is saved; told again when it changes.
-    pub(crate) hook_session: tokio::sync::watch::Sender<golato::policy::HookSession>,
-}
-
-/// Builds the agent, opens the session (the newest of the directory with `-c`) and fires the
-/// SessionStart hooks.
-pub(crate) async fn begin(args: &ChatArgs) -> Result<Begun, CliError> {
+/// Opens the conversation of a chat, in either front end: a new session, or the directory's
+/// newest with `-c`.
+pub(crate) async fn begin(args: &ChatArgs, settings: Settings) -> Result<Conversation, CliError> {
     let going_on = match args.continue_session {
-        true => Some(crate::store::session::find(None, Some(&args.agent.cwd))?),
+        true => Some(crate::store::session::find(None, Some(&settings.cwd))?),
         false => None,
     };
-    let Built {
-        agent,
-        mut header,
-        questions,
-        price,
-        session: hook_session,
-        approver,
-        plan_mode,
-        ..
-    } = build_agent(&args.agent, None, true).await?;
-    // Each prompt is a new one: calls a stop cut off are closed first.
-    let crate::store::session::Opened {
-        transcript,
-        summary,
-        saving,
-    } = crate::store::session::open(going_on, &args.agent.cwd, args.ephemeral, true)?;
-    header.session = saving.as_ref().map(crate::store::session::Writer::id);
-    hook_session.send_modify(|session| {
-        if let Some(saving) = &saving {
-            session.session_id = saving.id();
-            session.transcript_path = saving.path().to_owned();
-        }
-    });
-    let told = hook_session.borrow().clone();
-    let context = crate::setup::session_hooks::session_start(
-        &args.agent.policy,
-        &told,
-        !transcript.is_empty(),
-    )
-    .await;
-    Ok(Begun {
-        agent,
-        header,
-        questions,
-        price,
-        transcript,
-        summary,
-        saving,
-        told,
-        context,
-        approver,
-        plan_mode,
-        hook_session,
-    })
+    let opening = Opening {
+        going_on,
+        ephemeral: args.ephemeral,
+        // Each prompt is a new one: calls a stop cut off are closed first.
+        prompted: true,
+        interactive: true,
+    };
+    Conversation::begin(settings, opening).await
 }
 
-pub(crate) async fn command(args: ChatArgs) -> Result<Exit, CliError> {
-    let begun = begin(&args).await?;
-    converse(args, begun).await
+pub(crate) async fn command(args: ChatArgs, settings: Settings) -> Result<Exit, CliError> {
+    let conversation = begin(&args, settings).await?;
+    converse(conversation).await
 }
 
 /// The line chat, once begun.
-pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliError> {
-    let Begun {
-        agent,
-        header,
-        mut questions,
-        price,
-        mut transcript,
-        mut summary,
-        mut saving,
-        told,
-        mut context,
-        ..
-    } = begun;
-    let policy = &args.agent.policy;
-    eprintln!("{header}");
+pub(crate) async fn converse(mut conversation: Conversation) -> Result<Exit, CliError> {
+    eprintln!("{}", conversation.header);
     eprintln!(
         "golato: each line is a prompt; while a run is busy a line steers it ({FOLLOW_UP} first: a follow-up); Ctrl-C cancels the run, Ctrl-D leaves"
     );
@@ -148,29 +78,16 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
         if line == "/exit" {
             break;
         }
-        let prompt =
-            match crate::setup::session_hooks::prompt_submit(policy, &told, UserMessage::new(line))
-                .await
-            {
-                Ok(prompt) => crate::setup::session_hooks::with_context(prompt, context.take()),
-                Err(error) => {
-                    eprintln!(
-                        "golato: {}",
-                        crate::view::shown::visible(&error.to_string())
-                    );
-                    continue;
-                }
-            };
-        if let Some(saving) = &mut saving {
-            saving.step(&Message::User(prompt.clone()));
-        }
-        // A run that failed without its transcript leaves nothing the summary could stand for.
-        let fitting = summary.clone().filter(|summary| summary.fits(&transcript));
-        let run = agent.start(Input {
-            prompts: vec![prompt],
-            transcript: std::mem::take(&mut transcript),
-            summary: fitting,
-        });
+        let run = match conversation.send(UserMessage::new(line)).await {
+            Ok(run) => run,
+            Err(error) => {
+                eprintln!(
+                    "golato: {}",
+                    crate::view::shown::visible(&error.to_string())
+                );
+                continue;
+            }
+        };
         let story = Target::Stdout;
         let mut view = Live::new(story, spinners(&view_args, story));
         let mut tally = Tally::default();
@@ -183,19 +100,13 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
                 event = run.next_event() => {
                     let Some(event) = event else { break };
                     tally.observe(&event);
-                    // The next line's run sends the history as this one does now.
-                    if let Event::Compaction(compaction) = &event {
-                        summary = Some(golato::agent::compaction::Summary::new(compaction.summary.clone(), compaction.replaced));
-                    }
-                    if let Some(saving) = &mut saving {
-                        saving.save_event(&event, cancelling);
-                    }
+                    conversation.keep(&event, cancelling);
                     view.event(&event);
                     if matches!(event, Event::RunEnd(_)) {
                         break;
                     }
                 }
-                Some(mut question) = crate::setup::approve::next_question(&mut questions) => {
+                Some(mut question) = crate::setup::approve::next_question(&mut conversation.questions) => {
                     let answer = match cancelling || question.reply.is_closed() {
                         true => Answer::No,
                         false => match crate::setup::approve::ask(&mut view, &mut question, &mut lines, &mut signals).await {
@@ -262,22 +173,15 @@ pub(crate) async fn converse(args: ChatArgs, begun: Begun) -> Result<Exit, CliEr
             tally: &tally,
             wall: started.elapsed(),
             workspace: None,
-            cost: price.map(|price| price.cost(&tally.usage)),
+            cost: conversation.price.map(|price| price.cost(&tally.usage)),
         });
-        // The conversation goes on from what the run left, whatever ended it.
-        transcript = match outcome {
-            Ok(result) => result.messages,
-            Err(error) => error
-                .messages()
-                .map(<[Message]>::to_vec)
-                .unwrap_or_default(),
-        };
+        conversation.went_on(outcome);
         if leaving {
             break;
         }
     }
     eprintln!();
-    crate::setup::session_hooks::session_end(policy, &told).await;
+    conversation.close().await;
     Ok(Exit::Success)
 }
 

@@ -13,7 +13,7 @@ fn unavailable(command: &str) -> CliError {
 }
 
 #[cfg(not(feature = "durable"))]
-pub(crate) async fn serve(_: ServeArgs) -> Result<Exit, CliError> {
+pub(crate) async fn serve(_: ServeArgs, _: crate::settings::Settings) -> Result<Exit, CliError> {
     Err(unavailable("serve"))
 }
 
@@ -82,7 +82,10 @@ pub(crate) async fn control(args: ControlArgs, what: Control) -> Result<Exit, Cl
 
 /// Serves the `GolatoRun` object until SIGINT or SIGTERM; registers it first when asked.
 #[cfg(feature = "durable")]
-pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
+pub(crate) async fn serve(
+    args: ServeArgs,
+    settings: crate::settings::Settings,
+) -> Result<Exit, CliError> {
     use golato_restate::Worker;
     log_to_stderr();
     let shared_lock = match &args.restate {
@@ -93,7 +96,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         ) as std::sync::Arc<dyn golato::builtin::SharedLock>),
         None => None,
     };
-    let children = match crate::setup::subagents::wanted(&args.agent) {
+    let children = match crate::setup::subagents::wanted(&settings) {
         true => Some(durable_children(&args)?),
         false => None,
     };
@@ -103,7 +106,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<Exit, CliError> {
         subagents,
         ..
     } = crate::setup::agent::build_agent(
-        &args.agent,
+        &settings,
         Some(crate::setup::agent::WorkerParts {
             shared_lock,
             children,

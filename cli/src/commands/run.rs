@@ -11,8 +11,9 @@ use indicatif::MultiProgress;
 use tokio::sync::mpsc;
 
 use crate::args::{ResumeArgs, RunArgs, ViewArgs};
+use crate::conversation::{Conversation, Opening};
 use crate::interrupt::Signals;
-use crate::setup::agent::{build_agent, Built};
+use crate::settings::Settings;
 use crate::setup::approve::Questions;
 use crate::setup::trace;
 use crate::store::record::{Recorder, Recording};
@@ -23,29 +24,36 @@ use crate::view::live::{Live, Target};
 use crate::view::report::{describe, Answer, Ending, Tally, View};
 use crate::{CliError, Exit};
 
-pub(crate) async fn command(args: RunArgs) -> Result<Exit, CliError> {
+pub(crate) async fn command(args: RunArgs, settings: Settings) -> Result<Exit, CliError> {
     let going_on = match args.continue_session {
-        true => Some(crate::store::session::find(None, Some(&args.agent.cwd))?),
+        true => Some(crate::store::session::find(None, Some(&settings.cwd))?),
         false => None,
     };
-    start(args, going_on).await
+    start(args, settings, going_on).await
 }
 
 /// `golato resume [ID]`: a saved session goes on, in its own directory unless `-C` says
 /// otherwise.
-pub(crate) async fn resume(args: ResumeArgs) -> Result<Exit, CliError> {
+///
+/// `ask` says whether a person at the terminal may be asked to trust the session's folder.
+pub(crate) async fn resume(args: ResumeArgs, ask: bool) -> Result<Exit, CliError> {
     let saved = crate::store::session::find(args.id.as_deref(), None)?;
     let mut run = *args.run;
     if run.agent.cwd == Path::new(".") {
         run.agent.cwd = saved.header.cwd.clone();
     }
-    start(run, Some(saved)).await
+    let settings = crate::settings::resolve(run.agent.clone(), ask)?;
+    start(run, settings, Some(saved)).await
 }
 
 /// Runs the flags' agent on the prompt, going on with `going_on` when given.
-async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError> {
+async fn start(
+    args: RunArgs,
+    settings: Settings,
+    going_on: Option<Saved>,
+) -> Result<Exit, CliError> {
     // Everything a usage error can come from is checked before anything runs.
-    let recorded = match &args.agent.script {
+    let recorded = match &settings.script {
         Some(path) => crate::setup::agent::load_script(path)?.1.prompt,
         None => None,
     };
@@ -80,15 +88,6 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         }
     };
     let interactive = std::io::stdin().is_terminal() && !args.view.json;
-    let Built {
-        agent,
-        recording,
-        mut header,
-        questions,
-        price,
-        session: hook_session,
-        ..
-    } = build_agent(&args.agent, None, interactive).await?;
     let recorder = match &args.record {
         Some(path) => Some(Recorder::create(
             path,
@@ -103,27 +102,15 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
         )),
         None => None,
     };
-    let crate::store::session::Opened {
-        transcript,
-        summary,
-        saving,
-    } = crate::store::session::open(going_on, &args.agent.cwd, args.ephemeral, prompt.is_some())?;
-    header.session = saving.as_ref().map(crate::store::session::Writer::id);
-    hook_session.send_modify(|session| {
-        if let Some(saving) = &saving {
-            session.session_id = saving.id();
-            session.transcript_path = saving.path().to_owned();
-        }
-    });
-    let resumed = !transcript.is_empty();
-    let told = hook_session.borrow().clone();
-    let context =
-        crate::setup::session_hooks::session_start(&args.agent.policy, &told, resumed).await;
+    let opening = Opening {
+        going_on,
+        ephemeral: args.ephemeral,
+        prompted: prompt.is_some(),
+        interactive,
+    };
+    let mut conversation = Conversation::begin(settings, opening).await?;
     let prompt = match prompt {
-        Some(prompt) => Some(crate::setup::session_hooks::with_context(
-            crate::setup::session_hooks::prompt_submit(&args.agent.policy, &told, prompt).await?,
-            context,
-        )),
+        Some(prompt) => Some(conversation.submitted(prompt).await?),
         None => None,
     };
     // As `codex exec` does: piped, standard output carries the final answer and nothing else.
@@ -134,7 +121,21 @@ async fn start(args: RunArgs, going_on: Option<Saved>) -> Result<Exit, CliError>
     } else {
         Target::Stderr
     };
-    let policy = args.agent.policy.clone();
+    // The one run is driven here; the conversation's parts go to it.
+    let Conversation {
+        agent,
+        settings,
+        header,
+        questions,
+        price,
+        transcript,
+        summary,
+        saving,
+        told,
+        recording,
+        ..
+    } = conversation;
+    let policy = settings.policy;
     let ended = drive(Session {
         agent,
         policy: policy.clone(),

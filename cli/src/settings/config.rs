@@ -11,48 +11,47 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use clap::ValueEnum as _;
 use golato::policy::Policy;
 use serde::Deserialize;
 
-use crate::args::{AgentArgs, ConfigArgs, ProviderKind, ReasoningEffort};
+use crate::args::ConfigArgs;
 use crate::CliError;
 
 /// What a layer may set; the names are the flags' (`base_url` for `--base-url`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Settings {
-    provider: Option<String>,
-    model: Option<String>,
-    base_url: Option<String>,
-    system: Option<String>,
-    tools: Option<Vec<String>>,
-    exclude: Option<Vec<String>>,
-    sequential: Option<bool>,
-    max_parallel: Option<usize>,
-    tool_timeout: Option<f64>,
-    max_turns: Option<usize>,
-    context_window: Option<u64>,
-    no_compact: Option<bool>,
-    max_tokens: Option<u64>,
-    max_cost: Option<f64>,
-    mcp: Option<Vec<McpEntry>>,
-    mcp_url: Option<Vec<String>>,
-    sandbox: Option<String>,
-    allow_network: Option<bool>,
-    writable: Option<Vec<PathBuf>>,
-    deny_read: Option<Vec<PathBuf>>,
-    no_bash_checkpoints: Option<bool>,
-    approve: Option<String>,
-    temperature: Option<f64>,
-    max_output_tokens: Option<u32>,
-    reasoning_effort: Option<String>,
+pub(crate) struct FileSettings {
+    pub(super) provider: Option<String>,
+    pub(super) model: Option<String>,
+    pub(super) base_url: Option<String>,
+    pub(super) system: Option<String>,
+    pub(super) tools: Option<Vec<String>>,
+    pub(super) exclude: Option<Vec<String>>,
+    pub(super) sequential: Option<bool>,
+    pub(super) max_parallel: Option<usize>,
+    pub(super) tool_timeout: Option<f64>,
+    pub(super) max_turns: Option<usize>,
+    pub(super) context_window: Option<u64>,
+    pub(super) no_compact: Option<bool>,
+    pub(super) max_tokens: Option<u64>,
+    pub(super) max_cost: Option<f64>,
+    pub(super) mcp: Option<Vec<McpEntry>>,
+    pub(super) mcp_url: Option<Vec<String>>,
+    pub(super) sandbox: Option<String>,
+    pub(super) allow_network: Option<bool>,
+    pub(super) writable: Option<Vec<PathBuf>>,
+    pub(super) deny_read: Option<Vec<PathBuf>>,
+    pub(super) no_bash_checkpoints: Option<bool>,
+    pub(super) approve: Option<String>,
+    pub(super) temperature: Option<f64>,
+    pub(super) max_output_tokens: Option<u32>,
+    pub(super) reasoning_effort: Option<String>,
 }
 
 /// An MCP server: a command line, or a table with its arguments and environment.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-enum McpEntry {
+pub(super) enum McpEntry {
     Line(String),
     Table {
         command: String,
@@ -64,13 +63,13 @@ enum McpEntry {
 }
 
 /// A file's `[profiles.NAME]` tables, by name.
-pub(crate) type Profiles = BTreeMap<String, Settings>;
+pub(crate) type Profiles = BTreeMap<String, FileSettings>;
 
 /// A layer: where it comes from, and what it sets.
 #[derive(Debug)]
 pub(crate) struct Layer {
     pub(crate) source: String,
-    pub(crate) settings: Settings,
+    pub(crate) settings: FileSettings,
     /// What the layer set but may not, as `key = value`: see [`untrusted`].
     ignored: Vec<String>,
     /// Why it may not: its folder is not trusted, or is not the folder that was.
@@ -85,7 +84,7 @@ pub(crate) struct Layer {
 /// and the code to another server, or replace golato's instructions (`system`). Those settings are taken out of `settings` and returned,
 /// as `key = value`; everything else (the model, limits, more denied paths)
 /// stands. A user who wants one of them sets it in their own file or passes the flag.
-pub(crate) fn untrusted(settings: &mut Settings) -> Vec<String> {
+pub(crate) fn untrusted(settings: &mut FileSettings) -> Vec<String> {
     let mut ignored = Vec::new();
     let mut drop = |key: &str, value: String| ignored.push(format!("{key} = {value}"));
     if let Some(mode) = settings.sandbox.take_if(|mode| mode != "read-only") {
@@ -139,7 +138,7 @@ pub(crate) fn user_file() -> Option<PathBuf> {
 }
 
 /// A file's settings and profiles; nothing when it does not exist.
-fn read(path: &Path, cwd: &Path) -> Result<Option<(Settings, Profiles, Policy)>, CliError> {
+fn read(path: &Path, cwd: &Path) -> Result<Option<(FileSettings, Profiles, Policy)>, CliError> {
     let text = match crate::bounded::read_text(path, crate::bounded::CONFIG_LIMIT) {
         Ok(text) => text,
         Err(crate::bounded::Unreadable::Missing) => return Ok(None),
@@ -166,7 +165,7 @@ fn read(path: &Path, cwd: &Path) -> Result<Option<(Settings, Profiles, Policy)>,
 }
 
 /// A configuration file's text as settings and profiles; when it is not, why (with the line).
-pub(crate) fn parse(text: &str) -> Result<(Settings, Profiles), String> {
+pub(crate) fn parse(text: &str) -> Result<(FileSettings, Profiles), String> {
     let mut table: toml::Table = toml::from_str(text).map_err(|error| {
         let line = error.span().map(|span| {
             let before = text.get(..span.start).unwrap_or(text);
@@ -201,15 +200,19 @@ pub(crate) fn parse(text: &str) -> Result<(Settings, Profiles), String> {
 
 /// `table` as settings; when it is not, which key is wrong, on which line of `text` (in
 /// `section`, or before any section), and why.
-fn settings_of(table: toml::Table, text: &str, section: Option<&str>) -> Result<Settings, String> {
-    let whole = toml::Value::Table(table.clone()).try_into::<Settings>();
+fn settings_of(
+    table: toml::Table,
+    text: &str,
+    section: Option<&str>,
+) -> Result<FileSettings, String> {
+    let whole = toml::Value::Table(table.clone()).try_into::<FileSettings>();
     let Err(error) = whole else {
         return whole.map_err(|error| error.message().to_owned());
     };
     for (key, value) in table {
         let mut alone = toml::Table::new();
         alone.insert(key.clone(), value);
-        if let Err(wrong) = toml::Value::Table(alone).try_into::<Settings>() {
+        if let Err(wrong) = toml::Value::Table(alone).try_into::<FileSettings>() {
             let at = line_of(text, section, &key)
                 .map_or_else(String::new, |line| format!("line {line}: "));
             let why = match key.as_str() {
@@ -279,7 +282,7 @@ pub(crate) enum Trusting {
 fn project_trust(
     cwd: &Path,
     source: &str,
-    settings: &Settings,
+    settings: &FileSettings,
     profiles: &Profiles,
     policy: &Policy,
     trusting: Trusting,
@@ -312,7 +315,7 @@ fn project_trust(
 
 /// What a project's file would set, `key = value` (a profile's prefixed with its table), each
 /// marked when trusting the folder is what lets it through.
-fn changes(settings: &Settings, profiles: &Profiles, policy: &Policy) -> Vec<(String, bool)> {
+fn changes(settings: &FileSettings, profiles: &Profiles, policy: &Policy) -> Vec<(String, bool)> {
     let mut marked = Vec::new();
     let sections = std::iter::once((String::new(), settings)).chain(
         profiles
@@ -360,7 +363,7 @@ fn ask_trust(source: &str, folder: &str, marked: &[(String, bool)]) -> bool {
 /// The layers in order, lowest first: the project's file (what its folder's trust allows),
 /// the user's, the profile's (project, then user), then `--config`. The user's own file always
 /// wins over a project's.
-fn layers(
+pub(super) fn layers(
     cwd: &Path,
     profile: Option<&str>,
     overrides: &[String],
@@ -450,7 +453,7 @@ fn layers(
         let mut table = toml::Table::new();
         table.insert(key.trim().to_owned(), value);
         let settings = toml::Value::Table(table)
-            .try_into::<Settings>()
+            .try_into::<FileSettings>()
             .map_err(|error| CliError::usage(format!("--config {entry}: {}", error.message())))?;
         layers.push(Layer {
             source: format!("--config {entry}"),
@@ -461,52 +464,6 @@ fn layers(
         });
     }
     Ok(layers)
-}
-
-/// Fills the flags not given from the configuration; `ask` says whether a person at the
-/// terminal can be asked to trust the folder.
-pub(crate) fn apply(args: &mut AgentArgs, ask: bool) -> Result<(), CliError> {
-    let trusting = match (args.settings.trust, ask) {
-        (true, _) => Trusting::Given,
-        (false, true) => Trusting::Ask,
-        (false, false) => Trusting::Remembered,
-    };
-    let layers = layers(
-        &args.cwd,
-        args.settings.profile.as_deref(),
-        &args.settings.config,
-        trusting,
-    )?;
-    let mut policy = Policy::new();
-    for layer in layers {
-        if let Some(text) = ignored_text(&layer) {
-            eprintln!("golato: {text}");
-        }
-        fill(args, &layer.settings, &layer.source)?;
-        policy.extend(layer.policy);
-    }
-    policy.extend(flag_rules(args)?);
-    args.policy = policy;
-    Ok(())
-}
-
-/// The rules of `--allow`, `--ask` and `--deny`.
-fn flag_rules(args: &AgentArgs) -> Result<Policy, CliError> {
-    use golato::policy::{Decision, Source};
-    let mut policy = Policy::new();
-    for (decision, flag, rules) in [
-        (Decision::Allow, "--allow", &args.allow_rules),
-        (Decision::Ask, "--ask", &args.ask_rules),
-        (Decision::Deny, "--deny", &args.deny_rules),
-    ] {
-        for rule in rules {
-            policy
-                .rules
-                .add(decision, rule, Source::flag(flag), &args.cwd)
-                .map_err(|error| CliError::usage(error.to_string()))?;
-        }
-    }
-    Ok(policy)
 }
 
 /// The one line that says what a project's file set but may not, and how to let it.
@@ -526,163 +483,16 @@ pub(crate) fn ignored_text(layer: &Layer) -> Option<String> {
     ))
 }
 
-/// Sets what `settings` sets, but never a flag given on the command line. Layers are applied
-/// lowest first, so each overrides the ones before it.
-fn fill(args: &mut AgentArgs, settings: &Settings, source: &str) -> Result<(), CliError> {
-    let invalid = |key: &str, why: String| CliError::usage(format!("{key} in {source}: {why}"));
-    let given = &args.given;
-    macro_rules! set {
-        ($field:ident, $value:expr) => {
-            if !given.contains(stringify!($field)) {
-                args.$field = $value;
-            }
-        };
-    }
-    if let Some(provider) = &settings.provider {
-        let kind = ProviderKind::from_str(provider, true).map_err(|_| {
-            invalid(
-                "provider",
-                format!("{provider:?} is not openai, anthropic or openai-responses"),
-            )
-        })?;
-        set!(provider, Some(kind));
-    }
-    if let Some(model) = &settings.model {
-        set!(model, Some(model.clone()));
-    }
-    if let Some(base_url) = &settings.base_url {
-        set!(base_url, Some(base_url.clone()));
-    }
-    if let Some(system) = &settings.system {
-        set!(system, Some(system.clone()));
-    }
-    if let Some(tools) = &settings.tools {
-        set!(tools, Some(tools.clone()));
-    }
-    if let Some(exclude) = &settings.exclude {
-        set!(exclude, exclude.clone());
-    }
-    if let Some(sequential) = settings.sequential {
-        set!(sequential, sequential);
-    }
-    if let Some(max_parallel) = settings.max_parallel {
-        let value = std::num::NonZeroUsize::new(max_parallel)
-            .ok_or_else(|| invalid("max_parallel", "it must be at least 1".into()))?;
-        set!(max_parallel, Some(value));
-    }
-    if let Some(seconds) = settings.tool_timeout {
-        let value = crate::args::positive_seconds(&seconds.to_string())
-            .map_err(|why| invalid("tool_timeout", why))?;
-        set!(tool_timeout, Some(value));
-    }
-    if let Some(max_turns) = settings.max_turns {
-        let value = std::num::NonZeroUsize::new(max_turns)
-            .ok_or_else(|| invalid("max_turns", "it must be at least 1".into()))?;
-        set!(max_turns, Some(value));
-    }
-    if let Some(tokens) = settings.context_window {
-        let value = std::num::NonZeroU64::new(tokens)
-            .ok_or_else(|| invalid("context_window", "it must be at least 1".into()))?;
-        set!(context_window, Some(value));
-    }
-    if let Some(no_compact) = settings.no_compact {
-        set!(no_compact, no_compact);
-    }
-    if let Some(tokens) = settings.max_tokens {
-        let value = std::num::NonZeroU64::new(tokens)
-            .ok_or_else(|| invalid("max_tokens", "it must be at least 1".into()))?;
-        set!(max_tokens, Some(value));
-    }
-    if let Some(dollars) = settings.max_cost {
-        let value =
-            crate::args::dollars(&dollars.to_string()).map_err(|why| invalid("max_cost", why))?;
-        set!(max_cost, Some(value));
-    }
-    if let Some(entries) = &settings.mcp {
-        let mut lines = Vec::new();
-        let mut servers = Vec::new();
-        for entry in entries {
-            match entry {
-                McpEntry::Line(line) => lines.push(line.clone()),
-                McpEntry::Table { command, args, env } => {
-                    servers.push(crate::args::McpCommand {
-                        program: command.clone(),
-                        args: args.clone(),
-                        env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                    });
-                }
-            }
-        }
-        set!(mcp, lines);
-        set!(mcp_commands, servers);
-    }
-    if let Some(urls) = &settings.mcp_url {
-        set!(mcp_url, urls.clone());
-    }
-    if let Some(mode) = &settings.sandbox {
-        let mode: golato::sandbox::Mode = mode
-            .parse()
-            .map_err(|error: golato::sandbox::UnknownMode| invalid("sandbox", error.to_string()))?;
-        if !given.contains("sandbox") {
-            args.sandbox.sandbox = Some(mode);
-        }
-    }
-    if let Some(allow) = settings.allow_network {
-        if !given.contains("allow_network") {
-            args.sandbox.allow_network = allow;
-        }
-    }
-    if let Some(writable) = &settings.writable {
-        if !given.contains("writable") {
-            args.sandbox.writable = writable.clone();
-        }
-    }
-    // Denials add up: a later layer (a project's) cannot take back one an earlier one made.
-    if let Some(deny_read) = &settings.deny_read {
-        if !given.contains("deny_read") {
-            args.sandbox.deny_read.extend(deny_read.iter().cloned());
-        }
-    }
-    if let Some(off) = settings.no_bash_checkpoints {
-        if !given.contains("no_bash_checkpoints") {
-            args.sandbox.no_bash_checkpoints = off;
-        }
-    }
-    if let Some(approve) = &settings.approve {
-        let value = crate::args::Approve::from_str(approve, true)
-            .map_err(|_| invalid("approve", format!("{approve:?} is not ask, edits or never")))?;
-        set!(approve, Some(value));
-    }
-    if let Some(temperature) = settings.temperature {
-        let value = crate::args::temperature(&temperature.to_string())
-            .map_err(|why| invalid("temperature", why))?;
-        set!(temperature, Some(value));
-    }
-    if let Some(tokens) = settings.max_output_tokens {
-        let value = std::num::NonZeroU32::new(tokens)
-            .ok_or_else(|| invalid("max_output_tokens", "it must be at least 1".into()))?;
-        set!(max_output_tokens, Some(value));
-    }
-    if let Some(effort) = &settings.reasoning_effort {
-        let value = ReasoningEffort::from_str(effort, true).map_err(|_| {
-            invalid(
-                "reasoning_effort",
-                format!("{effort:?} is not low, medium or high"),
-            )
-        })?;
-        set!(reasoning_effort, Some(value));
-    }
-    Ok(())
-}
-
 /// The layers `golato config` and `golato hooks` show: a folder is never asked about there.
 pub(crate) fn shown_layers(args: &ConfigArgs) -> Result<Vec<Layer>, CliError> {
     let trusting = match args.settings.trust {
         true => Trusting::Given,
         false => Trusting::Remembered,
     };
+    // Rules are listed as a run here resolves them: against the canonical folder.
+    let cwd = super::resolved::canonical_directory(&args.cwd)?;
     layers(
-        &args.cwd,
+        &cwd,
         args.settings.profile.as_deref(),
         &args.settings.config,
         trusting,
@@ -690,7 +500,7 @@ pub(crate) fn shown_layers(args: &ConfigArgs) -> Result<Vec<Layer>, CliError> {
 }
 
 /// What `settings` sets, as TOML-like text.
-pub(crate) fn entries(settings: &Settings) -> Vec<(&'static str, String)> {
+pub(crate) fn entries(settings: &FileSettings) -> Vec<(&'static str, String)> {
     let mut entries = Vec::new();
     let text = |value: &dyn std::fmt::Debug| format!("{value:?}");
     macro_rules! entry {

@@ -11,8 +11,8 @@ use golato::builtin;
 use golato::generator::{Generator, Model, Scripted};
 use golato::tool::Execution;
 
-use crate::args::AgentArgs;
 use crate::args::Approve;
+use crate::settings::Settings;
 use crate::setup::approve::Approver;
 use crate::store::record::Recording;
 use crate::view::header::Header;
@@ -24,7 +24,7 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a
 /// The hook that applies the rules, the command hooks and `--approve`: none when nothing
 /// would ever stop or change a call.
 fn policy_hooks(
-    args: &AgentArgs,
+    settings: &Settings,
     approve: Approve,
     approver: Arc<Approver>,
     session: &tokio::sync::watch::Receiver<golato::policy::HookSession>,
@@ -33,12 +33,12 @@ fn policy_hooks(
     // Interactive, the mode may change mid-session (`/approve`): the hook is always there.
     if !interactive
         && approve == Approve::Never
-        && args.policy.rules.is_empty()
-        && args.policy.hooks.is_empty()
+        && settings.policy.rules.is_empty()
+        && settings.policy.hooks.is_empty()
     {
         return Ok(Vec::new());
     }
-    let policy = Arc::new(args.policy.clone());
+    let policy = Arc::new(settings.policy.clone());
     Ok(vec![policy.hook(
         Some(approver as Arc<dyn golato::policy::Approver>),
         session.clone(),
@@ -77,7 +77,7 @@ pub(crate) struct WorkerParts {
 /// The agent the flags describe. `worker` is what a durable worker adds; `interactive` says
 /// whether a person can answer questions.
 pub(crate) async fn build_agent(
-    args: &AgentArgs,
+    settings: &Settings,
     worker: Option<WorkerParts>,
     interactive: bool,
 ) -> Result<Built, CliError> {
@@ -87,26 +87,28 @@ pub(crate) async fn build_agent(
         shared_lock,
         children,
     } = worker.unwrap_or_default();
-    let planned = args.plan.then(|| crate::setup::plan::planning(args));
-    let args = planned.as_ref().unwrap_or(args);
-    let mcp_tools = mcp_tools(args).await?;
+    let planned = settings
+        .plan
+        .then(|| crate::setup::plan::planning(settings));
+    let settings = planned.as_ref().unwrap_or(settings);
+    let mcp_tools = mcp_tools(settings).await?;
     let (session, hook_session) = tokio::sync::watch::channel(golato::policy::HookSession {
-        cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
+        cwd: settings.cwd.clone(),
         ..Default::default()
     });
     let recorder = (!durable_worker)
-        .then(|| crate::store::checkpoints::Recorder::new(&args.cwd, hook_session.clone()));
+        .then(|| crate::store::checkpoints::Recorder::new(&settings.cwd, hook_session.clone()));
     let checkpoints = recorder
         .clone()
-        .filter(|_| !args.sandbox.no_bash_checkpoints)
+        .filter(|_| settings.bash_checkpoints)
         .map(|recorder| recorder as Arc<dyn builtin::Checkpoints>);
     if checkpoints.is_some() {
         // Off the runtime's threads: it may wait for a dead golato's command to be gone.
-        let cwd = args.cwd.clone();
+        let cwd = settings.cwd.clone();
         let _ = tokio::task::spawn_blocking(move || crate::store::checkpoints::recover(&cwd)).await;
     }
-    let tools = builtin_tools(args, mcp_tools, shared_lock, checkpoints)?;
-    let (generator, model, recording, provider, endpoint) = match &args.script {
+    let tools = builtin_tools(settings, mcp_tools, shared_lock, checkpoints)?;
+    let (generator, model, recording, provider, endpoint) = match &settings.script {
         Some(path) => {
             let (scripted, recording) = load_script(path)?;
             let generator: Arc<dyn Generator> = Arc::new(scripted);
@@ -120,60 +122,63 @@ pub(crate) async fn build_agent(
             )
         }
         None => {
-            let (generator, model, endpoint) = crate::setup::provider::from_args(args)?;
+            let (generator, model, endpoint) = crate::setup::provider::from_args(settings)?;
             (generator, model, None, endpoint.provider, endpoint.host)
         }
     };
-    let sandboxed = args.sandbox.policy(DEFAULT_SANDBOX).mode != golato::sandbox::Mode::Off;
-    let approve = args
+    let sandboxed = settings.sandboxed();
+    let approve = settings
         .approve
         .unwrap_or_else(|| Approve::default_for(sandboxed, interactive));
-    let (approver, questions) =
-        Approver::new(approve, &args.cwd, &args.sandbox.writable, interactive);
-    args.policy
+    let (approver, questions) = Approver::new(
+        approve,
+        &settings.cwd,
+        &settings.sandbox.writable_roots,
+        interactive,
+    );
+    settings
+        .policy
         .rules
-        .check_tools(
-            tools.iter().map(|tool| tool.name()).chain(
-                crate::setup::subagents::wanted(args).then_some(golato::subagent::TOOL_NAME),
-            ),
-        )
+        .check_tools(tools.iter().map(|tool| tool.name()).chain(
+            crate::setup::subagents::wanted(settings).then_some(golato::subagent::TOOL_NAME),
+        ))
         .map_err(|error| CliError::usage(error.to_string()))?;
     let header = Header {
         provider,
-        model: args.script.is_none().then(|| model.id.clone()),
+        model: settings.script.is_none().then(|| model.id.clone()),
         endpoint,
-        cwd: args.cwd.canonicalize().unwrap_or_else(|_| args.cwd.clone()),
+        cwd: settings.cwd.clone(),
         tools: tools
             .iter()
             .map(|tool| tool.name().to_owned())
             .chain(
-                crate::setup::subagents::wanted(args)
+                crate::setup::subagents::wanted(settings)
                     .then(|| golato::subagent::TOOL_NAME.to_owned()),
             )
             .collect(),
-        sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
+        sandbox: settings.sandbox.clone(),
         approve,
         session: None,
     };
-    let system_prompt = match &args.system {
+    let system_prompt = match &settings.system {
         Some(system) => Some(system_text(system)?),
-        None if args.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
+        None if settings.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
         None => None,
     };
-    let system_prompt = match args.no_project_instructions {
+    let system_prompt = match settings.no_project_instructions {
         true => system_prompt,
         false => {
-            Some(crate::setup::instructions::system_prompt(system_prompt, args, &header).await)
+            Some(crate::setup::instructions::system_prompt(system_prompt, settings, &header).await)
         }
     };
     // In the front end, /plan makes the plan-mode agent from the same pieces when asked.
-    let plan_mode = (interactive && !args.plan).then(|| crate::setup::plan::PlanMode {
+    let plan_mode = (interactive && !settings.plan).then(|| crate::setup::plan::PlanMode {
         generator: Arc::clone(&generator),
         hooks: Vec::new(),
         system_prompt: system_prompt.clone(),
-        args: crate::setup::plan::planning(args),
+        settings: crate::setup::plan::planning(settings),
     });
-    let system_prompt = match args.plan {
+    let system_prompt = match settings.plan {
         true => Some(crate::setup::plan::with_instructions(
             system_prompt.as_deref(),
         )),
@@ -181,7 +186,7 @@ pub(crate) async fn build_agent(
     };
     let price = model.price;
     let mut hooks = policy_hooks(
-        args,
+        settings,
         approve,
         Arc::clone(&approver),
         &hook_session,
@@ -196,9 +201,9 @@ pub(crate) async fn build_agent(
         ..plan_mode
     });
     let mut tools = tools;
-    let subagents = crate::setup::subagents::wanted(args).then(|| {
+    let subagents = crate::setup::subagents::wanted(settings).then(|| {
         crate::setup::subagents::config(
-            args,
+            settings,
             crate::setup::subagents::Parent {
                 generator: Arc::clone(&generator),
                 model: model.clone(),
@@ -216,26 +221,26 @@ pub(crate) async fn build_agent(
         generator: Some(generator),
         model,
         tools,
-        tool_execution: if args.sequential {
+        tool_execution: if settings.sequential {
             Execution::Sequential
         } else {
             Execution::Parallel
         },
         system_prompt,
-        max_turns: args.max_turns.map(usize::from),
-        budget: budget(args),
-        context_window: args.context_window.map(std::num::NonZeroU64::get),
-        compaction: if args.no_compact {
+        max_turns: settings.max_turns.map(usize::from),
+        budget: budget(settings),
+        context_window: settings.context_window.map(std::num::NonZeroU64::get),
+        compaction: if settings.no_compact {
             agent::compaction::Compaction::off()
         } else {
             agent::compaction::Compaction::default()
         },
-        output_schema: match &args.output_schema {
+        output_schema: match &settings.output_schema {
             Some(path) => Some(schema_file(path)?),
             None => None,
         },
-        max_parallel_calls: args.max_parallel,
-        tool_timeout: args.tool_timeout,
+        max_parallel_calls: settings.max_parallel,
+        tool_timeout: settings.tool_timeout,
         hooks,
         ..Default::default()
     })
@@ -250,8 +255,8 @@ pub(crate) async fn build_agent(
     })?;
     let asks = interactive
         || approve != Approve::Never
-        || !args.policy.rules.is_empty()
-        || !args.policy.hooks.is_empty();
+        || !settings.policy.rules.is_empty()
+        || !settings.policy.hooks.is_empty();
     Ok(Built {
         agent,
         plan_mode,
@@ -264,10 +269,6 @@ pub(crate) async fn build_agent(
         subagents,
     })
 }
-
-/// The sandbox of `golato run` and `golato serve` when `--sandbox` is not given: the model's
-/// commands may change the project and temporary files, nothing else, and reach no network.
-pub(crate) const DEFAULT_SANDBOX: golato::sandbox::Mode = golato::sandbox::Mode::WorkspaceWrite;
 
 /// `--output-schema FILE`: the schema, read and parsed.
 fn schema_file(path: &Path) -> Result<serde_json::Value, CliError> {
@@ -286,35 +287,35 @@ fn schema_file(path: &Path) -> Result<serde_json::Value, CliError> {
 }
 
 /// `--max-tokens` and `--max-cost`.
-pub(crate) fn budget(args: &AgentArgs) -> Option<agent::Budget> {
+pub(crate) fn budget(settings: &Settings) -> Option<agent::Budget> {
     let mut budget = agent::Budget::default();
-    if let Some(tokens) = args.max_tokens {
+    if let Some(tokens) = settings.max_tokens {
         budget = budget.with_max_tokens(tokens.get());
     }
-    if let Some(dollars) = args.max_cost {
+    if let Some(dollars) = settings.max_cost {
         budget = budget.with_max_cost(dollars);
     }
     (budget != agent::Budget::default()).then_some(budget)
 }
 
 /// The tools of every `--mcp` and `--mcp-url` server, each server connected once.
-async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
+async fn mcp_tools(settings: &Settings) -> Result<Vec<golato::Tool>, CliError> {
     use golato::mcp::{McpServer, McpServerConfig};
     let mut configs = Vec::new();
-    for line in &args.mcp {
+    for line in &settings.mcp {
         configs.push(
             McpServerConfig::command_line(line)
                 .map_err(|error| CliError::usage(format!("--mcp: {error}")))?,
         );
     }
-    for server in &args.mcp_commands {
+    for server in &settings.mcp_commands {
         let mut config = McpServerConfig::stdio(&server.program, &server.args);
         for (name, value) in &server.env {
             config = config.with_env(name, value);
         }
         configs.push(config);
     }
-    configs.extend(args.mcp_url.iter().map(McpServerConfig::http));
+    configs.extend(settings.mcp_url.iter().map(McpServerConfig::http));
     if configs.is_empty() {
         return Ok(Vec::new());
     }
@@ -322,7 +323,7 @@ async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
     let mut signals = crate::interrupt::Signals::listen()?;
     let mut tools = Vec::new();
     for mut config in configs {
-        if let Some(timeout) = args.mcp_timeout {
+        if let Some(timeout) = settings.mcp_timeout {
             config = config.with_connect_timeout(timeout);
         }
         let connected = tokio::select! {
@@ -351,25 +352,26 @@ async fn mcp_tools(args: &AgentArgs) -> Result<Vec<golato::Tool>, CliError> {
 }
 
 pub(crate) fn builtin_tools(
-    args: &AgentArgs,
+    settings: &Settings,
     custom_tools: Vec<golato::Tool>,
     shared_lock: Option<Arc<dyn builtin::SharedLock>>,
     bash_checkpoints: Option<Arc<dyn builtin::Checkpoints>>,
 ) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {
-        working_directory: args.cwd.clone(),
-        allowed_tool_names: args
+        working_directory: settings.cwd.clone(),
+        allowed_tool_names: settings
             .tools
             .as_deref()
             .map(crate::setup::subagents::without_task),
-        excluded_tool_names: crate::setup::subagents::without_task(&args.exclude),
+        excluded_tool_names: crate::setup::subagents::without_task(&settings.exclude),
         custom_tools,
         shared_lock,
-        sandbox: args.sandbox.policy(DEFAULT_SANDBOX),
-        text_files: args.text_files.clone(),
+        sandbox: settings.sandbox.clone(),
+        text_files: settings.text_files.clone(),
         bash_checkpoints,
         // What a rule keeps from `read` stays out of grep, find and ls too.
-        read_rules: (!args.policy.rules.is_empty()).then(|| Arc::new(args.policy.rules.clone())),
+        read_rules: (!settings.policy.rules.is_empty())
+            .then(|| Arc::new(settings.policy.rules.clone())),
         ..Default::default()
     })
     .map_err(builtin_error)

@@ -200,10 +200,10 @@ pub(crate) fn for_config(cwd: &Path, trust_given: bool) -> Instructions {
 /// instruction files; a project's files left unread are said once on stderr.
 pub(crate) async fn system_prompt(
     base: Option<String>,
-    args: &crate::args::AgentArgs,
+    settings: &crate::settings::Settings,
     header: &crate::view::header::Header,
 ) -> String {
-    let trusted = trusted(&args.cwd, args.settings.trust);
+    let trusted = settings.trusted;
     let found = gather(&header.cwd, config_dir().as_deref(), trusted);
     let skills = crate::setup::skills::gather(
         &header.cwd,

@@ -8,7 +8,7 @@ use golato::agent::{self, Agent};
 use golato::generator::{Generator, Model};
 use golato::hook::Hook;
 
-use crate::args::AgentArgs;
+use crate::settings::Settings;
 use crate::CliError;
 
 /// The tools of plan mode.
@@ -20,12 +20,12 @@ pub(crate) const INSTRUCTIONS: &str = "# Plan mode\nYou are in plan mode: look a
 /// What the normal agent is told when the person accepts the plan.
 pub(crate) const ACCEPTED: &str = "The plan is accepted. Carry it out now, step by step.";
 
-/// `args` as plan mode has them: the read-only sandbox, the plan tools, no MCP servers or
+/// `settings` as plan mode has them: the read-only sandbox, the plan tools, no MCP servers or
 /// subagents.
-pub(crate) fn planning(args: &AgentArgs) -> AgentArgs {
-    let mut planned = args.clone();
+pub(crate) fn planning(settings: &Settings) -> Settings {
+    let mut planned = settings.clone();
     planned.plan = true;
-    planned.sandbox.sandbox = Some(golato::sandbox::Mode::ReadOnly);
+    planned.sandbox.mode = golato::sandbox::Mode::ReadOnly;
     planned.tools = Some(PLAN_TOOLS.iter().map(|name| (*name).to_owned()).collect());
     planned.exclude.clear();
     planned.mcp.clear();
@@ -40,21 +40,21 @@ pub(crate) struct PlanMode {
     pub(crate) generator: Arc<dyn Generator>,
     pub(crate) hooks: Vec<Arc<dyn Hook>>,
     pub(crate) system_prompt: Option<String>,
-    pub(crate) args: AgentArgs,
+    pub(crate) settings: Settings,
 }
 
 impl PlanMode {
     /// The plan-mode agent, asking `model`.
     pub(crate) fn agent(&self, model: Model) -> Result<Agent, CliError> {
-        let tools = crate::setup::agent::builtin_tools(&self.args, Vec::new(), None, None)?;
+        let tools = crate::setup::agent::builtin_tools(&self.settings, Vec::new(), None, None)?;
         Agent::new(agent::Config {
             generator: Some(Arc::clone(&self.generator)),
             model,
             tools,
             system_prompt: Some(with_instructions(self.system_prompt.as_deref())),
             hooks: self.hooks.clone(),
-            max_turns: self.args.max_turns.map(usize::from),
-            tool_timeout: self.args.tool_timeout,
+            max_turns: self.settings.max_turns.map(usize::from),
+            tool_timeout: self.settings.tool_timeout,
             ..Default::default()
         })
         .map_err(|error| CliError::Failed(error.to_string()))

@@ -6,7 +6,8 @@ use golato::generator::{
     anthropic, openai, Anthropic, Generator, Model, OpenAiChat, OpenAiResponses,
 };
 
-use crate::args::{AgentArgs, ProviderKind};
+use crate::args::ProviderKind;
+use crate::settings::Settings;
 use crate::CliError;
 
 const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -19,12 +20,12 @@ const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// # Errors
 /// A usage error naming the variable to set when the key the provider needs is missing.
 pub(crate) fn from_args(
-    args: &AgentArgs,
+    settings: &Settings,
 ) -> Result<(Arc<dyn Generator>, Model, Endpoint), CliError> {
-    let kind = provider_kind(args);
+    let kind = provider_kind(settings);
     match kind {
         ProviderKind::Openai | ProviderKind::OpenaiResponses => {
-            let base_url = args
+            let base_url = settings
                 .base_url
                 .clone()
                 .or_else(|| env("OPENAI_BASE_URL"))
@@ -35,7 +36,7 @@ pub(crate) fn from_args(
                     "no API key for OpenAI: set OPENAI_API_KEY, or point --base-url (or OPENAI_BASE_URL) at an OpenAI-compatible server such as Ollama (http://localhost:11434/v1), or use --provider anthropic with ANTHROPIC_API_KEY",
                 ));
             }
-            let model = model_id(args, "OPENAI_MODEL", OPENAI_DEFAULT_MODEL);
+            let model = model_id(settings, "OPENAI_MODEL", OPENAI_DEFAULT_MODEL);
             let endpoint = Endpoint {
                 provider: if kind == ProviderKind::OpenaiResponses {
                     "openai-responses"
@@ -49,7 +50,11 @@ pub(crate) fn from_args(
             } else {
                 Arc::new(OpenAiChat::new(base_url, key).map_err(client_error)?)
             };
-            Ok((client, settings(args, Model::new(model), kind), endpoint))
+            Ok((
+                client,
+                with_model_settings(settings, Model::new(model), kind),
+                endpoint,
+            ))
         }
         ProviderKind::Anthropic => {
             let key = env("ANTHROPIC_API_KEY").ok_or_else(|| {
@@ -57,12 +62,12 @@ pub(crate) fn from_args(
                     "no API key for Anthropic: set ANTHROPIC_API_KEY, or use --provider openai",
                 )
             })?;
-            let base_url = args
+            let base_url = settings
                 .base_url
                 .clone()
                 .or_else(|| env("ANTHROPIC_BASE_URL"))
                 .unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.to_owned());
-            let model = model_id(args, "ANTHROPIC_MODEL", ANTHROPIC_DEFAULT_MODEL);
+            let model = model_id(settings, "ANTHROPIC_MODEL", ANTHROPIC_DEFAULT_MODEL);
             let endpoint = Endpoint {
                 provider: "anthropic",
                 host: crate::view::header::host_of(&base_url),
@@ -70,7 +75,7 @@ pub(crate) fn from_args(
             let client = Anthropic::new(base_url, key).map_err(client_error)?;
             Ok((
                 Arc::new(client),
-                settings(args, Model::new(model), kind),
+                with_model_settings(settings, Model::new(model), kind),
                 endpoint,
             ))
         }
@@ -88,11 +93,11 @@ pub(crate) struct Endpoint {
 /// provider in the environment picks it; only then does a key break the tie (Anthropic's alone
 /// picks Anthropic). An exported `ANTHROPIC_API_KEY` no longer turns a `--base-url` run into
 /// Anthropic requests to an OpenAI-compatible server.
-fn provider_kind(args: &AgentArgs) -> ProviderKind {
-    if let Some(kind) = args.provider {
+fn provider_kind(settings: &Settings) -> ProviderKind {
+    if let Some(kind) = settings.provider {
         return kind;
     }
-    if args.base_url.is_some() || env("OPENAI_BASE_URL").is_some() {
+    if settings.base_url.is_some() || env("OPENAI_BASE_URL").is_some() {
         return ProviderKind::Openai;
     }
     if env("ANTHROPIC_BASE_URL").is_some() {
@@ -109,8 +114,9 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|value| !value.is_empty())
 }
 
-fn model_id(args: &AgentArgs, variable: &str, default: &str) -> String {
-    args.model
+fn model_id(settings: &Settings, variable: &str, default: &str) -> String {
+    settings
+        .model
         .clone()
         .or_else(|| env(variable))
         .unwrap_or_else(|| default.to_owned())
@@ -119,16 +125,16 @@ fn model_id(args: &AgentArgs, variable: &str, default: &str) -> String {
 /// `--temperature`, `--max-output-tokens` and `--reasoning-effort` in each API's terms.
 /// The model `id` of the provider the flags choose, with their settings (temperature,
 /// reasoning effort), as `/model` switches to it.
-pub(crate) fn model_named(args: &AgentArgs, id: &str) -> Model {
-    settings(args, Model::new(id), provider_kind(args))
+pub(crate) fn model_named(settings: &Settings, id: &str) -> Model {
+    with_model_settings(settings, Model::new(id), provider_kind(settings))
 }
 
-fn settings(args: &AgentArgs, mut model: Model, kind: ProviderKind) -> Model {
+fn with_model_settings(settings: &Settings, mut model: Model, kind: ProviderKind) -> Model {
     use crate::args::ReasoningEffort;
     use serde_json::json;
-    model.temperature = args.temperature;
-    model.max_output_tokens = args.max_output_tokens.map(std::num::NonZeroU32::get);
-    let Some(effort) = args.reasoning_effort else {
+    model.temperature = settings.temperature;
+    model.max_output_tokens = settings.max_output_tokens.map(std::num::NonZeroU32::get);
+    let Some(effort) = settings.reasoning_effort else {
         return model;
     };
     let name = match effort {

@@ -9,15 +9,16 @@ use golato::hook::Hook;
 use golato::subagent::{self, TOOL_NAME};
 use golato::Tool;
 
-use crate::args::AgentArgs;
+use crate::settings::Settings;
 use crate::CliError;
 
 /// Whether `--tools` names `task` (and `--exclude` does not): subagents are opt-in.
-pub(crate) fn wanted(args: &AgentArgs) -> bool {
-    args.tools
+pub(crate) fn wanted(settings: &Settings) -> bool {
+    settings
+        .tools
         .as_ref()
         .is_some_and(|names| names.iter().any(|name| name == TOOL_NAME))
-        && !args.exclude.iter().any(|name| name == TOOL_NAME)
+        && !settings.exclude.iter().any(|name| name == TOOL_NAME)
 }
 
 /// `names` without `task`, which is not a built-in.
@@ -42,7 +43,7 @@ pub(crate) struct Parent<'a> {
 /// tools, instructions and hooks (so the sandbox, rules and approvals of the parent hold for
 /// every child); `runner` runs them elsewhere (a durable worker's children are durable runs).
 pub(crate) fn config(
-    args: &AgentArgs,
+    settings: &Settings,
     parent: Parent<'_>,
     runner: Option<Arc<dyn subagent::Runner>>,
 ) -> subagent::Config {
@@ -52,13 +53,13 @@ pub(crate) fn config(
         tools: parent.tools.to_vec(),
         system_prompt: parent.system_prompt,
         hooks: parent.hooks,
-        max_depth: args
+        max_depth: settings
             .task_depth
             .map_or(subagent::DEFAULT_MAX_DEPTH, NonZeroUsize::get),
-        max_turns: args.max_turns.map(usize::from),
-        max_parallel_calls: args.max_parallel,
-        tool_timeout: args.tool_timeout,
-        max_budget: crate::setup::agent::budget(args),
+        max_turns: settings.max_turns.map(usize::from),
+        max_parallel_calls: settings.max_parallel,
+        tool_timeout: settings.tool_timeout,
+        max_budget: crate::setup::agent::budget(settings),
         runner,
         ..Default::default()
     }

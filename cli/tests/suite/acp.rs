@@ -873,3 +873,50 @@ fn a_subagents_calls_reach_the_client_as_calls_under_the_task() {
             .as_str()
             .is_some_and(|text| text.starts_with("the note says hi"))));
 }
+
+/// An ACP session is the same conversation as the command line's: SessionStart, UserPromptSubmit
+/// (which may refuse a prompt) and SessionEnd hooks fire, with the session's ID.
+#[test]
+fn an_acp_session_runs_the_session_hooks_as_the_command_line_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let user = ws.join("user.toml");
+    std::fs::write(
+        &user,
+        "[[hooks.SessionStart]]\ncommand = \"cat > started.json\"\n\n\
+         [[hooks.UserPromptSubmit]]\ncommand = \"cat > submitted.json; grep -q password submitted.json && { echo 'no secrets in prompts' >&2; exit 2; } || exit 0\"\n\n\
+         [[hooks.SessionEnd]]\ncommand = \"cat > ended.json\"\n",
+    )
+    .unwrap();
+    let script = script_file(&ws, "script.jsonl", &[json!({"text": "Hello."})]);
+    let mut command = golato();
+    command
+        .env("GOLATO_CONFIG", &user)
+        .args(["acp", "--script"])
+        .arg(&script)
+        .current_dir(&ws);
+    let mut acp = Acp::from_command(command, json!({}));
+    let session = acp.new_session(&ws);
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(ws.join(name)).unwrap()).unwrap()
+    };
+    assert_eq!(read("started.json")["session_id"], session.as_str());
+
+    let id = acp.prompt(&session, "my password is hunter2");
+    let (refused, _) = acp.response(id);
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no secrets in prompts"), "{refused}");
+
+    let id = acp.prompt(&session, "hello");
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let submitted = read("submitted.json");
+    assert_eq!(submitted["prompt"], "hello");
+    assert_eq!(submitted["session_id"], session.as_str());
+
+    // The client goes away: the session ends with its SessionEnd hooks.
+    drop(acp.input.take());
+    let status = acp.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert_eq!(read("ended.json")["session_id"], session.as_str());
+}

@@ -233,3 +233,26 @@ fn golato_skills_lists_a_trusted_projects_skills_and_says_why_one_was_left_out()
     let out = String::from_utf8_lossy(&run(false).stdout).into_owned();
     assert!(out.starts_with("no skills here"), "{out}");
 }
+
+#[test]
+fn a_working_directory_that_is_not_a_folder_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    for (cwd, why) in [
+        (dir.path().join("missing"), "No such file"),
+        (file, "not a folder"),
+    ] {
+        let output = golato()
+            .args(["run", "-C"])
+            .arg(&cwd)
+            .args(["--script", "/nonexistent.jsonl", "hi"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "-C {cwd:?}");
+        let error = one_error_line(&output);
+        assert!(error.contains("cannot work in"), "{error}");
+        assert!(error.contains(why), "{error}");
+        assert!(error.contains("give -C"), "{error}");
+    }
+}

@@ -3,17 +3,15 @@
 //! `/resume`, `/fork`, `/approve`, `/diff`, `/init`, `/cost`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::time::Instant;
 
 use golato::agent::compaction::Summary;
-use golato::agent::{Event, Input};
-use golato::message::{Message, UserMessage};
+use golato::agent::Event;
+use golato::message::UserMessage;
 
 use super::commands::Command;
 use super::{transcript, Front};
 use crate::args::Approve;
-use crate::setup::approve::Approver;
 use crate::view::report::Tally;
 
 /// A run being worked on.
@@ -31,35 +29,22 @@ pub(crate) struct Running {
 }
 
 /// The session and what runs in it.
-pub(crate) struct Conversation {
-    pub(crate) agent: golato::Agent,
-    pub(crate) header: crate::view::header::Header,
-    pub(crate) price: Option<golato::generator::Price>,
-    pub(crate) transcript: Vec<Message>,
-    pub(crate) summary: Option<Summary>,
-    pub(crate) saving: Option<crate::store::session::Writer>,
-    pub(crate) told: golato::policy::HookSession,
-    /// What SessionStart hooks added, for the first prompt.
-    pub(crate) context: Option<String>,
-    pub(crate) approver: Arc<Approver>,
-    pub(crate) args: crate::args::ChatArgs,
+pub(crate) struct Chat {
+    /// The conversation the front end drives.
+    pub(crate) conversation: crate::conversation::Conversation,
     /// What edits and writes of this session did, by file, in order (`/diff`).
     pub(crate) changes: BTreeMap<String, Vec<String>>,
-    /// How to make the plan-mode agent (`/plan`).
-    pub(crate) plan_mode: Option<crate::setup::plan::PlanMode>,
     /// The agent not in use: the plan-mode one, or the normal one while planning.
     pub(crate) parked: Option<golato::Agent>,
     /// Whether the agent in use is the plan-mode one.
     pub(crate) planning: bool,
-    /// Where hooks and checkpoints learn which session is saved.
-    pub(crate) hook_session: tokio::sync::watch::Sender<golato::policy::HookSession>,
 }
 
-impl Conversation {
+impl Chat {
     /// Starts a run of `text` (its images attached).
     pub(crate) async fn send(&mut self, front: &mut Front, text: String) {
         let width = front.width();
-        let prompt = match super::mention::prompt(&text, &self.args.agent.cwd) {
+        let prompt = match super::mention::prompt(&text, &self.conversation.settings.cwd) {
             Ok(prompt) => prompt,
             Err(problem) => {
                 front.note(&format!("not sent: {problem}"));
@@ -67,11 +52,8 @@ impl Conversation {
                 return;
             }
         };
-        let policy = &self.args.agent.policy;
-        let prompt = match crate::setup::session_hooks::prompt_submit(policy, &self.told, prompt)
-            .await
-        {
-            Ok(prompt) => crate::setup::session_hooks::with_context(prompt, self.context.take()),
+        let prompt = match self.conversation.submitted(prompt).await {
+            Ok(prompt) => prompt,
             Err(error) => {
                 front.note(&error.to_string());
                 return;
@@ -85,19 +67,8 @@ impl Conversation {
                 crate::view::shown::count(images as u64, "image")
             ));
         }
-        if let Some(saving) = &mut self.saving {
-            saving.step(&Message::User(prompt.clone()));
-        }
-        let summary = self
-            .summary
-            .clone()
-            .filter(|summary| summary.fits(&self.transcript));
         front.running = Some(Running {
-            run: self.agent.start(Input {
-                prompts: vec![prompt],
-                transcript: std::mem::take(&mut self.transcript),
-                summary,
-            }),
+            run: self.conversation.start(prompt),
             started: Instant::now(),
             tally: Tally::default(),
             streamed: 0,
@@ -110,13 +81,11 @@ impl Conversation {
     /// Shows and keeps what the run did.
     pub(crate) async fn on_event(&mut self, front: &mut Front, event: Event) {
         let width = front.width();
-        if let Some(saving) = &mut self.saving {
-            let cancelling = front
-                .running
-                .as_ref()
-                .is_some_and(|running| running.cancelling);
-            saving.save_event(&event, cancelling);
-        }
+        let cancelling = front
+            .running
+            .as_ref()
+            .is_some_and(|running| running.cancelling);
+        self.conversation.keep(&event, cancelling);
         if let Some(running) = &mut front.running {
             running.tally.observe(&event);
         }
@@ -175,10 +144,6 @@ impl Conversation {
                 }
             }
             Event::Compaction(compaction) => {
-                self.summary = Some(Summary::new(
-                    compaction.summary.clone(),
-                    compaction.replaced,
-                ));
                 front.note(&format!(
                     "context compacted: {} summarized",
                     crate::view::shown::count(compaction.replaced as u64, "earlier message")
@@ -225,7 +190,7 @@ impl Conversation {
             };
             let path = change
                 .path
-                .strip_prefix(&self.header.cwd)
+                .strip_prefix(&self.conversation.header.cwd)
                 .unwrap_or(&change.path)
                 .display()
                 .to_string();
@@ -268,7 +233,10 @@ impl Conversation {
         let width = front.width();
         let outcome = running.run.finish().await;
         let seconds = running.started.elapsed().as_secs_f64();
-        let cost = self.price.map(|price| price.cost(&running.tally.usage));
+        let cost = self
+            .conversation
+            .price
+            .map(|price| price.cost(&running.tally.usage));
         front.tally.turns += running.tally.turns;
         front.tally.tool_calls += running.tally.tool_calls;
         front.tally.usage.input_tokens += running.tally.usage.input_tokens;
@@ -289,13 +257,7 @@ impl Conversation {
             &ending,
             width,
         ));
-        self.transcript = match outcome {
-            Ok(result) => result.messages,
-            Err(error) => error
-                .messages()
-                .map(<[Message]>::to_vec)
-                .unwrap_or_default(),
-        };
+        self.conversation.went_on(outcome);
     }
 
     /// Text typed while a run works: steering (joined at the next point the run accepts it)
@@ -323,13 +285,13 @@ impl Conversation {
     ) -> Result<(), crate::CliError> {
         match command {
             Command::New => {
-                self.transcript.clear();
-                self.summary = None;
+                self.conversation.transcript.clear();
+                self.conversation.summary = None;
                 self.changes.clear();
-                self.saving = crate::store::session::open(
+                self.conversation.saving = crate::store::session::open(
                     None,
-                    &self.args.agent.cwd,
-                    self.args.ephemeral,
+                    &self.conversation.settings.cwd,
+                    self.conversation.ephemeral,
                     true,
                 )?
                 .saving;
@@ -338,7 +300,7 @@ impl Conversation {
             }
             Command::Cost => {
                 let usage = &front.tally.usage;
-                let cost = self.price.map(|price| price.cost(usage));
+                let cost = self.conversation.price.map(|price| price.cost(usage));
                 front.note(&format!(
                     "this session: {}, {} in, {} out{}",
                     crate::view::shown::count(front.tally.turns as u64, "turn"),
@@ -347,24 +309,27 @@ impl Conversation {
                     cost.map_or_else(String::new, |cost| format!(", ${cost:.4}"))
                 ));
             }
-            Command::Tools => front.note(&format!("tools: {}", self.header.tools.join(", "))),
+            Command::Tools => front.note(&format!(
+                "tools: {}",
+                self.conversation.header.tools.join(", ")
+            )),
             Command::Sandbox => front.note(&format!(
                 "sandbox: {}; approve: {}",
-                self.header.sandbox.mode,
-                self.approver.mode()
+                self.conversation.header.sandbox.mode,
+                self.conversation.approver.mode()
             )),
             Command::Model(None) => front.note(&format!(
                 "model: {} (/model NAME switches; the next turn uses it)",
-                self.agent.model().id
+                self.conversation.agent.model().id
             )),
             Command::Model(Some(name)) => {
-                let model = crate::setup::provider::model_named(&self.args.agent, &name);
-                self.price = model.price;
+                let model = crate::setup::provider::model_named(&self.conversation.settings, &name);
+                self.conversation.price = model.price;
                 if let Some(parked) = &mut self.parked {
                     *parked = parked.with_model(model.clone());
                 }
-                self.agent = self.agent.with_model(model);
-                self.header.model = Some(name.clone());
+                self.conversation.agent = self.conversation.agent.with_model(model);
+                self.conversation.header.model = Some(name.clone());
                 let when = match front.running {
                     Some(_) => "the next prompt",
                     None => "the next turn",
@@ -373,11 +338,11 @@ impl Conversation {
             }
             Command::Approve(None) => front.note(&format!(
                 "approve: {} (/approve ask|edits|never changes it)",
-                self.approver.mode()
+                self.conversation.approver.mode()
             )),
             Command::Approve(Some(mode)) => {
-                self.approver.set_mode(mode);
-                self.header.approve = mode;
+                self.conversation.approver.set_mode(mode);
+                self.conversation.header.approve = mode;
                 let what = match mode {
                     Approve::Ask => "every bash, write and edit call asks first",
                     Approve::Edits => "edits inside the workspace go through; bash asks",
@@ -389,8 +354,12 @@ impl Conversation {
             Command::Fork => self.fork(front),
             Command::Resume(None) => {
                 let (sessions, _) = crate::store::session::all()?;
-                let cwd = self.header.cwd.clone();
-                let current = self.saving.as_ref().map(crate::store::session::Writer::id);
+                let cwd = self.conversation.header.cwd.clone();
+                let current = self
+                    .conversation
+                    .saving
+                    .as_ref()
+                    .map(crate::store::session::Writer::id);
                 let choices: Vec<super::Pick> = sessions
                     .iter()
                     .filter(|saved| saved.header.cwd == cwd)
@@ -417,11 +386,11 @@ impl Conversation {
                 self.go_on_with(&id)?;
                 self.changes.clear();
                 let width = front.width();
-                front.say(transcript::earlier(&self.transcript, width));
+                front.say(transcript::earlier(&self.conversation.transcript, width));
                 front.note(&format!("going on with the session {id}"));
             }
             Command::Diff => self.diff(front),
-            Command::Init => init(front, &self.header.cwd),
+            Command::Init => init(front, &self.conversation.header.cwd),
             Command::Plan => self.plan(front)?,
             Command::Undo => self.undo(front)?,
             Command::Accept => {
@@ -454,11 +423,11 @@ impl Conversation {
             return Ok(());
         }
         if self.parked.is_none() {
-            let Some(plan_mode) = &self.plan_mode else {
+            let Some(plan_mode) = &self.conversation.plan_mode else {
                 front.note("plan mode is not available here");
                 return Ok(());
             };
-            self.parked = Some(plan_mode.agent(self.agent.model().clone())?);
+            self.parked = Some(plan_mode.agent(self.conversation.agent.model().clone())?);
         }
         self.switch_agent();
         front.planning = self.planning;
@@ -469,23 +438,24 @@ impl Conversation {
     /// Goes on with the saved session `id`: its conversation, and saving into it.
     fn go_on_with(&mut self, id: &str) -> Result<(), crate::CliError> {
         let saved = crate::store::session::find(Some(id), None)?;
-        let opened = crate::store::session::open(Some(saved), &self.args.agent.cwd, false, true)?;
-        self.transcript = opened.transcript;
-        self.summary = opened.summary;
-        self.saving = opened.saving;
+        let opened =
+            crate::store::session::open(Some(saved), &self.conversation.settings.cwd, false, true)?;
+        self.conversation.transcript = opened.transcript;
+        self.conversation.summary = opened.summary;
+        self.conversation.saving = opened.saving;
         self.session_changed();
         Ok(())
     }
 
     /// Tells hooks and checkpoints which session is saved now.
     fn session_changed(&mut self) {
-        let (id, path) = match &self.saving {
+        let (id, path) = match &self.conversation.saving {
             Some(saving) => (saving.id(), saving.path().to_owned()),
             None => (String::new(), std::path::PathBuf::new()),
         };
-        self.told.session_id.clone_from(&id);
-        self.told.transcript_path.clone_from(&path);
-        self.hook_session.send_modify(|session| {
+        self.conversation.told.session_id.clone_from(&id);
+        self.conversation.told.transcript_path.clone_from(&path);
+        self.conversation.hook_session.send_modify(|session| {
             session.session_id = id;
             session.transcript_path = path;
         });
@@ -498,12 +468,17 @@ impl Conversation {
             front.note("/undo works between runs: wait for this one to end, or Esc it");
             return Ok(());
         }
-        let Some(id) = self.saving.as_ref().map(crate::store::session::Writer::id) else {
+        let Some(id) = self
+            .conversation
+            .saving
+            .as_ref()
+            .map(crate::store::session::Writer::id)
+        else {
             front.note("nothing saved (--ephemeral): there is nothing to undo");
             return Ok(());
         };
         // The session's lock is let go for the undo, and taken again to go on.
-        self.saving = None;
+        self.conversation.saving = None;
         let saved = crate::store::session::find(Some(&id), None)?;
         let outcome = crate::store::checkpoints::undo(&saved, None);
         self.go_on_with(&id)?;
@@ -520,29 +495,34 @@ impl Conversation {
     /// Swaps the agent in use with the parked one.
     fn switch_agent(&mut self) {
         if let Some(parked) = &mut self.parked {
-            std::mem::swap(&mut self.agent, parked);
+            std::mem::swap(&mut self.conversation.agent, parked);
             self.planning = !self.planning;
         }
     }
 
     /// `/compact`: the conversation summarized now, its recent messages kept.
     async fn compact(&mut self, front: &mut Front) {
-        if self.transcript.is_empty() {
+        if self.conversation.transcript.is_empty() {
             front.note("nothing to compact yet");
             return;
         }
         front.note("compacting: the model summarizes the conversation…");
         front.draw();
-        match self.agent.compact(self.transcript.clone()).await {
+        match self
+            .conversation
+            .agent
+            .compact(self.conversation.transcript.clone())
+            .await
+        {
             Ok(compacted) if compacted.replaced == 0 => {
                 front.note("nothing to compact: the conversation is all recent");
             }
             Ok(compacted) => {
                 let summary = Summary::new(compacted.summary, compacted.replaced);
-                if let Some(saving) = &mut self.saving {
+                if let Some(saving) = &mut self.conversation.saving {
                     saving.compacted(&summary);
                 }
-                self.summary = Some(summary);
+                self.conversation.summary = Some(summary);
                 front.tally.usage.input_tokens += compacted.usage.input_tokens;
                 front.tally.usage.output_tokens += compacted.usage.output_tokens;
                 front.note(&format!(
@@ -558,26 +538,31 @@ impl Conversation {
 
     /// `/fork`: a new session holding this conversation; the old one stays as it is.
     fn fork(&mut self, front: &mut Front) {
-        if self.args.ephemeral {
+        if self.conversation.ephemeral {
             front.note("nothing saved (--ephemeral): there is no session to fork");
             return;
         }
-        let old = self.saving.as_ref().map(crate::store::session::Writer::id);
-        let mut writer = match crate::store::session::Writer::create(&self.args.agent.cwd) {
-            Ok(writer) => writer,
-            Err(error) => {
-                front.note(&format!("could not fork: {error}"));
-                return;
-            }
-        };
-        for message in &self.transcript {
+        let old = self
+            .conversation
+            .saving
+            .as_ref()
+            .map(crate::store::session::Writer::id);
+        let mut writer =
+            match crate::store::session::Writer::create(&self.conversation.settings.cwd) {
+                Ok(writer) => writer,
+                Err(error) => {
+                    front.note(&format!("could not fork: {error}"));
+                    return;
+                }
+            };
+        for message in &self.conversation.transcript {
             writer.step(message);
         }
-        if let Some(summary) = &self.summary {
+        if let Some(summary) = &self.conversation.summary {
             writer.compacted(summary);
         }
         let new = writer.id();
-        self.saving = Some(writer);
+        self.conversation.saving = Some(writer);
         self.session_changed();
         front.note(&match old {
             Some(old) => format!("forked: this is now session {new}; {old} is kept as it was"),

@@ -1,0 +1,254 @@
+//! One conversation, whichever front end drives it: the agent built from the settings, the
+//! transcript it goes on from, the session file it is saved into, the approvals waiting for an
+//! answer, and what the session's hooks are told. `golato run`, the line chat, the front end and
+//! ACP each start one and drive it; what they show of its events stays theirs.
+//!
+//! The order of a turn is the same everywhere: [`Conversation::send`] (UserPromptSubmit hooks,
+//! the SessionStart context on the first prompt, the prompt saved, the run started from the
+//! transcript and its summary), [`Conversation::keep`] for every event (saved; a compaction's
+//! summary kept for the next turn), [`Conversation::went_on`] with the outcome (the next turn
+//! starts from what this one left, whatever ended it), and [`Conversation::close`] once
+//! (SessionEnd hooks).
+
+use std::sync::Arc;
+
+use golato::agent::compaction::Summary;
+use golato::agent::{Event, Input};
+use golato::message::{Message, UserMessage};
+
+use crate::settings::Settings;
+use crate::setup::agent::{Built, WorkerParts};
+use crate::store::session::{Opened, Saved, Writer};
+use crate::CliError;
+
+/// How a conversation opens.
+#[derive(Default)]
+pub(crate) struct Opening {
+    /// The saved session it goes on with, if any.
+    pub(crate) going_on: Option<Saved>,
+    /// Save nothing (`--ephemeral`).
+    pub(crate) ephemeral: bool,
+    /// Whether a new prompt follows: the calls of the saved session that a stop cut off are
+    /// then closed with an error result (and saved so).
+    pub(crate) prompted: bool,
+    /// Whether a person can answer questions.
+    pub(crate) interactive: bool,
+}
+
+/// A conversation: see the module's documentation.
+pub(crate) struct Conversation {
+    pub(crate) agent: golato::Agent,
+    /// What the agent was built from (`/model`, plan mode and ACP's modes build from it again).
+    pub(crate) settings: Settings,
+    /// What the run uses, shown before it starts.
+    pub(crate) header: crate::view::header::Header,
+    /// Calls waiting for a yes, when someone can answer.
+    pub(crate) questions: Option<crate::setup::approve::Questions>,
+    /// The model's price, when golato knows it.
+    pub(crate) price: Option<golato::generator::Price>,
+    /// The messages the next turn goes on from.
+    pub(crate) transcript: Vec<Message>,
+    /// What a compaction put in place of the oldest messages.
+    pub(crate) summary: Option<Summary>,
+    /// Where the session is saved (none when ephemeral, or when saving is not possible).
+    pub(crate) saving: Option<Writer>,
+    /// Whether nothing of the conversation is saved (`--ephemeral`).
+    pub(crate) ephemeral: bool,
+    /// The session as hooks see it.
+    pub(crate) told: golato::policy::HookSession,
+    /// What SessionStart hooks added, for the first prompt.
+    context: Option<String>,
+    /// Who answers for calls that ask (`/approve` changes its mode).
+    pub(crate) approver: Arc<crate::setup::approve::Approver>,
+    /// How to make the plan-mode agent (`/plan`).
+    pub(crate) plan_mode: Option<crate::setup::plan::PlanMode>,
+    /// The recording `--script` replays, if any.
+    pub(crate) recording: Option<crate::store::record::Recording>,
+    /// Where hooks and checkpoints learn which session is saved; told again when it changes.
+    pub(crate) hook_session: tokio::sync::watch::Sender<golato::policy::HookSession>,
+}
+
+impl Conversation {
+    /// Builds the agent `settings` describe, opens the session (going on with a saved one when
+    /// `opening` says so), tells the hooks which session it is and fires SessionStart.
+    ///
+    /// # Errors
+    /// What building the agent or opening the session refused, naming what to change.
+    pub(crate) async fn begin(settings: Settings, opening: Opening) -> Result<Self, CliError> {
+        Self::begin_with(settings, opening, None).await
+    }
+
+    /// [`Conversation::begin`] for an agent with a durable worker's parts.
+    pub(crate) async fn begin_with(
+        settings: Settings,
+        opening: Opening,
+        worker: Option<WorkerParts>,
+    ) -> Result<Self, CliError> {
+        let built =
+            crate::setup::agent::build_agent(&settings, worker, opening.interactive).await?;
+        let opened = crate::store::session::open(
+            opening.going_on,
+            &settings.cwd,
+            opening.ephemeral,
+            opening.prompted,
+        )?;
+        let mut conversation = Self::assemble(settings, built, opened, opening.ephemeral);
+        conversation.start_session().await;
+        Ok(conversation)
+    }
+
+    /// A conversation of an agent built and a session opened apart (ACP opens the session
+    /// first: its ID names the client's files the agent's tools use). The hooks are told which
+    /// session it is; SessionStart is [`start_session`](Conversation::start_session)'s.
+    pub(crate) fn assemble(
+        settings: Settings,
+        built: Built,
+        opened: Opened,
+        ephemeral: bool,
+    ) -> Self {
+        let Built {
+            agent,
+            plan_mode,
+            recording,
+            mut header,
+            questions,
+            price,
+            session: hook_session,
+            approver,
+            ..
+        } = built;
+        let Opened {
+            transcript,
+            summary,
+            saving,
+        } = opened;
+        header.session = saving.as_ref().map(Writer::id);
+        let mut conversation = Conversation {
+            agent,
+            settings,
+            header,
+            questions,
+            price,
+            transcript,
+            summary,
+            saving,
+            ephemeral,
+            told: golato::policy::HookSession::default(),
+            context: None,
+            approver,
+            plan_mode,
+            recording,
+            hook_session,
+        };
+        conversation.tell_hooks();
+        conversation
+    }
+
+    /// Fires the SessionStart hooks; what they add goes with the first prompt.
+    pub(crate) async fn start_session(&mut self) {
+        self.context = crate::setup::session_hooks::session_start(
+            &self.settings.policy,
+            &self.told,
+            !self.transcript.is_empty(),
+        )
+        .await;
+    }
+
+    /// The agent built again from `settings` (ACP's modes): the transcript, the session file
+    /// and what the hooks were told stay.
+    pub(crate) fn rebuilt(&mut self, settings: Settings, built: Built) {
+        self.agent = built.agent;
+        self.questions = built.questions;
+        self.price = built.price;
+        self.approver = built.approver;
+        self.plan_mode = built.plan_mode;
+        self.hook_session = built.session;
+        self.settings = settings;
+        self.tell_hooks();
+    }
+
+    /// Tells the hooks (and checkpoints) which session file is saved, after it changed.
+    pub(crate) fn tell_hooks(&mut self) {
+        if let Some(saving) = &self.saving {
+            self.hook_session.send_modify(|session| {
+                session.session_id = saving.id();
+                session.transcript_path = saving.path().to_owned();
+            });
+        }
+        self.told = self.hook_session.borrow().clone();
+    }
+
+    /// The prompt as the model gets it: after the UserPromptSubmit hooks, with what the
+    /// SessionStart hooks added on the first prompt.
+    ///
+    /// # Errors
+    /// A hook that blocked the prompt, saying why.
+    pub(crate) async fn submitted(&mut self, prompt: UserMessage) -> Result<UserMessage, CliError> {
+        let prompt =
+            crate::setup::session_hooks::prompt_submit(&self.settings.policy, &self.told, prompt)
+                .await?;
+        Ok(crate::setup::session_hooks::with_context(
+            prompt,
+            self.context.take(),
+        ))
+    }
+
+    /// Starts a run of `prompt`, already [`submitted`](Conversation::submitted): saved first,
+    /// then sent after the transcript (and its summary, where it still stands for the oldest
+    /// messages).
+    pub(crate) fn start(&mut self, prompt: UserMessage) -> golato::Run {
+        if let Some(saving) = &mut self.saving {
+            saving.step(&Message::User(prompt.clone()));
+        }
+        // A run that failed without its transcript leaves nothing the summary could stand for.
+        let summary = self
+            .summary
+            .clone()
+            .filter(|summary| summary.fits(&self.transcript));
+        self.agent.start(Input {
+            prompts: vec![prompt],
+            transcript: std::mem::take(&mut self.transcript),
+            summary,
+        })
+    }
+
+    /// [`submitted`](Conversation::submitted), then [`start`](Conversation::start).
+    ///
+    /// # Errors
+    /// A hook that blocked the prompt: nothing was saved or started.
+    pub(crate) async fn send(&mut self, prompt: UserMessage) -> Result<golato::Run, CliError> {
+        let prompt = self.submitted(prompt).await?;
+        Ok(self.start(prompt))
+    }
+
+    /// Keeps what `event` changes of the conversation: it is saved (`cancelling` says whether
+    /// the run is being cancelled, so that a cut-off call is saved as such), and a compaction's
+    /// summary stands for the oldest messages in the next turn too.
+    pub(crate) fn keep(&mut self, event: &Event, cancelling: bool) {
+        if let Some(saving) = &mut self.saving {
+            saving.save_event(event, cancelling);
+        }
+        if let Event::Compaction(compaction) = event {
+            self.summary = Some(Summary::new(
+                compaction.summary.clone(),
+                compaction.replaced,
+            ));
+        }
+    }
+
+    /// The conversation goes on from what the run left, whatever ended it.
+    pub(crate) fn went_on(&mut self, outcome: Result<golato::RunResult, golato::agent::Error>) {
+        self.transcript = match outcome {
+            Ok(result) => result.messages,
+            Err(error) => error
+                .messages()
+                .map(<[Message]>::to_vec)
+                .unwrap_or_default(),
+        };
+    }
+
+    /// Fires the SessionEnd hooks.
+    pub(crate) async fn close(&self) {
+        crate::setup::session_hooks::session_end(&self.settings.policy, &self.told).await;
+    }
+}

@@ -1,0 +1,492 @@
+//! The settings a run is assembled from, resolved once: the configuration files' layers (as
+//! the folder's trust allows), `--profile` and `--config`, then the flags, with the working
+//! directory made canonical before anything is resolved against it.
+//!
+//! Three stages stay apart, as in codex: what the files say ([`config::FileSettings`]), what
+//! the command line overrides (the clap types in `crate::args`, which never leave the command
+//! that parsed them), and the one [`Settings`] everything in `setup/` and the front ends reads.
+
+use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::ValueEnum as _;
+use golato::policy::Policy;
+
+use super::config::{self, FileSettings, Trusting};
+use crate::args::{AgentArgs, Approve, McpCommand, ProviderKind, ReasoningEffort};
+use crate::CliError;
+
+/// The sandbox of `golato run` and `golato serve` when neither the flags nor the files choose
+/// one: the model's commands may change the project and temporary files, nothing else, and
+/// reach no network.
+pub(crate) const DEFAULT_SANDBOX: golato::sandbox::Mode = golato::sandbox::Mode::WorkspaceWrite;
+
+/// Everything an agent is built from, resolved: the working directory is canonical (rules,
+/// trust, sessions and checkpoints all resolve against the same path however `-C` or a
+/// client named it), the rules are parsed against it, and the sandbox policy is complete.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    /// The working directory, canonical.
+    pub(crate) cwd: PathBuf,
+    /// Whether the working directory's project may take full effect: `--trust`, or a folder
+    /// trusted before (or just now, when the person was asked).
+    pub(crate) trusted: bool,
+    /// The model's API, when chosen.
+    pub(crate) provider: Option<ProviderKind>,
+    /// The model ID, when chosen.
+    pub(crate) model: Option<String>,
+    /// The API's base URL, when chosen.
+    pub(crate) base_url: Option<String>,
+    /// Sampling temperature.
+    pub(crate) temperature: Option<f64>,
+    /// The most tokens one answer may have.
+    pub(crate) max_output_tokens: Option<NonZeroU32>,
+    /// How hard a reasoning model thinks.
+    pub(crate) reasoning_effort: Option<ReasoningEffort>,
+    /// Instructions replacing golato's: the text, or `@FILE`.
+    pub(crate) system: Option<String>,
+    /// Tell the model nothing of its environment and read no AGENTS.md.
+    pub(crate) no_project_instructions: bool,
+    /// The JSON Schema file the final answer must match.
+    pub(crate) output_schema: Option<PathBuf>,
+    /// A recorded model to replay instead of a provider.
+    pub(crate) script: Option<PathBuf>,
+    /// Only these tools.
+    pub(crate) tools: Option<Vec<String>>,
+    /// Never these tools.
+    pub(crate) exclude: Vec<String>,
+    /// Plan mode.
+    pub(crate) plan: bool,
+    /// How deep subagents may nest.
+    pub(crate) task_depth: Option<NonZeroUsize>,
+    /// A batch's calls one after another.
+    pub(crate) sequential: bool,
+    /// At most this many calls of a batch at once.
+    pub(crate) max_parallel: Option<NonZeroUsize>,
+    /// A call running longer is cancelled.
+    pub(crate) tool_timeout: Option<Duration>,
+    /// The run ends once it has used this many tokens.
+    pub(crate) max_tokens: Option<NonZeroU64>,
+    /// The run ends once it has cost this many dollars.
+    pub(crate) max_cost: Option<f64>,
+    /// The model's context window, when given.
+    pub(crate) context_window: Option<NonZeroU64>,
+    /// Never summarize older turns.
+    pub(crate) no_compact: bool,
+    /// The most model requests a run may make.
+    pub(crate) max_turns: Option<NonZeroUsize>,
+    /// MCP servers as command lines.
+    pub(crate) mcp: Vec<String>,
+    /// MCP servers as a program, arguments and environment (the files' tables, ACP clients').
+    pub(crate) mcp_commands: Vec<McpCommand>,
+    /// MCP servers at streamable HTTP URLs.
+    pub(crate) mcp_url: Vec<String>,
+    /// How long each MCP server may take to start.
+    pub(crate) mcp_timeout: Option<Duration>,
+    /// What bash, read, write and edit may touch.
+    pub(crate) sandbox: golato::sandbox::Policy,
+    /// Whether sandboxed commands run through a capturing overlay (undo covers them).
+    pub(crate) bash_checkpoints: bool,
+    /// Which calls ask first, when chosen (the default depends on the sandbox and terminal).
+    pub(crate) approve: Option<Approve>,
+    /// The rules and hooks of the files and the flags.
+    pub(crate) policy: Policy,
+    /// Where the file tools take and put text instead of the disk (an ACP client's buffers).
+    pub(crate) text_files: Option<Arc<dyn golato::builtin::TextFiles>>,
+}
+
+impl Settings {
+    /// Whether the sandbox confines the tools.
+    pub(crate) fn sandboxed(&self) -> bool {
+        self.sandbox.mode != golato::sandbox::Mode::Off
+    }
+}
+
+/// Resolves the flags of a command with the configuration of their working directory; `ask`
+/// says whether a person at the terminal may be asked to trust the folder.
+///
+/// # Errors
+/// A working directory that does not exist or is not a folder, a configuration file that is
+/// not valid, a rule that does not parse: each names what to change.
+pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliError> {
+    args.cwd = canonical_directory(&args.cwd)?;
+    let policy = apply(&mut args, ask)?;
+    let trusted = crate::setup::instructions::trusted(&args.cwd, args.settings.trust);
+    let sandbox = args.sandbox.policy(DEFAULT_SANDBOX);
+    Ok(Settings {
+        cwd: args.cwd,
+        trusted,
+        provider: args.provider,
+        model: args.model,
+        base_url: args.base_url,
+        temperature: args.temperature,
+        max_output_tokens: args.max_output_tokens,
+        reasoning_effort: args.reasoning_effort,
+        system: args.system,
+        no_project_instructions: args.no_project_instructions,
+        output_schema: args.output_schema,
+        script: args.script,
+        tools: args.tools,
+        exclude: args.exclude,
+        plan: args.plan,
+        task_depth: args.task_depth,
+        sequential: args.sequential,
+        max_parallel: args.max_parallel,
+        tool_timeout: args.tool_timeout,
+        max_tokens: args.max_tokens,
+        max_cost: args.max_cost,
+        context_window: args.context_window,
+        no_compact: args.no_compact,
+        max_turns: args.max_turns,
+        mcp: args.mcp,
+        mcp_commands: args.mcp_commands,
+        mcp_url: args.mcp_url,
+        mcp_timeout: args.mcp_timeout,
+        sandbox,
+        bash_checkpoints: !args.sandbox.no_bash_checkpoints,
+        approve: args.approve,
+        policy,
+        text_files: None,
+    })
+}
+
+/// `dir` made canonical (links and `.`/`..` resolved), or why it cannot be worked in.
+pub(crate) fn canonical_directory(dir: &std::path::Path) -> Result<PathBuf, CliError> {
+    let shown = || crate::view::shown::visible(&dir.display().to_string()).into_owned();
+    let canonical = dir.canonicalize().map_err(|error| {
+        CliError::usage(format!(
+            "cannot work in {}: {error}; give -C a folder that exists",
+            shown()
+        ))
+    })?;
+    if !canonical.is_dir() {
+        return Err(CliError::usage(format!(
+            "cannot work in {}: it is not a folder; give -C a folder",
+            shown()
+        )));
+    }
+    Ok(canonical)
+}
+
+/// Fills the flags not given from the configuration, and returns the rules and hooks of the
+/// files and the flags; `ask` says whether a person at the terminal can be asked to trust the
+/// folder.
+fn apply(args: &mut AgentArgs, ask: bool) -> Result<Policy, CliError> {
+    let trusting = match (args.settings.trust, ask) {
+        (true, _) => Trusting::Given,
+        (false, true) => Trusting::Ask,
+        (false, false) => Trusting::Remembered,
+    };
+    let layers = config::layers(
+        &args.cwd,
+        args.settings.profile.as_deref(),
+        &args.settings.config,
+        trusting,
+    )?;
+    let mut policy = Policy::new();
+    for layer in layers {
+        if let Some(text) = config::ignored_text(&layer) {
+            eprintln!("golato: {text}");
+        }
+        fill(args, &layer.settings, &layer.source)?;
+        policy.extend(layer.policy);
+    }
+    policy.extend(flag_rules(args)?);
+    Ok(policy)
+}
+
+/// The rules of `--allow`, `--ask` and `--deny`.
+fn flag_rules(args: &AgentArgs) -> Result<Policy, CliError> {
+    use golato::policy::{Decision, Source};
+    let mut policy = Policy::new();
+    for (decision, flag, rules) in [
+        (Decision::Allow, "--allow", &args.allow_rules),
+        (Decision::Ask, "--ask", &args.ask_rules),
+        (Decision::Deny, "--deny", &args.deny_rules),
+    ] {
+        for rule in rules {
+            policy
+                .rules
+                .add(decision, rule, Source::flag(flag), &args.cwd)
+                .map_err(|error| CliError::usage(error.to_string()))?;
+        }
+    }
+    Ok(policy)
+}
+
+/// Sets what `settings` sets, but never a flag given on the command line. Layers are applied
+/// lowest first, so each overrides the ones before it.
+fn fill(args: &mut AgentArgs, settings: &FileSettings, source: &str) -> Result<(), CliError> {
+    let invalid = |key: &str, why: String| CliError::usage(format!("{key} in {source}: {why}"));
+    let given = &args.given;
+    macro_rules! set {
+        ($field:ident, $value:expr) => {
+            if !given.contains(stringify!($field)) {
+                args.$field = $value;
+            }
+        };
+    }
+    if let Some(provider) = &settings.provider {
+        let kind = ProviderKind::from_str(provider, true).map_err(|_| {
+            invalid(
+                "provider",
+                format!("{provider:?} is not openai, anthropic or openai-responses"),
+            )
+        })?;
+        set!(provider, Some(kind));
+    }
+    if let Some(model) = &settings.model {
+        set!(model, Some(model.clone()));
+    }
+    if let Some(base_url) = &settings.base_url {
+        set!(base_url, Some(base_url.clone()));
+    }
+    if let Some(system) = &settings.system {
+        set!(system, Some(system.clone()));
+    }
+    if let Some(tools) = &settings.tools {
+        set!(tools, Some(tools.clone()));
+    }
+    if let Some(exclude) = &settings.exclude {
+        set!(exclude, exclude.clone());
+    }
+    if let Some(sequential) = settings.sequential {
+        set!(sequential, sequential);
+    }
+    if let Some(max_parallel) = settings.max_parallel {
+        let value = std::num::NonZeroUsize::new(max_parallel)
+            .ok_or_else(|| invalid("max_parallel", "it must be at least 1".into()))?;
+        set!(max_parallel, Some(value));
+    }
+    if let Some(seconds) = settings.tool_timeout {
+        let value = crate::args::positive_seconds(&seconds.to_string())
+            .map_err(|why| invalid("tool_timeout", why))?;
+        set!(tool_timeout, Some(value));
+    }
+    if let Some(max_turns) = settings.max_turns {
+        let value = std::num::NonZeroUsize::new(max_turns)
+            .ok_or_else(|| invalid("max_turns", "it must be at least 1".into()))?;
+        set!(max_turns, Some(value));
+    }
+    if let Some(tokens) = settings.context_window {
+        let value = std::num::NonZeroU64::new(tokens)
+            .ok_or_else(|| invalid("context_window", "it must be at least 1".into()))?;
+        set!(context_window, Some(value));
+    }
+    if let Some(no_compact) = settings.no_compact {
+        set!(no_compact, no_compact);
+    }
+    if let Some(tokens) = settings.max_tokens {
+        let value = std::num::NonZeroU64::new(tokens)
+            .ok_or_else(|| invalid("max_tokens", "it must be at least 1".into()))?;
+        set!(max_tokens, Some(value));
+    }
+    if let Some(dollars) = settings.max_cost {
+        let value =
+            crate::args::dollars(&dollars.to_string()).map_err(|why| invalid("max_cost", why))?;
+        set!(max_cost, Some(value));
+    }
+    if let Some(entries) = &settings.mcp {
+        let mut lines = Vec::new();
+        let mut servers = Vec::new();
+        for entry in entries {
+            match entry {
+                config::McpEntry::Line(line) => lines.push(line.clone()),
+                config::McpEntry::Table { command, args, env } => {
+                    servers.push(crate::args::McpCommand {
+                        program: command.clone(),
+                        args: args.clone(),
+                        env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                    });
+                }
+            }
+        }
+        set!(mcp, lines);
+        set!(mcp_commands, servers);
+    }
+    if let Some(urls) = &settings.mcp_url {
+        set!(mcp_url, urls.clone());
+    }
+    if let Some(mode) = &settings.sandbox {
+        let mode: golato::sandbox::Mode = mode
+            .parse()
+            .map_err(|error: golato::sandbox::UnknownMode| invalid("sandbox", error.to_string()))?;
+        if !given.contains("sandbox") {
+            args.sandbox.sandbox = Some(mode);
+        }
+    }
+    if let Some(allow) = settings.allow_network {
+        if !given.contains("allow_network") {
+            args.sandbox.allow_network = allow;
+        }
+    }
+    if let Some(writable) = &settings.writable {
+        if !given.contains("writable") {
+            args.sandbox.writable = writable.clone();
+        }
+    }
+    // Denials add up: a later layer (a project's) cannot take back one an earlier one made,
+    // and `--deny-read` adds to the files' rather than replacing them.
+    if let Some(deny_read) = &settings.deny_read {
+        args.sandbox.deny_read.extend(deny_read.iter().cloned());
+    }
+    if let Some(off) = settings.no_bash_checkpoints {
+        if !given.contains("no_bash_checkpoints") {
+            args.sandbox.no_bash_checkpoints = off;
+        }
+    }
+    if let Some(approve) = &settings.approve {
+        let value = crate::args::Approve::from_str(approve, true)
+            .map_err(|_| invalid("approve", format!("{approve:?} is not ask, edits or never")))?;
+        set!(approve, Some(value));
+    }
+    if let Some(temperature) = settings.temperature {
+        let value = crate::args::temperature(&temperature.to_string())
+            .map_err(|why| invalid("temperature", why))?;
+        set!(temperature, Some(value));
+    }
+    if let Some(tokens) = settings.max_output_tokens {
+        let value = std::num::NonZeroU32::new(tokens)
+            .ok_or_else(|| invalid("max_output_tokens", "it must be at least 1".into()))?;
+        set!(max_output_tokens, Some(value));
+    }
+    if let Some(effort) = &settings.reasoning_effort {
+        let value = ReasoningEffort::from_str(effort, true).map_err(|_| {
+            invalid(
+                "reasoning_effort",
+                format!("{effort:?} is not low, medium or high"),
+            )
+        })?;
+        set!(reasoning_effort, Some(value));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::Command;
+
+    /// Each key a configuration file takes: a TOML value, and the flag of the same name with a
+    /// value for it (`None`: a switch).
+    const KEYS: &[(&str, &str, Option<&str>)] = &[
+        ("provider", "\"anthropic\"", Some("openai")),
+        ("model", "\"m\"", Some("n")),
+        (
+            "base_url",
+            "\"http://127.0.0.1:1/v1\"",
+            Some("http://127.0.0.1:2/v1"),
+        ),
+        ("system", "\"be brief\"", Some("be long")),
+        ("tools", "[\"read\"]", Some("bash")),
+        ("exclude", "[\"bash\"]", Some("read")),
+        ("sequential", "true", None),
+        ("max_parallel", "3", Some("4")),
+        ("tool_timeout", "5.0", Some("6")),
+        ("max_turns", "3", Some("4")),
+        ("context_window", "1000", Some("2000")),
+        ("no_compact", "true", None),
+        ("max_tokens", "100", Some("200")),
+        ("max_cost", "1.5", Some("2.5")),
+        ("mcp", "[\"server --stdio\"]", Some("other")),
+        (
+            "mcp_url",
+            "[\"http://127.0.0.1:3/mcp\"]",
+            Some("http://127.0.0.1:4/mcp"),
+        ),
+        ("sandbox", "\"read-only\"", Some("off")),
+        ("allow_network", "true", None),
+        ("writable", "[\"/srv\"]", Some("/opt")),
+        ("deny_read", "[\"/srv\"]", Some("/opt")),
+        ("no_bash_checkpoints", "true", None),
+        ("approve", "\"edits\"", Some("never")),
+        ("temperature", "0.5", Some("0.7")),
+        ("max_output_tokens", "100", Some("200")),
+        ("reasoning_effort", "\"high\"", Some("low")),
+    ];
+
+    fn run_flags(extra: &[&str]) -> AgentArgs {
+        let line = ["golato", "run", "prompt"]
+            .iter()
+            .chain(extra)
+            .map(Into::into)
+            .collect();
+        match crate::parse_from(line).map(|cli| cli.command) {
+            Ok(Command::Run(run)) => run.agent,
+            other => panic!("not a run: {other:?}"),
+        }
+    }
+
+    fn file_setting(key: &str, value: &str) -> FileSettings {
+        config::parse(&format!("{key} = {value}"))
+            .unwrap_or_else(|error| panic!("{key} = {value}: {error}"))
+            .0
+    }
+
+    /// A renamed flag or key cannot silently stop being settable from a file: every key a file
+    /// takes is listed above, sets its flag when the flag is not given, and yields to it when
+    /// it is.
+    #[test]
+    fn every_file_key_sets_the_flag_of_its_name_unless_the_flag_is_given() {
+        let mut listed: Vec<&str> = KEYS.iter().map(|(key, ..)| *key).collect();
+        listed.sort_unstable();
+        let mut fields = file_setting_names().to_vec();
+        fields.sort_unstable();
+        assert_eq!(listed, fields, "KEYS lists every key of FileSettings");
+        for (key, value, flag_value) in KEYS {
+            let settings = file_setting(key, value);
+            let mut args = run_flags(&[]);
+            let before = format!("{args:?}");
+            fill(&mut args, &settings, "a test").unwrap();
+            assert_ne!(before, format!("{args:?}"), "{key} = {value} set nothing");
+
+            let flag = format!("--{}", key.replace('_', "-"));
+            let mut given = vec![flag.as_str()];
+            given.extend(flag_value);
+            let mut args = run_flags(&given);
+            assert!(
+                args.given.contains(*key),
+                "{flag} is noted as given under {key}"
+            );
+            let before = format!("{args:?}");
+            fill(&mut args, &settings, "a test").unwrap();
+            if *key == "deny_read" {
+                // Denials add up: a file's join the flag's.
+                assert_ne!(before, format!("{args:?}"), "deny_read adds up");
+            } else {
+                assert_eq!(before, format!("{args:?}"), "{flag} given lost to the file");
+            }
+        }
+    }
+
+    /// The names serde expects for [`FileSettings`], as its derived `Deserialize` says them.
+    fn file_setting_names() -> &'static [&'static str] {
+        use serde::de::{self, Deserialize, Visitor};
+        struct Names(std::cell::Cell<&'static [&'static str]>);
+        impl<'de> de::Deserializer<'de> for &Names {
+            type Error = de::value::Error;
+            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+                Err(de::Error::custom("only structs"))
+            }
+            fn deserialize_struct<V: Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> Result<V::Value, Self::Error> {
+                self.0.set(fields);
+                Err(de::Error::custom("names taken"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+                identifier ignored_any
+            }
+        }
+        let names = Names(std::cell::Cell::new(&[]));
+        let _ = FileSettings::deserialize(&names);
+        names.0.get()
+    }
+}
