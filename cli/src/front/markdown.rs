@@ -130,22 +130,68 @@ enum Frame {
 
 /// Renders `text` (markdown) in lines of at most `width` cells.
 pub(crate) fn render(text: &str, width: usize) -> Vec<Line<'static>> {
-    let width = width.max(10);
     let text = crate::view::shown::visible(text);
-    let mut out: Vec<Line<'static>> = Vec::new();
-    let mut pieces: Vec<Piece> = Vec::new();
-    let mut styles: Vec<Style> = vec![Style::default()];
-    let mut frames: Vec<Frame> = Vec::new();
-    let mut item_marker: Option<String> = None;
-    // A code block being read: its language and its text so far (highlighted whole at its end).
-    let mut code: Option<(String, String)> = None;
-    let mut table: Option<Vec<Vec<String>>> = None;
-    let mut cell = String::new();
-    let mut link: Option<String> = None;
+    let mut renderer = Renderer::new(width.max(10));
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    for event in Parser::new_ext(&text, options) {
+        renderer.event(event);
+    }
+    renderer.finish()
+}
 
-    let prefix = |frames: &[Frame]| -> String {
+/// What rendering has made so far, and where in the document it is.
+struct Renderer {
+    width: usize,
+    out: Vec<Line<'static>>,
+    /// The text of the block being read, before it is wrapped.
+    pieces: Vec<Piece>,
+    /// The style of each open span (emphasis, a link…), innermost last.
+    styles: Vec<Style>,
+    frames: Vec<Frame>,
+    /// The marker of the list item whose first line is not written yet.
+    item_marker: Option<String>,
+    /// A code block being read: its language and its text so far (highlighted whole at its end).
+    code: Option<(String, String)>,
+    /// A table being read: its rows of cells.
+    table: Option<Vec<Vec<String>>>,
+    cell: String,
+    /// The address of the link being read.
+    link: Option<String>,
+}
+
+impl Renderer {
+    fn new(width: usize) -> Self {
+        Renderer {
+            width,
+            out: Vec::new(),
+            pieces: Vec::new(),
+            styles: vec![Style::default()],
+            frames: Vec::new(),
+            item_marker: None,
+            code: None,
+            table: None,
+            cell: String::new(),
+            link: None,
+        }
+    }
+
+    /// The lines, without trailing blank ones.
+    fn finish(mut self) -> Vec<Line<'static>> {
+        self.flush();
+        while self.out.last().is_some_and(|line| line.width() == 0) {
+            self.out.pop();
+        }
+        self.out
+    }
+
+    fn style(&self) -> Style {
+        *self.styles.last().unwrap_or(&Style::default())
+    }
+
+    /// What the open quotes and items put before each line.
+    fn prefix(&self) -> String {
         let mut prefix = String::new();
-        for frame in frames {
+        for frame in &self.frames {
             match frame {
                 Frame::Quote => prefix.push_str("│ "),
                 Frame::Item => prefix.push_str("  "),
@@ -153,16 +199,15 @@ pub(crate) fn render(text: &str, width: usize) -> Vec<Line<'static>> {
             }
         }
         prefix
-    };
-    let flush = |pieces: &mut Vec<Piece>,
-                 out: &mut Vec<Line<'static>>,
-                 frames: &[Frame],
-                 marker: &mut Option<String>| {
-        if pieces.is_empty() {
+    }
+
+    /// Writes the block read so far, wrapped.
+    fn flush(&mut self) {
+        if self.pieces.is_empty() {
             return;
         }
-        let base = prefix(frames);
-        let (first, rest) = match marker.take() {
+        let base = self.prefix();
+        let (first, rest) = match self.item_marker.take() {
             // The item's own indent is its marker's width.
             Some(marker) => {
                 let outer = base
@@ -179,84 +224,89 @@ pub(crate) fn render(text: &str, width: usize) -> Vec<Line<'static>> {
         let dim = Style::default().add_modifier(Modifier::DIM);
         let first = Line::from(Span::styled(first, dim));
         let rest = Line::from(Span::styled(rest, dim));
-        out.extend(wrap(pieces, width, &first, &rest));
-        pieces.clear();
-    };
+        self.out
+            .extend(wrap(&self.pieces, self.width, &first, &rest));
+        self.pieces.clear();
+    }
 
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
-    for event in Parser::new_ext(&text, options) {
-        let style = *styles.last().unwrap_or(&Style::default());
+    fn inside_item(&self) -> bool {
+        self.frames.iter().any(|frame| matches!(frame, Frame::Item))
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        let style = self.style();
         match event {
-            Event::Start(Tag::Heading { level, .. }) => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
+            Event::Start(tag) => self.start(tag),
+            Event::End(tag) => self.end(tag),
+            Event::Text(text) => match (&mut self.code, &mut self.table) {
+                (Some((_, code)), _) => code.push_str(&text),
+                (None, Some(_)) => self.cell.push_str(&text),
+                (None, None) => self.pieces.push(Piece {
+                    text: text.replace('\n', " "),
+                    style,
+                }),
+            },
+            Event::Code(text) if self.table.is_some() => self.cell.push_str(&text),
+            Event::Code(text) => self.pieces.push(Piece {
+                text: text.to_string(),
+                style: style.fg(Color::Yellow),
+            }),
+            Event::SoftBreak => self.pieces.push(Piece {
+                text: " ".into(),
+                style,
+            }),
+            Event::HardBreak => self.flush(),
+            Event::Rule => {
+                self.flush();
+                self.out.push(Line::styled(
+                    "─".repeat(self.width.min(40)),
+                    Style::default().add_modifier(Modifier::DIM),
+                ));
+            }
+            Event::Html(html) | Event::InlineHtml(html) => self.pieces.push(Piece {
+                text: html.to_string(),
+                style,
+            }),
+            _ => {}
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>) {
+        let style = self.style();
+        match tag {
+            Tag::Heading { level, .. } => {
+                self.flush();
                 let heading = match level {
                     HeadingLevel::H1 => {
                         Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
                     }
                     _ => Style::default().add_modifier(Modifier::BOLD),
                 };
-                styles.push(heading);
+                self.styles.push(heading);
             }
-            Event::End(TagEnd::Heading(_)) => {
-                styles.pop();
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
-                out.push(Line::default());
+            Tag::Emphasis => self.styles.push(style.add_modifier(Modifier::ITALIC)),
+            Tag::Strong => self.styles.push(style.add_modifier(Modifier::BOLD)),
+            Tag::Strikethrough => self.styles.push(style.add_modifier(Modifier::CROSSED_OUT)),
+            Tag::Link { dest_url, .. } => {
+                self.link = Some(dest_url.to_string());
+                self.styles
+                    .push(style.fg(Color::Cyan).add_modifier(Modifier::UNDERLINED));
             }
-            Event::Start(Tag::Paragraph) => {}
-            Event::End(TagEnd::Paragraph) => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
-                if !frames.iter().any(|frame| matches!(frame, Frame::Item)) {
-                    out.push(Line::default());
-                }
+            Tag::BlockQuote(_) => {
+                self.flush();
+                self.frames.push(Frame::Quote);
             }
-            Event::Start(Tag::Emphasis) => styles.push(style.add_modifier(Modifier::ITALIC)),
-            Event::Start(Tag::Strong) => styles.push(style.add_modifier(Modifier::BOLD)),
-            Event::Start(Tag::Strikethrough) => {
-                styles.push(style.add_modifier(Modifier::CROSSED_OUT))
+            Tag::List(start) => {
+                self.flush();
+                self.frames.push(Frame::List(start));
             }
-            Event::End(TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough) => {
-                styles.pop();
-            }
-            Event::Start(Tag::Link { dest_url, .. }) => {
-                link = Some(dest_url.to_string());
-                styles.push(style.fg(Color::Cyan).add_modifier(Modifier::UNDERLINED));
-            }
-            Event::End(TagEnd::Link) => {
-                styles.pop();
-                if let Some(url) = link.take() {
-                    let shown = pieces.last().is_some_and(|piece| piece.text == url);
-                    if !shown {
-                        pieces.push(Piece {
-                            text: format!(" ({url})"),
-                            style: Style::default().add_modifier(Modifier::DIM),
-                        });
-                    }
-                }
-            }
-            Event::Start(Tag::BlockQuote(_)) => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
-                frames.push(Frame::Quote);
-            }
-            Event::End(TagEnd::BlockQuote(_)) => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
-                frames.pop();
-            }
-            Event::Start(Tag::List(start)) => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
-                frames.push(Frame::List(start));
-            }
-            Event::End(TagEnd::List(_)) => {
-                frames.pop();
-                if !frames.iter().any(|frame| matches!(frame, Frame::Item)) {
-                    out.push(Line::default());
-                }
-            }
-            Event::Start(Tag::Item) => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
-                let marker = match frames.iter_mut().rev().find_map(|frame| match frame {
+            Tag::Item => {
+                self.flush();
+                let number = self.frames.iter_mut().rev().find_map(|frame| match frame {
                     Frame::List(number) => Some(number),
                     _ => None,
-                }) {
+                });
+                let marker = match number {
                     Some(Some(number)) => {
                         let marker = format!("{number}. ");
                         *number += 1;
@@ -264,104 +314,113 @@ pub(crate) fn render(text: &str, width: usize) -> Vec<Line<'static>> {
                     }
                     _ => "• ".to_owned(),
                 };
-                frames.push(Frame::Item);
-                item_marker = Some(marker);
+                self.frames.push(Frame::Item);
+                self.item_marker = Some(marker);
             }
-            Event::End(TagEnd::Item) => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
-                frames.pop();
-            }
-            Event::Start(Tag::CodeBlock(kind)) => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
+            Tag::CodeBlock(kind) => {
+                self.flush();
                 let language = match kind {
                     CodeBlockKind::Fenced(language) => language.to_string(),
                     CodeBlockKind::Indented => String::new(),
                 };
-                code = Some((language, String::new()));
+                self.code = Some((language, String::new()));
             }
-            Event::End(TagEnd::CodeBlock) => {
-                let (language, text) = code.take().unwrap_or_default();
-                let base = prefix(&frames);
-                let room = width.saturating_sub(base.width() + 2 + 1);
-                for spans in super::highlight::code(&text, &language) {
-                    // Code keeps its lines: cut at the width rather than re-flowed.
-                    let mut line = vec![Span::raw(format!("{base}  "))];
-                    let mut cells = 0;
-                    for (style, piece) in spans {
-                        let mut shown = String::new();
-                        for c in crate::view::shown::visible(&piece).chars() {
-                            let w = c.width().unwrap_or(0);
-                            if cells + w > room {
-                                break;
-                            }
-                            cells += w;
-                            shown.push(c);
-                        }
-                        line.push(Span::styled(shown, style));
-                    }
-                    out.push(Line::from(line));
-                }
-                out.push(Line::default());
+            Tag::Table(_) => {
+                self.flush();
+                self.table = Some(Vec::new());
             }
-            Event::Text(text) if code.is_some() => {
-                if let Some((_, code)) = &mut code {
-                    code.push_str(&text);
-                }
-            }
-            Event::Text(text) if table.is_some() => cell.push_str(&text),
-            Event::Code(text) if table.is_some() => cell.push_str(&text),
-            Event::Text(text) => pieces.push(Piece {
-                text: text.replace('\n', " "),
-                style,
-            }),
-            Event::Code(text) => pieces.push(Piece {
-                text: text.to_string(),
-                style: style.fg(Color::Yellow),
-            }),
-            Event::SoftBreak => pieces.push(Piece {
-                text: " ".into(),
-                style,
-            }),
-            Event::HardBreak => flush(&mut pieces, &mut out, &frames, &mut item_marker),
-            Event::Rule => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
-                out.push(Line::styled(
-                    "─".repeat(width.min(40)),
-                    Style::default().add_modifier(Modifier::DIM),
-                ));
-            }
-            Event::Start(Tag::Table(_)) => {
-                flush(&mut pieces, &mut out, &frames, &mut item_marker);
-                table = Some(Vec::new());
-            }
-            Event::Start(Tag::TableHead | Tag::TableRow) => {
-                if let Some(rows) = &mut table {
+            Tag::TableHead | Tag::TableRow => {
+                if let Some(rows) = &mut self.table {
                     rows.push(Vec::new());
                 }
             }
-            Event::End(TagEnd::TableCell) => {
-                if let Some(row) = table.as_mut().and_then(|rows| rows.last_mut()) {
-                    row.push(std::mem::take(&mut cell).trim().to_owned());
-                }
-            }
-            Event::End(TagEnd::Table) => {
-                if let Some(rows) = table.take() {
-                    out.extend(table_lines(&rows, width));
-                    out.push(Line::default());
-                }
-            }
-            Event::Html(html) | Event::InlineHtml(html) => pieces.push(Piece {
-                text: html.to_string(),
-                style,
-            }),
             _ => {}
         }
     }
-    flush(&mut pieces, &mut out, &frames, &mut item_marker);
-    while out.last().is_some_and(|line| line.width() == 0) {
-        out.pop();
+
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Heading(_) => {
+                self.styles.pop();
+                self.flush();
+                self.out.push(Line::default());
+            }
+            TagEnd::Paragraph => {
+                self.flush();
+                if !self.inside_item() {
+                    self.out.push(Line::default());
+                }
+            }
+            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough => {
+                self.styles.pop();
+            }
+            TagEnd::Link => {
+                self.styles.pop();
+                if let Some(url) = self.link.take() {
+                    let shown = self.pieces.last().is_some_and(|piece| piece.text == url);
+                    if !shown {
+                        self.pieces.push(Piece {
+                            text: format!(" ({url})"),
+                            style: Style::default().add_modifier(Modifier::DIM),
+                        });
+                    }
+                }
+            }
+            TagEnd::BlockQuote(_) => {
+                self.flush();
+                self.frames.pop();
+            }
+            TagEnd::List(_) => {
+                self.frames.pop();
+                if !self.inside_item() {
+                    self.out.push(Line::default());
+                }
+            }
+            TagEnd::Item => {
+                self.flush();
+                self.frames.pop();
+            }
+            TagEnd::CodeBlock => self.code_block(),
+            TagEnd::TableCell => {
+                if let Some(row) = self.table.as_mut().and_then(|rows| rows.last_mut()) {
+                    row.push(std::mem::take(&mut self.cell).trim().to_owned());
+                }
+            }
+            TagEnd::Table => {
+                if let Some(rows) = self.table.take() {
+                    self.out.extend(table_lines(&rows, self.width));
+                    self.out.push(Line::default());
+                }
+            }
+            _ => {}
+        }
     }
-    out
+
+    /// The code block just read, highlighted; its lines are kept, cut at the width rather than
+    /// re-flowed.
+    fn code_block(&mut self) {
+        let (language, text) = self.code.take().unwrap_or_default();
+        let base = self.prefix();
+        let room = self.width.saturating_sub(base.width() + 2 + 1);
+        for spans in super::highlight::code(&text, &language) {
+            let mut line = vec![Span::raw(format!("{base}  "))];
+            let mut cells = 0;
+            for (style, piece) in spans {
+                let mut shown = String::new();
+                for c in crate::view::shown::visible(&piece).chars() {
+                    let w = c.width().unwrap_or(0);
+                    if cells + w > room {
+                        break;
+                    }
+                    cells += w;
+                    shown.push(c);
+                }
+                line.push(Span::styled(shown, style));
+            }
+            self.out.push(Line::from(line));
+        }
+        self.out.push(Line::default());
+    }
 }
 
 /// A table's rows, columns padded to their widest cell; the header bold; each row cut at the

@@ -289,26 +289,48 @@ fn fill(args: &mut AgentArgs, settings: &FileSettings, source: &str) -> Result<(
         set!(max_cost, Some(value));
     }
     if let Some(entries) = &settings.mcp {
-        let mut lines = Vec::new();
-        let mut servers = Vec::new();
-        for entry in entries {
-            match entry {
-                config::McpEntry::Line(line) => lines.push(line.clone()),
-                config::McpEntry::Table { command, args, env } => {
-                    servers.push(crate::args::McpCommand {
-                        program: command.clone(),
-                        args: args.clone(),
-                        env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                    });
-                }
-            }
-        }
+        let (lines, servers) = mcp_servers(entries);
         set!(mcp, lines);
         set!(mcp_commands, servers);
     }
     if let Some(urls) = &settings.mcp_url {
         set!(mcp_url, urls.clone());
     }
+    if let Some(approve) = &settings.approve {
+        let value = crate::args::Approve::from_str(approve, true)
+            .map_err(|_| invalid("approve", format!("{approve:?} is not ask, edits or never")))?;
+        set!(approve, Some(value));
+    }
+    if let Some(temperature) = settings.temperature {
+        let value = crate::args::temperature(&temperature.to_string())
+            .map_err(|why| invalid("temperature", why))?;
+        set!(temperature, Some(value));
+    }
+    if let Some(tokens) = settings.max_output_tokens {
+        let value = std::num::NonZeroU32::new(tokens)
+            .ok_or_else(|| invalid("max_output_tokens", "it must be at least 1".into()))?;
+        set!(max_output_tokens, Some(value));
+    }
+    if let Some(effort) = &settings.reasoning_effort {
+        let value = ReasoningEffort::from_str(effort, true).map_err(|_| {
+            invalid(
+                "reasoning_effort",
+                format!("{effort:?} is not low, medium or high"),
+            )
+        })?;
+        set!(reasoning_effort, Some(value));
+    }
+    fill_sandbox(args, settings, source)
+}
+
+/// The sandbox's settings of a layer (see [`fill`]).
+fn fill_sandbox(
+    args: &mut AgentArgs,
+    settings: &FileSettings,
+    source: &str,
+) -> Result<(), CliError> {
+    let invalid = |key: &str, why: String| CliError::usage(format!("{key} in {source}: {why}"));
+    let given = &args.given;
     if let Some(mode) = &settings.sandbox {
         let mode: golato::sandbox::Mode = mode
             .parse()
@@ -337,31 +359,25 @@ fn fill(args: &mut AgentArgs, settings: &FileSettings, source: &str) -> Result<(
             args.sandbox.no_bash_checkpoints = off;
         }
     }
-    if let Some(approve) = &settings.approve {
-        let value = crate::args::Approve::from_str(approve, true)
-            .map_err(|_| invalid("approve", format!("{approve:?} is not ask, edits or never")))?;
-        set!(approve, Some(value));
-    }
-    if let Some(temperature) = settings.temperature {
-        let value = crate::args::temperature(&temperature.to_string())
-            .map_err(|why| invalid("temperature", why))?;
-        set!(temperature, Some(value));
-    }
-    if let Some(tokens) = settings.max_output_tokens {
-        let value = std::num::NonZeroU32::new(tokens)
-            .ok_or_else(|| invalid("max_output_tokens", "it must be at least 1".into()))?;
-        set!(max_output_tokens, Some(value));
-    }
-    if let Some(effort) = &settings.reasoning_effort {
-        let value = ReasoningEffort::from_str(effort, true).map_err(|_| {
-            invalid(
-                "reasoning_effort",
-                format!("{effort:?} is not low, medium or high"),
-            )
-        })?;
-        set!(reasoning_effort, Some(value));
-    }
     Ok(())
+}
+
+/// A layer's MCP servers: the command lines, and the tables with their arguments and
+/// environment.
+fn mcp_servers(entries: &[config::McpEntry]) -> (Vec<String>, Vec<McpCommand>) {
+    let mut lines = Vec::new();
+    let mut servers = Vec::new();
+    for entry in entries {
+        match entry {
+            config::McpEntry::Line(line) => lines.push(line.clone()),
+            config::McpEntry::Table { command, args, env } => servers.push(McpCommand {
+                program: command.clone(),
+                args: args.clone(),
+                env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            }),
+        }
+    }
+    (lines, servers)
 }
 
 #[cfg(test)]

@@ -96,36 +96,15 @@ pub(crate) async fn build_agent(
         cwd: settings.cwd.clone(),
         ..Default::default()
     });
-    let recorder = (!durable_worker)
-        .then(|| crate::store::checkpoints::Recorder::new(&settings.cwd, hook_session.clone()));
-    let checkpoints = recorder
-        .clone()
-        .filter(|_| settings.bash_checkpoints)
-        .map(|recorder| recorder as Arc<dyn builtin::Checkpoints>);
-    if checkpoints.is_some() {
-        // Off the runtime's threads: it may wait for a dead golato's command to be gone.
-        let cwd = settings.cwd.clone();
-        let _ = tokio::task::spawn_blocking(move || crate::store::checkpoints::recover(&cwd)).await;
-    }
+    let (recorder, checkpoints) = checkpoints(settings, durable_worker, &hook_session).await;
     let tools = builtin_tools(settings, mcp_tools, shared_lock, checkpoints)?;
-    let (generator, model, recording, provider, endpoint) = match &settings.script {
-        Some(path) => {
-            let (scripted, recording) = load_script(path)?;
-            let generator: Arc<dyn Generator> = Arc::new(scripted);
-            let shown = path.display().to_string();
-            (
-                generator,
-                Model::default(),
-                Some(recording),
-                "script",
-                shown,
-            )
-        }
-        None => {
-            let (generator, model, endpoint) = crate::setup::provider::from_args(settings)?;
-            (generator, model, None, endpoint.provider, endpoint.host)
-        }
-    };
+    let Source {
+        generator,
+        model,
+        recording,
+        provider,
+        endpoint,
+    } = source(settings)?;
     let sandboxed = settings.sandboxed();
     let approve = settings
         .approve
@@ -148,29 +127,12 @@ pub(crate) async fn build_agent(
         model: settings.script.is_none().then(|| model.id.clone()),
         endpoint,
         cwd: settings.cwd.clone(),
-        tools: tools
-            .iter()
-            .map(|tool| tool.name().to_owned())
-            .chain(
-                crate::setup::subagents::wanted(settings)
-                    .then(|| golato::subagent::TOOL_NAME.to_owned()),
-            )
-            .collect(),
+        tools: tool_names(settings, &tools),
         sandbox: settings.sandbox.clone(),
         approve,
         session: None,
     };
-    let system_prompt = match &settings.system {
-        Some(system) => Some(system_text(system)?),
-        None if settings.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
-        None => None,
-    };
-    let system_prompt = match settings.no_project_instructions {
-        true => system_prompt,
-        false => {
-            Some(crate::setup::instructions::system_prompt(system_prompt, settings, &header).await)
-        }
-    };
+    let system_prompt = system_prompt(settings, &header).await?;
     // In the front end, /plan makes the plan-mode agent from the same pieces when asked.
     let plan_mode = (interactive && !settings.plan).then(|| crate::setup::plan::PlanMode {
         generator: Arc::clone(&generator),
@@ -217,7 +179,122 @@ pub(crate) async fn build_agent(
     if let Some(subagents) = &subagents {
         tools.push(crate::setup::subagents::tool(subagents.clone())?);
     }
-    let agent = Agent::new(agent::Config {
+    let agent = new_agent(settings, generator, model, tools, system_prompt, hooks)?;
+    let asks = interactive
+        || approve != Approve::Never
+        || !settings.policy.rules.is_empty()
+        || !settings.policy.hooks.is_empty();
+    Ok(Built {
+        agent,
+        plan_mode,
+        recording,
+        header,
+        questions: questions.filter(|_| asks),
+        price,
+        session,
+        approver,
+        subagents,
+    })
+}
+
+/// The recorder of a session's changes (none for a durable worker, which saves no session),
+/// and the store sandboxed commands' captured changes go to (unless `--no-bash-checkpoints`);
+/// what a dead golato's command left staged is recovered first.
+async fn checkpoints(
+    settings: &Settings,
+    durable_worker: bool,
+    hook_session: &tokio::sync::watch::Receiver<golato::policy::HookSession>,
+) -> (
+    Option<Arc<crate::store::checkpoints::Recorder>>,
+    Option<Arc<dyn builtin::Checkpoints>>,
+) {
+    let recorder = (!durable_worker)
+        .then(|| crate::store::checkpoints::Recorder::new(&settings.cwd, hook_session.clone()));
+    let checkpoints = recorder
+        .clone()
+        .filter(|_| settings.bash_checkpoints)
+        .map(|recorder| recorder as Arc<dyn builtin::Checkpoints>);
+    if checkpoints.is_some() {
+        // Off the runtime's threads: it may wait for a dead golato's command to be gone.
+        let cwd = settings.cwd.clone();
+        let _ = tokio::task::spawn_blocking(move || crate::store::checkpoints::recover(&cwd)).await;
+    }
+    (recorder, checkpoints)
+}
+
+/// The tools' names as the header lists them, `task` included when it will be added.
+fn tool_names(settings: &Settings, tools: &[golato::Tool]) -> Vec<String> {
+    tools
+        .iter()
+        .map(|tool| tool.name().to_owned())
+        .chain(
+            crate::setup::subagents::wanted(settings)
+                .then(|| golato::subagent::TOOL_NAME.to_owned()),
+        )
+        .collect()
+}
+
+/// Where the model's messages come from: a recording (`--script`) or a provider.
+struct Source {
+    generator: Arc<dyn Generator>,
+    model: Model,
+    recording: Option<Recording>,
+    /// The provider's name for the header (`script` for a recording).
+    provider: &'static str,
+    /// The host (or the recording's file) for the header.
+    endpoint: String,
+}
+
+fn source(settings: &Settings) -> Result<Source, CliError> {
+    match &settings.script {
+        Some(path) => {
+            let (scripted, recording) = load_script(path)?;
+            Ok(Source {
+                generator: Arc::new(scripted),
+                model: Model::default(),
+                recording: Some(recording),
+                provider: "script",
+                endpoint: path.display().to_string(),
+            })
+        }
+        None => {
+            let (generator, model, endpoint) = crate::setup::provider::from_args(settings)?;
+            Ok(Source {
+                generator,
+                model,
+                recording: None,
+                provider: endpoint.provider,
+                endpoint: endpoint.host,
+            })
+        }
+    }
+}
+
+/// The system prompt: `--system`'s (or golato's own, unless a recording replays), then the
+/// environment and the instruction files unless `--no-project-instructions`.
+async fn system_prompt(settings: &Settings, header: &Header) -> Result<Option<String>, CliError> {
+    let base = match &settings.system {
+        Some(system) => Some(system_text(system)?),
+        None if settings.script.is_none() => Some(DEFAULT_SYSTEM_PROMPT.to_owned()),
+        None => None,
+    };
+    Ok(match settings.no_project_instructions {
+        true => base,
+        false => Some(crate::setup::instructions::system_prompt(base, settings, header).await),
+    })
+}
+
+/// The agent of `settings` with these parts; an invalid schema or a budget without a price is
+/// a usage error saying what to change.
+fn new_agent(
+    settings: &Settings,
+    generator: Arc<dyn Generator>,
+    model: Model,
+    tools: Vec<golato::Tool>,
+    system_prompt: Option<String>,
+    hooks: Vec<Arc<dyn golato::hook::Hook>>,
+) -> Result<Agent, CliError> {
+    Agent::new(agent::Config {
         generator: Some(generator),
         model,
         tools,
@@ -252,21 +329,6 @@ pub(crate) async fn build_agent(
             "--max-cost needs the model's price, and golato knows none for {model:?}; limit tokens with --max-tokens instead"
         )),
         error => CliError::Failed(error.to_string()),
-    })?;
-    let asks = interactive
-        || approve != Approve::Never
-        || !settings.policy.rules.is_empty()
-        || !settings.policy.hooks.is_empty();
-    Ok(Built {
-        agent,
-        plan_mode,
-        recording,
-        header,
-        questions: questions.filter(|_| asks),
-        price,
-        session,
-        approver,
-        subagents,
     })
 }
 

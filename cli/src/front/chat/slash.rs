@@ -1,0 +1,358 @@
+//! The slash commands that need the conversation: `/new`, `/model`, `/approve`, `/resume`,
+//! `/compact`, `/fork`, `/diff`, `/init`, `/plan` and `/accept`, `/undo`.
+
+use super::Chat;
+use crate::args::Approve;
+use crate::front::commands::Command;
+use crate::front::{transcript, Front};
+use golato::agent::compaction::Summary;
+
+impl Chat {
+    /// Carries out a command that needs the conversation.
+    pub(crate) async fn command(
+        &mut self,
+        front: &mut Front,
+        command: Command,
+    ) -> Result<(), crate::CliError> {
+        match command {
+            Command::New => self.start_over(front)?,
+            Command::Cost => {
+                let usage = &front.tally.usage;
+                let cost = self.conversation.price.map(|price| price.cost(usage));
+                front.note(&format!(
+                    "this session: {}, {} in, {} out{}",
+                    crate::view::shown::count(front.tally.turns as u64, "turn"),
+                    crate::view::shown::count(usage.input_tokens, "token"),
+                    usage.output_tokens,
+                    cost.map_or_else(String::new, |cost| format!(", ${cost:.4}"))
+                ));
+            }
+            Command::Tools => front.note(&format!(
+                "tools: {}",
+                self.conversation.header.tools.join(", ")
+            )),
+            Command::Sandbox => front.note(&format!(
+                "sandbox: {}; approve: {}",
+                self.conversation.header.sandbox.mode,
+                self.conversation.approver.mode()
+            )),
+            Command::Model(None) => front.note(&format!(
+                "model: {} (/model NAME switches; the next turn uses it)",
+                self.conversation.agent.model().id
+            )),
+            Command::Model(Some(name)) => self.switch_model(front, name),
+            Command::Approve(None) => front.note(&format!(
+                "approve: {} (/approve ask|edits|never changes it)",
+                self.conversation.approver.mode()
+            )),
+            Command::Approve(Some(mode)) => {
+                self.conversation.approver.set_mode(mode);
+                self.conversation.header.approve = mode;
+                let what = match mode {
+                    Approve::Ask => "every bash, write and edit call asks first",
+                    Approve::Edits => "edits inside the workspace go through; bash asks",
+                    Approve::Never => "nothing asks (the sandbox still holds)",
+                };
+                front.note(&format!("approve: {mode}: {what}"));
+            }
+            Command::Compact => self.compact(front).await,
+            Command::Fork => self.fork(front),
+            Command::Resume(None) => self.pick_session(front)?,
+            Command::Resume(Some(id)) => {
+                self.go_on_with(&id)?;
+                self.changes.clear();
+                let width = front.width();
+                front.say(transcript::earlier(&self.conversation.transcript, width));
+                front.note(&format!("going on with the session {id}"));
+            }
+            Command::Diff => self.diff(front),
+            Command::Init => init(front, &self.conversation.header.cwd),
+            Command::Plan => self.plan(front)?,
+            Command::Undo => self.undo(front)?,
+            Command::Accept => {
+                if !self.planning {
+                    front.note("not in plan mode: /plan enters it");
+                } else if front.running.is_some() {
+                    front.note("the plan is still being made: accept it once the run ends");
+                } else {
+                    self.switch_agent();
+                    front.planning = self.planning;
+                    front.note("plan accepted: edits are back; the model carries the plan out");
+                    self.send(front, crate::setup::plan::ACCEPTED.to_owned())
+                        .await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `/plan`: into plan mode (the read-only agent that plans), or back out of it.
+    fn plan(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+        if front.running.is_some() {
+            front.note("/plan switches between runs: wait for this one to end, or Esc it");
+            return Ok(());
+        }
+        if self.planning {
+            self.switch_agent();
+            front.planning = self.planning;
+            front.note("plan mode left: the tools are as before; nothing was accepted");
+            return Ok(());
+        }
+        if self.parked.is_none() {
+            let Some(plan_mode) = &self.conversation.plan_mode else {
+                front.note("plan mode is not available here");
+                return Ok(());
+            };
+            self.parked = Some(plan_mode.agent(self.conversation.agent.model().clone())?);
+        }
+        self.switch_agent();
+        front.planning = self.planning;
+        front.note("plan mode: read-only sandbox, no edits; the model looks and sends a plan. /accept carries it out, /plan leaves");
+        Ok(())
+    }
+
+    /// Goes on with the saved session `id`: its conversation, and saving into it.
+    fn go_on_with(&mut self, id: &str) -> Result<(), crate::CliError> {
+        let saved = crate::store::session::find(Some(id), None)?;
+        let opened =
+            crate::store::session::open(Some(saved), &self.conversation.settings.cwd, false, true)?;
+        self.conversation.transcript = opened.transcript;
+        self.conversation.summary = opened.summary;
+        self.conversation.saving = opened.saving;
+        self.session_changed();
+        Ok(())
+    }
+
+    /// Tells hooks and checkpoints which session is saved now.
+    fn session_changed(&mut self) {
+        let (id, path) = match &self.conversation.saving {
+            Some(saving) => (saving.id(), saving.path().to_owned()),
+            None => (String::new(), std::path::PathBuf::new()),
+        };
+        self.conversation.told.session_id.clone_from(&id);
+        self.conversation.told.transcript_path.clone_from(&path);
+        self.conversation.hook_session.send_modify(|session| {
+            session.session_id = id;
+            session.transcript_path = path;
+        });
+    }
+
+    /// `/undo`: this session's last prompt taken back (its edits and writes), and the
+    /// conversation cut back to before it.
+    fn undo(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+        if front.running.is_some() {
+            front.note("/undo works between runs: wait for this one to end, or Esc it");
+            return Ok(());
+        }
+        let Some(id) = self
+            .conversation
+            .saving
+            .as_ref()
+            .map(crate::store::session::Writer::id)
+        else {
+            front.note("nothing saved (--ephemeral): there is nothing to undo");
+            return Ok(());
+        };
+        // The session's lock is let go for the undo, and taken again to go on.
+        self.conversation.saving = None;
+        let saved = crate::store::session::find(Some(&id), None)?;
+        let outcome = crate::store::checkpoints::undo(&saved, None);
+        self.go_on_with(&id)?;
+        match outcome {
+            Ok(done) => {
+                self.changes.clear();
+                front.note(&format!("undone: {done}"));
+            }
+            Err(error) => front.note(&error.to_string()),
+        }
+        Ok(())
+    }
+
+    /// Swaps the agent in use with the parked one.
+    fn switch_agent(&mut self) {
+        if let Some(parked) = &mut self.parked {
+            std::mem::swap(&mut self.conversation.agent, parked);
+            self.planning = !self.planning;
+        }
+    }
+
+    /// `/compact`: the conversation summarized now, its recent messages kept.
+    async fn compact(&mut self, front: &mut Front) {
+        if self.conversation.transcript.is_empty() {
+            front.note("nothing to compact yet");
+            return;
+        }
+        front.note("compacting: the model summarizes the conversation…");
+        front.draw();
+        match self
+            .conversation
+            .agent
+            .compact(self.conversation.transcript.clone())
+            .await
+        {
+            Ok(compacted) if compacted.replaced == 0 => {
+                front.note("nothing to compact: the conversation is all recent");
+            }
+            Ok(compacted) => {
+                let summary = Summary::new(compacted.summary, compacted.replaced);
+                if let Some(saving) = &mut self.conversation.saving {
+                    saving.compacted(&summary);
+                }
+                self.conversation.summary = Some(summary);
+                front.tally.usage.input_tokens += compacted.usage.input_tokens;
+                front.tally.usage.output_tokens += compacted.usage.output_tokens;
+                front.note(&format!(
+                    "compacted: {} summarized, about {} → {} tokens",
+                    crate::view::shown::count(compacted.replaced as u64, "earlier message"),
+                    compacted.tokens_before,
+                    compacted.tokens_after
+                ));
+            }
+            Err(error) => front.note(&format!("could not compact: {error}")),
+        }
+    }
+
+    /// `/fork`: a new session holding this conversation; the old one stays as it is.
+    fn fork(&mut self, front: &mut Front) {
+        if self.conversation.ephemeral {
+            front.note("nothing saved (--ephemeral): there is no session to fork");
+            return;
+        }
+        let old = self
+            .conversation
+            .saving
+            .as_ref()
+            .map(crate::store::session::Writer::id);
+        let mut writer =
+            match crate::store::session::Writer::create(&self.conversation.settings.cwd) {
+                Ok(writer) => writer,
+                Err(error) => {
+                    front.note(&format!("could not fork: {error}"));
+                    return;
+                }
+            };
+        for message in &self.conversation.transcript {
+            writer.step(message);
+        }
+        if let Some(summary) = &self.conversation.summary {
+            writer.compacted(summary);
+        }
+        let new = writer.id();
+        self.conversation.saving = Some(writer);
+        self.session_changed();
+        front.note(&match old {
+            Some(old) => format!("forked: this is now session {new}; {old} is kept as it was"),
+            None => format!("forked: this is now session {new}"),
+        });
+    }
+
+    /// `/diff`: what this session's edits and writes changed, file by file.
+    fn diff(&self, front: &mut Front) {
+        if self.changes.is_empty() {
+            front.note("no file changed by an edit, a write or a sandboxed command in this session (commands outside the sandbox are not tracked)");
+            return;
+        }
+        let width = front.width();
+        let mut lines = Vec::new();
+        for (path, diffs) in &self.changes {
+            lines.extend(transcript::diff(path, diffs, width));
+        }
+        front.say(lines);
+        front.note("(commands outside the sandbox are not tracked)");
+    }
+
+    /// `/new`: a new session; the conversation starts over.
+    fn start_over(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+        self.conversation.transcript.clear();
+        self.conversation.summary = None;
+        self.changes.clear();
+        self.conversation.saving = crate::store::session::open(
+            None,
+            &self.conversation.settings.cwd,
+            self.conversation.ephemeral,
+            true,
+        )?
+        .saving;
+        self.session_changed();
+        front.note("a new session: the conversation starts over");
+        Ok(())
+    }
+
+    /// `/model NAME`: the next turn asks another model of the same provider.
+    fn switch_model(&mut self, front: &mut Front, name: String) {
+        let model = crate::setup::provider::model_named(&self.conversation.settings, &name);
+        self.conversation.price = model.price;
+        if let Some(parked) = &mut self.parked {
+            *parked = parked.with_model(model.clone());
+        }
+        self.conversation.agent = self.conversation.agent.with_model(model);
+        self.conversation.header.model = Some(name.clone());
+        let when = match front.running {
+            Some(_) => "the next prompt",
+            None => "the next turn",
+        };
+        front.note(&format!("model: {name}; {when} asks it"));
+    }
+
+    /// `/resume`: the other sessions of this directory to pick from.
+    fn pick_session(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+        let (sessions, _) = crate::store::session::all()?;
+        let cwd = self.conversation.header.cwd.clone();
+        let current = self
+            .conversation
+            .saving
+            .as_ref()
+            .map(crate::store::session::Writer::id);
+        let choices: Vec<crate::front::Pick> = sessions
+            .iter()
+            .filter(|saved| saved.header.cwd == cwd)
+            .filter(|saved| Some(&saved.header.id) != current.as_ref())
+            .map(|saved| crate::front::Pick {
+                id: saved.header.id.clone(),
+                label: format!(
+                    "{} · {} · {}",
+                    saved.header.id,
+                    crate::view::shown::count(saved.turns() as u64, "turn"),
+                    crate::view::shown::visible(
+                        saved.first_prompt().lines().next().unwrap_or_default()
+                    )
+                ),
+            })
+            .collect();
+        if choices.is_empty() {
+            front.note("no other session saved in this directory");
+        } else {
+            front.pick(choices);
+        }
+        Ok(())
+    }
+}
+
+/// `/init`: an AGENTS.md skeleton in the working directory, never over an existing one.
+fn init(front: &mut Front, cwd: &std::path::Path) {
+    use std::io::Write as _;
+    let path = cwd.join("AGENTS.md");
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|mut file| file.write_all(AGENTS_SKELETON.as_bytes()));
+    match written {
+        Ok(()) => front.note(&format!(
+            "wrote {}: fill in how to build, test and find your way, for agents to read",
+            path.display()
+        )),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => front.note(&format!(
+            "{} exists already; nothing was written",
+            path.display()
+        )),
+        Err(error) => front.note(&format!("could not write {}: {error}", path.display())),
+    }
+}
+
+/// The skeleton `/init` writes.
+const AGENTS_SKELETON: &str = "# AGENTS.md\n\n\
+Instructions for coding agents working in this repository.\n\n\
+## Build and test\n\n- Build: \n- Test: \n\n\
+## Layout\n\n- \n\n\
+## Conventions\n\n- \n";

@@ -1,0 +1,211 @@
+//! Drawing the front end's viewport: the status line, the input (or the question, the
+//! picker, the search) and the line of keys.
+
+use super::*;
+
+impl Front {
+    pub(crate) fn draw(&mut self) {
+        let status = self.status();
+        let keys = self.keys();
+        let lines: Vec<String> = self.editor.lines().collect();
+        let (row, column) = self.editor.cursor();
+        let mark = match &self.mode {
+            Mode::Why { .. } => "why? ",
+            Mode::Edit { .. } => "$ ",
+            _ => "› ",
+        };
+        let cyan = Style::default().fg(Color::Cyan);
+        // What the input area shows instead of the editor, in the modes that have one.
+        let instead: Option<Vec<Line<'static>>> = match &self.mode {
+            Mode::Search { query, found, .. } => {
+                let text = found
+                    .and_then(|at| self.editor.history().get(at))
+                    .map_or_else(|| "(no match)".to_owned(), |text| text.replace('\n', " ⏎ "));
+                Some(vec![Line::from(vec![
+                    Span::styled(format!("search history: {query}"), cyan),
+                    Span::raw("  "),
+                    Span::raw(crate::view::live::clip(&text)),
+                ])])
+            }
+            Mode::Pick { choices, selected } => Some(
+                choices
+                    .iter()
+                    .enumerate()
+                    .map(|(at, choice)| match at == *selected {
+                        true => Line::styled(
+                            format!("› {}", choice.label),
+                            Style::default().add_modifier(Modifier::REVERSED),
+                        ),
+                        false => Line::raw(format!("  {}", choice.label)),
+                    })
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let _ = self.screen.draw(|frame| {
+            let area = frame.area();
+            let input_rows = usize::from(area.height.saturating_sub(2)).max(1);
+            let mut shown: Vec<Line<'_>> = vec![status];
+            let cursor = match instead {
+                Some(rows) => {
+                    let selected = match &self.mode {
+                        Mode::Pick { selected, .. } => *selected,
+                        _ => 0,
+                    };
+                    let first = selected.saturating_sub(input_rows - 1);
+                    shown.extend(rows.into_iter().skip(first).take(input_rows));
+                    None
+                }
+                None => {
+                    // The input's rows around the cursor.
+                    let first = row.saturating_sub(input_rows - 1);
+                    for (index, line) in lines.iter().enumerate().skip(first).take(input_rows) {
+                        let lead = if index == 0 { mark } else { "  " };
+                        shown.push(Line::from(vec![
+                            Span::styled(lead, cyan),
+                            Span::raw(line.clone()),
+                        ]));
+                    }
+                    let lead = if row == 0 { mark.len() } else { 2 };
+                    Some((lead + column, row - first))
+                }
+            };
+            while shown.len() < input_rows + 1 {
+                shown.push(Line::default());
+            }
+            shown.push(keys);
+            frame.render_widget(Paragraph::new(shown), area);
+            if let Some((x, y)) = cursor {
+                let x = area.x + u16::try_from(x).unwrap_or(u16::MAX);
+                let y = area.y + 1 + u16::try_from(y).unwrap_or(0);
+                frame.set_cursor_position(Position::new(x.min(area.right().saturating_sub(1)), y));
+            }
+        });
+    }
+
+    /// Starts `/resume`'s picker.
+    pub(crate) fn pick(&mut self, choices: Vec<Pick>) {
+        self.mode = Mode::Pick {
+            choices,
+            selected: 0,
+        };
+    }
+
+    /// The files `@` completes to for what is typed at the cursor, if a mention is typed.
+    pub(super) fn mentions(&mut self) -> Option<Vec<String>> {
+        let word = self.editor.word();
+        let typed = mention::typed(word.as_ref())?.to_owned();
+        let cwd = self.cwd.clone();
+        let files = self.files.get_or_insert_with(|| mention::Files::scan(&cwd));
+        Some(files.best(&typed, mention::SHOWN))
+    }
+
+    /// The line above the input: what is happening now.
+    fn status(&self) -> Line<'static> {
+        let dim = Style::default().add_modifier(Modifier::DIM);
+        if let Some(question) = &self.asking {
+            return Line::from(vec![
+                Span::styled("? ", Style::default().fg(Color::Yellow)),
+                Span::styled(
+                    format!("Allow this {} call?", question.tool),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
+            ]);
+        }
+        if matches!(self.mode, Mode::Prompt) {
+            let typed = self.editor.text();
+            let commands = commands::matching(&typed);
+            if !commands.is_empty() && typed.len() > 1 {
+                return Line::styled(commands.join("  "), dim);
+            }
+            let word = self.editor.word();
+            if let Some(typed) = mention::typed(word.as_ref()) {
+                let found = match &self.files {
+                    Some(files) => files.best(typed, mention::SHOWN),
+                    None => Vec::new(),
+                };
+                return match found.as_slice() {
+                    [] => Line::styled("@ no file matches", dim),
+                    found => Line::from(vec![
+                        Span::styled("@ ", Style::default().fg(Color::Cyan)),
+                        Span::styled(
+                            found[0].clone(),
+                            Style::default().add_modifier(Modifier::BOLD),
+                        ),
+                        Span::styled(format!("  {}  (Tab)", found[1..].join("  ")), dim),
+                    ]),
+                };
+            }
+        }
+        let Some(running) = &self.running else {
+            return match self.planning {
+                true => Line::from(vec![
+                    Span::styled("plan mode", Style::default().fg(Color::Yellow)),
+                    Span::styled(
+                        " · read-only, no edits · /accept carries the plan out · /plan leaves",
+                        dim,
+                    ),
+                ]),
+                false => Line::default(),
+            };
+        };
+        const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+        let elapsed = running.started.elapsed();
+        let frame = SPINNER[(elapsed.as_millis() / 100) as usize % SPINNER.len()];
+        let what = match (running.cancelling, running.calls.len()) {
+            (true, _) => "interrupting".to_owned(),
+            (false, 0) => "working".to_owned(),
+            (false, calls) => format!(
+                "running {}",
+                crate::view::shown::count(calls as u64, "call")
+            ),
+        };
+        Line::from(vec![
+            Span::styled(format!("{frame} "), Style::default().fg(Color::Cyan)),
+            Span::raw(what),
+            Span::styled(
+                // About four characters a token: the stream's deltas carry no counts.
+                format!(
+                    " · {}s · ≈{} streamed · Esc to interrupt",
+                    elapsed.as_secs(),
+                    crate::view::shown::count(running.streamed.div_ceil(4) as u64, "token")
+                ),
+                dim,
+            ),
+        ])
+    }
+
+    /// The line below the input: the keys that do something now.
+    fn keys(&self) -> Line<'static> {
+        let text = match (&self.mode, &self.asking, &self.running) {
+            (Mode::Search { .. }, _, _) => {
+                "type to search · Ctrl-R older · Enter take it · Esc back".to_owned()
+            }
+            (Mode::Why { .. }, _, _) => {
+                "say why, for the model · Enter refuse with it · Esc refuse without".to_owned()
+            }
+            (Mode::Edit { .. }, _, _) => {
+                "edit the command · Enter run it as it stands · Esc back to the question".to_owned()
+            }
+            (Mode::Pick { .. }, _, _) => "↑↓ choose · Enter go on with it · Esc cancel".to_owned(),
+            (Mode::Prompt, Some(question), _) => {
+                let edit = if question.tool == "bash" {
+                    " · e edit"
+                } else {
+                    ""
+                };
+                format!(
+                    "y yes · n no · a always for {} in this session{edit} · Esc no, and say why",
+                    question.tool
+                )
+            }
+            (Mode::Prompt, None, Some(_)) => {
+                "Enter steer · Tab follow-up · Esc interrupt".to_owned()
+            }
+            (Mode::Prompt, None, None) => {
+                "Enter send · Alt-Enter new line · ↑ history · /help · Ctrl-D quit".to_owned()
+            }
+        };
+        Line::styled(text, Style::default().add_modifier(Modifier::DIM))
+    }
+}

@@ -1,0 +1,223 @@
+//! What each key does, in each of the input's modes.
+
+use super::*;
+
+/// Handles a key, a paste or a resize.
+pub(super) fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action> {
+    match event {
+        TermEvent::Paste(text) if front.asking.is_none() => {
+            front.editor.insert(&text);
+            None
+        }
+        TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
+            if let Some(question) = front.asking.take() {
+                question::key(front, question, key);
+                return None;
+            }
+            match front.mode {
+                Mode::Prompt => on_key(front, key),
+                Mode::Search { .. } => {
+                    on_search_key(front, key);
+                    None
+                }
+                Mode::Pick { .. } => {
+                    on_pick_key(front, key);
+                    None
+                }
+                Mode::Why { .. } | Mode::Edit { .. } => {
+                    match key.code {
+                        KeyCode::Enter
+                            if !key
+                                .modifiers
+                                .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) =>
+                        {
+                            question::finish_typing(front, true);
+                        }
+                        KeyCode::Esc => question::finish_typing(front, false),
+                        _ => {
+                            edit_key(front, key);
+                        }
+                    }
+                    None
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Ctrl-R: typing searches the history, newest first; Ctrl-R again goes further back.
+fn on_search_key(front: &mut Front, key: KeyEvent) {
+    let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    let Mode::Search {
+        query,
+        found,
+        draft,
+    } = &mut front.mode
+    else {
+        return;
+    };
+    match key.code {
+        KeyCode::Char('r') if control => {
+            if let Some(older) = front.editor.search(query, *found) {
+                *found = Some(older);
+            }
+        }
+        KeyCode::Enter | KeyCode::Tab => {
+            let text = found.and_then(|at| front.editor.history().get(at).cloned());
+            let draft = std::mem::take(draft);
+            front.editor.set_text(&text.unwrap_or(draft));
+            front.mode = Mode::Prompt;
+        }
+        KeyCode::Esc => {
+            let draft = std::mem::take(draft);
+            front.editor.set_text(&draft);
+            front.mode = Mode::Prompt;
+        }
+        KeyCode::Char('c' | 'g') if control => {
+            let draft = std::mem::take(draft);
+            front.editor.set_text(&draft);
+            front.mode = Mode::Prompt;
+        }
+        KeyCode::Backspace => {
+            query.pop();
+            *found = front.editor.search(query, None);
+        }
+        KeyCode::Char(c) if !control => {
+            query.push(c);
+            *found = front.editor.search(query, None);
+        }
+        _ => {}
+    }
+}
+
+/// `/resume`'s picker.
+fn on_pick_key(front: &mut Front, key: KeyEvent) {
+    let Mode::Pick { choices, selected } = &mut front.mode else {
+        return;
+    };
+    match key.code {
+        KeyCode::Up => *selected = selected.saturating_sub(1),
+        KeyCode::Down => *selected = (*selected + 1).min(choices.len().saturating_sub(1)),
+        KeyCode::Enter => {
+            let id = choices.get(*selected).map(|choice| choice.id.clone());
+            front.mode = Mode::Prompt;
+            front.pending = id.map(|id| commands::Command::Resume(Some(id)));
+        }
+        KeyCode::Esc => front.mode = Mode::Prompt,
+        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+            front.mode = Mode::Prompt;
+        }
+        _ => {}
+    }
+}
+
+/// The keys that edit text, in every mode that types.
+fn edit_key(front: &mut Front, key: KeyEvent) {
+    let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    let alt = key.modifiers.contains(KeyModifiers::ALT);
+    let shift = key.modifiers.contains(KeyModifiers::SHIFT);
+    let editor = &mut front.editor;
+    match key.code {
+        KeyCode::Enter if alt || shift => editor.newline(),
+        KeyCode::Char('j') if control => editor.newline(),
+        KeyCode::Char('a') if control => editor.home(),
+        KeyCode::Char('e') if control => editor.end(),
+        KeyCode::Char('w') if control => editor.delete_word(),
+        KeyCode::Char('b') if alt => editor.word_left(),
+        KeyCode::Char('f') if alt => editor.word_right(),
+        KeyCode::Left if control || alt => editor.word_left(),
+        KeyCode::Right if control || alt => editor.word_right(),
+        KeyCode::Left => editor.left(),
+        KeyCode::Right => editor.right(),
+        KeyCode::Up => editor.up(),
+        KeyCode::Down => editor.down(),
+        KeyCode::Home => editor.home(),
+        KeyCode::End => editor.end(),
+        KeyCode::Backspace => editor.backspace(),
+        KeyCode::Delete => editor.delete(),
+        KeyCode::Char(c) if !control => editor.insert(&c.to_string()),
+        _ => {}
+    }
+}
+
+fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
+    let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    let newline = key
+        .modifiers
+        .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
+    match key.code {
+        KeyCode::Enter if !newline => {
+            if front.editor.is_empty() {
+                return None;
+            }
+            let text = front.editor.take();
+            if text.trim_start().starts_with('/') {
+                commands::run(front, text.trim());
+                return None;
+            }
+            remember(front.history_file.as_deref(), &text);
+            return Some(Action::Send(text));
+        }
+        KeyCode::Tab => {
+            if let Some(best) = front.mentions().and_then(|found| found.into_iter().next()) {
+                front.editor.replace_word(&format!("@{best}"));
+            } else if front.running.is_some() && !front.editor.is_empty() {
+                let text = front.editor.take();
+                remember(front.history_file.as_deref(), &text);
+                return Some(Action::FollowUp(text));
+            } else {
+                commands::complete(&mut front.editor);
+            }
+        }
+        KeyCode::Char('@') if !control => {
+            front.editor.insert("@");
+            // Listed now, so the line under the input can offer files at once.
+            front.mentions();
+        }
+        KeyCode::Char('r') if control => {
+            let draft = front.editor.take_draft();
+            front.mode = Mode::Search {
+                query: String::new(),
+                found: None,
+                draft,
+            };
+        }
+        KeyCode::Char('o') if control => match front.reasoning.clone() {
+            Some(reasoning) => {
+                let width = front.width();
+                front.say(transcript::reasoning(&reasoning, width));
+            }
+            None => front.note("no reasoning to show: the model sent none yet"),
+        },
+        KeyCode::Esc => interrupt(front),
+        KeyCode::Char('c') if control => {
+            if front.running.is_some() {
+                interrupt(front);
+            } else if !front.editor.is_empty() {
+                front.editor.take_draft();
+            } else {
+                front.leaving = true;
+            }
+        }
+        KeyCode::Char('d') if control => {
+            if front.editor.is_empty() && front.running.is_none() {
+                front.leaving = true;
+            } else {
+                front.editor.delete();
+            }
+        }
+        _ => edit_key(front, key),
+    }
+    None
+}
+
+fn interrupt(front: &mut Front) {
+    if let Some(running) = &mut front.running {
+        if !running.cancelling {
+            running.cancelling = true;
+            running.run.cancel();
+            front.note("interrupting: started tools are stopped, the transcript is kept");
+        }
+    }
+}
