@@ -146,6 +146,30 @@ impl Front {
     }
 }
 
+impl Front {
+    /// The front end on `screen`, its input's history loaded, working in `cwd`.
+    fn new(screen: Screen, cwd: std::path::PathBuf) -> Front {
+        let history_file = history_file();
+        let history = load_history(history_file.as_deref());
+        Front {
+            screen,
+            editor: Editor::with_history(history),
+            mode: Mode::Prompt,
+            running: None,
+            asking: None,
+            tally: Tally::default(),
+            leaving: false,
+            history_file,
+            pending: None,
+            asked_at: None,
+            files: None,
+            cwd,
+            reasoning: None,
+            planning: false,
+        }
+    }
+}
+
 /// The history file: one JSON string per line, in golato's data directory.
 fn history_file() -> Option<std::path::PathBuf> {
     crate::store::session::data_directory()
@@ -225,24 +249,7 @@ pub(crate) async fn command(args: ChatArgs, settings: Settings) -> Result<Exit, 
     };
     let _restore = restore;
     let mut signals = Signals::listen()?;
-    let history_file = history_file();
-    let history = load_history(history_file.as_deref());
-    let mut front = Front {
-        screen,
-        editor: Editor::with_history(history),
-        mode: Mode::Prompt,
-        running: None,
-        asking: None,
-        tally: Tally::default(),
-        leaving: false,
-        history_file,
-        pending: None,
-        asked_at: None,
-        files: None,
-        cwd: conversation.header.cwd.clone(),
-        reasoning: None,
-        planning: false,
-    };
+    let mut front = Front::new(screen, conversation.header.cwd.clone());
     front.note(&conversation.header.to_string());
     if !conversation.transcript.is_empty() {
         let width = front.width();

@@ -53,10 +53,6 @@ pub(crate) async fn converse(mut conversation: Conversation) -> Result<Exit, Cli
     );
     let mut signals = Signals::listen()?;
     let mut lines = crate::setup::approve::terminal_lines();
-    let view_args = crate::args::ViewArgs {
-        json: false,
-        trace: false,
-    };
     loop {
         prompt_marker();
         let line = tokio::select! {
@@ -88,94 +84,7 @@ pub(crate) async fn converse(mut conversation: Conversation) -> Result<Exit, Cli
                 continue;
             }
         };
-        let story = Target::Stdout;
-        let mut view = Live::new(story, spinners(&view_args, story));
-        let mut tally = Tally::default();
-        let mut cancelling = false;
-        let mut leaving = false;
-        let mut interrupted = None;
-        let started = std::time::Instant::now();
-        loop {
-            tokio::select! {
-                event = run.next_event() => {
-                    let Some(event) = event else { break };
-                    tally.observe(&event);
-                    conversation.keep(&event, cancelling);
-                    view.event(&event);
-                    if matches!(event, Event::RunEnd(_)) {
-                        break;
-                    }
-                }
-                Some(mut question) = crate::setup::approve::next_question(&mut conversation.questions) => {
-                    let answer = match cancelling || question.reply.is_closed() {
-                        true => Answer::No,
-                        false => match crate::setup::approve::ask(&mut view, &mut question, &mut lines, &mut signals).await {
-                            Ok(answer) => answer,
-                            Err(signal) => {
-                                cancelling = true;
-                                interrupted = Some(signal);
-                                view.interrupted(signal);
-                                run.cancel();
-                                Answer::No
-                            }
-                        },
-                    };
-                    answer_question(question, answer);
-                }
-                line = lines.recv(), if !leaving => {
-                    match line {
-                        // The terminal closed, or /exit: end the run, then leave.
-                        None => {
-                            cancelling = true;
-                            leaving = true;
-                            run.cancel();
-                        }
-                        Some(crate::setup::approve::Typed::Line(line)) if line.trim() == "/exit" => {
-                            view.note("» leaving: cancelling the run first");
-                            cancelling = true;
-                            leaving = true;
-                            run.cancel();
-                        }
-                        Some(crate::setup::approve::Typed::Line(line)) => queue(&run, &mut view, line.trim()),
-                        Some(crate::setup::approve::Typed::NotText) => view.note(&format!("» {}", crate::setup::approve::NOT_TEXT)),
-                    }
-                }
-                signal = signals.next() => {
-                    if cancelling {
-                        view.abandon();
-                        golato::mcp::stop_servers();
-                        std::process::exit(i32::from(signal.exit_code()));
-                    }
-                    cancelling = true;
-                    interrupted = Some(signal);
-                    view.interrupted(signal);
-                    run.cancel();
-                }
-            }
-        }
-        let outcome = run.finish().await;
-        let (exit, error, final_text) = match (&outcome, interrupted) {
-            (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
-            (Ok(result), None) => (
-                Exit::Success,
-                None,
-                Some(crate::commands::run::answer_text(&result.final_message)),
-            ),
-            (Err(error), None) => (Exit::Failure, Some(describe(error)), None),
-        };
-        if let Some(error) = &error {
-            eprintln!("golato: {}", crate::view::shown::visible(error));
-        }
-        view.end(&Ending {
-            exit,
-            error,
-            final_text: final_text.as_deref(),
-            tally: &tally,
-            wall: started.elapsed(),
-            workspace: None,
-            cost: conversation.price.map(|price| price.cost(&tally.usage)),
-        });
-        conversation.went_on(outcome);
+        let leaving = drive(&mut conversation, run, &mut lines, &mut signals).await;
         if leaving {
             break;
         }
@@ -183,6 +92,110 @@ pub(crate) async fn converse(mut conversation: Conversation) -> Result<Exit, Cli
     eprintln!();
     conversation.close().await;
     Ok(Exit::Success)
+}
+
+/// Drives one prompt's run to its end: its events shown and kept, its questions asked, lines
+/// typed meanwhile queued (or `/exit`), Ctrl-C cancelling it (a second one exits). Returns
+/// whether the person is leaving.
+async fn drive(
+    conversation: &mut Conversation,
+    run: golato::Run,
+    lines: &mut tokio::sync::mpsc::UnboundedReceiver<crate::setup::approve::Typed>,
+    signals: &mut Signals,
+) -> bool {
+    let view_args = crate::args::ViewArgs {
+        json: false,
+        trace: false,
+    };
+    let story = Target::Stdout;
+    let mut view = Live::new(story, spinners(&view_args, story));
+    let mut tally = Tally::default();
+    let mut cancelling = false;
+    let mut leaving = false;
+    let mut interrupted = None;
+    let started = std::time::Instant::now();
+    loop {
+        tokio::select! {
+            event = run.next_event() => {
+                let Some(event) = event else { break };
+                tally.observe(&event);
+                conversation.keep(&event, cancelling);
+                view.event(&event);
+                if matches!(event, Event::RunEnd(_)) {
+                    break;
+                }
+            }
+            Some(mut question) = crate::setup::approve::next_question(&mut conversation.questions) => {
+                let answer = match cancelling || question.reply.is_closed() {
+                    true => Answer::No,
+                    false => match crate::setup::approve::ask(&mut view, &mut question, lines, signals).await {
+                        Ok(answer) => answer,
+                        Err(signal) => {
+                            cancelling = true;
+                            interrupted = Some(signal);
+                            view.interrupted(signal);
+                            run.cancel();
+                            Answer::No
+                        }
+                    },
+                };
+                answer_question(question, answer);
+            }
+            line = lines.recv(), if !leaving => {
+                match line {
+                    // The terminal closed, or /exit: end the run, then leave.
+                    None => {
+                        cancelling = true;
+                        leaving = true;
+                        run.cancel();
+                    }
+                    Some(crate::setup::approve::Typed::Line(line)) if line.trim() == "/exit" => {
+                        view.note("» leaving: cancelling the run first");
+                        cancelling = true;
+                        leaving = true;
+                        run.cancel();
+                    }
+                    Some(crate::setup::approve::Typed::Line(line)) => queue(&run, &mut view, line.trim()),
+                    Some(crate::setup::approve::Typed::NotText) => view.note(&format!("» {}", crate::setup::approve::NOT_TEXT)),
+                }
+            }
+            signal = signals.next() => {
+                if cancelling {
+                    view.abandon();
+                    golato::mcp::stop_servers();
+                    std::process::exit(i32::from(signal.exit_code()));
+                }
+                cancelling = true;
+                interrupted = Some(signal);
+                view.interrupted(signal);
+                run.cancel();
+            }
+        }
+    }
+    let outcome = run.finish().await;
+    let (exit, error, final_text) = match (&outcome, interrupted) {
+        (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
+        (Ok(result), None) => (
+            Exit::Success,
+            None,
+            Some(crate::commands::run::answer_text(&result.final_message)),
+        ),
+        (Err(error), None) => (Exit::Failure, Some(describe(error)), None),
+    };
+    if let Some(error) = &error {
+        eprintln!("golato: {}", crate::view::shown::visible(error));
+    }
+    view.end(&Ending {
+        exit,
+        error,
+        final_text: final_text.as_deref(),
+        tally: &tally,
+        wall: started.elapsed(),
+        workspace: None,
+        cost: conversation.price.map(|price| price.cost(&tally.usage)),
+    });
+    conversation.went_on(outcome);
+    leaving
 }
 
 fn answer_question(question: Question, answer: Answer) {

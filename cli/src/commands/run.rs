@@ -202,18 +202,7 @@ pub(crate) struct Session {
 /// (started tools are waited for); a second one exits at once.
 pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
     let mut signals = Signals::listen()?;
-    let bars = spinners(&session.view, session.story);
-    if session.view.trace {
-        trace::install(bars.clone())?;
-    }
-    let mut view: Box<dyn View> = if session.view.json {
-        Box::new(JsonLines::with_header(session.header.as_ref()))
-    } else {
-        if let (Some(header), false) = (&session.header, session.story == Target::Nowhere) {
-            eprintln!("{header}");
-        }
-        Box::new(Live::new(session.story, bars))
-    };
+    let mut view = open_view(&session)?;
     let started = Instant::now();
     if let Some(saving) = &mut session.saving {
         for prompt in &session.input.prompts {
@@ -288,24 +277,100 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         let (Ok(result), None, None) = (&outcome, interrupted, &session.journal) else {
             break outcome;
         };
-        let Some(reason) =
-            crate::setup::session_hooks::stop(&session.policy, &session.hook_session, sent_on)
-                .await
+        let Some(next) = stop_hook_prompt(
+            &session.policy,
+            &session.hook_session,
+            session.saving.as_mut(),
+            result,
+            &mut sent_on,
+        )
+        .await
         else {
             break outcome;
         };
-        sent_on += 1;
-        let prompt = golato::message::UserMessage::new(format!("[Stop hook] {reason}"));
-        if let Some(saving) = &mut session.saving {
-            saving.step(&golato::message::Message::User(prompt.clone()));
-        }
-        input = Input {
-            prompts: vec![prompt],
-            transcript: result.messages.clone(),
-            summary: result.summary.clone(),
-        };
+        input = next;
     };
-    let (exit, error, final_text) = match (&outcome, interrupted) {
+    let (exit, error, final_text) = verdict(
+        &outcome,
+        interrupted,
+        record_error,
+        session.strict_replay,
+        &tally,
+    );
+    // The error first, then the summary that counts it.
+    if let Some(error) = &error {
+        eprintln!("golato: {}", crate::view::shown::visible(error));
+    }
+    view.end(&Ending {
+        exit,
+        error,
+        final_text: final_text.as_deref(),
+        tally: &tally,
+        wall: started.elapsed(),
+        workspace: session.workspace,
+        cost: session.price.map(|price| price.cost(&tally.usage)),
+    });
+    if let Some(text) = &final_text {
+        hand_over(
+            text,
+            session.story,
+            session.view.json,
+            session.last_message.as_deref(),
+        )?;
+    }
+    Ok(exit)
+}
+
+/// What a Stop hook that sends the model on (exit 2) makes the next input: its reason as a
+/// prompt (saved), after what the run left; `None` when no hook does.
+async fn stop_hook_prompt(
+    policy: &golato::policy::Policy,
+    told: &golato::policy::HookSession,
+    saving: Option<&mut crate::store::session::Writer>,
+    result: &golato::RunResult,
+    sent_on: &mut usize,
+) -> Option<Input> {
+    let reason = crate::setup::session_hooks::stop(policy, told, *sent_on).await?;
+    *sent_on += 1;
+    let prompt = golato::message::UserMessage::new(format!("[Stop hook] {reason}"));
+    if let Some(saving) = saving {
+        saving.step(&golato::message::Message::User(prompt.clone()));
+    }
+    Some(Input {
+        prompts: vec![prompt],
+        transcript: result.messages.clone(),
+        summary: result.summary.clone(),
+    })
+}
+
+/// The view of `--json` (its first line the header) or the live view (the header written
+/// first, unless nothing is shown); `--trace` draws beside the live view's spinners.
+fn open_view(session: &Session) -> Result<Box<dyn View>, CliError> {
+    let bars = spinners(&session.view, session.story);
+    if session.view.trace {
+        trace::install(bars.clone())?;
+    }
+    Ok(if session.view.json {
+        Box::new(JsonLines::with_header(session.header.as_ref()))
+    } else {
+        if let (Some(header), false) = (&session.header, session.story == Target::Nowhere) {
+            eprintln!("{header}");
+        }
+        Box::new(Live::new(session.story, bars))
+    })
+}
+
+/// How the run ended: its exit, the error to say, and its answer (with `--output-schema`, the
+/// JSON value). A recorder that failed, or a replay that differs under `--strict-replay`,
+/// fails a run that otherwise succeeded.
+fn verdict<'a>(
+    outcome: &'a Result<golato::RunResult, golato::agent::Error>,
+    interrupted: Option<crate::interrupt::Signal>,
+    record_error: Option<CliError>,
+    strict_replay: Option<bool>,
+    tally: &Tally,
+) -> (Exit, Option<String>, Option<std::borrow::Cow<'a, str>>) {
+    let (exit, error, final_text) = match (outcome, interrupted) {
         (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
         // With --output-schema, the answer is the JSON value.
         (Ok(result), None) => match &result.output {
@@ -330,7 +395,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         }
         (_, error) => (exit, error),
     };
-    let (exit, error) = match session.strict_replay {
+    let (exit, error) = match strict_replay {
         Some(prompt_differs)
             if exit == Exit::Success && (prompt_differs || tally.replay_mismatches > 0) =>
         {
@@ -345,41 +410,36 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
         }
         _ => (exit, error),
     };
-    // The error first, then the summary that counts it.
-    if let Some(error) = &error {
-        eprintln!("golato: {}", crate::view::shown::visible(error));
+    (exit, error, final_text)
+}
+
+/// The answer, to standard output when the story went elsewhere, and to `-o`'s file.
+fn hand_over(
+    text: &str,
+    story: Target,
+    json: bool,
+    last_message: Option<&Path>,
+) -> Result<(), CliError> {
+    if story != Target::Stdout && !json {
+        use std::io::IsTerminal as _;
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        // On a terminal the answer is shown; into a pipe or a file it is data, exact.
+        let text = match out.is_terminal() {
+            true => crate::view::shown::visible(text),
+            false => std::borrow::Cow::Borrowed(text),
+        };
+        let _ = writeln!(out, "{text}").and_then(|()| out.flush());
     }
-    view.end(&Ending {
-        exit,
-        error,
-        final_text: final_text.as_deref(),
-        tally: &tally,
-        wall: started.elapsed(),
-        workspace: session.workspace,
-        cost: session.price.map(|price| price.cost(&tally.usage)),
-    });
-    if let Some(text) = &final_text {
-        if session.story != Target::Stdout && !session.view.json {
-            use std::io::IsTerminal as _;
-            use std::io::Write as _;
-            let mut out = std::io::stdout().lock();
-            // On a terminal the answer is shown; into a pipe or a file it is data, exact.
-            let text = match out.is_terminal() {
-                true => crate::view::shown::visible(text),
-                false => std::borrow::Cow::Borrowed(text.as_ref()),
-            };
-            let _ = writeln!(out, "{text}").and_then(|()| out.flush());
-        }
-        if let Some(path) = &session.last_message {
-            std::fs::write(path, text.as_bytes()).map_err(|error| {
-                CliError::Failed(format!(
-                    "the run ended but its answer could not be written to {} (-o): {error}",
-                    path.display()
-                ))
-            })?;
-        }
+    if let Some(path) = last_message {
+        std::fs::write(path, text.as_bytes()).map_err(|error| {
+            CliError::Failed(format!(
+                "the run ended but its answer could not be written to {} (-o): {error}",
+                path.display()
+            ))
+        })?;
     }
-    Ok(exit)
+    Ok(())
 }
 
 /// Spinners are drawn only on a terminal that can show them, and never with `--json`.
