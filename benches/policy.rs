@@ -19,15 +19,15 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use golato::agent::{self, Agent, Input};
 use golato::message::{AssistantMessage, ToolCall, UserMessage};
-use golato::policy::{Decision, HookSession, Policy, Source};
+use golato::policy::{CallPolicy, Decision, HookSession, Source};
 use golato::tool::{Tool, ToolResult};
 use serde_json::json;
 
 const CALLS: usize = 8;
 const LINE: &str = "echo hello && ls -la | wc -l";
 
-fn hundred_rules(cwd: &Path) -> Policy {
-    let mut policy = Policy::new();
+fn hundred_rules(cwd: &Path) -> CallPolicy {
+    let mut policy = CallPolicy::new();
     for i in 0..100 {
         let (decision, rule) = match i % 4 {
             0 | 1 => (Decision::Allow, format!("bash(tool-{i} *)")),
@@ -42,8 +42,8 @@ fn hundred_rules(cwd: &Path) -> Policy {
     policy
 }
 
-fn path_rules(cwd: &Path) -> Policy {
-    let mut policy = Policy::new();
+fn path_rules(cwd: &Path) -> CallPolicy {
+    let mut policy = CallPolicy::new();
     for i in 0..100 {
         policy
             .rules
@@ -111,7 +111,7 @@ fn policy(c: &mut Criterion) {
         })
         .1
     };
-    let mut noop = Policy::new();
+    let mut noop = CallPolicy::new();
     noop.add_toml(
         "[[hooks.PreToolUse]]\ncommand = \"true\"\n",
         Path::new("bench.toml"),

@@ -54,7 +54,6 @@ pub mod compaction;
 mod error;
 pub mod event;
 mod input;
-pub mod journal;
 mod output;
 mod run;
 mod run_actor;
@@ -74,13 +73,13 @@ use crate::hook::Hook;
 use crate::message::{AssistantMessage, Message, Usage};
 use crate::tool::{self, Execution, Tool, ToolDefinition};
 
+use crate::journal::Journal;
 pub use budget::Budget;
 use compaction::{Compacted, Compaction, Summary};
 pub use error::Error;
 use event::Delivery;
 pub use event::Event;
 pub use input::Input;
-use journal::Journal;
 pub use output::output_schema;
 pub use run::{Events, NotDelivered, Run};
 

@@ -153,7 +153,7 @@ pub struct Config {
     /// Rules whose `read(…)` denials and questions also hold for `grep`, `find` and `ls`: a
     /// file they name is left out of every listing and search (and counted), as the sandbox's
     /// denied paths are, since a search cannot stop to ask. `None` (the default): none. A
-    /// [`Policy`](crate::policy::Policy)'s `rules`, so that `read(secret/**)` keeps
+    /// [`CallPolicy`](crate::policy::CallPolicy)'s `rules`, so that `read(secret/**)` keeps
     /// `secret/`'s names and contents from the search tools too.
     pub read_rules: Option<Arc<crate::policy::Rules>>,
     /// Where `bash` keeps what its commands change, for checkpoints an application can undo

@@ -98,6 +98,7 @@ pub mod embed;
 pub mod fuzzing;
 pub mod generator;
 pub mod hook;
+pub mod journal;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod message;
@@ -110,11 +111,18 @@ pub mod subagent;
 pub use golato_sandbox as sandbox;
 pub mod tool;
 
-pub use agent::journal;
 pub use agent::{Agent, Event, Input, Run, RunResult};
-pub use golato_actors::{
-    ActorStats, Host, HostConfig, HostError, HostStats, ShutdownReport, WaitBucket, WaitHistogram,
-};
+pub use golato_actors::{Host, HostConfig, HostError, ShutdownReport};
+
+/// The actor host runs run on, and what it measures of itself: [`Host::stats`](host::Host::stats)
+/// gives each actor's message counts, mailbox depth and a histogram of mailbox waits, for
+/// export as metrics.
+pub mod host {
+    pub use golato_actors::{
+        ActorStats, Host, HostConfig, HostError, HostStats, ShutdownReport, WaitBucket,
+        WaitHistogram,
+    };
+}
 pub use tool::{Tool, ToolResult};
 
 /// The README's Rust examples, compiled and run as doctests so that a newcomer can paste them.

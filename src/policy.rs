@@ -121,9 +121,10 @@ pub enum Error {
 /// How much of a policy file is read at most.
 pub const FILE_LIMIT: u64 = 1024 * 1024;
 
-/// Rules and command hooks, from any number of files and flags.
+/// What governs tool calls: allow, ask and deny rules and command hooks, from any number of
+/// files and flags. (What a command may touch is the sandbox's [`Policy`](crate::sandbox::Policy).)
 #[derive(Debug, Clone, Default)]
-pub struct Policy {
+pub struct CallPolicy {
     /// The allow, ask and deny rules.
     pub rules: Rules,
     /// The command hooks, in the order configured.
@@ -223,10 +224,10 @@ fn line_at(text: &str, offset: usize) -> usize {
     before.matches('\n').count() + 1
 }
 
-impl Policy {
+impl CallPolicy {
     /// No rules, no hooks.
-    pub fn new() -> Policy {
-        Policy::default()
+    pub fn new() -> CallPolicy {
+        CallPolicy::default()
     }
 
     /// Adds the `[rules]` and `[hooks]` tables of a TOML file's `text` (other keys are left to
@@ -292,7 +293,7 @@ impl Policy {
     /// [`FILE_LIMIT`] bytes); nothing when it does not exist.
     ///
     /// # Errors
-    /// As [`Policy::add_toml`], and when the file cannot be read.
+    /// As [`CallPolicy::add_toml`], and when the file cannot be read.
     pub fn add_file(&mut self, path: &Path, cwd: &Path) -> Result<(), Error> {
         let Some(text) = read_regular(path)? else {
             return Ok(());
@@ -320,7 +321,7 @@ impl Policy {
     }
 
     /// Adds `other`'s rules and hooks after this one's.
-    pub fn extend(&mut self, other: Policy) {
+    pub fn extend(&mut self, other: CallPolicy) {
         self.rules.extend(other.rules);
         self.hooks.extend(other.hooks);
     }
@@ -417,9 +418,9 @@ fn read_regular(path: &Path) -> Result<Option<String>, Error> {
 /// from `dir`. Loading it is trusting it: its allow rules and hooks apply.
 ///
 /// # Errors
-/// As [`Policy::add_file`].
-pub fn load(dir: &Path) -> Result<Policy, Error> {
-    let mut policy = Policy::new();
+/// As [`CallPolicy::add_file`].
+pub fn load(dir: &Path) -> Result<CallPolicy, Error> {
+    let mut policy = CallPolicy::new();
     policy.add_file(&dir.join(".golato/config.toml"), dir)?;
     Ok(policy)
 }
@@ -431,7 +432,7 @@ mod tests {
     use super::*;
 
     fn hooks(text: &str) -> Result<Vec<String>, String> {
-        let mut policy = Policy::new();
+        let mut policy = CallPolicy::new();
         policy
             .add_toml(text, Path::new("config.toml"), Path::new("/w"))
             .map_err(|error| error.to_string())?;

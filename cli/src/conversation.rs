@@ -59,9 +59,9 @@ pub(crate) struct Conversation {
     /// What SessionStart hooks added, for the first prompt.
     context: Option<String>,
     /// Who answers for calls that ask (`/approve` changes its mode).
-    pub(crate) approver: Arc<crate::setup::approve::Approver>,
+    pub(crate) approver: Arc<crate::setup::approve::Approvals>,
     /// How to make the plan-mode agent (`/plan`).
-    pub(crate) plan_mode: Option<crate::setup::plan::PlanMode>,
+    pub(crate) plan_mode: Option<crate::setup::plan_mode::PlanMode>,
     /// The recording `--script` replays, if any.
     pub(crate) recording: Option<crate::store::record::Recording>,
     /// Where hooks and checkpoints learn which session is saved; told again when it changes.

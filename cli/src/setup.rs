@@ -4,7 +4,7 @@
 pub(crate) mod agent;
 pub(crate) mod approve;
 pub(crate) mod instructions;
-pub(crate) mod plan;
+pub(crate) mod plan_mode;
 pub(crate) mod prompt;
 pub(crate) mod provider;
 pub(crate) mod session_hooks;

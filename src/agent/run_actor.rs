@@ -304,7 +304,7 @@ impl RunActor {
     /// A journaled run records what it starts from, or checks it against what its journal
     /// recorded: a journal picked up with another input would hand that run's turns to this one.
     fn check_input(&mut self, journal: Arc<dyn crate::journal::Journal>, ctx: &mut Context<Self>) {
-        use super::journal::{seal, unseal, StepError, StepKey};
+        use crate::journal::{seal, unseal, StepError, StepKey};
         use actix::fut::ActorFutureExt;
         use actix::WrapFuture;
         let Ok(expected) = serde_json::to_value(&*self.plan.messages) else {
@@ -313,7 +313,7 @@ impl RunActor {
         let input = seal(expected.clone());
         let recorded = journal.step(
             StepKey::Input,
-            super::journal::StepWork::new(async move { Ok(input) }),
+            crate::journal::StepWork::new(async move { Ok(input) }),
         );
         ctx.spawn(recorded.into_actor(self).map(move |recorded, this, ctx| {
             let refused = |reason: String| crate::journal::Error {

@@ -29,13 +29,13 @@ use tokio::task::AbortHandle;
 use tracing::Instrument;
 
 use super::batch_calls::{Notice, SharedBatch, Spent};
-use super::journal::{
-    Error as JournalError, Journal, NotRecorded, RecordedCall, RecordedSpend, StepError, StepKey,
-    StepWork,
-};
 use super::validation::Registered;
 use super::AgentInner;
 use crate::hook::{AfterToolCall, BeforeToolCall, HookAction, HookContext};
+use crate::journal::{
+    Error as JournalError, Journal, NotRecorded, RecordedCall, RecordedSpend, StepError, StepKey,
+    StepWork,
+};
 use crate::message::{Content, ToolCall, ToolResultMessage};
 use crate::tool::{check_result, shown, BoxError, CallHost, Function, ToolContext, ToolResult};
 
@@ -175,7 +175,7 @@ fn journaled(
                     }),
             };
             if let Ok(value) = serde_json::to_value(&recorded) {
-                return Ok(super::journal::seal(value));
+                return Ok(crate::journal::seal(value));
             }
         }
         *slot
@@ -189,7 +189,7 @@ fn journaled(
     let recorded = journal.step(key, StepWork::with_attempt(work));
     host.runtime().spawn(async move {
         let outcome = match recorded.await {
-            Ok(record) => match super::journal::unseal(record, &step).and_then(|value| {
+            Ok(record) => match crate::journal::unseal(record, &step).and_then(|value| {
                 serde_json::from_value::<RecordedCall>(value).map_err(|error| JournalError {
                     step: step.clone(),
                     reason: format!("what it holds is not a call's result ({error})"),

@@ -582,3 +582,23 @@ pub(super) fn excerpt(text: &str) -> String {
         None => text.to_owned(),
     }
 }
+
+/// The builder methods every HTTP provider shares, which set its transport (a field
+/// `endpoint.transport`): written once, expanded in each provider's `impl`.
+macro_rules! transport_settings {
+    () => {
+        /// Sets the retry policy: how many times, and after how long, a failed request is sent
+        /// again.
+        pub fn with_retry(mut self, retry: $crate::generator::RetryPolicy) -> Self {
+            self.endpoint.transport.retry = retry;
+            self
+        }
+
+        /// Sets how long the stream may stay silent before it counts as broken.
+        pub fn with_idle_timeout(mut self, idle_timeout: std::time::Duration) -> Self {
+            self.endpoint.transport.idle_timeout = idle_timeout;
+            self
+        }
+    };
+}
+pub(crate) use transport_settings;

@@ -1,4 +1,4 @@
-//! The one hook a [`Policy`] becomes: `PreToolUse` command hooks, then the rules, then the
+//! The one hook a [`CallPolicy`] becomes: `PreToolUse` command hooks, then the rules, then the
 //! caller's default and questions, before a call; `PostToolUse` command hooks after it.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use futures::FutureExt as _;
 use serde_json::{json, Value};
 
 use super::command_hook::HookSession;
-use super::{Decision, HookEvent, Policy};
+use super::{CallPolicy, Decision, HookEvent};
 use crate::agent::compaction::CompactionReason;
 use crate::hook::{AfterToolCall, BeforeToolCall, CompactionContext, Hook, HookContext};
 use crate::message::Content;
@@ -69,7 +69,7 @@ impl Approver for Nobody {
 struct Gate(Arc<Inner>);
 
 struct Inner {
-    policy: Arc<Policy>,
+    policy: Arc<CallPolicy>,
     approver: Arc<dyn Approver>,
     session: tokio::sync::watch::Receiver<HookSession>,
     /// Calls the person changed before they ran, by call ID, with the arguments they ran
@@ -77,7 +77,7 @@ struct Inner {
     changed: std::sync::Mutex<std::collections::HashMap<String, Value>>,
 }
 
-impl Policy {
+impl CallPolicy {
     /// The hook that applies this policy to every tool call: `PreToolUse` hooks (which may
     /// block, rewrite, allow or ask), then the rules (a deny always wins), then `approver`'s
     /// default; questions go to `approver` (without one, a call that must be asked is

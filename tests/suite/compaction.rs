@@ -614,7 +614,7 @@ fn a_counter_returning_absurd_figures_neither_panics_nor_loses_messages() {
 fn a_pre_compact_hook_runs_before_the_summary() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
-    let mut policy = golato::policy::Policy::new();
+    let mut policy = golato::policy::CallPolicy::new();
     policy
         .add_toml(
             "[[hooks.PreCompact]]\nmatcher = \"auto\"\ncommand = \"cat >> compacting.jsonl; echo >> compacting.jsonl\"\n",

@@ -316,11 +316,11 @@ impl golato::policy::Approver for Answering {
 
 #[test]
 fn a_person_can_change_a_call_before_it_runs_or_refuse_it_saying_why() {
-    use golato::policy::{Approval, Policy};
+    use golato::policy::{Approval, CallPolicy};
     let policy_hook = |approval: Approval| {
         let (_session, watched) =
             tokio::sync::watch::channel(golato::policy::HookSession::default());
-        Arc::new(Policy::default()).hook(Some(Arc::new(Answering(approval))), watched)
+        Arc::new(CallPolicy::default()).hook(Some(Arc::new(Answering(approval))), watched)
     };
     // Changed: the tool runs with the person's arguments, and the model reads that it did.
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use golato::policy::Policy;
+use golato::policy::CallPolicy;
 
 use crate::args::ConfigArgs;
 use crate::settings::config;
@@ -12,7 +12,7 @@ use crate::CliError;
 /// `golato hooks`: the command hooks in effect, each with where it is configured.
 pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     let layers = config::shown_layers(&args)?;
-    let mut policy = Policy::new();
+    let mut policy = CallPolicy::new();
     for layer in layers {
         if let Some(text) = config::ignored_text(&layer) {
             eprintln!("golato: {text}");
@@ -21,7 +21,7 @@ pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     }
     let described = policy.describe_hooks();
     if described.is_empty() {
-        eprintln!("golato: no hooks here (configure them as [[hooks.EVENT]] in a configuration file; README \"Policy\")");
+        eprintln!("golato: no hooks here (configure them as [[hooks.EVENT]] in a configuration file; README \"CallPolicy\")");
     }
     for line in described {
         println!("{}", crate::view::shown::visible(&line));
@@ -61,7 +61,7 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     for (key, (value, source)) in effective {
         say!("{key} = {value}    # {source}");
     }
-    let mut policy = Policy::new();
+    let mut policy = CallPolicy::new();
     for layer in layers {
         policy.extend(layer.policy);
     }

@@ -16,7 +16,7 @@ use golato::builtin;
 use golato::generator::{Delta, EventStream, Generator, Request, Scripted, StreamEvent};
 
 use crate::args::DemoArgs;
-use crate::commands::run::{drive, Session};
+use crate::commands::run::{drive, OneRun};
 use crate::store::record::{Recorder, Recording};
 use crate::{CliError, Exit};
 
@@ -80,8 +80,8 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         Some(path) => Some(Recorder::create(path, Some(PROMPT.to_owned()))?),
         None => None,
     };
-    drive(Session {
-        policy: golato::policy::Policy::new(),
+    drive(OneRun {
+        policy: golato::policy::CallPolicy::new(),
         hook_session: golato::policy::HookSession::default(),
         agent,
         input: golato::agent::Input::from(golato::message::UserMessage::new(PROMPT)),

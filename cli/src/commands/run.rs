@@ -136,7 +136,7 @@ async fn start(
         ..
     } = conversation;
     let policy = settings.policy;
-    let ended = drive(Session {
+    let ended = drive(OneRun {
         agent,
         policy: policy.clone(),
         hook_session: told.clone(),
@@ -164,10 +164,10 @@ async fn start(
 }
 
 /// One run to drive.
-pub(crate) struct Session {
+pub(crate) struct OneRun {
     pub(crate) agent: Agent,
     /// The rules and hooks in effect (the `Stop` hooks are fired here).
-    pub(crate) policy: golato::policy::Policy,
+    pub(crate) policy: golato::policy::CallPolicy,
     /// What hooks are told of the session.
     pub(crate) hook_session: golato::policy::HookSession,
     /// The prompt, after a saved transcript when going on with a session.
@@ -200,7 +200,7 @@ pub(crate) struct Session {
 /// Runs the session to its end: events to the view as they arrive, each finished turn to the
 /// recorder and compared with the recording, and the first Ctrl-C or SIGTERM cancels the run
 /// (started tools are waited for); a second one exits at once.
-pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
+pub(crate) async fn drive(mut session: OneRun) -> Result<Exit, CliError> {
     let mut signals = Signals::listen()?;
     let mut view = open_view(&session)?;
     let started = Instant::now();
@@ -324,7 +324,7 @@ pub(crate) async fn drive(mut session: Session) -> Result<Exit, CliError> {
 /// What a Stop hook that sends the model on (exit 2) makes the next input: its reason as a
 /// prompt (saved), after what the run left; `None` when no hook does.
 async fn stop_hook_prompt(
-    policy: &golato::policy::Policy,
+    policy: &golato::policy::CallPolicy,
     told: &golato::policy::HookSession,
     saving: Option<&mut crate::store::session::Writer>,
     result: &golato::RunResult,
@@ -345,7 +345,7 @@ async fn stop_hook_prompt(
 
 /// The view of `--json` (its first line the header) or the live view (the header written
 /// first, unless nothing is shown); `--trace` draws beside the live view's spinners.
-fn open_view(session: &Session) -> Result<Box<dyn View>, CliError> {
+fn open_view(session: &OneRun) -> Result<Box<dyn View>, CliError> {
     let bars = spinners(&session.view, session.story);
     if session.view.trace {
         trace::install(bars.clone())?;

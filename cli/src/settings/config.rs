@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use golato::policy::Policy;
+use golato::policy::CallPolicy;
 use serde::Deserialize;
 
 use crate::args::ConfigArgs;
@@ -75,7 +75,7 @@ pub(crate) struct Layer {
     /// Why it may not: its folder is not trusted, or is not the folder that was.
     why: Option<String>,
     /// Its rules and hooks (a project's allow rules and hooks only when its folder is trusted).
-    pub(crate) policy: Policy,
+    pub(crate) policy: CallPolicy,
 }
 
 /// A project's file (one a cloned repository brings along) may not loosen what the user's
@@ -138,7 +138,7 @@ pub(crate) fn user_file() -> Option<PathBuf> {
 }
 
 /// A file's settings and profiles; nothing when it does not exist.
-fn read(path: &Path, cwd: &Path) -> Result<Option<(FileSettings, Profiles, Policy)>, CliError> {
+fn read(path: &Path, cwd: &Path) -> Result<Option<(FileSettings, Profiles, CallPolicy)>, CliError> {
     let text = match crate::bounded::read_text(path, crate::bounded::CONFIG_LIMIT) {
         Ok(text) => text,
         Err(crate::bounded::Unreadable::Missing) => return Ok(None),
@@ -155,7 +155,7 @@ fn read(path: &Path, cwd: &Path) -> Result<Option<(FileSettings, Profiles, Polic
             path.display()
         ))
     })?;
-    let mut policy = Policy::new();
+    let mut policy = CallPolicy::new();
     policy.add_toml(&text, path, cwd).map_err(|error| {
         CliError::usage(format!(
             "{error}; fix or remove that line (`golato config` shows the rules in effect)"
@@ -284,7 +284,7 @@ fn project_trust(
     source: &str,
     settings: &FileSettings,
     profiles: &Profiles,
-    policy: &Policy,
+    policy: &CallPolicy,
     trusting: Trusting,
 ) -> Result<Result<(), String>, CliError> {
     if trusting == Trusting::Given {
@@ -315,7 +315,11 @@ fn project_trust(
 
 /// What a project's file would set, `key = value` (a profile's prefixed with its table), each
 /// marked when trusting the folder is what lets it through.
-fn changes(settings: &FileSettings, profiles: &Profiles, policy: &Policy) -> Vec<(String, bool)> {
+fn changes(
+    settings: &FileSettings,
+    profiles: &Profiles,
+    policy: &CallPolicy,
+) -> Vec<(String, bool)> {
     let mut marked = Vec::new();
     let sections = std::iter::once((String::new(), settings)).chain(
         profiles
@@ -420,7 +424,7 @@ pub(super) fn layers(
                     settings,
                     ignored,
                     why: trust.clone().err(),
-                    policy: Policy::new(),
+                    policy: CallPolicy::new(),
                 });
             }
         }
@@ -460,7 +464,7 @@ pub(super) fn layers(
             settings,
             ignored: Vec::new(),
             why: None,
-            policy: Policy::new(),
+            policy: CallPolicy::new(),
         });
     }
     Ok(layers)

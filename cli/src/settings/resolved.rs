@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::ValueEnum as _;
-use golato::policy::Policy;
+use golato::policy::CallPolicy;
 
 use super::config::{self, FileSettings, Trusting};
 use crate::args::{AgentArgs, Approve, McpCommand, ProviderKind, ReasoningEffort};
@@ -92,7 +92,7 @@ pub(crate) struct Settings {
     /// Which calls ask first, when chosen (the default depends on the sandbox and terminal).
     pub(crate) approve: Option<Approve>,
     /// The rules and hooks of the files and the flags.
-    pub(crate) policy: Policy,
+    pub(crate) policy: CallPolicy,
     /// Where the file tools take and put text instead of the disk (an ACP client's buffers).
     pub(crate) text_files: Option<Arc<dyn golato::builtin::TextFiles>>,
 }
@@ -173,7 +173,7 @@ pub(crate) fn canonical_directory(dir: &std::path::Path) -> Result<PathBuf, CliE
 /// Fills the flags not given from the configuration, and returns the rules and hooks of the
 /// files and the flags; `ask` says whether a person at the terminal can be asked to trust the
 /// folder.
-fn apply(args: &mut AgentArgs, ask: bool) -> Result<Policy, CliError> {
+fn apply(args: &mut AgentArgs, ask: bool) -> Result<CallPolicy, CliError> {
     let trusting = match (args.settings.trust, ask) {
         (true, _) => Trusting::Given,
         (false, true) => Trusting::Ask,
@@ -185,7 +185,7 @@ fn apply(args: &mut AgentArgs, ask: bool) -> Result<Policy, CliError> {
         &args.settings.config,
         trusting,
     )?;
-    let mut policy = Policy::new();
+    let mut policy = CallPolicy::new();
     for layer in layers {
         if let Some(text) = config::ignored_text(&layer) {
             eprintln!("golato: {text}");
@@ -198,9 +198,9 @@ fn apply(args: &mut AgentArgs, ask: bool) -> Result<Policy, CliError> {
 }
 
 /// The rules of `--allow`, `--ask` and `--deny`.
-fn flag_rules(args: &AgentArgs) -> Result<Policy, CliError> {
+fn flag_rules(args: &AgentArgs) -> Result<CallPolicy, CliError> {
     use golato::policy::{Decision, Source};
-    let mut policy = Policy::new();
+    let mut policy = CallPolicy::new();
     for (decision, flag, rules) in [
         (Decision::Allow, "--allow", &args.allow_rules),
         (Decision::Ask, "--ask", &args.ask_rules),

@@ -13,7 +13,7 @@ use golato::tool::Execution;
 
 use crate::args::Approve;
 use crate::settings::Settings;
-use crate::setup::approve::Approver;
+use crate::setup::approve::Approvals;
 use crate::store::record::Recording;
 use crate::view::header::Header;
 use crate::CliError;
@@ -26,7 +26,7 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a
 fn policy_hooks(
     settings: &Settings,
     approve: Approve,
-    approver: Arc<Approver>,
+    approver: Arc<Approvals>,
     session: &tokio::sync::watch::Receiver<golato::policy::HookSession>,
     interactive: bool,
 ) -> Result<Vec<Arc<dyn golato::hook::Hook>>, CliError> {
@@ -49,7 +49,7 @@ fn policy_hooks(
 pub(crate) struct Built {
     pub(crate) agent: Agent,
     /// How to make the plan-mode agent (`/plan`), for a person at a terminal.
-    pub(crate) plan_mode: Option<crate::setup::plan::PlanMode>,
+    pub(crate) plan_mode: Option<crate::setup::plan_mode::PlanMode>,
     /// The recording `--script` replays, if any.
     pub(crate) recording: Option<Recording>,
     pub(crate) header: Header,
@@ -60,7 +60,7 @@ pub(crate) struct Built {
     /// What the command hooks are told of the session (its ID once it is saved).
     pub(crate) session: tokio::sync::watch::Sender<golato::policy::HookSession>,
     /// Who answers for calls that ask (`/approve` changes its mode).
-    pub(crate) approver: Arc<Approver>,
+    pub(crate) approver: Arc<Approvals>,
     /// What the `task` tool's children are made of, when it has one.
     pub(crate) subagents: Option<golato::subagent::Config>,
 }
@@ -89,7 +89,7 @@ pub(crate) async fn build_agent(
     } = worker.unwrap_or_default();
     let planned = settings
         .plan
-        .then(|| crate::setup::plan::planning(settings));
+        .then(|| crate::setup::plan_mode::planning(settings));
     let settings = planned.as_ref().unwrap_or(settings);
     let mcp_tools = mcp_tools(settings).await?;
     let (session, hook_session) = tokio::sync::watch::channel(golato::policy::HookSession {
@@ -109,7 +109,7 @@ pub(crate) async fn build_agent(
     let approve = settings
         .approve
         .unwrap_or_else(|| Approve::default_for(sandboxed, interactive));
-    let (approver, questions) = Approver::new(
+    let (approver, questions) = Approvals::new(
         approve,
         &settings.cwd,
         &settings.sandbox.writable_roots,
@@ -134,14 +134,14 @@ pub(crate) async fn build_agent(
     };
     let system_prompt = system_prompt(settings, &header).await?;
     // In the front end, /plan makes the plan-mode agent from the same pieces when asked.
-    let plan_mode = (interactive && !settings.plan).then(|| crate::setup::plan::PlanMode {
+    let plan_mode = (interactive && !settings.plan).then(|| crate::setup::plan_mode::PlanMode {
         generator: Arc::clone(&generator),
         hooks: Vec::new(),
         system_prompt: system_prompt.clone(),
-        settings: crate::setup::plan::planning(settings),
+        settings: crate::setup::plan_mode::planning(settings),
     });
     let system_prompt = match settings.plan {
-        true => Some(crate::setup::plan::with_instructions(
+        true => Some(crate::setup::plan_mode::with_instructions(
             system_prompt.as_deref(),
         )),
         false => system_prompt,
@@ -158,7 +158,7 @@ pub(crate) async fn build_agent(
     if let Some(recorder) = recorder {
         hooks.push(recorder);
     }
-    let plan_mode = plan_mode.map(|plan_mode| crate::setup::plan::PlanMode {
+    let plan_mode = plan_mode.map(|plan_mode| crate::setup::plan_mode::PlanMode {
         hooks: hooks.clone(),
         ..plan_mode
     });

@@ -86,7 +86,7 @@ fn detail(call: &golato::message::ToolCall, arguments: &serde_json::Value) -> St
 pub(crate) type Questions = mpsc::UnboundedReceiver<Question>;
 
 /// The hook: asks (or refuses) the calls `mode` says need a yes.
-pub(crate) struct Approver {
+pub(crate) struct Approvals {
     /// The mode; `/approve MODE` changes it mid-session.
     mode: Mutex<Approve>,
     /// Where `--approve edits` lets writes and edits through.
@@ -100,14 +100,14 @@ pub(crate) struct Approver {
     never: Arc<Mutex<HashSet<String>>>,
 }
 
-impl Approver {
+impl Approvals {
     /// The hook, and the receiving end of its questions when `interactive`.
     pub(crate) fn new(
         mode: Approve,
         cwd: &Path,
         writable: &[PathBuf],
         interactive: bool,
-    ) -> (Arc<Approver>, Option<Questions>) {
+    ) -> (Arc<Approvals>, Option<Questions>) {
         let (sender, receiver) = match interactive {
             true => {
                 let (sender, receiver) = mpsc::unbounded_channel();
@@ -123,7 +123,7 @@ impl Approver {
                     .map(|root| golato::sandbox::resolve(&cwd, root)),
             )
             .collect();
-        let approver = Approver {
+        let approver = Approvals {
             mode: Mutex::new(mode),
             roots,
             cwd,
@@ -179,7 +179,7 @@ impl Approver {
     }
 }
 
-impl golato::policy::Approver for Approver {
+impl golato::policy::Approver for Approvals {
     fn default_decision(&self, ctx: &HookContext) -> Decision {
         match self.needs_asking(ctx) {
             true => Decision::Ask,

@@ -3,7 +3,7 @@
 //! rules, `Notification` and `PreCompact` are `golato::policy`'s hook.
 
 use golato::message::{Content, UserMessage};
-use golato::policy::{HookEvent, HookSession, Policy};
+use golato::policy::{CallPolicy, HookEvent, HookSession};
 use serde_json::json;
 
 use crate::CliError;
@@ -11,7 +11,7 @@ use crate::CliError;
 /// Fires `SessionStart` (`startup`, or `resume` when going on); what the hooks add, for the
 /// first prompt.
 pub(crate) async fn session_start(
-    policy: &Policy,
+    policy: &CallPolicy,
     session: &HookSession,
     resumed: bool,
 ) -> Option<String> {
@@ -41,7 +41,7 @@ pub(crate) fn with_context(mut prompt: UserMessage, context: Option<String>) -> 
 /// Fires `UserPromptSubmit` for `prompt`: a block refuses it (nothing is sent), what the hooks
 /// add joins it as more text for the model.
 pub(crate) async fn prompt_submit(
-    policy: &Policy,
+    policy: &CallPolicy,
     session: &HookSession,
     mut prompt: UserMessage,
 ) -> Result<UserMessage, CliError> {
@@ -78,7 +78,11 @@ pub(crate) const MAX_STOP_CONTINUATIONS: usize = 8;
 /// Fires `Stop` once the model has answered; the reason to go on when a hook blocks the
 /// stop (exit 2), unless the hooks already sent the model on [`MAX_STOP_CONTINUATIONS`]
 /// times (`stop_hook_active` tells a hook it did).
-pub(crate) async fn stop(policy: &Policy, session: &HookSession, sent_on: usize) -> Option<String> {
+pub(crate) async fn stop(
+    policy: &CallPolicy,
+    session: &HookSession,
+    sent_on: usize,
+) -> Option<String> {
     policy.hooks_for(HookEvent::Stop, "").next()?;
     let fired = policy
         .fire(
@@ -100,7 +104,7 @@ pub(crate) async fn stop(policy: &Policy, session: &HookSession, sent_on: usize)
 }
 
 /// Fires `SessionEnd` once the run is over.
-pub(crate) async fn session_end(policy: &Policy, session: &HookSession) {
+pub(crate) async fn session_end(policy: &CallPolicy, session: &HookSession) {
     if policy.hooks_for(HookEvent::SessionEnd, "").next().is_none() {
         return;
     }

@@ -366,7 +366,7 @@ async fn journaled(
     let work = async move {
         let failed = match summarize.await {
             Ok(summary) => match serde_json::to_value(&summary) {
-                Ok(value) => return Ok(crate::agent::journal::seal(value)),
+                Ok(value) => return Ok(crate::journal::seal(value)),
                 Err(error) => SummaryError::Unrecordable(error.to_string()),
             },
             Err(error) => error,
@@ -378,7 +378,7 @@ async fn journaled(
     };
     let step = key.to_string();
     match journal.step(key, StepWork::new(work)).await {
-        Ok(record) => crate::agent::journal::unseal(record, &step)
+        Ok(record) => crate::journal::unseal(record, &step)
             .and_then(|value| {
                 serde_json::from_value::<Written>(value).map_err(|error| crate::journal::Error {
                     step: step.clone(),

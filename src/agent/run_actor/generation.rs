@@ -259,7 +259,7 @@ async fn journaled_turn(
         let generated = generate.await;
         if let Generated::Message(message) = &generated {
             if let Ok(value) = serde_json::to_value(message) {
-                return Ok(crate::agent::journal::seal(value));
+                return Ok(crate::journal::seal(value));
             }
         }
         *slot
@@ -270,7 +270,7 @@ async fn journaled_turn(
     let key = StepKey::Turn { turn };
     let step = key.to_string();
     match journal.step(key, crate::journal::StepWork::new(work)).await {
-        Ok(record) => match crate::agent::journal::unseal(record, &step).and_then(|value| {
+        Ok(record) => match crate::journal::unseal(record, &step).and_then(|value| {
             serde_json::from_value::<AssistantMessage>(value).map_err(|error| JournalError {
                 step: step.clone(),
                 reason: format!("what it holds is not an assistant message ({error})"),

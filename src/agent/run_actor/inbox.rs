@@ -9,8 +9,8 @@ use actix::fut::ActorFutureExt;
 use actix::{AsyncContext, Context, WrapFuture};
 
 use super::RunActor;
-use crate::agent::journal::{seal, unseal, InboxRecord, StepError, StepKey, StepWork};
 use crate::agent::{Delivery, Error};
+use crate::journal::{seal, unseal, InboxRecord, StepError, StepKey, StepWork};
 use crate::journal::{Error as JournalError, Journal};
 use crate::message::AssistantMessage;
 

@@ -244,17 +244,7 @@ impl OpenAiChat {
         OpenAiChat::new(base_url, api_key)
     }
 
-    /// Sets the retry policy.
-    pub fn with_retry(mut self, retry: crate::generator::RetryPolicy) -> Self {
-        self.endpoint.transport.retry = retry;
-        self
-    }
-
-    /// Sets how long the stream may stay silent before it counts as broken.
-    pub fn with_idle_timeout(mut self, idle_timeout: std::time::Duration) -> Self {
-        self.endpoint.transport.idle_timeout = idle_timeout;
-        self
-    }
+    crate::generator::http::transport_settings!();
 }
 
 /// How the shared HTTP transport reads this provider's stream.

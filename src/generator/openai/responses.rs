@@ -289,17 +289,7 @@ impl OpenAiResponses {
         })
     }
 
-    /// Sets the retry policy.
-    pub fn with_retry(mut self, retry: crate::generator::RetryPolicy) -> Self {
-        self.endpoint.transport.retry = retry;
-        self
-    }
-
-    /// Sets how long the stream may stay silent before it counts as broken.
-    pub fn with_idle_timeout(mut self, idle_timeout: std::time::Duration) -> Self {
-        self.endpoint.transport.idle_timeout = idle_timeout;
-        self
-    }
+    crate::generator::http::transport_settings!();
 }
 
 impl crate::generator::http::WireDecoder for ResponsesStreamDecoder {

@@ -78,7 +78,7 @@ impl Chat {
                     self.switch_agent();
                     front.planning = self.planning;
                     front.note("plan accepted: edits are back; the model carries the plan out");
-                    self.send(front, crate::setup::plan::ACCEPTED.to_owned())
+                    self.send(front, crate::setup::plan_mode::ACCEPTED.to_owned())
                         .await;
                 }
             }

@@ -163,7 +163,7 @@ pub(crate) fn unseal(record: Value, step: &str) -> Result<Value, Error> {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct InboxRecord {
     /// How they reached the run.
-    pub delivery: crate::agent::Delivery,
+    pub delivery: crate::agent::event::Delivery,
     /// The messages, in the order they were queued.
     pub messages: Vec<crate::message::UserMessage>,
 }
@@ -342,12 +342,12 @@ impl MemoryJournal {
                                     turn,
                                     ending: false,
                                 },
-                                crate::agent::Delivery::Steer,
+                                crate::agent::event::Delivery::Steer,
                             )
                         } else {
                             (
                                 StepKey::Inbox { turn, ending: true },
-                                crate::agent::Delivery::FollowUp,
+                                crate::agent::event::Delivery::FollowUp,
                             )
                         };
                         inbox
