@@ -167,14 +167,17 @@ impl Conversation {
         self.tell_hooks();
     }
 
-    /// Tells the hooks (and checkpoints) which session file is saved, after it changed.
+    /// Tells the hooks (and checkpoints) which session file is saved, after it changed (none:
+    /// an empty ID and path).
     pub(crate) fn tell_hooks(&mut self) {
-        if let Some(saving) = &self.saving {
-            self.hook_session.send_modify(|session| {
-                session.session_id = saving.id();
-                session.transcript_path = saving.path().to_owned();
-            });
-        }
+        let (id, path) = match &self.saving {
+            Some(saving) => (saving.id(), saving.path().to_owned()),
+            None => (String::new(), std::path::PathBuf::new()),
+        };
+        self.hook_session.send_modify(|session| {
+            session.session_id = id;
+            session.transcript_path = path;
+        });
         self.told = self.hook_session.borrow().clone();
     }
 
@@ -250,5 +253,107 @@ impl Conversation {
     /// Fires the SessionEnd hooks.
     pub(crate) async fn close(&self) {
         crate::setup::session_hooks::session_end(&self.settings.policy, &self.told).await;
+    }
+
+    /// The next turns ask the model `name` of the same provider (its price with it); a mode
+    /// rebuilt later keeps it. Returns the model, for an agent kept aside (plan mode's).
+    pub(crate) fn switch_model(&mut self, name: &str) -> golato::generator::Model {
+        let model = crate::setup::provider::model_named(&self.settings, name);
+        self.price = model.price;
+        self.agent = self.agent.with_model(model.clone());
+        self.header.model = Some(name.to_owned());
+        self.settings.model = Some(name.to_owned());
+        model
+    }
+
+    /// A new session in the same folder: the conversation starts over.
+    ///
+    /// # Errors
+    /// The new session file could not be made.
+    pub(crate) fn start_over(&mut self) -> Result<(), CliError> {
+        self.transcript.clear();
+        self.summary = None;
+        self.saving =
+            crate::store::session::open(None, &self.settings.cwd, self.ephemeral, true)?.saving;
+        self.tell_hooks();
+        Ok(())
+    }
+
+    /// Goes on with the saved session `id` instead (its transcript, its file).
+    ///
+    /// # Errors
+    /// No such session, or it cannot be opened (another golato writes it).
+    pub(crate) fn go_on_with(&mut self, id: &str) -> Result<(), CliError> {
+        let saved = crate::store::session::find(Some(id), None)?;
+        let opened = crate::store::session::open(Some(saved), &self.settings.cwd, false, true)?;
+        self.transcript = opened.transcript;
+        self.summary = opened.summary;
+        self.saving = opened.saving;
+        self.tell_hooks();
+        Ok(())
+    }
+
+    /// Takes this session's last prompt back (its edits, writes and captured commands) and
+    /// goes on from before it.
+    ///
+    /// # Errors
+    /// Nothing is saved (`--ephemeral`), or undo refused (a file changed since), naming why.
+    pub(crate) fn undo(&mut self) -> Result<crate::store::checkpoints::Undone, CliError> {
+        let Some(id) = self.saving.as_ref().map(Writer::id) else {
+            return Err(CliError::usage(
+                "nothing saved (--ephemeral): there is nothing to undo",
+            ));
+        };
+        // The session's lock is let go for the undo, and taken again to go on.
+        self.saving = None;
+        let outcome = crate::store::session::find(Some(&id), None)
+            .and_then(|saved| crate::store::checkpoints::undo(&saved, None));
+        self.go_on_with(&id)?;
+        outcome
+    }
+
+    /// Summarizes the conversation now, its recent messages kept; `None` when there is nothing
+    /// old enough to summarize.
+    ///
+    /// # Errors
+    /// The model could not summarize it.
+    pub(crate) async fn compact(
+        &mut self,
+    ) -> Result<Option<golato::agent::compaction::Compacted>, golato::agent::Error> {
+        let compacted = self.agent.compact(self.transcript.clone()).await?;
+        if compacted.replaced == 0 {
+            return Ok(None);
+        }
+        let summary = Summary::new(compacted.summary.clone(), compacted.replaced);
+        if let Some(saving) = &mut self.saving {
+            saving.compacted(&summary);
+        }
+        self.summary = Some(summary);
+        Ok(Some(compacted))
+    }
+
+    /// A new session holding this conversation; the old one stays as it is. Returns the old
+    /// session's ID, if any, and the new one's.
+    ///
+    /// # Errors
+    /// Nothing is saved (`--ephemeral`), or the new file could not be made.
+    pub(crate) fn fork(&mut self) -> Result<(Option<String>, String), CliError> {
+        if self.ephemeral {
+            return Err(CliError::usage(
+                "nothing saved (--ephemeral): there is no session to fork",
+            ));
+        }
+        let old = self.saving.as_ref().map(Writer::id);
+        let mut writer = Writer::create(&self.settings.cwd)?;
+        for message in &self.transcript {
+            writer.step(message);
+        }
+        if let Some(summary) = &self.summary {
+            writer.compacted(summary);
+        }
+        let new = writer.id();
+        self.saving = Some(writer);
+        self.tell_hooks();
+        Ok((old, new))
     }
 }

@@ -146,10 +146,7 @@ pub(super) async fn set_config_option(
     };
     state.idle(&id, "model")?;
     let mut session = session.lock().await;
-    let chosen = crate::setup::provider::model_named(&session.conversation.settings, &model);
-    session.conversation.price = chosen.price;
-    session.conversation.agent = session.conversation.agent.with_model(chosen);
-    session.conversation.settings.model = Some(model);
+    session.conversation.switch_model(&model);
     Ok(SetSessionConfigOptionResponse::new(config_options(
         &session,
     )))

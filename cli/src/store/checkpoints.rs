@@ -28,7 +28,7 @@ mod undo;
 
 use place::{Now, Place};
 
-pub(crate) use undo::{diff, undo};
+pub(crate) use undo::{diff, undo, Undone};
 
 /// Files larger than this are not kept (an undo of them says so): the same bound as capture's.
 const MAX_KEPT: u64 = golato::sandbox::capture::MAX_KEPT;

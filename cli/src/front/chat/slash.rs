@@ -5,7 +5,6 @@ use super::Chat;
 use crate::args::Approve;
 use crate::front::commands::Command;
 use crate::front::{transcript, Front};
-use golato::agent::compaction::Summary;
 
 impl Chat {
     /// Carries out a command that needs the conversation.
@@ -59,7 +58,7 @@ impl Chat {
             Command::Fork => self.fork(front),
             Command::Resume(None) => self.pick_session(front)?,
             Command::Resume(Some(id)) => {
-                self.go_on_with(&id)?;
+                self.conversation.go_on_with(&id)?;
                 self.changes.clear();
                 let width = front.width();
                 front.say(transcript::earlier(&self.conversation.transcript, width));
@@ -111,32 +110,6 @@ impl Chat {
         Ok(())
     }
 
-    /// Goes on with the saved session `id`: its conversation, and saving into it.
-    fn go_on_with(&mut self, id: &str) -> Result<(), crate::CliError> {
-        let saved = crate::store::session::find(Some(id), None)?;
-        let opened =
-            crate::store::session::open(Some(saved), &self.conversation.settings.cwd, false, true)?;
-        self.conversation.transcript = opened.transcript;
-        self.conversation.summary = opened.summary;
-        self.conversation.saving = opened.saving;
-        self.session_changed();
-        Ok(())
-    }
-
-    /// Tells hooks and checkpoints which session is saved now.
-    fn session_changed(&mut self) {
-        let (id, path) = match &self.conversation.saving {
-            Some(saving) => (saving.id(), saving.path().to_owned()),
-            None => (String::new(), std::path::PathBuf::new()),
-        };
-        self.conversation.told.session_id.clone_from(&id);
-        self.conversation.told.transcript_path.clone_from(&path);
-        self.conversation.hook_session.send_modify(|session| {
-            session.session_id = id;
-            session.transcript_path = path;
-        });
-    }
-
     /// `/undo`: this session's last prompt taken back (its edits and writes), and the
     /// conversation cut back to before it.
     fn undo(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
@@ -144,21 +117,7 @@ impl Chat {
             front.note("/undo works between runs: wait for this one to end, or Esc it");
             return Ok(());
         }
-        let Some(id) = self
-            .conversation
-            .saving
-            .as_ref()
-            .map(crate::store::session::Writer::id)
-        else {
-            front.note("nothing saved (--ephemeral): there is nothing to undo");
-            return Ok(());
-        };
-        // The session's lock is let go for the undo, and taken again to go on.
-        self.conversation.saving = None;
-        let saved = crate::store::session::find(Some(&id), None)?;
-        let outcome = crate::store::checkpoints::undo(&saved, None);
-        self.go_on_with(&id)?;
-        match outcome {
+        match self.conversation.undo() {
             Ok(done) => {
                 self.changes.clear();
                 front.note(&format!("undone: {done}"));
@@ -184,21 +143,9 @@ impl Chat {
         }
         front.note("compacting: the model summarizes the conversation…");
         front.draw();
-        match self
-            .conversation
-            .agent
-            .compact(self.conversation.transcript.clone())
-            .await
-        {
-            Ok(compacted) if compacted.replaced == 0 => {
-                front.note("nothing to compact: the conversation is all recent");
-            }
-            Ok(compacted) => {
-                let summary = Summary::new(compacted.summary, compacted.replaced);
-                if let Some(saving) = &mut self.conversation.saving {
-                    saving.compacted(&summary);
-                }
-                self.conversation.summary = Some(summary);
+        match self.conversation.compact().await {
+            Ok(None) => front.note("nothing to compact: the conversation is all recent"),
+            Ok(Some(compacted)) => {
                 front.tally.usage.input_tokens += compacted.usage.input_tokens;
                 front.tally.usage.output_tokens += compacted.usage.output_tokens;
                 front.note(&format!(
@@ -214,35 +161,12 @@ impl Chat {
 
     /// `/fork`: a new session holding this conversation; the old one stays as it is.
     fn fork(&mut self, front: &mut Front) {
-        if self.conversation.ephemeral {
-            front.note("nothing saved (--ephemeral): there is no session to fork");
-            return;
-        }
-        let old = self
-            .conversation
-            .saving
-            .as_ref()
-            .map(crate::store::session::Writer::id);
-        let mut writer =
-            match crate::store::session::Writer::create(&self.conversation.settings.cwd) {
-                Ok(writer) => writer,
-                Err(error) => {
-                    front.note(&format!("could not fork: {error}"));
-                    return;
-                }
-            };
-        for message in &self.conversation.transcript {
-            writer.step(message);
-        }
-        if let Some(summary) = &self.conversation.summary {
-            writer.compacted(summary);
-        }
-        let new = writer.id();
-        self.conversation.saving = Some(writer);
-        self.session_changed();
-        front.note(&match old {
-            Some(old) => format!("forked: this is now session {new}; {old} is kept as it was"),
-            None => format!("forked: this is now session {new}"),
+        front.note(&match self.conversation.fork() {
+            Ok((Some(old), new)) => {
+                format!("forked: this is now session {new}; {old} is kept as it was")
+            }
+            Ok((None, new)) => format!("forked: this is now session {new}"),
+            Err(error) => format!("could not fork: {error}"),
         });
     }
 
@@ -263,30 +187,18 @@ impl Chat {
 
     /// `/new`: a new session; the conversation starts over.
     fn start_over(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
-        self.conversation.transcript.clear();
-        self.conversation.summary = None;
+        self.conversation.start_over()?;
         self.changes.clear();
-        self.conversation.saving = crate::store::session::open(
-            None,
-            &self.conversation.settings.cwd,
-            self.conversation.ephemeral,
-            true,
-        )?
-        .saving;
-        self.session_changed();
         front.note("a new session: the conversation starts over");
         Ok(())
     }
 
     /// `/model NAME`: the next turn asks another model of the same provider.
     fn switch_model(&mut self, front: &mut Front, name: String) {
-        let model = crate::setup::provider::model_named(&self.conversation.settings, &name);
-        self.conversation.price = model.price;
+        let model = self.conversation.switch_model(&name);
         if let Some(parked) = &mut self.parked {
-            *parked = parked.with_model(model.clone());
+            *parked = parked.with_model(model);
         }
-        self.conversation.agent = self.conversation.agent.with_model(model);
-        self.conversation.header.model = Some(name.clone());
         let when = match front.running {
             Some(_) => "the next prompt",
             None => "the next turn",
