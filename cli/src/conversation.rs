@@ -17,7 +17,7 @@ use golato::agent::{Event, Input};
 use golato::message::{Message, UserMessage};
 
 use crate::settings::Settings;
-use crate::setup::agent::{Built, WorkerParts};
+use crate::setup::agent::Built;
 use crate::store::session::{Opened, Saved, Writer};
 use crate::CliError;
 
@@ -75,17 +75,8 @@ impl Conversation {
     /// # Errors
     /// What building the agent or opening the session refused, naming what to change.
     pub(crate) async fn begin(settings: Settings, opening: Opening) -> Result<Self, CliError> {
-        Self::begin_with(settings, opening, None).await
-    }
-
-    /// [`Conversation::begin`] for an agent with a durable worker's parts.
-    pub(crate) async fn begin_with(
-        settings: Settings,
-        opening: Opening,
-        worker: Option<WorkerParts>,
-    ) -> Result<Self, CliError> {
-        let built =
-            crate::setup::agent::build_agent(&settings, worker, opening.interactive).await?;
+        // A durable worker has no conversation: each run's transcript is its journal's.
+        let built = crate::setup::agent::build_agent(&settings, None, opening.interactive).await?;
         let opened = crate::store::session::open(
             opening.going_on,
             &settings.cwd,
