@@ -102,6 +102,7 @@ pub mod journal;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod message;
+pub mod name;
 #[cfg(feature = "observe")]
 pub mod observe;
 pub mod policy;

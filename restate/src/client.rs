@@ -73,8 +73,9 @@ pub enum Error {
 /// objects by it.
 pub const MAX_RUN_ID: usize = 128;
 
-/// Refuses a run ID that would not name one run the same way everywhere: empty, `.` or `..`
-/// (dot segments a URL collapses), longer than [`MAX_RUN_ID`], or holding anything but ASCII letters, digits, `-`, `_`, `.` and `:`
+/// Refuses a run ID that would not name one run the same way everywhere: empty, starting with
+/// `.` (`.` and `..` are dot segments a URL collapses), longer than [`MAX_RUN_ID`], or holding
+/// anything but ASCII letters, digits, `-`, `_`, `.` and `:` ([`golato::name::why_not_plain`])
 /// (whitespace and control characters were folded or refused by servers and proxies on the way,
 /// so that two IDs became one run, or none).
 ///
@@ -90,28 +91,12 @@ pub const MAX_RUN_ID: usize = 128;
 /// # Errors
 /// [`Error::BadRunId`], naming the ID and what is wrong.
 pub fn check_run_id(id: &str) -> Result<(), Error> {
-    let why = if id.is_empty() {
-        Some("it is empty".to_owned())
-    } else if id == "." || id == ".." {
-        // A URL collapses a dot segment: `/GolatoRun/../run` reached another path.
-        Some("a dot segment names no run in a URL".to_owned())
-    } else if id.len() > MAX_RUN_ID {
-        Some(format!("it is {} bytes long", id.len()))
-    } else {
-        id.chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
-            .map(|c| format!("it holds {:?}", c))
-    };
-    match why {
+    match golato::name::why_not_plain(id, MAX_RUN_ID, &[':']) {
         None => Ok(()),
-        Some(why) => {
-            let cut: String = id.chars().take(40).collect();
-            let more = if id.chars().count() > 40 { "…" } else { "" };
-            Err(Error::BadRunId {
-                shown: format!("\"{}{more}\"", cut.escape_debug()),
-                why,
-            })
-        }
+        Some(why) => Err(Error::BadRunId {
+            shown: golato::name::shown(id),
+            why,
+        }),
     }
 }
 

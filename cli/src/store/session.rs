@@ -60,25 +60,13 @@ const MAX_ID: usize = 128;
 
 /// Refuses an ID that is not a plain name: it must not lead out of the sessions directory.
 fn check_id(id: &str) -> Result<(), CliError> {
-    let plain = !id.is_empty()
-        && id.len() <= MAX_ID
-        && !id.starts_with('.')
-        && id
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
-    if plain {
-        return Ok(());
+    match golato::name::why_not_plain(id, MAX_ID, &[]) {
+        None => Ok(()),
+        Some(why) => Err(CliError::usage(format!(
+            "{} is not a session ID ({why}): an ID is a name of letters, digits, '-', '_' and '.' (at most {MAX_ID}), as `golato sessions` lists them",
+            golato::name::shown(id)
+        ))),
     }
-    let shown: String = id
-        .chars()
-        .take(40)
-        .collect::<String>()
-        .escape_debug()
-        .to_string();
-    let more = if id.chars().count() > 40 { "…" } else { "" };
-    Err(CliError::usage(format!(
-        "\"{shown}{more}\" is not a session ID: an ID is a name of letters, digits, '-', '_' and '.' (at most {MAX_ID}), as `golato sessions` lists them"
-    )))
 }
 
 /// The session `id` names, whole or by a unique start: its full ID and its file.
