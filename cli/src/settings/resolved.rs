@@ -113,7 +113,7 @@ impl Settings {
 pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliError> {
     args.cwd = canonical_directory(&args.cwd)?;
     let policy = apply(&mut args, ask)?;
-    let trusted = crate::setup::instructions::trusted(&args.cwd, args.settings.trust);
+    let trusted = super::trust::trusted(&args.cwd, args.settings.trust);
     let sandbox = args.sandbox.policy(DEFAULT_SANDBOX);
     Ok(Settings {
         cwd: args.cwd,

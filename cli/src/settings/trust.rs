@@ -213,3 +213,13 @@ pub(crate) fn command(dir: &Path, trusted: bool) -> Result<crate::Exit, CliError
     );
     Ok(crate::Exit::Success)
 }
+
+/// Whether the project in `cwd` takes full effect (its instructions read, its file's safety
+/// settings applied): `--trust`, or a folder trusted
+/// before.
+pub(crate) fn trusted(cwd: &Path, given: bool) -> bool {
+    given
+        || Folder::at(cwd)
+            .and_then(|folder| folder.standing())
+            .is_ok_and(|standing| standing == Standing::Trusted)
+}

@@ -177,15 +177,6 @@ pub(crate) async fn environment(cwd: &Path, sandbox: &golato::sandbox::Policy) -
     )
 }
 
-/// Whether a project's instructions may be read in `cwd`: `--trust`, or a folder trusted
-/// before.
-pub(crate) fn trusted(cwd: &Path, given: bool) -> bool {
-    given
-        || crate::settings::trust::Folder::at(cwd)
-            .and_then(|folder| folder.standing())
-            .is_ok_and(|standing| standing == crate::settings::trust::Standing::Trusted)
-}
-
 /// golato's configuration directory (where the user's own AGENTS.md is read).
 fn config_dir() -> Option<PathBuf> {
     crate::settings::config::user_file().and_then(|file| file.parent().map(Path::to_path_buf))
@@ -193,7 +184,11 @@ fn config_dir() -> Option<PathBuf> {
 
 /// The files a run in `cwd` reads, for `golato config`.
 pub(crate) fn for_config(cwd: &Path, trust_given: bool) -> Instructions {
-    gather(cwd, config_dir().as_deref(), trusted(cwd, trust_given))
+    gather(
+        cwd,
+        config_dir().as_deref(),
+        crate::settings::trust::trusted(cwd, trust_given),
+    )
 }
 
 /// The system prompt: golato's (or `--system`'s) instructions, the environment, then the

@@ -152,7 +152,7 @@ pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crat
     let found = gather(
         cwd,
         home().as_deref(),
-        crate::setup::instructions::trusted(cwd, trust_given),
+        crate::settings::trust::trusted(cwd, trust_given),
     );
     let mut out = std::io::stdout().lock();
     if found.skills.is_empty() {
