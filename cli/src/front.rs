@@ -17,6 +17,7 @@ mod keys;
 mod markdown;
 mod mention;
 mod question;
+mod stream;
 mod transcript;
 
 use std::io::Write as _;

@@ -18,11 +18,22 @@ pub(crate) struct Running {
     pub(crate) tally: Tally,
     /// Characters of answer and reasoning streamed so far.
     pub(crate) streamed: usize,
-    /// Calls running, by index, with when they began.
-    pub(crate) calls: HashMap<usize, Instant>,
+    /// Calls running, by index.
+    pub(crate) calls: HashMap<usize, LiveCall>,
+    /// The answer streaming in: what the scrollback does not have yet.
+    pub(crate) streaming: super::stream::Streaming,
     /// Files its edits and writes changed.
     pub(crate) changed: std::collections::BTreeSet<String>,
     pub(crate) cancelling: bool,
+}
+
+/// A call running, as the live area shows it.
+pub(crate) struct LiveCall {
+    pub(crate) began: Instant,
+    /// The call in one short line: its tool and arguments.
+    pub(crate) label: String,
+    /// The last line of output it sent so far.
+    pub(crate) latest: Option<String>,
 }
 
 /// The session and what runs in it.
@@ -70,6 +81,7 @@ impl Chat {
             tally: Tally::default(),
             streamed: 0,
             calls: HashMap::new(),
+            streaming: Default::default(),
             changed: Default::default(),
             cancelling: false,
         });
@@ -87,33 +99,63 @@ impl Chat {
             running.tally.observe(&event);
         }
         match &event {
-            Event::MessageUpdate(update) => {
+            Event::MessageStart(_) => {
                 if let Some(running) = &mut front.running {
-                    for delta in &update.deltas {
-                        running.streamed += match delta {
-                            golato::generator::Delta::Text(text)
-                            | golato::generator::Delta::Reasoning(text) => text.chars().count(),
-                            _ => 0,
-                        };
-                    }
+                    running.streaming = Default::default();
                 }
             }
+            Event::MessageUpdate(update) => streamed(front, &update.deltas),
             Event::MessageEnd(end) => {
                 let reasoning = end.message.reasoning.trim();
                 if !reasoning.is_empty() {
                     front.reasoning = Some(reasoning.to_owned());
                 }
-                front.say(transcript::answer(&end.message, width));
+                let streaming = front
+                    .running
+                    .as_mut()
+                    .map(|running| std::mem::take(&mut running.streaming))
+                    .unwrap_or_default();
+                let text = end.message.text();
+                match streaming.rest(&text) {
+                    Some(rest) if streaming.started() => {
+                        front.say(super::markdown::render(rest, width));
+                    }
+                    _ => front.say(transcript::answer(&end.message, width)),
+                }
             }
             Event::ToolExecutionStart(start) => {
                 if let Some(running) = &mut front.running {
-                    running.calls.insert(start.index, Instant::now());
+                    running.calls.insert(
+                        start.index,
+                        LiveCall {
+                            began: Instant::now(),
+                            label: crate::view::live::call_label(&start.call),
+                            latest: None,
+                        },
+                    );
+                }
+            }
+            Event::ToolExecutionUpdate(update) => {
+                let text = update
+                    .partial_result
+                    .content
+                    .iter()
+                    .rev()
+                    .find_map(golato::message::Content::as_text)
+                    .unwrap_or_default();
+                let latest = text.lines().rev().find(|line| !line.trim().is_empty());
+                let call = front
+                    .running
+                    .as_mut()
+                    .and_then(|running| running.calls.get_mut(&update.index));
+                if let (Some(call), Some(latest)) = (call, latest) {
+                    call.latest = Some(crate::view::shown::visible(latest.trim_end()).into_owned());
                 }
             }
             Event::ToolExecutionEnd(end) => {
                 let running = front.running.as_mut();
                 let began = running.and_then(|running| running.calls.remove(&end.index));
-                let seconds = began.map_or(0.0, |began| began.elapsed().as_secs_f64());
+                let seconds = began.map_or(0.0, |call| call.began.elapsed().as_secs_f64());
                 let changed = self.changed(&end.call, &end.result);
                 if let Some(running) = &mut front.running {
                     running.changed.extend(changed);
@@ -276,3 +318,36 @@ impl Chat {
 }
 
 mod slash;
+
+/// Streamed text and reasoning: counted, and each block the text finishes committed to the
+/// scrollback (the first after the reasoning's first line).
+fn streamed(front: &mut Front, deltas: &[golato::generator::Delta]) {
+    let width = front.width();
+    for delta in deltas {
+        let Some(running) = &mut front.running else {
+            return;
+        };
+        match delta {
+            golato::generator::Delta::Reasoning(text) => {
+                running.streamed += text.chars().count();
+                running.streaming.reasoning.push_str(text);
+            }
+            golato::generator::Delta::Text(text) => {
+                running.streamed += text.chars().count();
+                let first = !running.streaming.started();
+                let Some(finished) = running.streaming.push(text) else {
+                    continue;
+                };
+                let mut lines = Vec::new();
+                if first {
+                    lines.extend(transcript::thinking(&running.streaming.reasoning, width));
+                    lines.push(ratatui::text::Line::default());
+                }
+                lines.extend(super::markdown::render(&finished, width));
+                lines.push(ratatui::text::Line::default());
+                front.say(lines);
+            }
+            _ => {}
+        }
+    }
+}

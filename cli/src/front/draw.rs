@@ -152,27 +152,60 @@ impl Front {
         const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
         let elapsed = running.started.elapsed();
         let frame = SPINNER[(elapsed.as_millis() / 100) as usize % SPINNER.len()];
-        let what = match (running.cancelling, running.calls.len()) {
-            (true, _) => "interrupting".to_owned(),
-            (false, 0) => "working".to_owned(),
-            (false, calls) => format!(
-                "running {}",
-                crate::view::shown::count(calls as u64, "call")
-            ),
+        let seconds = format!(" · {}s", elapsed.as_secs());
+        let spinner = Span::styled(format!("{frame} "), Style::default().fg(Color::Cyan));
+        let width = self.width();
+        if running.cancelling {
+            return Line::from(vec![
+                spinner,
+                Span::raw("interrupting"),
+                Span::styled(seconds, dim),
+            ]);
+        }
+        // The first running call by position, its newest output line, and how many more run.
+        let mut calls: Vec<_> = running.calls.iter().collect();
+        calls.sort_by_key(|(index, _)| **index);
+        if let Some((_, call)) = calls.first() {
+            let more = match calls.len() {
+                1 => String::new(),
+                n => format!(" (+{} more)", n - 1),
+            };
+            let tail = format!("{seconds}{more} · Esc to interrupt");
+            let room = width.saturating_sub(2 + tail.chars().count());
+            // The label gives way to the output: two fifths of the room at most.
+            let label = match call.latest {
+                Some(_) => transcript::fit(&call.label, (room * 2 / 5).max(16)),
+                None => transcript::fit(&call.label, room),
+            };
+            let latest = call.latest.as_deref().map_or_else(String::new, |latest| {
+                let left = room.saturating_sub(label.chars().count() + 3);
+                format!(" · {}", transcript::fit(latest, left))
+            });
+            return Line::from(vec![
+                spinner,
+                Span::styled(label, Style::default().add_modifier(Modifier::BOLD)),
+                Span::styled(latest, dim),
+                Span::styled(tail, dim),
+            ]);
+        }
+        // The block being written: its last line, as far as it fits.
+        let open = running.streaming.open().trim_end();
+        let tail = format!(
+            "{seconds} · ≈{} streamed · Esc to interrupt",
+            // About four characters a token: the stream's deltas carry no counts.
+            crate::view::shown::count(running.streamed.div_ceil(4) as u64, "token")
+        );
+        let writing = match open.lines().last() {
+            Some(last) if !last.trim().is_empty() => {
+                let room = width.saturating_sub(2 + tail.chars().count());
+                Span::raw(transcript::fit_end(
+                    &crate::view::shown::visible(last),
+                    room,
+                ))
+            }
+            _ => Span::raw("working"),
         };
-        Line::from(vec![
-            Span::styled(format!("{frame} "), Style::default().fg(Color::Cyan)),
-            Span::raw(what),
-            Span::styled(
-                // About four characters a token: the stream's deltas carry no counts.
-                format!(
-                    " · {}s · ≈{} streamed · Esc to interrupt",
-                    elapsed.as_secs(),
-                    crate::view::shown::count(running.streamed.div_ceil(4) as u64, "token")
-                ),
-                dim,
-            ),
-        ])
+        Line::from(vec![spinner, writing, Span::styled(tail, dim)])
     }
 
     /// The line below the input: the keys that do something now.

@@ -134,8 +134,8 @@ fn answer(front: &mut Front, question: Question, reply: Reply) {
     // The time a person takes to answer is not the call's.
     if let (Some(asked_at), Some(running)) = (front.asked_at.take(), &mut front.running) {
         let waited = asked_at.elapsed();
-        for began in running.calls.values_mut() {
-            *began += waited;
+        for call in running.calls.values_mut() {
+            call.began += waited;
         }
     }
 }

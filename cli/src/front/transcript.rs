@@ -18,7 +18,7 @@ fn dim() -> Style {
 }
 
 /// `text` made visible and cut to `width` cells.
-fn fit(text: &str, width: usize) -> String {
+pub(crate) fn fit(text: &str, width: usize) -> String {
     let text = crate::view::shown::visible(text);
     let mut cells = 0;
     let mut out = String::new();
@@ -33,6 +33,25 @@ fn fit(text: &str, width: usize) -> String {
         out.push(c);
     }
     out
+}
+
+/// `text` in at most `width` cells, its end kept: `…` and the last characters that fit (a line
+/// being written is read at its end).
+pub(crate) fn fit_end(text: &str, width: usize) -> String {
+    let text = crate::view::shown::visible(text);
+    let mut cells = 0;
+    let mut kept = Vec::new();
+    for c in text.chars().rev() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if cells + w > width {
+            kept.pop();
+            kept.push('…');
+            break;
+        }
+        cells += w;
+        kept.push(c);
+    }
+    kept.iter().rev().collect()
 }
 
 /// The prompt as sent.
@@ -62,22 +81,7 @@ pub(crate) fn queued(text: &str, how: &str, width: usize) -> Vec<Line<'static>> 
 
 /// The model's answer: its reasoning in one dim line, its text as markdown.
 pub(crate) fn answer(message: &AssistantMessage, width: usize) -> Vec<Line<'static>> {
-    let mut lines = Vec::new();
-    let reasoning = message.reasoning.trim();
-    if !reasoning.is_empty() {
-        let first = reasoning.lines().next().unwrap_or_default();
-        let hint = " (Ctrl-O shows it all)";
-        lines.push(Line::from(vec![
-            Span::styled(
-                fit(
-                    &format!("thinking: {first}"),
-                    width.saturating_sub(hint.len()),
-                ),
-                dim().add_modifier(Modifier::ITALIC),
-            ),
-            Span::styled(hint, dim()),
-        ]));
-    }
+    let mut lines: Vec<Line<'static>> = thinking(&message.reasoning, width).into_iter().collect();
     let text = message.text();
     if !text.trim().is_empty() {
         lines.push(Line::default());
@@ -86,7 +90,24 @@ pub(crate) fn answer(message: &AssistantMessage, width: usize) -> Vec<Line<'stat
     lines
 }
 
-/// A call's end: its mark, label and time, then what it did.
+/// Reasoning collapsed to its first line, dim, with the key that shows it all; `None` without
+/// reasoning.
+pub(crate) fn thinking(reasoning: &str, width: usize) -> Option<Line<'static>> {
+    let reasoning = reasoning.trim();
+    let first = reasoning.lines().next()?;
+    let hint = " (Ctrl-O shows it all)";
+    Some(Line::from(vec![
+        Span::styled(
+            fit(
+                &format!("thinking: {first}"),
+                width.saturating_sub(hint.len()),
+            ),
+            dim().add_modifier(Modifier::ITALIC),
+        ),
+        Span::styled(hint, dim()),
+    ]))
+}
+
 /// A subagent's finished call, compact and indented under the `task` call that started it
 /// (`depth` 1 for a child, 2 for a grandchild): its mark, its label, its first result line.
 pub(crate) fn nested_call_ended(
@@ -119,6 +140,7 @@ pub(crate) fn nested_call_ended(
     Line::from(spans)
 }
 
+/// A call's end: its mark, label and time, then what it did.
 pub(crate) fn call_ended(
     call: &ToolCall,
     result: &ToolResultMessage,

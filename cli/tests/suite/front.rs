@@ -278,8 +278,11 @@ fn typed_while_a_run_works_steers_it_and_esc_interrupts_it() {
     let mut terminal = ready(start(dir.path(), &script, &[], size), size);
     terminal.type_raw("work\r");
     support::wait_for_file(&signals.path().join("started"));
+    // The status line names the running call.
     let shown = wait_until(&mut terminal, size, "the status line", |shown| {
-        shown.contains("running 1 call") && shown.contains("Esc to interrupt")
+        shown
+            .lines()
+            .any(|line| line.contains("touch") && line.contains("Esc to interrupt"))
     });
     assert!(shown.contains("Enter steer · Tab follow-up"), "{shown}");
     terminal.type_raw("also check the docs\r");
@@ -757,4 +760,130 @@ fn undo_takes_back_the_last_prompts_write_and_command_and_goes_on_from_before_it
     });
     assert!(dir.path().join("made.txt").exists());
     leave(terminal, size);
+}
+
+/// An OpenAI-compatible server on loopback that streams `before`, waits until the test lets it
+/// go on, then streams `after` and ends the message: what is on screen between the two was
+/// drawn while the message was still being written.
+fn held_stream(before: &str, after: &str) -> (String, std::sync::mpsc::Sender<()>) {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (go_on, release) = std::sync::mpsc::channel::<()>();
+    let chunk = |text: &str, finish: Option<&str>| {
+        format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}]})
+        )
+    };
+    let (first, second) = (chunk(before, None), chunk(after, Some("stop")));
+    std::thread::spawn(move || {
+        let Ok((mut socket, _)) = listener.accept() else {
+            return;
+        };
+        // The request: its head, then the body its length announces.
+        let mut request = Vec::new();
+        let mut buffer = [0u8; 8192];
+        loop {
+            let read = socket.read(&mut buffer).unwrap_or(0);
+            if read == 0 {
+                return;
+            }
+            request.extend_from_slice(&buffer[..read]);
+            let text = String::from_utf8_lossy(&request).to_ascii_lowercase();
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text[..end]
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length:"))
+                    .and_then(|value| value.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                if request.len() >= end + 4 + length {
+                    break;
+                }
+            }
+        }
+        let head =
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+        let _ = socket.write_all(format!("{head}{first}").as_bytes());
+        let _ = socket.flush();
+        let _ = release.recv();
+        let _ = socket.write_all(format!("{second}data: [DONE]\n\n").as_bytes());
+    });
+    (url, go_on)
+}
+
+#[test]
+fn an_answer_is_on_screen_block_by_block_before_its_message_ends() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let (url, go_on) = held_stream(
+            "The first paragraph is whole once the second begins.\n\n- one item\n- two items\n\nThe third is being writ",
+            "ten and ends here.",
+        );
+        let mut command = golato();
+        command
+            .arg("-C")
+            .arg(dir.path())
+            .args(["--provider", "openai", "--base-url", &url, "--model", "m"])
+            .arg("--ephemeral");
+        let mut terminal = ready(in_terminal(command, size), size);
+        terminal.type_raw("write three paragraphs\r");
+        // The finished blocks are in the scrollback, rendered; the open one is in the status
+        // line, at its end; the message has not ended (the server holds it).
+        let shown = wait_until(&mut terminal, size, "the finished blocks", |shown| {
+            shown.contains("The first paragraph is whole") && shown.contains("• two items")
+        });
+        assert!(!shown.contains("ends here"), "{shown}");
+        wait_until(&mut terminal, size, "the open block", |shown| {
+            shown.contains("third is being writ")
+        });
+        go_on.send(()).unwrap();
+        let shown = wait_until(&mut terminal, size, "the whole answer", |shown| {
+            shown.contains("The third is being written and ends here.")
+        });
+        // Each block once: nothing committed is drawn again.
+        assert_eq!(
+            shown.matches("The first paragraph is whole").count(),
+            1,
+            "{shown}"
+        );
+        assert_eq!(shown.matches("• one item").count(), 1, "{shown}");
+        leave(terminal, size);
+    }
+}
+
+#[test]
+fn a_running_command_shows_its_name_and_latest_output_while_it_runs() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let signals = support::signals();
+        let g = signals.path().display();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": format!("echo compiling-step-1; echo compiling-step-2; while [ ! -e {g}/release ]; do sleep 0.05; done; echo finished")}}]}),
+                json!({"text": "Built."}),
+            ],
+        );
+        let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+        terminal.type_raw("build it\r");
+        wait_until(
+            &mut terminal,
+            size,
+            "the running call and its output",
+            |shown| {
+                shown.lines().any(|line| {
+                    line.contains("bash")
+                        && line.contains("compiling-step-2")
+                        && line.contains("Esc")
+                })
+            },
+        );
+        std::fs::write(signals.path().join("release"), "").unwrap();
+        wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("Built.")
+        });
+        leave(terminal, size);
+    }
 }
