@@ -295,10 +295,10 @@ impl MemoryJournal {
     }
 
     /// A journal holding the steps of `transcript` (an earlier run's, as
-    /// [`RunResult::messages`](super::RunResult::messages) or [`Error::messages`](super::Error::messages)
+    /// [`RunResult::messages`](crate::RunResult::messages) or [`Error::messages`](crate::agent::Error::messages)
     /// give it, maybe saved and loaded): its `k`-th assistant message as turn `k` and each tool
     /// result after it as that turn's call. Starting the transcript's first prompt on it with
-    /// [`Agent::start_journaled`](super::Agent::start_journaled) picks the run up where the
+    /// [`Agent::start_journaled`](crate::Agent::start_journaled) picks the run up where the
     /// transcript leaves off, as resuming from the transcript does: one mechanism.
     ///
     /// What a transcript does not say is taken as the default: no call asked to end the run.

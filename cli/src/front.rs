@@ -18,6 +18,7 @@ mod markdown;
 mod mention;
 mod question;
 mod stream;
+mod table;
 mod transcript;
 
 use std::io::Write as _;

@@ -388,7 +388,7 @@ impl Renderer {
             }
             TagEnd::Table => {
                 if let Some(rows) = self.table.take() {
-                    self.out.extend(table_lines(&rows, self.width));
+                    self.out.extend(super::table::lines(&rows, self.width));
                     self.out.push(Line::default());
                 }
             }
@@ -401,16 +401,22 @@ impl Renderer {
     fn code_block(&mut self) {
         let (language, text) = self.code.take().unwrap_or_default();
         let base = self.prefix();
-        let room = self.width.saturating_sub(base.width() + 2 + 1);
+        // The last column stays free: a terminal that wraps there would add a line.
+        let room = self.width.saturating_sub(base.width() + 2 + 1).max(1);
+        let dim = Style::default().add_modifier(Modifier::DIM);
         for spans in super::highlight::code(&text, &language) {
+            // A line longer than the room goes on under a ↪, never cut.
             let mut line = vec![Span::raw(format!("{base}  "))];
             let mut cells = 0;
             for (style, piece) in spans {
                 let mut shown = String::new();
                 for c in crate::view::shown::visible(&piece).chars() {
                     let w = c.width().unwrap_or(0);
-                    if cells + w > room {
-                        break;
+                    if cells + w > room && cells > 0 {
+                        line.push(Span::styled(std::mem::take(&mut shown), style));
+                        self.out.push(Line::from(std::mem::take(&mut line)));
+                        line = vec![Span::raw(base.clone()), Span::styled("↪ ", dim)];
+                        cells = 0;
                     }
                     cells += w;
                     shown.push(c);
@@ -421,48 +427,6 @@ impl Renderer {
         }
         self.out.push(Line::default());
     }
-}
-
-/// A table's rows, columns padded to their widest cell; the header bold; each row cut at the
-/// width.
-fn table_lines(rows: &[Vec<String>], width: usize) -> Vec<Line<'static>> {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..columns)
-        .map(|column| {
-            rows.iter()
-                .filter_map(|row| row.get(column))
-                .map(|cell| cell.width())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    rows.iter()
-        .enumerate()
-        .map(|(index, row)| {
-            let mut text = String::new();
-            for (column, cell_width) in widths.iter().enumerate() {
-                let cell = row.get(column).map_or("", String::as_str);
-                if column > 0 {
-                    text.push_str(" │ ");
-                }
-                text.push_str(cell);
-                text.push_str(&" ".repeat(cell_width.saturating_sub(cell.width())));
-            }
-            let text: String = text
-                .trim_end()
-                .chars()
-                .scan(0, |cells, c| {
-                    *cells += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
-                    (*cells <= width).then_some(c)
-                })
-                .collect();
-            let style = match index {
-                0 => Style::default().add_modifier(Modifier::BOLD),
-                _ => Style::default(),
-            };
-            Line::styled(text, style)
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -529,5 +493,27 @@ mod tests {
         assert!(lines.iter().all(|line| line.width() <= 20), "{lines:#?}");
         let lines = plain(&render("title\x1b]0;pwned\x07 here", 40));
         assert!(!lines.concat().contains('\x1b'), "{lines:#?}");
+    }
+
+    #[test]
+    fn a_code_line_longer_than_the_width_goes_on_under_a_marker() {
+        let long: String = (0..170)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let lines = plain(&render(&format!("```\n{long}\n```\n"), 80));
+        for line in &lines {
+            assert!(line.width() < 80, "{line:?}");
+        }
+        let code: Vec<&String> = lines.iter().filter(|line| !line.is_empty()).collect();
+        assert!(code.len() >= 3, "{lines:#?}");
+        assert!(
+            code[1..].iter().all(|line| line.starts_with("↪ ")),
+            "{lines:#?}"
+        );
+        let joined: String = code
+            .iter()
+            .map(|line| line.trim_start_matches("  ").trim_start_matches("↪ "))
+            .collect();
+        assert_eq!(joined, long);
     }
 }

@@ -887,3 +887,56 @@ fn a_running_command_shows_its_name_and_latest_output_while_it_runs() {
         leave(terminal, size);
     }
 }
+
+#[test]
+fn a_four_column_table_and_a_long_code_line_lose_nothing_at_80_columns() {
+    let size = (24, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let long: String = (0..170)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    let answer = format!(
+        "| setting | what it does | default | where it is set |\n|---|---|---|---|\n| sandbox | confines commands to the workspace and temporary folders | workspace-write | flags, configuration files, /sandbox |\n| approve | which calls ask first | never | --approve, /approve |\n\n```\n{long}\n```\n"
+    );
+    let script = script_file(dir.path(), "script.jsonl", &[json!({"text": answer})]);
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+    terminal.type_raw("show the settings\r");
+    let shown = wait_until(&mut terminal, size, "the table", |shown| {
+        shown.contains("/approve") && shown.contains('↪')
+    });
+    for word in [
+        "setting",
+        "does",
+        "default",
+        "where",
+        "confines",
+        "commands",
+        "workspace",
+        "temporary",
+        "folders",
+        "workspace-write",
+        "configuration",
+        "/sandbox",
+        "approve",
+        "calls",
+        "first",
+        "never",
+        "--approve",
+    ] {
+        assert!(shown.contains(word), "{word:?} lost:\n{shown}");
+    }
+    let code: String = shown
+        .lines()
+        .filter(|line| line.starts_with("  ") || line.starts_with("↪ "))
+        .map(|line| {
+            line.trim_start_matches("  ")
+                .trim_start_matches("↪ ")
+                .trim_end()
+        })
+        .collect();
+    assert!(
+        code.contains(&long),
+        "the code line lost characters:\n{shown}"
+    );
+    leave(terminal, size);
+}
