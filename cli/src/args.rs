@@ -14,6 +14,10 @@ pub(crate) use values::{dollars, positive_seconds, temperature};
 
 /// A coding agent for your terminal: a model with read, bash, edit and write, in a sandbox.
 ///
+/// `golato` alone (on a terminal) opens the interactive front end in this folder; `golato
+/// PROMPT` runs one task (as `golato run PROMPT`); `golato -c` goes on with this folder's last
+/// session.
+///
 /// `golato run` confines the tools by default (--sandbox workspace-write: the working directory,
 /// /tmp and TMPDIR writable, no network); `--sandbox off` gives them this process's file,
 /// process, environment and network permissions.

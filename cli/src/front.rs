@@ -115,6 +115,8 @@ pub(crate) struct Front {
     reasoning: Option<String>,
     /// Whether the agent in use is plan mode's (shown above the input while idle).
     planning: bool,
+    /// Ctrl-C was pressed once on an empty, idle input: a second one quits.
+    quit_armed: bool,
 }
 
 impl Front {
@@ -168,6 +170,7 @@ impl Front {
             cwd,
             reasoning: None,
             planning: false,
+            quit_armed: false,
         }
     }
 }
@@ -337,8 +340,17 @@ pub(crate) async fn command(args: ChatArgs, settings: Settings) -> Result<Exit, 
             }
         }
     }
-    front.draw();
+    // The live area goes: the shell's prompt comes where the input was, nothing of it left.
+    front.clear();
     drop(front);
+    drop(_restore);
+    if let Some(saving) = &chat.conversation.saving {
+        eprintln!(
+            "golato: session {} saved; `golato -c` goes on with it here (or `golato resume {}`)",
+            saving.id(),
+            saving.id()
+        );
+    }
     chat.conversation.close().await;
     Ok(Exit::Success)
 }

@@ -4,6 +4,17 @@
 use super::*;
 
 impl Front {
+    /// Empties the live area and leaves the cursor at its top (on leaving).
+    pub(crate) fn clear(&mut self) {
+        let mut top = None;
+        let _ = self.screen.draw(|frame| top = Some(frame.area().y));
+        let _ = self.screen.clear();
+        if let Some(y) = top {
+            let _ = self.screen.set_cursor_position(Position { x: 0, y });
+        }
+        let _ = self.screen.show_cursor();
+    }
+
     pub(crate) fn draw(&mut self) {
         let status = self.status();
         let keys = self.keys();

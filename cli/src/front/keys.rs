@@ -143,6 +143,8 @@ fn edit_key(front: &mut Front, key: KeyEvent) {
 
 fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
     let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    // Any key but a second Ctrl-C disarms the quit.
+    let quit_armed = std::mem::take(&mut front.quit_armed);
     let newline = key
         .modifiers
         .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
@@ -196,8 +198,12 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
                 interrupt(front);
             } else if !front.editor.is_empty() {
                 front.editor.take_draft();
-            } else {
+            } else if quit_armed {
                 front.leaving = true;
+            } else {
+                // One Ctrl-C too many should not end a session: a second one does.
+                front.quit_armed = true;
+                front.note("Ctrl-C again quits (Ctrl-D too)");
             }
         }
         KeyCode::Char('d') if control => {

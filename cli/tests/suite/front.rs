@@ -940,3 +940,53 @@ fn a_four_column_table_and_a_long_code_line_lose_nothing_at_80_columns() {
     );
     leave(terminal, size);
 }
+
+#[test]
+fn leaving_takes_the_live_area_away_says_how_to_go_on_and_one_ctrl_c_does_not_quit() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hello."})]);
+        let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
+        terminal.type_raw("hi\r");
+        wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("Hello.")
+        });
+        wait_until(&mut terminal, size, "the idle input", |shown| {
+            shown.contains("Ctrl-D quit")
+        });
+        // One Ctrl-C on an empty input says what a second does, and quits nothing.
+        terminal.type_raw("\x03");
+        wait_until(&mut terminal, size, "the warning", |shown| {
+            shown.contains("Ctrl-C again quits")
+        });
+        terminal.type_raw("\x03");
+        let (code, _) = terminal.finish();
+        assert_eq!(code, Some(0));
+    }
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hello."})]);
+        let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
+        terminal.type_raw("hi\r");
+        wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("Hello.")
+        });
+        let drawn = leave(terminal, size);
+        // What the person sees once golato has gone: the conversation, the hint, no input box.
+        let n = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+        let mut parser = vt100::Parser::new(n(size.0), n(size.1), 0);
+        parser.process(drawn.as_bytes());
+        let last = parser.screen().contents();
+        assert!(last.contains("Hello."), "{last}");
+        assert!(last.contains("golato -c"), "{last}");
+        assert!(
+            !last.contains("Ctrl-D quit"),
+            "the key line stayed:\n{last}"
+        );
+        assert!(!last.contains("Enter send"), "the key line stayed:\n{last}");
+        assert!(
+            !last.lines().any(|line| line.trim() == "›"),
+            "the input stayed:\n{last}"
+        );
+    }
+}
