@@ -9,3 +9,4 @@ pub(crate) mod plan;
 pub(crate) mod preview;
 pub(crate) mod report;
 pub(crate) mod shown;
+pub(crate) mod wrap;

@@ -80,6 +80,11 @@ pub(crate) struct Live {
     stream: Streamed,
     /// Whether the cursor is at the start of a line.
     at_line_start: bool,
+    /// The terminal's width, when the story goes to one: the answer is wrapped between words
+    /// there as it streams (else the terminal would break words at its last column).
+    width: Option<usize>,
+    /// The answer's wrapping while it streams.
+    wrap: Option<super::wrap::WordWrap>,
 }
 
 struct Running {
@@ -108,6 +113,12 @@ impl Live {
             calls: HashMap::new(),
             stream: Streamed::Nothing,
             at_line_start: true,
+            width: target
+                .is_terminal()
+                .then(ratatui::crossterm::terminal::size)
+                .and_then(Result::ok)
+                .map(|(columns, _)| usize::from(columns)),
+            wrap: None,
         }
     }
 
@@ -160,7 +171,18 @@ impl Live {
                     self.line("");
                 }
                 self.stream = Streamed::Text;
-                self.write(&visible(text));
+                let text = visible(text);
+                match self.width {
+                    Some(width) => {
+                        let column = if self.at_line_start { 0 } else { width };
+                        let wrap = self
+                            .wrap
+                            .get_or_insert_with(|| super::wrap::WordWrap::new(width, column));
+                        let out = wrap.push(&text);
+                        self.write(&out);
+                    }
+                    None => self.write(&text),
+                }
             }
             Delta::Reasoning(text) => {
                 self.stream = Streamed::Reasoning;
@@ -172,6 +194,10 @@ impl Live {
     }
 
     fn message_end(&mut self, message: &AssistantMessage) {
+        if let Some(mut wrap) = self.wrap.take() {
+            let out = wrap.finish();
+            self.write(&out);
+        }
         let text = message.text();
         if self.stream != Streamed::Text && !text.is_empty() {
             self.write(&visible(&text));

@@ -761,3 +761,43 @@ fn plan_mode_offers_looking_tools_and_update_plan_and_the_story_shows_the_plan()
     assert!(story.contains("│ [>] Read main.rs"), "{story}");
     assert!(story.contains("│ [ ] Fix the bug"), "{story}");
 }
+
+/// On a terminal the answer streams in wrapped between words: the terminal never breaks a word
+/// at its last column (read back through a terminal emulator 40 columns wide).
+#[test]
+fn a_streamed_answer_on_a_terminal_is_wrapped_between_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = "The build fails because the parser expects a semicolon after every statement, and you can fix it by adding one at the end of line twelve of src/parser.rs before running the tests again.";
+    let script = script_file(dir.path(), "script.jsonl", &[json!({"text": answer})]);
+    let mut command = golato();
+    command
+        .args(["run", "--ephemeral", "--script"])
+        .arg(&script)
+        .arg("-C")
+        .arg(dir.path())
+        .arg("go");
+    let terminal = Terminal::start_sized(command, 24, 40);
+    let (code, drawn) = terminal.finish();
+    assert_eq!(code, Some(0), "{drawn}");
+    let size = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+    let mut parser = vt100::Parser::new(size(24), size(40), 1000);
+    parser.process(drawn.as_bytes());
+    parser.screen_mut().set_scrollback(usize::MAX);
+    let back = parser.screen().scrollback();
+    let mut rows: Vec<String> = Vec::new();
+    for offset in (1..=back).rev() {
+        parser.screen_mut().set_scrollback(offset);
+        rows.extend(parser.screen().rows(0, 40).take(1));
+    }
+    parser.screen_mut().set_scrollback(0);
+    rows.extend(parser.screen().rows(0, 40));
+    let words: std::collections::HashSet<&str> =
+        rows.iter().flat_map(|row| row.split_whitespace()).collect();
+    for word in answer.split_whitespace() {
+        assert!(
+            words.contains(word),
+            "{word:?} was broken:\n{}",
+            rows.join("\n")
+        );
+    }
+}
