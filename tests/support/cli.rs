@@ -144,6 +144,14 @@ pub fn pty_sized(rows: u16, columns: u16) -> (std::os::fd::OwnedFd, PathBuf) {
     (master, name.into_string().unwrap().into())
 }
 
+/// A test that fails (panics) before the program ends leaves no program running behind it.
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Terminal {
     /// Starts `command` with the terminal as its standard input, output and error.
     pub fn start(command: Command) -> Terminal {

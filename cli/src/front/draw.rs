@@ -68,17 +68,18 @@ impl Front {
                     None
                 }
                 None => {
-                    // The input's rows around the cursor.
-                    let first = row.saturating_sub(input_rows - 1);
-                    for (index, line) in lines.iter().enumerate().skip(first).take(input_rows) {
+                    // The input soft-wrapped at the width, its rows around the cursor.
+                    let room = usize::from(area.width).saturating_sub(3).max(1);
+                    let (rows, at) = soft_wrapped(&lines, (row, column), room);
+                    let first = at.0.saturating_sub(input_rows - 1);
+                    for (index, (_, text)) in
+                        rows.into_iter().enumerate().skip(first).take(input_rows)
+                    {
                         let lead = if index == 0 { mark } else { "  " };
-                        shown.push(Line::from(vec![
-                            Span::styled(lead, cyan),
-                            Span::raw(line.clone()),
-                        ]));
+                        shown.push(Line::from(vec![Span::styled(lead, cyan), Span::raw(text)]));
                     }
-                    let lead = if row == 0 { mark.len() } else { 2 };
-                    Some((lead + column, row - first))
+                    let lead = if at.0 == 0 { mark.chars().count() } else { 2 };
+                    Some((lead + at.1, at.0 - first))
                 }
             };
             while shown.len() < input_rows + 1 {
@@ -251,5 +252,101 @@ impl Front {
             }
         };
         Line::styled(text, Style::default().add_modifier(Modifier::DIM))
+    }
+}
+
+/// The input's lines cut into rows of at most `room` cells, between words where a row has a
+/// space (else inside the word; a wide character is never split), each with its line and
+/// whether it continues that line; and the cursor (a line and its cell there) as a row and a
+/// cell in it.
+#[allow(clippy::type_complexity)]
+fn soft_wrapped(
+    lines: &[String],
+    cursor: (usize, usize),
+    room: usize,
+) -> (Vec<((usize, bool), String)>, (usize, usize)) {
+    use unicode_width::UnicodeWidthChar as _;
+    let mut rows = Vec::new();
+    let mut at = (0, 0);
+    for (index, line) in lines.iter().enumerate() {
+        let chars: Vec<char> = line.chars().collect();
+        let widths: Vec<usize> = chars.iter().map(|c| c.width().unwrap_or(0)).collect();
+        // Where each row after the first starts.
+        let mut breaks = Vec::new();
+        let (mut start, mut cells, mut after_space) = (0, 0, None);
+        for (i, w) in widths.iter().enumerate() {
+            if cells + w > room && i > start {
+                let at = after_space.filter(|b| *b > start).unwrap_or(i);
+                breaks.push(at);
+                start = at;
+                cells = widths[at..i].iter().sum();
+                after_space = None;
+            }
+            cells += w;
+            if chars[i] == ' ' {
+                after_space = Some(i + 1);
+            }
+        }
+        let first_row = rows.len();
+        let mut bounds = vec![0];
+        bounds.extend(&breaks);
+        bounds.push(chars.len());
+        for (n, pair) in bounds.windows(2).enumerate() {
+            rows.push((
+                (index, n > 0),
+                chars[pair[0]..pair[1]].iter().collect::<String>(),
+            ));
+        }
+        if index != cursor.0 {
+            continue;
+        }
+        // The cursor's character, from its cell.
+        let mut total = 0;
+        let k = widths
+            .iter()
+            .position(|w| {
+                let here = total >= cursor.1;
+                total += w;
+                here
+            })
+            .unwrap_or(chars.len());
+        let row = breaks.iter().filter(|b| **b <= k).count();
+        let row_start = bounds[row];
+        let cell: usize = widths[row_start..k].iter().sum();
+        at = if cell >= room {
+            // After the last character of a full row: the next row's start.
+            rows.insert(first_row + row + 1, ((index, true), String::new()));
+            (first_row + row + 1, 0)
+        } else {
+            (first_row + row, cell)
+        };
+    }
+    (rows, at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::soft_wrapped;
+
+    #[test]
+    fn a_long_line_wraps_and_the_cursor_follows_it() {
+        let line = "abcdefghij".repeat(3);
+        let (rows, at) = soft_wrapped(std::slice::from_ref(&line), (0, 30), 12);
+        let texts: Vec<&str> = rows.iter().map(|(_, text)| text.as_str()).collect();
+        assert_eq!(texts, ["abcdefghijab", "cdefghijabcd", "efghij"]);
+        assert_eq!(at, (2, 6));
+        let (_, at) = soft_wrapped(&[line], (0, 12), 12);
+        assert_eq!(at, (1, 0));
+        let (rows, at) = soft_wrapped(&["x".repeat(12)], (0, 12), 12);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(at, (1, 0));
+        let (rows, at) = soft_wrapped(&["one".into(), "two".into()], (1, 1), 12);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(at, (1, 1));
+        // Between words where it can.
+        let (rows, at) = soft_wrapped(&["one two three four".into()], (0, 18), 9);
+        let texts: Vec<&str> = rows.iter().map(|(_, text)| text.as_str()).collect();
+        assert_eq!(texts, ["one two ", "three ", "four"]);
+        assert_eq!(at, (2, 4));
     }
 }

@@ -14,6 +14,8 @@ pub(crate) struct Editor {
     browsing: Option<usize>,
     /// The text being typed when Up first left it.
     draft: Option<String>,
+    /// What Ctrl-U, Ctrl-K or Ctrl-W cut last, for Ctrl-Y.
+    killed: String,
 }
 
 impl Default for Editor {
@@ -25,6 +27,7 @@ impl Default for Editor {
             history: Vec::new(),
             browsing: None,
             draft: None,
+            killed: String::new(),
         }
     }
 }
@@ -251,7 +254,34 @@ impl Editor {
         let end = self.column;
         self.word_left();
         let start = self.column;
-        self.lines[self.row].drain(start..end);
+        self.killed = self.lines[self.row].drain(start..end).collect();
+    }
+
+    /// Cuts from the start of the line to the cursor (Ctrl-U), for Ctrl-Y.
+    pub(crate) fn kill_to_start(&mut self) {
+        let column = self.column;
+        self.killed = self.lines[self.row].drain(..column).collect();
+        self.column = 0;
+    }
+
+    /// Cuts from the cursor to the end of the line (Ctrl-K), or at its end the line break, for
+    /// Ctrl-Y.
+    pub(crate) fn kill_to_end(&mut self) {
+        if self.column == self.lines[self.row].len() {
+            if self.row + 1 < self.lines.len() {
+                self.delete();
+                self.killed = "\n".to_owned();
+            }
+            return;
+        }
+        let column = self.column;
+        self.killed = self.lines[self.row].drain(column..).collect();
+    }
+
+    /// Puts back what was cut last (Ctrl-Y).
+    pub(crate) fn yank(&mut self) {
+        let killed = self.killed.clone();
+        self.insert(&killed);
     }
 
     pub(crate) fn home(&mut self) {
@@ -305,6 +335,31 @@ impl Editor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn readline_kills_and_yank_cut_and_put_back() {
+        let mut editor = Editor::default();
+        editor.insert("git commit -m wip");
+        editor.word_left();
+        editor.kill_to_end();
+        assert_eq!(editor.text(), "git commit -m ");
+        editor.kill_to_start();
+        assert_eq!(editor.text(), "");
+        assert!(editor.is_empty());
+        editor.yank();
+        assert_eq!(editor.text(), "git commit -m ");
+        editor.insert("done");
+        editor.delete_word();
+        editor.yank();
+        assert_eq!(editor.text(), "git commit -m done");
+        // Ctrl-K at a line's end takes the line break.
+        let mut editor = Editor::default();
+        editor.insert("a\nb");
+        editor.up();
+        editor.end();
+        editor.kill_to_end();
+        assert_eq!(editor.text(), "ab");
+    }
 
     #[test]
     fn typing_moving_and_deleting_edit_the_text_where_the_cursor_is() {

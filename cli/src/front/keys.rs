@@ -124,6 +124,9 @@ fn edit_key(front: &mut Front, key: KeyEvent) {
         KeyCode::Char('a') if control => editor.home(),
         KeyCode::Char('e') if control => editor.end(),
         KeyCode::Char('w') if control => editor.delete_word(),
+        KeyCode::Char('u') if control => editor.kill_to_start(),
+        KeyCode::Char('k') if control => editor.kill_to_end(),
+        KeyCode::Char('y') if control => editor.yank(),
         KeyCode::Char('b') if alt => editor.word_left(),
         KeyCode::Char('f') if alt => editor.word_right(),
         KeyCode::Left if control || alt => editor.word_left(),
@@ -184,6 +187,10 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
                 found: None,
                 draft,
             };
+        }
+        // Ctrl-L: the live area drawn again from nothing (after something else wrote on it).
+        KeyCode::Char('l') if control => {
+            let _ = front.screen.clear();
         }
         KeyCode::Char('o') if control => match front.reasoning.clone() {
             Some(reasoning) => {

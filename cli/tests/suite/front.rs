@@ -990,3 +990,35 @@ fn leaving_takes_the_live_area_away_says_how_to_go_on_and_one_ctrl_c_does_not_qu
         );
     }
 }
+
+#[test]
+fn a_long_prompt_wraps_in_the_input_and_readline_keys_cut_and_yank() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Read."})]);
+        let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+        let words: Vec<String> = (0..40).map(|n| format!("w{n:02}")).collect();
+        let prompt = words.join(" ");
+        assert!(prompt.len() >= 150);
+        terminal.type_raw(&prompt);
+        // Every word of the prompt is on screen, in the input's rows.
+        wait_until(&mut terminal, size, "the whole prompt", |shown| {
+            words.iter().all(|word| shown.contains(word.as_str()))
+        });
+        // Ctrl-U cuts it all (Ctrl-D would now quit), Ctrl-Y puts it back.
+        terminal.type_raw("\x15");
+        wait_until(&mut terminal, size, "the input emptied", |shown| {
+            !shown.contains("w39")
+        });
+        terminal.type_raw("\x19");
+        wait_until(&mut terminal, size, "the prompt back", |shown| {
+            shown.contains("w00") && shown.contains("w39")
+        });
+        // Ctrl-A, then Ctrl-K cuts to the end of the line.
+        terminal.type_raw("\x01\x0b");
+        wait_until(&mut terminal, size, "the input cut to its end", |shown| {
+            !shown.contains("w00")
+        });
+        leave(terminal, size);
+    }
+}
