@@ -295,6 +295,11 @@ impl Conversation {
                 "nothing saved (--ephemeral): there is nothing to undo",
             ));
         };
+        if self.transcript.is_empty() {
+            return Err(CliError::usage(
+                "nothing to undo: no prompt in this session yet",
+            ));
+        }
         // The session's lock is let go for the undo, and taken again to go on.
         self.saving = None;
         let outcome = crate::store::session::find(Some(&id), None)

@@ -72,6 +72,23 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/exit", "leave (also Ctrl-D on an empty line)"),
 ];
 
+/// Whether `text` is a slash command: it starts with `/`, and its first word is not a path that
+/// exists (`/etc/hosts looks odd` and a dragged-in image's path are prompts), resolved against
+/// `cwd` when relative.
+pub(crate) fn is_command(text: &str, cwd: &std::path::Path) -> bool {
+    let text = text.trim_start();
+    if !text.starts_with('/') {
+        return false;
+    }
+    let first = text.split_whitespace().next().unwrap_or(text);
+    // A known command is one even where a file of its name exists (`/tmp` is no command).
+    if COMMANDS.iter().any(|(command, _)| *command == first) {
+        return true;
+    }
+    let unquoted = first.trim_matches(|c| c == '\'' || c == '"');
+    std::fs::symlink_metadata(cwd.join(unquoted)).is_err()
+}
+
 /// Runs the command `text` (a line starting with `/`).
 pub(crate) fn run(front: &mut Front, text: &str) {
     let mut words = text.split_whitespace();
@@ -156,11 +173,20 @@ pub(crate) fn matching(typed: &str) -> Vec<&'static str> {
     if !typed.starts_with('/') || typed.contains(char::is_whitespace) {
         return Vec::new();
     }
+    // `/` alone: every command.
     COMMANDS
         .iter()
         .map(|(command, _)| *command)
         .filter(|command| command.starts_with(typed))
         .collect()
+}
+
+/// What the command `name` does.
+pub(crate) fn description(name: &str) -> Option<&'static str> {
+    COMMANDS
+        .iter()
+        .find(|(command, _)| *command == name)
+        .map(|(_, what)| *what)
 }
 
 /// Completes a command being typed (Tab): the one it can only be, or as far as all agree.

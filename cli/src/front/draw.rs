@@ -127,8 +127,38 @@ impl Front {
         if matches!(self.mode, Mode::Prompt) {
             let typed = self.editor.text();
             let commands = commands::matching(&typed);
-            if !commands.is_empty() && typed.len() > 1 {
-                return Line::styled(commands.join("  "), dim);
+            match commands.as_slice() {
+                [] => {}
+                // One left: what it does.
+                [only] => {
+                    return Line::from(vec![
+                        Span::styled(
+                            format!("{only}  "),
+                            Style::default().add_modifier(Modifier::BOLD),
+                        ),
+                        Span::styled(commands::description(only).unwrap_or_default(), dim),
+                    ]);
+                }
+                many => {
+                    // As many as the line holds, then how many more typing narrows down.
+                    let room = self.width().saturating_sub(24);
+                    let mut shown = String::new();
+                    let mut count = 0;
+                    for name in many {
+                        if shown.chars().count() + name.chars().count() + 2 > room {
+                            break;
+                        }
+                        if count > 0 {
+                            shown.push_str("  ");
+                        }
+                        shown.push_str(name);
+                        count += 1;
+                    }
+                    if count < many.len() {
+                        shown.push_str(&format!("  … {} more (type on)", many.len() - count));
+                    }
+                    return Line::styled(shown, dim);
+                }
             }
             let word = self.editor.word();
             if let Some(typed) = mention::typed(word.as_ref()) {

@@ -157,7 +157,7 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
                 return None;
             }
             let text = front.editor.take();
-            if text.trim_start().starts_with('/') {
+            if commands::is_command(&text, &front.cwd) {
                 commands::run(front, text.trim());
                 return None;
             }
@@ -182,9 +182,11 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
         }
         KeyCode::Char('r') if control => {
             let draft = front.editor.take_draft();
+            // An empty query shows the newest entry, as a shell's Ctrl-R does.
+            let newest = front.editor.history().len().checked_sub(1);
             front.mode = Mode::Search {
                 query: String::new(),
-                found: None,
+                found: newest,
                 draft,
             };
         }

@@ -1022,3 +1022,53 @@ fn a_long_prompt_wraps_in_the_input_and_readline_keys_cut_and_yank() {
         leave(terminal, size);
     }
 }
+
+#[test]
+fn slash_alone_lists_the_commands_a_path_is_a_prompt_and_ctrl_r_starts_at_the_newest() {
+    let size = (24, 120);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[json!({"text": "Looked at it."}), json!({"text": "Again."})],
+    );
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+    terminal.type_raw("/");
+    wait_until(&mut terminal, size, "the commands", |shown| {
+        shown.contains("/help  /model  /compact") && shown.contains("more (type on)")
+    });
+    terminal.type_raw("und");
+    wait_until(&mut terminal, size, "what /undo does", |shown| {
+        shown.contains("/undo  take back the last prompt")
+    });
+    // A first word that is a path (absolute, or of the working directory) is a prompt.
+    terminal.type_raw("\x15/etc/hosts looks odd, read it\r");
+    wait_until(&mut terminal, size, "the answer", |shown| {
+        shown.contains("Looked at it.")
+    });
+    let shown = screen(&mut terminal, size);
+    assert!(!shown.contains("is not a command"), "{shown}");
+    // Ctrl-R with nothing typed offers the newest entry.
+    wait_until(&mut terminal, size, "the idle input", |shown| {
+        shown.contains("Ctrl-D quit")
+    });
+    terminal.type_raw("\x12");
+    wait_until(&mut terminal, size, "the newest entry", |shown| {
+        shown.contains("search history:") && shown.contains("/etc/hosts looks odd")
+    });
+    terminal.type_raw("\x1b");
+    wait_until(&mut terminal, size, "the search left", |shown| {
+        !shown.contains("search history:")
+    });
+    // /undo in a session with no prompt says so.
+    terminal.type_raw("/new\r");
+    wait_until(&mut terminal, size, "the new session", |shown| {
+        shown.contains("a new session")
+    });
+    terminal.type_raw("/undo\r");
+    wait_until(&mut terminal, size, "nothing to undo", |shown| {
+        shown.contains("nothing to undo")
+    });
+    leave(terminal, size);
+}

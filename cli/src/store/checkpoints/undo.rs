@@ -73,6 +73,12 @@ impl std::fmt::Display for Undone {
 /// file changed since by anything else stops it before anything changes.
 pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError> {
     let prompts = crate::store::session::prompts(saved);
+    if prompts.is_empty() {
+        return Err(CliError::usage(format!(
+            "nothing to undo: the session {} has no prompt (yet, or any more)",
+            saved.header.id
+        )));
+    }
     let prompt = to.unwrap_or(prompts.len());
     if prompt == 0 || prompt > prompts.len() {
         return Err(CliError::usage(format!(
