@@ -168,7 +168,7 @@ pub(crate) fn take(front: &mut Front) -> Option<Command> {
     front.pending.take()
 }
 
-/// The commands that start with what is typed, for the line under the input.
+/// The commands that start with what is typed, for the line above the input.
 pub(crate) fn matching(typed: &str) -> Vec<&'static str> {
     if !typed.starts_with('/') || typed.contains(char::is_whitespace) {
         return Vec::new();

@@ -177,7 +177,7 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
         }
         KeyCode::Char('@') if !control => {
             front.editor.insert("@");
-            // Listed now, so the line under the input can offer files at once.
+            // Listed now, so the line above the input can offer files at once.
             front.mentions();
         }
         KeyCode::Char('r') if control => {
