@@ -145,6 +145,10 @@ pub(crate) fn describe(error: &golato::agent::Error) -> String {
                 golato::generator::Error::Provider {
                     status: Some(404), ..
                 } => "; a 404 from an OpenAI-compatible server often means the base URL lacks /v1 at its end (--base-url http://HOST:PORT/v1)",
+                golato::generator::Error::Provider {
+                    status: Some(401 | 403),
+                    ..
+                } => "; the API refused the key: check OPENAI_API_KEY (OpenAI, OpenAI-compatible servers) or ANTHROPIC_API_KEY (Anthropic), whichever this run's provider reads (the header line names the provider)",
                 _ => "",
             };
             one_line(&format!("the model's API failed: {source}{hint}"))

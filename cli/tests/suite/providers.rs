@@ -719,3 +719,30 @@ async fn the_model_is_told_where_it_works_and_a_trusted_projects_agents_md() {
         "{system}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_is_one_line_naming_the_variables_to_check() {
+    let (url, _) = FakeProvider::start(Script::Repeat(Reply::status(
+        401,
+        r#"{"error": {"message": "Incorrect API key provided"}}"#,
+    )))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    command
+        .args(["run", "--ephemeral", "--provider", "openai", "--base-url"])
+        .arg(format!("{url}/v1"))
+        .arg("-C")
+        .arg(dir.path())
+        .arg("hi")
+        .env("OPENAI_API_KEY", "sk-wrong");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let error = stderr
+        .lines()
+        .find(|line| line.contains("API failed"))
+        .unwrap_or_else(|| panic!("no error line: {stderr}"));
+    assert!(error.contains("401"), "{error}");
+    assert!(error.contains("OPENAI_API_KEY"), "{error}");
+}
