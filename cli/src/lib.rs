@@ -235,7 +235,8 @@ pub fn main() -> ExitCode {
             // An agent command's flags are resolved once, with their folder's configuration:
             // what runs below reads the settings, never the flags.
             Command::Run(args) => {
-                let settings = settings::resolve(args.agent.clone(), ask)?;
+                let mut settings = settings::resolve(args.agent.clone(), ask)?;
+                setup::instructions::ask_once(&mut settings, ask)?;
                 run::command(*args, settings).await
             }
             Command::Demo(args) => demo::command(args).await,
@@ -259,7 +260,8 @@ pub fn main() -> ExitCode {
             Command::Diff(args) => commands::undo::diff_command(&args.session),
             Command::Acp(args) => acp::command(*args).await,
             Command::Chat(args) => {
-                let settings = settings::resolve(args.agent.clone(), ask)?;
+                let mut settings = settings::resolve(args.agent.clone(), ask)?;
+                setup::instructions::ask_once(&mut settings, ask)?;
                 if front::usable(&args) {
                     front::command(*args, settings).await
                 } else {

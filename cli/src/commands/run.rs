@@ -42,7 +42,8 @@ pub(crate) async fn resume(args: ResumeArgs, ask: bool) -> Result<Exit, CliError
     if run.agent.cwd == Path::new(".") {
         run.agent.cwd = saved.header.cwd.clone();
     }
-    let settings = crate::settings::resolve(run.agent.clone(), ask)?;
+    let mut settings = crate::settings::resolve(run.agent.clone(), ask)?;
+    crate::setup::instructions::ask_once(&mut settings, ask)?;
     start(run, settings, Some(saved)).await
 }
 

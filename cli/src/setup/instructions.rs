@@ -52,6 +52,47 @@ fn file_in(dir: &Path) -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
+/// On a terminal, asks once whether to trust a folder whose project brings instructions for
+/// the model (AGENTS.md or CLAUDE.md here or up to the repository's root) and that was never
+/// decided; the answer is remembered (`golato trust`/`untrust` change it), so later starts ask
+/// nothing. A folder trusted now has its instructions read in this run too.
+///
+/// # Errors
+/// The trust store could not be read or written.
+pub(crate) fn ask_once(
+    settings: &mut crate::settings::Settings,
+    ask: bool,
+) -> Result<(), crate::CliError> {
+    use crate::settings::trust::{Folder, Standing};
+    if settings.trusted || !ask || settings.no_project_instructions {
+        return Ok(());
+    }
+    let project: Vec<PathBuf> = project_dirs(&settings.cwd)
+        .iter()
+        .filter_map(|dir| file_in(dir))
+        .collect();
+    if project.is_empty() {
+        return Ok(());
+    }
+    let folder = Folder::at(&settings.cwd)?;
+    if folder.standing()? != Standing::Unknown {
+        return Ok(());
+    }
+    let shown = |path: &Path| crate::view::shown::visible(&path.display().to_string()).into_owned();
+    eprint!(
+        "golato: this folder brings instructions for the model: {}. Trust {}? Its instructions and skills are then read here, and its .golato/config.toml applies (`golato untrust` undoes it). [y]es, [n]o: ",
+        project.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", "),
+        shown(&folder.path)
+    );
+    let mut line = String::new();
+    let read = std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut line);
+    let trusted =
+        matches!(read, Ok(n) if n > 0) && matches!(line.trim(), "y" | "Y" | "yes" | "Yes");
+    folder.remember(trusted)?;
+    settings.trusted = trusted;
+    Ok(())
+}
+
 /// The user's file (golato's configuration directory), then the project's from the root down.
 pub(crate) fn gather(cwd: &Path, config_dir: Option<&Path>, trusted: bool) -> Instructions {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());

@@ -1072,3 +1072,23 @@ fn slash_alone_lists_the_commands_a_path_is_a_prompt_and_ctrl_r_starts_at_the_ne
     });
     leave(terminal, size);
 }
+
+#[test]
+fn a_project_with_instructions_is_asked_about_once_and_the_answer_is_remembered() {
+    let size = (24, 120);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join("AGENTS.md"), "Use tabs.").unwrap();
+    let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hi."})]);
+    let mut terminal = start(dir.path(), &script, &[], size);
+    wait_until(&mut terminal, size, "the question", |shown| {
+        shown.contains("brings instructions for the model") && shown.contains("AGENTS.md")
+    });
+    terminal.type_raw("n\r");
+    let terminal = ready(terminal, size);
+    leave(terminal, size);
+    // Asked once: the next start goes straight to the input.
+    let terminal = ready(start(dir.path(), &script, &[], size), size);
+    let drawn = leave(terminal, size);
+    assert!(!drawn.contains("brings instructions"), "{drawn}");
+}
