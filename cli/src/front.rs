@@ -226,9 +226,14 @@ fn open_screen() -> std::io::Result<(Screen, Restore)> {
 
 /// Whether the front end can run: a terminal on both ends that can draw, and no `--plain`.
 pub(crate) fn usable(args: &ChatArgs) -> bool {
+    !args.plain && terminal_can_draw()
+}
+
+/// A terminal on both ends that can draw.
+pub(crate) fn terminal_can_draw() -> bool {
     use std::io::IsTerminal as _;
     let dumb = std::env::var_os("TERM").is_none_or(|term| term == "dumb" || term.is_empty());
-    !args.plain && !dumb && std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+    !dumb && std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 /// What a key asks the loop to do.
@@ -244,6 +249,13 @@ pub(crate) async fn command(args: ChatArgs, settings: Settings) -> Result<Exit, 
     // Begun before the screen is taken: what starting says (an MCP server, instruction files
     // left unread) is written as ordinary lines.
     let conversation = crate::commands::chat::begin(&args, settings).await?;
+    open(conversation).await
+}
+
+/// The front end on `conversation` (begun: what starting said is above it).
+pub(crate) async fn open(
+    conversation: crate::conversation::Conversation,
+) -> Result<Exit, CliError> {
     // A terminal that cannot say where its cursor is (or refuses raw mode) gets the plain chat.
     let (screen, restore) = match open_screen() {
         Ok(opened) => opened,

@@ -249,7 +249,24 @@ pub fn main() -> ExitCode {
             Command::Cancel(args) => durable::control(args, durable::Control::Cancel).await,
             Command::Steer(args) => durable::control(args, durable::Control::Steer).await,
             Command::FollowUp(args) => durable::control(args, durable::Control::FollowUp).await,
-            // Resolved once the session, and so its folder, is known.
+            // Resolved once the session, and so its folder, is known. Without a prompt on a
+            // terminal, the front end opens on the session (as `golato -c` does).
+            Command::Resume(args)
+                if args.run.prompt.is_none()
+                    && args.run.image.is_empty()
+                    && !args.run.view.json
+                    && front::terminal_can_draw() =>
+            {
+                let ephemeral = args.run.ephemeral;
+                let (_, settings, saved) = run::resumed(args, ask)?;
+                let opening = conversation::Opening {
+                    going_on: Some(saved),
+                    ephemeral,
+                    prompted: true,
+                    interactive: true,
+                };
+                front::open(conversation::Conversation::begin(settings, opening).await?).await
+            }
             Command::Resume(args) => run::resume(args, ask).await,
             Command::Sessions(args) => match args.action {
                 None => commands::sessions::list((!args.all).then_some(args.cwd.as_path())),

@@ -37,6 +37,13 @@ pub(crate) async fn command(args: RunArgs, settings: Settings) -> Result<Exit, C
 ///
 /// `ask` says whether a person at the terminal may be asked to trust the session's folder.
 pub(crate) async fn resume(args: ResumeArgs, ask: bool) -> Result<Exit, CliError> {
+    let (run, settings, saved) = resumed(args, ask)?;
+    start(run, settings, Some(saved)).await
+}
+
+/// The session `golato resume` names, and the settings it goes on with: in its own directory
+/// unless `-C` says otherwise.
+pub(crate) fn resumed(args: ResumeArgs, ask: bool) -> Result<(RunArgs, Settings, Saved), CliError> {
     let saved = crate::store::session::find(args.id.as_deref(), None)?;
     let mut run = *args.run;
     if run.agent.cwd == Path::new(".") {
@@ -44,7 +51,7 @@ pub(crate) async fn resume(args: ResumeArgs, ask: bool) -> Result<Exit, CliError
     }
     let mut settings = crate::settings::resolve(run.agent.clone(), ask)?;
     crate::setup::instructions::ask_once(&mut settings, ask)?;
-    start(run, settings, Some(saved)).await
+    Ok((run, settings, saved))
 }
 
 /// Runs the flags' agent on the prompt, going on with `going_on` when given.

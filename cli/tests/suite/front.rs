@@ -1092,3 +1092,38 @@ fn a_project_with_instructions_is_asked_about_once_and_the_answer_is_remembered(
     let drawn = leave(terminal, size);
     assert!(!drawn.contains("brings instructions"), "{drawn}");
 }
+
+#[test]
+fn resume_without_a_prompt_on_a_terminal_opens_the_front_end_on_the_session() {
+    let size = (24, 100);
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"text": "First answer."}),
+            json!({"text": "Second answer."}),
+        ],
+    );
+    let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
+    terminal.type_raw("first question\r");
+    wait_until(&mut terminal, size, "the answer", |shown| {
+        shown.contains("First answer.")
+    });
+    leave(terminal, size);
+    let mut command = golato();
+    command
+        .arg("resume")
+        .arg("-C")
+        .arg(dir.path())
+        .arg("--script")
+        .arg(&script);
+    let mut terminal = ready(in_terminal(command, size), size);
+    let shown = screen(&mut terminal, size);
+    assert!(
+        shown.contains("first question"),
+        "the earlier conversation is shown:\n{shown}"
+    );
+    assert!(shown.contains("going on with this session"), "{shown}");
+    leave(terminal, size);
+}
