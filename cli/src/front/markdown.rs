@@ -429,21 +429,23 @@ impl Renderer {
     }
 }
 
+/// Lines as their text, styles dropped (for tests).
+#[cfg(test)]
+pub(crate) fn plain(lines: &[Line<'_>]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|line| {
+            line.spans
+                .iter()
+                .map(|span| span.content.as_ref())
+                .collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn plain(lines: &[Line<'_>]) -> Vec<String> {
-        lines
-            .iter()
-            .map(|line| {
-                line.spans
-                    .iter()
-                    .map(|span| span.content.as_ref())
-                    .collect()
-            })
-            .collect()
-    }
 
     #[test]
     fn paragraphs_wrap_between_words_at_the_width() {

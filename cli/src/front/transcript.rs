@@ -58,11 +58,16 @@ pub(crate) fn fit_end(text: &str, width: usize) -> String {
 pub(crate) fn prompt(text: &str, width: usize) -> Vec<Line<'static>> {
     let style = Style::default().add_modifier(Modifier::BOLD);
     let mut lines = vec![Line::default()];
-    for (index, line) in text.lines().enumerate() {
+    // The whole prompt, wrapped between words: what was sent is kept whole in the scrollback.
+    let room = width.saturating_sub(3).max(1);
+    let rows = text
+        .lines()
+        .flat_map(|line| super::table::wrap(&crate::view::shown::visible(line), room));
+    for (index, row) in rows.enumerate() {
         let mark = if index == 0 { "› " } else { "  " };
         lines.push(Line::from(vec![
             Span::styled(mark, Style::default().fg(Color::Cyan)),
-            Span::styled(fit(line, width.saturating_sub(2)), style),
+            Span::styled(row, style),
         ]));
     }
     lines
@@ -311,24 +316,15 @@ pub(crate) fn earlier(messages: &[golato::message::Message], width: usize) -> Ve
     }
     for message in &messages[skip..] {
         match message {
-            Message::User(user) => {
-                let text = user.text();
-                let first = text.lines().next().unwrap_or_default();
-                lines.push(Line::from(vec![
-                    Span::styled("› ", Style::default().fg(Color::Cyan)),
-                    Span::styled(
-                        fit(first, width.saturating_sub(2)),
-                        Style::default().add_modifier(Modifier::BOLD),
-                    ),
-                ]));
-            }
+            // Prompts whole, as they were sent.
+            Message::User(user) => lines.extend(prompt(&user.text(), width).into_iter().skip(1)),
             Message::Assistant(answer) => {
-                let text = answer.text();
-                for line in text.lines().filter(|line| !line.trim().is_empty()).take(2) {
-                    lines.push(Line::raw(format!(
-                        "  {}",
-                        fit(line, width.saturating_sub(2))
-                    )));
+                // An answer's first two lines, rendered as the answer was.
+                let rendered = super::markdown::render(&answer.text(), width.saturating_sub(2));
+                for line in rendered.into_iter().filter(|line| line.width() > 0).take(2) {
+                    let mut spans = vec![Span::raw("  ")];
+                    spans.extend(line.spans);
+                    lines.push(Line::from(spans));
                 }
                 for call in &answer.tool_calls {
                     lines.push(Line::styled(

@@ -1101,15 +1101,22 @@ fn resume_without_a_prompt_on_a_terminal_opens_the_front_end_on_the_session() {
         dir.path(),
         "script.jsonl",
         &[
-            json!({"text": "First answer."}),
+            json!({"text": "The **first** answer."}),
             json!({"text": "Second answer."}),
         ],
     );
+    // A prompt longer than a line: kept whole in the scrollback, then in the resumed history.
+    let words: Vec<String> = (0..30).map(|n| format!("q{n:02}")).collect();
+    let question = words.join(" ");
     let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
-    terminal.type_raw("first question\r");
-    wait_until(&mut terminal, size, "the answer", |shown| {
-        shown.contains("First answer.")
+    terminal.type_raw(&format!("{question}\r"));
+    let shown = wait_until(&mut terminal, size, "the answer", |shown| {
+        shown.contains("first answer.")
     });
+    assert!(
+        words.iter().all(|word| shown.contains(word.as_str())),
+        "{shown}"
+    );
     leave(terminal, size);
     let mut command = golato();
     command
@@ -1118,12 +1125,19 @@ fn resume_without_a_prompt_on_a_terminal_opens_the_front_end_on_the_session() {
         .arg(dir.path())
         .arg("--script")
         .arg(&script);
-    let mut terminal = ready(in_terminal(command, size), size);
-    let shown = screen(&mut terminal, size);
+    let mut terminal = in_terminal(command, size);
+    let shown = wait_until(&mut terminal, size, "the resumed session", |shown| {
+        shown.contains("going on with this session") && shown.contains("Enter send")
+    });
+    let resumed = &shown[shown.find("earlier in this session").unwrap_or(0)..];
     assert!(
-        shown.contains("first question"),
-        "the earlier conversation is shown:\n{shown}"
+        words.iter().all(|word| resumed.contains(word.as_str())),
+        "{resumed}"
     );
-    assert!(shown.contains("going on with this session"), "{shown}");
+    assert!(
+        resumed.contains("The first answer."),
+        "rendered:\n{resumed}"
+    );
+    assert!(!resumed.contains("**"), "rendered:\n{resumed}");
     leave(terminal, size);
 }
