@@ -149,13 +149,29 @@ pub(crate) fn prompt_section(skills: &[Skill]) -> String {
 /// `golato skills`: the skills a run here would offer, and the ones left out.
 pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crate::CliError> {
     use std::io::Write as _;
-    let found = gather(
-        cwd,
-        home().as_deref(),
-        crate::settings::trust::trusted(cwd, trust_given),
-    );
+    let trusted = crate::settings::trust::trusted(cwd, trust_given);
+    let found = gather(cwd, home().as_deref(), trusted);
+    // A project's skills left out are named, with why: "no skills here" would be untrue.
+    let mut left_out = 0;
+    if !trusted {
+        let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
+        for dir in crate::setup::instructions::project_dirs(&real) {
+            for skills in [dir.join(".agents/skills"), dir.join(".claude/skills")] {
+                let any =
+                    std::fs::read_dir(&skills).is_ok_and(|mut entries| entries.next().is_some());
+                if any {
+                    left_out += 1;
+                    eprintln!(
+                        "golato: {} left out: this folder is not trusted (`golato trust {}` trusts it, or pass --trust)",
+                        crate::view::shown::visible(&skills.display().to_string()),
+                        crate::view::shown::visible(&real.display().to_string())
+                    );
+                }
+            }
+        }
+    }
     let mut out = std::io::stdout().lock();
-    if found.skills.is_empty() {
+    if found.skills.is_empty() && left_out == 0 {
         let _ = writeln!(
             out,
             "no skills here: put a folder with a SKILL.md in .agents/skills/ (this project, when trusted) or ~/.agents/skills/"

@@ -229,9 +229,16 @@ fn golato_skills_lists_a_trusted_projects_skills_and_says_why_one_was_left_out()
     );
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(err.contains("broken/SKILL.md was left out"), "{err}");
-    // Not trusted: the project's skills are not offered.
-    let out = String::from_utf8_lossy(&run(false).stdout).into_owned();
-    assert!(out.starts_with("no skills here"), "{out}");
+    // Not trusted: the project's skills are not offered, and the ones left out are named.
+    let output = run(false);
+    let out = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(!out.contains("deploy"), "{out}");
+    assert!(!out.contains("no skills here"), "{out}");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains(".claude/skills left out: this folder is not trusted"),
+        "{err}"
+    );
 }
 
 #[test]
