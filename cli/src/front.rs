@@ -117,6 +117,8 @@ pub(crate) struct Front {
     planning: bool,
     /// Ctrl-C was pressed once on an empty, idle input: a second one quits.
     quit_armed: bool,
+    /// The `@` completions Tab goes through, and the one it put in (a second Tab: the next).
+    completing: Option<(Vec<String>, usize)>,
 }
 
 impl Front {
@@ -171,6 +173,7 @@ impl Front {
             reasoning: None,
             planning: false,
             quit_armed: false,
+            completing: None,
         }
     }
 }

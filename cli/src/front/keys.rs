@@ -146,8 +146,9 @@ fn edit_key(front: &mut Front, key: KeyEvent) {
 
 fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
     let control = key.modifiers.contains(KeyModifiers::CONTROL);
-    // Any key but a second Ctrl-C disarms the quit.
+    // Any key but a second Ctrl-C disarms the quit; any but Tab ends a round of completions.
     let quit_armed = std::mem::take(&mut front.quit_armed);
+    let completing = std::mem::take(&mut front.completing);
     let newline = key
         .modifiers
         .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
@@ -165,8 +166,22 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
             return Some(Action::Send(text));
         }
         KeyCode::Tab => {
-            if let Some(best) = front.mentions().and_then(|found| found.into_iter().next()) {
-                front.editor.replace_word(&format!("@{best}"));
+            let word = front.editor.word().map(|(_, word)| word);
+            let next = completing.filter(|(choices, at)| {
+                word.as_deref()
+                    == choices
+                        .get(*at)
+                        .map(|choice| format!("@{choice}"))
+                        .as_deref()
+            });
+            if let Some((choices, at)) = next {
+                // A second Tab: the next completion, round again after the last.
+                let at = (at + 1) % choices.len();
+                front.editor.replace_word(&format!("@{}", choices[at]));
+                front.completing = Some((choices, at));
+            } else if let Some(found) = front.mentions().filter(|found| !found.is_empty()) {
+                front.editor.replace_word(&format!("@{}", found[0]));
+                front.completing = Some((found, 0));
             } else if front.running.is_some() && !front.editor.is_empty() {
                 let text = front.editor.take();
                 remember(front.history_file.as_deref(), &text);

@@ -1141,3 +1141,37 @@ fn resume_without_a_prompt_on_a_terminal_opens_the_front_end_on_the_session() {
     assert!(!resumed.contains("**"), "rendered:\n{resumed}");
     leave(terminal, size);
 }
+
+#[test]
+fn a_second_tab_goes_to_the_next_file_completion() {
+    let size = (24, 100);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/alpha.rs"), "").unwrap();
+    std::fs::write(dir.path().join("src/alpine.rs"), "").unwrap();
+    let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Ok."})]);
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+    terminal.type_raw("look at @alp");
+    wait_until(&mut terminal, size, "the completions", |shown| {
+        shown.contains("src/alpha.rs") && shown.contains("src/alpine.rs")
+    });
+    let input = |shown: &str| -> String {
+        shown
+            .lines()
+            .find(|line| line.starts_with("› look at"))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    terminal.type_raw("\t");
+    let first = input(&wait_until(&mut terminal, size, "the first", |shown| {
+        input(shown).contains("@src/alp")
+    }));
+    terminal.type_raw("\t");
+    let second = input(&wait_until(&mut terminal, size, "the next", |shown| {
+        let now = input(shown);
+        now.contains("@src/alp") && now != first
+    }));
+    assert_ne!(first.trim(), second.trim());
+    terminal.type_raw("\x15");
+    leave(terminal, size);
+}
