@@ -1117,11 +1117,17 @@ fn resume_without_a_prompt_on_a_terminal_opens_the_front_end_on_the_session() {
         words.iter().all(|word| shown.contains(word.as_str())),
         "{shown}"
     );
+    // The session's ID, as the header names it (other tests save sessions beside it).
+    let id = shown
+        .split_whitespace()
+        .skip_while(|word| *word != "session")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no session ID in the header:\n{shown}"))
+        .to_owned();
     leave(terminal, size);
     let mut command = golato();
     command
-        .arg("resume")
-        .arg("-C")
+        .args(["resume", &id, "-C"])
         .arg(dir.path())
         .arg("--script")
         .arg(&script);
