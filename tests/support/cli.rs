@@ -130,7 +130,8 @@ pub fn pty() -> (std::os::fd::OwnedFd, PathBuf) {
 /// A pseudo terminal of `rows` × `columns`.
 pub fn pty_sized(rows: u16, columns: u16) -> (std::os::fd::OwnedFd, PathBuf) {
     use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    // CLOEXEC: the program must not hold the master too, or the terminal never closes for it.
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).unwrap();
     grantpt(&master).unwrap();
     unlockpt(&master).unwrap();
     let size = rustix::termios::Winsize {
