@@ -801,3 +801,36 @@ fn a_streamed_answer_on_a_terminal_is_wrapped_between_words() {
         );
     }
 }
+
+/// The script format the README shows, replayed as it stands: with no prompt (the recording's),
+/// its call runs and its answer is printed.
+#[test]
+fn the_readme_script_example_replays() {
+    let readme = include_str!("../../../README.md");
+    let section = readme
+        .split_once("**Script files**")
+        .expect("the README describes script files")
+        .1;
+    let example = section
+        .split_once("```text\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .expect("an example follows")
+        .0;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("README"), "hello").unwrap();
+    let script = dir.path().join("example.jsonl");
+    std::fs::write(&script, example).unwrap();
+    let output = golato_output(&[
+        "run",
+        "--cwd",
+        dir.path().to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "A README and a src folder."
+    );
+    assert!(story(&output).contains("ls"), "{}", story(&output));
+}
