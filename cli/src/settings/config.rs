@@ -151,7 +151,7 @@ fn read(path: &Path, cwd: &Path) -> Result<Option<(FileSettings, Profiles, CallP
     };
     let (settings, profiles) = parse(&text).map_err(|error| {
         CliError::usage(format!(
-            "the configuration {} is not valid: {error}; fix or remove that line (`golato config` shows what is in effect)",
+            "the configuration {} is not valid: {error}; fix or remove that line (golato reads no configuration until it is valid)",
             path.display()
         ))
     })?;
@@ -215,6 +215,9 @@ fn settings_of(
         if let Err(wrong) = toml::Value::Table(alone).try_into::<FileSettings>() {
             let at = line_of(text, section, &key)
                 .map_or_else(String::new, |line| format!("line {line}: "));
+            if !setting_names().contains(&key.as_str()) {
+                return Err(format!("{at}{}", unknown_key(&key, section.is_none())));
+            }
             let why = match key.as_str() {
                 "mcp" => "each entry must be a command line (a string) or a table with command, args and env".to_owned(),
                 _ => plain_types(wrong.message().trim()),
@@ -223,6 +226,57 @@ fn settings_of(
         }
     }
     Err(error.message().trim().to_owned())
+}
+
+/// What to say of `key`, which is no setting: the nearest one when it looks like a typo, else
+/// every one there is.
+fn unknown_key(key: &str, top: bool) -> String {
+    let mut names: Vec<&str> = setting_names().to_vec();
+    if top {
+        names.extend(["rules", "hooks", "profiles"]);
+    }
+    let nearest = names
+        .iter()
+        .map(|name| (strsim::damerau_levenshtein(key, name), *name))
+        .min()
+        .filter(|(distance, name)| *distance <= (name.len() / 3).max(1));
+    match nearest {
+        Some((_, name)) => format!("`{key}` is not a setting (did you mean `{name}`?)"),
+        None => format!(
+            "`{key}` is not a setting; the settings are {}",
+            names.join(", ")
+        ),
+    }
+}
+
+/// The keys a configuration file may set, as `FileSettings`'s derived `Deserialize` names
+/// them (so the list cannot drift from the struct).
+pub(crate) fn setting_names() -> &'static [&'static str] {
+    use serde::de::{self, Deserialize, Visitor};
+    struct Names(std::cell::Cell<&'static [&'static str]>);
+    impl<'de> de::Deserializer<'de> for &Names {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("only structs"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0.set(fields);
+            Err(de::Error::custom("names taken"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
+            identifier ignored_any
+        }
+    }
+    let names = Names(std::cell::Cell::new(&[]));
+    let _ = FileSettings::deserialize(&names);
+    names.0.get()
 }
 
 /// serde's type names in a person's words.
@@ -454,8 +508,15 @@ pub(super) fn layers(
             .ok()
             .and_then(|mut table| table.remove("v"))
             .unwrap_or_else(|| toml::Value::String(value.to_owned()));
+        let key = key.trim();
+        if !setting_names().contains(&key) {
+            return Err(CliError::usage(format!(
+                "--config {entry}: {}",
+                unknown_key(key, false)
+            )));
+        }
         let mut table = toml::Table::new();
-        table.insert(key.trim().to_owned(), value);
+        table.insert(key.to_owned(), value);
         let settings = toml::Value::Table(table)
             .try_into::<FileSettings>()
             .map_err(|error| CliError::usage(format!("--config {entry}: {}", error.message())))?;

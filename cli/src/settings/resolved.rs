@@ -448,7 +448,7 @@ mod tests {
     fn every_file_key_sets_the_flag_of_its_name_unless_the_flag_is_given() {
         let mut listed: Vec<&str> = KEYS.iter().map(|(key, ..)| *key).collect();
         listed.sort_unstable();
-        let mut fields = file_setting_names().to_vec();
+        let mut fields = crate::settings::config::setting_names().to_vec();
         fields.sort_unstable();
         assert_eq!(listed, fields, "KEYS lists every key of FileSettings");
         for (key, value, flag_value) in KEYS {
@@ -475,34 +475,5 @@ mod tests {
                 assert_eq!(before, format!("{args:?}"), "{flag} given lost to the file");
             }
         }
-    }
-
-    /// The names serde expects for [`FileSettings`], as its derived `Deserialize` says them.
-    fn file_setting_names() -> &'static [&'static str] {
-        use serde::de::{self, Deserialize, Visitor};
-        struct Names(std::cell::Cell<&'static [&'static str]>);
-        impl<'de> de::Deserializer<'de> for &Names {
-            type Error = de::value::Error;
-            fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-                Err(de::Error::custom("only structs"))
-            }
-            fn deserialize_struct<V: Visitor<'de>>(
-                self,
-                _: &'static str,
-                fields: &'static [&'static str],
-                _: V,
-            ) -> Result<V::Value, Self::Error> {
-                self.0.set(fields);
-                Err(de::Error::custom("names taken"))
-            }
-            serde::forward_to_deserialize_any! {
-                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
-                byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map enum
-                identifier ignored_any
-            }
-        }
-        let names = Names(std::cell::Cell::new(&[]));
-        let _ = FileSettings::deserialize(&names);
-        names.0.get()
     }
 }

@@ -111,7 +111,29 @@ fn a_bad_configuration_is_a_usage_error_naming_the_file_and_the_key() {
     assert_eq!(output.status.code(), Some(2));
     let error = one_error_line(&output);
     assert!(error.contains("user.toml"), "{error}");
-    assert!(error.contains("modle"), "{error}");
+    assert!(
+        error.contains("line 1: `modle` is not a setting (did you mean `model`?)"),
+        "{error}"
+    );
+    // `golato config`, which the error once pointed at, fails the same way: not named.
+    assert!(!error.contains("golato config"), "{error}");
+    // Nothing near: every setting is named.
+    std::fs::write(&user, "[profiles.x]\nzzzzqq = 1\n").unwrap();
+    let output = golato()
+        .env("GOLATO_CONFIG", &user)
+        .args(["config", "-C"])
+        .arg(project.path())
+        .output()
+        .unwrap();
+    let error = one_error_line(&output);
+    assert!(
+        error.contains("line 2: `zzzzqq` is not a setting; the settings are provider, model"),
+        "{error}"
+    );
+    let output = golato_output(&["config", "--config", "sandbx=off"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(one_error_line(&output)
+        .contains("--config sandbx=off: `sandbx` is not a setting (did you mean `sandbox`?)"));
 
     let output = golato_output(&["run", "--profile", "nope", "hi"]);
     assert_eq!(output.status.code(), Some(2));
