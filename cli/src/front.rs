@@ -17,6 +17,7 @@ mod keys;
 mod markdown;
 mod mention;
 mod question;
+mod screen;
 mod stream;
 mod table;
 mod transcript;
@@ -26,7 +27,6 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use golato::agent::Event;
-use ratatui::backend::CrosstermBackend;
 use ratatui::crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
 };
@@ -54,7 +54,7 @@ const FRAME: Duration = Duration::from_micros(16_667);
 /// Texts sent kept in the history file.
 const HISTORY_KEPT: usize = 1000;
 
-type Screen = Terminal<CrosstermBackend<std::io::Stdout>>;
+type Screen = Terminal<screen::Steady>;
 
 /// Puts the terminal back as it was, however the front end ends.
 struct Restore;
@@ -119,6 +119,9 @@ pub(crate) struct Front {
     quit_armed: bool,
     /// The `@` completions Tab goes through, and the one it put in (a second Tab: the next).
     completing: Option<(Vec<String>, usize)>,
+    /// The cursor's row in the live area as last drawn: after a resize, the cursor (which the
+    /// terminal moves with the text) tells where the area went.
+    cursor_row: u16,
 }
 
 impl Front {
@@ -174,6 +177,7 @@ impl Front {
             planning: false,
             quit_armed: false,
             completing: None,
+            cursor_row: 0,
         }
     }
 }
@@ -218,8 +222,9 @@ fn open_screen() -> std::io::Result<(Screen, Restore)> {
     terminal::enable_raw_mode()?;
     let restore = Restore;
     execute!(std::io::stdout(), EnableBracketedPaste)?;
+    let size = terminal::size()?;
     let screen = Terminal::with_options(
-        CrosstermBackend::new(std::io::stdout()),
+        screen::Steady::new(ratatui::layout::Size::new(size.0, size.1)),
         TerminalOptions {
             viewport: Viewport::Inline(VIEWPORT_ROWS),
         },

@@ -119,6 +119,8 @@ pub struct Terminal {
     screen: std::sync::mpsc::Receiver<Vec<u8>>,
     drawn: Vec<u8>,
     pub child: std::process::Child,
+    /// The size (rows, columns) now: `answer` sees it change with `resize`.
+    size: std::sync::Arc<std::sync::Mutex<(u16, u16)>>,
 }
 
 /// A pseudo terminal of 30 rows and 120 columns: the master side, and the path of the side the
@@ -161,17 +163,17 @@ impl Terminal {
 
     /// Starts `command` on a terminal of `rows` × `columns`.
     pub fn start_sized(command: Command, rows: u16, columns: u16) -> Terminal {
-        Terminal::start_answering(command, rows, columns, |_| None)
+        Terminal::start_answering(command, rows, columns, |_, _| None)
     }
 
     /// Starts `command` on a terminal of `rows` × `columns` that answers the program as a
-    /// terminal does: `answer` sees each chunk the program writes and returns what the terminal
-    /// replies (to a cursor position query, say).
+    /// terminal does: `answer` sees each chunk the program writes, with the terminal's size
+    /// then, and returns what the terminal replies (to a cursor position query, say).
     pub fn start_answering(
         mut command: Command,
         rows: u16,
         columns: u16,
-        mut answer: impl FnMut(&[u8]) -> Option<Vec<u8>> + Send + 'static,
+        mut answer: impl FnMut(&[u8], (u16, u16)) -> Option<Vec<u8>> + Send + 'static,
     ) -> Terminal {
         use std::io::{Read as _, Write as _};
         let (master, slave_path) = pty_sized(rows, columns);
@@ -193,6 +195,8 @@ impl Terminal {
         let mut reader = master.try_clone().unwrap();
         let mut replier = master.try_clone().unwrap();
         let (sender, screen) = std::sync::mpsc::channel();
+        let size = std::sync::Arc::new(std::sync::Mutex::new((rows, columns)));
+        let size_now = size.clone();
         std::thread::spawn(move || {
             let mut buffer = [0u8; 4096];
             // Reading fails (EIO) once the program and its children closed the terminal.
@@ -200,7 +204,8 @@ impl Terminal {
                 if count == 0 {
                     break;
                 }
-                if let Some(reply) = answer(&buffer[..count]) {
+                let now = *size_now.lock().unwrap();
+                if let Some(reply) = answer(&buffer[..count], now) {
                     let _ = replier.write_all(&reply);
                 }
                 if sender.send(buffer[..count].to_vec()).is_err() {
@@ -213,7 +218,24 @@ impl Terminal {
             screen,
             drawn: Vec::new(),
             child,
+            size,
         }
+    }
+
+    /// Makes the terminal `rows` × `columns`, as a person dragging its window does: the new
+    /// size, then SIGWINCH to the program (the kernel sends it only to a terminal's session,
+    /// which the program under test is not).
+    pub fn resize(&mut self, rows: u16, columns: u16) {
+        *self.size.lock().unwrap() = (rows, columns);
+        let size = rustix::termios::Winsize {
+            ws_row: rows,
+            ws_col: columns,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        rustix::termios::tcsetwinsize(&self.master, size).unwrap();
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::WINCH).unwrap();
     }
 
     /// Everything drawn so far, as bytes (for a terminal emulator to replay).

@@ -15,6 +15,32 @@ impl Front {
         let _ = self.screen.show_cursor();
     }
 
+    /// After the terminal changed to `size`: the old live area erased where the terminal moved
+    /// it, and a new one placed there (see `screen`). Run on the resize event: crossterm's
+    /// reader is free then to hear where the cursor is.
+    pub(crate) fn follow_resize(&mut self, size: ratatui::layout::Size) {
+        use ratatui::crossterm::{cursor, execute, terminal};
+        let Ok((_, row)) = cursor::position() else {
+            tracing::debug!("the terminal did not say where its cursor is after a resize");
+            return;
+        };
+        let top = row.saturating_sub(self.cursor_row);
+        let _ = execute!(
+            std::io::stdout(),
+            cursor::MoveTo(0, top),
+            terminal::Clear(terminal::ClearType::FromCursorDown)
+        );
+        match Terminal::with_options(
+            super::screen::Steady::new(size),
+            TerminalOptions {
+                viewport: Viewport::Inline(VIEWPORT_ROWS),
+            },
+        ) {
+            Ok(screen) => self.screen = screen,
+            Err(error) => tracing::debug!(%error, "the live area could not be placed again"),
+        }
+    }
+
     pub(crate) fn draw(&mut self) {
         let status = self.status();
         let keys = self.keys();
@@ -53,6 +79,7 @@ impl Front {
             ),
             _ => None,
         };
+        let mut cursor_row = 0;
         let _ = self.screen.draw(|frame| {
             let area = frame.area();
             let input_rows = usize::from(area.height.saturating_sub(2)).max(1);
@@ -65,7 +92,9 @@ impl Front {
                     };
                     let first = selected.saturating_sub(input_rows - 1);
                     shown.extend(rows.into_iter().skip(first).take(input_rows));
-                    None
+                    // On the chosen row: the cursor is always somewhere known (see
+                    // `follow_resize`).
+                    Some((0, selected - first))
                 }
                 None => {
                     // The input soft-wrapped at the width, its rows around the cursor.
@@ -89,10 +118,15 @@ impl Front {
             frame.render_widget(Paragraph::new(shown), area);
             if let Some((x, y)) = cursor {
                 let x = area.x + u16::try_from(x).unwrap_or(u16::MAX);
-                let y = area.y + 1 + u16::try_from(y).unwrap_or(0);
-                frame.set_cursor_position(Position::new(x.min(area.right().saturating_sub(1)), y));
+                let y = 1 + u16::try_from(y).unwrap_or(0);
+                cursor_row = y;
+                frame.set_cursor_position(Position::new(
+                    x.min(area.right().saturating_sub(1)),
+                    area.y + y,
+                ));
             }
         });
+        self.cursor_row = cursor_row;
     }
 
     /// Starts `/resume`'s picker.

@@ -9,6 +9,10 @@ pub(super) fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action>
             front.editor.insert(&text);
             None
         }
+        TermEvent::Resize(columns, rows) => {
+            front.follow_resize(ratatui::layout::Size::new(columns, rows));
+            None
+        }
         TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
             if let Some(question) = front.asking.take() {
                 question::key(front, question, key);

@@ -74,7 +74,8 @@ pub(crate) fn in_terminal(command: std::process::Command, size: (u16, u16)) -> T
     // A terminal answers where its cursor is (the inline viewport starts there).
     let n = |n: u16| std::num::NonZeroU16::new(n).unwrap();
     let mut emulator = vt100::Parser::new(n(size.0), n(size.1), 0);
-    Terminal::start_answering(command, size.0, size.1, move |written| {
+    Terminal::start_answering(command, size.0, size.1, move |written, (rows, columns)| {
+        emulator.screen_mut().set_size(n(rows), n(columns));
         emulator.process(written);
         let asked = written.windows(4).any(|window| window == b"\x1b[6n");
         asked.then(|| {
@@ -988,6 +989,92 @@ fn leaving_takes_the_live_area_away_says_how_to_go_on_and_one_ctrl_c_does_not_qu
             !last.lines().any(|line| line.trim() == "›"),
             "the input stayed:\n{last}"
         );
+    }
+}
+
+/// Everything on screen and in the scrollback of a terminal that began at `first` and was
+/// resized to each `(size, at)` once `at` bytes had been drawn.
+fn screen_resized(drawn: &[u8], first: (u16, u16), resizes: &[((u16, u16), usize)]) -> String {
+    let n = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+    let mut parser = vt100::Parser::new(n(first.0), n(first.1), 10_000);
+    let mut done = 0;
+    let mut columns = first.1;
+    for ((rows, cols), at) in resizes {
+        parser.process(&drawn[done..*at]);
+        parser.screen_mut().set_size(n(*rows), n(*cols));
+        (done, columns) = (*at, *cols);
+    }
+    parser.process(&drawn[done..]);
+    parser.screen_mut().set_scrollback(usize::MAX);
+    let back = parser.screen().scrollback();
+    let mut lines: Vec<String> = Vec::new();
+    for offset in (1..=back).rev() {
+        parser.screen_mut().set_scrollback(offset);
+        lines.extend(parser.screen().rows(0, columns).take(1));
+    }
+    parser.screen_mut().set_scrollback(0);
+    lines.extend(parser.screen().rows(0, columns));
+    lines.join("\n")
+}
+
+#[test]
+fn a_resize_leaves_no_copy_of_the_live_area_and_clears_nothing_else() {
+    for (size, other) in [(SIZES[1], SIZES[0]), (SIZES[0], SIZES[1])] {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hello."})]);
+        let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+        terminal.type_raw("hi\r");
+        wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("Hello.") && shown.contains("Ctrl-D quit")
+        });
+        let mut resizes = Vec::new();
+        for to in [other, size, (size.0 - 3, size.1 - 17)] {
+            terminal.catch_up();
+            resizes.push((to, terminal.drawn_bytes().len()));
+            terminal.resize(to.0, to.1);
+            // Drawn again at the new size: typing shows in the new live area.
+            terminal.type_raw("x");
+            let started = std::time::Instant::now();
+            loop {
+                terminal.catch_up();
+                let shown = screen_resized(terminal.drawn_bytes(), size, &resizes);
+                let typed = "x".repeat(resizes.len());
+                if shown.contains(&format!("› {typed}")) {
+                    break;
+                }
+                assert!(
+                    started.elapsed() < support::HANG_GUARD,
+                    "{shown}\n{:?}",
+                    String::from_utf8_lossy(&terminal.drawn_bytes()[resizes.last().unwrap().1..])
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+        let shown = screen_resized(terminal.drawn_bytes(), size, &resizes);
+        assert_eq!(
+            shown.matches("Enter send").count(),
+            1,
+            "copies of the key line:\n{shown}"
+        );
+        assert_eq!(
+            shown.matches("› ").count(),
+            2,
+            "copies of the input:\n{shown}"
+        );
+        // The conversation is still on screen: nothing cleared it away.
+        assert!(
+            shown.contains("› hi") && shown.contains("Hello."),
+            "{shown}"
+        );
+        // No full-screen clear was ever written (a terminal pushes its screen into the
+        // scrollback on one).
+        assert!(
+            !terminal.drawn().contains("\x1b[2J"),
+            "the screen was cleared"
+        );
+        terminal.type_raw("\x15\x04");
+        let (code, _) = terminal.finish();
+        assert_eq!(code, Some(0));
     }
 }
 

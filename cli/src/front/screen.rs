@@ -1,0 +1,101 @@
+//! The terminal the front end draws on: crossterm's backend, with a size that changes only when
+//! the front end follows a resize.
+//!
+//! Ratatui resizes an inline viewport by itself on the first draw at a new size: it asks the
+//! terminal where its cursor is and, on a narrower terminal, clears the whole screen. Both go
+//! wrong here. The question waits on crossterm's event reader, which the front end's event
+//! stream may be holding (two seconds lost, then no answer), and most terminals push a cleared
+//! screen into the scrollback (copies of the input box, the conversation gone from view). So
+//! the size ratatui sees is the one the front end last placed its live area at
+//! (`Front::follow_resize`, run on the resize event, when the reader is free).
+
+use std::io::Stdout;
+
+use ratatui::backend::{Backend, ClearType, CrosstermBackend, WindowSize};
+use ratatui::buffer::Cell;
+use ratatui::layout::{Position, Size};
+
+/// Crossterm's backend on standard output, reporting the size it was given.
+pub(crate) struct Steady {
+    inner: CrosstermBackend<Stdout>,
+    size: Size,
+}
+
+impl Steady {
+    /// A backend that says the terminal is `size`.
+    pub(crate) fn new(size: Size) -> Steady {
+        Steady {
+            inner: CrosstermBackend::new(std::io::stdout()),
+            size,
+        }
+    }
+}
+
+impl Backend for Steady {
+    type Error = std::io::Error;
+
+    fn draw<'a, I>(&mut self, content: I) -> std::io::Result<()>
+    where
+        I: Iterator<Item = (u16, u16, &'a Cell)>,
+    {
+        self.inner.draw(content)
+    }
+
+    fn append_lines(&mut self, n: u16) -> std::io::Result<()> {
+        self.inner.append_lines(n)
+    }
+
+    fn hide_cursor(&mut self) -> std::io::Result<()> {
+        self.inner.hide_cursor()
+    }
+
+    fn show_cursor(&mut self) -> std::io::Result<()> {
+        self.inner.show_cursor()
+    }
+
+    fn get_cursor_position(&mut self) -> std::io::Result<Position> {
+        self.inner.get_cursor_position()
+    }
+
+    fn set_cursor_position<P: Into<Position>>(&mut self, position: P) -> std::io::Result<()> {
+        self.inner.set_cursor_position(position)
+    }
+
+    fn clear(&mut self) -> std::io::Result<()> {
+        self.inner.clear()
+    }
+
+    fn clear_region(&mut self, clear_type: ClearType) -> std::io::Result<()> {
+        self.inner.clear_region(clear_type)
+    }
+
+    fn size(&self) -> std::io::Result<Size> {
+        Ok(self.size)
+    }
+
+    fn window_size(&mut self) -> std::io::Result<WindowSize> {
+        let mut size = self.inner.window_size()?;
+        size.columns_rows = self.size;
+        Ok(size)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Backend::flush(&mut self.inner)
+    }
+
+    fn scroll_region_up(
+        &mut self,
+        region: std::ops::Range<u16>,
+        line_count: u16,
+    ) -> std::io::Result<()> {
+        self.inner.scroll_region_up(region, line_count)
+    }
+
+    fn scroll_region_down(
+        &mut self,
+        region: std::ops::Range<u16>,
+        line_count: u16,
+    ) -> std::io::Result<()> {
+        self.inner.scroll_region_down(region, line_count)
+    }
+}
