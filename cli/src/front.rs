@@ -122,9 +122,68 @@ pub(crate) struct Front {
     /// The cursor's row in the live area as last drawn: after a resize, the cursor (which the
     /// terminal moves with the text) tells where the area went.
     cursor_row: u16,
+    /// Long pastes, shown in the input as their placeholder (`[pasted 30 lines]`) and sent as
+    /// their text.
+    pastes: Vec<(String, String)>,
 }
 
+/// A paste of more lines than this (or more characters than [`PASTE_CHARS`]) is shown
+/// collapsed: the input's rows could not show it, nor its `›`.
+const PASTE_LINES: usize = 4;
+const PASTE_CHARS: usize = 2000;
+
 impl Front {
+    /// A paste into the input: as it is when short, else as a placeholder that sends its text.
+    fn paste(&mut self, text: &str) {
+        let text = text.replace("\r\n", "\n").replace('\r', "\n");
+        let lines = text.lines().count();
+        if lines <= PASTE_LINES && text.chars().count() <= PASTE_CHARS {
+            self.editor.insert(&text);
+            return;
+        }
+        let mut placeholder = format!(
+            "[pasted {}]",
+            crate::view::shown::count(lines as u64, "line")
+        );
+        let same = self
+            .pastes
+            .iter()
+            .filter(|(shown, _)| shown.starts_with(&placeholder[..placeholder.len() - 1]))
+            .count();
+        if same > 0 {
+            placeholder = format!("{} #{}]", &placeholder[..placeholder.len() - 1], same + 1);
+        }
+        self.editor.insert(&placeholder);
+        self.pastes.push((placeholder, text));
+    }
+
+    /// The input with each paste's placeholder as the text it stands for.
+    fn expanded(&self) -> String {
+        let mut text = self.editor.text();
+        for (placeholder, pasted) in &self.pastes {
+            text = text.replacen(placeholder, pasted, 1);
+        }
+        text
+    }
+
+    /// Takes the input out to send it, pastes expanded (the history keeps them whole too).
+    fn take_input(&mut self) -> String {
+        if !self.pastes.is_empty() {
+            let whole = self.expanded();
+            self.editor.set_text(&whole);
+            self.pastes.clear();
+        }
+        self.editor.take()
+    }
+
+    /// Whether the input shows a collapsed paste.
+    fn has_paste(&self) -> bool {
+        let text = self.editor.text();
+        self.pastes
+            .iter()
+            .any(|(placeholder, _)| text.contains(placeholder))
+    }
+
     fn width(&self) -> usize {
         self.screen
             .size()
@@ -178,6 +237,7 @@ impl Front {
             quit_armed: false,
             completing: None,
             cursor_row: 0,
+            pastes: Vec::new(),
         }
     }
 }

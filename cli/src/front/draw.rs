@@ -311,6 +311,9 @@ impl Front {
             (Mode::Prompt, None, Some(_)) => {
                 "Enter steer · Tab follow-up · Esc interrupt".to_owned()
             }
+            (Mode::Prompt, None, _) if self.has_paste() => {
+                "Enter send it all · Ctrl-X show the pasted lines to edit them".to_owned()
+            }
             (Mode::Prompt, None, None) => {
                 "Enter send · Alt-Enter new line · ↑ history · /help · Ctrl-D quit".to_owned()
             }

@@ -105,6 +105,11 @@ impl Editor {
             .rposition(|text| text.to_lowercase().contains(&query))
     }
 
+    /// The cursor's line up to the cursor.
+    pub(crate) fn before_cursor(&self) -> String {
+        self.lines[self.row][..self.column].iter().collect()
+    }
+
     /// Replaces the whole text, the cursor at its end.
     pub(crate) fn set_text(&mut self, text: &str) {
         self.lines = text

@@ -6,7 +6,10 @@ use super::*;
 pub(super) fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action> {
     match event {
         TermEvent::Paste(text) if front.asking.is_none() => {
-            front.editor.insert(&text);
+            match front.mode {
+                Mode::Prompt => front.paste(&text),
+                _ => front.editor.insert(&text),
+            }
             None
         }
         TermEvent::Resize(columns, rows) => {
@@ -161,7 +164,7 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
             if front.editor.is_empty() {
                 return None;
             }
-            let text = front.editor.take();
+            let text = front.take_input();
             if commands::is_command(&text, &front.cwd) {
                 commands::run(front, text.trim());
                 return None;
@@ -187,7 +190,7 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
                 front.editor.replace_word(&format!("@{}", found[0]));
                 front.completing = Some((found, 0));
             } else if front.running.is_some() && !front.editor.is_empty() {
-                let text = front.editor.take();
+                let text = front.take_input();
                 remember(front.history_file.as_deref(), &text);
                 return Some(Action::FollowUp(text));
             } else {
@@ -208,6 +211,30 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
                 found: newest,
                 draft,
             };
+        }
+        // Backspace after a collapsed paste takes it all: half a placeholder would send as
+        // itself, the paste lost.
+        KeyCode::Backspace if front.has_paste() => {
+            let before = front.editor.before_cursor();
+            let whole = front
+                .pastes
+                .iter()
+                .position(|(placeholder, _)| before.ends_with(placeholder.as_str()));
+            match whole {
+                Some(at) => {
+                    let (placeholder, _) = front.pastes.remove(at);
+                    for _ in placeholder.chars() {
+                        front.editor.backspace();
+                    }
+                }
+                None => front.editor.backspace(),
+            }
+        }
+        // Ctrl-X: the collapsed pastes put in the input as their lines, to edit them.
+        KeyCode::Char('x') if control && front.has_paste() => {
+            let whole = front.expanded();
+            front.editor.set_text(&whole);
+            front.pastes.clear();
         }
         // Ctrl-L: the live area drawn again from nothing (after something else wrote on it).
         KeyCode::Char('l') if control => {

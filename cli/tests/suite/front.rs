@@ -193,6 +193,57 @@ fn a_pasted_block_is_one_message_and_up_brings_it_back() {
 }
 
 #[test]
+fn a_long_paste_is_shown_collapsed_sent_whole_and_ctrl_x_shows_it() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[json!({"text": "Read it."}), json!({"text": "Again."})],
+        );
+        let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+        let lines: Vec<String> = (1..=30).map(|n| format!("log line {n:02}")).collect();
+        terminal.type_raw(&format!("look: \x1b[200~{}\x1b[201~", lines.join("\r")));
+        let shown = wait_until(&mut terminal, size, "the collapsed paste", |shown| {
+            shown.contains("› look: [pasted 30 lines]")
+        });
+        assert!(!shown.contains("log line 27"), "{shown}");
+        assert!(shown.contains("Ctrl-X"), "{shown}");
+        terminal.type_raw("\r");
+        // Sent whole: the prompt in the scrollback has every line.
+        let shown = wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("Read it.") && shown.contains("Ctrl-D quit")
+        });
+        for line in &lines {
+            assert!(
+                shown.contains(line.as_str()),
+                "{line} was not sent:\n{shown}"
+            );
+        }
+        // Backspace takes a placeholder whole; Ctrl-X puts the lines in the input.
+        terminal.type_raw(&format!("\x1b[200~{}\x1b[201~", lines[..6].join("\r")));
+        wait_until(&mut terminal, size, "the second paste", |shown| {
+            shown.contains("› [pasted 6 lines]")
+        });
+        terminal.type_raw("\x7f");
+        wait_until(&mut terminal, size, "the paste gone", |shown| {
+            !shown.contains("[pasted 6 lines]") && shown.contains("Ctrl-D quit")
+        });
+        terminal.type_raw(&format!("\x1b[200~{}\x1b[201~", lines[..6].join("\r")));
+        wait_until(&mut terminal, size, "the third paste", |shown| {
+            shown.contains("› [pasted 6 lines]")
+        });
+        terminal.type_raw("\x18");
+        wait_until(&mut terminal, size, "the lines in the input", |shown| {
+            !shown.contains("[pasted 6 lines]") && shown.contains("  log line 06")
+        });
+        // Ctrl-C empties the input; Ctrl-D then leaves.
+        terminal.type_raw("\x03");
+        leave(terminal, size);
+    }
+}
+
+#[test]
 fn slash_commands_are_the_front_ends_own_and_never_reach_the_model() {
     let size = (24, 80);
     let dir = tempfile::tempdir().unwrap();
