@@ -122,9 +122,58 @@ pub(crate) struct Front {
     /// The cursor's row in the live area as last drawn: after a resize, the cursor (which the
     /// terminal moves with the text) tells where the area went.
     cursor_row: u16,
+    /// What the line of keys shows at its right.
+    footer: Footer,
     /// Long pastes, shown in the input as their placeholder (`[pasted 30 lines]`) and sent as
     /// their text.
     pastes: Vec<(String, String)>,
+}
+
+/// The model, the modes and the context left, at the right of the line of keys (as codex's
+/// footer): what the next prompt will run under.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Footer {
+    pub(crate) model: String,
+    /// The approval mode, or `plan`.
+    pub(crate) approve: String,
+    pub(crate) sandbox: String,
+    /// The context window in tokens, when known.
+    pub(crate) window: Option<u64>,
+    /// Tokens the last request and its answer took of it.
+    pub(crate) used: u64,
+}
+
+impl Footer {
+    /// The footer in at most `room` cells: `model · approve M · sandbox S · N% context left`,
+    /// the model left out first when narrow, then the context, then the sandbox.
+    fn text(&self, room: usize) -> String {
+        let context = self
+            .window
+            .filter(|window| *window > 0 && self.used > 0)
+            .map(|window| {
+                let left = 100u64.saturating_sub(self.used.saturating_mul(100) / window);
+                format!("{left}% context left")
+            });
+        let approve = format!("approve {}", self.approve);
+        let sandbox = format!("sandbox {}", self.sandbox);
+        let model = (!self.model.is_empty()).then(|| self.model.clone());
+        let choices = [
+            vec![
+                model.clone(),
+                Some(approve.clone()),
+                Some(sandbox.clone()),
+                context.clone(),
+            ],
+            vec![None, Some(approve.clone()), Some(sandbox.clone()), context],
+            vec![None, Some(approve.clone()), Some(sandbox), None],
+            vec![None, Some(approve), None, None],
+        ];
+        choices
+            .into_iter()
+            .map(|parts| parts.into_iter().flatten().collect::<Vec<_>>().join(" · "))
+            .find(|text| text.chars().count() <= room)
+            .unwrap_or_default()
+    }
 }
 
 /// A paste of more lines than this (or more characters than [`PASTE_CHARS`]) is shown
@@ -238,6 +287,7 @@ impl Front {
             completing: None,
             cursor_row: 0,
             pastes: Vec::new(),
+            footer: Footer::default(),
         }
     }
 }
@@ -347,6 +397,7 @@ pub(crate) async fn open(
         parked: None,
         planning: false,
     };
+    chat.show_modes(&mut front, None);
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     // At most one frame per FRAME: sixteen calls streaming at once would otherwise redraw the
@@ -379,6 +430,7 @@ pub(crate) async fn open(
                     if let Err(error) = chat.command(&mut front, command).await {
                         front.note(&error.to_string());
                     }
+                    chat.show_modes(&mut front, None);
                 }
                 if front.leaving && front.running.is_none() {
                     break;

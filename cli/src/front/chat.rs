@@ -49,6 +49,26 @@ pub(crate) struct Chat {
 }
 
 impl Chat {
+    /// The footer as the conversation stands: model, approval (or plan) and sandbox modes;
+    /// `used` tokens of the context when given (an answer's), else as before.
+    pub(crate) fn show_modes(&self, front: &mut Front, used: Option<u64>) {
+        let conversation = &self.conversation;
+        let footer = &mut front.footer;
+        footer.model = conversation.agent.model().id.clone();
+        footer.approve = match self.planning {
+            true => "plan".to_owned(),
+            false => conversation.approver.mode().to_string(),
+        };
+        footer.sandbox = conversation.header.sandbox.mode.to_string();
+        footer.window = conversation.agent.context_window();
+        footer.used = match used {
+            Some(used) => used,
+            // `/new`: nothing of the context used.
+            None if conversation.transcript.is_empty() => 0,
+            None => footer.used,
+        };
+    }
+
     /// Starts a run of `text` (its images attached).
     pub(crate) async fn send(&mut self, front: &mut Front, text: String) {
         let width = front.width();
@@ -106,6 +126,8 @@ impl Chat {
             }
             Event::MessageUpdate(update) => streamed(front, &update.deltas),
             Event::MessageEnd(end) => {
+                let usage = &end.message.usage;
+                self.show_modes(front, Some(usage.prompt_tokens() + usage.output_tokens));
                 let reasoning = end.message.reasoning.trim();
                 if !reasoning.is_empty() {
                     front.reasoning = Some(reasoning.to_owned());

@@ -26,6 +26,8 @@ pub(crate) enum Command {
     Accept,
     /// `/undo`: the last prompt's edits and writes taken back.
     Undo,
+    /// Shift-Tab: the next mode of never → edits → ask → plan → never.
+    NextMode,
 }
 
 /// Every command, with what it does.

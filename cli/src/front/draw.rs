@@ -214,16 +214,24 @@ impl Front {
             }
         }
         let Some(running) = &self.running else {
-            return match self.planning {
+            let mut line = match self.planning {
                 true => Line::from(vec![
                     Span::styled("plan mode", Style::default().fg(Color::Yellow)),
-                    Span::styled(
-                        " · read-only, no edits · /accept carries the plan out · /plan leaves",
-                        dim,
-                    ),
+                    Span::styled(" · read-only · /accept carries the plan out", dim),
                 ]),
                 false => Line::default(),
             };
+            // Idle: what the next prompt runs under, at the right.
+            let used = line.width();
+            let footer = self.footer.text(self.width().saturating_sub(used + 3));
+            if !footer.is_empty() {
+                let gap = self
+                    .width()
+                    .saturating_sub(used + footer.chars().count() + 1);
+                line.push_span(Span::raw(" ".repeat(gap)));
+                line.push_span(Span::styled(footer, Style::default().fg(Color::Cyan)));
+            }
+            return line;
         };
         const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
         let elapsed = running.started.elapsed();

@@ -230,6 +230,8 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
                 None => front.editor.backspace(),
             }
         }
+        // Shift-Tab: the next approval mode, then plan mode (as Claude Code's).
+        KeyCode::BackTab => front.pending = Some(commands::Command::NextMode),
         // Ctrl-X: the collapsed pastes put in the input as their lines, to edit them.
         KeyCode::Char('x') if control && front.has_paste() => {
             let whole = front.expanded();

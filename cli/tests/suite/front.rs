@@ -244,6 +244,40 @@ fn a_long_paste_is_shown_collapsed_sent_whole_and_ctrl_x_shows_it() {
 }
 
 #[test]
+fn the_footer_shows_model_modes_and_context_left_and_shift_tab_cycles_the_mode() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[json!({"text": "Hi.", "usage": {"input_tokens": 300, "output_tokens": 50}})],
+        );
+        let mut terminal = ready(
+            start(dir.path(), &script, &["--context-window", "1000"], size),
+            size,
+        );
+        wait_until(&mut terminal, size, "the footer", |shown| {
+            shown.contains("scripted · approve never · sandbox workspace-write")
+        });
+        terminal.type_raw("hi\r");
+        wait_until(&mut terminal, size, "the context left", |shown| {
+            shown.contains("sandbox workspace-write · 65% context left")
+        });
+        for mode in ["edits", "ask", "plan", "never"] {
+            terminal.type_raw("\x1b[Z");
+            wait_until(&mut terminal, size, mode, |shown| {
+                let last_footer = shown
+                    .lines()
+                    .rev()
+                    .find(|line| line.contains("approve ") && !line.contains("approve:"));
+                last_footer.is_some_and(|line| line.contains(&format!("approve {mode}")))
+            });
+        }
+        leave(terminal, size);
+    }
+}
+
+#[test]
 fn slash_commands_are_the_front_ends_own_and_never_reach_the_model() {
     let size = (24, 80);
     let dir = tempfile::tempdir().unwrap();
@@ -749,7 +783,7 @@ fn plan_mode_shows_the_plan_changes_nothing_and_accept_carries_it_out() {
         terminal.type_raw("/plan\r");
         wait_until(&mut terminal, size, "plan mode", |shown| {
             shown.contains("plan mode: read-only sandbox")
-                && shown.contains("plan mode · read-only, no edits")
+                && shown.contains("plan mode · read-only · /accept carries the plan out")
         });
         terminal.type_raw("what would you do?\r");
         let shown = wait_until(&mut terminal, size, "the plan", |shown| {

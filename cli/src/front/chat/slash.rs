@@ -44,16 +44,8 @@ impl Chat {
                 "approve: {} (/approve ask|edits|never changes it)",
                 self.conversation.approver.mode()
             )),
-            Command::Approve(Some(mode)) => {
-                self.conversation.approver.set_mode(mode);
-                self.conversation.header.approve = mode;
-                let what = match mode {
-                    Approve::Ask => "every bash, write and edit call asks first",
-                    Approve::Edits => "edits inside the workspace go through; bash asks",
-                    Approve::Never => "nothing asks (the sandbox still holds)",
-                };
-                front.note(&format!("approve: {mode}: {what}"));
-            }
+            Command::Approve(Some(mode)) => self.set_approval(front, mode),
+            Command::NextMode => self.next_mode(front)?,
             Command::Compact => self.compact(front).await,
             Command::Fork => self.fork(front),
             Command::Resume(None) => self.pick_session(front)?,
@@ -86,6 +78,37 @@ impl Chat {
     }
 
     /// `/plan`: into plan mode (the read-only agent that plans), or back out of it.
+    /// Shift-Tab: never → edits → ask → plan (between runs) → never.
+    fn next_mode(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+        let next = match (self.planning, self.conversation.approver.mode()) {
+            (true, _) => Approve::Never,
+            (false, Approve::Never) => Approve::Edits,
+            (false, Approve::Edits) => Approve::Ask,
+            (false, Approve::Ask)
+                if self.conversation.plan_mode.is_some() && front.running.is_none() =>
+            {
+                return self.plan(front);
+            }
+            (false, Approve::Ask) => Approve::Never,
+        };
+        if self.planning {
+            self.plan(front)?;
+        }
+        self.set_approval(front, next);
+        Ok(())
+    }
+
+    fn set_approval(&mut self, front: &mut Front, mode: Approve) {
+        self.conversation.approver.set_mode(mode);
+        self.conversation.header.approve = mode;
+        let what = match mode {
+            Approve::Ask => "every bash, write and edit call asks first",
+            Approve::Edits => "edits inside the workspace go through; bash asks",
+            Approve::Never => "nothing asks (the sandbox still holds)",
+        };
+        front.note(&format!("approve: {mode}: {what}"));
+    }
+
     fn plan(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
         if front.running.is_some() {
             front.note("/plan switches between runs: wait for this one to end, or Esc it");
