@@ -159,7 +159,7 @@ impl Footer {
         let model = (!self.model.is_empty()).then(|| self.model.clone());
         let choices = [
             vec![
-                model.clone(),
+                model,
                 Some(approve.clone()),
                 Some(sandbox.clone()),
                 context.clone(),
