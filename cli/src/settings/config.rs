@@ -74,13 +74,21 @@ pub(crate) struct Layer {
     ignored: Vec<String>,
     /// Why it may not: its folder is not trusted, or is not the folder that was.
     why: Option<String>,
+
     /// Its rules and hooks (a project's allow rules and hooks only when its folder is trusted).
     pub(crate) policy: CallPolicy,
 }
 
+impl Layer {
+    /// Whether the layer is a project's file in a folder not trusted.
+    pub(crate) fn untrusted(&self) -> bool {
+        self.why.is_some()
+    }
+}
+
 /// A project's file (one a cloned repository brings along) may not loosen what the user's
 /// safety rests on: turn the sandbox off or down, open the network or more writable
-/// directories, approve without asking, start or reach MCP servers, send the provider's key
+/// directories, approve without asking (`never`), start or reach MCP servers, send the provider's key
 /// and the code to another server, or replace golato's instructions (`system`). Those settings are taken out of `settings` and returned,
 /// as `key = value`; everything else (the model, limits, more denied paths)
 /// stands. A user who wants one of them sets it in their own file or passes the flag.
@@ -96,7 +104,12 @@ pub(crate) fn untrusted(settings: &mut FileSettings) -> Vec<String> {
     if let Some(writable) = settings.writable.take() {
         drop("writable", format!("{writable:?}"));
     }
-    if let Some(approve) = settings.approve.take_if(|approve| approve != "ask") {
+    // `edits` asks for commands: stricter than the sandboxed default `never`. (With a sandbox
+    // the user turned off, the default is `ask`: `settings::resolve` keeps that.)
+    if let Some(approve) = settings
+        .approve
+        .take_if(|approve| approve != "ask" && approve != "edits")
+    {
         drop("approve", format!("{approve:?}"));
     }
     if let Some(mcp) = settings.mcp.take() {

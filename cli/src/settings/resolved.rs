@@ -112,9 +112,16 @@ impl Settings {
 /// not valid, a rule that does not parse: each names what to change.
 pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliError> {
     args.cwd = canonical_directory(&args.cwd)?;
-    let policy = apply(&mut args, ask)?;
+    let (policy, approve_untrusted) = apply(&mut args, ask)?;
     let trusted = super::trust::trusted(&args.cwd, args.settings.trust);
     let sandbox = args.sandbox.policy(DEFAULT_SANDBOX);
+    // An untrusted project's `edits` is stricter than the sandboxed default (`never`), looser
+    // than the default with the sandbox off (`ask` on a terminal): then the default stands.
+    let default = Approve::default_for(sandbox.mode != golato::sandbox::Mode::Off, ask);
+    if approve_untrusted && default == Approve::Ask && args.approve == Some(Approve::Edits) {
+        eprintln!("golato: ignored approve = \"edits\" from this folder's .golato/config.toml: with the sandbox off it would let edits through that would otherwise be asked about, and the folder is not trusted");
+        args.approve = None;
+    }
     Ok(Settings {
         cwd: args.cwd,
         trusted,
@@ -173,7 +180,9 @@ pub(crate) fn canonical_directory(dir: &std::path::Path) -> Result<PathBuf, CliE
 /// Fills the flags not given from the configuration, and returns the rules and hooks of the
 /// files and the flags; `ask` says whether a person at the terminal can be asked to trust the
 /// folder.
-fn apply(args: &mut AgentArgs, ask: bool) -> Result<CallPolicy, CliError> {
+///
+/// Also says whether the approval mode in effect is an untrusted project's.
+fn apply(args: &mut AgentArgs, ask: bool) -> Result<(CallPolicy, bool), CliError> {
     let trusting = match (args.settings.trust, ask) {
         (true, _) => Trusting::Given,
         (false, true) => Trusting::Ask,
@@ -186,15 +195,20 @@ fn apply(args: &mut AgentArgs, ask: bool) -> Result<CallPolicy, CliError> {
         trusting,
     )?;
     let mut policy = CallPolicy::new();
+    let approve_given = args.approve.is_some();
+    let mut approve_untrusted = false;
     for layer in layers {
         if let Some(text) = config::ignored_text(&layer) {
             eprintln!("golato: {text}");
+        }
+        if !approve_given && layer.settings.approve.is_some() {
+            approve_untrusted = layer.untrusted();
         }
         fill(args, &layer.settings, &layer.source)?;
         policy.extend(layer.policy);
     }
     policy.extend(flag_rules(args)?);
-    Ok(policy)
+    Ok((policy, approve_untrusted))
 }
 
 /// The rules of `--allow`, `--ask` and `--deny`.

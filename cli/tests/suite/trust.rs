@@ -275,3 +275,32 @@ fn a_system_prompt_file_is_a_regular_file_outside_credential_folders() {
         assert!(text.contains(why), "{file:?}: {text}");
     }
 }
+
+/// `approve = "edits"` asks about commands: stricter than the sandboxed default (`never`), so
+/// an untrusted project's file keeps it; with the sandbox the user turned off on a terminal
+/// (default `ask`) it would loosen, and the default stands.
+#[test]
+fn an_untrusted_projects_stricter_approval_stands_and_a_looser_one_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(folder.join(".golato")).unwrap();
+    std::fs::write(folder.join(".golato/config.toml"), "approve = \"edits\"\n").unwrap();
+    let script = script_file(&folder, "hello.jsonl", &[json!({"text": "hello"})]);
+    let output = run_script(&folder, &script, &[]);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("approve edits"), "{text}");
+    assert!(!text.contains("ignored"), "{text}");
+
+    let mut command = golato();
+    command
+        .args(["run", "--sandbox", "off", "--script"])
+        .arg(&script)
+        .arg("--cwd")
+        .arg(&folder)
+        .arg("go");
+    let (code, drawn) = Terminal::start(command).finish();
+    assert_eq!(code, Some(0), "{drawn}");
+    assert!(drawn.contains("ignored approve = \"edits\""), "{drawn}");
+    assert!(drawn.contains("approve ask"), "{drawn}");
+}
