@@ -115,6 +115,9 @@ pub(crate) struct Session {
     pub(crate) spent: f64,
     /// Which API the session's model is reached through (`openai`, `anthropic`, `script`…).
     provider: &'static str,
+    /// What the session's folder being untrusted left out (settings, instruction files): told
+    /// the client with the first prompt's answer, since editors hide an agent's stderr.
+    pub(crate) notice: Option<String>,
 }
 
 /// What every handler shares.

@@ -117,6 +117,12 @@ async fn drive(
         session.spent,
     );
     let id = session.id.clone();
+    if let Some(notice) = session.notice.take() {
+        use agent_client_protocol::v1::schema::{ContentChunk, SessionUpdate, TextContent};
+        let text = ContentBlock::Text(TextContent::new(format!("{notice}\n")));
+        let update = SessionUpdate::AgentMessageChunk(ContentChunk::new(text));
+        let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
+    }
     let mut cancelled = false;
     loop {
         tokio::select! {

@@ -202,6 +202,17 @@ async fn keep(
     opened: crate::store::session::Opened,
 ) -> Vec<SessionConfigOption> {
     let provider = built.header.provider;
+    let mut notes = settings.notes.clone();
+    notes.extend(crate::setup::instructions::unread(
+        &settings.cwd,
+        settings.trusted,
+    ));
+    let notice = (!notes.is_empty()).then(|| {
+        notes
+            .iter()
+            .map(|note| format!("golato: {}\n", crate::view::shown::visible(note)))
+            .collect::<String>()
+    });
     let mut conversation =
         crate::conversation::Conversation::assemble(settings, built, opened, state.ephemeral);
     conversation.start_session().await;
@@ -212,6 +223,7 @@ async fn keep(
         conversation,
         spent: 0.0,
         provider,
+        notice,
     };
     let options = config_options(&session);
     state

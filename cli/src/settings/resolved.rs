@@ -91,6 +91,9 @@ pub(crate) struct Settings {
     pub(crate) bash_checkpoints: bool,
     /// Which calls ask first, when chosen (the default depends on the sandbox and terminal).
     pub(crate) approve: Option<Approve>,
+    /// What resolving said about the folder's configuration (settings a project's file may
+    /// not set): printed on stderr, and kept for a client that does not read it (ACP).
+    pub(crate) notes: Vec<String>,
     /// The rules and hooks of the files and the flags.
     pub(crate) policy: CallPolicy,
     /// Where the file tools take and put text instead of the disk (an ACP client's buffers).
@@ -112,14 +115,16 @@ impl Settings {
 /// not valid, a rule that does not parse: each names what to change.
 pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliError> {
     args.cwd = canonical_directory(&args.cwd)?;
-    let (policy, approve_untrusted) = apply(&mut args, ask)?;
+    let (policy, approve_untrusted, mut notes) = apply(&mut args, ask)?;
     let trusted = super::trust::trusted(&args.cwd, args.settings.trust);
     let sandbox = args.sandbox.policy(DEFAULT_SANDBOX);
     // An untrusted project's `edits` is stricter than the sandboxed default (`never`), looser
     // than the default with the sandbox off (`ask` on a terminal): then the default stands.
     let default = Approve::default_for(sandbox.mode != golato::sandbox::Mode::Off, ask);
     if approve_untrusted && default == Approve::Ask && args.approve == Some(Approve::Edits) {
-        eprintln!("golato: ignored approve = \"edits\" from this folder's .golato/config.toml: with the sandbox off it would let edits through that would otherwise be asked about, and the folder is not trusted");
+        let note = "ignored approve = \"edits\" from this folder's .golato/config.toml: with the sandbox off it would let edits through that would otherwise be asked about, and the folder is not trusted".to_owned();
+        eprintln!("golato: {note}");
+        notes.push(note);
         args.approve = None;
     }
     Ok(Settings {
@@ -154,6 +159,7 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         sandbox,
         bash_checkpoints: !args.sandbox.no_bash_checkpoints,
         approve: args.approve,
+        notes,
         policy,
         text_files: None,
     })
@@ -182,7 +188,7 @@ pub(crate) fn canonical_directory(dir: &std::path::Path) -> Result<PathBuf, CliE
 /// folder.
 ///
 /// Also says whether the approval mode in effect is an untrusted project's.
-fn apply(args: &mut AgentArgs, ask: bool) -> Result<(CallPolicy, bool), CliError> {
+fn apply(args: &mut AgentArgs, ask: bool) -> Result<(CallPolicy, bool, Vec<String>), CliError> {
     let trusting = match (args.settings.trust, ask) {
         (true, _) => Trusting::Given,
         (false, true) => Trusting::Ask,
@@ -197,9 +203,11 @@ fn apply(args: &mut AgentArgs, ask: bool) -> Result<(CallPolicy, bool), CliError
     let mut policy = CallPolicy::new();
     let approve_given = args.approve.is_some();
     let mut approve_untrusted = false;
+    let mut notes = Vec::new();
     for layer in layers {
         if let Some(text) = config::ignored_text(&layer) {
             eprintln!("golato: {text}");
+            notes.push(text);
         }
         if !approve_given && layer.settings.approve.is_some() {
             approve_untrusted = layer.untrusted();
@@ -208,7 +216,7 @@ fn apply(args: &mut AgentArgs, ask: bool) -> Result<(CallPolicy, bool), CliError
         policy.extend(layer.policy);
     }
     policy.extend(flag_rules(args)?);
-    Ok((policy, approve_untrusted))
+    Ok((policy, approve_untrusted, notes))
 }
 
 /// The rules of `--allow`, `--ask` and `--deny`.

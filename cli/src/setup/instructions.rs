@@ -232,6 +232,12 @@ pub(crate) fn for_config(cwd: &Path, trust_given: bool) -> Instructions {
     )
 }
 
+/// What a session in `cwd` leaves unread for want of trust (the instruction files), for a
+/// client that does not read stderr.
+pub(crate) fn unread(cwd: &Path, trusted: bool) -> Option<String> {
+    gather(cwd, config_dir().as_deref(), trusted).skipped
+}
+
 /// The system prompt: golato's (or `--system`'s) instructions, the environment, then the
 /// instruction files; a project's files left unread are said once on stderr.
 pub(crate) async fn system_prompt(

@@ -306,6 +306,50 @@ fn usage_says_how_full_the_context_is_after_each_answer() {
     );
 }
 
+/// Editors hide an agent's stderr: what an untrusted folder left out (its instruction files,
+/// the settings its file may not loosen) reaches the client, once, before the first answer.
+#[test]
+fn the_client_hears_what_an_untrusted_folder_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(project.join(".golato")).unwrap();
+    std::fs::write(project.join("AGENTS.md"), "Be brief.").unwrap();
+    std::fs::write(
+        project.join(".golato/config.toml"),
+        "allow_network = true\n",
+    )
+    .unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[json!({"text": "Hello."}), json!({"text": "Again."})],
+    );
+    let mut acp = Acp::start(dir.path(), &script, &[]);
+    let session = acp.new_session(&project);
+    let id = acp.prompt(&session, "hi");
+    let (_, before) = acp.response(id);
+    let said: Vec<&str> = updates(&before, "agent_message_chunk")
+        .iter()
+        .filter_map(|update| update["content"]["text"].as_str())
+        .collect();
+    let first = said.first().copied().unwrap_or_default();
+    assert!(
+        first.contains("AGENTS.md not read: this folder is not trusted"),
+        "{said:?}"
+    );
+    assert!(first.contains("ignored allow_network = true"), "{said:?}");
+    assert!(said.concat().contains("Hello."), "{said:?}");
+    // Once: the second answer comes alone (what came before it includes the first).
+    let id = acp.prompt(&session, "again");
+    let (_, before) = acp.response(id);
+    let said: String = updates(&before, "agent_message_chunk")
+        .iter()
+        .filter_map(|update| update["content"]["text"].as_str())
+        .collect();
+    assert!(said.contains("Again."), "{said}");
+    assert_eq!(said.matches("AGENTS.md not read").count(), 1, "{said}");
+}
+
 #[test]
 fn a_permission_request_nobody_answers_refuses_the_call_in_bounded_time() {
     let dir = tempfile::tempdir().unwrap();
