@@ -18,6 +18,7 @@ mod markdown;
 mod mention;
 mod question;
 mod screen;
+mod shell;
 mod stream;
 mod table;
 mod transcript;
@@ -122,8 +123,10 @@ pub(crate) struct Front {
     /// The cursor's row in the live area as last drawn: after a resize, the cursor (which the
     /// terminal moves with the text) tells where the area went.
     cursor_row: u16,
-    /// What the line of keys shows at its right.
+    /// What the idle status line shows at its right.
     footer: Footer,
+    /// A `!command` running.
+    shell: Option<shell::Shell>,
     /// Long pastes, shown in the input as their placeholder (`[pasted 30 lines]`) and sent as
     /// their text.
     pastes: Vec<(String, String)>,
@@ -288,6 +291,7 @@ impl Front {
             cursor_row: 0,
             pastes: Vec::new(),
             footer: Footer::default(),
+            shell: None,
         }
     }
 }
@@ -396,6 +400,7 @@ pub(crate) async fn open(
         changes: Default::default(),
         parked: None,
         planning: false,
+        ran: Vec::new(),
     };
     chat.show_modes(&mut front, None);
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
@@ -450,7 +455,8 @@ pub(crate) async fn open(
                 }
                 question::ask(&mut front, question);
             }
-            _ = tick.tick(), if front.running.is_some() => {}
+            result = shell::Shell::finished(&mut front.shell) => chat.shell_ended(&mut front, result),
+            _ = tick.tick(), if front.running.is_some() || front.shell.is_some() => {}
             () = tokio::time::sleep_until((drawn_at + FRAME).into()), if owed => {}
             signal = signals.next() => {
                 match &mut front.running {
@@ -471,6 +477,11 @@ pub(crate) async fn open(
                 }
             }
         }
+    }
+    // A `!command` still running is stopped, not left behind.
+    if let Some(shell) = &front.shell {
+        shell.stop();
+        let _ = shell::Shell::finished(&mut front.shell).await;
     }
     // The live area goes: the shell's prompt comes where the input was, nothing of it left.
     front.clear();

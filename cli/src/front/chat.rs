@@ -46,6 +46,8 @@ pub(crate) struct Chat {
     pub(crate) parked: Option<golato::Agent>,
     /// Whether the agent in use is the plan-mode one.
     pub(crate) planning: bool,
+    /// What `!command`s the person ran printed, for the model with the next prompt.
+    pub(crate) ran: Vec<String>,
 }
 
 impl Chat {
@@ -67,6 +69,47 @@ impl Chat {
             None if conversation.transcript.is_empty() => 0,
             None => footer.used,
         };
+    }
+
+    /// `!command`: runs it with the session's bash, if nothing else runs.
+    pub(crate) fn shell(&mut self, front: &mut Front, command: &str) {
+        if front.running.is_some() || front.shell.is_some() {
+            front.note("! runs a command between runs: wait for this one to end, or Esc it");
+            return;
+        }
+        match super::shell::Shell::start(command, &self.conversation.settings) {
+            Ok(shell) => front.shell = Some(shell),
+            Err(why) => front.note(&format!("not run: {why}")),
+        }
+    }
+
+    /// A `!command` ended: shown as a call is, and kept for the model.
+    pub(crate) fn shell_ended(&mut self, front: &mut Front, result: golato::tool::ToolResult) {
+        let Some(shell) = front.shell.take() else {
+            return;
+        };
+        let width = front.width();
+        let seconds = shell.started.elapsed().as_secs_f64();
+        let message = golato::message::ToolResultMessage {
+            tool_call_id: shell.call.id.clone(),
+            tool_name: shell.call.name.clone(),
+            content: result.content.clone(),
+            details: result.details.clone(),
+            is_error: result.is_error,
+            attempt: None,
+        };
+        front.say(transcript::call_ended(
+            &shell.call,
+            &message,
+            seconds,
+            width,
+        ));
+        let command = serde_json::from_str::<serde_json::Value>(&shell.call.arguments)
+            .ok()
+            .and_then(|arguments| arguments["command"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.ran
+            .push(super::shell::for_the_model(&command, &result));
     }
 
     /// Starts a run of `text` (its images attached).
@@ -94,6 +137,13 @@ impl Chat {
                 "attached {}",
                 crate::view::shown::count(images as u64, "image")
             ));
+        }
+        // The person's own commands since the last prompt, before it.
+        let mut prompt = prompt;
+        for (at, ran) in self.ran.drain(..).enumerate() {
+            prompt
+                .content
+                .insert(at, golato::message::Content::text(ran));
         }
         front.running = Some(Running {
             run: self.conversation.start(prompt),

@@ -28,6 +28,8 @@ pub(crate) enum Command {
     Undo,
     /// Shift-Tab: the next mode of never → edits → ask → plan → never.
     NextMode,
+    /// `!command`: the person's own command, run with the session's bash.
+    Shell(String),
 }
 
 /// Every command, with what it does.

@@ -213,6 +213,20 @@ impl Front {
                 };
             }
         }
+        if let (Some(shell), None) = (&self.shell, &self.running) {
+            let seconds = shell.started.elapsed().as_secs();
+            let label = crate::view::live::call_label(&shell.call);
+            let tail = format!(" · {seconds}s · Esc to interrupt");
+            let room = self.width().saturating_sub(2 + tail.chars().count());
+            return Line::from(vec![
+                Span::styled("⠿ ", Style::default().fg(Color::Cyan)),
+                Span::styled(
+                    transcript::fit(&label, room),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(tail, dim),
+            ]);
+        }
         let Some(running) = &self.running else {
             let mut line = match self.planning {
                 true => Line::from(vec![
@@ -318,6 +332,9 @@ impl Front {
             }
             (Mode::Prompt, None, Some(_)) => {
                 "Enter steer · Tab follow-up · Esc interrupt".to_owned()
+            }
+            (Mode::Prompt, None, None) if self.shell.is_some() => {
+                "your command runs · Esc or Ctrl-C stops it".to_owned()
             }
             (Mode::Prompt, None, _) if self.has_paste() => {
                 "Enter send it all · Ctrl-X show the pasted lines to edit them".to_owned()

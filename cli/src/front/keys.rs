@@ -165,6 +165,13 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
                 return None;
             }
             let text = front.take_input();
+            if let Some(command) = text.trim_start().strip_prefix('!') {
+                if !command.trim().is_empty() {
+                    remember(front.history_file.as_deref(), &text);
+                    front.pending = Some(commands::Command::Shell(command.trim().to_owned()));
+                    return None;
+                }
+            }
             if commands::is_command(&text, &front.cwd) {
                 commands::run(front, text.trim());
                 return None;
@@ -251,7 +258,7 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
         },
         KeyCode::Esc => interrupt(front),
         KeyCode::Char('c') if control => {
-            if front.running.is_some() {
+            if front.running.is_some() || front.shell.is_some() {
                 interrupt(front);
             } else if !front.editor.is_empty() {
                 front.editor.take_draft();
@@ -276,6 +283,9 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
 }
 
 fn interrupt(front: &mut Front) {
+    if let Some(shell) = &front.shell {
+        shell.stop();
+    }
     if let Some(running) = &mut front.running {
         if !running.cancelling {
             running.cancelling = true;

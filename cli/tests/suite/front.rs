@@ -278,6 +278,47 @@ fn the_footer_shows_model_modes_and_context_left_and_shift_tab_cycles_the_mode()
 }
 
 #[test]
+fn a_bang_command_runs_in_the_sandbox_shows_its_output_and_reaches_the_model_with_the_next_prompt()
+{
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Seen."})]);
+        let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
+        terminal.type_raw("!echo bang-output; touch /etc/golato-bang\r");
+        let shown = wait_until(&mut terminal, size, "the command's block", |shown| {
+            shown.contains("bash $ echo bang-output") && shown.contains("Ctrl-D quit")
+        });
+        assert!(shown.contains("│ bang-output"), "{shown}");
+        // The session's sandbox held: /etc is not writable.
+        assert!(!std::path::Path::new("/etc/golato-bang").exists());
+        // A long one shows while it runs, and Esc stops it.
+        terminal.type_raw("!sleep 30\r");
+        wait_until(&mut terminal, size, "the running command", |shown| {
+            shown.contains("$ sleep 30 · ") && shown.contains("Esc or Ctrl-C stops it")
+        });
+        terminal.type_raw("\x1b");
+        wait_until(&mut terminal, size, "the stopped command", |shown| {
+            shown.contains("✗ bash $ sleep 30") && shown.contains("Ctrl-D quit")
+        });
+        // The next prompt carries what the commands printed.
+        terminal.type_raw("what did it say?\r");
+        wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("Seen.") && shown.contains("Ctrl-D quit")
+        });
+        leave(terminal, size);
+        let session =
+            std::fs::read_to_string(support::cli::session_file(dir.path()).unwrap()).unwrap();
+        let prompt = session
+            .lines()
+            .find(|line| line.contains("what did it say?"))
+            .expect("the prompt was saved");
+        assert!(prompt.contains("I ran this command myself"), "{prompt}");
+        assert!(prompt.contains("bang-output"), "{prompt}");
+        assert!(prompt.contains("sleep 30"), "{prompt}");
+    }
+}
+
+#[test]
 fn slash_commands_are_the_front_ends_own_and_never_reach_the_model() {
     let size = (24, 80);
     let dir = tempfile::tempdir().unwrap();

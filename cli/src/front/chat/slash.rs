@@ -46,6 +46,7 @@ impl Chat {
             )),
             Command::Approve(Some(mode)) => self.set_approval(front, mode),
             Command::NextMode => self.next_mode(front)?,
+            Command::Shell(command) => self.shell(front, &command),
             Command::Compact => self.compact(front).await,
             Command::Fork => self.fork(front),
             Command::Resume(None) => self.pick_session(front)?,

@@ -1,0 +1,72 @@
+//! `!command`: a command of the person's own, run by the session's `bash` tool (in the
+//! session's sandbox, with its environment kept from secrets; never asked about, the person
+//! typed it) while no run works. It is shown as a call is, Esc stops it, and what it printed
+//! goes to the model with the next prompt (as Claude Code and pi do).
+
+use std::time::Instant;
+
+use golato::message::ToolCall;
+use golato::tool::{ToolContext, ToolResult};
+use tokio_util::sync::CancellationToken;
+
+use crate::settings::Settings;
+
+/// A command running.
+pub(crate) struct Shell {
+    pub(crate) call: ToolCall,
+    pub(crate) started: Instant,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<ToolResult>,
+}
+
+impl Shell {
+    /// Starts `command` with the session's `bash`, or says why it cannot.
+    pub(crate) fn start(command: &str, settings: &Settings) -> Result<Shell, String> {
+        let tools = crate::setup::agent::builtin_tools(settings, Vec::new(), None, None)
+            .map_err(|error| error.to_string())?;
+        let bash = tools
+            .into_iter()
+            .find(|tool| tool.name() == "bash")
+            .ok_or("bash is not among this session's tools (--tools, --exclude)")?;
+        let arguments = serde_json::json!({ "command": command });
+        let call = ToolCall::new("shell", "bash", arguments.to_string());
+        let cancel = CancellationToken::new();
+        let context = ToolContext::detached(call.clone(), cancel.clone());
+        let task = tokio::spawn(async move {
+            bash.invoke(context, arguments)
+                .await
+                .unwrap_or_else(|error| ToolResult::error(error.to_string()))
+        });
+        Ok(Shell {
+            call,
+            started: Instant::now(),
+            cancel,
+            task,
+        })
+    }
+
+    /// Stops the command (its whole process group, as for any bash call).
+    pub(crate) fn stop(&self) {
+        self.cancel.cancel();
+    }
+
+    /// What the command in `shell` returned, once it has; never, when none runs.
+    pub(crate) async fn finished(shell: &mut Option<Shell>) -> ToolResult {
+        let Some(running) = shell else {
+            return std::future::pending().await;
+        };
+        match (&mut running.task).await {
+            Ok(result) => result,
+            Err(error) => ToolResult::error(format!("the command's task ended: {error}")),
+        }
+    }
+}
+
+/// What the model is told of a command the person ran, with their next prompt.
+pub(crate) fn for_the_model(command: &str, result: &ToolResult) -> String {
+    let outcome = if result.is_error { " (it failed)" } else { "" };
+    format!(
+        "I ran this command myself{outcome}:\n$ {command}\n{}",
+        result.text_content()
+    )
+}
