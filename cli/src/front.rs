@@ -127,6 +127,9 @@ pub(crate) struct Front {
     footer: Footer,
     /// A `!command` running.
     shell: Option<shell::Shell>,
+    /// Whether the folder is trusted: a project's allow rules apply only then, so only then
+    /// is one offered to be written there.
+    project_trusted: bool,
     /// Long pastes, shown in the input as their placeholder (`[pasted 30 lines]`) and sent as
     /// their text.
     pastes: Vec<(String, String)>,
@@ -292,6 +295,7 @@ impl Front {
             pastes: Vec::new(),
             footer: Footer::default(),
             shell: None,
+            project_trusted: false,
         }
     }
 }
@@ -403,6 +407,7 @@ pub(crate) async fn open(
         ran: Vec::new(),
     };
     chat.show_modes(&mut front, None);
+    front.project_trusted = chat.conversation.settings.trusted;
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     // At most one frame per FRAME: sixteen calls streaming at once would otherwise redraw the

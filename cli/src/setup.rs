@@ -7,6 +7,7 @@ pub(crate) mod instructions;
 pub(crate) mod plan_mode;
 pub(crate) mod prompt;
 pub(crate) mod provider;
+pub(crate) mod remember;
 pub(crate) mod session_hooks;
 pub(crate) mod skills;
 pub(crate) mod subagents;

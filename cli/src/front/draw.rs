@@ -325,8 +325,13 @@ impl Front {
                 } else {
                     ""
                 };
+                let remember = match (&question.narrow, self.project_trusted) {
+                    (Some(_), true) => " · p/u remember",
+                    (Some(_), false) => " · u remember",
+                    (None, _) => "",
+                };
                 format!(
-                    "y yes · n no · a always for {} in this session{edit} · Esc no, and say why",
+                    "y yes · n no · a all {} (session){remember}{edit} · Esc no, say why",
                     question.tool
                 )
             }

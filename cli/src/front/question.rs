@@ -1,6 +1,7 @@
 //! Approvals in the front end: the call shown whole (a command, or the diff an edit or a write
 //! would make) before single keys answer it: y, n, a (always for this tool in this session),
-//! e (edit the command first), Esc (no, and type why for the model).
+//! p or u (yes, and a narrow allow rule for calls like it, written to the project's or the
+//! user's configuration), e (edit the command first), Esc (no, and type why for the model).
 
 use std::time::Instant;
 
@@ -47,6 +48,19 @@ pub(crate) fn ask(front: &mut Front, question: Question) {
             PREVIEW_LINES,
         ));
     }
+    if let Some(rule) = &question.narrow {
+        let rule = crate::view::shown::visible(rule);
+        if front.project_trusted {
+            lines.push(Line::styled(
+                format!("  p  yes, and allow {rule} in this project (.golato/config.toml)"),
+                dim,
+            ));
+        }
+        lines.push(Line::styled(
+            format!("  u  yes, and allow {rule} everywhere (your configuration)"),
+            dim,
+        ));
+    }
     front.say(lines);
     front.asking = Some(question);
     front.asked_at = Some(Instant::now());
@@ -59,6 +73,34 @@ pub(crate) fn key(front: &mut Front, question: Question, key: KeyEvent) {
         KeyCode::Char('y' | 'Y') => Answer::Yes.into(),
         KeyCode::Char('a' | 'A') => Answer::Always.into(),
         KeyCode::Char('n' | 'N') => Answer::No.into(),
+        KeyCode::Char(key @ ('p' | 'u')) if question.narrow.is_some() => {
+            let Some(rule) = question.narrow.clone() else {
+                return;
+            };
+            let file = match key {
+                'p' if front.project_trusted => {
+                    Some(crate::settings::config::project_file(&front.cwd))
+                }
+                'p' => {
+                    front.asking = Some(question);
+                    return;
+                }
+                _ => crate::settings::config::user_file(),
+            };
+            match file.map(|file| (crate::setup::remember::write_rule(&file, &rule), file)) {
+                Some((Ok(()), file)) => front.note(&format!(
+                    "{rule} written to {}",
+                    crate::view::shown::visible(&file.display().to_string())
+                )),
+                Some((Err(why), _)) => {
+                    front.note(&format!("{why}: {rule} holds for this session only"));
+                }
+                None => front.note(&format!(
+                    "no configuration file to write to (HOME unset): {rule} holds for this session only"
+                )),
+            }
+            Reply::Remember(rule)
+        }
         KeyCode::Char('c') if control => Answer::No.into(),
         KeyCode::Esc => {
             let draft = front.editor.take_draft();
@@ -127,6 +169,10 @@ fn answer(front: &mut Front, question: Question, reply: Reply) {
             format!("refused: the model is told you did not allow this {tool} call, and why")
         }
         Reply::NeverAgain => format!("refused, and every {tool} call in this session"),
+        Reply::Remember(rule) => format!(
+            "allowed, and every call {} allows from now on",
+            crate::view::shown::visible(rule)
+        ),
         Reply::Unanswered(_) => format!("not run: this {tool} call was not answered"),
     };
     front.note(&said);

@@ -34,6 +34,8 @@ pub(crate) struct Question {
     pub(crate) arguments: serde_json::Value,
     /// What an edit or a write would change, as a unified diff, when it can be worked out.
     pub(crate) preview: Option<String>,
+    /// The narrow allow rule a "don't ask again" would remember (`bash(cargo test:*)`).
+    pub(crate) narrow: Option<String>,
     pub(crate) reply: oneshot::Sender<Reply>,
 }
 
@@ -47,6 +49,9 @@ pub(crate) enum Reply {
     RefusedBecause(String),
     /// No, to this call and every later one of this tool in this session, unasked.
     NeverAgain,
+    /// Yes, and to every later call the allow rule allows (the question's `narrow`), in this
+    /// session (the front end writes it to a configuration file too).
+    Remember(String),
     /// Nobody answered (why, to tell the model): the call is not run.
     Unanswered(String),
 }
@@ -98,6 +103,8 @@ pub(crate) struct Approvals {
     always: Arc<Mutex<HashSet<String>>>,
     /// Tools answered "never again".
     never: Arc<Mutex<HashSet<String>>>,
+    /// Allow rules answered "don't ask again for this".
+    remembered: Arc<Mutex<golato::policy::Rules>>,
 }
 
 impl Approvals {
@@ -130,6 +137,7 @@ impl Approvals {
             questions: sender,
             always: Arc::default(),
             never: Arc::default(),
+            remembered: Arc::default(),
         };
         (Arc::new(approver), receiver)
     }
@@ -151,6 +159,17 @@ impl Approvals {
         }
     }
 
+    /// Whether a "don't ask again" answer allows the call.
+    fn remembered(&self, ctx: &HookContext) -> bool {
+        let remembered = self
+            .remembered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        remembered
+            .decide(&ctx.call.name, &ctx.arguments, &self.cwd)
+            .is_some_and(|verdict| verdict.decision == Decision::Allow)
+    }
+
     /// Whether the call must wait for a yes.
     fn needs_asking(&self, ctx: &HookContext) -> bool {
         let tool = ctx.call.name.as_str();
@@ -162,6 +181,7 @@ impl Approvals {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .contains(tool)
+            || self.remembered(ctx)
         {
             return false;
         }
@@ -194,7 +214,7 @@ impl golato::policy::Approver for Approvals {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .contains(&tool);
-        if always_yes {
+        if always_yes || self.remembered(&ctx) {
             return Box::pin(async { Ok(Approval::Allow) });
         }
         let never = self
@@ -225,9 +245,12 @@ impl golato::policy::Approver for Approvals {
             detail: detail(&ctx.call, &ctx.arguments),
             why,
             preview: crate::view::preview::change(&self.cwd, &tool, &ctx.arguments),
+            narrow: crate::setup::remember::narrow_rule(&tool, &ctx.arguments, &self.cwd),
             arguments: ctx.arguments.clone(),
             reply,
         });
+        let remembered = Arc::clone(&self.remembered);
+        let cwd = self.cwd.clone();
         let always = Arc::clone(&self.always);
         let never = Arc::clone(&self.never);
         Box::pin(async move {
@@ -250,6 +273,14 @@ impl golato::policy::Approver for Approvals {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .insert(tool);
+                    Approval::Allow
+                }
+                Reply::Remember(rule) => {
+                    let mut rules = remembered.lock().unwrap_or_else(PoisonError::into_inner);
+                    let source = golato::policy::Source::flag("your answer");
+                    if let Err(error) = rules.add(Decision::Allow, &rule, source, &cwd) {
+                        tracing::debug!(%error, "a remembered rule did not parse");
+                    }
                     Approval::Allow
                 }
                 Reply::Answer(Answer::No) => Approval::Refuse { reason: None },

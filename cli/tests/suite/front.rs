@@ -371,7 +371,7 @@ fn an_approval_is_one_key_and_the_model_is_told_of_a_no() {
         });
         terminal.type_raw("make it\r");
         let shown = wait_until(&mut terminal, size, "the question", |shown| {
-            shown.contains("y yes · n no · a always for bash")
+            shown.contains("y yes · n no · a all bash (session)")
         });
         assert!(shown.contains("│ bash $ touch made"), "{shown}");
         terminal.type_raw("n");
@@ -386,6 +386,75 @@ fn an_approval_is_one_key_and_the_model_is_told_of_a_no() {
         assert!(!shown.contains("hook"), "{shown}");
         assert!(!dir.path().join("made").exists());
         leave(terminal, size);
+    }
+}
+
+/// "Yes, and don't ask again" for calls like this one: a narrow rule, shown before it is
+/// taken, kept for the session and written to the project's (trusted) or the user's file.
+#[test]
+fn a_remembered_approval_is_a_narrow_rule_written_where_the_person_chose() {
+    for (size, key) in [(SIZES[0], "p"), (SIZES[1], "u")] {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user-config.toml");
+        std::fs::write(&user, "# my settings\nmodel = \"m\"\n").unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "echo one"}}]}),
+                json!({"tool_calls": [{"id": "b", "name": "bash", "arguments": {"command": "echo two"}}]}),
+                json!({"tool_calls": [{"id": "c", "name": "bash", "arguments": {"command": "touch other"}}]}),
+                json!({"text": "Done."}),
+            ],
+        );
+        let mut command = golato();
+        command
+            .env("GOLATO_CONFIG", &user)
+            .arg("-C")
+            .arg(dir.path())
+            .args([
+                "--script",
+                script.to_str().unwrap(),
+                "--ephemeral",
+                "--trust",
+            ])
+            .args(["--approve", "ask"]);
+        let mut terminal = ready(in_terminal(command, size), size);
+        terminal.type_raw("go\r");
+        let shown = wait_until(&mut terminal, size, "the question", |shown| {
+            shown.contains("p/u remember")
+        });
+        assert!(
+            shown.contains("p  yes, and allow bash(echo:*) in this project"),
+            "{shown}"
+        );
+        terminal.type_raw(key);
+        // `echo two` is not asked about; `touch other` is.
+        let shown = wait_until(&mut terminal, size, "the next question", |shown| {
+            shown.contains("│ bash $ touch other")
+        });
+        assert!(shown.contains("✓ bash $ echo two"), "{shown}");
+        assert!(!shown.contains("│ bash $ echo two"), "{shown}");
+        terminal.type_raw("n");
+        wait_until(&mut terminal, size, "the end", |shown| {
+            shown.contains("Done.") && shown.contains("Ctrl-D quit")
+        });
+        leave(terminal, size);
+        let (written, other) = match key {
+            "p" => (dir.path().join(".golato/config.toml"), user.clone()),
+            _ => (user.clone(), dir.path().join(".golato/config.toml")),
+        };
+        let text = std::fs::read_to_string(&written).unwrap();
+        assert!(text.contains("allow = [\"bash(echo:*)\"]"), "{text}");
+        assert!(
+            !std::fs::read_to_string(&other)
+                .unwrap_or_default()
+                .contains("bash(echo"),
+            "written twice"
+        );
+        if key == "u" {
+            assert!(text.starts_with("# my settings\nmodel = \"m\"\n"), "{text}");
+        }
     }
 }
 
@@ -527,7 +596,7 @@ fn an_edit_is_approved_seeing_its_diff_and_a_command_is_changed_or_refused_sayin
         terminal.type_raw("tidy up\r");
         // The diff the edit would make, before it runs.
         let shown = wait_until(&mut terminal, size, "the edit's question", |shown| {
-            shown.contains("a always for edit")
+            shown.contains("a all edit (session)")
         });
         assert!(
             shown.contains("│ -beta") && shown.contains("│ +BETA"),
@@ -540,7 +609,7 @@ fn an_edit_is_approved_seeing_its_diff_and_a_command_is_changed_or_refused_sayin
         );
         terminal.type_raw("y");
         wait_until(&mut terminal, size, "the command's question", |shown| {
-            shown.contains("a always for bash in this session · e edit")
+            shown.contains("a all bash (session) · u remember · e edit")
         });
         // e: the command into the input, changed, then run as it stands.
         terminal.type_raw("e");
@@ -618,7 +687,7 @@ fn commands_switch_model_and_approval_show_the_diff_and_write_agents_md() {
     // The mode holds for the next call: the write asks now.
     terminal.type_raw("write the plan\r");
     wait_until(&mut terminal, size, "the write's question", |shown| {
-        shown.contains("a always for write") && shown.contains("│ +step one")
+        shown.contains("a all write (session)") && shown.contains("│ +step one")
     });
     terminal.type_raw("y");
     wait_until(&mut terminal, size, "the run's end", |shown| {
