@@ -83,14 +83,28 @@ pub(crate) enum Mode {
     Why { question: Question, draft: String },
     /// `e` on a question: the command being edited before it runs.
     Edit { question: Question, draft: String },
-    /// `/resume`: choosing a session.
-    Pick { choices: Vec<Pick>, selected: usize },
+    /// `/resume`: choosing a session; typing narrows the choices down (`selected` is an
+    /// index among the ones `query` keeps).
+    Pick {
+        choices: Vec<Pick>,
+        selected: usize,
+        query: String,
+    },
 }
 
 /// A session `/resume` offers.
 pub(crate) struct Pick {
     pub(crate) id: String,
     pub(crate) label: String,
+}
+
+/// The choices `query` keeps: those whose label holds it, whatever the case.
+pub(crate) fn kept<'a>(choices: &'a [Pick], query: &str) -> Vec<&'a Pick> {
+    let query = query.to_lowercase();
+    choices
+        .iter()
+        .filter(|choice| choice.label.to_lowercase().contains(&query))
+        .collect()
 }
 
 /// The front end's state.

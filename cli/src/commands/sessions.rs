@@ -57,10 +57,10 @@ pub(crate) fn list(cwd: Option<&Path>) -> Result<crate::Exit, CliError> {
     let rows: Vec<[String; 5]> = shown
         .iter()
         .map(|saved| {
-            let age = saved
-                .modified
-                .elapsed()
-                .map_or_else(|_| "now".to_owned(), |since| ago(since.as_secs()));
+            let age = saved.modified.elapsed().map_or_else(
+                |_| "now".to_owned(),
+                |since| crate::view::shown::ago(since.as_secs()),
+            );
             [
                 saved.header.id.clone(),
                 age,
@@ -111,14 +111,4 @@ pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
     let _ = std::fs::remove_dir_all(crate::store::checkpoints::folder(&path));
     let _ = writeln!(std::io::stdout().lock(), "removed the session {id}");
     Ok(crate::Exit::Success)
-}
-
-/// `seconds` ago, as a person says it.
-fn ago(seconds: u64) -> String {
-    match seconds {
-        0..60 => format!("{seconds}s ago"),
-        60..3600 => format!("{}m ago", seconds / 60),
-        3600..86_400 => format!("{}h ago", seconds / 3600),
-        _ => format!("{}d ago", seconds / 86_400),
-    }
 }

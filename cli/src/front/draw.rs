@@ -64,9 +64,13 @@ impl Front {
                     Span::raw(crate::view::live::clip(&text)),
                 ])])
             }
-            Mode::Pick { choices, selected } => Some(
-                choices
-                    .iter()
+            Mode::Pick {
+                choices,
+                selected,
+                query,
+            } => Some(
+                kept(choices, query)
+                    .into_iter()
                     .enumerate()
                     .map(|(at, choice)| match at == *selected {
                         true => Line::styled(
@@ -134,6 +138,7 @@ impl Front {
         self.mode = Mode::Pick {
             choices,
             selected: 0,
+            query: String::new(),
         };
     }
 
@@ -318,7 +323,14 @@ impl Front {
             (Mode::Edit { .. }, _, _) => {
                 "edit the command · Enter run it as it stands · Esc back to the question".to_owned()
             }
-            (Mode::Pick { .. }, _, _) => "↑↓ choose · Enter go on with it · Esc cancel".to_owned(),
+            (Mode::Pick { choices, query, .. }, _, _) => {
+                let shown = kept(choices, query).len();
+                let search = match query.is_empty() {
+                    true => "type to search".to_owned(),
+                    false => format!("search: {query} ({shown} of {})", choices.len()),
+                };
+                format!("{search} · ↑↓ choose · Enter go on with it · Esc cancel")
+            }
             (Mode::Prompt, Some(question), _) => {
                 let edit = if question.tool == "bash" {
                     " · e edit"

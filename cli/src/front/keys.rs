@@ -100,16 +100,33 @@ fn on_search_key(front: &mut Front, key: KeyEvent) {
 
 /// `/resume`'s picker.
 fn on_pick_key(front: &mut Front, key: KeyEvent) {
-    let Mode::Pick { choices, selected } = &mut front.mode else {
+    let Mode::Pick {
+        choices,
+        selected,
+        query,
+    } = &mut front.mode
+    else {
         return;
     };
+    let count = kept(choices, query).len();
+    let control = key.modifiers.contains(KeyModifiers::CONTROL);
     match key.code {
         KeyCode::Up => *selected = selected.saturating_sub(1),
-        KeyCode::Down => *selected = (*selected + 1).min(choices.len().saturating_sub(1)),
+        KeyCode::Down => *selected = (*selected + 1).min(count.saturating_sub(1)),
         KeyCode::Enter => {
-            let id = choices.get(*selected).map(|choice| choice.id.clone());
+            let id = kept(choices, query)
+                .get(*selected)
+                .map(|choice| choice.id.clone());
             front.mode = Mode::Prompt;
             front.pending = id.map(|id| commands::Command::Resume(Some(id)));
+        }
+        KeyCode::Char(c) if !control => {
+            query.push(c);
+            *selected = 0;
+        }
+        KeyCode::Backspace => {
+            query.pop();
+            *selected = 0;
         }
         KeyCode::Esc => front.mode = Mode::Prompt,
         KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {

@@ -83,6 +83,17 @@ pub(crate) fn utc_time(seconds: u64) -> String {
     format!("{}T{hour:02}:{minute:02}:{second:02}Z", utc_date(seconds))
 }
 
+/// How long ago, in the largest unit that is at least one: `42s ago`, `5m ago`, `3h ago`,
+/// `2d ago`.
+pub(crate) fn ago(seconds: u64) -> String {
+    match seconds {
+        0..60 => format!("{seconds}s ago"),
+        60..3600 => format!("{}m ago", seconds / 60),
+        3600..86_400 => format!("{}h ago", seconds / 3600),
+        _ => format!("{}d ago", seconds / 86_400),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

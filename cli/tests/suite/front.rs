@@ -759,8 +759,18 @@ fn resume_picks_an_earlier_session_shows_it_and_fork_keeps_the_old_one() {
     );
     let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
     terminal.type_raw("/resume\r");
-    wait_until(&mut terminal, size, "the picker", |shown| {
+    let shown = wait_until(&mut terminal, size, "the picker", |shown| {
         shown.contains("Enter go on with it") && shown.contains("remember the number 42")
+    });
+    // When, how long, and typing narrows the sessions down.
+    assert!(shown.contains("s ago · 1 turn · "), "{shown}");
+    terminal.type_raw("cats");
+    wait_until(&mut terminal, size, "no match", |shown| {
+        shown.contains("search: cats (0 of 1)")
+    });
+    terminal.type_raw("\x7f\x7f\x7f\x7fnumber 42");
+    wait_until(&mut terminal, size, "the match", |shown| {
+        shown.contains("search: number 42 (1 of 1)")
     });
     terminal.type_raw("\r");
     let shown = wait_until(&mut terminal, size, "the earlier conversation", |shown| {

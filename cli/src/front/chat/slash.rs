@@ -246,9 +246,13 @@ impl Chat {
             .map(|saved| crate::front::Pick {
                 id: saved.header.id.clone(),
                 label: format!(
-                    "{} · {} · {}",
-                    saved.header.id,
+                    "{} · {} · {} · {}",
+                    saved.modified.elapsed().map_or_else(
+                        |_| "now".to_owned(),
+                        |since| crate::view::shown::ago(since.as_secs())
+                    ),
                     crate::view::shown::count(saved.turns() as u64, "turn"),
+                    saved.header.id,
                     crate::view::shown::visible(
                         saved.first_prompt().lines().next().unwrap_or_default()
                     )
