@@ -83,16 +83,27 @@ pub(crate) enum Mode {
     Why { question: Question, draft: String },
     /// `e` on a question: the command being edited before it runs.
     Edit { question: Question, draft: String },
-    /// `/resume`: choosing a session; typing narrows the choices down (`selected` is an
+    /// `/resume` or `/model`: choosing; typing narrows the choices down (`selected` is an
     /// index among the ones `query` keeps).
     Pick {
         choices: Vec<Pick>,
         selected: usize,
         query: String,
+        /// What Enter does with the choice.
+        then: Picking,
     },
 }
 
-/// A session `/resume` offers.
+/// What a picker picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Picking {
+    /// `/resume`: a session to go on with.
+    Session,
+    /// `/model`: the model the next turn asks.
+    Model,
+}
+
+/// A choice a picker offers (a session, a model).
 pub(crate) struct Pick {
     pub(crate) id: String,
     pub(crate) label: String,

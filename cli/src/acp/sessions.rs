@@ -100,17 +100,7 @@ fn modes(current: &str) -> SessionModeState {
 /// session's provider (a model named with `--model` is offered too).
 fn config_options(session: &Session) -> Vec<SessionConfigOption> {
     let current = session.conversation.agent.model().id.clone();
-    let family = match session.provider {
-        "anthropic" => Some("claude-"),
-        "openai" | "openai-responses" => Some("gpt-"),
-        _ => None,
-    };
-    let mut models: Vec<String> = vec![current.clone()];
-    for known in golato::generator::known_models() {
-        if family.is_some_and(|family| known.starts_with(family)) && known != current {
-            models.push(known.to_owned());
-        }
-    }
+    let models = crate::setup::provider::offered_models(session.provider, &current);
     let options: Vec<SessionConfigSelectOption> = models
         .into_iter()
         .map(|id| {

@@ -37,7 +37,7 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/help", "this list"),
     (
         "/model",
-        "show the model, or /model NAME to switch (the next turn uses it)",
+        "pick the model, or /model NAME to switch (the next turn uses it)",
     ),
     (
         "/compact",

@@ -68,6 +68,7 @@ impl Front {
                 choices,
                 selected,
                 query,
+                ..
             } => Some(
                 kept(choices, query)
                     .into_iter()
@@ -133,12 +134,13 @@ impl Front {
         self.cursor_row = cursor_row;
     }
 
-    /// Starts `/resume`'s picker.
-    pub(crate) fn pick(&mut self, choices: Vec<Pick>) {
+    /// Starts a picker of `choices` for `then`.
+    pub(crate) fn pick(&mut self, choices: Vec<Pick>, then: Picking) {
         self.mode = Mode::Pick {
             choices,
             selected: 0,
             query: String::new(),
+            then,
         };
     }
 

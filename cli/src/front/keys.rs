@@ -104,6 +104,7 @@ fn on_pick_key(front: &mut Front, key: KeyEvent) {
         choices,
         selected,
         query,
+        then,
     } = &mut front.mode
     else {
         return;
@@ -117,8 +118,12 @@ fn on_pick_key(front: &mut Front, key: KeyEvent) {
             let id = kept(choices, query)
                 .get(*selected)
                 .map(|choice| choice.id.clone());
+            let then = *then;
             front.mode = Mode::Prompt;
-            front.pending = id.map(|id| commands::Command::Resume(Some(id)));
+            front.pending = id.map(|id| match then {
+                Picking::Session => commands::Command::Resume(Some(id)),
+                Picking::Model => commands::Command::Model(Some(id)),
+            });
         }
         KeyCode::Char(c) if !control => {
             query.push(c);

@@ -179,3 +179,20 @@ fn with_model_settings(settings: &Settings, mut model: Model, kind: ProviderKind
 fn client_error(error: golato::generator::Error) -> CliError {
     CliError::Failed(format!("could not build the HTTP client: {error}"))
 }
+
+/// The models to offer in place of `current` for `provider` (`anthropic`, `openai`…): `current`
+/// first, then the ones golato knows of that provider (their prices and context windows).
+pub(crate) fn offered_models(provider: &str, current: &str) -> Vec<String> {
+    let family = match provider {
+        "anthropic" => Some("claude-"),
+        "openai" | "openai-responses" => Some("gpt-"),
+        _ => None,
+    };
+    let mut models: Vec<String> = vec![current.to_owned()];
+    for known in golato::generator::known_models() {
+        if family.is_some_and(|family| known.starts_with(family)) && known != current {
+            models.push(known.to_owned());
+        }
+    }
+    models
+}

@@ -319,6 +319,35 @@ fn a_bang_command_runs_in_the_sandbox_shows_its_output_and_reaches_the_model_wit
 }
 
 #[test]
+fn model_alone_picks_among_the_providers_known_models() {
+    let size = SIZES[0];
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    // No request is made: the picker needs only the provider.
+    command
+        .env("OPENAI_API_KEY", "test-key")
+        .arg("-C")
+        .arg(dir.path())
+        .args(["--provider", "openai", "--model", "gpt-4o", "--ephemeral"])
+        .args(["--base-url", "http://127.0.0.1:9/v1"]);
+    let mut terminal = ready(in_terminal(command, size), size);
+    terminal.type_raw("/model\r");
+    wait_until(&mut terminal, size, "the picker", |shown| {
+        shown.contains("› gpt-4o (now)") && shown.contains("  gpt-4.1")
+    });
+    terminal.type_raw("4.1-mini");
+    wait_until(&mut terminal, size, "the one left", |shown| {
+        shown.contains("(1 of ") && shown.contains("› gpt-4.1-mini")
+    });
+    terminal.type_raw("\r");
+    wait_until(&mut terminal, size, "the switch", |shown| {
+        shown.contains("model: gpt-4.1-mini; the next turn asks it")
+            && shown.contains("gpt-4.1-mini · approve never")
+    });
+    leave(terminal, size);
+}
+
+#[test]
 fn slash_commands_are_the_front_ends_own_and_never_reach_the_model() {
     let size = (24, 80);
     let dir = tempfile::tempdir().unwrap();

@@ -35,10 +35,31 @@ impl Chat {
                 self.conversation.header.sandbox.mode,
                 self.conversation.approver.mode()
             )),
-            Command::Model(None) => front.note(&format!(
-                "model: {} (/model NAME switches; the next turn uses it)",
-                self.conversation.agent.model().id
-            )),
+            Command::Model(None) => {
+                let current = self.conversation.agent.model().id.clone();
+                let offered = crate::setup::provider::offered_models(
+                    self.conversation.header.provider,
+                    &current,
+                );
+                match offered.len() {
+                    0 | 1 => front.note(&format!(
+                        "model: {current} (/model NAME switches; the next turn uses it)"
+                    )),
+                    _ => front.pick(
+                        offered
+                            .into_iter()
+                            .map(|id| crate::front::Pick {
+                                label: match id == current {
+                                    true => format!("{id} (now)"),
+                                    false => id.clone(),
+                                },
+                                id,
+                            })
+                            .collect(),
+                        crate::front::Picking::Model,
+                    ),
+                }
+            }
             Command::Model(Some(name)) => self.switch_model(front, name),
             Command::Approve(None) => front.note(&format!(
                 "approve: {} (/approve ask|edits|never changes it)",
@@ -262,7 +283,7 @@ impl Chat {
         if choices.is_empty() {
             front.note("no other session saved in this directory");
         } else {
-            front.pick(choices);
+            front.pick(choices, crate::front::Picking::Session);
         }
         Ok(())
     }
