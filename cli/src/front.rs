@@ -430,6 +430,7 @@ pub(crate) async fn open(
         parked: None,
         planning: false,
         ran: Vec::new(),
+        initializing: false,
     };
     chat.show_modes(&mut front, None);
     front.project_trusted = chat.conversation.settings.trusted;

@@ -48,6 +48,8 @@ pub(crate) struct Chat {
     pub(crate) planning: bool,
     /// What `!command`s the person ran printed, for the model with the next prompt.
     pub(crate) ran: Vec<String>,
+    /// The run is `/init`'s: its answer is AGENTS.md.
+    pub(crate) initializing: bool,
 }
 
 impl Chat {
@@ -368,7 +370,20 @@ impl Chat {
             &ending,
             width,
         ));
+        let cancelled = running.cancelling;
         self.conversation.went_on(outcome);
+        if std::mem::take(&mut self.initializing) {
+            let answered = self
+                .conversation
+                .transcript
+                .last()
+                .filter(|_| !cancelled)
+                .and_then(|last| match last {
+                    golato::message::Message::Assistant(answer) => Some(answer.text()),
+                    _ => None,
+                });
+            slash::write_agents_md(front, &self.conversation.header.cwd, answered);
+        }
     }
 
     /// Text typed while a run works: steering (joined at the next point the run accepts it)

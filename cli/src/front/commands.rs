@@ -72,7 +72,10 @@ const COMMANDS: &[(&str, &str)] = &[
         "show which calls ask, or /approve ask|edits|never",
     ),
     ("/sandbox", "what the tools may touch, and which calls ask"),
-    ("/init", "write an AGENTS.md skeleton here"),
+    (
+        "/init",
+        "the model reads the repository and drafts AGENTS.md; golato writes it (never over one)",
+    ),
     ("/exit", "leave (also Ctrl-D on an empty line)"),
 ];
 

@@ -79,7 +79,7 @@ impl Chat {
                 front.note(&format!("going on with the session {id}"));
             }
             Command::Diff => self.diff(front),
-            Command::Init => init(front, &self.conversation.header.cwd),
+            Command::Init => self.init(front).await,
             Command::Plan => self.plan(front)?,
             Command::Undo => self.undo(front)?,
             Command::Accept => {
@@ -289,31 +289,72 @@ impl Chat {
     }
 }
 
-/// `/init`: an AGENTS.md skeleton in the working directory, never over an existing one.
-fn init(front: &mut Front, cwd: &std::path::Path) {
+/// What `/init` asks the model. It answers with the file, which golato writes: the sandbox
+/// keeps instruction files from the model's tools (they steer every later run).
+const INIT_PROMPT: &str = "Draft AGENTS.md for this repository: what a coding agent working \
+here must know. First read the repository (its README, build files, CI configuration, the \
+layout of its sources and tests). Then answer with the file's content alone, in one ```markdown \
+block: briefly, and only what you found: how to build, test, lint and format; the layout; the \
+conventions the code keeps; anything surprising. Do not invent commands, and do not write the \
+file yourself: golato writes your answer to AGENTS.md.";
+
+impl Chat {
+    /// `/init`: the model reads the repository and drafts AGENTS.md; golato writes the draft
+    /// when the run ends, never over an existing file.
+    async fn init(&mut self, front: &mut Front) {
+        let path = self.conversation.header.cwd.join("AGENTS.md");
+        if std::fs::symlink_metadata(&path).is_ok() {
+            front.note(&format!(
+                "{} exists already; nothing was written",
+                path.display()
+            ));
+            return;
+        }
+        if front.running.is_some() {
+            front.note("/init works between runs: wait for this one to end, or Esc it");
+            return;
+        }
+        front.note("/init: the model reads the repository and drafts AGENTS.md");
+        self.send(front, INIT_PROMPT.to_owned()).await;
+        self.initializing = front.running.is_some();
+    }
+}
+
+/// Writes `/init`'s answer (the markdown block in it, else all of it) to AGENTS.md in `cwd`,
+/// never over an existing file.
+pub(super) fn write_agents_md(front: &mut Front, cwd: &std::path::Path, answer: Option<String>) {
     use std::io::Write as _;
+    let Some(answer) = answer.filter(|answer| !answer.trim().is_empty()) else {
+        front.note("/init: the model gave no draft; nothing was written");
+        return;
+    };
+    let draft = fenced(&answer).unwrap_or(&answer).trim();
     let path = cwd.join("AGENTS.md");
     let written = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&path)
-        .and_then(|mut file| file.write_all(AGENTS_SKELETON.as_bytes()));
+        .and_then(|mut file| file.write_all(format!("{draft}\n").as_bytes()));
     match written {
         Ok(()) => front.note(&format!(
-            "wrote {}: fill in how to build, test and find your way, for agents to read",
-            path.display()
+            "wrote {} ({} lines): read it through, it steers every later run here",
+            path.display(),
+            draft.lines().count()
         )),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => front.note(&format!(
-            "{} exists already; nothing was written",
+            "{} appeared meanwhile; the draft was not written over it",
             path.display()
         )),
         Err(error) => front.note(&format!("could not write {}: {error}", path.display())),
     }
 }
 
-/// The skeleton `/init` writes.
-const AGENTS_SKELETON: &str = "# AGENTS.md\n\n\
-Instructions for coding agents working in this repository.\n\n\
-## Build and test\n\n- Build: \n- Test: \n\n\
-## Layout\n\n- \n\n\
-## Conventions\n\n- \n";
+/// The inside of the first fenced block of `text` (its opening fence's info string dropped).
+fn fenced(text: &str) -> Option<&str> {
+    let start = text.find("```")?;
+    let body = &text[start + 3..];
+    let body = &body[body.find('\n')? + 1..];
+    // The closing fence is the last one: a draft may quote commands in fences of its own.
+    let end = body.rfind("```")?;
+    Some(&body[..end])
+}
