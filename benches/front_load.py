@@ -9,6 +9,13 @@ one does:
             second (each frame ends by showing the cursor again), bytes written to the terminal
             a second, full-screen clears (a flicker: there must be none), CPU share.
 
+  Latency, token to screen: each token of the stream is a character used nowhere else (a CJK
+  ideograph), and each line the first call prints carries one too, with the wall-clock time it
+  was printed. The time a token's character first reaches the terminal, less the time the
+  server sent it (or the command printed it), is its latency; p50, p99 and max over the run.
+  Lines of a call the status line never showed (a newer one came within the same frame) are
+  counted apart: the status line shows the newest line of the first running call only.
+
 python3 benches/front_load.py target/release/golato   (after cargo build --release)
 """
 import fcntl, http.server, json, os, pty, select, struct, subprocess, sys, tempfile, termios, threading, time
@@ -47,14 +54,21 @@ class Model(http.server.BaseHTTPRequestHandler):
         send(chunk({"role": "assistant", "content": ""}))
         if Model.scenario == "parallel" and not answered:
             command = "for i in $(seq 30); do echo line $i; sleep 0.1; done"
+            # The first call's lines: a character of their own each, and when they were printed.
+            marks = " ".join(chr(0x5000 + i) for i in range(30))
+            first = ("for c in %s; do echo \"$c $(date +%%s.%%N)\" >> times.txt; "
+                     "echo \"line $c\"; sleep 0.1; done" % marks)
             calls = [{"index": i, "id": "call_%d" % i, "type": "function",
-                      "function": {"name": "bash", "arguments": json.dumps({"command": command})}}
+                      "function": {"name": "bash", "arguments": json.dumps(
+                          {"command": first if i == 0 else command})}}
                      for i in range(CALLS)]
             send(chunk({"tool_calls": calls}))
             send(chunk({}, "tool_calls"))
         elif Model.scenario == "stream":
             for i in range(TOKENS):
-                send(chunk({"content": (" word" if i % 12 else "\n\nword")}))
+                mark = chr(0x4E00 + i)
+                sent_at[mark] = time.time()
+                send(chunk({"content": (" w" + mark if i % 12 else "\n\nw" + mark)}))
                 time.sleep(1 / RATE)
             send(chunk({}, "stop"))
         else:
@@ -63,6 +77,9 @@ class Model(http.server.BaseHTTPRequestHandler):
         send(b"data: [DONE]\n\n")
         send(b"")
 
+
+# When the server sent each token's character (stream), by character.
+sent_at = {}
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Model)
 threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -83,11 +100,15 @@ def cpu_seconds(pid):
 
 def front(scenario):
     Model.scenario = scenario
+    if os.path.exists(os.path.join(work, "times.txt")):
+        os.remove(os.path.join(work, "times.txt"))
     pid, fd = pty.fork()
     if pid == 0:
         os.execve(binary, [binary] + flags, env)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     seen = bytearray()
+    # When each byte count of `seen` was reached: (length after a read, wall-clock time).
+    reads = []
 
     def read_until(marker, after=0, timeout=60):
         deadline = time.monotonic() + timeout
@@ -96,9 +117,11 @@ def front(scenario):
             if not r:
                 raise SystemExit("timed out waiting for %r:\n%s" % (marker, seen.decode(errors="replace")[-2000:]))
             data = os.read(fd, 65536)
+            now = time.time()
             if b"\x1b[6n" in data:
                 os.write(fd, b"\x1b[1;1R")
             seen.extend(data)
+            reads.append((len(seen), now))
 
     read_until(b"Enter send")
     before = len(seen)
@@ -110,7 +133,35 @@ def front(scenario):
     os.write(fd, b"\x04")
     os.waitpid(pid, 0)
     os.close(fd)
-    return wall, cpu, written
+    return wall, cpu, written, shown_at(bytes(seen), reads)
+
+
+def shown_at(seen, reads):
+    """When each marking character first reached the terminal, by character."""
+    import bisect
+    ends = [end for end, _ in reads]
+    found = {}
+    for code in list(range(0x4E00, 0x4E00 + TOKENS)) + list(range(0x5000, 0x5000 + 30)):
+        at = seen.find(chr(code).encode())
+        if at >= 0:
+            found[chr(code)] = reads[bisect.bisect_right(ends, at)][1]
+    return found
+
+
+def printed_at():
+    """When the first call printed each of its lines (it notes the time in times.txt)."""
+    printed = {}
+    for line in open(os.path.join(work, "times.txt"), encoding="utf-8"):
+        mark, at = line.split()
+        printed[mark] = float(at)
+    return printed
+
+
+def percentiles(latencies):
+    latencies = sorted(latencies)
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+    return "p50 %.1f ms, p99 %.1f ms, max %.1f ms over %d" % (
+        1000 * pick(0.5), 1000 * pick(0.99), 1000 * latencies[-1], len(latencies))
 
 
 def run_cpu(scenario):
@@ -131,7 +182,16 @@ def run_cpu(scenario):
 
 
 for scenario in ["stream", "parallel"]:
-    wall, cpu, written = front(scenario)
+    wall, cpu, written, shown = front(scenario)
+    if scenario == "stream":
+        latencies = [shown[mark] - sent for mark, sent in sent_at.items() if mark in shown]
+        print("stream, token to screen: %s (%d of %d tokens seen)" % (
+            percentiles(latencies), len(latencies), len(sent_at)))
+    else:
+        printed = printed_at()
+        latencies = [shown[mark] - at for mark, at in printed.items() if mark in shown]
+        print("parallel, first call's line to screen: %s; %d of 30 lines shown" % (
+            percentiles(latencies) if latencies else "none", len(latencies)))
     frames = written.count(b"\x1b[?25h")
     clears = written.count(b"\x1b[2J")
     print("%s, front end: %.1f s, CPU %.1f%% of a core, %d frames (%.0f/s), %d KiB written (%.1f KiB/s), %d full clears"

@@ -41,6 +41,7 @@
 //! # Ok(()) }
 //! ```
 
+mod claude;
 pub mod command_hook;
 mod gate;
 mod rules;

@@ -331,7 +331,7 @@ async fn sleep_until(deadline: Option<Instant>) {
 /// The line of a result that names what a timeout or a cancellation killed (ending in a line
 /// break), or nothing.
 fn killed_line(killed: &[processes::Killed]) -> String {
-    if killed.is_empty() {
+    if killed.iter().all(|process| process.internal) {
         return String::new();
     }
     format!(
@@ -591,7 +591,7 @@ impl Output {
                 "total_bytes": self.total_bytes,
                 "full_output_path": full_output,
                 "full_output_cut": self.file_cut(),
-                "killed": killed.iter().map(|process| json!({"pid": process.pid, "name": process.name})).collect::<Vec<_>>(),
+                "killed": killed.iter().filter(|process| !process.internal).map(|process| json!({"pid": process.pid, "name": process.name})).collect::<Vec<_>>(),
             }))
         }
     }

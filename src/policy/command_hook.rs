@@ -317,13 +317,24 @@ pub struct HookDecision {
 }
 
 impl HookOutput {
-    /// What the run of `hook` decides.
+    /// What the run of `hook` decides. A block's reason ends by naming the hook and where it is
+    /// configured, so that whoever reads the call's result knows what stopped it.
     pub fn decision(&self, hook: &CommandHook) -> HookDecision {
-        let mut decision = HookDecision::default();
         let name = format!(
             "the {} hook `{}` ({})",
             hook.event, hook.command, hook.source
         );
+        let mut decision = self.judged(hook, &name);
+        if let Some(reason) = &mut decision.block {
+            if !reason.contains(&name) {
+                reason.push_str(&format!("\n(blocked by {name})"));
+            }
+        }
+        decision
+    }
+
+    fn judged(&self, hook: &CommandHook, name: &str) -> HookDecision {
+        let mut decision = HookDecision::default();
         match &self.exit {
             HookExit::Code(0) => {}
             HookExit::Code(2) => {

@@ -27,6 +27,7 @@ pub fn golato() -> Command {
     // configuration file is not read (a test that wants one sets GOLATO_CONFIG).
     command.env("GOLATO_DATA_DIR", data_dir());
     command.env("GOLATO_CONFIG", data_dir().join("no-config.toml"));
+    command.env("CLAUDE_CONFIG_DIR", data_dir().join("no-claude"));
     command
 }
 

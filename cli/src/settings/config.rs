@@ -77,6 +77,8 @@ pub(crate) struct Layer {
 
     /// Its rules and hooks (a project's allow rules and hooks only when its folder is trusted).
     pub(crate) policy: CallPolicy,
+    /// What its Claude Code settings had that golato has no counterpart for, each with why.
+    pub(crate) left_out: Vec<String>,
 }
 
 impl Layer {
@@ -442,26 +444,9 @@ pub(super) fn layers(
 ) -> Result<Vec<Layer>, CliError> {
     let mut layers = Vec::new();
     let mut profiles: Vec<(String, Result<(), String>, Profiles)> = Vec::new();
-    let project = project_file(cwd);
-    if let Some((mut settings, file_profiles, mut policy)) = read(&project, cwd)? {
-        let source = project.display().to_string();
-        let trust = project_trust(cwd, &source, &settings, &file_profiles, &policy, trusting)?;
-        let ignored = match &trust {
-            Ok(()) => Vec::new(),
-            Err(_) => {
-                let mut ignored = untrusted(&mut settings);
-                ignored.extend(policy.untrusted());
-                ignored
-            }
-        };
-        layers.push(Layer {
-            source: source.clone(),
-            settings,
-            ignored,
-            why: trust.clone().err(),
-            policy,
-        });
-        profiles.push((source, trust, file_profiles));
+    if let Some((layer, trust, file_profiles)) = project_layer(cwd, trusting)? {
+        profiles.push((layer.source.clone(), trust, file_profiles));
+        layers.push(layer);
     }
     if let Some(path) = user_file() {
         if let Some((settings, file_profiles, policy)) = read(&path, cwd)? {
@@ -472,9 +457,22 @@ pub(super) fn layers(
                 ignored: Vec::new(),
                 why: None,
                 policy,
+                left_out: Vec::new(),
             });
             profiles.push((source, Ok(()), file_profiles));
         }
+    }
+    let user_claude = claude_home().map(|home| home.join("settings.json"));
+    let (policy, left_out) = claude_policy(user_claude.as_slice(), cwd)?;
+    if let (Some(policy), Some(path)) = (policy, &user_claude) {
+        layers.push(Layer {
+            source: path.display().to_string(),
+            settings: FileSettings::default(),
+            ignored: Vec::new(),
+            why: None,
+            policy,
+            left_out,
+        });
     }
     if let Some(name) = profile {
         let mut found = false;
@@ -492,6 +490,7 @@ pub(super) fn layers(
                     ignored,
                     why: trust.clone().err(),
                     policy: CallPolicy::new(),
+                    left_out: Vec::new(),
                 });
             }
         }
@@ -539,9 +538,93 @@ pub(super) fn layers(
             ignored: Vec::new(),
             why: None,
             policy: CallPolicy::new(),
+            left_out: Vec::new(),
         });
     }
     Ok(layers)
+}
+
+/// The project's layer: its `.golato/config.toml`, and the rules and hooks of Claude Code's
+/// `.claude/settings.json` and `.claude/settings.local.json` beside it, all under the folder's
+/// trust; with that trust and the file's profiles. Nothing when none of the files exists.
+#[allow(clippy::type_complexity)]
+fn project_layer(
+    cwd: &Path,
+    trusting: Trusting,
+) -> Result<Option<(Layer, Result<(), String>, Profiles)>, CliError> {
+    let project = project_file(cwd);
+    let toml = read(&project, cwd)?;
+    let claude_files = [
+        cwd.join(".claude/settings.json"),
+        cwd.join(".claude/settings.local.json"),
+    ];
+    let (claude, left_out) = claude_policy(&claude_files, cwd)?;
+    let source = match (&toml, &claude) {
+        (None, None) => return Ok(None),
+        (Some(_), _) => project.display().to_string(),
+        (None, Some(_)) => claude_files
+            .iter()
+            .find(|file| file.exists())
+            .unwrap_or(&claude_files[0])
+            .display()
+            .to_string(),
+    };
+    let (mut settings, file_profiles, mut policy) = toml.unwrap_or_default();
+    policy.extend(claude.unwrap_or_default());
+    let trust = project_trust(cwd, &source, &settings, &file_profiles, &policy, trusting)?;
+    let ignored = match &trust {
+        Ok(()) => Vec::new(),
+        Err(_) => {
+            let mut ignored = untrusted(&mut settings);
+            ignored.extend(policy.untrusted());
+            ignored
+        }
+    };
+    let layer = Layer {
+        source,
+        settings,
+        ignored,
+        why: trust.clone().err(),
+        policy,
+        left_out,
+    };
+    Ok(Some((layer, trust, file_profiles)))
+}
+
+/// Claude Code's configuration folder: `CLAUDE_CONFIG_DIR`, else `~/.claude`.
+fn claude_home() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".claude")))
+}
+
+/// The rules and hooks of the Claude Code settings `files` that exist (none: `None`), and what
+/// they had that golato leaves out, each naming its file.
+fn claude_policy(
+    files: &[PathBuf],
+    cwd: &Path,
+) -> Result<(Option<CallPolicy>, Vec<String>), CliError> {
+    let mut policy = None;
+    let mut left_out = Vec::new();
+    for file in files {
+        if std::fs::symlink_metadata(file).is_err() {
+            continue;
+        }
+        let read = policy
+            .get_or_insert_with(CallPolicy::new)
+            .add_claude_file(file, cwd)
+            .map_err(|error| {
+                CliError::usage(format!(
+                    "{error}; fix the file, or move it aside for golato to run"
+                ))
+            })?;
+        left_out.extend(
+            read.into_iter()
+                .map(|why| format!("{why} in {}", file.display())),
+        );
+    }
+    Ok((policy, left_out))
 }
 
 /// The one line that says what a project's file set but may not, and how to let it.

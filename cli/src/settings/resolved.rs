@@ -209,6 +209,14 @@ fn apply(args: &mut AgentArgs, ask: bool) -> Result<(CallPolicy, bool, Vec<Strin
             eprintln!("golato: {text}");
             notes.push(text);
         }
+        if !layer.left_out.is_empty() {
+            let text = format!(
+                "read Claude Code's settings; golato has no counterpart for {}",
+                layer.left_out.join("; ")
+            );
+            eprintln!("golato: {text}");
+            notes.push(text);
+        }
         if !approve_given && layer.settings.approve.is_some() {
             approve_untrusted = layer.untrusted();
         }

@@ -297,9 +297,15 @@ fn a_bang_command_runs_in_the_sandbox_shows_its_output_and_reaches_the_model_wit
             shown.contains("$ sleep 30 · ") && shown.contains("Esc or Ctrl-C stops it")
         });
         terminal.type_raw("\x1b");
-        wait_until(&mut terminal, size, "the stopped command", |shown| {
+        let shown = wait_until(&mut terminal, size, "the stopped command", |shown| {
             shown.contains("✗ bash $ sleep 30") && shown.contains("Ctrl-D quit")
         });
+        // What was killed is the command's: the sandbox's own helpers are not named.
+        assert!(shown.contains("sleep ("), "{shown}");
+        assert!(
+            !shown.contains("golato-sandbox (") && !shown.contains(" exe ("),
+            "{shown}"
+        );
         // The next prompt carries what the commands printed.
         terminal.type_raw("what did it say?\r");
         wait_until(&mut terminal, size, "the answer", |shown| {

@@ -186,9 +186,17 @@ fn a_claude_code_hook_script_runs_unchanged_and_a_formatter_runs_after_each_edit
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let results = results(&output);
-    assert_eq!(
-        results["blocked"],
-        "no network from here: use the vendored copy"
+    // The hook's reason, then which hook said it and where it is configured.
+    let blocked = &results["blocked"];
+    assert!(
+        blocked.starts_with(
+            "no network from here: use the vendored copy\n(blocked by the PreToolUse hook `"
+        ),
+        "{blocked}"
+    );
+    assert!(
+        blocked.contains("guard.py` (") && blocked.contains("user.toml line 1))"),
+        "{blocked}"
     );
     assert_eq!(
         std::fs::read_to_string(ws.join("pushed.txt")).unwrap(),
@@ -724,4 +732,96 @@ fn allow_rules_allow_only_the_allowed_program_and_deny_rules_see_through_wrapper
             "the rule `deny bash(rm *)`",
         );
     }
+}
+
+/// A user's Claude Code settings work as they are: the project's `.claude/settings.json`
+/// (under the folder's trust, as golato's own file) and the user's (`CLAUDE_CONFIG_DIR`); what
+/// golato has no counterpart for is named, not an error.
+#[test]
+fn claude_codes_settings_files_bring_their_rules_and_hooks() {
+    let (_dir, ws) = workspace("");
+    std::fs::create_dir(ws.join(".claude")).unwrap();
+    std::fs::write(
+        ws.join(".claude/settings.json"),
+        r#"{
+  "permissions": {
+    "allow": ["Bash"],
+    "deny": ["Bash(touch denied:*)", "WebFetch(domain:example.com)"]
+  },
+  "hooks": {
+    "SessionStart": [{"hooks": [{"type": "command", "command": "touch hooked"}]}],
+    "SubagentStop": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
+  }
+}"#,
+    )
+    .unwrap();
+    let claude_home = ws.join("claude-home");
+    std::fs::create_dir(&claude_home).unwrap();
+    std::fs::write(
+        claude_home.join("settings.json"),
+        r#"{"permissions": {"deny": ["Bash(touch user-denied:*)"]}}"#,
+    )
+    .unwrap();
+    let script = script_file(
+        &ws,
+        "script.jsonl",
+        &[
+            json!({ "tool_calls": [bash("a", "touch denied"), bash("b", "touch user-denied"), bash("c", "touch asked")] }),
+            json!({"text": "done"}),
+        ],
+    );
+    let go = |trust: bool| {
+        let mut command = golato();
+        command
+            .env("GOLATO_CONFIG", ws.join("user.toml"))
+            .env("CLAUDE_CONFIG_DIR", &claude_home)
+            .args([
+                "run",
+                "--json",
+                "--sandbox",
+                "off",
+                "--ephemeral",
+                "--approve",
+                "ask",
+            ])
+            .arg("--cwd")
+            .arg(&ws)
+            .arg("--script")
+            .arg(&script);
+        if trust {
+            command.arg("--trust");
+        }
+        command.arg("go").output().unwrap()
+    };
+    // Untrusted: its denials hold, its allow rule and hook do not.
+    let output = go(false);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let results = results(&output);
+    assert!(
+        results["a"].contains("Bash(touch denied:*)")
+            || results["a"].contains("bash(touch denied:*)"),
+        "{results:?}"
+    );
+    assert!(results["a"].contains("settings.json"), "{results:?}");
+    assert!(results["b"].contains("touch user-denied"), "{results:?}");
+    assert!(!ws.join("asked").exists(), "{stderr}");
+    assert!(!ws.join("hooked").exists(), "{stderr}");
+    assert!(
+        stderr.contains("allow bash, hook SessionStart touch hooked"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("WebFetch(domain:example.com) (golato has no WebFetch tool)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the SubagentStop hooks"), "{stderr}");
+    // Trusted: its allow rule and hook apply too; the denials still hold.
+    let output = go(true);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(ws.join("hooked").exists(), "{stderr}");
+    assert!(ws.join("asked").exists(), "{stderr}");
+    assert!(
+        !ws.join("denied").exists() && !ws.join("user-denied").exists(),
+        "{stderr}"
+    );
 }

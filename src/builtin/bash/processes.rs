@@ -29,6 +29,9 @@ pub(super) fn new_mark() -> String {
 pub(super) struct Killed {
     pub(super) pid: i32,
     pub(super) name: String,
+    /// golato's own (the sandbox's helper, shown by the kernel as `golato-sandbox` or `exe`):
+    /// killed too, but not named to the model or the person as the command's.
+    pub(super) internal: bool,
 }
 
 /// Kills (SIGKILL) every process carrying `mark`, sweeping again until none is left; returns
@@ -113,7 +116,15 @@ fn marked(needle: &str, own: i32) -> Vec<Killed> {
         if state == Some('Z') {
             continue;
         }
-        found.push(Killed { pid, name });
+        let internal = std::fs::read_link(dir.join("exe")).is_ok_and(|exe| {
+            exe.file_name()
+                .is_some_and(|file| file.to_string_lossy().starts_with("golato"))
+        });
+        found.push(Killed {
+            pid,
+            name,
+            internal,
+        });
     }
     found
 }
@@ -121,6 +132,7 @@ fn marked(needle: &str, own: i32) -> Vec<Killed> {
 /// How a result names what was killed: "3 processes: bash (120), sleep (121), sleep (130)".
 pub(super) fn describe(killed: &[Killed]) -> String {
     const SHOWN: usize = 20;
+    let killed: Vec<&Killed> = killed.iter().filter(|process| !process.internal).collect();
     let mut names: Vec<String> = killed
         .iter()
         .take(SHOWN)
