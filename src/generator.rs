@@ -313,11 +313,30 @@ impl Delta {
 
 /// An item of a generator's stream.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum StreamEvent {
     /// A fragment, as it arrives.
     Delta(Delta),
     /// The whole message; the stream ends after it.
     Done(AssistantMessage),
+    /// The request failed in a way worth trying again (no connection, HTTP 429 or 5xx), and
+    /// will be sent again after a wait: the agent reports it as
+    /// [`Event::Retry`](crate::agent::Event::Retry), so that a person sees why nothing comes.
+    Retrying(Retrying),
+}
+
+/// A request about to be sent again: which retry this is, of how many, after how long, and
+/// why the last attempt failed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Retrying {
+    /// This retry's number, from 1.
+    pub attempt: u32,
+    /// How many retries the policy allows.
+    pub retries: u32,
+    /// The wait before it, in milliseconds.
+    pub wait_ms: u64,
+    /// Why the attempt before it failed (`HTTP 503`, `connection refused`).
+    pub reason: String,
 }
 
 /// The stream a generator returns: deltas, then exactly one `Done`, or an error that ends it.

@@ -58,6 +58,10 @@ pub enum Event {
     /// made fit; a request the provider refused as too long is followed by this event and
     /// another `MessageStart` of the same turn.
     Compaction(CompactionEvent),
+    /// The turn's model request failed in a way worth trying again (no connection, HTTP 429 or
+    /// 5xx) and is sent again after a wait. Comes after the turn's `MessageStart`, before any of
+    /// the message's updates.
+    Retry(RetryEvent),
     /// The turn is over.
     TurnEnd(TurnEndEvent),
     /// The run is over; `Run::wait` returns its outcome.
@@ -178,6 +182,17 @@ pub struct UserMessageEvent {
     pub message: UserMessage,
     /// Steering or follow-up.
     pub delivery: Delivery,
+}
+
+/// A model request is sent again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RetryEvent {
+    /// The turn whose request failed.
+    pub turn: usize,
+    /// Which retry, of how many, after how long, and why.
+    #[serde(flatten)]
+    pub retrying: crate::generator::Retrying,
 }
 
 /// A run compacted its context.

@@ -29,7 +29,7 @@ use crate::message::{
 };
 
 use batch::{Batch, BatchCalls, Validated};
-use generation::{GeneratorDelta, GeneratorDone};
+use generation::{GeneratorDelta, GeneratorDone, GeneratorRetrying};
 
 /// What the run starts from.
 pub(crate) struct RunPlan {
@@ -397,6 +397,7 @@ fn unshare(messages: Arc<Vec<TranscriptMessage>>) -> Vec<TranscriptMessage> {
 
 traced_handlers!(RunActor {
     GeneratorDelta,
+    GeneratorRetrying,
     GeneratorDone,
     Validated,
     CallNotice,

@@ -222,18 +222,21 @@ impl Transport {
             url,
             headers,
             body,
+            attempt: 0,
         };
         futures::stream::unfold(state, step::<D>).boxed()
     }
 
+    /// Sends the request once (`attempt` retries were made before it): the response, or the
+    /// retry the policy allows after this failure, or the failure.
     async fn send(
         &self,
         url: &str,
         headers: &[(&'static str, String)],
         body: &[u8],
-    ) -> Result<reqwest::Response, Error> {
-        let mut attempt = 0;
-        loop {
+        attempt: u32,
+    ) -> Result<Sent, Error> {
+        {
             let mut request = self
                 .client
                 .post(url)
@@ -270,14 +273,19 @@ impl Transport {
                 Ok(response)
                     if response.status().as_u16() == 429 || response.status().is_server_error() =>
                 {
-                    Some(retry_after(response))
+                    Some((
+                        retry_after(response),
+                        format!("HTTP {}", response.status().as_u16()),
+                    ))
                 }
                 Ok(_) => None,
-                Err(error) if error.is_connect() || error.is_timeout() => Some(None),
+                Err(error) if error.is_connect() || error.is_timeout() => {
+                    Some((None, causes(error)))
+                }
                 Err(_) => None,
             };
             match (retry_after, attempt < self.retry.max_retries) {
-                (Some(hint), true) => {
+                (Some((hint, reason)), true) => {
                     let backoff = self
                         .retry
                         .initial_backoff
@@ -288,8 +296,12 @@ impl Transport {
                         wait_ms = wait.as_millis() as u64,
                         "retrying the provider request"
                     );
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
+                    Ok(Sent::Retry(super::Retrying {
+                        attempt: attempt + 1,
+                        retries: self.retry.max_retries,
+                        wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                        reason,
+                    }))
                 }
                 _ => {
                     let response = outcome.map_err(|error| Error::Http {
@@ -297,21 +309,28 @@ impl Transport {
                         source: Some(Box::new(error)),
                     })?;
                     if response.status().is_success() {
-                        return self.event_stream(response).await;
+                        return self.event_stream(response).await.map(Sent::Response);
                     }
                     let status = response.status().as_u16();
                     let (body, _) =
                         read_start(response, MAX_ERROR_BODY_BYTES, self.idle_timeout).await;
                     let text = String::from_utf8_lossy(&body);
-                    return Err(Error::Provider {
+                    Err(Error::Provider {
                         status: Some(status),
                         // A server may quote the key it refused (some do, in part or whole).
                         message: redact_secrets(provider_message(&text), headers),
-                    });
+                    })
                 }
             }
         }
     }
+}
+
+/// What one attempt at a request came to, short of a failure.
+enum Sent {
+    Response(reqwest::Response),
+    /// Try again after the wait it says.
+    Retry(super::Retrying),
 }
 
 impl Transport {
@@ -423,6 +442,17 @@ enum State<D> {
         url: String,
         headers: Vec<(&'static str, String)>,
         body: Vec<u8>,
+        /// Retries made so far.
+        attempt: u32,
+    },
+    /// Waiting `wait` before retry number `attempt`.
+    Waiting {
+        transport: Transport,
+        url: String,
+        headers: Vec<(&'static str, String)>,
+        body: Vec<u8>,
+        attempt: u32,
+        wait: Duration,
     },
     Streaming(Box<Streaming<D>>),
     /// The body ended: the last items, then nothing.
@@ -493,13 +523,42 @@ async fn step<D: WireDecoder>(
                 let item = items.pop_front()?;
                 return Some((Ok(item), State::Tail(items)));
             }
+            State::Waiting {
+                transport,
+                url,
+                headers,
+                body,
+                attempt,
+                wait,
+            } => {
+                tokio::time::sleep(wait).await;
+                State::Start {
+                    transport,
+                    url,
+                    headers,
+                    body,
+                    attempt,
+                }
+            }
             State::Start {
                 transport,
                 url,
                 headers,
                 body,
-            } => match transport.send(&url, &headers, &body).await {
-                Ok(response) => State::Streaming(Box::new(Streaming {
+                attempt,
+            } => match transport.send(&url, &headers, &body, attempt).await {
+                Ok(Sent::Retry(retrying)) => {
+                    let waiting = State::Waiting {
+                        transport,
+                        url,
+                        headers,
+                        body,
+                        attempt: retrying.attempt,
+                        wait: Duration::from_millis(retrying.wait_ms),
+                    };
+                    return Some((Ok(StreamEvent::Retrying(retrying)), waiting));
+                }
+                Ok(Sent::Response(response)) => State::Streaming(Box::new(Streaming {
                     body: response.bytes_stream().boxed(),
                     idle_timeout: transport.idle_timeout,
                     deadline: tokio::time::Instant::now() + transport.idle_timeout,

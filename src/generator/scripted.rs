@@ -375,6 +375,7 @@ mod tests {
             match item.unwrap() {
                 StreamEvent::Delta(delta) => deltas.push(delta),
                 StreamEvent::Done(message) => done = Some(message),
+                StreamEvent::Retrying(retrying) => panic!("a script never retries: {retrying:?}"),
             }
         }
         let call = |index: usize, id: &str, name: &str, arguments: &str| Delta::ToolCall {

@@ -120,6 +120,7 @@ async fn error_of(generator: &dyn Generator) -> generator::Error {
             match item {
                 Ok(StreamEvent::Delta(_)) => {}
                 Ok(StreamEvent::Done(message)) => panic!("a message came: {message:?}"),
+                Ok(_) => {}
                 Err(error) => return error,
             }
         }

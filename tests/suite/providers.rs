@@ -67,6 +67,7 @@ async fn collect_stream(
         match item? {
             StreamEvent::Delta(_) => deltas += 1,
             StreamEvent::Done(message) => return Ok((deltas, message)),
+            _ => {}
         }
     }
     panic!("the stream ended without a message")
@@ -145,6 +146,56 @@ async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
         .unwrap();
     assert_eq!(message.stop_reason, StopReason::Stop);
     assert_eq!(server.requests.lock().unwrap().len(), 3);
+}
+
+/// A retry is said as it happens, in the stream and as the run's event: which one, of how
+/// many, after how long, and why; before any of the answer.
+#[tokio::test]
+async fn each_retry_is_an_event_saying_why_and_how_long() {
+    let (url, _server) = serve(vec![
+        Reply::status(429, "slow down"),
+        Reply::status(503, "busy"),
+        Reply::ok(fixture("openai-chat/text-stop.sse"), 4),
+    ])
+    .await;
+    let client = OpenAiChat::new(url + "/v1", None)
+        .unwrap()
+        .with_retry(fast_retries());
+    let agent = golato::Agent::new(golato::agent::Config {
+        generator: Some(Arc::new(client)),
+        model: Model::new("m"),
+        ..Default::default()
+    })
+    .unwrap();
+    let run = agent.start(golato::agent::Input::from(UserMessage::new("hi")));
+    let mut events = Vec::new();
+    while let Some(event) = run.next_event().await {
+        events.push(event);
+    }
+    let retries: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            golato::agent::Event::Retry(retry) => Some(retry.retrying.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries.len(), 2, "{events:?}");
+    assert_eq!((retries[0].attempt, retries[0].retries), (1, 2));
+    assert_eq!(retries[0].reason, "HTTP 429");
+    assert_eq!(
+        (retries[1].attempt, retries[1].reason.as_str()),
+        (2, "HTTP 503")
+    );
+    assert!(retries.iter().all(|retry| retry.wait_ms <= 20));
+    let first_retry = events
+        .iter()
+        .position(|event| matches!(event, golato::agent::Event::Retry(_)))
+        .unwrap();
+    let first_update = events
+        .iter()
+        .position(|event| matches!(event, golato::agent::Event::MessageUpdate(_)))
+        .unwrap();
+    assert!(first_retry < first_update);
 }
 
 #[tokio::test]

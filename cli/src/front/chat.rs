@@ -256,6 +256,7 @@ impl Chat {
                     )]);
                 }
             }
+            Event::Retry(retry) => front.note(&crate::view::report::retrying(&retry.retrying)),
             Event::Compaction(compaction) => {
                 front.note(&format!(
                     "context compacted: {} summarized",

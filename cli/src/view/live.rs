@@ -415,6 +415,12 @@ impl View for Live {
             Event::UserMessage(message) => {
                 self.line(&format!("{DIM}> {}{DIM:#}", clip(&message.message.text())));
             }
+            Event::Retry(retry) => {
+                self.line(&format!(
+                    "{YELLOW}{}{YELLOW:#}",
+                    clip(&crate::view::report::retrying(&retry.retrying))
+                ));
+            }
             Event::Compaction(compaction) => {
                 let why = match compaction.reason {
                     golato::agent::compaction::CompactionReason::ContextTooLong => {

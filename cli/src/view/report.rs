@@ -165,3 +165,15 @@ fn one_line(text: &str) -> String {
         None => joined,
     }
 }
+
+/// A model request sent again, as a line for the person: `the request failed (HTTP 503);
+/// trying again (1 of 3) in 0.5 s`.
+pub(crate) fn retrying(retrying: &golato::generator::Retrying) -> String {
+    format!(
+        "the request failed ({}); trying again ({} of {}) in {:.1} s",
+        crate::view::shown::visible(&retrying.reason),
+        retrying.attempt,
+        retrying.retries,
+        retrying.wait_ms as f64 / 1000.0
+    )
+}

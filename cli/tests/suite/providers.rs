@@ -746,3 +746,41 @@ async fn a_refused_key_is_one_line_naming_the_variables_to_check() {
     assert!(error.contains("401"), "{error}");
     assert!(error.contains("OPENAI_API_KEY"), "{error}");
 }
+
+/// A failed request is retried out loud: each retry is a line (and a `retry` event in
+/// `--json`) saying why, which of how many, and after how long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_retry_is_said_with_why_and_when() {
+    let (url, _) = FakeProvider::start(Script::Queue(std::collections::VecDeque::from([
+        Reply::status(503, "busy"),
+        Reply::ok(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Back.\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n".to_vec(), 1),
+    ])))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = golato();
+    command
+        .args([
+            "run",
+            "--json",
+            "--ephemeral",
+            "--provider",
+            "openai",
+            "--base-url",
+        ])
+        .arg(format!("{url}/v1"))
+        .arg("-C")
+        .arg(dir.path())
+        .arg("hi")
+        .env("OPENAI_API_KEY", "sk-test");
+    let output = run(command).await;
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let lines = support::cli::json_lines(&output);
+    let retry = lines
+        .iter()
+        .find(|line| line["type"] == "retry")
+        .unwrap_or_else(|| panic!("no retry event: {lines:#?}"));
+    assert_eq!(retry["attempt"], 1);
+    assert_eq!(retry["retries"], 3);
+    assert_eq!(retry["reason"], "HTTP 503");
+    assert_eq!(retry["wait_ms"], 500);
+}

@@ -103,6 +103,11 @@ impl RunActor {
                             });
                         }
                     }
+                    Some(Ok(StreamEvent::Retrying(retrying))) => {
+                        if channel.wants_events() {
+                            mailbox.do_send(GeneratorRetrying { turn, retrying });
+                        }
+                    }
                     Some(Ok(StreamEvent::Done(message))) => {
                         let usage = &message.usage;
                         // Zero is "not reported" (Scripted, servers without usage).
@@ -384,6 +389,26 @@ impl Handler<GeneratorDelta> for RunActor {
                 deltas,
             })
         });
+    }
+}
+
+/// The generator is sending the turn's request again.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub(crate) struct GeneratorRetrying {
+    turn: usize,
+    retrying: generator::Retrying,
+}
+
+impl Handler<GeneratorRetrying> for RunActor {
+    type Result = ();
+
+    fn handle(&mut self, message: GeneratorRetrying, _: &mut Context<Self>) {
+        if self.ended || message.turn != self.turn {
+            return;
+        }
+        let GeneratorRetrying { turn, retrying } = message;
+        self.emit(|| Event::Retry(crate::agent::event::RetryEvent { turn, retrying }));
     }
 }
 
