@@ -55,9 +55,11 @@ class Model(http.server.BaseHTTPRequestHandler):
         if Model.scenario == "parallel" and not answered:
             command = "for i in $(seq 30); do echo line $i; sleep 0.1; done"
             # The first call's lines: a character of their own each, and when they were printed.
-            marks = " ".join(chr(0x5000 + i) for i in range(30))
-            first = ("for c in %s; do echo \"$c $(date +%%s.%%N)\" >> times.txt; "
-                     "echo \"line $c\"; sleep 0.1; done" % marks)
+            # U+5000 + i is E5 80 (80 + i) in UTF-8: made by printf, so that the command's
+            # own text (shown while it runs) holds none of the characters.
+            first = ("for i in $(seq 0 29); do b=$(printf %x $((0x80 + i))); "
+                     "printf \"\\xe5\\x80\\x$b %s\\n\" $(date +%s.%N) >> times.txt; "
+                     "printf \"line \\xe5\\x80\\x$b\\n\"; sleep 0.1; done")
             calls = [{"index": i, "id": "call_%d" % i, "type": "function",
                       "function": {"name": "bash", "arguments": json.dumps(
                           {"command": first if i == 0 else command})}}
