@@ -274,18 +274,31 @@ impl CallPolicy {
                     let source = at(entry.span().start);
                     let entry = entry.into_inner();
                     let matcher = entry.matcher.clone();
-                    for (command, timeout) in entry.commands(event, &source)? {
-                        let timeout = seconds(timeout, event, &source)?;
-                        self.hooks.push(CommandHook::new(
-                            event,
-                            matcher.as_deref(),
-                            &command,
-                            timeout,
-                            source.clone(),
-                        )?);
-                    }
+                    let commands = entry.commands(event, &source)?;
+                    self.add_hooks(event, matcher.as_deref(), commands, &source)?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Adds a hook of `event` for each of `commands` (with its timeout in seconds).
+    fn add_hooks(
+        &mut self,
+        event: HookEvent,
+        matcher: Option<&str>,
+        commands: Vec<(String, Option<f64>)>,
+        source: &Source,
+    ) -> Result<(), Error> {
+        for (command, timeout) in commands {
+            let timeout = seconds(timeout, event, source)?;
+            self.hooks.push(CommandHook::new(
+                event,
+                matcher,
+                &command,
+                timeout,
+                source.clone(),
+            )?);
         }
         Ok(())
     }

@@ -16,6 +16,7 @@ mod highlight;
 mod keys;
 mod markdown;
 mod mention;
+mod outbox;
 mod question;
 mod screen;
 mod shell;
@@ -57,15 +58,25 @@ const HISTORY_KEPT: usize = 1000;
 
 type Screen = Terminal<screen::Steady>;
 
+/// How long a terminal may take to read what was written before it counts as stuck (and
+/// nothing more is written to it directly, which could block).
+const STUCK: Duration = Duration::from_millis(500);
+
 /// Puts the terminal back as it was, however the front end ends.
-struct Restore;
+struct Restore(Option<outbox::Outbox>);
 
 impl Drop for Restore {
     fn drop(&mut self) {
         use ratatui::crossterm::{event::DisableBracketedPaste, execute, terminal};
-        let _ = execute!(std::io::stdout(), DisableBracketedPaste);
+        // Not a blocking write to a terminal that stopped reading: golato must be able to end.
+        let reads = self.0.as_ref().is_none_or(|outbox| outbox.drain(STUCK));
+        if reads {
+            let _ = execute!(std::io::stdout(), DisableBracketedPaste);
+        }
         let _ = terminal::disable_raw_mode();
-        let _ = writeln!(std::io::stdout());
+        if reads {
+            let _ = writeln!(std::io::stdout());
+        }
     }
 }
 
@@ -363,11 +374,13 @@ fn remember(path: Option<&std::path::Path>, text: &str) {
 fn open_screen() -> std::io::Result<(Screen, Restore)> {
     use ratatui::crossterm::{event::EnableBracketedPaste, execute, terminal};
     terminal::enable_raw_mode()?;
-    let restore = Restore;
+    let mut restore = Restore(None);
     execute!(std::io::stdout(), EnableBracketedPaste)?;
     let size = terminal::size()?;
+    let outbox = outbox::Outbox::start()?;
+    restore.0 = Some(outbox.clone());
     let screen = Terminal::with_options(
-        screen::Steady::new(ratatui::layout::Size::new(size.0, size.1)),
+        screen::Steady::new(ratatui::layout::Size::new(size.0, size.1), outbox),
         TerminalOptions {
             viewport: Viewport::Inline(VIEWPORT_ROWS),
         },
@@ -442,6 +455,9 @@ pub(crate) async fn open(
         .checked_sub(FRAME)
         .unwrap_or_else(Instant::now);
     loop {
+        if front.screen.backend().outbox().take_lost() {
+            front.note("the terminal stopped reading for a while: some of what happened was not shown (the session has it; Ctrl-L draws the input again)");
+        }
         let owed = drawn_at.elapsed() < FRAME;
         if !owed {
             front.draw();
@@ -514,11 +530,15 @@ pub(crate) async fn open(
         shell.stop();
         let _ = shell::Shell::finished(&mut front.shell).await;
     }
-    // The live area goes: the shell's prompt comes where the input was, nothing of it left.
-    front.clear();
+    // The live area goes: the shell's prompt comes where the input was, nothing of it left
+    // (unless the terminal stopped reading: then nothing more is written to it).
+    let reads = front.screen.backend().outbox().drain(STUCK);
+    if reads {
+        front.clear();
+    }
     drop(front);
     drop(_restore);
-    if let Some(saving) = &chat.conversation.saving {
+    if let (Some(saving), true) = (&chat.conversation.saving, reads) {
         eprintln!(
             "golato: session {} saved; `golato -c` goes on with it here (or `golato resume {}`)",
             saving.id(),

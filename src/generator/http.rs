@@ -280,7 +280,10 @@ impl Transport {
                 }
                 Ok(_) => None,
                 Err(error) if error.is_connect() || error.is_timeout() => {
-                    Some((None, causes(error)))
+                    // The innermost cause says it: "Connection refused (os error 111)".
+                    let causes = causes(error);
+                    let last = causes.rsplit(": ").next().unwrap_or(&causes).to_owned();
+                    Some((None, last))
                 }
                 Err(_) => None,
             };

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{seconds, CallPolicy, CommandHook, Decision, Error, HookEntry, HookEvent, Source};
+use super::{CallPolicy, Decision, Error, HookEntry, HookEvent, Source};
 
 #[derive(Debug, Default, Deserialize)]
 struct Settings {
@@ -139,18 +139,7 @@ impl CallPolicy {
                 };
                 let matcher = entry.matcher.clone();
                 match entry.commands(event, &source) {
-                    Ok(commands) => {
-                        for (command, timeout) in commands {
-                            let timeout = seconds(timeout, event, &source)?;
-                            self.hooks.push(CommandHook::new(
-                                event,
-                                matcher.as_deref(),
-                                &command,
-                                timeout,
-                                source.clone(),
-                            )?);
-                        }
-                    }
+                    Ok(commands) => self.add_hooks(event, matcher.as_deref(), commands, &source)?,
                     Err(error) => left_out.push(format!("a {event_name} hook ({error})")),
                 }
             }

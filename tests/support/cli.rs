@@ -122,6 +122,8 @@ pub struct Terminal {
     pub child: std::process::Child,
     /// The size (rows, columns) now: `answer` sees it change with `resize`.
     size: std::sync::Arc<std::sync::Mutex<(u16, u16)>>,
+    /// Set: the terminal reads nothing (a stalled connection), until cleared.
+    paused: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A pseudo terminal of 30 rows and 120 columns: the master side, and the path of the side the
@@ -198,10 +200,19 @@ impl Terminal {
         let (sender, screen) = std::sync::mpsc::channel();
         let size = std::sync::Arc::new(std::sync::Mutex::new((rows, columns)));
         let size_now = size.clone();
+        let paused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let paused_now = paused.clone();
         std::thread::spawn(move || {
             let mut buffer = [0u8; 4096];
             // Reading fails (EIO) once the program and its children closed the terminal.
-            while let Ok(count) = reader.read(&mut buffer) {
+            loop {
+                if paused_now.load(std::sync::atomic::Ordering::Acquire) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    continue;
+                }
+                let Ok(count) = reader.read(&mut buffer) else {
+                    break;
+                };
                 if count == 0 {
                     break;
                 }
@@ -220,7 +231,20 @@ impl Terminal {
             drawn: Vec::new(),
             child,
             size,
+            paused,
         }
+    }
+
+    /// The master side of the terminal (its unread bytes, its size).
+    pub fn master(&self) -> &std::fs::File {
+        &self.master
+    }
+
+    /// Stops reading what the program writes (`true`), as a stalled terminal does, or reads
+    /// again (`false`).
+    pub fn pause(&self, paused: bool) {
+        self.paused
+            .store(paused, std::sync::atomic::Ordering::Release);
     }
 
     /// Makes the terminal `rows` × `columns`, as a person dragging its window does: the new

@@ -20,18 +20,27 @@ impl Front {
     /// reader is free then to hear where the cursor is.
     pub(crate) fn follow_resize(&mut self, size: ratatui::layout::Size) {
         use ratatui::crossterm::{cursor, execute, terminal};
+        let outbox = self.screen.backend().outbox().clone();
+        // The question below is written straight to the terminal: after what is queued, and
+        // not to a terminal that stopped reading.
+        if !outbox.drain(super::STUCK) {
+            return;
+        }
         let Ok((_, row)) = cursor::position() else {
             tracing::debug!("the terminal did not say where its cursor is after a resize");
             return;
         };
         let top = row.saturating_sub(self.cursor_row);
         let _ = execute!(
-            std::io::stdout(),
+            outbox.clone(),
             cursor::MoveTo(0, top),
             terminal::Clear(terminal::ClearType::FromCursorDown)
         );
+        if !outbox.drain(super::STUCK) {
+            return;
+        }
         match Terminal::with_options(
-            super::screen::Steady::new(size),
+            super::screen::Steady::new(size, outbox),
             TerminalOptions {
                 viewport: Viewport::Inline(VIEWPORT_ROWS),
             },

@@ -269,7 +269,9 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
         }
         // Ctrl-L: the live area drawn again from nothing (after something else wrote on it).
         KeyCode::Char('l') if control => {
-            let _ = front.screen.clear();
+            if front.screen.backend().outbox().drain(STUCK) {
+                let _ = front.screen.clear();
+            }
         }
         KeyCode::Char('o') if control => match front.reasoning.clone() {
             Some(reasoning) => {

@@ -9,25 +9,33 @@
 //! the size ratatui sees is the one the front end last placed its live area at
 //! (`Front::follow_resize`, run on the resize event, when the reader is free).
 
-use std::io::Stdout;
-
 use ratatui::backend::{Backend, ClearType, CrosstermBackend, WindowSize};
 use ratatui::buffer::Cell;
 use ratatui::layout::{Position, Size};
 
-/// Crossterm's backend on standard output, reporting the size it was given.
+use super::outbox::Outbox;
+
+/// Crossterm's backend writing through the [`Outbox`] (never blocking on the terminal),
+/// reporting the size it was given.
 pub(crate) struct Steady {
-    inner: CrosstermBackend<Stdout>,
+    inner: CrosstermBackend<Outbox>,
+    outbox: Outbox,
     size: Size,
 }
 
 impl Steady {
-    /// A backend that says the terminal is `size`.
-    pub(crate) fn new(size: Size) -> Steady {
+    /// A backend that says the terminal is `size`, writing through `outbox`.
+    pub(crate) fn new(size: Size, outbox: Outbox) -> Steady {
         Steady {
-            inner: CrosstermBackend::new(std::io::stdout()),
+            inner: CrosstermBackend::new(outbox.clone()),
+            outbox,
             size,
         }
+    }
+
+    /// Where it writes.
+    pub(crate) fn outbox(&self) -> &Outbox {
+        &self.outbox
     }
 }
 

@@ -390,6 +390,53 @@ fn model_alone_picks_among_the_providers_known_models() {
     leave(terminal, size);
 }
 
+/// A terminal that stops reading (a stalled connection) must not hold golato: its writes go
+/// through a thread of their own, so SIGTERM is still handled and golato ends.
+#[test]
+fn a_terminal_that_stops_reading_does_not_keep_golato_from_ending() {
+    let size = SIZES[1];
+    let dir = tempfile::tempdir().unwrap();
+    // Far more than a terminal buffers (64 KiB): 4,000 short paragraphs, each its own block.
+    let long: String = (0..4_000)
+        .map(|n| format!("paragraph {n} of an answer nobody reads\n\n"))
+        .collect();
+    let script = script_file(dir.path(), "script.jsonl", &[json!({ "text": long })]);
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+    terminal.pause(true);
+    terminal.type_raw("go\r");
+    // The terminal's buffer fills (a pty's holds 4 KiB unread): the answer's 150 KiB cannot
+    // all be written.
+    let started = std::time::Instant::now();
+    loop {
+        let unread = rustix::io::ioctl_fionread(terminal.master()).unwrap();
+        if unread >= 4000 {
+            break;
+        }
+        assert!(
+            started.elapsed() < support::HANG_GUARD,
+            "golato wrote {unread} bytes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = rustix::process::Pid::from_raw(terminal.child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let started = std::time::Instant::now();
+    let ended = loop {
+        if let Some(status) = terminal.child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > support::HANG_GUARD {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    terminal.pause(false);
+    assert!(
+        ended.is_some(),
+        "golato never ended: a write to the stalled terminal held it"
+    );
+}
+
 #[test]
 fn slash_commands_are_the_front_ends_own_and_never_reach_the_model() {
     let size = (24, 80);

@@ -145,7 +145,17 @@ async fn an_unreachable_provider_is_exit_1_with_one_line_saying_what_to_check() 
     // No answer on standard output; on standard error the error, then the summary counting it.
     assert_eq!(stdout(&output), "");
     let stderr = String::from_utf8(output.stderr).unwrap();
-    let lines: Vec<&str> = stderr.lines().filter(|line| !is_header(line)).collect();
+    // Each retry is said (3 by default), then the error and the summary.
+    let retries: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("trying again ("))
+        .collect();
+    assert_eq!(retries.len(), 3, "{stderr}");
+    assert!(retries[2].contains("(3 of 3) in 2.0 s"), "{stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| !is_header(line) && !line.contains("trying again ("))
+        .collect();
     assert_eq!(lines.len(), 2, "{stderr}");
     assert!(lines[0].starts_with("golato: "), "{stderr}");
     assert!(lines[0].contains("check the base URL"), "{stderr}");
