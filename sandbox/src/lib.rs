@@ -58,6 +58,7 @@ mod files;
 mod guard;
 #[cfg(target_os = "linux")]
 mod helper;
+pub mod network;
 mod prepare;
 
 use std::path::{Component, Path, PathBuf};

@@ -1,0 +1,528 @@
+//! Network by domain: which hosts a sandboxed command may reach through golato's proxy, and
+//! the judgement the proxy makes of each request: the host it was asked for (a CONNECT's, a
+//! SOCKS name, a plain request's `Host`) before anything is resolved, the address the name
+//! resolved to (so that a name pointed at a private address, or rebound to one, is refused),
+//! and, in `read` mode, the method.
+//!
+//! This is the proxy's policy alone (issue 45, the first part): the proxy that applies it and
+//! the namespace that leaves the proxy as the only way out come next.
+//!
+//! ```
+//! use golato_sandbox::network::{Methods, NetworkPolicy};
+//!
+//! let policy = NetworkPolicy::new(&["@crates", "*.example.com"], &["bad.example.com"], Methods::All)?;
+//! assert!(policy.judge_host("index.crates.io", 443).is_ok());
+//! assert!(policy.judge_host("docs.example.com", 443).is_ok());
+//! let refused = policy.judge_host("bad.example.com", 443).unwrap_err();
+//! assert_eq!(refused.to_string(), "golato: bad.example.com is denied (--deny-domain bad.example.com)");
+//! assert!(policy.judge_host("example.org", 443).is_err());
+//! # Ok::<(), golato_sandbox::network::PatternError>(())
+//! ```
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The hosts each preset allows (`--allow-domain @crates`): those the tool contacts to fetch.
+pub const PRESETS: &[(&str, &[&str])] = &[
+    (
+        "crates",
+        &["crates.io", "index.crates.io", "static.crates.io"],
+    ),
+    ("npm", &["registry.npmjs.org", "registry.yarnpkg.com"]),
+    ("pypi", &["pypi.org", "files.pythonhosted.org"]),
+    (
+        "go",
+        &[
+            "proxy.golang.org",
+            "sum.golang.org",
+            "storage.googleapis.com",
+        ],
+    ),
+    (
+        "github",
+        &[
+            "github.com",
+            "api.github.com",
+            "codeload.github.com",
+            "objects.githubusercontent.com",
+            "raw.githubusercontent.com",
+        ],
+    ),
+];
+
+/// Which methods a plain HTTP request may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Methods {
+    /// Any.
+    #[default]
+    All,
+    /// `GET`, `HEAD` and `OPTIONS` only: reading, never sending.
+    Read,
+}
+
+/// A pattern that is not one: what was given, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{pattern:?} is not a domain pattern: {why}; give a host (example.com), *.example.com, host:port, an address, or a preset (@crates, @npm, @pypi, @go, @github)")]
+pub struct PatternError {
+    /// The pattern as given.
+    pub pattern: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+/// A request the policy refuses, and why: its text is what the proxy answers (a 403's body)
+/// and what the call's result tells the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The host asked for.
+    pub host: String,
+    /// Why it is refused.
+    pub why: Why,
+}
+
+/// Why a request is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    /// No allow pattern matches the host.
+    NotAllowed,
+    /// A deny pattern matches it.
+    Denied,
+    /// The name resolved to a loopback, private, link-local (the cloud metadata address
+    /// among them) or otherwise local address, which only a pattern naming it exactly allows.
+    LocalAddress(IpAddr),
+    /// `read` mode and a method that sends.
+    Method(String),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let host = &self.host;
+        match &self.why {
+            Why::NotAllowed => write!(f, "golato: {host} is not allowed; --allow-domain {host}"),
+            Why::Denied => write!(f, "golato: {host} is denied (--deny-domain {host})"),
+            Why::LocalAddress(address) => write!(
+                f,
+                "golato: {host} resolves to {address}, a local address; only --allow-domain {host} (the exact name) allows it"
+            ),
+            Why::Method(method) => write!(
+                f,
+                "golato: {method} to {host} is refused: the network is read-only (methods = \"read\")"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// A host, or every host under a domain, and the port when one is named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pattern {
+    host: String,
+    /// `*.example.com`: the hosts under it (not example.com itself).
+    under: bool,
+    port: Option<u16>,
+}
+
+impl Pattern {
+    fn parse(text: &str) -> Result<Pattern, PatternError> {
+        let invalid = |why: &str| PatternError {
+            pattern: text.to_owned(),
+            why: why.to_owned(),
+        };
+        let trimmed = text.trim();
+        // An IPv6 address: in brackets when a port follows.
+        let (host, port) = match trimmed.strip_prefix('[') {
+            Some(rest) => {
+                let (address, after) = rest
+                    .split_once(']')
+                    .ok_or_else(|| invalid("no closing ]"))?;
+                let port = match after.strip_prefix(':') {
+                    Some(port) => Some(port),
+                    None if after.is_empty() => None,
+                    None => return Err(invalid("text after the ]")),
+                };
+                (address, port)
+            }
+            None if trimmed.matches(':').count() > 1 => (trimmed, None),
+            None => match trimmed.rsplit_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (trimmed, None),
+            },
+        };
+        let port = port
+            .map(|port| {
+                port.parse::<u16>()
+                    .map_err(|_| invalid("the port is not a number from 0 to 65535"))
+            })
+            .transpose()?;
+        let (under, host) = match host.strip_prefix("*.") {
+            Some(rest) => (true, rest),
+            None => (false, host),
+        };
+        let host = normal(host).ok_or_else(|| {
+            invalid("a host is letters, digits, '-' and '.' (an internationalised name in its xn-- form), or an address")
+        })?;
+        if host.contains('*') {
+            return Err(invalid("'*' stands only first, as *.example.com"));
+        }
+        Ok(Pattern { host, under, port })
+    }
+
+    fn matches(&self, host: &str, port: u16) -> bool {
+        if self.port.is_some_and(|wanted| wanted != port) {
+            return false;
+        }
+        match self.under {
+            true => host
+                .strip_suffix(self.host.as_str())
+                .is_some_and(|before| before.ends_with('.') && before.len() > 1),
+            false => host == self.host,
+        }
+    }
+}
+
+/// A host name or address as patterns compare it: lower case, no trailing dot; `None` when it
+/// is neither a name nor an address.
+fn normal(host: &str) -> Option<String> {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if host.is_empty() || host.len() > 253 {
+        return None;
+    }
+    if host.parse::<IpAddr>().is_ok() {
+        return Some(host);
+    }
+    let plain = host.split('.').all(|label| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '*')
+    });
+    plain.then_some(host)
+}
+
+/// What a sandboxed command may reach: hosts allowed, hosts denied (deny wins), and which
+/// methods plain HTTP may use.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NetworkPolicy {
+    allow: Vec<Pattern>,
+    deny: Vec<Pattern>,
+    methods: Methods,
+}
+
+impl NetworkPolicy {
+    /// The policy of `allow` and `deny` patterns (a host, `*.example.com`, `host:port`, an
+    /// address, `[v6]:port`, or a preset `@crates`, `@npm`, `@pypi`, `@go`, `@github`).
+    ///
+    /// # Errors
+    /// A pattern that is none, or an unknown preset, named.
+    pub fn new(
+        allow: &[&str],
+        deny: &[&str],
+        methods: Methods,
+    ) -> Result<NetworkPolicy, PatternError> {
+        Ok(NetworkPolicy {
+            allow: patterns(allow)?,
+            deny: patterns(deny)?,
+            methods,
+        })
+    }
+
+    /// Whether a request for `host` on `port` may go on, before anything is resolved.
+    ///
+    /// # Errors
+    /// The [`Refusal`]: denied, or not allowed.
+    pub fn judge_host(&self, host: &str, port: u16) -> Result<(), Refusal> {
+        let refuse = |why| Refusal {
+            host: host.to_owned(),
+            why,
+        };
+        let Some(host) = normal(host) else {
+            return Err(refuse(Why::NotAllowed));
+        };
+        if self.deny.iter().any(|pattern| pattern.matches(&host, port)) {
+            return Err(refuse(Why::Denied));
+        }
+        match self
+            .allow
+            .iter()
+            .any(|pattern| pattern.matches(&host, port))
+        {
+            true => Ok(()),
+            false => Err(refuse(Why::NotAllowed)),
+        }
+    }
+
+    /// Whether `host` may be reached at `address`, the address it resolved to (checked again
+    /// for every address connected to, so that a name rebound to a local address is refused):
+    /// a local address only when an allow pattern names the host, or the address, exactly.
+    ///
+    /// # Errors
+    /// The [`Refusal`] naming the address.
+    pub fn judge_address(&self, host: &str, address: IpAddr) -> Result<(), Refusal> {
+        if !is_local(address) {
+            return Ok(());
+        }
+        let named = normal(host);
+        let exactly = |pattern: &Pattern| {
+            !pattern.under
+                && (Some(&pattern.host) == named.as_ref()
+                    || pattern
+                        .host
+                        .parse::<IpAddr>()
+                        .is_ok_and(|named| same(named, address)))
+        };
+        match self.allow.iter().any(exactly) {
+            true => Ok(()),
+            false => Err(Refusal {
+                host: host.to_owned(),
+                why: Why::LocalAddress(address),
+            }),
+        }
+    }
+
+    /// Whether a plain HTTP request may use `method` (`read` mode allows GET, HEAD, OPTIONS).
+    ///
+    /// # Errors
+    /// The [`Refusal`] naming the method.
+    pub fn judge_method(&self, host: &str, method: &str) -> Result<(), Refusal> {
+        let reading = matches!(method, "GET" | "HEAD" | "OPTIONS");
+        match (self.methods, reading) {
+            (Methods::All, _) | (Methods::Read, true) => Ok(()),
+            (Methods::Read, false) => Err(Refusal {
+                host: host.to_owned(),
+                why: Why::Method(method.to_owned()),
+            }),
+        }
+    }
+}
+
+fn patterns(texts: &[&str]) -> Result<Vec<Pattern>, PatternError> {
+    let mut patterns = Vec::new();
+    for text in texts {
+        match text.trim().strip_prefix('@') {
+            Some(name) => {
+                let (_, hosts) = PRESETS
+                    .iter()
+                    .find(|(preset, _)| *preset == name)
+                    .ok_or_else(|| PatternError {
+                        pattern: (*text).to_owned(),
+                        why: format!(
+                            "no preset is named {name}; the presets are {}",
+                            PRESETS
+                                .iter()
+                                .map(|(preset, _)| *preset)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    })?;
+                for host in *hosts {
+                    patterns.push(Pattern::parse(host)?);
+                }
+            }
+            None => patterns.push(Pattern::parse(text)?),
+        }
+    }
+    Ok(patterns)
+}
+
+/// Two addresses that are one (an IPv4 address and its IPv6-mapped form).
+fn same(a: IpAddr, b: IpAddr) -> bool {
+    canonical(a) == canonical(b)
+}
+
+fn canonical(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Whether `address` is not on the public internet: loopback, private, link-local (the
+/// cloud metadata address 169.254.169.254 among them), shared (100.64/10), unspecified,
+/// broadcast, multicast, documentation and benchmark ranges, IPv6 unique-local and site-local.
+pub fn is_local(address: IpAddr) -> bool {
+    match canonical(address) {
+        IpAddr::V4(v4) => is_local_v4(v4),
+        IpAddr::V6(v6) => is_local_v6(v6),
+    }
+}
+
+fn is_local_v4(v4: Ipv4Addr) -> bool {
+    let [a, b, c, _] = v4.octets();
+    v4.is_loopback()
+        || v4.is_private()
+        || v4.is_link_local()
+        || v4.is_unspecified()
+        || v4.is_broadcast()
+        || v4.is_multicast()
+        || v4.is_documentation()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 198 && (b == 18 || b == 19))
+        || (a == 192 && b == 0 && c == 0)
+        || a >= 240
+}
+
+fn is_local_v6(v6: Ipv6Addr) -> bool {
+    let first = v6.segments()[0];
+    v6.is_loopback()
+        || v6.is_unspecified()
+        || v6.is_multicast()
+        || (first & 0xfe00) == 0xfc00
+        || (first & 0xffc0) == 0xfe80
+        || (first & 0xffc0) == 0xfec0
+        || first == 0x2001 && v6.segments()[1] == 0x0db8
+        || v6
+            .to_ipv4()
+            .is_some_and(|v4| v6.segments()[..6] == [0; 6] && is_local_v4(v4))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn address(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn patterns_match_hosts_ports_and_subdomains_and_deny_wins() {
+        let policy = NetworkPolicy::new(
+            &["example.com", "*.example.org", "api.test:8443", "@npm"],
+            &["evil.example.org"],
+            Methods::All,
+        )
+        .unwrap();
+        assert!(policy.judge_host("example.com", 443).is_ok());
+        assert!(
+            policy.judge_host("EXAMPLE.com.", 80).is_ok(),
+            "case and trailing dot"
+        );
+        assert!(
+            policy.judge_host("sub.example.com", 443).is_err(),
+            "exact only"
+        );
+        assert!(policy.judge_host("a.b.example.org", 443).is_ok());
+        assert!(
+            policy.judge_host("example.org", 443).is_err(),
+            "*. is under, not itself"
+        );
+        assert!(policy.judge_host("notexample.org", 443).is_err());
+        assert_eq!(
+            policy.judge_host("evil.example.org", 443).unwrap_err().why,
+            Why::Denied
+        );
+        assert!(policy.judge_host("api.test", 8443).is_ok());
+        assert!(policy.judge_host("api.test", 443).is_err(), "another port");
+        assert!(policy.judge_host("registry.npmjs.org", 443).is_ok());
+        assert_eq!(
+            policy
+                .judge_host("example.net", 443)
+                .unwrap_err()
+                .to_string(),
+            "golato: example.net is not allowed; --allow-domain example.net"
+        );
+        assert!(policy.judge_host("", 443).is_err());
+        assert!(policy.judge_host("ex ample.com", 443).is_err());
+    }
+
+    #[test]
+    fn bad_patterns_and_unknown_presets_are_named() {
+        for bad in [
+            "",
+            "exa mple.com",
+            "a.*.com",
+            "host:99999",
+            "@nope",
+            "[::1",
+            "ü.com",
+        ] {
+            let error = NetworkPolicy::new(&[bad], &[], Methods::All).unwrap_err();
+            assert_eq!(error.pattern, bad, "{error}");
+        }
+        assert!(NetworkPolicy::new(
+            &["[::1]:8080", "10.0.0.5", "xn--bcher-kva.example"],
+            &[],
+            Methods::All
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_name_resolving_to_a_local_address_needs_a_pattern_naming_it_exactly() {
+        let policy = NetworkPolicy::new(
+            &["*.example.com", "intranet.test", "10.1.2.3"],
+            &[],
+            Methods::All,
+        )
+        .unwrap();
+        for local in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+        ] {
+            let refused = policy
+                .judge_address("api.example.com", address(local))
+                .unwrap_err();
+            assert_eq!(refused.why, Why::LocalAddress(address(local)), "{local}");
+        }
+        for public in [
+            "93.184.216.34",
+            "2606:2800:220:1:248:1893:25c8:1946",
+            "1.1.1.1",
+        ] {
+            assert!(
+                policy
+                    .judge_address("api.example.com", address(public))
+                    .is_ok(),
+                "{public}"
+            );
+        }
+        // Named exactly: a host, or the address itself.
+        assert!(policy
+            .judge_address("intranet.test", address("10.9.9.9"))
+            .is_ok());
+        assert!(policy
+            .judge_address("anything.example.com", address("10.1.2.3"))
+            .is_ok());
+        assert!(policy
+            .judge_address("x", address("::ffff:10.1.2.3"))
+            .is_ok());
+        assert!(policy
+            .judge_address("api.example.com", address("169.254.169.254"))
+            .unwrap_err()
+            .to_string()
+            .contains("a local address"));
+    }
+
+    #[test]
+    fn read_mode_refuses_methods_that_send() {
+        let policy = NetworkPolicy::new(&["example.com"], &[], Methods::Read).unwrap();
+        for method in ["GET", "HEAD", "OPTIONS"] {
+            assert!(policy.judge_method("example.com", method).is_ok());
+        }
+        for method in ["POST", "PUT", "DELETE", "PATCH", "CONNECT"] {
+            assert!(
+                policy.judge_method("example.com", method).is_err(),
+                "{method}"
+            );
+        }
+        let all = NetworkPolicy::new(&["example.com"], &[], Methods::All).unwrap();
+        assert!(all.judge_method("example.com", "POST").is_ok());
+    }
+}
