@@ -106,6 +106,7 @@ pub mod name;
 #[cfg(feature = "observe")]
 pub mod observe;
 pub mod policy;
+pub mod proxy;
 pub mod subagent;
 /// What the built-in tools may touch: the [`golato-sandbox`](golato_sandbox) crate, re-exported.
 #[doc(inline)]

@@ -23,6 +23,7 @@ mod suite {
     mod llmock;
     mod properties;
     mod providers;
+    mod proxy;
     mod resume;
     mod search_properties;
     mod setup;

@@ -1,0 +1,213 @@
+//! golato's network proxy for sandboxed commands (issue 45, in progress): it opens HTTP
+//! `CONNECT` tunnels to the hosts a [`NetworkPolicy`] allows and answers every other request
+//! with `403` and a body naming the host and the flag that would allow it.
+//!
+//! Each tunnel is judged twice: the host asked for, before anything is resolved; then every
+//! address it resolved to, before connecting (a name pointed or rebound at a local address is
+//! refused unless a pattern names it exactly). The proxy resolves names itself, so a command
+//! behind it needs no DNS. It does not terminate TLS. Not yet: SOCKS5, plain HTTP forwarding,
+//! the sandbox's namespace bridge, the flags (see the issue).
+//!
+//! ```no_run
+//! # async fn example() -> std::io::Result<()> {
+//! use std::sync::Arc;
+//! use golato::proxy::{Proxy, SystemResolver};
+//! use golato::sandbox::network::{Methods, NetworkPolicy};
+//!
+//! let policy = NetworkPolicy::new(&["@crates"], &[], Methods::All).expect("a valid pattern");
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let cancel = tokio_util::sync::CancellationToken::new();
+//! tokio::spawn(Proxy::new(policy, Arc::new(SystemResolver)).serve(listener, cancel.clone()));
+//! # Ok(()) }
+//! ```
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use golato_sandbox::network::{NetworkPolicy, Refusal};
+use http_body_util::Full;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// How the proxy turns a name into addresses (a seam: tests resolve their own names to their
+/// own loopback servers).
+pub trait Resolve: Send + Sync + 'static {
+    /// The addresses of `host` on `port`.
+    fn resolve(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> BoxFuture<'static, std::io::Result<Vec<SocketAddr>>>;
+}
+
+/// The system's resolver (`getaddrinfo`, through tokio).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemResolver;
+
+impl Resolve for SystemResolver {
+    fn resolve(
+        &self,
+        host: &str,
+        port: u16,
+    ) -> BoxFuture<'static, std::io::Result<Vec<SocketAddr>>> {
+        let target = format!("{host}:{port}");
+        Box::pin(async move { Ok(tokio::net::lookup_host(target).await?.collect()) })
+    }
+}
+
+/// The proxy: a policy and a resolver.
+#[derive(Clone)]
+pub struct Proxy {
+    policy: Arc<NetworkPolicy>,
+    resolver: Arc<dyn Resolve>,
+}
+
+impl std::fmt::Debug for Proxy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proxy")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The header a refusal carries, for a client to tell golato's refusals from a server's.
+pub const REFUSAL_HEADER: &str = "x-golato-refused";
+
+impl Proxy {
+    /// A proxy applying `policy`, resolving with `resolver`.
+    pub fn new(policy: NetworkPolicy, resolver: Arc<dyn Resolve>) -> Proxy {
+        Proxy {
+            policy: Arc::new(policy),
+            resolver,
+        }
+    }
+
+    /// Serves the connections `listener` accepts until `cancel`; the tunnels open then are
+    /// closed too.
+    pub async fn serve(self, listener: TcpListener, cancel: CancellationToken) {
+        loop {
+            let accepted = tokio::select! {
+                () = cancel.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((stream, _)) = accepted else {
+                continue;
+            };
+            let proxy = self.clone();
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let proxy = proxy.clone();
+                    let cancel = cancel.clone();
+                    async move { Ok::<_, std::convert::Infallible>(proxy.handle(request, cancel).await) }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .with_upgrades();
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, "a proxy connection ended with an error");
+                }
+            });
+        }
+    }
+
+    async fn handle(
+        &self,
+        request: Request<hyper::body::Incoming>,
+        cancel: CancellationToken,
+    ) -> Response<Full<Bytes>> {
+        if request.method() != Method::CONNECT {
+            return text(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "golato: this proxy opens tunnels (CONNECT) only".to_owned(),
+                false,
+            );
+        }
+        let Some(authority) = request.uri().authority().cloned() else {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "golato: CONNECT needs host:port".to_owned(),
+                false,
+            );
+        };
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = authority.port_u16().unwrap_or(443);
+        let upstream = match self.open(&host, port).await {
+            Ok(upstream) => upstream,
+            Err(Opened::Refused(refusal)) => {
+                tracing::debug!(%refusal, "a tunnel was refused");
+                return text(StatusCode::FORBIDDEN, refusal.to_string(), true);
+            }
+            Err(Opened::Failed(why)) => {
+                return text(
+                    StatusCode::BAD_GATEWAY,
+                    format!("golato: {host}: {why}"),
+                    false,
+                )
+            }
+        };
+        tokio::spawn(async move {
+            let upgraded = match hyper::upgrade::on(request).await {
+                Ok(upgraded) => upgraded,
+                Err(error) => {
+                    tracing::debug!(%error, "a tunnel's client went away before it opened");
+                    return;
+                }
+            };
+            let mut client = TokioIo::new(upgraded);
+            let mut upstream = upstream;
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+            }
+        });
+        Response::new(Full::new(Bytes::new()))
+    }
+
+    /// The connection to `host`, judged before and after it is resolved.
+    async fn open(&self, host: &str, port: u16) -> Result<TcpStream, Opened> {
+        self.policy
+            .judge_host(host, port)
+            .map_err(Opened::Refused)?;
+        let addresses = self
+            .resolver
+            .resolve(host, port)
+            .await
+            .map_err(|error| Opened::Failed(format!("it does not resolve ({error})")))?;
+        let mut last = String::from("it resolves to no address");
+        for address in addresses {
+            self.policy
+                .judge_address(host, address.ip())
+                .map_err(Opened::Refused)?;
+            match TcpStream::connect(address).await {
+                Ok(stream) => return Ok(stream),
+                Err(error) => last = format!("{address}: {error}"),
+            }
+        }
+        Err(Opened::Failed(last))
+    }
+}
+
+enum Opened {
+    Refused(Refusal),
+    Failed(String),
+}
+
+fn text(status: StatusCode, body: String, refused: bool) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(format!("{body}\n"))));
+    *response.status_mut() = status;
+    if refused {
+        response
+            .headers_mut()
+            .insert(REFUSAL_HEADER, hyper::header::HeaderValue::from_static("1"));
+    }
+    response
+}
