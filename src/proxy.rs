@@ -59,17 +59,39 @@ impl Resolve for SystemResolver {
     }
 }
 
-/// The proxy: a policy and a resolver.
+/// A connection the proxy was asked for, as it ended: what a run shows and keeps of its
+/// network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connection {
+    /// The host asked for, as asked.
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// Why it was refused (the text the client was answered), or `None` when it was let
+    /// through.
+    pub refused: Option<String>,
+    /// Bytes from the command to the host.
+    pub sent: u64,
+    /// Bytes from the host to the command.
+    pub received: u64,
+}
+
+/// Where the proxy tells each [`Connection`] as it ends.
+pub type ConnectionLog = Arc<dyn Fn(Connection) + Send + Sync>;
+
+/// The proxy: a policy, a resolver, and where connections are told.
 #[derive(Clone)]
 pub struct Proxy {
     policy: Arc<NetworkPolicy>,
     resolver: Arc<dyn Resolve>,
+    log: Option<ConnectionLog>,
 }
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Proxy")
             .field("policy", &self.policy)
+            .field("logged", &self.log.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -83,6 +105,19 @@ impl Proxy {
         Proxy {
             policy: Arc::new(policy),
             resolver,
+            log: None,
+        }
+    }
+
+    /// The proxy, telling `log` of each connection when it ends (refused ones at once).
+    pub fn with_log(mut self, log: ConnectionLog) -> Proxy {
+        self.log = Some(log);
+        self
+    }
+
+    fn tell(&self, connection: Connection) {
+        if let Some(log) = &self.log {
+            log(connection);
         }
     }
 
@@ -140,20 +175,27 @@ impl Proxy {
             .trim_end_matches(']')
             .to_owned();
         let port = authority.port_u16().unwrap_or(443);
+        let said = |refused: String| Connection {
+            host: host.clone(),
+            port,
+            refused: Some(refused),
+            sent: 0,
+            received: 0,
+        };
         let upstream = match self.open(&host, port).await {
             Ok(upstream) => upstream,
             Err(Opened::Refused(refusal)) => {
                 tracing::debug!(%refusal, "a tunnel was refused");
+                self.tell(said(refusal.to_string()));
                 return text(StatusCode::FORBIDDEN, refusal.to_string(), true);
             }
             Err(Opened::Failed(why)) => {
-                return text(
-                    StatusCode::BAD_GATEWAY,
-                    format!("golato: {host}: {why}"),
-                    false,
-                )
+                let why = format!("golato: {host}: {why}");
+                self.tell(said(why.clone()));
+                return text(StatusCode::BAD_GATEWAY, why, false);
             }
         };
+        let proxy = self.clone();
         tokio::spawn(async move {
             let upgraded = match hyper::upgrade::on(request).await {
                 Ok(upgraded) => upgraded,
@@ -164,10 +206,19 @@ impl Proxy {
             };
             let mut client = TokioIo::new(upgraded);
             let mut upstream = upstream;
-            tokio::select! {
-                () = cancel.cancelled() => {}
-                _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
-            }
+            let (sent, received) = tokio::select! {
+                () = cancel.cancelled() => (0, 0),
+                copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {
+                    copied.unwrap_or((0, 0))
+                }
+            };
+            proxy.tell(Connection {
+                host,
+                port,
+                refused: None,
+                sent,
+                received,
+            });
         });
         Response::new(Full::new(Bytes::new()))
     }

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use golato::proxy::{Proxy, Resolve, REFUSAL_HEADER};
+use golato::proxy::{Connection, Proxy, Resolve, REFUSAL_HEADER};
 use golato::sandbox::network::{Methods, NetworkPolicy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -51,11 +51,14 @@ async fn shouting_server() -> SocketAddr {
     address
 }
 
-async fn proxy(
-    allow: &[&str],
-    deny: &[&str],
-    names: &[(&str, SocketAddr)],
-) -> (SocketAddr, CancellationToken) {
+struct Running {
+    address: SocketAddr,
+    cancel: CancellationToken,
+    /// Each connection as the proxy tells it.
+    log: tokio::sync::mpsc::UnboundedReceiver<Connection>,
+}
+
+async fn proxy(allow: &[&str], deny: &[&str], names: &[(&str, SocketAddr)]) -> Running {
     let policy = NetworkPolicy::new(allow, deny, Methods::All).unwrap();
     let names = Names(
         names
@@ -66,8 +69,16 @@ async fn proxy(
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let cancel = CancellationToken::new();
-    tokio::spawn(Proxy::new(policy, Arc::new(names)).serve(listener, cancel.clone()));
-    (address, cancel)
+    let (told, log) = tokio::sync::mpsc::unbounded_channel();
+    let proxy = Proxy::new(policy, Arc::new(names)).with_log(Arc::new(move |connection| {
+        let _ = told.send(connection);
+    }));
+    tokio::spawn(proxy.serve(listener, cancel.clone()));
+    Running {
+        address,
+        cancel,
+        log,
+    }
 }
 
 /// Sends CONNECT for `target` and returns the response head and the open stream.
@@ -93,7 +104,11 @@ async fn connect(proxy: SocketAddr, target: &str) -> (String, TcpStream) {
 #[tokio::test]
 async fn an_allowed_name_is_tunnelled_and_any_other_is_refused_naming_the_flag() {
     let server = shouting_server().await;
-    let (proxy, cancel) = proxy(
+    let Running {
+        address: proxy,
+        cancel,
+        mut log,
+    } = proxy(
         &["registry.test"],
         &["blocked.test"],
         &[
@@ -111,6 +126,18 @@ async fn an_allowed_name_is_tunnelled_and_any_other_is_refused_naming_the_flag()
     let mut answer = [0u8; 24];
     tunnel.read_exact(&mut answer).await.unwrap();
     assert_eq!(&answer, b"HELLO THROUGH THE TUNNEL");
+    // Closed: the connection is told, with its bytes each way.
+    drop(tunnel);
+    let told = log.recv().await.unwrap();
+    assert_eq!(
+        (
+            told.host.as_str(),
+            told.refused.as_deref(),
+            told.sent,
+            told.received
+        ),
+        ("registry.test", None, 24, 24)
+    );
 
     // Not allowed: 403, golato's header, and what would allow it.
     let (head, mut refused) = connect(proxy, &format!("elsewhere.test:{}", server.port())).await;
@@ -125,13 +152,30 @@ async fn an_allowed_name_is_tunnelled_and_any_other_is_refused_naming_the_flag()
     );
     let (head, _) = connect(proxy, &format!("blocked.test:{}", server.port())).await;
     assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    // Both refusals are told, with what the client was answered.
+    let first = log.recv().await.unwrap();
+    assert_eq!(first.host, "elsewhere.test");
+    assert!(first.refused.unwrap().contains("not allowed"));
+    let second = log.recv().await.unwrap();
+    assert!(
+        second
+            .refused
+            .as_deref()
+            .unwrap_or_default()
+            .contains("is denied"),
+        "{second:?}"
+    );
     cancel.cancel();
 }
 
 #[tokio::test]
 async fn a_wildcard_never_reaches_a_local_address_and_a_plain_request_is_not_forwarded() {
     let server = shouting_server().await;
-    let (proxy, cancel) = proxy(&["*.wide.test"], &[], &[("sub.wide.test", server)]).await;
+    let Running {
+        address: proxy,
+        cancel,
+        ..
+    } = proxy(&["*.wide.test"], &[], &[("sub.wide.test", server)]).await;
     // Allowed by the wildcard, but it resolves to loopback: only an exact name allows that.
     let (head, mut refused) = connect(proxy, &format!("sub.wide.test:{}", server.port())).await;
     assert!(head.starts_with("HTTP/1.1 403"), "{head}");
