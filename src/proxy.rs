@@ -5,8 +5,10 @@
 //! Each tunnel is judged twice: the host asked for, before anything is resolved; then every
 //! address it resolved to, before connecting (a name pointed or rebound at a local address is
 //! refused unless a pattern names it exactly). The proxy resolves names itself, so a command
-//! behind it needs no DNS. It does not terminate TLS. Not yet: SOCKS5, plain HTTP forwarding,
-//! the sandbox's namespace bridge, the flags (see the issue).
+//! behind it needs no DNS. It does not terminate TLS, but reads the client's ClientHello: a
+//! tunnel whose TLS name (SNI) is another host than the one it was opened for is closed before
+//! any of it reaches the host. Not yet: SOCKS5, plain HTTP forwarding, the sandbox's namespace
+//! bridge, the flags (see the issue).
 //!
 //! ```no_run
 //! # async fn example() -> std::io::Result<()> {
@@ -204,18 +206,15 @@ impl Proxy {
                     return;
                 }
             };
-            let mut client = TokioIo::new(upgraded);
-            let mut upstream = upstream;
-            let (sent, received) = tokio::select! {
-                () = cancel.cancelled() => (0, 0),
-                copied = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {
-                    copied.unwrap_or((0, 0))
-                }
+            let client = TokioIo::new(upgraded);
+            let (sent, received, refused) = tokio::select! {
+                () = cancel.cancelled() => (0, 0, None),
+                carried = carry(client, upstream, &host) => carried,
             };
             proxy.tell(Connection {
                 host,
                 port,
-                refused: None,
+                refused,
                 sent,
                 received,
             });
@@ -245,6 +244,86 @@ impl Proxy {
         }
         Err(Opened::Failed(last))
     }
+}
+
+/// The most of a client's first bytes read to find a TLS ClientHello's name.
+const HELLO_LIMIT: usize = 16 * 1024;
+
+/// Carries a tunnel both ways until either side ends: bytes sent, bytes received, and the
+/// refusal when the client's TLS ClientHello names (SNI) another host than the tunnel's. The
+/// host's bytes flow from the start (a server that speaks first, as SSH does, is not held);
+/// the client's wait until its first bytes are read as TLS or found not to be.
+async fn carry<C, U>(client: C, upstream: U, host: &str) -> (u64, u64, Option<String>)
+where
+    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    U: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (mut from_client, mut to_client) = tokio::io::split(client);
+    let (mut from_host, mut to_host) = tokio::io::split(upstream);
+    let down = async {
+        let received = tokio::io::copy(&mut from_host, &mut to_client)
+            .await
+            .unwrap_or(0);
+        let _ = to_client.shutdown().await;
+        received
+    };
+    let up = async {
+        let mut first = Vec::new();
+        let mut acceptor = rustls::server::Acceptor::default();
+        let named = loop {
+            let mut buffer = [0u8; 4096];
+            let count = match from_client.read(&mut buffer).await {
+                Ok(0) | Err(_) => break None,
+                Ok(count) => count,
+            };
+            first.extend_from_slice(&buffer[..count]);
+            if acceptor.read_tls(&mut &buffer[..count]).is_err() {
+                break None;
+            }
+            match acceptor.accept() {
+                Ok(Some(accepted)) => {
+                    break accepted.client_hello().server_name().map(str::to_owned)
+                }
+                Ok(None) if first.len() < HELLO_LIMIT => {}
+                // Not TLS (or no hello within the limit): the host was judged; carry it.
+                Ok(None) | Err(_) => break None,
+            }
+        };
+        if let Some(named) = named.filter(|named| !named.eq_ignore_ascii_case(host)) {
+            return (
+                0,
+                Some(format!(
+                    "golato: the TLS name (SNI) {named} is not the tunnel's host {host}; refused"
+                )),
+            );
+        }
+        if to_host.write_all(&first).await.is_err() {
+            return (0, None);
+        }
+        let sent = tokio::io::copy(&mut from_client, &mut to_host)
+            .await
+            .unwrap_or(0);
+        let _ = to_host.shutdown().await;
+        (first.len() as u64 + sent, None)
+    };
+    tokio::pin!(up, down);
+    let mut received = None;
+    let (sent, refused) = loop {
+        tokio::select! {
+            carried = &mut up => break carried,
+            count = &mut down, if received.is_none() => received = Some(count),
+        }
+    };
+    // Refused: the tunnel ends here, the host's side dropped unread.
+    if refused.is_some() {
+        return (sent, received.unwrap_or(0), refused);
+    }
+    let received = match received {
+        Some(count) => count,
+        None => down.await,
+    };
+    (sent, received, None)
 }
 
 enum Opened {

@@ -201,3 +201,56 @@ async fn a_wildcard_never_reaches_a_local_address_and_a_plain_request_is_not_for
     );
     cancel.cancel();
 }
+
+/// A TLS ClientHello naming `name`, as a TLS client opens with.
+fn client_hello(name: &str) -> Vec<u8> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(name.to_owned()).unwrap();
+    let mut connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let mut hello = Vec::new();
+    connection.write_tls(&mut hello).unwrap();
+    hello
+}
+
+#[tokio::test]
+async fn a_tls_hello_naming_another_host_than_the_tunnels_is_refused() {
+    let server = shouting_server().await;
+    let Running {
+        address: proxy,
+        cancel,
+        mut log,
+    } = proxy(&["registry.test"], &[], &[("registry.test", server)]).await;
+    let target = format!("registry.test:{}", server.port());
+    // The same name: carried to the host (which shouts it back).
+    let (head, mut tunnel) = connect(proxy, &target).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let hello = client_hello("registry.test");
+    tunnel.write_all(&hello).await.unwrap();
+    let mut back = vec![0u8; hello.len()];
+    tunnel.read_exact(&mut back).await.unwrap();
+    assert_eq!(back, hello.to_ascii_uppercase());
+    drop(tunnel);
+    let told = log.recv().await.unwrap();
+    assert_eq!((told.refused, told.sent), (None, hello.len() as u64));
+    // Another name than the tunnel's: the tunnel ends, nothing reaches the host.
+    let (head, mut tunnel) = connect(proxy, &target).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    tunnel.write_all(&client_hello("evil.test")).await.unwrap();
+    let mut rest = Vec::new();
+    let _ = tunnel.read_to_end(&mut rest).await;
+    assert!(rest.is_empty(), "the host answered: {rest:?}");
+    let told = log.recv().await.unwrap();
+    assert!(
+        told.refused.as_deref().is_some_and(
+            |why| why.contains("SNI) evil.test is not the tunnel's host registry.test")
+        ),
+        "{told:?}"
+    );
+    assert_eq!(told.sent, 0);
+    cancel.cancel();
+}
