@@ -216,14 +216,13 @@ impl Transport {
         headers: Vec<(&'static str, String)>,
         body: Vec<u8>,
     ) -> EventStream {
-        let transport = self.clone();
-        let state = State::Start {
-            transport,
+        let posting = Posting {
+            transport: self.clone(),
             url,
             headers,
             body,
-            attempt: 0,
         };
+        let state = State::Start(posting, 0);
         futures::stream::unfold(state, step::<D>).boxed()
     }
 
@@ -439,24 +438,19 @@ fn provider_message(body: &str) -> String {
         .map_or_else(|| excerpt(body.trim()), str::to_owned)
 }
 
+/// A request to send (again, after a retry's wait).
+struct Posting {
+    transport: Transport,
+    url: String,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
 enum State<D> {
-    Start {
-        transport: Transport,
-        url: String,
-        headers: Vec<(&'static str, String)>,
-        body: Vec<u8>,
-        /// Retries made so far.
-        attempt: u32,
-    },
-    /// Waiting `wait` before retry number `attempt`.
-    Waiting {
-        transport: Transport,
-        url: String,
-        headers: Vec<(&'static str, String)>,
-        body: Vec<u8>,
-        attempt: u32,
-        wait: Duration,
-    },
+    /// Sending, after this many retries.
+    Start(Posting, u32),
+    /// Waiting before retry number `.1`.
+    Waiting(Posting, u32, Duration),
     Streaming(Box<Streaming<D>>),
     /// The body ended: the last items, then nothing.
     Tail(VecDeque<StreamEvent>),
@@ -526,45 +520,24 @@ async fn step<D: WireDecoder>(
                 let item = items.pop_front()?;
                 return Some((Ok(item), State::Tail(items)));
             }
-            State::Waiting {
-                transport,
-                url,
-                headers,
-                body,
-                attempt,
-                wait,
-            } => {
+            State::Waiting(posting, attempt, wait) => {
                 tokio::time::sleep(wait).await;
-                State::Start {
-                    transport,
-                    url,
-                    headers,
-                    body,
-                    attempt,
-                }
+                State::Start(posting, attempt)
             }
-            State::Start {
-                transport,
-                url,
-                headers,
-                body,
-                attempt,
-            } => match transport.send(&url, &headers, &body, attempt).await {
+            State::Start(posting, attempt) => match posting
+                .transport
+                .send(&posting.url, &posting.headers, &posting.body, attempt)
+                .await
+            {
                 Ok(Sent::Retry(retrying)) => {
-                    let waiting = State::Waiting {
-                        transport,
-                        url,
-                        headers,
-                        body,
-                        attempt: retrying.attempt,
-                        wait: Duration::from_millis(retrying.wait_ms),
-                    };
+                    let wait = Duration::from_millis(retrying.wait_ms);
+                    let waiting = State::Waiting(posting, retrying.attempt, wait);
                     return Some((Ok(StreamEvent::Retrying(retrying)), waiting));
                 }
                 Ok(Sent::Response(response)) => State::Streaming(Box::new(Streaming {
                     body: response.bytes_stream().boxed(),
-                    idle_timeout: transport.idle_timeout,
-                    deadline: tokio::time::Instant::now() + transport.idle_timeout,
+                    idle_timeout: posting.transport.idle_timeout,
+                    deadline: tokio::time::Instant::now() + posting.transport.idle_timeout,
                     sse: SseDecoder::with_limit(MAX_EVENT_BYTES),
                     decoder: D::default(),
                     pending: VecDeque::new(),
