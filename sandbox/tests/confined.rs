@@ -209,6 +209,29 @@ fn protected_names_stay_read_only_inside_the_workspace() {
     );
     assert!(ws.path().join("free").exists(), "{}", said(&output));
 
+    // `.git` without `hooks` (passed through capture, so the folder made below would be the
+    // real one): the sandbox makes an empty `hooks` and shows it read-only.
+    let ws = scratch();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    for stage in [false, true] {
+        let area = scratch();
+        let stage =
+            stage.then(|| Stage::new(area.path(), ws.path(), serde_json::json!({})).unwrap());
+        let output = confined(
+            &Policy::workspace_write(),
+            ws.path(),
+            "mkdir -p .git/hooks; echo evil > .git/hooks/pre-commit; echo ok > .git/free",
+            stage.as_ref(),
+        );
+        assert!(
+            !ws.path().join(".git/hooks/pre-commit").exists(),
+            "{}",
+            said(&output)
+        );
+        assert!(ws.path().join(".git/free").exists(), "{}", said(&output));
+        std::fs::remove_dir(ws.path().join(".git/hooks")).unwrap();
+    }
+
     // One that does not exist yet: a captured command may make it in its overlay, and it is
     // not applied (an uncaptured command is not covered: README, "Capture").
     let ws = scratch();

@@ -113,7 +113,15 @@ pub(crate) fn narrow_rule(tool: &str, arguments: &serde_json::Value, cwd: &Path)
 
 /// Adds `rule` to the `allow` list of `[rules]` in the configuration file `path` (made when
 /// missing), keeping the file's comments and layout.
+/// A file that is a symbolic link is not written: replacing it would break a user's
+/// dotfiles link, and following it would write wherever a repository's link points.
 pub(crate) fn write_rule(path: &Path, rule: &str) -> Result<(), String> {
+    if std::fs::symlink_metadata(path).is_ok_and(|metadata| metadata.file_type().is_symlink()) {
+        return Err(format!(
+            "{} is a symbolic link; golato writes only a regular file: add {rule:?} to `allow` under [rules] by hand",
+            path.display()
+        ));
+    }
     let text = match crate::bounded::read_text(path, crate::bounded::CONFIG_LIMIT) {
         Ok(text) => text,
         Err(crate::bounded::Unreadable::Missing) => String::new(),
@@ -139,11 +147,20 @@ pub(crate) fn write_rule(path: &Path, rule: &str) -> Result<(), String> {
         std::fs::create_dir_all(folder)
             .map_err(|error| format!("cannot make {}: {error}", folder.display()))?;
     }
-    // Written whole to a file beside it, then renamed: a crash leaves the old file or the new.
-    let temporary = path.with_extension("toml.golato-new");
-    std::fs::write(&temporary, document.to_string())
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))
+    // Written whole to a new file of a random name beside it (made exclusively: a link planted
+    // at a known name is never followed), then renamed: a crash leaves the old file or the new.
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let mut temporary = tempfile::Builder::new()
+        .prefix(".config.toml.golato-")
+        .tempfile_in(folder)
+        .map_err(|error| format!("cannot write beside {}: {error}", path.display()))?;
+    std::io::Write::write_all(&mut temporary, document.to_string().as_bytes())
+        .and_then(|()| temporary.as_file().sync_all())
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    temporary
+        .persist(path)
+        .map(drop)
+        .map_err(|error| format!("cannot write {}: {}", path.display(), error.error))
 }
 
 #[cfg(test)]
@@ -210,6 +227,26 @@ mod tests {
         assert!(write_rule(&path, "bash(ls:*)")
             .unwrap_err()
             .contains("not a table"));
+        // A link planted where the old fixed temporary name was, and a link as the file.
+        let target = dir.path().join("target.txt");
+        std::fs::write(&target, "kept").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join("sub/config.toml.golato-new")).unwrap();
+        std::fs::write(&path, "").unwrap();
+        write_rule(&path, "bash(ls:*)").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
+        let linked = dir.path().join("sub/linked.toml");
+        std::os::unix::fs::symlink(&target, &linked).unwrap();
+        assert!(write_rule(&linked, "bash(ls:*)")
+            .unwrap_err()
+            .contains("symbolic link"));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("sub"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.starts_with(".config.toml.golato-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+
         std::fs::write(&path, "[rules\n").unwrap();
         assert!(write_rule(&path, "bash(ls:*)")
             .unwrap_err()

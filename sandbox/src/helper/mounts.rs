@@ -54,6 +54,7 @@ pub(super) fn file_system(spec: &Spec, capture: Option<&Path>) -> Result<(), Sto
         }
     }
     for path in &spec.protected {
+        make_missing_hooks_folder(path)?;
         match std::fs::symlink_metadata(path) {
             // A link is left as it is: binding it would bind what it leads to.
             Ok(metadata) if !metadata.file_type().is_symlink() => {
@@ -97,6 +98,38 @@ pub(super) fn file_system(spec: &Spec, capture: Option<&Path>) -> Result<(), Sto
         remount_read_only(&point, options)?;
     }
     Ok(())
+}
+
+/// Makes an empty `.git/hooks` where `.git` is a folder without one, so that it is bound
+/// read-only like an existing one: `.git` is passed through capture, so a hook the command
+/// planted in a `hooks` folder it made would otherwise run outside the sandbox at the user's
+/// next commit. git makes this folder itself at `git init`; an empty one changes nothing.
+fn make_missing_hooks_folder(path: &Path) -> Result<(), Stop> {
+    let (Some(git), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(());
+    };
+    if name != "hooks" || git.file_name().is_none_or(|git| git != ".git") {
+        return Ok(());
+    }
+    let git = match rustix::fs::open(
+        git,
+        rustix::fs::OFlags::PATH
+            | rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    ) {
+        Ok(git) => git,
+        // No `.git` folder (or a link there): nothing a hook would be read from.
+        Err(_) => return Ok(()),
+    };
+    match rustix::fs::mkdirat(&git, "hooks", rustix::fs::Mode::from_raw_mode(0o755)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+        Err(error) => Err(Stop::Failed(format!(
+            "could not make {} to protect it: {error}",
+            path.display()
+        ))),
+    }
 }
 
 /// The existing directories strictly between the writable root holding `path` and `path`.
