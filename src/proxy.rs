@@ -1,14 +1,21 @@
-//! golato's network proxy for sandboxed commands (issue 45, in progress): it opens HTTP
-//! `CONNECT` tunnels to the hosts a [`NetworkPolicy`] allows and answers every other request
-//! with `403` and a body naming the host and the flag that would allow it.
+//! golato's network proxy for sandboxed commands whose network goes by domain
+//! ([`sandbox::Policy::domains`](crate::sandbox::Policy::domains)): it opens HTTP `CONNECT`
+//! tunnels and forwards plain HTTP requests to the hosts a [`NetworkPolicy`] allows, and
+//! answers every other request with `403`, a header ([`REFUSAL_HEADER`]) and a body naming the
+//! host and the flag that would allow it.
 //!
-//! Each tunnel is judged twice: the host asked for, before anything is resolved; then every
+//! Each request is judged twice: the host asked for, before anything is resolved; then every
 //! address it resolved to, before connecting (a name pointed or rebound at a local address is
 //! refused unless a pattern names it exactly). The proxy resolves names itself, so a command
-//! behind it needs no DNS. It does not terminate TLS, but reads the client's ClientHello: a
-//! tunnel whose TLS name (SNI) is another host than the one it was opened for is closed before
-//! any of it reaches the host. Not yet: SOCKS5, plain HTTP forwarding, the sandbox's namespace
-//! bridge, the flags (see the issue).
+//! behind it needs no DNS. It does not terminate TLS, but reads a tunnel's ClientHello: one
+//! whose TLS name (SNI) is another host than the tunnel's is closed before any of it reaches
+//! the host. In `read` mode only `GET`, `HEAD` and `OPTIONS` pass, and tunnels are refused
+//! (what they carry cannot be seen).
+//!
+//! One [`Proxy`] per process (its policy, resolver and logs), serving one listener per
+//! sandboxed call: `bash` receives the listening socket of the call's own network namespace
+//! and serves it until the call ends, so a call's connections are its own, told to it, and
+//! cut when it ends.
 //!
 //! ```no_run
 //! # async fn example() -> std::io::Result<()> {
@@ -23,21 +30,28 @@
 //! # Ok(()) }
 //! ```
 
+mod counted;
+mod forward;
+mod tunnel;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use golato_sandbox::network::{NetworkPolicy, Refusal};
-use http_body_util::Full;
+use golato_sandbox::network::{NetworkPolicy, Refusal, Why};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use counted::{Counted, Counters};
 
 /// How the proxy turns a name into addresses (a seam: tests resolve their own names to their
 /// own loopback servers).
-pub trait Resolve: Send + Sync + 'static {
+pub trait Resolve: Send + Sync + std::fmt::Debug + 'static {
     /// The addresses of `host` on `port`.
     fn resolve(
         &self,
@@ -61,45 +75,102 @@ impl Resolve for SystemResolver {
     }
 }
 
-/// A connection the proxy was asked for, as it ended: what a run shows and keeps of its
-/// network.
+/// What became of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Let through.
+    Allowed,
+    /// Refused by the policy: the client was answered with the refusal's text.
+    Refused(Refusal),
+    /// Allowed, but the host could not be reached (it does not resolve, it refused the
+    /// connection…): the text the client was answered.
+    Failed(String),
+}
+
+/// A request the proxy was asked for, as it ended: what a run shows and keeps of its network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Connection {
     /// The host asked for, as asked.
     pub host: String,
     /// Its port.
     pub port: u16,
-    /// Why it was refused (the text the client was answered), or `None` when it was let
-    /// through.
-    pub refused: Option<String>,
+    /// `CONNECT` for a tunnel, else the plain request's method.
+    pub method: String,
+    /// What became of it.
+    pub verdict: Verdict,
     /// Bytes from the command to the host.
     pub sent: u64,
     /// Bytes from the host to the command.
     pub received: u64,
+    /// The tool call whose command asked ([`Proxy::for_call`]).
+    pub call_id: Option<String>,
+}
+
+impl Connection {
+    /// Whether it was let through.
+    pub fn allowed(&self) -> bool {
+        !matches!(self.verdict, Verdict::Refused(_))
+    }
+
+    /// As JSON: `host`, `port`, `method`, `allowed`, `refused` (the text answered) or
+    /// `failed`, `sent`, `received`, and `call` when known.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = json!({
+            "host": self.host,
+            "port": self.port,
+            "method": self.method,
+            "allowed": self.allowed(),
+            "sent": self.sent,
+            "received": self.received,
+        });
+        match &self.verdict {
+            Verdict::Allowed => {}
+            Verdict::Refused(refusal) => {
+                value["refused"] = json!(refusal.to_string());
+                value["reason"] = json!(refusal.reason());
+            }
+            Verdict::Failed(why) => value["failed"] = json!(why),
+        }
+        if let Some(call) = &self.call_id {
+            value["call"] = json!(call);
+        }
+        value
+    }
 }
 
 /// Where the proxy tells each [`Connection`] as it ends.
-pub type ConnectionLog = Arc<dyn Fn(Connection) + Send + Sync>;
+#[derive(Clone)]
+pub struct ConnectionLog(Arc<dyn Fn(&Connection) + Send + Sync>);
+
+impl ConnectionLog {
+    /// A log calling `tell` with each connection (refused ones at once, the others when they
+    /// end). It runs on the proxy's tasks: keep it short.
+    pub fn new(tell: impl Fn(&Connection) + Send + Sync + 'static) -> ConnectionLog {
+        ConnectionLog(Arc::new(tell))
+    }
+}
+
+impl std::fmt::Debug for ConnectionLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ConnectionLog")
+    }
+}
 
 /// The proxy: a policy, a resolver, and where connections are told.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Proxy {
     policy: Arc<NetworkPolicy>,
     resolver: Arc<dyn Resolve>,
-    log: Option<ConnectionLog>,
-}
-
-impl std::fmt::Debug for Proxy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Proxy")
-            .field("policy", &self.policy)
-            .field("logged", &self.log.is_some())
-            .finish_non_exhaustive()
-    }
+    logs: Vec<ConnectionLog>,
+    call_id: Option<Arc<str>>,
 }
 
 /// The header a refusal carries, for a client to tell golato's refusals from a server's.
 pub const REFUSAL_HEADER: &str = "x-golato-refused";
+
+/// The body of every answer.
+type Body = http_body_util::combinators::BoxBody<Bytes, hyper::Error>;
 
 impl Proxy {
     /// A proxy applying `policy`, resolving with `resolver`.
@@ -107,28 +178,50 @@ impl Proxy {
         Proxy {
             policy: Arc::new(policy),
             resolver,
-            log: None,
+            logs: Vec::new(),
+            call_id: None,
         }
     }
 
-    /// The proxy, telling `log` of each connection when it ends (refused ones at once).
+    /// The proxy, also telling `log` of each connection when it ends (refused ones at once).
     pub fn with_log(mut self, log: ConnectionLog) -> Proxy {
-        self.log = Some(log);
+        self.logs.push(log);
         self
     }
 
-    fn tell(&self, connection: Connection) {
-        if let Some(log) = &self.log {
-            log(connection);
+    /// The proxy, its connections marked as asked by the tool call `id`.
+    pub fn for_call(mut self, id: &str) -> Proxy {
+        self.call_id = Some(id.into());
+        self
+    }
+
+    /// The policy it applies.
+    pub fn policy(&self) -> &NetworkPolicy {
+        &self.policy
+    }
+
+    fn tell(&self, host: String, port: u16, method: String, verdict: Verdict, bytes: &Counters) {
+        let connection = Connection {
+            host,
+            port,
+            method,
+            verdict,
+            sent: bytes.sent(),
+            received: bytes.received(),
+            call_id: self.call_id.as_deref().map(str::to_owned),
+        };
+        for log in &self.logs {
+            (log.0)(&connection);
         }
     }
 
-    /// Serves the connections `listener` accepts until `cancel`; the tunnels open then are
-    /// closed too.
+    /// Serves the connections `listener` accepts until `cancel`; then closes the requests and
+    /// tunnels still open, and returns once each has been told.
     pub async fn serve(self, listener: TcpListener, cancel: CancellationToken) {
+        let tracker = TaskTracker::new();
         loop {
             let accepted = tokio::select! {
-                () = cancel.cancelled() => return,
+                () = cancel.cancelled() => break,
                 accepted = listener.accept() => accepted,
             };
             let Ok((stream, _)) = accepted else {
@@ -136,33 +229,44 @@ impl Proxy {
             };
             let proxy = self.clone();
             let cancel = cancel.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let proxy = proxy.clone();
+            let inner = tracker.clone();
+            tracker.spawn(async move {
+                let service = hyper::service::service_fn({
                     let cancel = cancel.clone();
-                    async move { Ok::<_, std::convert::Infallible>(proxy.handle(request, cancel).await) }
+                    move |request| {
+                        let proxy = proxy.clone();
+                        let cancel = cancel.clone();
+                        let tracker = inner.clone();
+                        async move {
+                            Ok::<_, std::convert::Infallible>(
+                                proxy.handle(request, cancel, tracker).await,
+                            )
+                        }
+                    }
                 });
                 let connection = hyper::server::conn::http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), service)
                     .with_upgrades();
-                if let Err(error) = connection.await {
-                    tracing::debug!(%error, "a proxy connection ended with an error");
+                tokio::select! {
+                    () = cancel.cancelled() => {}
+                    ended = connection => if let Err(error) = ended {
+                        tracing::debug!(%error, "a proxy connection ended with an error");
+                    },
                 }
             });
         }
+        tracker.close();
+        tracker.wait().await;
     }
 
     async fn handle(
         &self,
         request: Request<hyper::body::Incoming>,
         cancel: CancellationToken,
-    ) -> Response<Full<Bytes>> {
+        tracker: TaskTracker,
+    ) -> Response<Body> {
         if request.method() != Method::CONNECT {
-            return text(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "golato: this proxy opens tunnels (CONNECT) only".to_owned(),
-                false,
-            );
+            return self.forward(request, cancel, tracker).await;
         }
         let Some(authority) = request.uri().authority().cloned() else {
             return text(
@@ -177,56 +281,47 @@ impl Proxy {
             .trim_end_matches(']')
             .to_owned();
         let port = authority.port_u16().unwrap_or(443);
-        let said = |refused: String| Connection {
-            host: host.clone(),
-            port,
-            refused: Some(refused),
-            sent: 0,
-            received: 0,
-        };
+        let method = Method::CONNECT.as_str();
+        let judged = self
+            .policy
+            .judge_host(&host, port)
+            .and_then(|()| self.policy.judge_method(&host, method));
+        if let Err(refusal) = judged {
+            return self.refuse(&host, port, method, refusal);
+        }
+        let counters = Arc::new(Counters::default());
         let upstream = match self.open(&host, port).await {
-            Ok(upstream) => upstream,
-            Err(Opened::Refused(refusal)) => {
-                tracing::debug!(%refusal, "a tunnel was refused");
-                self.tell(said(refusal.to_string()));
-                return text(StatusCode::FORBIDDEN, refusal.to_string(), true);
-            }
-            Err(Opened::Failed(why)) => {
-                let why = format!("golato: {host}: {why}");
-                self.tell(said(why.clone()));
-                return text(StatusCode::BAD_GATEWAY, why, false);
-            }
+            Ok(upstream) => Counted::new(upstream, Arc::clone(&counters)),
+            Err(Opened::Refused(refusal)) => return self.refuse(&host, port, method, refusal),
+            Err(Opened::Failed(why)) => return self.fail(&host, port, method, why),
         };
         let proxy = self.clone();
-        tokio::spawn(async move {
-            let upgraded = match hyper::upgrade::on(request).await {
-                Ok(upgraded) => upgraded,
-                Err(error) => {
-                    tracing::debug!(%error, "a tunnel's client went away before it opened");
-                    return;
-                }
+        tracker.spawn(async move {
+            let upgraded = tokio::select! {
+                () = cancel.cancelled() => None,
+                upgraded = hyper::upgrade::on(request) => upgraded.ok(),
             };
-            let client = TokioIo::new(upgraded);
-            let (sent, received, refused) = tokio::select! {
-                () = cancel.cancelled() => (0, 0, None),
-                carried = carry(client, upstream, &host) => carried,
+            let named = match upgraded {
+                Some(upgraded) => tokio::select! {
+                    () = cancel.cancelled() => None,
+                    named = tunnel::carry(TokioIo::new(upgraded), upstream, &host) => named,
+                },
+                None => None,
             };
-            proxy.tell(Connection {
-                host,
-                port,
-                refused,
-                sent,
-                received,
-            });
+            let verdict = match named {
+                Some(named) => Verdict::Refused(Refusal {
+                    host: host.clone(),
+                    why: Why::TlsName(named),
+                }),
+                None => Verdict::Allowed,
+            };
+            proxy.tell(host, port, Method::CONNECT.to_string(), verdict, &counters);
         });
-        Response::new(Full::new(Bytes::new()))
+        Response::new(forward::full(Bytes::new()))
     }
 
-    /// The connection to `host`, judged before and after it is resolved.
+    /// The connection to `host`, judged after it is resolved.
     async fn open(&self, host: &str, port: u16) -> Result<TcpStream, Opened> {
-        self.policy
-            .judge_host(host, port)
-            .map_err(Opened::Refused)?;
         let addresses = self
             .resolver
             .resolve(host, port)
@@ -246,93 +341,14 @@ impl Proxy {
     }
 }
 
-/// The most of a client's first bytes read to find a TLS ClientHello's name.
-const HELLO_LIMIT: usize = 16 * 1024;
-
-/// Carries a tunnel both ways until either side ends: bytes sent, bytes received, and the
-/// refusal when the client's TLS ClientHello names (SNI) another host than the tunnel's. The
-/// host's bytes flow from the start (a server that speaks first, as SSH does, is not held);
-/// the client's wait until its first bytes are read as TLS or found not to be.
-async fn carry<C, U>(client: C, upstream: U, host: &str) -> (u64, u64, Option<String>)
-where
-    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-    U: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let (mut from_client, mut to_client) = tokio::io::split(client);
-    let (mut from_host, mut to_host) = tokio::io::split(upstream);
-    let down = async {
-        let received = tokio::io::copy(&mut from_host, &mut to_client)
-            .await
-            .unwrap_or(0);
-        let _ = to_client.shutdown().await;
-        received
-    };
-    let up = async {
-        let mut first = Vec::new();
-        let mut acceptor = rustls::server::Acceptor::default();
-        let named = loop {
-            let mut buffer = [0u8; 4096];
-            let count = match from_client.read(&mut buffer).await {
-                Ok(0) | Err(_) => break None,
-                Ok(count) => count,
-            };
-            first.extend_from_slice(&buffer[..count]);
-            if acceptor.read_tls(&mut &buffer[..count]).is_err() {
-                break None;
-            }
-            match acceptor.accept() {
-                Ok(Some(accepted)) => {
-                    break accepted.client_hello().server_name().map(str::to_owned)
-                }
-                Ok(None) if first.len() < HELLO_LIMIT => {}
-                // Not TLS (or no hello within the limit): the host was judged; carry it.
-                Ok(None) | Err(_) => break None,
-            }
-        };
-        if let Some(named) = named.filter(|named| !named.eq_ignore_ascii_case(host)) {
-            return (
-                0,
-                Some(format!(
-                    "golato: the TLS name (SNI) {named} is not the tunnel's host {host}; refused"
-                )),
-            );
-        }
-        if to_host.write_all(&first).await.is_err() {
-            return (0, None);
-        }
-        let sent = tokio::io::copy(&mut from_client, &mut to_host)
-            .await
-            .unwrap_or(0);
-        let _ = to_host.shutdown().await;
-        (first.len() as u64 + sent, None)
-    };
-    tokio::pin!(up, down);
-    let mut received = None;
-    let (sent, refused) = loop {
-        tokio::select! {
-            carried = &mut up => break carried,
-            count = &mut down, if received.is_none() => received = Some(count),
-        }
-    };
-    // Refused: the tunnel ends here, the host's side dropped unread.
-    if refused.is_some() {
-        return (sent, received.unwrap_or(0), refused);
-    }
-    let received = match received {
-        Some(count) => count,
-        None => down.await,
-    };
-    (sent, received, None)
-}
-
 enum Opened {
     Refused(Refusal),
     Failed(String),
 }
 
-fn text(status: StatusCode, body: String, refused: bool) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(format!("{body}\n"))));
+/// An answer of the proxy's own; `refused` marks it with [`REFUSAL_HEADER`].
+fn text(status: StatusCode, body: String, refused: bool) -> Response<Body> {
+    let mut response = Response::new(forward::full(Bytes::from(format!("{body}\n"))));
     *response.status_mut() = status;
     if refused {
         response

@@ -21,6 +21,7 @@
 //! with nothing said; a probe writes what it enforced.
 
 mod mounts;
+mod proxy_port;
 mod seccomp;
 
 use std::ffi::OsString;
@@ -57,6 +58,9 @@ const INSIDE: &str = "--inside";
 /// Before `--`: the next argument is a staging area to capture the command's changes in.
 pub(crate) const CAPTURE: &str = "--capture";
 
+/// Before `--`: the next argument is the Unix socket to send the proxy's listener to.
+pub(crate) const PROXY: &str = "--proxy";
+
 /// Why the helper stopped before the command.
 enum Stop {
     /// The kernel lacks a feature the policy needs.
@@ -74,14 +78,29 @@ pub(super) fn main(mut args: std::env::ArgsOs) -> ! {
         )))
     };
     let rest: Vec<OsString> = args.collect();
-    let outcome = match rest.first().and_then(|first| first.to_str()) {
-        Some(INSIDE) => inside(&spec, &rest[1..]),
-        Some(CAPTURE) if rest.len() > 1 => {
-            outside(&spec, &spec_json, Some(Path::new(&rest[1])), &rest[2..])
+    if rest.first().and_then(|first| first.to_str()) == Some(INSIDE) {
+        finish(inside(&spec, &rest[1..]))
+    }
+    let mut options = Options::default();
+    let mut rest = rest.as_slice();
+    loop {
+        match (rest.first().and_then(|first| first.to_str()), rest.get(1)) {
+            (Some(CAPTURE), Some(stage)) => options.capture = Some(Path::new(stage)),
+            (Some(PROXY), Some(socket)) => options.proxy = Some(Path::new(socket)),
+            _ => break,
         }
-        _ => outside(&spec, &spec_json, None, &rest),
-    };
-    finish(outcome)
+        rest = &rest[2..];
+    }
+    finish(outside(&spec, &spec_json, &options, rest))
+}
+
+/// The first stage's options, before the task.
+#[derive(Default)]
+struct Options<'a> {
+    /// `--capture STAGE`: the staging area of the command's changes.
+    capture: Option<&'a Path>,
+    /// `--proxy SOCKET`: where to send the proxy address's listening socket.
+    proxy: Option<&'a Path>,
 }
 
 /// What comes after the spec: `--probe`, or `--` and the command.
@@ -103,7 +122,7 @@ fn task(rest: &[OsString]) -> Result<Task<'_>, Stop> {
 fn outside(
     spec: &Spec,
     spec_json: &OsString,
-    capture: Option<&Path>,
+    options: &Options<'_>,
     rest: &[OsString],
 ) -> Result<String, Stop> {
     // Dies with golato (the thread that started it, a runtime's long-lived thread), and the
@@ -133,7 +152,12 @@ fn outside(
     write("/proc/self/setgroups", "deny".into())?;
     write("/proc/self/uid_map", format!("0 {uid} 1"))?;
     write("/proc/self/gid_map", format!("0 {gid} 1"))?;
-    mounts::file_system(spec, capture)?;
+    if let Some(port) = spec.proxy_port {
+        // Before the mounts: the caller's socket may lie where the view hides (a private
+        // TMPDIR).
+        proxy_port::open(port, options.proxy)?;
+    }
+    mounts::file_system(spec, options.capture)?;
     // The second stage says here how the command ended (it cannot die of the command's signal
     // itself: a namespace's first process ignores its own). Not close-on-exec, so the second
     // stage inherits the write end; it is told the number.
@@ -219,10 +243,10 @@ fn inside(spec: &Spec, rest: &[OsString]) -> Result<String, Stop> {
     }
     let landlock = restrict_paths(spec)?;
     seccomp::install(spec.network)?;
-    let network = if spec.network {
-        "network allowed"
-    } else {
-        "no network (own network namespace; Unix-domain and vsock sockets refused)"
+    let network = match (spec.network, spec.proxy_port) {
+        (true, _) => "network allowed",
+        (false, Some(_)) => "network by domain only, through golato's proxy (own network namespace whose loopback holds the proxy's address; Unix-domain and vsock sockets refused)",
+        (false, None) => "no network (own network namespace; Unix-domain and vsock sockets refused)",
     };
     let report = format!(
         "read-only mounts but {} writable root(s); own PID, IPC and mount namespaces, /proc and /dev; new session; {landlock}; {network}; keyrings and io_uring refused",
@@ -274,10 +298,17 @@ fn inside(spec: &Spec, rest: &[OsString]) -> Result<String, Stop> {
 /// Variables named like secrets (`*KEY*`, `*TOKEN*`, `*SECRET*`, `*PASSWORD*`, …) stay out of
 /// the command's environment unless the policy passes them on.
 fn passed_environment(spec: &Spec) -> impl Iterator<Item = (OsString, OsString)> + '_ {
-    std::env::vars_os().filter(move |(name, _)| {
-        let name = name.to_string_lossy();
-        spec.pass_env.iter().any(|passed| *passed == name) || !super::looks_secret(&name)
-    })
+    std::env::vars_os()
+        .filter(move |(name, _)| {
+            let name = name.to_string_lossy();
+            spec.pass_env.iter().any(|passed| *passed == name) || !super::looks_secret(&name)
+        })
+        .chain(
+            spec.proxy_port
+                .into_iter()
+                .flat_map(proxy_port::variables)
+                .map(|(name, value)| (name.into(), value.into())),
+        )
 }
 
 /// Marks every descriptor above standard error close-on-exec, so nothing golato's own parent

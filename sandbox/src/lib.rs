@@ -71,6 +71,12 @@ pub use prepare::Prepared;
 /// The first argument that makes a program act as the sandbox's helper.
 pub const HELPER_ARG: &str = "__golato-sandbox";
 
+/// Where a command whose network goes by domain ([`Policy::domains`]) finds golato's proxy:
+/// this address inside its own network namespace, where nothing else leads out. The
+/// command's `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their lowercase forms),
+/// `npm_config_proxy`, `npm_config_https_proxy`, `CARGO_HTTP_PROXY` and `PIP_PROXY` name it.
+pub const PROXY_ADDRESS: &str = "127.0.0.1:3128";
+
 /// The first argument that makes a program act as the process [`Guard`].
 pub const GUARD_ARG: &str = "__golato-guard";
 
@@ -142,6 +148,12 @@ pub struct Policy {
     pub denied_paths: Vec<PathBuf>,
     /// Lets commands use the network (and Unix-domain sockets, so local daemons too).
     pub allow_network: bool,
+    /// The network by domain: commands keep their network namespace with no route out, and
+    /// reach the hosts this policy allows through golato's proxy only, on
+    /// [`PROXY_ADDRESS`] inside their namespace (the proxy variables are set for them).
+    /// Ignored when [`Policy::allow_network`] is set. Needs a caller that serves the proxy:
+    /// golato's `bash` does (`golato::proxy`).
+    pub domains: Option<network::NetworkPolicy>,
     /// Variables a command still gets although named like a secret (see [`looks_secret`]):
     /// under a sandbox, `bash` starts without `OPENAI_API_KEY`, `GITHUB_TOKEN` and the like
     /// unless they are named here.
@@ -197,6 +209,13 @@ impl Policy {
     /// Allows the network (or not).
     pub fn with_network(mut self, allow: bool) -> Policy {
         self.allow_network = allow;
+        self
+    }
+
+    /// Lets commands reach the hosts `domains` allows, through golato's proxy only (see
+    /// [`Policy::domains`]).
+    pub fn with_domains(mut self, domains: network::NetworkPolicy) -> Policy {
+        self.domains = Some(domains);
         self
     }
 

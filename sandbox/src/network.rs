@@ -90,8 +90,32 @@ pub enum Why {
     /// The name resolved to a loopback, private, link-local (the cloud metadata address
     /// among them) or otherwise local address, which only a pattern naming it exactly allows.
     LocalAddress(IpAddr),
-    /// `read` mode and a method that sends.
+    /// `read` mode and a method that sends (or a tunnel, whose requests cannot be seen).
     Method(String),
+    /// A TLS tunnel whose ClientHello names (SNI) another host than the one it was opened for.
+    TlsName(String),
+}
+
+impl Refusal {
+    /// Why, in a few words, for the line a call's result gives the model
+    /// ("network: blocked HOST (WHY)").
+    ///
+    /// ```
+    /// use golato_sandbox::network::{Methods, NetworkPolicy};
+    ///
+    /// let refused = NetworkPolicy::new(&[], &[], Methods::All)?.judge_host("example.org", 443).unwrap_err();
+    /// assert_eq!(refused.reason(), "not in the allowed domains");
+    /// # Ok::<(), golato_sandbox::network::PatternError>(())
+    /// ```
+    pub fn reason(&self) -> String {
+        match &self.why {
+            Why::NotAllowed => "not in the allowed domains".to_owned(),
+            Why::Denied => "in the denied domains".to_owned(),
+            Why::LocalAddress(address) => format!("it resolves to the local address {address}"),
+            Why::Method(method) => format!("{method} refused: the network is read-only"),
+            Why::TlsName(named) => format!("its TLS name (SNI) was {named}"),
+        }
+    }
 }
 
 impl fmt::Display for Refusal {
@@ -104,9 +128,17 @@ impl fmt::Display for Refusal {
                 f,
                 "golato: {host} resolves to {address}, a local address; only --allow-domain {host} (the exact name) allows it"
             ),
+            Why::Method(method) if method == "CONNECT" => write!(
+                f,
+                "golato: a tunnel (CONNECT) to {host} is refused: the network is read-only (methods = \"read\") and a tunnel's requests cannot be seen; use plain http:// or methods = \"all\""
+            ),
             Why::Method(method) => write!(
                 f,
                 "golato: {method} to {host} is refused: the network is read-only (methods = \"read\")"
+            ),
+            Why::TlsName(named) => write!(
+                f,
+                "golato: the TLS name (SNI) {named} is not the tunnel's host {host}; refused"
             ),
         }
     }

@@ -35,6 +35,10 @@ pub(crate) struct Spec {
     /// A `TMPDIR` outside every writable root, replaced by an empty private one.
     #[serde(default)]
     pub(crate) private_tmp: Option<PathBuf>,
+    /// The network by domain: the port of golato's proxy on the loopback of the command's
+    /// own network namespace, which the helper brings up and listens on.
+    #[serde(default)]
+    pub(crate) proxy_port: Option<u16>,
     /// Variables named like secrets that the command still gets.
     #[serde(default)]
     pub(crate) pass_env: Vec<String>,
@@ -55,6 +59,8 @@ pub struct Prepared {
     pub(crate) roots: Vec<(PathBuf, Arc<std::os::fd::OwnedFd>)>,
     /// Whether a write may change a file with several hard links.
     pub(crate) allow_hard_links: bool,
+    /// The network by domain, when commands reach it through golato's proxy.
+    pub(crate) domains: Option<crate::network::NetworkPolicy>,
 }
 
 impl Prepared {
@@ -139,6 +145,7 @@ impl Prepared {
             denied,
             protected,
             network: policy.allow_network,
+            proxy_port: proxy_port(policy),
             private_shm: policy.mode == Mode::WorkspaceWrite && Path::new(SHM).is_dir(),
             private_tmp,
             pass_env: policy.pass_env.clone(),
@@ -165,6 +172,7 @@ impl Prepared {
             spec,
             roots,
             allow_hard_links: policy.allow_hard_links,
+            domains: policy.domains.clone().filter(|_| !policy.allow_network),
         }))
     }
 
@@ -177,6 +185,36 @@ impl Prepared {
     /// The mode this policy enforces.
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// The network by domain ([`Policy::domains`](crate::Policy::domains)): the caller serves
+    /// the proxy, and runs commands with [`Prepared::proxied_args`].
+    pub fn domains(&self) -> Option<&crate::network::NetworkPolicy> {
+        self.domains.as_ref()
+    }
+
+    /// The helper's arguments before the command's own, for a policy with
+    /// [`Prepared::domains`]: as [`Prepared::capturing_args`] (or [`Prepared::helper_args`]
+    /// without `stage`), and the helper sends the listening socket of the command's proxy
+    /// address ([`PROXY_ADDRESS`](crate::PROXY_ADDRESS) in its namespace) over a connection
+    /// to the Unix socket `proxy`, as `SCM_RIGHTS`, before the command starts. The caller
+    /// accepts that connection and serves the proxy on the socket it receives.
+    #[cfg(target_os = "linux")]
+    pub fn proxied_args<'a>(
+        &'a self,
+        stage: Option<&'a crate::capture::Stage>,
+        proxy: &'a Path,
+    ) -> Vec<&'a std::ffi::OsStr> {
+        let mut args: Vec<&std::ffi::OsStr> = vec![HELPER_ARG.as_ref(), self.spec_json.as_ref()];
+        if let Some(stage) = stage {
+            args.extend([crate::helper::CAPTURE.as_ref(), stage.path().as_os_str()]);
+        }
+        args.extend([
+            crate::helper::PROXY.as_ref(),
+            proxy.as_os_str(),
+            "--".as_ref(),
+        ]);
+        args
     }
 
     /// The helper's arguments before the command's own: [`HELPER_ARG`], the spec, `--`.
@@ -232,6 +270,14 @@ fn protected_paths(writable: &[PathBuf], explicit: &[PathBuf]) -> Vec<PathBuf> {
     protected.sort();
     protected.dedup();
     protected
+}
+
+/// The proxy's port inside the command's namespace, when its network goes by domain.
+fn proxy_port(policy: &Policy) -> Option<u16> {
+    let port = crate::PROXY_ADDRESS
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok());
+    port.filter(|_| policy.domains.is_some() && !policy.allow_network)
 }
 
 fn canonical(path: &Path, shown: &Path, role: &'static str) -> Result<PathBuf, Error> {

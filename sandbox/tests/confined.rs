@@ -19,7 +19,7 @@ use golato_sandbox::{Mode, Policy, Prepared};
 
 fn main() {
     golato_sandbox::run_helper_if_asked();
-    let tests: [(&str, fn()); 7] = [
+    let tests: [(&str, fn()); 8] = [
         (
             "read_only_reads_and_writes_nothing",
             read_only_reads_and_writes_nothing,
@@ -39,6 +39,10 @@ fn main() {
         (
             "no_network_unless_the_policy_allows_it",
             no_network_unless_the_policy_allows_it,
+        ),
+        (
+            "the_network_by_domain_reaches_the_proxys_address_and_nothing_else",
+            the_network_by_domain_reaches_the_proxys_address_and_nothing_else,
         ),
         (
             "other_processes_are_out_of_sight",
@@ -280,6 +284,84 @@ fn a_denied_path_is_unreadable_even_inside_the_workspace() {
         "{}",
         said(&output)
     );
+}
+
+/// The listening socket the helper sends over the first connection `socket` accepts.
+fn received_listener(socket: std::os::unix::net::UnixListener) -> std::net::TcpListener {
+    let (stream, _) = socket.accept().unwrap();
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut ancillary = rustix::net::RecvAncillaryBuffer::new(&mut space);
+    let mut buffer = [0u8; 16];
+    rustix::net::recvmsg(
+        &stream,
+        &mut [std::io::IoSliceMut::new(&mut buffer)],
+        &mut ancillary,
+        rustix::net::RecvFlags::CMSG_CLOEXEC,
+    )
+    .unwrap();
+    let fd = ancillary
+        .drain()
+        .find_map(|message| match message {
+            rustix::net::RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+            _ => None,
+        })
+        .expect("a descriptor was sent");
+    std::net::TcpListener::from(fd)
+}
+
+fn the_network_by_domain_reaches_the_proxys_address_and_nothing_else() {
+    use std::io::{BufRead as _, Write as _};
+    // The test's own server, outside: the command must not reach it directly.
+    let outside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = outside.local_addr().unwrap().port();
+    let outside_v6 = std::net::TcpListener::bind("[::1]:0").ok();
+    let port_v6 = outside_v6
+        .as_ref()
+        .map_or(port, |listener| listener.local_addr().unwrap().port());
+    let ws = scratch();
+    let place = scratch();
+    let socket_path = place.path().join("proxy.sock");
+    let socket = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    let proxy = std::thread::spawn(move || {
+        let listener = received_listener(socket);
+        let (stream, _) = listener.accept().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(&stream)
+            .read_line(&mut line)
+            .unwrap();
+        (&stream)
+            .write_all(format!("proxy heard {line}").as_bytes())
+            .unwrap();
+    });
+    let policy = Policy::workspace_write()
+        .with_domains(golato_sandbox::network::NetworkPolicy::default())
+        .with_helper(helper());
+    let prepared = Prepared::new(&policy, ws.path()).unwrap().unwrap();
+    assert!(prepared.domains().is_some());
+    let script = format!(
+        "echo \"proxy=$HTTPS_PROXY cargo=$CARGO_HTTP_PROXY\"
+         exec 3<>/dev/tcp/127.0.0.1/3128 && echo hello >&3 && head -1 <&3
+         (exec 4<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo escaped-v4
+         (exec 4<>/dev/tcp/::1/{port_v6}) 2>/dev/null && echo escaped-v6
+         true"
+    );
+    let output = Command::new(prepared.helper())
+        .args(prepared.proxied_args(None, &socket_path))
+        .args(["bash", "-c", &script])
+        .current_dir(ws.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    proxy.join().unwrap();
+    let seen = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        seen.contains("proxy=http://127.0.0.1:3128 cargo=http://127.0.0.1:3128"),
+        "{}",
+        said(&output)
+    );
+    assert!(seen.contains("proxy heard hello"), "{}", said(&output));
+    assert!(!seen.contains("escaped"), "{}", said(&output));
+    drop(outside);
 }
 
 fn no_network_unless_the_policy_allows_it() {

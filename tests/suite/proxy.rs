@@ -8,13 +8,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use golato::proxy::{Connection, Proxy, Resolve, REFUSAL_HEADER};
+use golato::proxy::{Connection, ConnectionLog, Proxy, Resolve, Verdict, REFUSAL_HEADER};
 use golato::sandbox::network::{Methods, NetworkPolicy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 /// Names of the test's own, each to an address of its servers.
+#[derive(Debug)]
 struct Names(HashMap<String, SocketAddr>);
 
 impl Resolve for Names {
@@ -59,7 +60,16 @@ struct Running {
 }
 
 async fn proxy(allow: &[&str], deny: &[&str], names: &[(&str, SocketAddr)]) -> Running {
-    let policy = NetworkPolicy::new(allow, deny, Methods::All).unwrap();
+    proxy_with(allow, deny, Methods::All, names).await
+}
+
+async fn proxy_with(
+    allow: &[&str],
+    deny: &[&str],
+    methods: Methods,
+    names: &[(&str, SocketAddr)],
+) -> Running {
+    let policy = NetworkPolicy::new(allow, deny, methods).unwrap();
     let names = Names(
         names
             .iter()
@@ -70,9 +80,10 @@ async fn proxy(allow: &[&str], deny: &[&str], names: &[(&str, SocketAddr)]) -> R
     let address = listener.local_addr().unwrap();
     let cancel = CancellationToken::new();
     let (told, log) = tokio::sync::mpsc::unbounded_channel();
-    let proxy = Proxy::new(policy, Arc::new(names)).with_log(Arc::new(move |connection| {
-        let _ = told.send(connection);
-    }));
+    let proxy =
+        Proxy::new(policy, Arc::new(names)).with_log(ConnectionLog::new(move |connection| {
+            let _ = told.send(connection.clone());
+        }));
     tokio::spawn(proxy.serve(listener, cancel.clone()));
     Running {
         address,
@@ -130,13 +141,8 @@ async fn an_allowed_name_is_tunnelled_and_any_other_is_refused_naming_the_flag()
     drop(tunnel);
     let told = log.recv().await.unwrap();
     assert_eq!(
-        (
-            told.host.as_str(),
-            told.refused.as_deref(),
-            told.sent,
-            told.received
-        ),
-        ("registry.test", None, 24, 24)
+        (told.host.as_str(), &told.verdict, told.sent, told.received),
+        ("registry.test", &Verdict::Allowed, 24, 24)
     );
 
     // Not allowed: 403, golato's header, and what would allow it.
@@ -155,12 +161,15 @@ async fn an_allowed_name_is_tunnelled_and_any_other_is_refused_naming_the_flag()
     // Both refusals are told, with what the client was answered.
     let first = log.recv().await.unwrap();
     assert_eq!(first.host, "elsewhere.test");
-    assert!(first.refused.unwrap().contains("not allowed"));
+    assert!(first.to_json()["refused"]
+        .as_str()
+        .unwrap()
+        .contains("not allowed"));
+    assert_eq!(first.to_json()["reason"], "not in the allowed domains");
     let second = log.recv().await.unwrap();
     assert!(
-        second
-            .refused
-            .as_deref()
+        second.to_json()["refused"]
+            .as_str()
             .unwrap_or_default()
             .contains("is denied"),
         "{second:?}"
@@ -169,7 +178,7 @@ async fn an_allowed_name_is_tunnelled_and_any_other_is_refused_naming_the_flag()
 }
 
 #[tokio::test]
-async fn a_wildcard_never_reaches_a_local_address_and_a_plain_request_is_not_forwarded() {
+async fn a_wildcard_never_reaches_a_local_address() {
     let server = shouting_server().await;
     let Running {
         address: proxy,
@@ -186,20 +195,191 @@ async fn a_wildcard_never_reaches_a_local_address_and_a_plain_request_is_not_for
         "{:?}",
         String::from_utf8_lossy(&body[..count])
     );
-    // A plain request is not forwarded (yet): refused, not passed on.
-    let mut plain = TcpStream::connect(proxy).await.unwrap();
-    plain
-        .write_all(b"GET http://sub.wide.test/ HTTP/1.1\r\nHost: sub.wide.test\r\n\r\n")
-        .await
-        .unwrap();
-    let mut head = vec![0u8; 64];
-    let count = plain.read(&mut head).await.unwrap();
+    // The same for a plain request.
+    let (head, _) = plain(
+        proxy,
+        "GET http://sub.wide.test/ HTTP/1.1\r\nHost: sub.wide.test\r\n\r\n",
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    cancel.cancel();
+}
+
+/// A web server that answers every request with its method and path, and a body as long as
+/// the request's.
+async fn web_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    |request: hyper::Request<hyper::body::Incoming>| async move {
+                        use http_body_util::BodyExt as _;
+                        let said = format!("{} {}", request.method(), request.uri());
+                        let host = request
+                            .headers()
+                            .get("host")
+                            .map(|host| host.to_str().unwrap_or("").to_owned())
+                            .unwrap_or_default();
+                        let length = request
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|body| body.to_bytes().len())
+                            .unwrap_or(0);
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                            http_body_util::Full::new(bytes::Bytes::from(format!(
+                                "{said} host={host} body={length}"
+                            ))),
+                        ))
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    address
+}
+
+/// Sends `request` as it is and returns everything answered until the proxy closes (the
+/// request asks to close), split into head and body.
+async fn plain(proxy: SocketAddr, request: &str) -> (String, String) {
+    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    let request = request.replacen("\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    (head.to_owned(), body.to_owned())
+}
+
+#[tokio::test]
+async fn plain_http_is_forwarded_to_allowed_hosts_and_read_mode_refuses_what_sends() {
+    let server = web_server().await;
+    let Running {
+        address: proxy,
+        cancel,
+        mut log,
+    } = proxy(
+        &["registry.test"],
+        &[],
+        &[("registry.test", server), ("other.test", server)],
+    )
+    .await;
+    let port = server.port();
+    let (head, body) = plain(
+        proxy,
+        &format!("GET http://registry.test:{port}/index?q=1 HTTP/1.1\r\nHost: registry.test:{port}\r\nProxy-Connection: keep-alive\r\n\r\n"),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // The host sees the origin form and the Host header.
+    assert_eq!(
+        body,
+        format!("GET /index?q=1 host=registry.test:{port} body=0")
+    );
+    let told = log.recv().await.unwrap();
+    assert_eq!(
+        (told.method.as_str(), &told.verdict),
+        ("GET", &Verdict::Allowed)
+    );
     assert!(
-        head[..count].starts_with(b"HTTP/1.1 405"),
-        "{:?}",
-        String::from_utf8_lossy(&head[..count])
+        told.sent > 0 && told.received > body.len() as u64,
+        "{told:?}"
+    );
+    let (head, body) = plain(
+        proxy,
+        &format!("POST http://registry.test:{port}/upload HTTP/1.1\r\nHost: registry.test:{port}\r\nContent-Length: 5\r\n\r\nhello"),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(body.ends_with("body=5"), "{body}");
+    let (head, body) = plain(
+        proxy,
+        &format!("GET http://other.test:{port}/ HTTP/1.1\r\nHost: other.test\r\n\r\n"),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    assert!(body.contains("--allow-domain other.test"), "{body}");
+    // Not a proxy request at all.
+    let (head, body) = plain(proxy, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    assert!(body.contains("absolute http:// URL"), "{body}");
+    cancel.cancel();
+
+    // Read mode: GET passes, POST and tunnels are refused.
+    let Running {
+        address: proxy,
+        cancel,
+        ..
+    } = proxy_with(
+        &["registry.test"],
+        &[],
+        Methods::Read,
+        &[("registry.test", server)],
+    )
+    .await;
+    let (head, _) = plain(
+        proxy,
+        &format!("HEAD http://registry.test:{port}/ HTTP/1.1\r\nHost: registry.test\r\n\r\n"),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (head, body) = plain(
+        proxy,
+        &format!("POST http://registry.test:{port}/ HTTP/1.1\r\nHost: registry.test\r\nContent-Length: 1\r\n\r\nx"),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    assert!(body.contains("POST to registry.test is refused"), "{body}");
+    let (head, mut tunnel) = connect(proxy, &format!("registry.test:{port}")).await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let mut body = vec![0u8; 512];
+    let count = tunnel.read(&mut body).await.unwrap();
+    let body = String::from_utf8_lossy(&body[..count]);
+    assert!(
+        body.contains("a tunnel (CONNECT) to registry.test is refused"),
+        "{body}"
     );
     cancel.cancel();
+}
+
+#[tokio::test]
+async fn cancelling_ends_open_tunnels_and_tells_what_they_carried() {
+    let server = shouting_server().await;
+    let policy = NetworkPolicy::new(&["registry.test"], &[], Methods::All).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let cancel = CancellationToken::new();
+    let told = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let proxy = Proxy::new(
+        policy,
+        Arc::new(Names([("registry.test".to_owned(), server)].into())),
+    )
+    .for_call("call-7")
+    .with_log(ConnectionLog::new({
+        let told = Arc::clone(&told);
+        move |connection| told.lock().unwrap().push(connection.clone())
+    }));
+    let served = tokio::spawn(proxy.serve(listener, cancel.clone()));
+    let (head, mut tunnel) = connect(address, &format!("registry.test:{}", server.port())).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    tunnel.write_all(b"abc").await.unwrap();
+    let mut back = [0u8; 3];
+    tunnel.read_exact(&mut back).await.unwrap();
+    // Still open when the call ends: serve returns once the tunnel is closed and told.
+    cancel.cancel();
+    served.await.unwrap();
+    let told = told.lock().unwrap().clone();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!((told[0].sent, told[0].received), (3, 3));
+    assert_eq!(told[0].call_id.as_deref(), Some("call-7"));
+    let mut rest = Vec::new();
+    assert_eq!(tunnel.read_to_end(&mut rest).await.unwrap_or(0), 0);
 }
 
 /// A TLS ClientHello naming `name`, as a TLS client opens with.
@@ -236,7 +416,10 @@ async fn a_tls_hello_naming_another_host_than_the_tunnels_is_refused() {
     assert_eq!(back, hello.to_ascii_uppercase());
     drop(tunnel);
     let told = log.recv().await.unwrap();
-    assert_eq!((told.refused, told.sent), (None, hello.len() as u64));
+    assert_eq!(
+        (told.verdict, told.sent),
+        (Verdict::Allowed, hello.len() as u64)
+    );
     // Another name than the tunnel's: the tunnel ends, nothing reaches the host.
     let (head, mut tunnel) = connect(proxy, &target).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
@@ -246,7 +429,7 @@ async fn a_tls_hello_naming_another_host_than_the_tunnels_is_refused() {
     assert!(rest.is_empty(), "the host answered: {rest:?}");
     let told = log.recv().await.unwrap();
     assert!(
-        told.refused.as_deref().is_some_and(
+        told.to_json()["refused"].as_str().is_some_and(
             |why| why.contains("SNI) evil.test is not the tunnel's host registry.test")
         ),
         "{told:?}"
