@@ -160,6 +160,13 @@ pub struct Config {
     /// ([`Checkpoints`]); captured only under [`sandbox::Mode::WorkspaceWrite`], where the
     /// result's details say what changed. `None` (the default): not captured.
     pub bash_checkpoints: Option<Arc<dyn Checkpoints>>,
+    /// How the proxy of a sandbox whose network goes by domain
+    /// ([`sandbox::Policy::domains`]) resolves names; `None` (the default): the system's
+    /// resolver ([`crate::proxy::SystemResolver`]).
+    pub network_resolver: Option<Arc<dyn crate::proxy::Resolve>>,
+    /// Where that proxy also tells every connection of every call, as it ends (each call's
+    /// result lists its own in its details, `network`); `None` (the default): nowhere else.
+    pub network_log: Option<crate::proxy::ConnectionLog>,
 }
 
 /// How much of a command's output `bash` keeps in its full-output file by default: 64 MiB.
@@ -229,6 +236,20 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
         )?)),
         _ => None,
     };
+    let proxy = sandbox
+        .as_ref()
+        .and_then(|sandbox| sandbox.domains())
+        .map(|domains| {
+            let resolver = config
+                .network_resolver
+                .clone()
+                .unwrap_or_else(|| Arc::new(crate::proxy::SystemResolver));
+            let proxy = crate::proxy::Proxy::new(domains.clone(), resolver);
+            match &config.network_log {
+                Some(log) => proxy.with_log(log.clone()),
+                None => proxy,
+            }
+        });
     let workspace = Arc::new(
         workspace
             .with_text_files(config.text_files.clone())
@@ -260,6 +281,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
                     sandbox,
                     guard,
                     checkpoints: config.bash_checkpoints.clone(),
+                    proxy: proxy.clone(),
                 },
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),

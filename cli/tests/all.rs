@@ -26,6 +26,7 @@ mod suite {
     mod mcp;
     mod mcp_hostile;
     mod mcp_start;
+    mod network;
     mod policy;
     mod providers;
     mod run;

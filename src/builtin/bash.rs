@@ -16,6 +16,7 @@ use super::paths::failure;
 use super::Workspace;
 
 mod capture;
+mod network;
 mod processes;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 pub(super) use capture::recover;
@@ -59,6 +60,8 @@ pub(super) struct Settings {
     pub(super) guard: Option<Arc<crate::sandbox::Guard>>,
     /// Where captured changes are kept, when the application asked for them.
     pub(super) checkpoints: Option<Arc<dyn super::Checkpoints>>,
+    /// The proxy of a sandbox whose network goes by domain.
+    pub(super) proxy: Option<crate::proxy::Proxy>,
 }
 
 pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
@@ -127,14 +130,24 @@ async fn run(
     // cancellation, also after leaving the process group.
     let mark = processes::new_mark();
     let capture = capture::Capture::prepare(&settings, &ctx.call().id, &mark);
+    let network = match (&settings.sandbox, &settings.proxy) {
+        (Some(_), Some(proxy)) => Some(
+            network::CallNetwork::open(proxy, &ctx.call().id)
+                .map_err(|error| failure("could not open the command's network proxy", &error))?,
+        ),
+        _ => None,
+    };
     let mut command = match &settings.sandbox {
         Some(sandbox) => {
             let (status_reader, status_writer) = std::io::pipe().map_err(pipe_failed)?;
             status = Some(status_reader);
             let mut command = tokio::process::Command::new(sandbox.helper());
-            match capture.stage() {
-                Some(stage) => command.args(sandbox.capturing_args(stage)),
-                None => command.args(sandbox.helper_args()),
+            match (capture.stage(), &network) {
+                (stage, Some(network)) => {
+                    command.args(sandbox.proxied_args(stage, network.socket()))
+                }
+                (Some(stage), None) => command.args(sandbox.capturing_args(stage)),
+                (None, None) => command.args(sandbox.helper_args()),
             };
             command.arg("bash").stdin(status_writer);
             command
@@ -262,6 +275,9 @@ async fn run(
         let _ = child.wait().await;
     }
     let mut result = output.finish(ending, &killed);
+    if let Some(network) = network {
+        network.finish(&mut result).await;
+    }
     // A sandboxed command that exited took every process of its namespace with it; killed
     // ones may still be dying, and nothing is applied while one could still write.
     let gone = move || {

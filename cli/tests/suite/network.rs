@@ -1,0 +1,256 @@
+//! The network by domain, end to end on loopback only: a sandboxed `bash` whose policy names
+//! domains reaches the test's own web server under a test name (resolved by the test's
+//! resolver) through golato's proxy, with `curl` as a user's tools would; a host it does not
+//! allow is refused with the flag that would allow it, and the result tells the model; every
+//! way around the proxy (TCP to the test's server on 127.0.0.1 and [::1], UDP, a Unix socket,
+//! the proxy variables unset) fails; read mode refuses a POST. Public, private and metadata
+//! addresses are judged in golato-sandbox's unit tests, never connected to.
+
+use crate::support;
+
+use std::collections::HashMap;
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use golato::message::ToolResultMessage;
+use golato::proxy::{Connection, ConnectionLog, Resolve};
+use golato::sandbox::network::{Methods, NetworkPolicy};
+use golato::sandbox::Policy;
+use golato::Tool;
+use serde_json::json;
+
+/// The test's names, each to one of its servers.
+#[derive(Debug)]
+struct Names(HashMap<String, SocketAddr>);
+
+impl Resolve for Names {
+    fn resolve(&self, host: &str, _: u16) -> BoxFuture<'static, std::io::Result<Vec<SocketAddr>>> {
+        let found = self.0.get(host).copied();
+        Box::pin(async move {
+            found
+                .map(|address| vec![address])
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such name"))
+        })
+    }
+}
+
+/// A web server answering every request with its method and target, one connection at a time
+/// (on a thread: the tools run on the agent's own runtime).
+fn web_server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut first = String::new();
+            let _ = reader.read_line(&mut first);
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; length];
+            let _ = reader.read_exact(&mut body);
+            let answer = format!("served {}", first.trim());
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    address
+}
+
+struct Network {
+    tools: Vec<Tool>,
+    told: Arc<Mutex<Vec<Connection>>>,
+    _workspace: tempfile::TempDir,
+}
+
+fn network(allow: &[&str], methods: Methods, names: &[(&str, SocketAddr)]) -> Network {
+    let workspace = tempfile::tempdir().unwrap();
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let policy = Policy::workspace_write()
+        .with_domains(NetworkPolicy::new(allow, &[], methods).unwrap())
+        .with_helper(support::golato_binary());
+    let tools = golato::builtin::new(golato::builtin::Config {
+        working_directory: workspace.path().into(),
+        sandbox: policy,
+        network_resolver: Some(Arc::new(Names(
+            names
+                .iter()
+                .map(|(name, address)| ((*name).to_owned(), *address))
+                .collect(),
+        ))),
+        network_log: Some(ConnectionLog::new({
+            let told = Arc::clone(&told);
+            move |connection| told.lock().unwrap().push(connection.clone())
+        })),
+        ..Default::default()
+    })
+    .expect("the sandbox is available on the test machine");
+    Network {
+        tools,
+        told,
+        _workspace: workspace,
+    }
+}
+
+fn bash(tools: &[Tool], command: &str) -> (ToolResultMessage, String) {
+    let result = support::call_tool(tools, "bash", &json!({ "command": command }).to_string());
+    let text = result
+        .content
+        .iter()
+        .filter_map(|part| match part {
+            golato::message::Content::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    (result, text)
+}
+
+#[test]
+fn curl_reaches_an_allowed_host_through_the_proxy_and_a_refused_one_is_named_with_its_flag() {
+    let server = web_server();
+    let port = server.port();
+    let net = network(
+        &["registry.test", "*.wild.test"],
+        Methods::All,
+        &[
+            ("registry.test", server),
+            ("elsewhere.test", server),
+            ("sub.wild.test", server),
+        ],
+    );
+    let (result, text) = bash(
+        &net.tools,
+        &format!(
+            "curl -sS http://registry.test:{port}/crates/index; echo
+             curl -sS --proxytunnel http://registry.test:{port}/tunnelled; echo
+             curl -sS -D - http://elsewhere.test:{port}/secret; echo
+             curl -sS http://sub.wild.test:{port}/; echo"
+        ),
+    );
+    assert!(text.contains("served GET /crates/index HTTP/1.1"), "{text}");
+    // Through a CONNECT tunnel (curl asks for one with --proxytunnel, as it does for https).
+    assert!(text.contains("served GET /tunnelled HTTP/1.1"), "{text}");
+    assert!(text.contains("403"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("x-golato-refused"),
+        "{text}"
+    );
+    assert!(
+        text.contains("golato: elsewhere.test is not allowed; --allow-domain elsewhere.test"),
+        "{text}"
+    );
+    assert!(!text.contains("served GET /secret"), "{text}");
+    // A wildcard never reaches a local address (the test's server is on loopback).
+    assert!(text.contains("a local address"), "{text}");
+    // The model is told, once per host.
+    assert!(
+        text.contains("network: blocked elsewhere.test (not in the allowed domains)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "network: blocked sub.wild.test (it resolves to the local address 127.0.0.1)"
+        ),
+        "{text}"
+    );
+    // The details list every connection; the run-wide log has them too, with the call.
+    let listed = result.details.as_ref().unwrap()["network"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert_eq!(listed.iter().filter(|c| c["allowed"] == true).count(), 2);
+    assert!(listed.iter().all(|c| c["call"] == "only"), "{listed:?}");
+    assert!(listed
+        .iter()
+        .any(|c| c["method"] == "CONNECT" && c["received"].as_u64() > Some(0)));
+    assert_eq!(net.told.lock().unwrap().len(), 4);
+}
+
+#[test]
+fn every_way_around_the_proxy_fails() {
+    let server = web_server();
+    let port = server.port();
+    let v6 = TcpListener::bind("[::1]:0").ok();
+    let port_v6 = v6
+        .as_ref()
+        .map_or(port, |listener| listener.local_addr().unwrap().port());
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    udp.set_nonblocking(true).unwrap();
+    let place = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let unix_path = place.path().join("daemon.sock");
+    let unix = std::os::unix::net::UnixListener::bind(&unix_path).unwrap();
+    unix.set_nonblocking(true).unwrap();
+    let net = network(
+        &["registry.test"],
+        Methods::All,
+        &[("registry.test", server)],
+    );
+    let (_, text) = bash(
+        &net.tools,
+        &format!(
+            "curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{port}/ && echo escaped-direct
+             env -u HTTP_PROXY -u http_proxy -u ALL_PROXY -u all_proxy curl -sS --max-time 5 http://registry.test:{port}/ && echo escaped-unset
+             (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo escaped-v4
+             (exec 3<>/dev/tcp/::1/{port_v6}) 2>/dev/null && echo escaped-v6
+             (echo dns-query > /dev/udp/127.0.0.1/{udp_port}) 2>/dev/null
+             getent hosts registry.test && echo escaped-dns
+             python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])' {} 2>/dev/null && echo escaped-unix
+             echo checked",
+            unix_path.display()
+        ),
+    );
+    assert!(text.contains("checked"), "{text}");
+    assert!(!text.contains("escaped"), "{text}");
+    // What was sent is on the sockets already if it got out: loopback delivers at once.
+    let mut buffer = [0u8; 64];
+    assert!(udp.recv(&mut buffer).is_err(), "a datagram got out");
+    assert!(unix.accept().is_err(), "a Unix socket connection got out");
+    // Nothing reached the proxy either: the attempts went around it.
+    assert!(net.told.lock().unwrap().is_empty());
+}
+
+#[test]
+fn read_mode_lets_a_get_through_and_refuses_a_post_and_a_tunnel() {
+    let server = web_server();
+    let port = server.port();
+    let net = network(
+        &["registry.test"],
+        Methods::Read,
+        &[("registry.test", server)],
+    );
+    let (_, text) = bash(
+        &net.tools,
+        &format!(
+            "curl -sS http://registry.test:{port}/read; echo
+             curl -sS -d secret=1 http://registry.test:{port}/upload; echo
+             curl -sS --proxytunnel http://registry.test:{port}/t; echo"
+        ),
+    );
+    assert!(text.contains("served GET /read"), "{text}");
+    assert!(!text.contains("served POST"), "{text}");
+    assert!(
+        text.contains("POST to registry.test is refused: the network is read-only"),
+        "{text}"
+    );
+    assert!(!text.contains("served GET /t"), "{text}");
+    assert!(
+        text.contains("network: blocked registry.test (POST refused: the network is read-only)"),
+        "{text}"
+    );
+}
