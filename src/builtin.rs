@@ -281,7 +281,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
                     sandbox,
                     guard,
                     checkpoints: config.bash_checkpoints.clone(),
-                    proxy: proxy.clone(),
+                    proxy,
                 },
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),
