@@ -4,6 +4,7 @@
 pub(crate) mod agent;
 pub(crate) mod approve;
 pub(crate) mod instructions;
+pub(crate) mod network_log;
 pub(crate) mod plan_mode;
 pub(crate) mod prompt;
 pub(crate) mod provider;

@@ -175,9 +175,25 @@ pub(crate) struct SandboxArgs {
     /// workspace-write for run and serve, off for tool]
     #[arg(long, value_name = "MODE", value_parser = sandbox_mode, help_heading = "Safety")]
     pub(crate) sandbox: Option<golato::sandbox::Mode>,
-    /// Let sandboxed commands use the network (and local sockets).
+    /// Let sandboxed commands use the network (and local sockets), all of it: wins over
+    /// --allow-domain.
     #[arg(long, help_heading = "Safety")]
     pub(crate) allow_network: bool,
+    /// Let sandboxed commands reach these hosts, through golato's proxy only: a host, `*.`
+    /// a domain, host:port, or a preset (@crates, @npm, @pypi, @go, @github); repeatable.
+    #[arg(long, value_name = "PATTERN", help_heading = "Safety")]
+    pub(crate) allow_domain: Vec<String>,
+    /// Never let sandboxed commands reach these hosts, even when allowed; repeatable.
+    #[arg(long, value_name = "PATTERN", help_heading = "Safety")]
+    pub(crate) deny_domain: Vec<String>,
+    /// Which plain HTTP methods the allowed hosts get: all, or read (GET, HEAD, OPTIONS only;
+    /// no tunnels, whose requests cannot be seen).
+    #[arg(long, value_name = "METHODS", value_parser = ["all", "read"], help_heading = "Safety")]
+    pub(crate) network_methods: Option<String>,
+    /// Append every connection sandboxed commands make (allowed or blocked) to FILE, one
+    /// JSON object a line.
+    #[arg(long, value_name = "FILE", help_heading = "Safety")]
+    pub(crate) network_log: Option<PathBuf>,
     /// Another directory a workspace-write sandbox leaves writable; repeatable.
     #[arg(long, value_name = "DIR", help_heading = "Safety")]
     pub(crate) writable: Vec<PathBuf>,
@@ -201,10 +217,27 @@ pub(crate) struct SandboxArgs {
 
 impl SandboxArgs {
     /// The policy these flags ask for, `default` when --sandbox is not given.
-    pub(crate) fn policy(&self, default: golato::sandbox::Mode) -> golato::sandbox::Policy {
+    ///
+    /// # Errors
+    /// A domain pattern that is none, named with what to give instead.
+    pub(crate) fn policy(
+        &self,
+        default: golato::sandbox::Mode,
+    ) -> Result<golato::sandbox::Policy, golato::sandbox::network::PatternError> {
         let mut policy = golato::sandbox::Policy::off();
         policy.mode = self.sandbox.unwrap_or(default);
         policy.allow_network = self.allow_network;
+        if !self.allow_domain.is_empty() || !self.deny_domain.is_empty() {
+            let methods = match self.network_methods.as_deref() {
+                Some("read") => golato::sandbox::network::Methods::Read,
+                _ => golato::sandbox::network::Methods::All,
+            };
+            let allow: Vec<&str> = self.allow_domain.iter().map(String::as_str).collect();
+            let deny: Vec<&str> = self.deny_domain.iter().map(String::as_str).collect();
+            policy.domains = Some(golato::sandbox::network::NetworkPolicy::new(
+                &allow, &deny, methods,
+            )?);
+        }
         policy.writable_roots = self.writable.clone();
         policy.pass_env = self.pass_env.clone();
         policy.helper = small_helper();
@@ -217,7 +250,7 @@ impl SandboxArgs {
             .map(PathBuf::from)
             .chain(self.deny_read.iter().cloned())
             .collect();
-        policy
+        Ok(policy)
     }
 }
 

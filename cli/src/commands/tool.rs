@@ -47,7 +47,10 @@ pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
                 .collect(),
         ),
         // The person typing is the one asking for the call: nothing is confined unless asked.
-        sandbox: args.sandbox.policy(golato::sandbox::Mode::Off),
+        sandbox: args
+            .sandbox
+            .policy(golato::sandbox::Mode::Off)
+            .map_err(|error| CliError::usage(format!("--allow-domain/--deny-domain: {error}")))?,
         ..Default::default()
     })
     .map_err(crate::setup::agent::builtin_error)?;

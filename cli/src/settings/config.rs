@@ -39,6 +39,10 @@ pub(crate) struct FileSettings {
     pub(super) mcp_url: Option<Vec<String>>,
     pub(super) sandbox: Option<String>,
     pub(super) allow_network: Option<bool>,
+    pub(super) allow_domain: Option<Vec<String>>,
+    pub(super) deny_domain: Option<Vec<String>>,
+    pub(super) network_methods: Option<String>,
+    pub(super) network_log: Option<PathBuf>,
     pub(super) writable: Option<Vec<PathBuf>>,
     pub(super) deny_read: Option<Vec<PathBuf>>,
     pub(super) no_bash_checkpoints: Option<bool>,
@@ -105,6 +109,20 @@ pub(crate) fn untrusted(settings: &mut FileSettings) -> Vec<String> {
     }
     if let Some(writable) = settings.writable.take() {
         drop("writable", format!("{writable:?}"));
+    }
+    // More hosts widen the network; denied hosts and read-only methods narrow it and stand.
+    if let Some(allow) = settings.allow_domain.take() {
+        drop("allow_domain", format!("{allow:?}"));
+    }
+    if let Some(methods) = settings
+        .network_methods
+        .take_if(|methods| methods != "read")
+    {
+        drop("network_methods", format!("{methods:?}"));
+    }
+    // Where every connection is written is the user's choice of a file to write.
+    if let Some(log) = settings.network_log.take() {
+        drop("network_log", format!("{log:?}"));
     }
     // `edits` asks for commands: stricter than the sandboxed default `never`. (With a sandbox
     // the user turned off, the default is `ask`: `settings::resolve` keeps that.)
@@ -689,6 +707,10 @@ pub(crate) fn entries(settings: &FileSettings) -> Vec<(&'static str, String)> {
     entry!(mcp_url);
     entry!(sandbox);
     entry!(allow_network);
+    entry!(allow_domain);
+    entry!(deny_domain);
+    entry!(network_methods);
+    entry!(network_log);
     entry!(writable);
     entry!(deny_read);
     entry!(no_bash_checkpoints);

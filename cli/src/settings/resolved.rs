@@ -87,6 +87,8 @@ pub(crate) struct Settings {
     pub(crate) mcp_timeout: Option<Duration>,
     /// What bash, read, write and edit may touch.
     pub(crate) sandbox: golato::sandbox::Policy,
+    /// Where every connection of sandboxed commands is appended as a JSON line (--network-log).
+    pub(crate) network_log: Option<std::path::PathBuf>,
     /// Whether sandboxed commands run through a capturing overlay (undo covers them).
     pub(crate) bash_checkpoints: bool,
     /// Which calls ask first, when chosen (the default depends on the sandbox and terminal).
@@ -117,7 +119,10 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
     args.cwd = canonical_directory(&args.cwd)?;
     let (policy, approve_untrusted, mut notes) = apply(&mut args, ask)?;
     let trusted = super::trust::trusted(&args.cwd, args.settings.trust);
-    let sandbox = args.sandbox.policy(DEFAULT_SANDBOX);
+    let sandbox = args
+        .sandbox
+        .policy(DEFAULT_SANDBOX)
+        .map_err(|error| CliError::usage(format!("--allow-domain/--deny-domain: {error}")))?;
     // An untrusted project's `edits` is stricter than the sandboxed default (`never`), looser
     // than the default with the sandbox off (`ask` on a terminal): then the default stands.
     let default = Approve::default_for(sandbox.mode != golato::sandbox::Mode::Off, ask);
@@ -156,6 +161,7 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         mcp_commands: args.mcp_commands,
         mcp_url: args.mcp_url,
         mcp_timeout: args.mcp_timeout,
+        network_log: args.sandbox.network_log.clone(),
         sandbox,
         bash_checkpoints: !args.sandbox.no_bash_checkpoints,
         approve: args.approve,
@@ -379,6 +385,31 @@ fn fill_sandbox(
             args.sandbox.writable = writable.clone();
         }
     }
+    if let Some(allow) = &settings.allow_domain {
+        if !given.contains("allow_domain") {
+            args.sandbox.allow_domain = allow.clone();
+        }
+    }
+    // Denied domains add up, as denied paths do.
+    if let Some(deny) = &settings.deny_domain {
+        args.sandbox.deny_domain.extend(deny.iter().cloned());
+    }
+    if let Some(methods) = &settings.network_methods {
+        if methods != "all" && methods != "read" {
+            return Err(invalid(
+                "network_methods",
+                format!("{methods:?} is not all or read"),
+            ));
+        }
+        if !given.contains("network_methods") {
+            args.sandbox.network_methods = Some(methods.clone());
+        }
+    }
+    if let Some(log) = &settings.network_log {
+        if !given.contains("network_log") {
+            args.sandbox.network_log = Some(log.clone());
+        }
+    }
     // Denials add up: a later layer (a project's) cannot take back one an earlier one made,
     // and `--deny-read` adds to the files' rather than replacing them.
     if let Some(deny_read) = &settings.deny_read {
@@ -444,6 +475,10 @@ mod tests {
         ),
         ("sandbox", "\"read-only\"", Some("off")),
         ("allow_network", "true", None),
+        ("allow_domain", "[\"@crates\"]", Some("@npm")),
+        ("deny_domain", "[\"a.test\"]", Some("b.test")),
+        ("network_methods", "\"read\"", Some("all")),
+        ("network_log", "\"/tmp/n.jsonl\"", Some("/tmp/m.jsonl")),
         ("writable", "[\"/srv\"]", Some("/opt")),
         ("deny_read", "[\"/srv\"]", Some("/opt")),
         ("no_bash_checkpoints", "true", None),
@@ -498,7 +533,7 @@ mod tests {
             );
             let before = format!("{args:?}");
             fill(&mut args, &settings, "a test").unwrap();
-            if *key == "deny_read" {
+            if *key == "deny_read" || *key == "deny_domain" {
                 // Denials add up: a file's join the flag's.
                 assert_ne!(before, format!("{args:?}"), "deny_read adds up");
             } else {

@@ -431,6 +431,11 @@ pub(crate) fn builtin_tools(
         sandbox: settings.sandbox.clone(),
         text_files: settings.text_files.clone(),
         bash_checkpoints,
+        network_log: settings
+            .network_log
+            .as_deref()
+            .map(crate::setup::network_log::open)
+            .transpose()?,
         // What a rule keeps from `read` stays out of grep, find and ls too.
         read_rules: (!settings.policy.rules.is_empty())
             .then(|| Arc::new(settings.policy.rules.clone())),

@@ -50,6 +50,7 @@ impl Header {
             "tools": self.tools,
             "sandbox": self.sandbox.mode.name(),
             "network": self.sandbox.mode == golato::sandbox::Mode::Off || self.sandbox.allow_network,
+            "network_by_domain": self.sandbox.domains.is_some() && !self.sandbox.allow_network,
             "pass_env": self.sandbox.pass_env,
             "approve": self.approve.name(),
             "session": self.session,
@@ -76,10 +77,10 @@ impl fmt::Display for Header {
         )?;
         write!(f, " · sandbox {}", self.sandbox.mode)?;
         if self.sandbox.mode != golato::sandbox::Mode::Off {
-            f.write_str(if self.sandbox.allow_network {
-                ", network"
-            } else {
-                ", no network"
+            f.write_str(match (self.sandbox.allow_network, &self.sandbox.domains) {
+                (true, _) => ", network",
+                (false, Some(_)) => ", network by domain (through golato's proxy)",
+                (false, None) => ", no network",
             })?;
             // Said up front: a command that needs a token fails otherwise without a clue.
             f.write_str(", secrets kept from bash")?;

@@ -254,3 +254,127 @@ fn read_mode_lets_a_get_through_and_refuses_a_post_and_a_tunnel() {
         "{text}"
     );
 }
+
+/// `golato run --json` in `ws` with one bash call, the given flags; the call's `tool_end`.
+fn golato_run(ws: &std::path::Path, command: &str, flags: &[&str]) -> (serde_json::Value, String) {
+    use support::cli::{golato, json_lines, of_type, script_file};
+    let script = script_file(
+        ws,
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": command}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let output = golato()
+        .args(["run", "--json", "--ephemeral", "--approve", "never"])
+        .args(flags)
+        .arg("--cwd")
+        .arg(ws)
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let lines = json_lines(&output);
+    let end = of_type(&lines, "tool_end")
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no tool_end: {stderr}"))
+        .clone();
+    (end, stderr)
+}
+
+#[test]
+fn the_command_line_allows_domains_logs_every_connection_and_an_untrusted_project_only_narrows() {
+    let server = web_server();
+    let port = server.port();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let log = ws.join("network.jsonl");
+    // `localhost` named exactly: its loopback address is allowed; 127.0.0.1 is not named.
+    // (NO_PROXY keeps loopback names direct, for the command's own servers: unset here, so
+    // that the test's server, outside, is asked for through the proxy.)
+    let (end, stderr) = golato_run(
+        &ws,
+        &format!(
+            "unset NO_PROXY no_proxy; curl -sS http://localhost:{port}/ok; echo; curl -sS http://127.0.0.1:{port}/no; echo"
+        ),
+        &[
+            "--allow-domain",
+            "localhost",
+            "--network-log",
+            log.to_str().unwrap(),
+        ],
+    );
+    let text = end["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+        + end["result"]["content"][1]["text"]
+            .as_str()
+            .unwrap_or_default();
+    assert!(text.contains("served GET /ok"), "{text}\n{stderr}");
+    assert!(!text.contains("served GET /no"), "{text}");
+    assert!(
+        text.contains("network: blocked 127.0.0.1 (not in the allowed domains)"),
+        "{text}"
+    );
+    let network = end["result"]["details"]["network"].as_array().unwrap();
+    assert_eq!(network.len(), 2, "{network:?}");
+    let logged: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(logged.len(), 2, "{logged:?}");
+    assert_eq!(logged[0]["host"], "localhost");
+    assert_eq!(logged[0]["allowed"], true);
+    assert!(logged[0]["received"].as_u64() > Some(0));
+    assert_eq!(logged[1]["allowed"], false);
+    assert!(logged
+        .iter()
+        .all(|line| line["call"] == "c1" && line["time"].is_number()));
+
+    // A bad pattern is a usage error naming it.
+    let output = support::cli::golato()
+        .args(["run", "--allow-domain", "*bad*", "--cwd"])
+        .arg(&ws)
+        .arg("go")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("\"*bad*\" is not a domain pattern"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // An untrusted project's file: its allowed domains are ignored (and said), its denials
+    // and read-only methods stand.
+    std::fs::create_dir(ws.join(".golato")).unwrap();
+    std::fs::write(
+        ws.join(".golato/config.toml"),
+        "allow_domain = [\"127.0.0.1\"]\ndeny_domain = [\"localhost\"]\n",
+    )
+    .unwrap();
+    let (end, stderr) = golato_run(
+        &ws,
+        &format!(
+            "unset NO_PROXY no_proxy; curl -sS http://localhost:{port}/a; echo; curl -sS http://127.0.0.1:{port}/b; echo"
+        ),
+        &["--allow-domain", "localhost"],
+    );
+    let text = end["result"]["content"].to_string();
+    assert!(stderr.contains("allow_domain"), "{stderr}");
+    assert!(!text.contains("served GET"), "{text}\n{stderr}");
+    assert!(
+        text.contains("network: blocked localhost (in the denied domains)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("network: blocked 127.0.0.1 (not in the allowed domains)"),
+        "{text}"
+    );
+}
