@@ -3,31 +3,15 @@
 //! 403 naming the host and the flag, and a name resolving to a local address needs a pattern
 //! naming it exactly.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use golato::proxy::{Connection, ConnectionLog, Proxy, Resolve, Verdict, REFUSAL_HEADER};
+use crate::support;
+use golato::proxy::{Connection, ConnectionLog, Proxy, Verdict, REFUSAL_HEADER};
 use golato::sandbox::network::{Methods, NetworkPolicy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
-
-/// Names of the test's own, each to an address of its servers.
-#[derive(Debug)]
-struct Names(HashMap<String, SocketAddr>);
-
-impl Resolve for Names {
-    fn resolve(&self, host: &str, _: u16) -> BoxFuture<'static, std::io::Result<Vec<SocketAddr>>> {
-        let found = self.0.get(host).copied();
-        Box::pin(async move {
-            found.map(|address| vec![address]).ok_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotFound, "no such test name")
-            })
-        })
-    }
-}
 
 /// A server that answers each line with the line upper-cased.
 async fn shouting_server() -> SocketAddr {
@@ -70,12 +54,7 @@ async fn proxy_with(
     names: &[(&str, SocketAddr)],
 ) -> Running {
     let policy = NetworkPolicy::new(allow, deny, methods).unwrap();
-    let names = Names(
-        names
-            .iter()
-            .map(|(name, address)| ((*name).to_owned(), *address))
-            .collect(),
-    );
+    let names = support::TestNames::new(names);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let cancel = CancellationToken::new();
@@ -358,7 +337,7 @@ async fn cancelling_ends_open_tunnels_and_tells_what_they_carried() {
     let told = Arc::new(std::sync::Mutex::new(Vec::new()));
     let proxy = Proxy::new(
         policy,
-        Arc::new(Names([("registry.test".to_owned(), server)].into())),
+        Arc::new(support::TestNames::new(&[("registry.test", server)])),
     )
     .for_call("call-7")
     .with_log(ConnectionLog::new({

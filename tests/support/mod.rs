@@ -376,3 +376,34 @@ pub fn processes_with(entry: &str) -> Vec<i32> {
         })
         .collect()
 }
+
+/// A resolver for the network proxy's tests: the test's own names, each to one of its
+/// loopback servers.
+#[derive(Debug)]
+pub struct TestNames(pub std::collections::HashMap<String, std::net::SocketAddr>);
+
+impl TestNames {
+    pub fn new(names: &[(&str, std::net::SocketAddr)]) -> TestNames {
+        TestNames(
+            names
+                .iter()
+                .map(|(name, address)| ((*name).to_owned(), *address))
+                .collect(),
+        )
+    }
+}
+
+impl golato::proxy::Resolve for TestNames {
+    fn resolve(
+        &self,
+        host: &str,
+        _: u16,
+    ) -> futures::future::BoxFuture<'static, std::io::Result<Vec<std::net::SocketAddr>>> {
+        let found = self.0.get(host).copied();
+        Box::pin(async move {
+            found.map(|address| vec![address]).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such test name")
+            })
+        })
+    }
+}

@@ -8,33 +8,16 @@
 
 use crate::support;
 
-use std::collections::HashMap;
 use std::io::{BufRead as _, Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 
-use futures::future::BoxFuture;
 use golato::message::ToolResultMessage;
-use golato::proxy::{Connection, ConnectionLog, Resolve};
+use golato::proxy::{Connection, ConnectionLog};
 use golato::sandbox::network::{Methods, NetworkPolicy};
 use golato::sandbox::Policy;
 use golato::Tool;
 use serde_json::json;
-
-/// The test's names, each to one of its servers.
-#[derive(Debug)]
-struct Names(HashMap<String, SocketAddr>);
-
-impl Resolve for Names {
-    fn resolve(&self, host: &str, _: u16) -> BoxFuture<'static, std::io::Result<Vec<SocketAddr>>> {
-        let found = self.0.get(host).copied();
-        Box::pin(async move {
-            found
-                .map(|address| vec![address])
-                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such name"))
-        })
-    }
-}
 
 /// A web server answering every request with its method and target, one connection at a time
 /// (on a thread: the tools run on the agent's own runtime).
@@ -85,12 +68,7 @@ fn network(allow: &[&str], methods: Methods, names: &[(&str, SocketAddr)]) -> Ne
     let tools = golato::builtin::new(golato::builtin::Config {
         working_directory: workspace.path().into(),
         sandbox: policy,
-        network_resolver: Some(Arc::new(Names(
-            names
-                .iter()
-                .map(|(name, address)| ((*name).to_owned(), *address))
-                .collect(),
-        ))),
+        network_resolver: Some(Arc::new(support::TestNames::new(names))),
         network_log: Some(ConnectionLog::new({
             let told = Arc::clone(&told);
             move |connection| told.lock().unwrap().push(connection.clone())
