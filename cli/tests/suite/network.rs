@@ -22,7 +22,12 @@ use serde_json::json;
 /// A web server answering every request with its method and target, one connection at a time
 /// (on a thread: the tools run on the agent's own runtime).
 fn web_server() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    serve(TcpListener::bind("127.0.0.1:0").unwrap(), None)
+}
+
+/// Serves on `listener`: the files under `root` for a GET (404 for others), else every
+/// request answered with its method and target.
+fn serve(listener: TcpListener, root: Option<std::path::PathBuf>) -> SocketAddr {
     let address = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
@@ -42,12 +47,27 @@ fn web_server() -> SocketAddr {
             }
             let mut body = vec![0u8; length];
             let _ = reader.read_exact(&mut body);
-            let answer = format!("served {}", first.trim());
+            let (status, answer) = match &root {
+                Some(root) => {
+                    let target = first.split(' ').nth(1).unwrap_or("/");
+                    let path = target
+                        .split('?')
+                        .next()
+                        .unwrap_or("/")
+                        .trim_start_matches('/');
+                    match (path.contains(".."), std::fs::read(root.join(path))) {
+                        (false, Ok(bytes)) => ("200 OK", bytes),
+                        _ => ("404 Not Found", b"not found".to_vec()),
+                    }
+                }
+                None => ("200 OK", format!("served {}", first.trim()).into_bytes()),
+            };
             let _ = write!(
                 stream,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                 answer.len()
             );
+            let _ = stream.write_all(&answer);
         }
     });
     address
@@ -354,5 +374,144 @@ fn the_command_line_allows_domains_logs_every_connection_and_an_untrusted_projec
     assert!(
         text.contains("network: blocked 127.0.0.1 (not in the allowed domains)"),
         "{text}"
+    );
+}
+
+/// Runs `program` with `args` in `dir`, which must succeed; its standard output.
+fn must(dir: &std::path::Path, program: &str, args: &[&str]) -> String {
+    let output = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What the user's build needs, as the tools fetch it: `cargo fetch` from a sparse registry and
+/// `git clone` over HTTP, both served by the test on loopback under a test name and reached
+/// through the proxy alone.
+#[test]
+fn cargo_and_git_fetch_through_the_proxy_from_a_registry_on_loopback() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = tempfile::tempdir().unwrap();
+    let root = served.path();
+    let base = format!("http://registry.test:{port}");
+
+    // A git repository, served as files (git's "dumb" HTTP protocol).
+    let source = tempfile::tempdir().unwrap();
+    must(source.path(), "git", &["init", "-q", "-b", "main"]);
+    std::fs::write(source.path().join("README"), "fetched through the proxy\n").unwrap();
+    must(source.path(), "git", &["add", "README"]);
+    must(
+        source.path(),
+        "git",
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "one",
+        ],
+    );
+    let bare = root.join("repo.git");
+    must(
+        root,
+        "git",
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            source.path().to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+    must(&bare, "git", &["update-server-info"]);
+
+    // A sparse cargo registry with one crate, `tiny`.
+    let tiny = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tiny.path().join("src")).unwrap();
+    std::fs::write(
+        tiny.path().join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\ndescription = \"t\"\nlicense = \"MIT\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        tiny.path().join("src/lib.rs"),
+        "pub fn tiny() -> u8 { 7 }\n",
+    )
+    .unwrap();
+    must(
+        tiny.path(),
+        "cargo",
+        &["package", "-q", "--no-verify", "--allow-dirty", "--offline"],
+    );
+    let packaged = tiny.path().join("target/package/tiny-0.1.0.crate");
+    let download = root.join("dl/tiny/0.1.0");
+    std::fs::create_dir_all(&download).unwrap();
+    std::fs::copy(&packaged, download.join("download")).unwrap();
+    let sum = must(root, "sha256sum", &[packaged.to_str().unwrap()]);
+    let sum = sum.split_whitespace().next().unwrap();
+    std::fs::create_dir_all(root.join("index/ti/ny")).unwrap();
+    std::fs::write(
+        root.join("index/config.json"),
+        format!("{{\"dl\": \"{base}/dl/{{crate}}/{{version}}/download\"}}"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("index/ti/ny/tiny"),
+        format!("{{\"name\":\"tiny\",\"vers\":\"0.1.0\",\"deps\":[],\"cksum\":\"{sum}\",\"features\":{{}},\"yanked\":false}}\n"),
+    )
+    .unwrap();
+    let server = serve(listener, Some(root.to_owned()));
+
+    let net = network(
+        &["registry.test"],
+        Methods::All,
+        &[("registry.test", server)],
+    );
+    let ws = net._workspace.path();
+    std::fs::create_dir(ws.join("src")).unwrap();
+    std::fs::write(
+        ws.join("Cargo.toml"),
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntiny = { version = \"0.1\", registry = \"local\" }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("src/main.rs"),
+        "fn main() { println!(\"{}\", tiny::tiny()); }\n",
+    )
+    .unwrap();
+    let (result, text) = bash(
+        &net.tools,
+        &format!(
+            "export CARGO_HOME=$PWD/.cargo-home CARGO_REGISTRIES_LOCAL_INDEX=sparse+{base}/index/
+             cargo fetch 2>&1 && echo fetched-crates
+             git clone -q {base}/repo.git cloned 2>&1 && cat cloned/README"
+        ),
+    );
+    assert!(text.contains("fetched-crates"), "{text}");
+    assert!(text.contains("fetched through the proxy"), "{text}");
+    let listed = result.details.as_ref().unwrap()["network"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        listed
+            .iter()
+            .all(|c| c["allowed"] == true && c["host"] == "registry.test"),
+        "{listed:?}"
+    );
+    assert!(
+        listed.iter().any(|c| c["received"].as_u64() > Some(100)),
+        "{listed:?}"
     );
 }
