@@ -1,8 +1,9 @@
 //! golato's network proxy for sandboxed commands whose network goes by domain
 //! ([`sandbox::Policy::domains`](crate::sandbox::Policy::domains)): it opens HTTP `CONNECT`
-//! tunnels and forwards plain HTTP requests to the hosts a [`NetworkPolicy`] allows, and
-//! answers every other request with `403`, a header ([`REFUSAL_HEADER`]) and a body naming the
-//! host and the flag that would allow it.
+//! and SOCKS5 tunnels (on the same port) and forwards plain HTTP requests to the hosts a
+//! [`NetworkPolicy`] allows, and answers every other HTTP request with `403`, a header
+//! ([`REFUSAL_HEADER`]) and a body naming the host and the flag that would allow it (a SOCKS5
+//! one with "connection not allowed").
 //!
 //! Each request is judged twice: the host asked for, before anything is resolved; then every
 //! address it resolved to, before connecting (a name pointed or rebound at a local address is
@@ -32,6 +33,7 @@
 
 mod counted;
 mod forward;
+mod socks;
 mod tunnel;
 
 use std::net::SocketAddr;
@@ -231,6 +233,16 @@ impl Proxy {
             let cancel = cancel.clone();
             let inner = tracker.clone();
             tracker.spawn(async move {
+                // SOCKS5 and HTTP share the port: a SOCKS5 greeting starts with its version.
+                let mut first = [0u8; 1];
+                let peeked = tokio::select! {
+                    () = cancel.cancelled() => return,
+                    peeked = stream.peek(&mut first) => peeked,
+                };
+                if matches!(peeked, Ok(1)) && first[0] == socks::VERSION {
+                    proxy.socks(stream, cancel).await;
+                    return;
+                }
                 let service = hyper::service::service_fn({
                     let cancel = cancel.clone();
                     move |request| {

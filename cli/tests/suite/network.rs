@@ -327,10 +327,16 @@ fn the_command_line_allows_domains_logs_every_connection_and_an_untrusted_projec
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert_eq!(logged.len(), 2, "{logged:?}");
-    assert_eq!(logged[0]["host"], "localhost");
-    assert_eq!(logged[0]["allowed"], true);
-    assert!(logged[0]["received"].as_u64() > Some(0));
-    assert_eq!(logged[1]["allowed"], false);
+    // In the order they ended: a refusal is told at once, an allowed request when it ends.
+    let by_host = |host: &str| {
+        logged
+            .iter()
+            .find(|line| line["host"] == host)
+            .unwrap_or_else(|| panic!("{host} not logged: {logged:?}"))
+    };
+    assert_eq!(by_host("localhost")["allowed"], true);
+    assert!(by_host("localhost")["received"].as_u64() > Some(0));
+    assert_eq!(by_host("127.0.0.1")["allowed"], false);
     assert!(logged
         .iter()
         .all(|line| line["call"] == "c1" && line["time"].is_number()));
@@ -512,6 +518,41 @@ fn cargo_and_git_fetch_through_the_proxy_from_a_registry_on_loopback() {
     );
     assert!(
         listed.iter().any(|c| c["received"].as_u64() > Some(100)),
+        "{listed:?}"
+    );
+}
+
+#[test]
+fn socks5_on_the_same_port_is_judged_as_a_tunnel_is() {
+    let server = web_server();
+    let port = server.port();
+    let net = network(
+        &["registry.test"],
+        Methods::All,
+        &[("registry.test", server), ("elsewhere.test", server)],
+    );
+    let (result, text) = bash(
+        &net.tools,
+        &format!(
+            "curl -sS --proxy socks5h://127.0.0.1:3128 http://registry.test:{port}/socks; echo
+             curl -sS --proxy socks5h://127.0.0.1:3128 http://elsewhere.test:{port}/no; echo"
+        ),
+    );
+    assert!(text.contains("served GET /socks HTTP/1.1"), "{text}");
+    assert!(!text.contains("served GET /no"), "{text}");
+    assert!(
+        text.contains("network: blocked elsewhere.test (not in the allowed domains)"),
+        "{text}"
+    );
+    let listed = result.details.as_ref().unwrap()["network"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(
+        listed
+            .iter()
+            .any(|c| c["allowed"] == true && c["received"].as_u64() > Some(0)),
         "{listed:?}"
     );
 }
