@@ -145,6 +145,15 @@ pub(crate) enum SessionsAction {
         /// The session's ID, as `golato sessions` lists it, or any unique start of it.
         id: String,
     },
+    /// Lists every connection the session's sandboxed commands made through golato's proxy
+    /// (--allow-domain): host, allowed or blocked and why, bytes each way, the call.
+    Network {
+        /// The session's ID, as `golato sessions` lists it, or any unique start of it.
+        id: String,
+        /// One JSON object a line, as --network-log writes them.
+        #[arg(long)]
+        json: bool,
+    },
     /// Removes a saved session (and what repairs set aside beside it).
     Rm {
         /// The session's ID, as `golato sessions` lists it, or any unique start of it.

@@ -272,6 +272,9 @@ pub fn main() -> ExitCode {
                 None => commands::sessions::list((!args.all).then_some(args.cwd.as_path())),
                 Some(args::SessionsAction::Repair { id }) => commands::sessions::repair(&id),
                 Some(args::SessionsAction::Rm { id }) => commands::sessions::remove(&id),
+                Some(args::SessionsAction::Network { id, json }) => {
+                    commands::sessions::network(&id, json)
+                }
             },
             Command::Undo(args) => commands::undo::undo_command(&args.session, args.to),
             Command::Diff(args) => commands::undo::diff_command(&args.session),

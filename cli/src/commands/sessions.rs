@@ -1,4 +1,5 @@
-//! `golato sessions`: the saved sessions listed, one repaired, one removed.
+//! `golato sessions`: the saved sessions listed, one repaired, one removed, one's network
+//! connections listed.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -110,5 +111,60 @@ pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
     let _ = std::fs::remove_dir_all(crate::store::transcripts::folder(&path));
     let _ = std::fs::remove_dir_all(crate::store::checkpoints::folder(&path));
     let _ = writeln!(std::io::stdout().lock(), "removed the session {id}");
+    Ok(crate::Exit::Success)
+}
+
+/// `golato sessions network ID`: the connections in the details of the session's saved tool
+/// results (`network`, as `bash` records them), in the order of the calls.
+pub(crate) fn network(id: &str, json: bool) -> Result<crate::Exit, CliError> {
+    let saved = session::find(Some(id), None)?;
+    let connections: Vec<&serde_json::Value> = saved
+        .transcript
+        .iter()
+        .filter_map(|message| match message {
+            golato::message::Message::ToolResult(result) => result.details.as_ref(),
+            _ => None,
+        })
+        .filter_map(|details| details.get("network")?.as_array())
+        .flatten()
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if json {
+        for connection in &connections {
+            let _ = writeln!(out, "{connection}");
+        }
+        return Ok(crate::Exit::Success);
+    }
+    if connections.is_empty() {
+        let _ = writeln!(
+            out,
+            "no connections in the session {}: its commands made none through golato's proxy (--allow-domain)",
+            saved.header.id
+        );
+        return Ok(crate::Exit::Success);
+    }
+    for connection in connections {
+        let text = |key: &str| connection[key].as_str().unwrap_or_default().to_owned();
+        let verdict = match (connection["allowed"].as_bool(), connection.get("reason")) {
+            (Some(false), Some(reason)) => {
+                format!("blocked ({})", reason.as_str().unwrap_or_default())
+            }
+            (Some(false), None) => "blocked".to_owned(),
+            _ => match connection.get("failed") {
+                Some(why) => format!("failed ({})", why.as_str().unwrap_or_default()),
+                None => "allowed".to_owned(),
+            },
+        };
+        let _ = writeln!(
+            out,
+            "{}:{}  {}  {verdict}  sent {} received {}  call {}",
+            crate::view::shown::visible(&text("host")),
+            connection["port"],
+            text("method"),
+            crate::view::shown::bytes(connection["sent"].as_u64().unwrap_or(0)),
+            crate::view::shown::bytes(connection["received"].as_u64().unwrap_or(0)),
+            crate::view::shown::visible(&text("call")),
+        );
+    }
     Ok(crate::Exit::Success)
 }

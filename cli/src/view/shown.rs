@@ -125,12 +125,39 @@ mod tests {
     }
 }
 
+/// A size in bytes for a person: "512 B", "3.4 KiB", "12.0 MiB", "1.5 GiB".
+pub(crate) fn bytes(n: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut size = n as f64 / 1024.0;
+    let mut unit = 0;
+    while size >= 1024.0 && unit + 1 < UNITS.len() {
+        size /= 1024.0;
+        unit += 1;
+    }
+    format!("{size:.1} {}", UNITS[unit])
+}
+
 /// `n` things in words: "1 turn", "2 turns", "0 turns".
 pub(crate) fn count(n: impl Into<u64>, thing: &str) -> String {
     let n = n.into();
     match n {
         1 => format!("1 {thing}"),
         _ => format!("{n} {thing}s"),
+    }
+}
+
+#[cfg(test)]
+mod bytes_tests {
+    #[test]
+    fn sizes_read_in_the_unit_that_fits() {
+        assert_eq!(super::bytes(0), "0 B");
+        assert_eq!(super::bytes(1023), "1023 B");
+        assert_eq!(super::bytes(1536), "1.5 KiB");
+        assert_eq!(super::bytes(10 * 1024 * 1024), "10.0 MiB");
+        assert_eq!(super::bytes(3 << 40), "3072.0 GiB");
     }
 }
 

@@ -253,9 +253,28 @@ fn read_mode_lets_a_get_through_and_refuses_a_post_and_a_tunnel() {
     );
 }
 
-/// `golato run --json` in `ws` with one bash call, the given flags; the call's `tool_end`.
+/// `golato run --json --ephemeral` in `ws` with one bash call, the given flags; the call's
+/// `tool_end`.
 fn golato_run(ws: &std::path::Path, command: &str, flags: &[&str]) -> (serde_json::Value, String) {
-    use support::cli::{golato, json_lines, of_type, script_file};
+    let flags = [&["--ephemeral"], flags].concat();
+    let (lines, stderr) = golato_run_lines(ws, command, &flags, None);
+    let end = support::cli::of_type(&lines, "tool_end")
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no tool_end: {stderr}"))
+        .clone();
+    (end, stderr)
+}
+
+/// `golato run --json` in `ws` with one bash call and the given flags (and data directory):
+/// every line it printed, and its standard error.
+fn golato_run_lines(
+    ws: &std::path::Path,
+    command: &str,
+    flags: &[&str],
+    data: Option<&std::path::Path>,
+) -> (Vec<serde_json::Value>, String) {
+    use support::cli::{golato, json_lines, script_file};
     let script = script_file(
         ws,
         "script.jsonl",
@@ -264,8 +283,12 @@ fn golato_run(ws: &std::path::Path, command: &str, flags: &[&str]) -> (serde_jso
             json!({"text": "done"}),
         ],
     );
-    let output = golato()
-        .args(["run", "--json", "--ephemeral", "--approve", "never"])
+    let mut golato = golato();
+    if let Some(data) = data {
+        golato.env("GOLATO_DATA_DIR", data);
+    }
+    let output = golato
+        .args(["run", "--json", "--approve", "never"])
         .args(flags)
         .arg("--cwd")
         .arg(ws)
@@ -275,13 +298,7 @@ fn golato_run(ws: &std::path::Path, command: &str, flags: &[&str]) -> (serde_jso
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let lines = json_lines(&output);
-    let end = of_type(&lines, "tool_end")
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| panic!("no tool_end: {stderr}"))
-        .clone();
-    (end, stderr)
+    (json_lines(&output), stderr)
 }
 
 #[test]
@@ -555,4 +572,59 @@ fn socks5_on_the_same_port_is_judged_as_a_tunnel_is() {
             .any(|c| c["allowed"] == true && c["received"].as_u64() > Some(0)),
         "{listed:?}"
     );
+}
+
+#[test]
+fn a_sessions_connections_are_kept_and_listed() {
+    let server = web_server();
+    let port = server.port();
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    let data = ws.join("data");
+    let (lines, stderr) = golato_run_lines(
+        &ws,
+        &format!(
+            "unset NO_PROXY no_proxy; curl -sS http://localhost:{port}/kept; curl -sS http://127.0.0.1:{port}/no"
+        ),
+        &["--allow-domain", "localhost"],
+        Some(&data),
+    );
+    let session = support::cli::of_type(&lines, "run_start")
+        .first()
+        .and_then(|start| start["session"].as_str())
+        .unwrap_or_else(|| panic!("no session: {stderr}"))
+        .to_owned();
+    let list = |json: bool| {
+        let mut command = support::cli::golato();
+        command
+            .env("GOLATO_DATA_DIR", &data)
+            .args(["sessions", "network", &session]);
+        if json {
+            command.arg("--json");
+        }
+        let output = command.output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let shown = list(false);
+    assert!(
+        shown.contains(&format!("localhost:{port}  GET  allowed")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!(
+            "127.0.0.1:{port}  GET  blocked (not in the allowed domains)"
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("call c1"), "{shown}");
+    let json: Vec<serde_json::Value> = list(true)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(json.len(), 2, "{json:?}");
 }
