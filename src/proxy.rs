@@ -166,6 +166,7 @@ pub struct Proxy {
     resolver: Arc<dyn Resolve>,
     logs: Vec<ConnectionLog>,
     call_id: Option<Arc<str>>,
+    max_connections: usize,
 }
 
 /// The header a refusal carries, for a client to tell golato's refusals from a server's.
@@ -182,7 +183,15 @@ impl Proxy {
             resolver,
             logs: Vec::new(),
             call_id: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
+    }
+
+    /// The proxy, serving at most `max` connections at once ([`DEFAULT_MAX_CONNECTIONS`]
+    /// unless set; at least 1).
+    pub fn with_max_connections(mut self, max: usize) -> Proxy {
+        self.max_connections = max.max(1);
+        self
     }
 
     /// The proxy, also telling `log` of each connection when it ends (refused ones at once).
@@ -219,15 +228,35 @@ impl Proxy {
 
     /// Serves the connections `listener` accepts until `cancel`; then closes the requests and
     /// tunnels still open, and returns once each has been told.
+    ///
+    /// At most [`Proxy::with_max_connections`] connections are served at once (a tunnel counts
+    /// until it closes); more wait in the listener's queue, so a command that opens thousands
+    /// slows only itself and never runs golato out of descriptors.
     pub async fn serve(self, listener: TcpListener, cancel: CancellationToken) {
         let tracker = TaskTracker::new();
+        let open = Arc::new(tokio::sync::Semaphore::new(self.max_connections));
         loop {
+            let permit = tokio::select! {
+                () = cancel.cancelled() => break,
+                permit = Arc::clone(&open).acquire_owned() => match permit {
+                    Ok(permit) => Arc::new(permit),
+                    Err(_) => break,
+                },
+            };
             let accepted = tokio::select! {
                 () = cancel.cancelled() => break,
                 accepted = listener.accept() => accepted,
             };
-            let Ok((stream, _)) = accepted else {
-                continue;
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    // Out of descriptors, say: accepting again at once would spin.
+                    tracing::warn!(%error, "the proxy could not accept a connection");
+                    tokio::select! {
+                        () = cancel.cancelled() => break,
+                        () = tokio::time::sleep(ACCEPT_BACKOFF) => continue,
+                    }
+                }
             };
             let proxy = self.clone();
             let cancel = cancel.clone();
@@ -241,17 +270,23 @@ impl Proxy {
                 };
                 if matches!(peeked, Ok(1)) && first[0] == socks::VERSION {
                     proxy.socks(stream, cancel).await;
+                    drop(permit);
                     return;
                 }
                 let service = hyper::service::service_fn({
                     let cancel = cancel.clone();
+                    let permit = Arc::clone(&permit);
                     move |request| {
                         let proxy = proxy.clone();
                         let cancel = cancel.clone();
                         let tracker = inner.clone();
+                        let held = Held {
+                            tracker,
+                            _permit: Arc::clone(&permit),
+                        };
                         async move {
                             Ok::<_, std::convert::Infallible>(
-                                proxy.handle(request, cancel, tracker).await,
+                                proxy.handle(request, cancel, held).await,
                             )
                         }
                     }
@@ -275,10 +310,10 @@ impl Proxy {
         &self,
         request: Request<hyper::body::Incoming>,
         cancel: CancellationToken,
-        tracker: TaskTracker,
+        held: Held,
     ) -> Response<Body> {
         if request.method() != Method::CONNECT {
-            return self.forward(request, cancel, tracker).await;
+            return self.forward(request, cancel, held).await;
         }
         let Some(authority) = request.uri().authority().cloned() else {
             return text(
@@ -308,7 +343,9 @@ impl Proxy {
             Err(Opened::Failed(why)) => return self.fail(&host, port, method, why),
         };
         let proxy = self.clone();
+        let tracker = held.tracker.clone();
         tracker.spawn(async move {
+            let _held = held;
             let upgraded = tokio::select! {
                 () = cancel.cancelled() => None,
                 upgraded = hyper::upgrade::on(request) => upgraded.ok(),
@@ -352,6 +389,19 @@ impl Proxy {
         Err(Opened::Failed(last))
     }
 }
+
+/// What a request's tasks hold while they run: where they are tracked, and the connection's
+/// place among those served at once.
+pub(crate) struct Held {
+    tracker: TaskTracker,
+    _permit: Arc<tokio::sync::OwnedSemaphorePermit>,
+}
+
+/// How long the proxy waits before accepting again after a failed accept.
+const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The most connections one [`Proxy::serve`] serves at once by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 enum Opened {
     Refused(Refusal),

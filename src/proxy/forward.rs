@@ -8,10 +8,9 @@ use http_body_util::BodyExt as _;
 use hyper::{Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::counted::{Counted, Counters};
-use super::{text, Body, Opened, Proxy, Verdict};
+use super::{text, Body, Held, Opened, Proxy, Verdict};
 
 /// Headers for this hop only, which are not passed on.
 const HOP_HEADERS: [&str; 5] = [
@@ -28,7 +27,7 @@ impl Proxy {
         &self,
         mut request: Request<hyper::body::Incoming>,
         cancel: CancellationToken,
-        tracker: TaskTracker,
+        held: Held,
     ) -> hyper::Response<Body> {
         let uri = request.uri().clone();
         let (Some(host), Some("http")) = (uri.host(), uri.scheme_str()) else {
@@ -66,7 +65,9 @@ impl Proxy {
         let told_host = host.clone();
         let told_method = method.clone();
         let told = Arc::clone(&counters);
+        let tracker = held.tracker.clone();
         tracker.spawn(async move {
+            let _held = held;
             tokio::select! {
                 () = cancel.cancelled() => {}
                 ended = connection => if let Err(error) = ended {

@@ -416,3 +416,45 @@ async fn a_tls_hello_naming_another_host_than_the_tunnels_is_refused() {
     assert_eq!(told.sent, 0);
     cancel.cancel();
 }
+
+#[tokio::test]
+async fn connections_past_the_cap_wait_their_turn_and_are_served_when_one_closes() {
+    let server = shouting_server().await;
+    let policy = NetworkPolicy::new(&["registry.test"], &[], Methods::All).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let cancel = CancellationToken::new();
+    let proxy = Proxy::new(
+        policy,
+        Arc::new(support::TestNames::new(&[("registry.test", server)])),
+    )
+    .with_max_connections(2);
+    tokio::spawn(proxy.serve(listener, cancel.clone()));
+    let target = format!("registry.test:{}", server.port());
+    // Two tunnels open: the cap.
+    let (_, first) = connect(address, &target).await;
+    let (_, _second) = connect(address, &target).await;
+    // A third is queued by the kernel, not served, while both stay open.
+    let mut third = TcpStream::connect(address).await.unwrap();
+    third
+        .write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let waited =
+        tokio::time::timeout(std::time::Duration::from_millis(300), third.read(&mut byte)).await;
+    assert!(waited.is_err(), "served past the cap: {waited:?}");
+    // One closes: the third is served.
+    drop(first);
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(third.read(&mut byte).await.unwrap(), 1);
+        head.push(byte[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&head)
+    );
+    cancel.cancel();
+}

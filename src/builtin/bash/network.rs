@@ -16,6 +16,8 @@ use crate::tool::ToolResult;
 
 /// Most connections a result's details list (the rest are counted).
 const MAX_LISTED: usize = 500;
+/// Most characters of a host the model is told (the longest DNS name).
+const MAX_HOST: usize = 253;
 /// Most refused hosts the model is told of by name.
 const MAX_NAMED: usize = 10;
 
@@ -132,7 +134,9 @@ fn annotate(result: &mut ToolResult, told: &[Connection]) {
     let mut blocked: Vec<(String, String)> = Vec::new();
     for connection in told {
         if let Verdict::Refused(refusal) = &connection.verdict {
-            let line = (connection.host.clone(), refusal.reason());
+            // A name is at most 253 characters; a command may ask for anything.
+            let host: String = connection.host.chars().take(MAX_HOST).collect();
+            let line = (host, refusal.reason());
             if !blocked.contains(&line) {
                 blocked.push(line);
             }
