@@ -5,6 +5,7 @@ pub(crate) mod header;
 pub(crate) mod json;
 pub(crate) mod label;
 pub(crate) mod live;
+pub(crate) mod network;
 pub(crate) mod plan;
 pub(crate) mod preview;
 pub(crate) mod report;

@@ -203,6 +203,9 @@ pub(crate) fn call_ended(
             Span::styled(fit(line, body), dim()),
         ]));
     }
+    if let Some(network) = crate::view::network::summary(result.details.as_ref()) {
+        lines.push(Line::from(vec![bar(), Span::raw(fit(&network, body))]));
+    }
     lines
 }
 

@@ -320,6 +320,9 @@ impl Live {
                 }
             }
         }
+        if let Some(network) = crate::view::network::summary(result.details.as_ref()) {
+            text.push_str(&format!("\n  {DIM}│{DIM:#} {}", clip(&network)));
+        }
         // A terminal cannot show the image the model gets, but it can say one came back.
         for part in &result.content {
             if let Content::Image { mime_type, data } = part {

@@ -1582,3 +1582,47 @@ fn a_second_tab_goes_to_the_next_file_completion() {
     terminal.type_raw("\x15");
     leave(terminal, size);
 }
+
+/// A sandboxed command's connections through golato's proxy: each host once under the call,
+/// with its bytes or why it was blocked.
+#[test]
+fn a_calls_connections_are_named_under_it() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let _ = std::io::Read::read(&mut stream, &mut request);
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let command = format!(
+            "unset NO_PROXY no_proxy; curl -sS http://localhost:{port}/; curl -sS http://127.0.0.1:{port}/"
+        );
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": command}}]}),
+                json!({"text": "Fetched."}),
+            ],
+        );
+        let mut terminal = start(dir.path(), &script, &["--allow-domain", "localhost"], size);
+        wait_until(&mut terminal, size, "the input", |shown| {
+            shown.contains("Enter send")
+        });
+        terminal.type_raw("fetch it\r");
+        let shown = wait_until(&mut terminal, size, "the run's end", |shown| {
+            shown.contains("Fetched.")
+        });
+        assert!(shown.contains("network: localhost "), "{shown}");
+        assert!(shown.contains("127.0.0.1 blocked"), "{shown}");
+        leave(terminal, size);
+    }
+}

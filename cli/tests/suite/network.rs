@@ -358,6 +358,31 @@ fn the_command_line_allows_domains_logs_every_connection_and_an_untrusted_projec
         .iter()
         .all(|line| line["call"] == "c1" && line["time"].is_number()));
 
+    // The live view names each host once, with its bytes or why it was blocked.
+    let script = ws.join("script.jsonl");
+    let output = support::cli::golato()
+        .args([
+            "run",
+            "--ephemeral",
+            "--approve",
+            "never",
+            "--allow-domain",
+            "localhost",
+        ])
+        .arg("--cwd")
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    let story = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        story.contains("network: localhost ")
+            && story.contains("127.0.0.1 blocked (not in the allowed domains)"),
+        "{story}"
+    );
+
     // A bad pattern is a usage error naming it.
     let output = support::cli::golato()
         .args(["run", "--allow-domain", "*bad*", "--cwd"])
