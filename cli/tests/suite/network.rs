@@ -25,8 +25,8 @@ fn web_server() -> SocketAddr {
     serve(TcpListener::bind("127.0.0.1:0").unwrap(), None)
 }
 
-/// Serves on `listener`: the files under `root` for a GET (404 for others), else every
-/// request answered with its method and target.
+/// Serves on `listener`: the files under `root` for a GET (a folder's `index.html`; 404 for
+/// others), else every request answered with its method and target.
 fn serve(listener: TcpListener, root: Option<std::path::PathBuf>) -> SocketAddr {
     let address = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -55,16 +55,25 @@ fn serve(listener: TcpListener, root: Option<std::path::PathBuf>) -> SocketAddr 
                         .next()
                         .unwrap_or("/")
                         .trim_start_matches('/');
-                    match (path.contains(".."), std::fs::read(root.join(path))) {
+                    let mut file = root.join(path);
+                    if file.is_dir() {
+                        file.push("index.html");
+                    }
+                    match (path.contains(".."), std::fs::read(file)) {
                         (false, Ok(bytes)) => ("200 OK", bytes),
                         _ => ("404 Not Found", b"not found".to_vec()),
                     }
                 }
                 None => ("200 OK", format!("served {}", first.trim()).into_bytes()),
             };
+            // pip reads a simple index only when it says it is HTML.
+            let kind = match answer.starts_with(b"<html") {
+                true => "text/html",
+                false => "application/octet-stream",
+            };
             let _ = write!(
                 stream,
-                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                 answer.len()
             );
             let _ = stream.write_all(&answer);
@@ -652,4 +661,104 @@ fn a_sessions_connections_are_kept_and_listed() {
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert_eq!(json.len(), 2, "{json:?}");
+}
+
+/// A wheel of `probe` 0.1 (pure Python), made with Python's zipfile.
+fn make_wheel(path: &std::path::Path) {
+    must(
+        path.parent().unwrap(),
+        "python3",
+        &[
+            "-c",
+            "import zipfile,sys
+z = zipfile.ZipFile(sys.argv[1], 'w')
+z.writestr('probe/__init__.py', 'VALUE = 7\\n')
+z.writestr('probe-0.1.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: probe\\nVersion: 0.1\\n')
+z.writestr('probe-0.1.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')
+z.writestr('probe-0.1.dist-info/RECORD', '')
+z.close()",
+            path.to_str().unwrap(),
+        ],
+    );
+}
+
+/// pip and npm as a build uses them, from a Python simple index and an npm registry served by
+/// the test on loopback, through the proxy alone (`.ci/run` installs both).
+#[test]
+fn pip_and_npm_fetch_through_the_proxy_from_registries_on_loopback() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = tempfile::tempdir().unwrap();
+    let root = served.path();
+    let base = format!("http://registry.test:{port}");
+    // A simple index with one wheel.
+    std::fs::create_dir_all(root.join("simple/probe")).unwrap();
+    std::fs::create_dir_all(root.join("files")).unwrap();
+    make_wheel(&root.join("files/probe-0.1-py3-none-any.whl"));
+    std::fs::write(
+        root.join("simple/probe/index.html"),
+        format!("<html><body><a href=\"{base}/files/probe-0.1-py3-none-any.whl\">probe-0.1-py3-none-any.whl</a></body></html>"),
+    )
+    .unwrap();
+    // An npm registry with one package: its document and its tarball.
+    let package = tempfile::tempdir().unwrap();
+    std::fs::create_dir(package.path().join("package")).unwrap();
+    std::fs::write(
+        package.path().join("package/package.json"),
+        "{\"name\": \"probe\", \"version\": \"1.0.0\", \"main\": \"index.js\"}",
+    )
+    .unwrap();
+    std::fs::write(
+        package.path().join("package/index.js"),
+        "module.exports = 7;\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("npm/probe/-")).unwrap();
+    let tarball = root.join("npm/probe/-/probe-1.0.0.tgz");
+    must(
+        package.path(),
+        "tar",
+        &["czf", tarball.to_str().unwrap(), "package"],
+    );
+    let shasum = must(root, "sha1sum", &[tarball.to_str().unwrap()]);
+    let shasum = shasum.split_whitespace().next().unwrap();
+    std::fs::write(
+        root.join("npm/probe/index.html"),
+        json!({
+            "name": "probe",
+            "dist-tags": {"latest": "1.0.0"},
+            "versions": {"1.0.0": {
+                "name": "probe", "version": "1.0.0", "main": "index.js",
+                "dist": {"tarball": format!("{base}/npm/probe/-/probe-1.0.0.tgz"), "shasum": shasum},
+            }},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let server = serve(listener, Some(root.to_owned()));
+
+    let net = network(
+        &["registry.test"],
+        Methods::All,
+        &[("registry.test", server)],
+    );
+    let (result, text) = bash(
+        &net.tools,
+        &format!(
+            "PIP_CACHE_DIR=$PWD/.pip pip3 download -q --no-deps --index-url {base}/simple/ --trusted-host registry.test -d dl probe 2>&1 && ls dl
+             npm_config_cache=$PWD/.npm npm install --no-audit --no-fund --registry {base}/npm/ probe 2>&1 >/dev/null && node -e 'console.log(\"npm-probe\", require(\"probe\"))'"
+        ),
+    );
+    assert!(text.contains("probe-0.1-py3-none-any.whl"), "{text}");
+    assert!(text.contains("npm-probe 7"), "{text}");
+    let listed = result.details.as_ref().unwrap()["network"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        listed
+            .iter()
+            .all(|c| c["allowed"] == true && c["host"] == "registry.test"),
+        "{listed:?}"
+    );
 }
