@@ -509,7 +509,16 @@ fn cargo_and_git_fetch_through_the_proxy_from_a_registry_on_loopback() {
     must(
         tiny.path(),
         "cargo",
-        &["package", "-q", "--no-verify", "--allow-dirty", "--offline"],
+        // Its own target folder: CARGO_TARGET_DIR (as .ci/run sets it) would move the package.
+        &[
+            "package",
+            "-q",
+            "--no-verify",
+            "--allow-dirty",
+            "--offline",
+            "--target-dir",
+            "target",
+        ],
     );
     let packaged = tiny.path().join("target/package/tiny-0.1.0.crate");
     let download = root.join("dl/tiny/0.1.0");
