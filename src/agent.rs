@@ -578,6 +578,10 @@ impl Agent {
                 })
             }
         };
+        let summary = compaction::summary_text(
+            &compaction::facts(&messages[..cut], settings.counter.as_ref()),
+            &summary,
+        );
         let summary_message = Message::User(compaction::summary_message(&summary));
         let tokens_after = prelude
             .saturating_add(settings.counter.count_message(&summary_message))

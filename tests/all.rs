@@ -15,6 +15,7 @@ mod suite {
     mod cancel;
     mod caps;
     mod compaction;
+    mod compaction_task;
     mod edit_properties;
     mod examples;
     mod hooks;

@@ -1,5 +1,7 @@
 //! Context compaction: when the next request would outgrow the model's context window, the
-//! oldest turns are summarized by a model and the request carries the summary in their place.
+//! oldest turns are summarized by a model and the request carries the summary in their place,
+//! with the user's messages, the plan and the changed files kept word for word beside it
+//! (`kept`).
 //!
 //! The transcript keeps everything; only what is sent changes. A request is
 //! `[summary] + the recent messages`, cut before an assistant message so that a tool call and
@@ -8,8 +10,13 @@
 //! when a provider refuses a request as too long. [`Agent::compact`](super::Agent::compact)
 //! does it on demand.
 
+mod kept;
+
 use std::fmt;
 use std::sync::Arc;
+
+pub(crate) use kept::facts;
+pub use kept::USER_MESSAGES_BUDGET;
 
 use futures::StreamExt;
 
@@ -29,8 +36,8 @@ pub const DEFAULT_KEEP_RECENT: f64 = 0.3;
 
 /// What the summarizer is told.
 const INSTRUCTIONS: &str = "You compact the transcript of an agent's run so that it can go on within its context window. \
-Write a summary that lets the agent continue the task without the transcript: the user's goal and every requirement they stated, \
-decisions made and why, files and commands touched with what was found or changed (exact paths, names and values), \
+The user's messages, the current plan and the files changed are kept word for word beside your summary, so do not repeat them. \
+Write a summary that lets the agent continue the task without the rest of the transcript: decisions made and why, files and commands touched with what was found or changed (exact paths, names and values), \
 errors met and how they were solved, and what remains to do. Keep facts, drop chatter. Answer with the summary alone.";
 
 /// The most text of one tool result or call arguments given to the summarizer.
@@ -365,6 +372,14 @@ pub(crate) fn summary_message(summary: &str) -> UserMessage {
     UserMessage::new(format!("{SUMMARY_HEADER}\n\n{summary}"))
 }
 
+/// A summary's text: the facts kept word for word ([`facts`]), then the model's summary.
+pub(crate) fn summary_text(facts: &str, summarized: &str) -> String {
+    match facts.is_empty() {
+        true => summarized.to_owned(),
+        false => format!("{facts}\n\n{}\n{summarized}", kept::SUMMARIZED),
+    }
+}
+
 /// Where to cut `messages` (the next request's, with their token counts): the index of the
 /// first message kept. Cuts are only before an assistant message, after at least one message
 /// that is not an earlier summary; the earliest cut whose tail fits `keep` tokens wins, else
@@ -423,7 +438,14 @@ pub(crate) fn render(older: &[Message], max_bytes: usize) -> String {
 
 fn render_message(message: &Message) -> String {
     match message {
-        Message::User(user) if is_summary(message) => user.text(),
+        // Its facts are kept again from the transcript: the summarizer gets its summary.
+        Message::User(user) if is_summary(message) => {
+            let text = user.text();
+            match text.split_once(kept::SUMMARIZED) {
+                Some((_, summarized)) => format!("{SUMMARY_HEADER}\n\n{}", summarized.trim()),
+                None => text,
+            }
+        }
         Message::User(user) => format!("User: {}", content_text(&user.content)),
         Message::Assistant(assistant) => {
             let mut text = format!("Assistant: {}", content_text(&assistant.content));

@@ -63,6 +63,8 @@ struct Plan {
     kept_tokens: u64,
     /// The provider's refusal that asked for it, if one did.
     refusal: Option<generator::Error>,
+    /// What the summary keeps word for word of the messages it replaces.
+    facts: String,
 }
 
 /// The summary written for a plan, as a journal records it.
@@ -199,14 +201,21 @@ impl RunActor {
         };
         let keep = (settings.keep_recent * basis as f64) as u64;
         let cut = compaction::choose_cut(messages, counts, keep)?;
+        let transcript_cut = self.transcript_index(cut);
         Some(Plan {
             reason,
-            cut: self.transcript_index(cut),
+            cut: transcript_cut,
             tokens_before,
             kept_tokens: agent
                 .prelude_tokens
                 .saturating_add(compaction::total(&counts[cut..])),
             refusal: None,
+            // From the whole transcript: an earlier summary may have dropped what a newer
+            // one must keep.
+            facts: compaction::facts(
+                &self.plan.messages[..transcript_cut.min(self.plan.messages.len())],
+                agent.compaction.counter.as_ref(),
+            ),
         })
     }
 
@@ -326,16 +335,14 @@ impl RunActor {
         if let Some(parent) = &self.plan.parent {
             parent.spend(&summary.usage, cost);
         }
-        let summary_tokens =
-            agent
-                .compaction
-                .counter
-                .count_message(&Message::User(compaction::summary_message(
-                    &summary.summary,
-                )));
+        let text = compaction::summary_text(&plan.facts, &summary.summary);
+        let summary_tokens = agent
+            .compaction
+            .counter
+            .count_message(&Message::User(compaction::summary_message(&text)));
         let transcript = &self.plan.messages;
         self.view = Some(View::new(
-            crate::agent::compaction::Summary::new(summary.summary.clone(), plan.cut),
+            crate::agent::compaction::Summary::new(text.clone(), plan.cut),
             transcript,
         ));
         self.anchor_from = transcript.len();
@@ -344,7 +351,7 @@ impl RunActor {
                 turn: self.turn,
                 reason: plan.reason,
                 replaced: plan.cut,
-                summary: summary.summary.clone(),
+                summary: text.clone(),
                 tokens_before: plan.tokens_before,
                 tokens_after: plan.kept_tokens.saturating_add(summary_tokens),
                 usage: summary.usage,
