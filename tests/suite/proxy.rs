@@ -458,3 +458,76 @@ async fn connections_past_the_cap_wait_their_turn_and_are_served_when_one_closes
     );
     cancel.cancel();
 }
+
+/// A SOCKS5 greeting offering `methods`, then (when the proxy accepts no authentication) a
+/// request of `command` for `name`:`port`; every byte the proxy answered until it closed.
+async fn socks(proxy: SocketAddr, methods: &[u8], command: u8, name: &[u8], port: u16) -> Vec<u8> {
+    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    let mut hello = vec![5, methods.len() as u8];
+    hello.extend_from_slice(methods);
+    stream.write_all(&hello).await.unwrap();
+    let mut chosen = [0u8; 2];
+    stream.read_exact(&mut chosen).await.unwrap();
+    let mut answer = chosen.to_vec();
+    if chosen[1] == 0 {
+        let mut request = vec![5, command, 0, 3, name.len() as u8];
+        request.extend_from_slice(name);
+        request.extend_from_slice(&port.to_be_bytes());
+        stream.write_all(&request).await.unwrap();
+        let mut rest = Vec::new();
+        let _ = stream.read_to_end(&mut rest).await;
+        answer.extend(rest);
+    }
+    answer
+}
+
+/// What a hostile command could send the proxy: every one answered or closed, none taking it
+/// down (the last request is served as usual).
+#[tokio::test]
+async fn hostile_requests_are_answered_or_closed_and_the_proxy_goes_on() {
+    let server = shouting_server().await;
+    let Running {
+        address: proxy,
+        cancel,
+        mut log,
+    } = proxy(&["registry.test"], &[], &[("registry.test", server)]).await;
+    let port = server.port();
+    // SOCKS5 with only username/password offered: no acceptable method.
+    assert_eq!(
+        socks(proxy, &[2], 1, b"registry.test", port).await,
+        [5, 0xff]
+    );
+    // UDP ASSOCIATE and BIND: not supported (7).
+    for command in [2u8, 3] {
+        let answer = socks(proxy, &[0], command, b"registry.test", port).await;
+        assert_eq!(answer.get(..4), Some(&[5u8, 0, 5, 7][..]), "{answer:?}");
+    }
+    // A name that is not UTF-8 is judged as the text it makes: not allowed (2).
+    let answer = socks(proxy, &[0], 1, &[0xff, 0xfe, b'.', b't'], port).await;
+    assert_eq!(answer.get(..4), Some(&[5u8, 0, 5, 2][..]), "{answer:?}");
+    let told = log.recv().await.unwrap();
+    assert!(!told.allowed(), "{told:?}");
+    // A 10 KB host, and bytes that are neither HTTP nor SOCKS.
+    let long = format!("{}.test", "a".repeat(10_000));
+    let (head, _) = connect(proxy, &format!("{long}:{port}")).await;
+    assert!(
+        head.starts_with("HTTP/1.1 4"),
+        "{}",
+        &head[..head.len().min(200)]
+    );
+    let mut garbage = TcpStream::connect(proxy).await.unwrap();
+    garbage
+        .write_all(&[0u8, 1, 2, 3, 0xff, b'\n', b'\n'])
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = garbage.read_to_end(&mut rest).await;
+    // Still serving.
+    let (head, mut tunnel) = connect(proxy, &format!("registry.test:{port}")).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    tunnel.write_all(b"still here").await.unwrap();
+    let mut back = [0u8; 10];
+    tunnel.read_exact(&mut back).await.unwrap();
+    assert_eq!(&back, b"STILL HERE");
+    cancel.cancel();
+}
