@@ -392,6 +392,29 @@ fn the_command_line_allows_domains_logs_every_connection_and_an_untrusted_projec
         "{story}"
     );
 
+    // A TMPDIR too long for a Unix socket's path: the proxy's socket goes to /tmp.
+    let long = ws.join("t".repeat(120));
+    std::fs::create_dir(&long).unwrap();
+    let output = support::cli::golato()
+        .env("TMPDIR", &long)
+        .args([
+            "run",
+            "--ephemeral",
+            "--approve",
+            "never",
+            "--allow-domain",
+            "localhost",
+        ])
+        .arg("--cwd")
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    let story = String::from_utf8_lossy(&output.stderr);
+    assert!(story.contains("network: localhost "), "{story}");
+
     // A bad pattern is a usage error naming it.
     let output = support::cli::golato()
         .args(["run", "--allow-domain", "*bad*", "--cwd"])

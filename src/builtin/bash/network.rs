@@ -18,6 +18,9 @@ use crate::tool::ToolResult;
 const MAX_LISTED: usize = 500;
 /// Most characters of a host the model is told (the longest DNS name).
 const MAX_HOST: usize = 253;
+/// The longest folder the socket's own folder is made in (107 bytes for the whole path, less
+/// `/golato-proxy-XXXXXX/listener`).
+const MAX_BASE: usize = 70;
 /// Most refused hosts the model is told of by name.
 const MAX_NAMED: usize = 10;
 
@@ -36,7 +39,15 @@ pub(super) struct CallNetwork {
 impl CallNetwork {
     /// Waits, in a task of its own, for the helper's listener and serves `proxy` on it.
     pub(super) fn open(proxy: &Proxy, call_id: &str) -> std::io::Result<CallNetwork> {
-        let place = tempfile::Builder::new().prefix("golato-proxy-").tempdir()?;
+        // A Unix socket's path has at most 107 bytes: a long TMPDIR gives way to /tmp.
+        let base = std::env::temp_dir();
+        let base = match base.as_os_str().len() <= MAX_BASE {
+            true => base,
+            false => PathBuf::from("/tmp"),
+        };
+        let place = tempfile::Builder::new()
+            .prefix("golato-proxy-")
+            .tempdir_in(base)?;
         let socket = place.path().join("listener");
         let listener = UnixListener::bind(&socket)?;
         let told = Arc::new(Mutex::new(Vec::new()));
