@@ -13,10 +13,10 @@
 //! the host. In `read` mode only `GET`, `HEAD` and `OPTIONS` pass, and tunnels are refused
 //! (what they carry cannot be seen).
 //!
-//! One [`Proxy`] per process (its policy, resolver and logs), serving one listener per
-//! sandboxed call: `bash` receives the listening socket of the call's own network namespace
-//! and serves it until the call ends, so a call's connections are its own, told to it, and
-//! cut when it ends.
+//! One [`Proxy`] per tool set (its policy, resolver and logs; `builtin::new` makes it),
+//! serving one listener per sandboxed call: `bash` receives the listening socket of the call's
+//! own network namespace and serves it until the call ends, so a call's connections are its
+//! own, told to it, and cut when it ends.
 //!
 //! ```no_run
 //! # async fn example() -> std::io::Result<()> {
