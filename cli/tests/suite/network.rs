@@ -794,3 +794,47 @@ fn pip_and_npm_fetch_through_the_proxy_from_registries_on_loopback() {
         "{listed:?}"
     );
 }
+
+/// The network by domain works for an unprivileged user too: the helper brings up the
+/// loopback of a namespace its own user namespace owns (as `nobody` when the tests run as
+/// root, through `golato tool bash`).
+#[test]
+fn an_unprivileged_user_reaches_an_allowed_host_through_the_proxy() {
+    use std::os::unix::process::CommandExt as _;
+    let server = web_server();
+    let port = server.port();
+    let dir = tempfile::tempdir().unwrap();
+    support::chmod(dir.path(), 0o777);
+    let arguments = json!({
+        "command": format!("unset NO_PROXY no_proxy; curl -sS http://localhost:{port}/as-nobody")
+    })
+    .to_string();
+    let mut command = std::process::Command::new(support::reachable_golato());
+    command
+        .args(["tool", "bash", &arguments, "--sandbox", "workspace-write"])
+        .args(["--allow-domain", "localhost", "--cwd"])
+        .arg(dir.path())
+        .env("HOME", dir.path());
+    if support::is_root() {
+        command.uid(support::NOBODY).gid(support::NOBODY);
+    }
+    let mut attempts = 0;
+    let output = loop {
+        match command.output() {
+            // The copy may be held open by a child another test thread forked meanwhile.
+            Err(error)
+                if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 100 =>
+            {
+                attempts += 1;
+                std::thread::yield_now();
+            }
+            other => break other.unwrap(),
+        }
+    };
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(said.contains("served GET /as-nobody"), "{said}");
+}
