@@ -53,6 +53,17 @@ async fn proxy_with(
     methods: Methods,
     names: &[(&str, SocketAddr)],
 ) -> Running {
+    serving(allow, deny, methods, names, |proxy| proxy).await.0
+}
+
+/// The proxy `shape` makes of the usual one, served; and the task serving it.
+async fn serving(
+    allow: &[&str],
+    deny: &[&str],
+    methods: Methods,
+    names: &[(&str, SocketAddr)],
+    shape: impl FnOnce(Proxy) -> Proxy,
+) -> (Running, tokio::task::JoinHandle<()>) {
     let policy = NetworkPolicy::new(allow, deny, methods).unwrap();
     let names = support::TestNames::new(names);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -63,12 +74,13 @@ async fn proxy_with(
         Proxy::new(policy, Arc::new(names)).with_log(ConnectionLog::new(move |connection| {
             let _ = told.send(connection.clone());
         }));
-    tokio::spawn(proxy.serve(listener, cancel.clone()));
-    Running {
+    let served = tokio::spawn(shape(proxy).serve(listener, cancel.clone()));
+    let running = Running {
         address,
         cancel,
         log,
-    }
+    };
+    (running, served)
 }
 
 /// Sends CONNECT for `target` and returns the response head and the open stream.
@@ -330,21 +342,21 @@ async fn plain_http_is_forwarded_to_allowed_hosts_and_read_mode_refuses_what_sen
 #[tokio::test]
 async fn cancelling_ends_open_tunnels_and_tells_what_they_carried() {
     let server = shouting_server().await;
-    let policy = NetworkPolicy::new(&["registry.test"], &[], Methods::All).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let cancel = CancellationToken::new();
-    let told = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let proxy = Proxy::new(
-        policy,
-        Arc::new(support::TestNames::new(&[("registry.test", server)])),
+    let (
+        Running {
+            address,
+            cancel,
+            mut log,
+        },
+        served,
+    ) = serving(
+        &["registry.test"],
+        &[],
+        Methods::All,
+        &[("registry.test", server)],
+        |proxy| proxy.for_call("call-7"),
     )
-    .for_call("call-7")
-    .with_log(ConnectionLog::new({
-        let told = Arc::clone(&told);
-        move |connection| told.lock().unwrap().push(connection.clone())
-    }));
-    let served = tokio::spawn(proxy.serve(listener, cancel.clone()));
+    .await;
     let (head, mut tunnel) = connect(address, &format!("registry.test:{}", server.port())).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     tunnel.write_all(b"abc").await.unwrap();
@@ -353,7 +365,10 @@ async fn cancelling_ends_open_tunnels_and_tells_what_they_carried() {
     // Still open when the call ends: serve returns once the tunnel is closed and told.
     cancel.cancel();
     served.await.unwrap();
-    let told = told.lock().unwrap().clone();
+    let mut told = Vec::new();
+    while let Ok(connection) = log.try_recv() {
+        told.push(connection);
+    }
     assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!((told[0].sent, told[0].received), (3, 3));
     assert_eq!(told[0].call_id.as_deref(), Some("call-7"));
@@ -420,16 +435,19 @@ async fn a_tls_hello_naming_another_host_than_the_tunnels_is_refused() {
 #[tokio::test]
 async fn connections_past_the_cap_wait_their_turn_and_are_served_when_one_closes() {
     let server = shouting_server().await;
-    let policy = NetworkPolicy::new(&["registry.test"], &[], Methods::All).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let cancel = CancellationToken::new();
-    let proxy = Proxy::new(
-        policy,
-        Arc::new(support::TestNames::new(&[("registry.test", server)])),
+    let (
+        Running {
+            address, cancel, ..
+        },
+        _,
+    ) = serving(
+        &["registry.test"],
+        &[],
+        Methods::All,
+        &[("registry.test", server)],
+        |proxy| proxy.with_max_connections(2),
     )
-    .with_max_connections(2);
-    tokio::spawn(proxy.serve(listener, cancel.clone()));
+    .await;
     let target = format!("registry.test:{}", server.port());
     // Two tunnels open: the cap.
     let (_, first) = connect(address, &target).await;

@@ -369,51 +369,34 @@ fn the_command_line_allows_domains_logs_every_connection_and_an_untrusted_projec
 
     // The live view names each host once, with its bytes or why it was blocked.
     let script = ws.join("script.jsonl");
-    let output = support::cli::golato()
-        .args([
-            "run",
-            "--ephemeral",
-            "--approve",
-            "never",
-            "--allow-domain",
-            "localhost",
-        ])
-        .arg("--cwd")
-        .arg(&ws)
-        .arg("--script")
-        .arg(&script)
-        .arg("go")
-        .output()
-        .unwrap();
-    let story = String::from_utf8_lossy(&output.stderr);
+    let story = |tmpdir: Option<&std::path::Path>| {
+        let mut command = support::cli::golato();
+        if let Some(tmpdir) = tmpdir {
+            command.env("TMPDIR", tmpdir);
+        }
+        let output = command
+            .args(["run", "--ephemeral", "--approve", "never"])
+            .args(["--allow-domain", "localhost", "--cwd"])
+            .arg(&ws)
+            .arg("--script")
+            .arg(&script)
+            .arg("go")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let told = story(None);
     assert!(
-        story.contains("network: localhost ")
-            && story.contains("127.0.0.1 blocked (not in the allowed domains)"),
-        "{story}"
+        told.contains("network: localhost ")
+            && told.contains("127.0.0.1 blocked (not in the allowed domains)"),
+        "{told}"
     );
 
     // A TMPDIR too long for a Unix socket's path: the proxy's socket goes to /tmp.
     let long = ws.join("t".repeat(120));
     std::fs::create_dir(&long).unwrap();
-    let output = support::cli::golato()
-        .env("TMPDIR", &long)
-        .args([
-            "run",
-            "--ephemeral",
-            "--approve",
-            "never",
-            "--allow-domain",
-            "localhost",
-        ])
-        .arg("--cwd")
-        .arg(&ws)
-        .arg("--script")
-        .arg(&script)
-        .arg("go")
-        .output()
-        .unwrap();
-    let story = String::from_utf8_lossy(&output.stderr);
-    assert!(story.contains("network: localhost "), "{story}");
+    let told = story(Some(&long));
+    assert!(told.contains("network: localhost "), "{told}");
 
     // A bad pattern is a usage error naming it.
     let output = support::cli::golato()

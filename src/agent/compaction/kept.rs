@@ -7,7 +7,7 @@
 //! The instructions (the system prompt, with AGENTS.md and the skills list in golato's command
 //! line) are never compacted: every request sends them as they are.
 
-use crate::message::{Content, Message};
+use crate::message::Message;
 
 use super::TokenCounter;
 
@@ -94,20 +94,12 @@ fn earlier_messages(summary: &str) -> String {
     }
 }
 
-pub(crate) fn text_of(message: &Message) -> String {
-    let content: &[Content] = match message {
-        Message::User(user) => &user.content,
-        Message::Assistant(assistant) => &assistant.content,
-        Message::ToolResult(result) => &result.content,
-    };
-    content
-        .iter()
-        .map(|part| match part {
-            Content::Text { text } => text.as_str(),
-            Content::Image { .. } => "[image]",
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+fn text_of(message: &Message) -> String {
+    match message {
+        Message::User(user) => super::content_text(&user.content),
+        Message::Assistant(assistant) => super::content_text(&assistant.content),
+        Message::ToolResult(result) => super::content_text(&result.content),
+    }
 }
 
 /// The plan the newest successful `update_plan` result holds, one step a line.
