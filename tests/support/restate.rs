@@ -10,13 +10,36 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A loopback port free right now.
+/// A loopback port free right now, never handed out before by this process, and below the
+/// kernel's ephemeral range (32768 and up here): a port from that range can be taken by any
+/// outgoing connection between this check and the server's bind, which once left a cluster's
+/// node unable to start.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let seed = std::process::id() as u64
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_nanos() as u64)
+            .unwrap_or(0);
+    let mut state = seed | 1;
+    for _ in 0..10_000 {
+        // xorshift: good enough to spread ports over 20000..32000.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let port = 20_000 + (state % 12_000) as u16;
+        if given.contains(&port) {
+            continue;
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("no free loopback port in 20000..32000")
 }
 
 /// The server binary, or a panic saying how to get it.
@@ -130,7 +153,23 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// Starts the cluster; a start that does not become ready is told with its nodes' logs and
+    /// tried once more on new ports and a new data directory.
     pub fn start() -> Cluster {
+        match Cluster::try_start() {
+            Ok(cluster) => cluster,
+            Err(logs) => {
+                eprintln!(
+                    "the cluster did not become ready; trying once more. Its nodes' logs:\n{logs}"
+                );
+                Cluster::try_start().unwrap_or_else(|logs| {
+                    panic!("the cluster did not become ready twice; its nodes' logs:\n{logs}")
+                })
+            }
+        }
+    }
+
+    fn try_start() -> Result<Cluster, String> {
         let data = tempfile::tempdir().unwrap();
         let node_ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
         let metadata: Vec<String> = node_ports
@@ -173,13 +212,28 @@ impl Cluster {
                 }
                 up
             });
-            assert!(
-                ready,
-                "the cluster did not become ready; logs in {}",
-                cluster.data.path().display()
-            );
+            if !ready {
+                let logs = cluster.logs();
+                return Err(logs);
+            }
         }
-        cluster
+        Ok(cluster)
+    }
+
+    /// The last lines of each node's log.
+    pub fn logs(&self) -> String {
+        let mut told = String::new();
+        for index in 1..=self.nodes.len() {
+            let log = std::fs::read_to_string(self.data.path().join(format!("node{index}.log")))
+                .unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            told.push_str(&format!("--- node {index} ---\n"));
+            for line in tail.iter().rev() {
+                told.push_str(line);
+                told.push('\n');
+            }
+        }
+        told
     }
 
     /// SIGKILLs node `index` (0-based).
@@ -197,11 +251,7 @@ impl Drop for Cluster {
             self.kill(index);
         }
         if std::thread::panicking() {
-            let _ = self.data.path();
-            eprintln!(
-                "the cluster's logs were in {} (removed now)",
-                self.data.path().display()
-            );
+            eprintln!("the cluster's nodes' logs:\n{}", self.logs());
         }
     }
 }
