@@ -63,7 +63,10 @@ use std::sync::Arc;
 
 use golato_actors::path_lock::PathLock;
 
-pub use bash::{captured_changes, Recovered};
+pub use bash::{
+    captured_changes, Background, BackgroundCommand, Recovered, DEFAULT_MAX_BACKGROUND_COMMANDS,
+    KILL_GRACE, RING_BYTES,
+};
 pub use checkpoints::Checkpoints;
 use golato_actors::{Host, HostError};
 pub use locks::{SharedLease, SharedLock};
@@ -95,10 +98,18 @@ pub const TOOL_NAMES: [&str; 4] = ["read", "bash", "edit", "write"];
 
 /// Built-ins [`new`] returns only when `allowed_tool_names` names them, after the four: `grep`
 /// (file contents by regular expression), `find` (files by glob), `ls` (a directory), and
-/// `update_plan` (the model's plan of steps, shown as it changes; see [`plan_of`]). With
-/// `read` the first three make an agent that looks without a shell (`["read", "grep", "find",
-/// "ls"]`).
-pub const OPTIONAL_TOOL_NAMES: [&str; 4] = ["grep", "find", "ls", "update_plan"];
+/// `update_plan` (the model's plan of steps, shown as it changes; see [`plan_of`]), and
+/// `bash_output` and `bash_kill`, which read and end background commands (`bash` with
+/// `"background": true`, see [`Background`]). With `read` the first three make an agent that
+/// looks without a shell (`["read", "grep", "find", "ls"]`).
+pub const OPTIONAL_TOOL_NAMES: [&str; 6] = [
+    "grep",
+    "find",
+    "ls",
+    "update_plan",
+    "bash_output",
+    "bash_kill",
+];
 
 /// Which tools [`new`] returns.
 #[derive(Debug, Clone, Default)]
@@ -167,6 +178,10 @@ pub struct Config {
     /// Where that proxy also tells every connection of every call, as it ends (each call's
     /// result lists its own in its details, `network`); `None` (the default): nowhere else.
     pub network_log: Option<crate::proxy::ConnectionLog>,
+    /// Where `bash` puts background commands, when `bash_output` or `bash_kill` is named in
+    /// `allowed_tool_names`: keep a clone to list and end them. `None` makes one that runs at
+    /// most [`DEFAULT_MAX_BACKGROUND_COMMANDS`] at once.
+    pub background: Option<Background>,
 }
 
 /// How much of a command's output `bash` keeps in its full-output file by default: 64 MiB.
@@ -266,6 +281,12 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
             .as_ref()
             .is_some_and(|names| names.iter().any(|allowed| allowed == name))
     };
+    let background = (named("bash_output") || named("bash_kill")).then(|| {
+        config
+            .background
+            .clone()
+            .unwrap_or_else(|| Background::new(DEFAULT_MAX_BACKGROUND_COMMANDS))
+    });
     let mut builtins = if config.disable_builtin_tools {
         Vec::new()
     } else {
@@ -282,6 +303,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
                     guard,
                     checkpoints: config.bash_checkpoints.clone(),
                     proxy,
+                    background: background.clone(),
                 },
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),
@@ -299,6 +321,14 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
         for (name, build) in optional {
             if named(name) {
                 builtins.push(build(Arc::clone(&workspace)));
+            }
+        }
+        if let Some(background) = background {
+            if named("bash_output") {
+                builtins.push(bash::background_output_tool(background.clone()));
+            }
+            if named("bash_kill") {
+                builtins.push(bash::background_kill_tool(background));
             }
         }
     }

@@ -7,6 +7,7 @@ mod support;
 
 mod suite {
     mod abandoned;
+    mod background;
     mod bash;
     mod batch;
     mod budget;

@@ -15,10 +15,17 @@ use tokio::time::Instant;
 use super::paths::failure;
 use super::Workspace;
 
+mod background;
 mod capture;
 mod network;
 mod processes;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
+pub(super) use background::{
+    kill_tool as background_kill_tool, output_tool as background_output_tool,
+};
+pub use background::{
+    Background, BackgroundCommand, DEFAULT_MAX_BACKGROUND_COMMANDS, KILL_GRACE, RING_BYTES,
+};
 pub(super) use capture::recover;
 pub use capture::{captured_changes, Recovered};
 
@@ -43,6 +50,10 @@ struct BashArgs {
     /// Seconds after which the command and every process it started are killed; none by default.
     #[schemars(range(min = 0))]
     timeout: Option<f64>,
+    /// Run it in the background: return at once with an ID and its first output, then read it
+    /// with bash_output and end it with bash_kill. For servers, watchers and long test runs.
+    #[serde(default)]
+    background: bool,
 }
 
 /// What a command's environment is made of: `None` inherits this process's.
@@ -62,6 +73,8 @@ pub(super) struct Settings {
     pub(super) checkpoints: Option<Arc<dyn super::Checkpoints>>,
     /// The proxy of a sandbox whose network goes by domain.
     pub(super) proxy: Option<crate::proxy::Proxy>,
+    /// Where background commands go, when the set has `bash_output`.
+    pub(super) background: Option<Background>,
 }
 
 pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
@@ -70,7 +83,8 @@ pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
         "Run a bash command in the working directory, non-interactively (stdin is closed). \
          Returns the combined stdout and stderr, cut to the last 2000 lines or 50KB (the full \
          output is saved to a file named in the result), and the exit code. No timeout unless \
-         given in seconds.",
+         given in seconds. With \"background\": true (where bash_output is offered) it returns \
+         at once with an ID, for a server, a watcher or a long test run.",
         move |ctx: ToolContext, args: BashArgs| {
             let workspace = Arc::clone(&workspace);
             let settings = settings.clone();
@@ -119,100 +133,29 @@ async fn run(
         ),
         None => None,
     };
-    let pipe_failed = |error: std::io::Error| {
-        failure("could not create the pipe for the command's output", &error)
-    };
-    let (reader, writer) = std::io::pipe().map_err(pipe_failed)?;
-    // Under a sandbox the helper starts bash once it has confined itself; until then its
-    // standard input is this pipe, where it says why it could not.
-    let mut status = None;
-    // Every process the command starts inherits the mark: found again at a timeout or a
-    // cancellation, also after leaving the process group.
-    let mark = processes::new_mark();
-    let capture = capture::Capture::prepare(&settings, &ctx.call().id, &mark);
-    let network = match (&settings.sandbox, &settings.proxy) {
-        (Some(_), Some(proxy)) => Some(
-            network::CallNetwork::open(proxy, &ctx.call().id)
-                .map_err(|error| failure("could not open the command's network proxy", &error))?,
-        ),
-        _ => None,
-    };
-    let mut command = match &settings.sandbox {
-        Some(sandbox) => {
-            let (status_reader, status_writer) = std::io::pipe().map_err(pipe_failed)?;
-            status = Some(status_reader);
-            let mut command = tokio::process::Command::new(sandbox.helper());
-            match (capture.stage(), &network) {
-                (stage, Some(network)) => {
-                    command.args(sandbox.proxied_args(stage, network.socket()))
-                }
-                (Some(stage), None) => command.args(sandbox.capturing_args(stage)),
-                (None, None) => command.args(sandbox.helper_args()),
-            };
-            command.arg("bash").stdin(status_writer);
-            command
-        }
-        None => {
-            let mut command = match &settings.guard {
-                Some(guard) => {
-                    let mut command = tokio::process::Command::new(guard.program());
-                    command.args(guard.args()).arg("bash");
-                    command
-                }
-                None => tokio::process::Command::new("bash"),
-            };
-            command.stdin(Stdio::null());
-            command
-        }
-    };
-    command
-        .arg("-c")
-        .arg(&args.command)
-        .current_dir(&cwd)
-        .stdout(writer.try_clone().map_err(pipe_failed)?)
-        .stderr(writer)
-        .process_group(0)
-        .kill_on_drop(true);
-    if let Some(variables) = &settings.environment {
-        command
-            .env_clear()
-            .envs(variables.iter().map(|(name, value)| (name, value)));
+    if args.background {
+        let Some(background) = &settings.background else {
+            return Err("background commands are not offered here (this tool set has no bash_output to read them with); run the command in the foreground, with a timeout if it may not end".into());
+        };
+        return background::start(
+            background,
+            cwd,
+            &settings,
+            &ctx,
+            &args.command,
+            deadline.zip(timeout),
+        )
+        .await;
     }
-    command.env(processes::MARK_VARIABLE, &mark);
-    // Who is asking, so that a command with a side effect that must happen once can key it:
-    // the call, its attempt (more than 1 when a durable run retries it), the run's key.
-    command
-        .env("GOLATO_TOOL_CALL_ID", &ctx.call().id)
-        .env("GOLATO_TOOL_ATTEMPT", ctx.attempt().to_string());
-    match ctx.run_key() {
-        Some(key) => command.env("GOLATO_RUN_KEY", key),
-        None => command.env_remove("GOLATO_RUN_KEY"),
-    };
-    let mut child = command.spawn().map_err(|error| match error.kind() {
-        std::io::ErrorKind::NotFound => format!(
-            "bash was not found on PATH (or the working directory {} is gone)",
-            cwd.display()
-        ),
-        _ => failure(
-            format_args!("could not start bash in {}", cwd.display()),
-            &error,
-        ),
-    })?;
-    // The command keeps copies of the pipe's write end; the pipe reaches end-of-file only once
-    // every writer is gone.
-    drop(command);
-    if let Some(status) = status {
-        if let Some(refusal) = sandbox_refusal(status).await {
-            let _ = child.wait().await;
-            return Err(refusal.into());
-        }
-    }
-    let group = child
-        .id()
-        .and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
-    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
-        .map_err(|error| failure("could not watch the command's output pipe", &error))?;
-
+    let caller = Caller::of(&ctx);
+    let Started {
+        mut child,
+        mut pipe,
+        group,
+        mark,
+        capture,
+        network,
+    } = start(&cwd, &settings, &caller, &args.command).await?;
     let mut output = Output::new(settings.output_file_limit);
     let mut chunk = vec![0u8; 64 * 1024];
     // The first output is published at once; later ones at most once per interval, the last
@@ -287,6 +230,148 @@ async fn run(
     };
     capture.finish(gone, &mut result).await;
     Ok(result)
+}
+
+/// Who runs a command: the call (its ID, its attempt) and the run's key, which the command sees
+/// in its environment.
+#[derive(Debug, Clone)]
+struct Caller {
+    id: String,
+    attempt: u32,
+    run_key: Option<String>,
+}
+
+impl Caller {
+    fn of(ctx: &ToolContext) -> Caller {
+        Caller {
+            id: ctx.call().id.clone(),
+            attempt: ctx.attempt(),
+            run_key: ctx.run_key().map(str::to_owned),
+        }
+    }
+}
+
+/// A command started: its process, the pipe of its combined output, and what its end settles.
+struct Started {
+    child: tokio::process::Child,
+    pipe: tokio::net::unix::pipe::Receiver,
+    /// Its process group (the command's first process leads it).
+    group: Option<rustix::process::Pid>,
+    /// The mark every process of it carries.
+    mark: String,
+    capture: capture::Capture,
+    network: Option<network::CallNetwork>,
+}
+
+/// Starts `command_line` with bash in `cwd` as `settings` say: in the sandbox, or under the
+/// guard, with the call's mark, capture and network.
+async fn start(
+    cwd: &std::path::Path,
+    settings: &Settings,
+    caller: &Caller,
+    command_line: &str,
+) -> Result<Started, BoxError> {
+    let pipe_failed = |error: std::io::Error| {
+        failure("could not create the pipe for the command's output", &error)
+    };
+    let (reader, writer) = std::io::pipe().map_err(pipe_failed)?;
+    // Under a sandbox the helper starts bash once it has confined itself; until then its
+    // standard input is this pipe, where it says why it could not.
+    let mut status = None;
+    // Every process the command starts inherits the mark: found again at a timeout or a
+    // cancellation, also after leaving the process group.
+    let mark = processes::new_mark();
+    let capture = capture::Capture::prepare(settings, &caller.id, &mark);
+    let network = match (&settings.sandbox, &settings.proxy) {
+        (Some(_), Some(proxy)) => Some(
+            network::CallNetwork::open(proxy, &caller.id)
+                .map_err(|error| failure("could not open the command's network proxy", &error))?,
+        ),
+        _ => None,
+    };
+    let mut command = match &settings.sandbox {
+        Some(sandbox) => {
+            let (status_reader, status_writer) = std::io::pipe().map_err(pipe_failed)?;
+            status = Some(status_reader);
+            let mut command = tokio::process::Command::new(sandbox.helper());
+            match (capture.stage(), &network) {
+                (stage, Some(network)) => {
+                    command.args(sandbox.proxied_args(stage, network.socket()))
+                }
+                (Some(stage), None) => command.args(sandbox.capturing_args(stage)),
+                (None, None) => command.args(sandbox.helper_args()),
+            };
+            command.arg("bash").stdin(status_writer);
+            command
+        }
+        None => {
+            let mut command = match &settings.guard {
+                Some(guard) => {
+                    let mut command = tokio::process::Command::new(guard.program());
+                    command.args(guard.args()).arg("bash");
+                    command
+                }
+                None => tokio::process::Command::new("bash"),
+            };
+            command.stdin(Stdio::null());
+            command
+        }
+    };
+    command
+        .arg("-c")
+        .arg(command_line)
+        .current_dir(cwd)
+        .stdout(writer.try_clone().map_err(pipe_failed)?)
+        .stderr(writer)
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(variables) = &settings.environment {
+        command
+            .env_clear()
+            .envs(variables.iter().map(|(name, value)| (name, value)));
+    }
+    command.env(processes::MARK_VARIABLE, &mark);
+    // Who is asking, so that a command with a side effect that must happen once can key it:
+    // the call, its attempt (more than 1 when a durable run retries it), the run's key.
+    command
+        .env("GOLATO_TOOL_CALL_ID", &caller.id)
+        .env("GOLATO_TOOL_ATTEMPT", caller.attempt.to_string());
+    match &caller.run_key {
+        Some(key) => command.env("GOLATO_RUN_KEY", key),
+        None => command.env_remove("GOLATO_RUN_KEY"),
+    };
+    let mut child = command.spawn().map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "bash was not found on PATH (or the working directory {} is gone)",
+            cwd.display()
+        ),
+        _ => failure(
+            format_args!("could not start bash in {}", cwd.display()),
+            &error,
+        ),
+    })?;
+    // The command keeps copies of the pipe's write end; the pipe reaches end-of-file only once
+    // every writer is gone.
+    drop(command);
+    if let Some(status) = status {
+        if let Some(refusal) = sandbox_refusal(status).await {
+            let _ = child.wait().await;
+            return Err(refusal.into());
+        }
+    }
+    let group = child
+        .id()
+        .and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
+    let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
+        .map_err(|error| failure("could not watch the command's output pipe", &error))?;
+    Ok(Started {
+        child,
+        pipe,
+        group,
+        mark,
+        capture,
+        network,
+    })
 }
 
 /// What the sandbox's helper said on its status pipe before the command started: nothing when

@@ -60,21 +60,41 @@ pub(super) fn kill_marked(mark: &str) -> Vec<Killed> {
     killed
 }
 
+/// Sends `signal` once to every live process carrying `mark`.
+pub(super) fn signal_marked(mark: &str, signal: rustix::process::Signal) {
+    let needle = format!("{MARK_VARIABLE}={mark}");
+    for process in marked(&needle, std::process::id() as i32) {
+        if let Some(pid) = rustix::process::Pid::from_raw(process.pid) {
+            let _ = rustix::process::kill_process(pid, signal);
+        }
+    }
+}
+
 /// Waits (up to 5 s) until no live process carries `mark`: those [`kill_marked`] killed have
 /// died.
 pub(super) fn wait_gone(mark: &str) {
+    if !wait_gone_for(mark, std::time::Duration::from_secs(5)) {
+        tracing::warn!(
+            mark,
+            "processes of a killed command were still alive after 5 s"
+        );
+    }
+}
+
+/// Waits up to `limit` until no live process carries `mark`; whether none does.
+pub(super) fn wait_gone_for(mark: &str, limit: std::time::Duration) -> bool {
     let needle = format!("{MARK_VARIABLE}={mark}");
     let own = std::process::id() as i32;
-    for _ in 0..1_000 {
+    let until = std::time::Instant::now() + limit;
+    loop {
         if marked(&needle, own).is_empty() {
-            return;
+            return true;
+        }
+        if std::time::Instant::now() >= until {
+            return false;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    tracing::warn!(
-        mark,
-        "processes of a killed command were still alive after 5 s"
-    );
 }
 
 /// The live processes (not zombies) whose environment holds `needle`.
