@@ -287,6 +287,14 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
             .clone()
             .unwrap_or_else(|| Background::new(DEFAULT_MAX_BACKGROUND_COMMANDS))
     });
+    // Background commands share one network namespace, so that a server one started can be
+    // reached by the next command (and by nothing outside the session).
+    let shared_network = match (&sandbox, &background) {
+        (Some(sandbox), Some(_)) if sandbox.shares_network() => {
+            Some(Arc::new(sandbox::SharedNetwork::start(sandbox)?))
+        }
+        _ => None,
+    };
     let mut builtins = if config.disable_builtin_tools {
         Vec::new()
     } else {
@@ -304,6 +312,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
                     checkpoints: config.bash_checkpoints.clone(),
                     proxy,
                     background: background.clone(),
+                    shared_network,
                 },
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),

@@ -10,6 +10,7 @@ mod support;
 mod suite {
     mod acp;
     mod approve;
+    mod background;
     mod capture;
     mod chat;
     mod cli;

@@ -23,6 +23,7 @@
 mod mounts;
 mod proxy_port;
 mod seccomp;
+mod shared_network;
 
 use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
@@ -61,6 +62,13 @@ pub(crate) const CAPTURE: &str = "--capture";
 /// Before `--`: the next argument is the Unix socket to send the proxy's listener to.
 pub(crate) const PROXY: &str = "--proxy";
 
+/// Instead of a command: hold a network namespace for a session's commands to join (see
+/// [`crate::SharedNetwork`]) until standard input closes.
+pub(crate) const HOLD_NETWORK: &str = "--hold-network";
+
+/// Before `--`: join the network namespace a holder keeps, `PID:USER_NS_INODE:NET_NS_INODE`.
+pub(crate) const JOIN_NETWORK: &str = "--join-network";
+
 /// Why the helper stopped before the command.
 enum Stop {
     /// The kernel lacks a feature the policy needs.
@@ -81,12 +89,23 @@ pub(super) fn main(mut args: std::env::ArgsOs) -> ! {
     if rest.first().and_then(|first| first.to_str()) == Some(INSIDE) {
         finish(inside(&spec, &rest[1..]))
     }
+    if rest.first().and_then(|first| first.to_str()) == Some(HOLD_NETWORK) {
+        shared_network::hold()
+    }
     let mut options = Options::default();
     let mut rest = rest.as_slice();
     loop {
         match (rest.first().and_then(|first| first.to_str()), rest.get(1)) {
             (Some(CAPTURE), Some(stage)) => options.capture = Some(Path::new(stage)),
             (Some(PROXY), Some(socket)) => options.proxy = Some(Path::new(socket)),
+            (Some(JOIN_NETWORK), Some(holder)) => {
+                options.join = Some(shared_network::Holder::parse(holder).unwrap_or_else(|| {
+                    finish(Err(Stop::Failed(format!(
+                        "{JOIN_NETWORK} {} is not PID:INODE:INODE",
+                        holder.to_string_lossy()
+                    ))))
+                }))
+            }
             _ => break,
         }
         rest = &rest[2..];
@@ -101,6 +120,8 @@ struct Options<'a> {
     capture: Option<&'a Path>,
     /// `--proxy SOCKET`: where to send the proxy address's listening socket.
     proxy: Option<&'a Path>,
+    /// `--join-network HOLDER`: the session's network namespace to join.
+    join: Option<shared_network::Holder>,
 }
 
 /// What comes after the spec: `--probe`, or `--` and the command.
@@ -132,11 +153,14 @@ fn outside(
     task(rest)?;
     let uid = rustix::process::getuid().as_raw();
     let gid = rustix::process::getgid().as_raw();
-    let mut namespaces = CloneFlags::CLONE_NEWUSER
-        | CloneFlags::CLONE_NEWNS
-        | CloneFlags::CLONE_NEWPID
-        | CloneFlags::CLONE_NEWIPC;
-    if !spec.network {
+    let mut namespaces =
+        CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID | CloneFlags::CLONE_NEWIPC;
+    match &options.join {
+        // The holder's user namespace maps this user already, and its network is the session's.
+        Some(holder) => holder.join()?,
+        None => namespaces |= CloneFlags::CLONE_NEWUSER,
+    }
+    if !spec.network && options.join.is_none() {
         namespaces |= CloneFlags::CLONE_NEWNET;
     }
     unshare(namespaces).map_err(|error| {
@@ -149,9 +173,11 @@ fn outside(
         std::fs::write(file, content)
             .map_err(|error| Stop::Failed(format!("could not write {file}: {error}")))
     };
-    write("/proc/self/setgroups", "deny".into())?;
-    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
-    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    if options.join.is_none() {
+        write("/proc/self/setgroups", "deny".into())?;
+        write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+        write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    }
     if let Some(port) = spec.proxy_port {
         // Before the mounts: the caller's socket may lie where the view hides (a private
         // TMPDIR).

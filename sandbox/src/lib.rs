@@ -60,6 +60,8 @@ mod guard;
 mod helper;
 pub mod network;
 mod prepare;
+#[cfg(target_os = "linux")]
+mod shared_network;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -67,6 +69,8 @@ use std::path::{Component, Path, PathBuf};
 pub use files::{FileRules, Place};
 pub use guard::Guard;
 pub use prepare::Prepared;
+#[cfg(target_os = "linux")]
+pub use shared_network::SharedNetwork;
 
 /// The first argument that makes a program act as the sandbox's helper.
 pub const HELPER_ARG: &str = "__golato-sandbox";

@@ -217,6 +217,38 @@ impl Prepared {
         args
     }
 
+    /// The helper's arguments before the command's own, for a command that joins the
+    /// session's `network` namespace (see [`crate::SharedNetwork`]), with what it changes
+    /// captured in `stage` when given. A policy with [`Prepared::domains`] or the host's
+    /// network has no namespace to share: use the other arguments.
+    #[cfg(target_os = "linux")]
+    pub fn joining_args<'a>(
+        &'a self,
+        stage: Option<&'a crate::capture::Stage>,
+        network: &'a crate::SharedNetwork,
+    ) -> Vec<&'a std::ffi::OsStr> {
+        let mut args: Vec<&std::ffi::OsStr> = vec![HELPER_ARG.as_ref(), self.spec_json.as_ref()];
+        if let Some(stage) = stage {
+            args.extend([crate::helper::CAPTURE.as_ref(), stage.path().as_os_str()]);
+        }
+        args.extend([
+            crate::helper::JOIN_NETWORK.as_ref(),
+            network.join_arg().as_os_str(),
+            "--".as_ref(),
+        ]);
+        args
+    }
+
+    /// Whether commands could share one network namespace: they have one of their own (not
+    /// the host's) and it holds no proxy (a proxy's port is per command).
+    pub fn shares_network(&self) -> bool {
+        !self.spec.network && self.domains.is_none()
+    }
+
+    pub(crate) fn spec_json(&self) -> &str {
+        &self.spec_json
+    }
+
     /// The helper's arguments before the command's own: [`HELPER_ARG`], the spec, `--`.
     pub fn helper_args(&self) -> [&str; 3] {
         [HELPER_ARG, &self.spec_json, "--"]

@@ -75,6 +75,9 @@ pub(super) struct Settings {
     pub(super) proxy: Option<crate::proxy::Proxy>,
     /// Where background commands go, when the set has `bash_output`.
     pub(super) background: Option<Background>,
+    /// The session's network namespace, which every sandboxed command joins: set with
+    /// background commands, so that a server one started is reachable from later commands.
+    pub(super) shared_network: Option<Arc<crate::sandbox::SharedNetwork>>,
 }
 
 pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
@@ -294,12 +297,13 @@ async fn start(
             let (status_reader, status_writer) = std::io::pipe().map_err(pipe_failed)?;
             status = Some(status_reader);
             let mut command = tokio::process::Command::new(sandbox.helper());
-            match (capture.stage(), &network) {
-                (stage, Some(network)) => {
+            match (capture.stage(), &network, &settings.shared_network) {
+                (stage, Some(network), _) => {
                     command.args(sandbox.proxied_args(stage, network.socket()))
                 }
-                (Some(stage), None) => command.args(sandbox.capturing_args(stage)),
-                (None, None) => command.args(sandbox.helper_args()),
+                (stage, None, Some(shared)) => command.args(sandbox.joining_args(stage, shared)),
+                (Some(stage), None, None) => command.args(sandbox.capturing_args(stage)),
+                (None, None, None) => command.args(sandbox.helper_args()),
             };
             command.arg("bash").stdin(status_writer);
             command

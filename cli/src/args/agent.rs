@@ -94,6 +94,11 @@ pub(crate) struct AgentArgs {
     /// Run at most N calls of a batch at once (the others start as running ones end).
     #[arg(long, value_name = "N", help_heading = "Tools")]
     pub(crate) max_parallel: Option<NonZeroUsize>,
+    /// Let bash run at most N commands in the background at once (servers, watchers, long
+    /// test runs; read with bash_output, ended with bash_kill, all killed when golato ends);
+    /// 0 turns background commands off [default: 8].
+    #[arg(long, value_name = "N", help_heading = "Tools")]
+    pub(crate) max_background: Option<usize>,
     /// Cancel a tool call that runs longer than this many seconds; its result says it timed
     /// out (bash's own `timeout` argument still applies inside it).
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, help_heading = "Tools")]

@@ -22,7 +22,7 @@ pub(crate) struct Shell {
 impl Shell {
     /// Starts `command` with the session's `bash`, or says why it cannot.
     pub(crate) fn start(command: &str, settings: &Settings) -> Result<Shell, String> {
-        let tools = crate::setup::agent::builtin_tools(settings, Vec::new(), None, None)
+        let tools = crate::setup::agent::builtin_tools(settings, Vec::new(), None, None, None)
             .map_err(|error| error.to_string())?;
         let bash = tools
             .into_iter()

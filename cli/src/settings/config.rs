@@ -29,6 +29,7 @@ pub(crate) struct FileSettings {
     pub(super) exclude: Option<Vec<String>>,
     pub(super) sequential: Option<bool>,
     pub(super) max_parallel: Option<usize>,
+    pub(super) max_background: Option<usize>,
     pub(super) tool_timeout: Option<f64>,
     pub(super) max_turns: Option<usize>,
     pub(super) context_window: Option<u64>,
@@ -697,6 +698,7 @@ pub(crate) fn entries(settings: &FileSettings) -> Vec<(&'static str, String)> {
     entry!(exclude);
     entry!(sequential);
     entry!(max_parallel);
+    entry!(max_background);
     entry!(tool_timeout);
     entry!(max_turns);
     entry!(context_window);

@@ -65,6 +65,8 @@ pub(crate) struct Settings {
     pub(crate) sequential: bool,
     /// At most this many calls of a batch at once.
     pub(crate) max_parallel: Option<NonZeroUsize>,
+    /// At most this many background commands at once (0: bash runs nothing in the background).
+    pub(crate) max_background: Option<usize>,
     /// A call running longer is cancelled.
     pub(crate) tool_timeout: Option<Duration>,
     /// The run ends once it has used this many tokens.
@@ -151,6 +153,7 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         task_depth: args.task_depth,
         sequential: args.sequential,
         max_parallel: args.max_parallel,
+        max_background: args.max_background,
         tool_timeout: args.tool_timeout,
         max_tokens: args.max_tokens,
         max_cost: args.max_cost,
@@ -295,6 +298,9 @@ fn fill(args: &mut AgentArgs, settings: &FileSettings, source: &str) -> Result<(
         let value = std::num::NonZeroUsize::new(max_parallel)
             .ok_or_else(|| invalid("max_parallel", "it must be at least 1".into()))?;
         set!(max_parallel, Some(value));
+    }
+    if let Some(max_background) = settings.max_background {
+        set!(max_background, Some(max_background));
     }
     if let Some(seconds) = settings.tool_timeout {
         let value = crate::args::positive_seconds(&seconds.to_string())
@@ -461,6 +467,7 @@ mod tests {
         ("exclude", "[\"bash\"]", Some("read")),
         ("sequential", "true", None),
         ("max_parallel", "3", Some("4")),
+        ("max_background", "3", Some("4")),
         ("tool_timeout", "5.0", Some("6")),
         ("max_turns", "3", Some("4")),
         ("context_window", "1000", Some("2000")),

@@ -63,6 +63,8 @@ pub(crate) struct Built {
     pub(crate) approver: Arc<Approvals>,
     /// What the `task` tool's children are made of, when it has one.
     pub(crate) subagents: Option<golato::subagent::Config>,
+    /// The session's background commands, when bash may start them.
+    pub(crate) background: Option<builtin::Background>,
 }
 
 /// What a durable worker's agent adds to the flags' (`golato serve`).
@@ -97,7 +99,16 @@ pub(crate) async fn build_agent(
         ..Default::default()
     });
     let (recorder, checkpoints) = checkpoints(settings, durable_worker, &hook_session).await;
-    let tools = builtin_tools(settings, mcp_tools, shared_lock, checkpoints)?;
+    // A durable run refuses background commands (a process cannot outlive its worker): its
+    // bash is offered without them.
+    let background = (!durable_worker).then(|| background(settings)).flatten();
+    let tools = builtin_tools(
+        settings,
+        mcp_tools,
+        shared_lock,
+        checkpoints,
+        background.as_ref(),
+    )?;
     let Source {
         generator,
         model,
@@ -194,7 +205,16 @@ pub(crate) async fn build_agent(
         session,
         approver,
         subagents,
+        background,
     })
+}
+
+/// The session's background commands, unless `--max-background 0` turned them off.
+pub(crate) fn background(settings: &Settings) -> Option<builtin::Background> {
+    let most = settings
+        .max_background
+        .unwrap_or(builtin::DEFAULT_MAX_BACKGROUND_COMMANDS);
+    (most > 0).then(|| builtin::Background::new(most))
 }
 
 /// The recorder of a session's changes (none for a durable worker, which saves no session),
@@ -418,13 +438,12 @@ pub(crate) fn builtin_tools(
     custom_tools: Vec<golato::Tool>,
     shared_lock: Option<Arc<dyn builtin::SharedLock>>,
     bash_checkpoints: Option<Arc<dyn builtin::Checkpoints>>,
+    background: Option<&builtin::Background>,
 ) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {
         working_directory: settings.cwd.clone(),
-        allowed_tool_names: settings
-            .tools
-            .as_deref()
-            .map(crate::setup::subagents::without_task),
+        allowed_tool_names: tool_selection(settings, background.is_some()),
+        background: background.cloned(),
         excluded_tool_names: crate::setup::subagents::without_task(&settings.exclude),
         custom_tools,
         shared_lock,
@@ -442,6 +461,28 @@ pub(crate) fn builtin_tools(
         ..Default::default()
     })
     .map_err(builtin_error)
+}
+
+/// The built-ins `--tools` names (the four by default), with `bash_output` and `bash_kill`
+/// beside `bash` when it may run commands in the background.
+fn tool_selection(settings: &Settings, background: bool) -> Option<Vec<String>> {
+    let mut names = match &settings.tools {
+        Some(names) => crate::setup::subagents::without_task(names),
+        None if !background => return None,
+        None => builtin::TOOL_NAMES
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect(),
+    };
+    let bash = |name: &String| name == "bash";
+    if background && names.iter().any(bash) && !settings.exclude.iter().any(bash) {
+        for companion in ["bash_output", "bash_kill"] {
+            if !names.iter().any(|name| name == companion) {
+                names.push(companion.to_owned());
+            }
+        }
+    }
+    Some(names)
 }
 
 /// Why the tools could not be built, in the command line's words.

@@ -75,7 +75,7 @@ pub(super) fn open(port: u16, to: Option<&Path>) -> Result<(), Stop> {
 
 /// `ip link set lo up`: a new network namespace starts with its loopback down, without
 /// 127.0.0.1.
-fn loopback_up() -> Result<(), Stop> {
+pub(super) fn loopback_up() -> Result<(), Stop> {
     let socket = rustix::net::socket(
         rustix::net::AddressFamily::INET,
         rustix::net::SocketType::DGRAM,

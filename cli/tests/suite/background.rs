@@ -1,0 +1,193 @@
+//! Background commands through the binary, in the default sandbox: a dev server started in the
+//! background is reached with `curl` by a later call of the same run, then killed; nothing of
+//! it outlives golato, whether the run ends, or golato is killed with SIGTERM or SIGKILL.
+
+use crate::support;
+
+use std::process::Stdio;
+
+use serde_json::json;
+use support::cli::{golato, json_lines, of_type, script_file};
+
+fn marker(name: &str) -> String {
+    format!("GOLATO_BACKGROUND_CLI={name}-{}", std::process::id())
+}
+
+/// Waits (bounded) until no live process carries `marker`.
+fn assert_all_gone(marker: &str) {
+    for _ in 0..2_000 {
+        if support::processes_with(marker).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!(
+        "processes outlived golato: {:?}",
+        support::processes_with(marker)
+    );
+}
+
+/// Waits (bounded) until some live process carries `marker`: the handshake that the command
+/// runs.
+fn wait_running(marker: &str) {
+    for _ in 0..6_000 {
+        if !support::processes_with(marker).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("no process carries {marker}");
+}
+
+fn bash(id: &str, arguments: serde_json::Value) -> serde_json::Value {
+    json!({"tool_calls": [{"id": id, "name": "bash", "arguments": arguments}]})
+}
+
+#[test]
+fn a_dev_server_in_the_background_is_reached_by_a_later_call_and_killed() {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("hello.txt"), "hello from the workspace\n").unwrap();
+    let marker = marker("server");
+    let script = script_file(
+        ws.path(),
+        "script.jsonl",
+        &[
+            bash(
+                "start",
+                json!({"command": format!("export {marker}; exec python3 -u -m http.server 8765 --bind 127.0.0.1"), "background": true}),
+            ),
+            json!({"tool_calls": [{"id": "ready", "name": "bash_output", "arguments": {"id": 1, "since": 0, "pattern": "Serving HTTP", "wait": 60}}]}),
+            bash(
+                "fetch",
+                json!({"command": "curl -sS http://127.0.0.1:8765/hello.txt"}),
+            ),
+            json!({"tool_calls": [{"id": "kill", "name": "bash_kill", "arguments": {"id": 1}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let output = golato()
+        .args([
+            "run",
+            "--json",
+            "--ephemeral",
+            "--approve",
+            "never",
+            "--cwd",
+        ])
+        .arg(ws.path())
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let lines = json_lines(&output);
+    assert_eq!(
+        of_type(&lines, "run_start")[0]["tools"],
+        json!(["read", "bash", "edit", "write", "bash_output", "bash_kill"])
+    );
+    let ends = of_type(&lines, "tool_end");
+    let text = |index: usize| {
+        ends[index]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        text(0).starts_with("Started in the background as 1: export"),
+        "{}",
+        text(0)
+    );
+    assert!(text(1).contains("Serving HTTP"), "{}", text(1));
+    assert_eq!(text(2), "hello from the workspace");
+    assert!(text(3).contains("1 was ended"), "{}", text(3));
+    assert_all_gone(&marker);
+}
+
+#[test]
+fn background_commands_end_with_golato_however_it_ends() {
+    use rustix::process::{kill_process, Pid, Signal};
+    for sandbox in ["workspace-write", "off"] {
+        for (signal, name) in [
+            (Some(Signal::TERM), "term"),
+            (Some(Signal::KILL), "kill"),
+            (None, "end"),
+        ] {
+            let ws = tempfile::tempdir().unwrap();
+            let marker = marker(&format!("{sandbox}-{name}"));
+            let mut script = vec![bash(
+                "start",
+                json!({"command": format!("export {marker}; setsid sleep 1000 & sleep 1000"), "background": true}),
+            )];
+            if signal.is_some() {
+                // A foreground call that runs until golato is signalled.
+                script.push(bash("wait", json!({"command": "sleep 1000"})));
+            }
+            script.push(json!({"text": "done"}));
+            let script = script_file(ws.path(), "script.jsonl", &script);
+            let mut child = golato()
+                .args([
+                    "run",
+                    "--json",
+                    "--ephemeral",
+                    "--approve",
+                    "never",
+                    "--cwd",
+                ])
+                .arg(ws.path())
+                .arg("--script")
+                .arg(&script)
+                .arg("go")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            if let Some(signal) = signal {
+                wait_running(&marker);
+                kill_process(Pid::from_raw(child.id() as i32).unwrap(), signal).unwrap();
+            }
+            let status = child.wait().unwrap();
+            if signal.is_none() {
+                assert!(status.success(), "{name}: {status:?}");
+            }
+            assert_all_gone(&marker);
+        }
+    }
+}
+
+#[test]
+fn max_background_zero_turns_them_off_and_the_model_is_told() {
+    let ws = tempfile::tempdir().unwrap();
+    let script = script_file(
+        ws.path(),
+        "script.jsonl",
+        &[
+            bash("start", json!({"command": "true", "background": true})),
+            json!({"text": "done"}),
+        ],
+    );
+    let output = golato()
+        .args(["run", "--json", "--ephemeral", "--approve", "never"])
+        .args(["--max-background", "0", "--cwd"])
+        .arg(ws.path())
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    let lines = json_lines(&output);
+    assert_eq!(
+        of_type(&lines, "run_start")[0]["tools"],
+        json!(["read", "bash", "edit", "write"])
+    );
+    let end = of_type(&lines, "tool_end")[0];
+    assert_eq!(end["result"]["is_error"], true);
+    assert!(
+        end["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("background commands are not offered here"),
+        "{end}"
+    );
+}
