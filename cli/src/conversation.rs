@@ -66,6 +66,8 @@ pub(crate) struct Conversation {
     pub(crate) recording: Option<crate::store::record::Recording>,
     /// Where hooks and checkpoints learn which session is saved; told again when it changes.
     pub(crate) hook_session: tokio::sync::watch::Sender<golato::policy::HookSession>,
+    /// The session's background commands (`/ps`), when bash may start them.
+    pub(crate) background: Option<golato::builtin::Background>,
 }
 
 impl Conversation {
@@ -106,6 +108,7 @@ impl Conversation {
             price,
             session: hook_session,
             approver,
+            background,
             ..
         } = built;
         let Opened {
@@ -130,6 +133,7 @@ impl Conversation {
             plan_mode,
             recording,
             hook_session,
+            background,
         };
         conversation.tell_hooks();
         conversation

@@ -183,6 +183,8 @@ pub(crate) struct Footer {
     pub(crate) window: Option<u64>,
     /// Tokens the last request and its answer took of it.
     pub(crate) used: u64,
+    /// Background commands running now.
+    pub(crate) background: usize,
 }
 
 impl Footer {
@@ -199,16 +201,35 @@ impl Footer {
         let approve = format!("approve {}", self.approve);
         let sandbox = format!("sandbox {}", self.sandbox);
         let model = (!self.model.is_empty()).then(|| self.model.clone());
+        // Running background commands stay in sight longest after the approval mode: they are
+        // what keeps working when nothing seems to.
+        let background =
+            (self.background > 0).then(|| format!("{} running (/ps)", self.background));
         let choices = [
             vec![
                 model,
+                background.clone(),
                 Some(approve.clone()),
                 Some(sandbox.clone()),
                 context.clone(),
             ],
-            vec![None, Some(approve.clone()), Some(sandbox.clone()), context],
-            vec![None, Some(approve.clone()), Some(sandbox), None],
-            vec![None, Some(approve), None, None],
+            vec![
+                None,
+                background.clone(),
+                Some(approve.clone()),
+                Some(sandbox.clone()),
+                context,
+            ],
+            vec![
+                None,
+                background.clone(),
+                Some(approve.clone()),
+                Some(sandbox),
+                None,
+            ],
+            vec![None, background.clone(), Some(approve.clone()), None, None],
+            vec![None, background, None, None, None],
+            vec![None, None, Some(approve), None, None],
         ];
         choices
             .into_iter()
@@ -503,7 +524,14 @@ pub(crate) async fn open(
                 question::ask(&mut front, question);
             }
             result = shell::Shell::finished(&mut front.shell) => chat.shell_ended(&mut front, result),
-            _ = tick.tick(), if front.running.is_some() || front.shell.is_some() => {}
+            // Background commands end on their own: the footer's count follows them.
+            _ = tick.tick(), if front.running.is_some() || front.shell.is_some() || front.footer.background > 0 => {
+                front.footer.background = chat
+                    .conversation
+                    .background
+                    .as_ref()
+                    .map_or(0, golato::builtin::Background::running);
+            }
             () = tokio::time::sleep_until((drawn_at + FRAME).into()), if owed => {}
             signal = signals.next() => {
                 match &mut front.running {

@@ -64,6 +64,10 @@ impl Chat {
             false => conversation.approver.mode().to_string(),
         };
         footer.sandbox = conversation.header.sandbox.mode.to_string();
+        footer.background = conversation
+            .background
+            .as_ref()
+            .map_or(0, golato::builtin::Background::running);
         footer.window = conversation.agent.context_window();
         footer.used = match used {
             Some(used) => used,

@@ -30,6 +30,10 @@ pub(crate) enum Command {
     NextMode,
     /// `!command`: the person's own command, run with the session's bash.
     Shell(String),
+    /// `/ps`: the background commands.
+    Processes,
+    /// `/kill ID`: end a background command.
+    Kill(Option<String>),
 }
 
 /// Every command, with what it does.
@@ -67,6 +71,14 @@ const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/cost", "tokens and money of this session so far"),
     ("/tools", "the tools the model has"),
+    (
+        "/ps",
+        "the model's background commands: ID, command, runtime, last line",
+    ),
+    (
+        "/kill",
+        "end a background command: /kill ID (its whole process tree)",
+    ),
     (
         "/approve",
         "show which calls ask, or /approve ask|edits|never",
@@ -130,6 +142,8 @@ pub(crate) fn run(front: &mut Front, text: &str) {
         "/new" => Command::New,
         "/cost" => Command::Cost,
         "/tools" => Command::Tools,
+        "/ps" => Command::Processes,
+        "/kill" => Command::Kill(argument.clone()),
         "/sandbox" => Command::Sandbox,
         "/compact" => Command::Compact,
         "/fork" => Command::Fork,
@@ -159,7 +173,7 @@ pub(crate) fn run(front: &mut Front, text: &str) {
     };
     let takes_argument = matches!(
         command,
-        Command::Model(_) | Command::Resume(_) | Command::Approve(_)
+        Command::Model(_) | Command::Resume(_) | Command::Approve(_) | Command::Kill(_)
     );
     if argument.is_some() && !takes_argument {
         front.note(&format!(

@@ -1626,3 +1626,41 @@ fn a_calls_connections_are_named_under_it() {
         leave(terminal, size);
     }
 }
+
+#[test]
+fn the_footer_counts_background_commands_and_ps_lists_them_and_kill_ends_one() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("GOLATO_FRONT_PS={}-{}", std::process::id(), size.1);
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": format!("export {marker}; echo watching files; sleep 1000"), "background": true}}]}),
+                json!({"text": "Started."}),
+            ],
+        );
+        let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+        terminal.type_raw("watch\r");
+        wait_until(&mut terminal, size, "the count", |shown| {
+            shown.contains("Started.") && shown.contains("1 running (/ps)")
+        });
+        terminal.type_raw("/ps\r");
+        wait_until(&mut terminal, size, "the list", |shown| {
+            shown.contains(&format!("1 export {marker}; echo watching"))
+                && shown.contains(" s · running ·")
+        });
+        terminal.type_raw("/kill 1\r");
+        wait_until(&mut terminal, size, "the count gone", |shown| {
+            let footer = shown
+                .lines()
+                .rev()
+                .find(|line| line.contains("approve "))
+                .unwrap_or_default()
+                .to_owned();
+            shown.contains("1 is being ended") && !footer.contains("running (/ps)")
+        });
+        assert!(support::processes_with(&marker).is_empty());
+        leave(terminal, size);
+    }
+}

@@ -26,6 +26,8 @@ impl Chat {
                     cost.map_or_else(String::new, |cost| format!(", ${cost:.4}"))
                 ));
             }
+            Command::Processes => self.list_background(front),
+            Command::Kill(id) => self.kill_background(front, id.as_deref()),
             Command::Tools => front.note(&format!(
                 "tools: {}",
                 self.conversation.header.tools.join(", ")
@@ -299,6 +301,64 @@ conventions the code keeps; anything surprising. Do not invent commands, and do 
 file yourself: golato writes your answer to AGENTS.md.";
 
 impl Chat {
+    /// `/ps`: the background commands, running ones first.
+    fn list_background(&self, front: &mut Front) {
+        let Some(background) = &self.conversation.background else {
+            front.note("background commands are off (--max-background 0)");
+            return;
+        };
+        let mut listed = background.list();
+        if listed.is_empty() {
+            front.note("no background commands in this session");
+            return;
+        }
+        listed.sort_by_key(|command| (command.ended.is_some(), command.id));
+        for command in listed {
+            let state = match &command.ended {
+                None => "running".to_owned(),
+                Some(how) => how.clone(),
+            };
+            // What a command printed may hold escape sequences: shown, never obeyed.
+            let shorter = |text: &str, most: usize| {
+                let text = crate::view::shown::visible(text);
+                match text.chars().count() > most {
+                    true => format!("{}…", text.chars().take(most - 1).collect::<String>()),
+                    false => text.into_owned(),
+                }
+            };
+            let shown = shorter(&command.command, 60);
+            let last = match command.last_line.is_empty() {
+                true => String::new(),
+                false => format!(" · {}", shorter(&command.last_line, 80)),
+            };
+            front.note(&format!(
+                "{} {shown} · {:.0} s · {state}{last}",
+                command.id,
+                command.runtime.as_secs_f64(),
+            ));
+        }
+        front.note("/kill ID ends one");
+    }
+
+    /// `/kill ID`: ends background command ID and everything it started.
+    fn kill_background(&self, front: &mut Front, id: Option<&str>) {
+        let Some(background) = &self.conversation.background else {
+            front.note("background commands are off (--max-background 0)");
+            return;
+        };
+        let Some(id) = id.and_then(|id| id.parse::<u64>().ok()) else {
+            front.note("/kill takes the ID /ps shows: /kill 1");
+            return;
+        };
+        match background.kill(id) {
+            true => front.note(&format!(
+                "{id} is being ended (SIGTERM, then SIGKILL after {} s); the model reads how at its next look",
+                golato::builtin::KILL_GRACE.as_secs()
+            )),
+            false => front.note(&format!("{id} is not running; /ps lists the commands")),
+        }
+    }
+
     /// `/init`: the model reads the repository and drafts AGENTS.md; golato writes the draft
     /// when the run ends, never over an existing file.
     async fn init(&mut self, front: &mut Front) {
