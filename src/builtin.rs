@@ -287,11 +287,13 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
             .clone()
             .unwrap_or_else(|| Background::new(DEFAULT_MAX_BACKGROUND_COMMANDS))
     });
-    // Background commands share one network namespace, so that a server one started can be
-    // reached by the next command (and by nothing outside the session).
+    // From the first background command on, the set's sandboxed commands share one network
+    // namespace, so that a server one started can be reached by the next command (and by
+    // nothing outside the session). Made then, not here: a holder process per set that never
+    // starts one would cost a process and a descriptor each (600 editor sessions).
     let shared_network = match (&sandbox, &background) {
         (Some(sandbox), Some(_)) if sandbox.shares_network() => {
-            Some(Arc::new(sandbox::SharedNetwork::start(sandbox)?))
+            Some(Arc::new(tokio::sync::OnceCell::new()))
         }
         _ => None,
     };

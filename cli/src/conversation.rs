@@ -158,6 +158,7 @@ impl Conversation {
         self.approver = built.approver;
         self.plan_mode = built.plan_mode;
         self.hook_session = built.session;
+        self.background = built.background;
         self.settings = settings;
         self.tell_hooks();
     }

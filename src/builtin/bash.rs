@@ -75,9 +75,10 @@ pub(super) struct Settings {
     pub(super) proxy: Option<crate::proxy::Proxy>,
     /// Where background commands go, when the set has `bash_output`.
     pub(super) background: Option<Background>,
-    /// The session's network namespace, which every sandboxed command joins: set with
-    /// background commands, so that a server one started is reachable from later commands.
-    pub(super) shared_network: Option<Arc<crate::sandbox::SharedNetwork>>,
+    /// The session's network namespace, which every sandboxed command joins once the first
+    /// background command made it, so that a server one started is reachable from later
+    /// commands; present where the set has background commands and a namespace to share.
+    pub(super) shared_network: Option<Arc<tokio::sync::OnceCell<crate::sandbox::SharedNetwork>>>,
 }
 
 pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
@@ -137,6 +138,9 @@ async fn run(
         None => None,
     };
     if args.background {
+        if ctx.run_key().is_some() {
+            return Err(background::DURABLE_REFUSAL.into());
+        }
         let Some(background) = &settings.background else {
             return Err("background commands are not offered here (this tool set has no bash_output to read them with); run the command in the foreground, with a timeout if it may not end".into());
         };
@@ -158,7 +162,7 @@ async fn run(
         mark,
         capture,
         network,
-    } = start(&cwd, &settings, &caller, &args.command).await?;
+    } = start(&cwd, &settings, &caller, &args.command, false).await?;
     let mut output = Output::new(settings.output_file_limit);
     let mut chunk = vec![0u8; 64 * 1024];
     // The first output is published at once; later ones at most once per interval, the last
@@ -273,6 +277,7 @@ async fn start(
     settings: &Settings,
     caller: &Caller,
     command_line: &str,
+    background: bool,
 ) -> Result<Started, BoxError> {
     let pipe_failed = |error: std::io::Error| {
         failure("could not create the pipe for the command's output", &error)
@@ -297,7 +302,28 @@ async fn start(
             let (status_reader, status_writer) = std::io::pipe().map_err(pipe_failed)?;
             status = Some(status_reader);
             let mut command = tokio::process::Command::new(sandbox.helper());
-            match (capture.stage(), &network, &settings.shared_network) {
+            let shared = match (&settings.shared_network, background) {
+                (Some(cell), true) => Some(
+                    cell.get_or_try_init(|| async {
+                        let sandbox = Arc::clone(sandbox);
+                        tokio::task::spawn_blocking(move || {
+                            crate::sandbox::SharedNetwork::start(&sandbox)
+                        })
+                        .await
+                        .map_err(|error| error.to_string())?
+                        .map_err(|error| error.to_string())
+                    })
+                    .await
+                    .map_err(|error| {
+                        format!(
+                            "could not make the session's network for background commands: {error}"
+                        )
+                    })?,
+                ),
+                (Some(cell), false) => cell.get(),
+                (None, _) => None,
+            };
+            match (capture.stage(), &network, shared) {
                 (stage, Some(network), _) => {
                     command.args(sandbox.proxied_args(stage, network.socket()))
                 }

@@ -134,6 +134,11 @@ async fn drive(
             event = run.next_event() => {
                 let Some(event) = event else { break };
                 session.conversation.keep(&event, cancelled);
+                if let (Event::ToolExecutionEnd(end), Some(background)) = (&event, &session.conversation.background) {
+                    if let Some(started) = super::updates::background_started(&end.result) {
+                        follow_background(background.ended(started), end.call.id.clone(), id.clone(), cx.clone());
+                    }
+                }
                 for update in updates.of(&event) {
                     // A client gone away ends the connection; the run is cancelled then.
                     let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
@@ -161,6 +166,22 @@ async fn drive(
     };
     session.conversation.went_on(outcome);
     stop.map(PromptResponse::new)
+}
+
+/// Tells the client when the background command of call `call_id` has `ended`: its call
+/// stays in progress until then. The task ends with the command, which ends with the session.
+fn follow_background(
+    ended: impl std::future::Future<Output = Option<String>> + Send + 'static,
+    call_id: String,
+    session_id: String,
+    cx: Connection,
+) {
+    tokio::spawn(async move {
+        if let Some(how) = ended.await {
+            let update = super::updates::background_ended(&call_id, &how);
+            let _ = cx.send_notification(SessionNotification::new(session_id, update));
+        }
+    });
 }
 
 /// The option IDs golato offers, and what each answers.

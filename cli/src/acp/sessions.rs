@@ -331,7 +331,14 @@ pub(super) async fn set_mode(
     state.idle(&id, "mode")?;
     let mut session = session.lock().await;
     let settings = with_mode(session.conversation.settings.clone(), mode);
-    let built = build(&settings).await.map_err(to_protocol)?;
+    let built = crate::setup::agent::build_agent_keeping(
+        &settings,
+        None,
+        true,
+        session.conversation.background.clone(),
+    )
+    .await
+    .map_err(to_protocol)?;
     session.conversation.rebuilt(settings, built);
     session.mode = mode;
     Ok(SetSessionModeResponse::new())

@@ -182,9 +182,11 @@ impl Updates {
     }
 
     fn ended(&mut self, call: &GolatoCall, result: &ToolResultMessage) -> SessionUpdate {
-        let status = match result.is_error {
-            true => ToolCallStatus::Failed,
-            false => ToolCallStatus::Completed,
+        let status = match (result.is_error, background_started(result)) {
+            (true, _) => ToolCallStatus::Failed,
+            // A background command's call stays in progress until the command ends.
+            (false, Some(_)) => ToolCallStatus::InProgress,
+            (false, None) => ToolCallStatus::Completed,
         };
         let mut content = Vec::new();
         if let (Some((path, old)), false) = (self.before.remove(&call.id), result.is_error) {
@@ -203,6 +205,30 @@ impl Updates {
                 .raw_output(result.details.clone()),
         ))
     }
+}
+
+/// The ID of the background command `result` started and left running, if it did.
+pub(crate) fn background_started(result: &ToolResultMessage) -> Option<u64> {
+    let background = result.details.as_ref()?.get("background")?;
+    let running = background.get("running")?.as_bool()?;
+    let started = background.get("started")?.as_bool()?;
+    (running && started).then(|| background.get("id")?.as_u64())?
+}
+
+/// The update that ends a background command's call, once the command has ended `how`.
+pub(crate) fn background_ended(call_id: &str, how: &str) -> SessionUpdate {
+    let status = match how.starts_with("exited with code 0") {
+        true => ToolCallStatus::Completed,
+        false => ToolCallStatus::Failed,
+    };
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        call_id.to_owned(),
+        ToolCallUpdateFields::new()
+            .status(status)
+            .content(vec![ToolCallContent::Content(Content::new(text(format!(
+                "The background command {how}."
+            ))))]),
+    ))
 }
 
 /// A saved conversation as updates, for `session/load`: prompts, answers, reasoning, and

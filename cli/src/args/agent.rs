@@ -62,8 +62,9 @@ pub(crate) struct AgentArgs {
     /// no AGENTS.md or CLAUDE.md.
     #[arg(long, help_heading = "Model")]
     pub(crate) no_project_instructions: bool,
-    /// Only these tools, comma-separated (e.g. read,bash) [default: read,bash,edit,write];
-    /// grep, find and ls (search) and task (subagents) only when named.
+    /// Only these tools, comma-separated (e.g. read,bash) [default: read,bash,edit,write, and
+    /// bash_output,bash_kill for background commands]; grep, find and ls (search) and task
+    /// (subagents) only when named.
     #[arg(
         long,
         value_delimiter = ',',

@@ -39,10 +39,13 @@ pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
     let tools = builtin::new(builtin::Config {
         working_directory: args.cwd,
         // Every built-in, the optional search tools too: the call names the one it wants.
+        // Not the background commands' readers: a command started by one `golato tool` would
+        // end with it, and nothing is left for another to read.
         allowed_tool_names: Some(
             builtin::TOOL_NAMES
                 .iter()
                 .chain(&builtin::OPTIONAL_TOOL_NAMES)
+                .filter(|name| !matches!(**name, "bash_output" | "bash_kill"))
                 .map(|name| (*name).to_owned())
                 .collect(),
         ),

@@ -83,6 +83,17 @@ pub(crate) async fn build_agent(
     worker: Option<WorkerParts>,
     interactive: bool,
 ) -> Result<Built, CliError> {
+    build_agent_keeping(settings, worker, interactive, None).await
+}
+
+/// As [`build_agent`], with the background commands of the agent it replaces (an editor's
+/// mode change), so that those still running stay the session's.
+pub(crate) async fn build_agent_keeping(
+    settings: &Settings,
+    worker: Option<WorkerParts>,
+    interactive: bool,
+    kept_background: Option<builtin::Background>,
+) -> Result<Built, CliError> {
     // Durable workers save no session, so keep no checkpoints.
     let durable_worker = worker.is_some();
     let WorkerParts {
@@ -101,7 +112,10 @@ pub(crate) async fn build_agent(
     let (recorder, checkpoints) = checkpoints(settings, durable_worker, &hook_session).await;
     // A durable run refuses background commands (a process cannot outlive its worker): its
     // bash is offered without them.
-    let background = (!durable_worker).then(|| background(settings)).flatten();
+    let background = match kept_background {
+        Some(kept) if !durable_worker => Some(kept),
+        _ => (!durable_worker).then(|| background(settings)).flatten(),
+    };
     let tools = builtin_tools(
         settings,
         mcp_tools,
@@ -442,7 +456,7 @@ pub(crate) fn builtin_tools(
 ) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {
         working_directory: settings.cwd.clone(),
-        allowed_tool_names: tool_selection(settings, background.is_some()),
+        allowed_tool_names: tool_selection(settings, background.is_some(), &custom_tools),
         background: background.cloned(),
         excluded_tool_names: crate::setup::subagents::without_task(&settings.exclude),
         custom_tools,
@@ -463,26 +477,29 @@ pub(crate) fn builtin_tools(
     .map_err(builtin_error)
 }
 
-/// The built-ins `--tools` names (the four by default), with `bash_output` and `bash_kill`
-/// beside `bash` when it may run commands in the background.
-fn tool_selection(settings: &Settings, background: bool) -> Option<Vec<String>> {
-    let mut names = match &settings.tools {
-        Some(names) => crate::setup::subagents::without_task(names),
-        None if !background => return None,
-        None => builtin::TOOL_NAMES
-            .iter()
-            .map(|name| (*name).to_owned())
-            .collect(),
-    };
-    let bash = |name: &String| name == "bash";
-    if background && names.iter().any(bash) && !settings.exclude.iter().any(bash) {
-        for companion in ["bash_output", "bash_kill"] {
-            if !names.iter().any(|name| name == companion) {
-                names.push(companion.to_owned());
-            }
-        }
+/// The built-ins `--tools` names, exactly; without it the four, and `bash_output` and
+/// `bash_kill` when bash may run commands in the background (unless `--exclude` takes bash),
+/// and every `custom` tool (an MCP server's).
+fn tool_selection(
+    settings: &Settings,
+    background: bool,
+    custom: &[golato::Tool],
+) -> Option<Vec<String>> {
+    if let Some(names) = &settings.tools {
+        return Some(crate::setup::subagents::without_task(names));
     }
-    Some(names)
+    let bash_excluded = settings.exclude.iter().any(|name| name == "bash");
+    if !background || bash_excluded {
+        return None;
+    }
+    Some(
+        builtin::TOOL_NAMES
+            .iter()
+            .chain(&["bash_output", "bash_kill"])
+            .map(|name| (*name).to_owned())
+            .chain(custom.iter().map(|tool| tool.name().to_owned()))
+            .collect(),
+    )
 }
 
 /// Why the tools could not be built, in the command line's words.

@@ -117,7 +117,7 @@ async fn an_anthropic_key_in_the_environment_picks_anthropic_with_its_variables(
     );
     assert_eq!(
         start["tools"],
-        serde_json::json!(["read", "bash", "edit", "write"])
+        serde_json::json!(["read", "bash", "edit", "write", "bash_output", "bash_kill"])
     );
     let outcome = lines.last().unwrap();
     assert_eq!(outcome["final_text"], "Hello there!");

@@ -92,7 +92,7 @@ fn piped_stdout_is_the_answer_alone_and_the_story_goes_to_stderr_in_plain_lines(
     let canonical = dir.path().canonicalize().unwrap();
     // First the header: what the run uses, and the session it is saved in.
     let expected = format!(
-        "golato: script at {} · cwd {} · tools read,bash,edit,write · sandbox workspace-write, no network, secrets kept from bash · approve never · session ",
+        "golato: script at {} · cwd {} · tools read,bash,edit,write,bash_output,bash_kill · sandbox workspace-write, no network, secrets kept from bash · approve never · session ",
         script.display(),
         canonical.display()
     );

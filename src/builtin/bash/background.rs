@@ -26,6 +26,9 @@ use super::{processes, sleep_until, Caller, Settings, Started};
 use crate::message::Content;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 
+/// Why a durable run refuses `background: true`.
+pub(super) const DURABLE_REFUSAL: &str = "background commands are not available in a durable run: a process cannot outlive the worker that started it, and a retry on another worker could not reach it. Run the command in the foreground (with a timeout), or start and use a server in the same command.";
+
 /// How many background commands of one tool set may run at once by default.
 pub const DEFAULT_MAX_BACKGROUND_COMMANDS: usize = 8;
 /// Output of a background command kept in memory: its last 256 KiB. What came before is in the
@@ -127,6 +130,28 @@ impl Background {
             .iter()
             .filter(|entry| entry.is_running())
             .count()
+    }
+
+    /// A future of how command `id` ended ("exited with code 0", ...), once it has; `None`
+    /// for an ID this set does not have. It holds the command, not the set: the set's last
+    /// handle dropping still kills the command (and so settles the future).
+    pub fn ended(
+        &self,
+        id: u64,
+    ) -> impl std::future::Future<Output = Option<String>> + Send + 'static {
+        let entry = self.registry.entry(id);
+        async move {
+            let entry = entry?;
+            let mut watch = entry.changed.subscribe();
+            loop {
+                if let Some(ended) = &entry.lock().ended {
+                    return Some(ended.how.clone());
+                }
+                if watch.changed().await.is_err() {
+                    return None;
+                }
+            }
+        }
     }
 
     /// Asks command `id` to end (SIGTERM to its whole tree, SIGKILL after [`KILL_GRACE`]);
@@ -479,10 +504,10 @@ pub(super) async fn start(
 ) -> Result<ToolResult, BoxError> {
     let caller = Caller::of(ctx);
     if caller.run_key.is_some() {
-        return Err("background commands are not available in a durable run: a process cannot outlive the worker that started it, and a retry on another worker could not reach it. Run the command in the foreground (with a timeout), or start and use a server in the same command.".into());
+        return Err(DURABLE_REFUSAL.into());
     }
     let admission = background.registry.admit()?;
-    let started = super::start(&cwd, settings, &caller, command_line).await?;
+    let started = super::start(&cwd, settings, &caller, command_line, true).await?;
     let (changed, mut watch) = tokio::sync::watch::channel(0);
     let entry = Arc::new(Entry {
         id: admission.id,
