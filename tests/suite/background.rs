@@ -89,6 +89,10 @@ fn a_background_command_returns_at_once_is_read_later_and_is_killed_with_its_tre
         "{}",
         started.text()
     );
+    assert_eq!(
+        started.details.as_ref().unwrap()["background"]["started"],
+        true
+    );
     wait_for_file(&dir.path().join("go"));
     let listed = background.list();
     assert_eq!(listed.len(), 1);

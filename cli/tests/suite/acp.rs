@@ -964,3 +964,48 @@ fn an_acp_session_runs_the_session_hooks_as_the_command_line_does() {
     assert!(status.success(), "{status}");
     assert_eq!(read("ended.json")["session_id"], session.as_str());
 }
+
+#[test]
+fn a_background_commands_call_stays_in_progress_until_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "server", "name": "bash", "arguments": {"command": "echo up; exec sleep 1000", "background": true}}]}),
+            json!({"text": "Started."}),
+            json!({"tool_calls": [{"id": "stop", "name": "bash_kill", "arguments": {"id": 1}}]}),
+            json!({"text": "Stopped."}),
+        ],
+    );
+    let mut acp = Acp::start(dir.path(), &script, &[]);
+    let session = acp.new_session(dir.path());
+    let id = acp.prompt(&session, "serve");
+    let (done, before) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let server: Vec<&Value> = updates(&before, "tool_call_update")
+        .into_iter()
+        .filter(|update| update["toolCallId"] == "server")
+        .collect();
+    assert_eq!(
+        server.last().unwrap()["status"],
+        "in_progress",
+        "{server:#?}"
+    );
+    // Ended by the model's bash_kill: the start's call is told, as failed (a signal).
+    let id = acp.prompt(&session, "stop it");
+    let (ended, _) = acp.until("the background call's end", |message| {
+        message["params"]["update"]["toolCallId"] == "server"
+            && message["params"]["update"]["status"] == "failed"
+    });
+    let told = ended["params"]["update"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        told.starts_with("The background command was ended"),
+        "{told}"
+    );
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+}

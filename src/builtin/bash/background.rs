@@ -242,11 +242,10 @@ impl Drop for Registry {
         let entries: Vec<Arc<Entry>> = self.lock().entries.values().cloned().collect();
         for entry in entries.iter().filter(|entry| entry.is_running()) {
             // The session is over: no grace. Killed here, not by the driving task, which may
-            // never run again (the runtime shutting down with the application).
+            // never run again (the runtime shutting down with the application). By the mark
+            // only, never by process group: a command whose task is gone was reaped, and its
+            // group's number may belong to someone else by now.
             entry.stop.cancel();
-            if let Some(group) = entry.group {
-                let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-            }
             processes::kill_marked(&entry.mark);
         }
     }
@@ -277,7 +276,6 @@ struct Entry {
     command: String,
     started: Instant,
     mark: String,
-    group: Option<rustix::process::Pid>,
     state: Mutex<State>,
     /// Bumped on new output and at the end: readers waiting for either watch it.
     changed: tokio::sync::watch::Sender<u64>,
@@ -514,7 +512,6 @@ pub(super) async fn start(
         command: command_line.to_owned(),
         started: Instant::now(),
         mark: started.mark.clone(),
-        group: started.group,
         state: Mutex::new(State {
             ring: VecDeque::new(),
             ring_start: 0,
@@ -558,8 +555,14 @@ pub(super) async fn start(
         entry.id
     );
     prepend(&mut result, &lead);
-    if let Some(details) = result.details.as_mut().and_then(Value::as_object_mut) {
-        details.insert("started".into(), json!(true));
+    // The result that started it says so: ACP keeps that call in progress until it ends.
+    if let Some(background) = result
+        .details
+        .as_mut()
+        .and_then(|details| details.get_mut("background"))
+        .and_then(Value::as_object_mut)
+    {
+        background.insert("started".into(), json!(true));
     }
     Ok(result)
 }
