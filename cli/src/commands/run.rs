@@ -141,6 +141,7 @@ async fn start(
         saving,
         told,
         recording,
+        background,
         ..
     } = conversation;
     let policy = settings.policy;
@@ -167,8 +168,33 @@ async fn start(
         price,
     })
     .await;
+    if let Some(background) = background {
+        end_background(&background);
+    }
     crate::setup::session_hooks::session_end(&policy, &told).await;
     ended
+}
+
+/// Background commands end with the run: the person is told which were still running.
+fn end_background(background: &golato::builtin::Background) {
+    let running: Vec<String> = background
+        .list()
+        .into_iter()
+        .filter(|command| command.ended.is_none())
+        .map(|command| {
+            format!(
+                "{} ({})",
+                command.id,
+                crate::view::live::clip(&crate::view::shown::visible(&command.command))
+            )
+        })
+        .collect();
+    if !running.is_empty() {
+        eprintln!(
+            "golato: the run is over, so its background commands still running end with it: {}",
+            running.join(", ")
+        );
+    }
 }
 
 /// One run to drive.

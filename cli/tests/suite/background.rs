@@ -140,16 +140,22 @@ fn background_commands_end_with_golato_however_it_ends() {
                 .arg(&script)
                 .arg("go")
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
+                .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
             if let Some(signal) = signal {
                 wait_running(&marker);
                 kill_process(Pid::from_raw(child.id() as i32).unwrap(), signal).unwrap();
             }
+            let mut told = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut told).unwrap();
             let status = child.wait().unwrap();
             if signal.is_none() {
                 assert!(status.success(), "{name}: {status:?}");
+                assert!(
+                    told.contains("its background commands still running end with it: 1 (export"),
+                    "{told}"
+                );
             }
             assert_all_gone(&marker);
         }
