@@ -13,7 +13,10 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 
 use crate::{Error, Prepared, HELPER_ARG};
 
-/// A network namespace kept for a session's commands: see the [module](self).
+/// A network namespace kept for a session's commands: a holder process keeps it (its loopback
+/// up, nothing else in it) while this value lives; commands started with
+/// [`Prepared::joining_args`] join it, so a server one of them started is reached by the next.
+/// Dropping the value (or this process dying) ends the holder.
 #[derive(Debug)]
 pub struct SharedNetwork {
     holder: Child,
