@@ -291,12 +291,10 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
     // namespace, so that a server one started can be reached by the next command (and by
     // nothing outside the session). Made then, not here: a holder process per set that never
     // starts one would cost a process and a descriptor each (600 editor sessions).
-    let shared_network = match (&sandbox, &background) {
-        (Some(sandbox), Some(_)) if sandbox.shares_network() => {
-            Some(Arc::new(tokio::sync::OnceCell::new()))
-        }
-        _ => None,
-    };
+    let share_network = background.is_some()
+        && sandbox
+            .as_ref()
+            .is_some_and(|sandbox| sandbox.shares_network());
     let mut builtins = if config.disable_builtin_tools {
         Vec::new()
     } else {
@@ -314,7 +312,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
                     checkpoints: config.bash_checkpoints.clone(),
                     proxy,
                     background: background.clone(),
-                    shared_network,
+                    share_network,
                 },
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),

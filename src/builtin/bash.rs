@@ -75,10 +75,10 @@ pub(super) struct Settings {
     pub(super) proxy: Option<crate::proxy::Proxy>,
     /// Where background commands go, when the set has `bash_output`.
     pub(super) background: Option<Background>,
-    /// The session's network namespace, which every sandboxed command joins once the first
-    /// background command made it, so that a server one started is reachable from later
-    /// commands; present where the set has background commands and a namespace to share.
-    pub(super) shared_network: Option<Arc<tokio::sync::OnceCell<crate::sandbox::SharedNetwork>>>,
+    /// Whether sandboxed commands join the session's network namespace (`background`'s), once
+    /// the first background command made it, so that a server one started is reachable from
+    /// later commands: where the set has background commands and a namespace to share.
+    pub(super) share_network: bool,
 }
 
 pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
@@ -302,26 +302,9 @@ async fn start(
             let (status_reader, status_writer) = std::io::pipe().map_err(pipe_failed)?;
             status = Some(status_reader);
             let mut command = tokio::process::Command::new(sandbox.helper());
-            let shared = match (&settings.shared_network, background) {
-                (Some(cell), true) => Some(
-                    cell.get_or_try_init(|| async {
-                        let sandbox = Arc::clone(sandbox);
-                        tokio::task::spawn_blocking(move || {
-                            crate::sandbox::SharedNetwork::start(&sandbox)
-                        })
-                        .await
-                        .map_err(|error| error.to_string())?
-                        .map_err(|error| error.to_string())
-                    })
-                    .await
-                    .map_err(|error| {
-                        format!(
-                            "could not make the session's network for background commands: {error}"
-                        )
-                    })?,
-                ),
-                (Some(cell), false) => cell.get(),
-                (None, _) => None,
+            let shared = match (&settings.background, settings.share_network) {
+                (Some(set), true) => set.shared_network(sandbox, background).await?,
+                _ => None,
             };
             match (capture.stage(), &network, shared) {
                 (stage, Some(network), _) => {

@@ -83,7 +83,11 @@ impl Chat {
             front.note("! runs a command between runs: wait for this one to end, or Esc it");
             return;
         }
-        match super::shell::Shell::start(command, &self.conversation.settings) {
+        match super::shell::Shell::start(
+            command,
+            &self.conversation.settings,
+            self.conversation.background.as_ref(),
+        ) {
             Ok(shell) => front.shell = Some(shell),
             Err(why) => front.note(&format!("not run: {why}")),
         }

@@ -20,10 +20,17 @@ pub(crate) struct Shell {
 }
 
 impl Shell {
-    /// Starts `command` with the session's `bash`, or says why it cannot.
-    pub(crate) fn start(command: &str, settings: &Settings) -> Result<Shell, String> {
-        let tools = crate::setup::agent::builtin_tools(settings, Vec::new(), None, None, None)
-            .map_err(|error| error.to_string())?;
+    /// Starts `command` with the session's `bash`, or says why it cannot. With the session's
+    /// `background` commands it joins their network: the person reaches the server the model
+    /// started.
+    pub(crate) fn start(
+        command: &str,
+        settings: &Settings,
+        background: Option<&golato::builtin::Background>,
+    ) -> Result<Shell, String> {
+        let tools =
+            crate::setup::agent::builtin_tools(settings, Vec::new(), None, None, background)
+                .map_err(|error| error.to_string())?;
         let bash = tools
             .into_iter()
             .find(|tool| tool.name() == "bash")

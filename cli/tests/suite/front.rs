@@ -1636,7 +1636,7 @@ fn the_footer_counts_background_commands_and_ps_lists_them_and_kill_ends_one() {
             dir.path(),
             "script.jsonl",
             &[
-                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": format!("export {marker}; echo watching files; sleep 1000"), "background": true}}]}),
+                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": format!("export {marker}; echo watching files; exec python3 -u -m http.server 8766 --bind 127.0.0.1"), "background": true}}]}),
                 json!({"text": "Started."}),
             ],
         );
@@ -1645,10 +1645,23 @@ fn the_footer_counts_background_commands_and_ps_lists_them_and_kill_ends_one() {
         wait_until(&mut terminal, size, "the count", |shown| {
             shown.contains("Started.") && shown.contains("1 running (/ps)")
         });
+        std::fs::write(dir.path().join("hello.txt"), "served to the person\n").unwrap();
         terminal.type_raw("/ps\r");
         wait_until(&mut terminal, size, "the list", |shown| {
             shown.contains(&format!("1 export {marker}; echo watching"))
                 && shown.contains(" s · running ·")
+        });
+        // The person's own command reaches the server the model started (one network for
+        // the session), once it listens.
+        wait_until(&mut terminal, size, "the server", |_| {
+            support::processes_with(&marker).iter().any(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/net/tcp"))
+                    .is_ok_and(|tcp| tcp.contains(":223E 00000000:0000 0A"))
+            })
+        });
+        terminal.type_raw("!curl -sS http://127.0.0.1:8766/hello.txt\r");
+        wait_until(&mut terminal, size, "the person's curl", |shown| {
+            shown.contains("│ served to the person")
         });
         terminal.type_raw("/kill 1\r");
         wait_until(&mut terminal, size, "the count gone", |shown| {

@@ -110,8 +110,37 @@ impl Background {
                 max_running,
                 next_id: std::sync::atomic::AtomicU64::new(1),
                 inner: Mutex::new(Inner::default()),
+                network: tokio::sync::OnceCell::new(),
             }),
         }
+    }
+
+    /// The network namespace the sandboxed commands of every tool set given this `Background`
+    /// share, once a background command made it (a server it started is reached by the next
+    /// command, and by a person's `!command` in the front end); made with `prepared`'s helper
+    /// when `make` and not yet there.
+    pub(super) async fn shared_network(
+        &self,
+        prepared: &Arc<crate::sandbox::Prepared>,
+        make: bool,
+    ) -> Result<Option<&crate::sandbox::SharedNetwork>, String> {
+        if !make {
+            return Ok(self.registry.network.get());
+        }
+        let prepared = Arc::clone(prepared);
+        self.registry
+            .network
+            .get_or_try_init(|| async move {
+                tokio::task::spawn_blocking(move || crate::sandbox::SharedNetwork::start(&prepared))
+                    .await
+                    .map_err(|error| error.to_string())?
+                    .map_err(|error| error.to_string())
+            })
+            .await
+            .map(Some)
+            .map_err(|error| {
+                format!("could not make the session's network for background commands: {error}")
+            })
     }
 
     /// Every command started and not yet forgotten, by ID.
@@ -171,6 +200,9 @@ struct Registry {
     max_running: usize,
     next_id: std::sync::atomic::AtomicU64,
     inner: Mutex<Inner>,
+    /// The sandboxed commands' shared network namespace, made at the first background start
+    /// (see [`Background::shared_network`]).
+    network: tokio::sync::OnceCell<crate::sandbox::SharedNetwork>,
 }
 
 #[derive(Default)]
