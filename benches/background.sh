@@ -14,7 +14,7 @@ ws=$(mktemp -d); cd "$ws"
 spec=$(printf '{"writable":["/tmp","%s"],"denied":["%s/.ssh"],"protected":["%s/.golato"],"network":false,"private_shm":true,"private_tmp":null,"pass_env":[],"cwd":"%s"}' "$ws" "$HOME" "$ws" "$ws")
 "$golato" __golato-sandbox "$spec" -- bash -c 'echo probe-ok' < /dev/null
 
-coproc HOLD { "$golato" __golato-sandbox "$spec" --hold-network; }
+coproc HOLD { exec "$golato" __golato-sandbox "$spec" --hold-network; }
 read -r ready <&"${HOLD[0]}"
 [ "$ready" = ready ] || { echo "the holder said: $ready" >&2; exit 1; }
 join="$HOLD_PID:$(stat -L -c %i /proc/"$HOLD_PID"/ns/user):$(stat -L -c %i /proc/"$HOLD_PID"/ns/net)"
