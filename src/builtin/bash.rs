@@ -200,7 +200,7 @@ async fn run(
                     // What the shell wrote before it exited is in the pipe already, even when a
                     // loaded runtime has not yet seen the pipe become readable (a busy machine
                     // lost a command's last line that way): read it straight from the pipe.
-                    drain_now(&pipe, &mut output, &mut chunk);
+                    drain_now(&pipe, &mut chunk, |bytes| output.push(bytes));
                     break Ending::Exited(status);
                 }
             }
@@ -424,14 +424,18 @@ async fn sandbox_refusal(status: std::io::PipeReader) -> Option<String> {
     ))
 }
 
-/// Reads what `pipe` holds now, without waiting, into `output`.
-fn drain_now(pipe: &tokio::net::unix::pipe::Receiver, output: &mut Output, chunk: &mut [u8]) {
+/// Reads what `pipe` holds now, without waiting, and gives it to `take`.
+fn drain_now(
+    pipe: &tokio::net::unix::pipe::Receiver,
+    chunk: &mut [u8],
+    mut take: impl FnMut(&[u8]),
+) {
     use std::os::fd::AsFd as _;
     while let Ok(count) = rustix::io::read(pipe.as_fd(), &mut *chunk) {
         if count == 0 {
             break;
         }
-        output.push(&chunk[..count]);
+        take(&chunk[..count]);
     }
 }
 

@@ -39,6 +39,26 @@ fn wait_running(marker: &str) {
     panic!("no process carries {marker}");
 }
 
+/// `golato run --json --ephemeral --approve never --cwd WS --script SCRIPT go`; more flags may
+/// follow (they come after the prompt, as clap takes them).
+fn golato_run(ws: &std::path::Path, script: &std::path::Path) -> std::process::Command {
+    let mut command = golato();
+    command
+        .args([
+            "run",
+            "--json",
+            "--ephemeral",
+            "--approve",
+            "never",
+            "--cwd",
+        ])
+        .arg(ws)
+        .arg("--script")
+        .arg(script)
+        .arg("go");
+    command
+}
+
 fn bash(id: &str, arguments: serde_json::Value) -> serde_json::Value {
     json!({"tool_calls": [{"id": id, "name": "bash", "arguments": arguments}]})
 }
@@ -65,21 +85,7 @@ fn a_dev_server_in_the_background_is_reached_by_a_later_call_and_killed() {
             json!({"text": "done"}),
         ],
     );
-    let output = golato()
-        .args([
-            "run",
-            "--json",
-            "--ephemeral",
-            "--approve",
-            "never",
-            "--cwd",
-        ])
-        .arg(ws.path())
-        .arg("--script")
-        .arg(&script)
-        .arg("go")
-        .output()
-        .unwrap();
+    let output = golato_run(ws.path(), &script).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     let lines = json_lines(&output);
@@ -126,19 +132,8 @@ fn background_commands_end_with_golato_however_it_ends() {
             }
             script.push(json!({"text": "done"}));
             let script = script_file(ws.path(), "script.jsonl", &script);
-            let mut child = golato()
-                .args([
-                    "run",
-                    "--json",
-                    "--ephemeral",
-                    "--approve",
-                    "never",
-                    "--cwd",
-                ])
-                .arg(ws.path())
-                .arg("--script")
-                .arg(&script)
-                .arg("go")
+            let mut child = golato_run(ws.path(), &script)
+                .args(["--sandbox", sandbox])
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -173,13 +168,8 @@ fn max_background_zero_turns_them_off_and_the_model_is_told() {
             json!({"text": "done"}),
         ],
     );
-    let output = golato()
-        .args(["run", "--json", "--ephemeral", "--approve", "never"])
-        .args(["--max-background", "0", "--cwd"])
-        .arg(ws.path())
-        .arg("--script")
-        .arg(&script)
-        .arg("go")
+    let output = golato_run(ws.path(), &script)
+        .args(["--max-background", "0"])
         .output()
         .unwrap();
     let lines = json_lines(&output);

@@ -717,7 +717,7 @@ async fn drive(entry: Arc<Entry>, started: Started, deadline: Option<(Instant, f
             },
             () = sleep_until(drain_until), if drain_until.is_some() => {
                 if let Some(status) = exited {
-                    drain(&pipe, &entry, &mut chunk);
+                    super::drain_now(&pipe, &mut chunk, |bytes| entry.push(bytes));
                     break Ending::Exited(status);
                 }
             }
@@ -731,7 +731,7 @@ async fn drive(entry: Arc<Entry>, started: Started, deadline: Option<(Instant, f
     let exited = matches!(ending, Ending::Exited(_));
     if !exited {
         killed = terminate(&mark, group, &mut child).await;
-        drain(&pipe, &entry, &mut chunk);
+        super::drain_now(&pipe, &mut chunk, |bytes| entry.push(bytes));
     }
     let how = match &ending {
         Ending::Exited(status) => describe_status(*status),
@@ -816,17 +816,6 @@ fn describe_status(status: std::process::ExitStatus) -> String {
         (Some(code), _) => format!("exited with code {code}"),
         (None, Some(signal)) => format!("was killed by signal {signal}"),
         (None, None) => "ended".to_owned(),
-    }
-}
-
-/// Reads what `pipe` holds now, without waiting.
-fn drain(pipe: &tokio::net::unix::pipe::Receiver, entry: &Entry, chunk: &mut [u8]) {
-    use std::os::fd::AsFd as _;
-    while let Ok(count) = rustix::io::read(pipe.as_fd(), &mut *chunk) {
-        if count == 0 {
-            break;
-        }
-        entry.push(&chunk[..count]);
     }
 }
 
