@@ -446,3 +446,36 @@ fn a_pattern_that_does_not_come_is_said_after_the_wait() {
     assert!(read.text().contains("is still running"), "{}", read.text());
     run(&tools, "bash_kill", json!({"id": id}));
 }
+
+#[test]
+fn a_pattern_after_a_flood_is_found_in_what_the_ring_still_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let background = Background::new(4);
+    let tools = tools_with(dir.path(), &background, Some(1024 * 1024));
+    let started = run(
+        &tools,
+        "bash",
+        json!({"command": "sleep 0.5; head -c 200000000 /dev/zero | tr '\\0' x; echo; echo FOUND-IT; sleep 1000", "background": true}),
+    );
+    let id = id_of(&started);
+    let read = run(
+        &tools,
+        "bash_output",
+        json!({"id": id, "pattern": "^FOUND-IT$", "wait": 120}),
+    );
+    let text = read.text();
+    assert!(
+        text.contains("FOUND-IT"),
+        "{}",
+        &text[text.len().saturating_sub(400)..]
+    );
+    assert!(
+        !text.contains("did not appear"),
+        "{}",
+        &text[text.len().saturating_sub(400)..]
+    );
+    assert!(text.contains("is still running"));
+    let log = background.list()[0].log.clone().unwrap();
+    run(&tools, "bash_kill", json!({"id": id}));
+    std::fs::remove_file(log).unwrap();
+}

@@ -46,6 +46,8 @@ pub const KILL_GRACE: Duration = Duration::from_secs(3);
 const MAX_WAIT_SECONDS: f64 = 600.0;
 /// How long `bash_output` waits for a pattern when no wait is given.
 const DEFAULT_PATTERN_WAIT_SECONDS: f64 = 30.0;
+/// How often a waiting `bash_output` looks for its pattern again while output keeps coming.
+const RESCAN_INTERVAL: Duration = Duration::from_millis(20);
 /// Ended commands remembered (for a late read), beyond which the oldest are forgotten.
 const ENDED_KEPT: usize = 64;
 
@@ -934,7 +936,13 @@ async fn read_output(
         }
         tokio::select! {
             () = tokio::time::sleep_until(deadline) => {}
-            _ = watch.changed() => {}
+            _ = watch.changed() => {
+                // A flood changes the output thousands of times a second: the pattern is
+                // looked for at most every RESCAN_INTERVAL, each time in at most the ring.
+                if pattern.is_some() {
+                    tokio::time::sleep_until(deadline.min(Instant::now() + RESCAN_INTERVAL)).await;
+                }
+            }
             () = ctx.cancelled() => return Err("the read was cancelled".into()),
         }
     };
