@@ -5,7 +5,9 @@
 //! entries (`--floor-only` measures it alone); and what publishing the runs' events costs
 //! (`--events-only`: the same runs on one worker without and with `--restate`, alternately);
 //! and the floor beside a library worker on tokio's threads and on one actix thread
-//! (`--step-cost`). Prints one JSON line per measurement; figures in BENCHMARKS.md.
+//! (`--step-cost`); and `--scale`: `--runs` runs at once on one server and three workers, with
+//! each run's latency, CPU, peak memory, and every outcome read back. Prints one JSON line per
+//! measurement; figures in BENCHMARKS.md.
 //!
 //! Each run: turn 1 is K parallel `read` calls of a small file, turn 2 the answer. The kill
 //! phase gates two bash calls per run on a file lock, kills the worker with the most of them
@@ -478,6 +480,111 @@ fn measure_served(
 }
 
 /// CPU seconds (user + system) process `pid` has used so far.
+/// The peak resident memory of process `pid`, in KiB (`VmHWM`).
+fn peak_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// `runs` runs submitted at once to one server and three workers: runs/s, each run's time from
+/// its submission to its outcome (p50, p99, max), the server's and workers' CPU and peak
+/// memory; then every outcome read back by its ID (nothing lost, nothing run twice: the
+/// workers' "run ended" lines count each run once).
+fn scale(runtime: &tokio::runtime::Runtime, runs: usize, calls: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let script = read_script(dir.path(), calls);
+    let flags = [
+        "--script",
+        script.to_str().unwrap(),
+        "--cwd",
+        dir.path().to_str().unwrap(),
+    ];
+    let (server, workers) = cluster(runtime, dir.path(), 3, &flags);
+    submit(runtime, &server.ingress, "warm", 20);
+    let server_pid = server.pid().unwrap();
+    let worker_cpu = || {
+        workers
+            .iter()
+            .map(|worker| cpu_seconds(worker.pid()))
+            .sum::<f64>()
+    };
+    let (server_before, workers_before) = (cpu_seconds(server_pid), worker_cpu());
+    let client = Client::new(&server.ingress).unwrap();
+    let started = Instant::now();
+    let mut latencies: Vec<f64> = runtime.block_on(async {
+        let tasks: Vec<_> = (0..runs)
+            .map(|n| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let outcome = client.submit(&format!("scale-{n}"), "go").await.unwrap();
+                    assert_eq!(outcome.error, None, "{}", outcome.run_id);
+                    started.elapsed().as_secs_f64()
+                })
+            })
+            .collect();
+        let mut latencies = Vec::with_capacity(runs);
+        for task in tasks {
+            latencies.push(task.await.unwrap());
+        }
+        latencies
+    });
+    let wall = started.elapsed().as_secs_f64();
+    let (server_cpu, workers_cpu) = (
+        cpu_seconds(server_pid) - server_before,
+        worker_cpu() - workers_before,
+    );
+    latencies.sort_by(f64::total_cmp);
+    let at = |fraction: f64| {
+        latencies[((latencies.len() as f64 * fraction) as usize).min(latencies.len() - 1)]
+    };
+    // Read back: the same ID gives the same run's outcome, run no more.
+    let read_back = Instant::now();
+    let answered = runtime.block_on(async {
+        let tasks: Vec<_> = (0..runs)
+            .map(|n| {
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let outcome = client.submit(&format!("scale-{n}"), "go").await.unwrap();
+                    outcome.error.is_none()
+                })
+            })
+            .collect();
+        let mut answered = 0;
+        for task in tasks {
+            answered += usize::from(task.await.unwrap());
+        }
+        answered
+    });
+    let read_back_s = read_back.elapsed().as_secs_f64();
+    let ended: usize = workers
+        .iter()
+        .map(|worker| {
+            std::fs::read_to_string(&worker.log)
+                .unwrap()
+                .lines()
+                .filter(|line| line.contains("run ended"))
+                .count()
+        })
+        .sum();
+    println!(
+        "{}",
+        json!({"mode": "scale", "workers": 3, "runs": runs, "calls_per_run": calls,
+               "runs_per_s": runs as f64 / wall, "wall_s": wall,
+               "p50_s": at(0.5), "p99_s": at(0.99), "max_s": at(1.0),
+               "server_cpu_s": server_cpu, "workers_cpu_s": workers_cpu,
+               "server_peak_mib": peak_kib(server_pid) / 1024,
+               "worker_peak_mib": workers.iter().map(|worker| peak_kib(worker.pid()) / 1024).collect::<Vec<_>>(),
+               "read_back": answered, "read_back_s": read_back_s,
+               "runs_ended_on_workers": ended, "of_which_warm": 20})
+    );
+    assert_eq!(answered, runs, "every outcome is read back");
+    assert_eq!(ended, runs + 20, "every run ran once");
+}
+
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name (which may hold spaces) start after the last ')'.
@@ -601,6 +708,11 @@ fn main() {
         // one entry per call, turn 2.
         println!("{}", floor(&runtime, runs, calls + 4, 0));
         println!("{}", floor(&runtime, runs, calls + 4, 2));
+        return;
+    }
+
+    if arguments.iter().any(|argument| argument == "--scale") {
+        scale(&runtime, runs, calls);
         return;
     }
 
