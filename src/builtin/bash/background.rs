@@ -478,17 +478,15 @@ impl Entry {
         let kept_from = from.max(state.ring_start);
         if kept_from > from {
             notes.push(format!(
-                "output bytes {from}-{kept_from} are no longer kept in memory (the last {} KiB are){}",
+                "output bytes {from}-{kept_from} are no longer kept in memory (the last {} KiB are)",
                 RING_BYTES / 1024,
-                log_named(&state.log)
             ));
         }
         let shown_from = kept_from.max(state.total.saturating_sub(MAX_READ_BYTES as u64));
         if shown_from > kept_from {
             notes.push(format!(
-                "bytes {kept_from}-{shown_from} of this read are not shown (a read shows its last {} KiB){}",
+                "bytes {kept_from}-{shown_from} of this read are not shown (a read shows its last {} KiB)",
                 MAX_READ_BYTES / 1024,
-                log_named(&state.log)
             ));
         }
         let skip = (shown_from - state.ring_start) as usize;
@@ -504,16 +502,18 @@ impl Entry {
     }
 }
 
-fn log_named(log: &Log) -> String {
+/// Where the whole output is, for the end of a result (which names it once, also for the
+/// bytes a read left out).
+fn log_note(log: &Log) -> Option<String> {
     match (log.path(), &log.error) {
-        (Some(path), _) if log.written >= log.limit => format!(
-            "; the full log {} stopped at its limit of {} bytes",
+        (_, Some(error)) => Some(format!("no full log: {error}")),
+        (Some(path), None) if log.written >= log.limit => Some(format!(
+            "the full log {} stopped at its limit of {} bytes",
             path.display(),
             log.limit
-        ),
-        (Some(path), _) => format!("; the full log is {}", path.display()),
-        (None, Some(error)) => format!("; no full log: {error}"),
-        (None, None) => String::new(),
+        )),
+        (Some(path), None) => Some(format!("full log: {}", path.display())),
+        (None, None) => None,
     }
 }
 
@@ -631,16 +631,7 @@ fn report(entry: &Entry, from: Option<u64>, waited: Option<String>) -> ToolResul
         ),
     };
     notes.push(status);
-    match (&log, &state.log.error) {
-        (_, Some(error)) => notes.push(format!("no full log: {error}")),
-        (Some(path), None) if state.log.written >= state.log.limit => notes.push(format!(
-            "full log: {} (its first {} bytes: it stops at its limit)",
-            path.display(),
-            state.log.limit
-        )),
-        (Some(path), None) => notes.push(format!("full log: {}", path.display())),
-        (None, None) => {}
-    }
+    notes.extend(log_note(&state.log));
     text.push_str(&format!("\n\n[{}]", notes.join("; ")));
     let mut details = json!({
         "background": {
