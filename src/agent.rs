@@ -54,6 +54,7 @@ pub mod compaction;
 mod error;
 pub mod event;
 mod input;
+mod interrupted;
 mod output;
 mod run;
 mod run_actor;
@@ -150,6 +151,9 @@ pub struct Config {
     /// beyond it waits, in FIFO order, holding only its input, and can be cancelled while it
     /// waits. `None` (the default) sets no limit.
     pub max_concurrent_runs: Option<NonZeroUsize>,
+    /// Calls of `once` tools ([`Replay`](crate::tool::Replay)) that a journaled run may run
+    /// again after an interruption, by rule. Empty by default: each tool's own class decides.
+    pub safe_to_replay: crate::journal::SafeToReplay,
 }
 
 impl Default for Config {
@@ -172,6 +176,7 @@ impl Default for Config {
             tool_timeout_grace: DEFAULT_TOOL_TIMEOUT_GRACE,
             max_parallel_calls: None,
             max_concurrent_runs: None,
+            safe_to_replay: crate::journal::SafeToReplay::default(),
         }
     }
 }
@@ -198,6 +203,7 @@ impl fmt::Debug for Config {
             .field("tool_timeout_grace", &self.tool_timeout_grace)
             .field("max_parallel_calls", &self.max_parallel_calls)
             .field("max_concurrent_runs", &self.max_concurrent_runs)
+            .field("safe_to_replay", &self.safe_to_replay)
             .finish_non_exhaustive()
     }
 }
@@ -250,6 +256,7 @@ pub(crate) struct AgentInner {
     pub(crate) max_parallel_calls: Option<NonZeroUsize>,
     /// Places for `max_concurrent_runs`, and the FIFO queue of waiting runs.
     pub(crate) admission: Option<Arc<admission::Admission>>,
+    pub(crate) safe_to_replay: crate::journal::SafeToReplay,
 }
 
 /// Starts the run's actor on its host.
@@ -364,6 +371,7 @@ impl Agent {
                 admission: config
                     .max_concurrent_runs
                     .map(|limit| admission::Admission::new(limit.get())),
+                safe_to_replay: config.safe_to_replay,
             }),
         })
     }

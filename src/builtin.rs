@@ -182,6 +182,12 @@ pub struct Config {
     /// `allowed_tool_names`: keep a clone to list and end them. `None` makes one that runs at
     /// most [`DEFAULT_MAX_BACKGROUND_COMMANDS`] at once.
     pub background: Option<Background>,
+    /// What [`recover_captured`] applied before this set was built: a journaled run's `bash`
+    /// call that was cut off with its process and is not run again ([`Replay::Once`]) names
+    /// in its result the changes its command left staged. Empty by default.
+    ///
+    /// [`Replay::Once`]: crate::tool::Replay::Once
+    pub recovered: Vec<Recovered>,
 }
 
 /// How much of a command's output `bash` keeps in its full-output file by default: 64 MiB.
@@ -314,6 +320,7 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
                     background: background.clone(),
                     share_network,
                 },
+                config.recovered,
             ),
             edit::tool(Arc::clone(&workspace), lock.clone()),
             write::tool(Arc::clone(&workspace), lock),

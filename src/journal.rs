@@ -1,8 +1,10 @@
 //! The journal seam: see [`Journal`]. Also reachable as `golato::journal`.
 
 mod file;
+mod replay;
 
 pub use file::{FileError, FileJournal};
+pub use replay::SafeToReplay;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -384,6 +384,16 @@ impl McpServer {
                     .description
                     .map(|text| text.to_string())
                     .unwrap_or_default();
+                // The server's own word that the tool changes nothing: a durable run may
+                // run an interrupted call of it again.
+                let replay = match tool
+                    .annotations
+                    .as_ref()
+                    .and_then(|annotations| annotations.read_only_hint)
+                {
+                    Some(true) => crate::tool::Replay::Safe,
+                    _ => crate::tool::Replay::Once,
+                };
                 let server = self.clone();
                 Tool::new(
                     tool_name(&self.inner.prefix, &name),
@@ -394,6 +404,7 @@ impl McpServer {
                         async move { server.call(&name, arguments, ctx).await }
                     },
                 )
+                .with_replay(replay)
             })
             .collect())
     }

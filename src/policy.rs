@@ -130,12 +130,25 @@ pub struct CallPolicy {
     pub rules: Rules,
     /// The command hooks, in the order configured.
     pub hooks: Vec<CommandHook>,
+    /// `[durable] safe`: calls a journaled run may run again after an interruption although
+    /// their tool runs calls at most once (see
+    /// [`SafeToReplay`](crate::journal::SafeToReplay)); held as allow rules.
+    pub replay_safe: Rules,
 }
 
 #[derive(Debug, Deserialize)]
 struct PolicyFile {
     rules: Option<Spanned<RuleLists>>,
     hooks: Option<Spanned<BTreeMap<String, Vec<Spanned<HookEntry>>>>>,
+    durable: Option<DurableLists>,
+}
+
+/// `[durable]`: what a durable run may do again.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DurableLists {
+    #[serde(default)]
+    safe: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -231,7 +244,7 @@ impl CallPolicy {
         CallPolicy::default()
     }
 
-    /// Adds the `[rules]` and `[hooks]` tables of a TOML file's `text` (other keys are left to
+    /// Adds the `[rules]`, `[hooks]` and `[durable]` tables of a TOML file's `text` (other keys are left to
     /// whoever reads the rest of it); `path` names the file in errors, `cwd` is the workspace
     /// relative path patterns start from.
     ///
@@ -259,6 +272,11 @@ impl CallPolicy {
                     self.rules.add(decision, rule.get_ref(), source, cwd)?;
                 }
             }
+        }
+        for rule in file.durable.map(|durable| durable.safe).unwrap_or_default() {
+            let source = at(rule.span().start);
+            self.replay_safe
+                .add(Decision::Allow, rule.get_ref(), source, cwd)?;
         }
         if let Some(hooks) = file.hooks {
             let table_at = at(hooks.span().start);
@@ -315,8 +333,8 @@ impl CallPolicy {
         self.add_toml(&text, path, cwd)
     }
 
-    /// Takes out what only a trusted file may bring (allow rules and hooks: they loosen safety
-    /// or run commands) and returns them, as `golato config` names them.
+    /// Takes out what only a trusted file may bring (allow rules, hooks and `[durable] safe`:
+    /// they loosen safety or run commands) and returns them, as `golato config` names them.
     pub fn untrusted(&mut self) -> Vec<String> {
         let mut removed = Vec::new();
         self.rules.retain(|rule| {
@@ -331,6 +349,10 @@ impl CallPolicy {
                 .drain(..)
                 .map(|hook| format!("hook {} {}", hook.event, hook.command)),
         );
+        self.replay_safe.retain(|rule| {
+            removed.push(format!("durable safe {}", rule.text));
+            false
+        });
         removed
     }
 
@@ -338,6 +360,7 @@ impl CallPolicy {
     pub fn extend(&mut self, other: CallPolicy) {
         self.rules.extend(other.rules);
         self.hooks.extend(other.hooks);
+        self.replay_safe.extend(other.replay_safe);
     }
 
     /// The command hooks for `event` that run for `subject` (a tool's name, a session's

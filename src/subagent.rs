@@ -126,6 +126,10 @@ pub struct Config {
     /// of its parent's budget, and a [`Child`] that comes from elsewhere (a durable worker's,
     /// through the server's ingress) gets no more than this. Give the parent's own budget.
     pub max_budget: Option<crate::agent::Budget>,
+    /// Calls of a child's `once` tools that may run again after an interruption (a durable
+    /// child's worker died); give the parent's
+    /// [`agent::Config::safe_to_replay`](crate::agent::Config::safe_to_replay).
+    pub safe_to_replay: crate::journal::SafeToReplay,
 }
 
 impl Default for Config {
@@ -145,6 +149,7 @@ impl Default for Config {
             on_transcript: None,
             runner: None,
             max_budget: None,
+            safe_to_replay: crate::journal::SafeToReplay::default(),
         }
     }
 }
@@ -234,6 +239,12 @@ fn level_tool(level: Arc<Level>) -> Tool {
          changed) is the result. Several task calls in one message run in parallel. Give it \
          everything it needs in the prompt: it sees nothing of this conversation.{nested}"
     );
+    // A child run in this process would do its work again; a durable child is attached to.
+    let replay = level
+        .config
+        .runner
+        .as_ref()
+        .map_or(crate::tool::Replay::Once, |runner| runner.replay());
     Tool::typed(
         TOOL_NAME,
         description,
@@ -242,6 +253,7 @@ fn level_tool(level: Arc<Level>) -> Tool {
             async move { run_child(&level, ctx, args).await }
         },
     )
+    .with_replay(replay)
 }
 
 async fn run_child(

@@ -67,6 +67,53 @@ pub enum Execution {
     Sequential,
 }
 
+/// Whether a call of a journaled (durable) run runs again when the process running it died
+/// before its result was recorded. Nothing can make a side effect happen exactly once; each
+/// tool says which way an interruption errs.
+///
+/// Only a run with a journal retries calls (`golato serve`'s durable runs, `golato run
+/// --journal`, [`Agent::start_journaled`](crate::agent::Agent::start_journaled)); a rule of the
+/// agent's ([`SafeToReplay`](crate::journal::SafeToReplay)) can make single calls of a `Once`
+/// tool `Safe`, never the other way.
+///
+/// ```
+/// use golato::tool::{Replay, Tool, ToolResult};
+///
+/// let lookup = Tool::new("lookup", "Looks a word up.", serde_json::json!({"type": "object"}),
+///     |_ctx, _args| async { Ok(ToolResult::text("found")) })
+///     .with_replay(Replay::Safe);
+/// assert_eq!(lookup.replay(), Replay::Safe);
+/// ```
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Replay {
+    /// Runs again, told its attempt ([`ToolContext::attempt`]): for calls that change nothing
+    /// (golato's read, grep, find, ls) or whose repeat does no harm.
+    Safe,
+    /// Never runs again (the default for a tool, and for bash, edit, write and MCP tools that
+    /// do not say they only read): the retry's result, an error, tells the model the call was
+    /// interrupted and may have partly run, and to check before repeating it.
+    #[default]
+    Once,
+}
+
+impl Replay {
+    /// `safe` or `once`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Replay::Safe => "safe",
+            Replay::Once => "once",
+        }
+    }
+}
+
+/// What a tool adds to the result of a call it will not run again (see [`Replay::Once`]): what
+/// it knows of the interrupted attempt (for bash, the changes its capture kept).
+pub(crate) type InterruptedReport =
+    dyn Fn(&crate::message::ToolCall) -> Option<ToolResult> + Send + Sync;
+
 /// What a tool function returns: content for the model, details for the application.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ToolResult {
@@ -139,6 +186,8 @@ pub struct Tool {
     parameters: Arc<Value>,
     execution: Execution,
     timeout: Option<std::time::Duration>,
+    replay: Replay,
+    interrupted: Option<Arc<InterruptedReport>>,
     function: Function,
 }
 
@@ -149,6 +198,7 @@ impl fmt::Debug for Tool {
         f.debug_struct("Tool")
             .field("name", &self.name)
             .field("execution", &self.execution)
+            .field("replay", &self.replay)
             .finish_non_exhaustive()
     }
 }
@@ -236,8 +286,33 @@ impl Tool {
             parameters: Arc::new(parameters),
             execution: Execution::Parallel,
             timeout: None,
+            replay: Replay::Once,
+            interrupted: None,
             function,
         }
+    }
+
+    /// Sets whether a journaled run runs an interrupted call of this tool again (see
+    /// [`Replay`]; `Once` unless set).
+    pub fn with_replay(mut self, replay: Replay) -> Tool {
+        self.replay = replay;
+        self
+    }
+
+    /// Whether a journaled run runs an interrupted call of this tool again.
+    pub fn replay(&self) -> Replay {
+        self.replay
+    }
+
+    /// Gives the result of an interrupted call that is not run again what `report` knows of
+    /// the attempt that was cut short.
+    pub(crate) fn with_interrupted_report(mut self, report: Arc<InterruptedReport>) -> Tool {
+        self.interrupted = Some(report);
+        self
+    }
+
+    pub(crate) fn interrupted_report(&self) -> Option<&Arc<InterruptedReport>> {
+        self.interrupted.as_ref()
     }
 
     /// Sets how this tool's calls run within a batch.

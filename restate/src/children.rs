@@ -89,6 +89,11 @@ impl DurableChildren {
 }
 
 impl Runner for DurableChildren {
+    /// The call's next attempt attaches to the same child, which goes on from its journal.
+    fn replay(&self) -> golato::tool::Replay {
+        golato::tool::Replay::Safe
+    }
+
     fn run(
         &self,
         child: Child,

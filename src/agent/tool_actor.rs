@@ -37,7 +37,9 @@ use crate::journal::{
     StepWork,
 };
 use crate::message::{Content, ToolCall, ToolResultMessage};
-use crate::tool::{check_result, shown, BoxError, CallHost, Function, ToolContext, ToolResult};
+use crate::tool::{
+    check_result, shown, BoxError, CallHost, Function, Replay, ToolContext, ToolResult,
+};
 
 /// A call's final result and whether it asked to end the run.
 #[derive(Debug)]
@@ -154,6 +156,22 @@ fn journaled(
     let work = move |attempt: u32| async move {
         ran.store(true, Ordering::SeqCst);
         attempts.set_attempt(index, attempt);
+        if attempt > 1 && setup.replay() == Replay::Once {
+            let message = super::interrupted::result(&setup.tool.tool, setup.call(), attempt);
+            tracing::info!(
+                step = %setup.call().id,
+                attempt,
+                "not running an interrupted call again: its tool runs calls at most once"
+            );
+            let recorded = RecordedCall {
+                message,
+                terminate: false,
+                spent: None,
+            };
+            return serde_json::to_value(&recorded)
+                .map(crate::journal::seal)
+                .map_err(|_| NotRecorded);
+        }
         let (forward, receiver) = Reporter::forwarding(index);
         if !arbiter.spawn_fn(move || start(setup, forward)) {
             return Err(NotRecorded);
@@ -274,6 +292,18 @@ enum Before {
 impl ToolSetup {
     fn call(&self) -> &ToolCall {
         self.shared.call(self.index)
+    }
+
+    /// Whether the call may run again after an interruption: its tool's class, or `Safe` by
+    /// one of the agent's rules.
+    fn replay(&self) -> Replay {
+        let own = self.tool.tool.replay();
+        if own == Replay::Safe || self.agent.safe_to_replay.is_empty() {
+            return own;
+        }
+        let call = self.call();
+        let arguments = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+        self.agent.safe_to_replay.class(&call.name, own, &arguments)
     }
 
     fn cancel(&self) {

@@ -81,7 +81,19 @@ pub(super) struct Settings {
     pub(super) share_network: bool,
 }
 
-pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
+pub(super) fn tool(
+    workspace: Arc<Workspace>,
+    settings: Settings,
+    recovered: Vec<Recovered>,
+) -> Tool {
+    let recovered = std::sync::Mutex::new(recovered);
+    let report = move |call: &crate::message::ToolCall| {
+        let mut recovered = recovered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let at = recovered.iter().position(|each| each.call == call.id)?;
+        Some(capture::interrupted_report(&recovered.remove(at)))
+    };
     Tool::typed(
         "bash",
         "Run a bash command in the working directory, non-interactively (stdin is closed). \
@@ -95,6 +107,7 @@ pub(super) fn tool(workspace: Arc<Workspace>, settings: Settings) -> Tool {
             async move { run(workspace.cwd().to_owned(), settings, ctx, args).await }
         },
     )
+    .with_interrupted_report(Arc::new(report))
 }
 
 /// The longest timeout taken (about a century): any longer is as good as none.

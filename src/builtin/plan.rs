@@ -81,6 +81,7 @@ pub(super) fn tool(_workspace: Arc<Workspace>) -> Tool {
         ),
         |_ctx: ToolContext, args: PlanArgs| async move { update(args).map_err(Into::into) },
     )
+    .with_replay(crate::tool::Replay::Safe)
 }
 
 fn update(args: PlanArgs) -> Result<ToolResult, String> {

@@ -108,6 +108,7 @@ pub(super) fn tool(workspace: Arc<Workspace>) -> Tool {
             }
         },
     )
+    .with_replay(crate::tool::Replay::Safe)
 }
 
 /// What reading from disk found.

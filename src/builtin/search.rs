@@ -274,6 +274,7 @@ pub(super) fn grep(workspace: Arc<Workspace>) -> Tool {
          matches or 50KB; narrow with path, glob or a more specific pattern when cut.",
         blocking("grep", workspace, run_grep),
     )
+    .with_replay(crate::tool::Replay::Safe)
 }
 
 fn run_grep(
@@ -406,6 +407,7 @@ pub(super) fn find(workspace: Arc<Workspace>) -> Tool {
          skips hidden files. Returns paths relative to the working directory, at most 1000.",
         blocking("find", workspace, run_find),
     )
+    .with_replay(crate::tool::Replay::Safe)
 }
 
 fn run_find(
@@ -497,6 +499,7 @@ pub(super) fn ls(workspace: Arc<Workspace>) -> Tool {
          included. At most 500 entries.",
         blocking("ls", workspace, run_ls),
     )
+    .with_replay(crate::tool::Replay::Safe)
 }
 
 fn run_ls(

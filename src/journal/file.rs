@@ -16,6 +16,9 @@ use crate::journal::{Journal, StepError, StepKey, StepWork};
 /// A [`Journal`] kept in a file of JSON lines (`{"step": "turn-1", "record": …}`), appended and
 /// synced to disk before each step's value is handed to the run: a run whose process was
 /// killed, started again on the same file, asks for no turn and runs no call the file records.
+/// A call's start is a line too (`{"started": "turn-1/call-b"}`, synced before it runs): a call
+/// that was running when the process died is its next attempt, and runs again only when its
+/// tool's [`Replay`](crate::tool::Replay) class (or a rule) says it may.
 ///
 /// The file is read whole when opened; a last line cut short by a crash mid-write is ignored
 /// (the step it would have recorded runs again), and any other line that is not a record is an
@@ -51,6 +54,18 @@ struct Inner {
     file: std::fs::File,
     steps: HashMap<String, Value>,
     order: Vec<String>,
+    /// How many times each call was started without its result being recorded: the next
+    /// start is attempt one more (a `once` tool's call is then not run again).
+    starts: HashMap<String, u32>,
+}
+
+impl Inner {
+    /// Appends `line` and syncs it to disk.
+    fn append(&mut self, line: &str) -> std::io::Result<()> {
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|()| self.file.sync_data())
+    }
 }
 
 /// Why a journal file could not be opened.
@@ -105,6 +120,7 @@ impl FileJournal {
         }
         let mut steps = HashMap::new();
         let mut order = Vec::new();
+        let mut starts = HashMap::new();
         let mut reader = std::io::BufReader::new(&file);
         let mut line = String::new();
         let mut number = 0;
@@ -127,10 +143,16 @@ impl FileJournal {
             };
             let mut entry: serde_json::Map<String, Value> = serde_json::from_str(&line)
                 .map_err(|error| malformed(format!("is not a JSON object ({error})")))?;
+            if let Some(Value::String(step)) = entry.remove("started") {
+                *starts.entry(step).or_default() += 1;
+                continue;
+            }
             let (Some(Value::String(step)), Some(record)) =
                 (entry.remove("step"), entry.remove("record"))
             else {
-                return Err(malformed("has no \"step\" and \"record\"".to_owned()));
+                return Err(malformed(
+                    "has no \"step\" and \"record\", nor \"started\"".to_owned(),
+                ));
             };
             if steps.insert(step.clone(), record).is_none() {
                 order.push(step);
@@ -138,7 +160,12 @@ impl FileJournal {
         }
         Ok(FileJournal {
             path,
-            inner: Arc::new(Mutex::new(Inner { file, steps, order })),
+            inner: Arc::new(Mutex::new(Inner {
+                file,
+                steps,
+                order,
+                starts,
+            })),
         })
     }
 
@@ -172,8 +199,47 @@ impl Journal for FileJournal {
         }
         let inner = Arc::clone(&self.inner);
         let path = self.path.clone();
+        let failed = |name: &str, path: &Path, error: std::io::Error| {
+            Error {
+            step: name.to_owned(),
+            reason: format!(
+                "could not write {}: {error}; the run stopped there, and started again on this journal once it can be written it goes on from there",
+                path.display()
+            ),
+        }
+        };
+        let is_call = matches!(key, StepKey::Call { .. });
         async move {
-            let value = work.run().await?;
+            // A call's start is on disk before it runs: started again after a crash, it is
+            // its next attempt (and a `once` tool's call is not run again).
+            let attempt = match is_call {
+                false => 1,
+                true => {
+                    let (inner, name, path) = (Arc::clone(&inner), name.clone(), path.clone());
+                    let started = tokio::task::spawn_blocking(move || {
+                        let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
+                        let line = serde_json::json!({ "started": name }).to_string() + "\n";
+                        inner
+                            .append(&line)
+                            .map_err(|error| failed(&name, &path, error))?;
+                        let starts = inner.starts.entry(name).or_default();
+                        *starts += 1;
+                        Ok(*starts)
+                    })
+                    .await;
+                    match started {
+                        Ok(Ok(attempt)) => attempt,
+                        Ok(Err(error)) => return Err(StepError::Journal(error)),
+                        Err(error) => {
+                            return Err(StepError::Journal(Error {
+                                step: "?".to_owned(),
+                                reason: format!("the write did not finish: {error}"),
+                            }))
+                        }
+                    }
+                }
+            };
+            let value = work.run_attempt(attempt).await?;
             let line = serde_json::json!({"step": name, "record": value}).to_string() + "\n";
             // Appended and synced on the blocking pool: the run goes on only once the record
             // is on disk.
@@ -183,16 +249,8 @@ impl Journal for FileJournal {
                     return Ok(kept.clone());
                 }
                 inner
-                    .file
-                    .write_all(line.as_bytes())
-                    .and_then(|()| inner.file.sync_data())
-                    .map_err(|error| Error {
-                        step: name.clone(),
-                        reason: format!(
-                            "could not write {}: {error}; the run stopped there, and started again on this journal once it can be written it goes on from there",
-                            path.display()
-                        ),
-                    })?;
+                    .append(&line)
+                    .map_err(|error| failed(&name, &path, error))?;
                 inner.steps.insert(name.clone(), value.clone());
                 inner.order.push(name);
                 Ok(value)

@@ -112,6 +112,14 @@ pub trait Runner: Send + Sync + 'static {
         child: Child,
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ChildOutcome, BoxError>>;
+
+    /// Whether a journaled run runs a `task` call again after an interruption
+    /// ([`Replay`](crate::tool::Replay)): `Safe` for a runner whose child outlives the call and
+    /// is attached to again (golato-restate's durable children), `Once` (the default) for one
+    /// whose second run would do the child's work again.
+    fn replay(&self) -> crate::tool::Replay {
+        crate::tool::Replay::Once
+    }
 }
 
 /// Why a child's agent could not be made.
@@ -281,6 +289,7 @@ pub fn child_agent(config: &Arc<Config>, child: &Child) -> Result<Agent, ChildEr
         max_parallel_calls: config.max_parallel_calls,
         tool_timeout: config.tool_timeout,
         host: config.host.clone(),
+        safe_to_replay: config.safe_to_replay.clone(),
         ..Default::default()
     })?)
 }

@@ -15,7 +15,7 @@ use golato::journal::{
     Error as JournalError, Journal, MemoryJournal, StepError, StepKey, StepWork,
 };
 use golato::message::{AssistantMessage, Message, ToolCall};
-use golato::tool::{Tool, ToolResult};
+use golato::tool::{Replay, Tool, ToolResult};
 use serde_json::{json, Value};
 use support::*;
 
@@ -360,34 +360,66 @@ fn a_file_journal_survives_its_process_and_ignores_a_line_cut_by_a_crash() {
     let path = dir.path().join("run.journal");
     let generator = Counting::new(script());
     let ledger = Arc::new(Mutex::new(HashMap::new()));
-    let agent = agent(Arc::clone(&generator), Arc::clone(&ledger));
+    // Safe to run again: the call whose record is lost runs again, as attempt 2.
+    let agent = Agent::new(agent::Config {
+        generator: Some(generator.clone()),
+        tools: vec![ledger_tool(Arc::clone(&ledger)).with_replay(Replay::Safe)],
+        ..Default::default()
+    })
+    .unwrap();
     let first = agent
         .start_journaled(prompt("go"), Arc::new(FileJournal::open(&path).unwrap()))
         .wait()
         .unwrap();
-    // Drop the last two records (the answer and one call), and leave half a line, as a crash
-    // mid-write would.
+    // Drop everything from the last call's record on (that record and the answer), leaving
+    // half of that record's line, as a crash mid-write would.
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines.len(),
-        9,
-        "the input, two turns, four calls and two inbox steps"
+        13,
+        "the input, two turns, four calls' starts and records, and two inbox steps"
     );
-    let kept = lines[..5].join("\n") + "\n";
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|line| line.contains("\"started\""))
+            .count(),
+        4
+    );
+    let last_call = lines
+        .iter()
+        .rposition(|line| line.contains("\"step\":\"turn-1/call-"))
+        .unwrap();
+    let lost: serde_json::Value = serde_json::from_str(lines[last_call]).unwrap();
+    let lost_id = lost["step"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("turn-1/call-");
+    let kept = lines[..last_call].join("\n") + "\n";
     let mut file = std::fs::File::create(&path).unwrap();
     file.write_all(kept.as_bytes()).unwrap();
-    file.write_all(&lines[5].as_bytes()[..10]).unwrap();
+    file.write_all(&lines[last_call].as_bytes()[..10]).unwrap();
     drop(file);
     let reopened = FileJournal::open(&path).unwrap();
-    assert_eq!(reopened.keys().len(), 5);
+    assert_eq!(reopened.keys().len(), 5, "{:?}", reopened.keys());
     let again = agent
         .start_journaled(prompt("go"), Arc::new(reopened))
         .wait()
         .unwrap();
-    assert_eq!(again.messages, first.messages);
+    // The same transcript, but for the lost call's result: produced by its second attempt.
+    let mut expected = first.messages.clone();
+    for message in &mut expected {
+        if let Message::ToolResult(result) = message {
+            if result.tool_call_id == lost_id {
+                result.attempt = Some(2);
+            }
+        }
+    }
+    assert_eq!(again.messages, expected);
     // Only the call whose record was lost ran again, and the answer was asked again.
     assert_eq!(ledger.lock().unwrap().values().sum::<usize>(), 5);
+    assert_eq!(ledger.lock().unwrap()[lost_id], 2);
     assert_eq!((generator.asked(1), generator.asked(2)), (1, 2));
 }
 
@@ -435,6 +467,7 @@ fn a_retried_call_sees_its_attempt_and_its_result_says_so() {
                 }
             },
         )
+        .with_replay(Replay::Safe)
     };
     let agent = Agent::new(agent::Config {
         generator: Some(Arc::new(script())),
@@ -475,6 +508,126 @@ fn a_retried_call_sees_its_attempt_and_its_result_says_so() {
     assert!(plain.messages.iter().all(
         |message| !matches!(message, Message::ToolResult(result) if result.attempt.is_some())
     ));
+}
+
+/// A tool that counts its runs by call, of the replay class `replay`.
+fn counted(replay: Replay, seen: &Arc<Mutex<HashMap<String, u32>>>) -> Tool {
+    let seen = Arc::clone(seen);
+    Tool::new(
+        "work",
+        "Does some work.",
+        json!({"type": "object", "properties": {"id": {"type": "string"}}}),
+        move |context, _: Value| {
+            let seen = Arc::clone(&seen);
+            async move {
+                seen.lock()
+                    .unwrap()
+                    .insert(context.call().id.clone(), context.attempt());
+                Ok(ToolResult::text("done"))
+            }
+        },
+    )
+    .with_replay(replay)
+}
+
+fn result_of<'a>(messages: &'a [Message], id: &str) -> &'a golato::message::ToolResultMessage {
+    messages
+        .iter()
+        .find_map(|message| match message {
+            Message::ToolResult(result) if result.tool_call_id == id => Some(result),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[test]
+fn an_interrupted_call_of_a_once_tool_is_not_run_again_and_its_result_says_so() {
+    let seen = Arc::new(Mutex::new(HashMap::new()));
+    // A tool's class is `once` unless it says otherwise.
+    let tool = counted(Replay::Once, &seen);
+    assert_eq!(
+        Tool::new("x", "x", json!({"type": "object"}), |_, _: Value| async {
+            Ok(ToolResult::text(""))
+        })
+        .replay(),
+        Replay::Once
+    );
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(script())),
+        tools: vec![tool],
+        ..Default::default()
+    })
+    .unwrap();
+    let journal = Arc::new(Retrying {
+        inner: MemoryJournal::new(),
+        retried: "c",
+    });
+    let (events, outcome) = collect(agent.start_journaled(prompt("go"), journal.clone()));
+    let outcome = outcome.unwrap();
+    // c never ran; the others ran once, and the run went on to its answer.
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.contains_key("c"), "{seen:?}");
+    assert_eq!(seen.len(), 3);
+    assert_eq!(outcome.final_message.text(), "all done");
+    let c = result_of(&outcome.messages, "c");
+    assert!(c.is_error);
+    assert_eq!(c.attempt, Some(3));
+    let text = c.text();
+    assert!(text.contains("interrupted"), "{text}");
+    assert!(text.contains("attempt 3"), "{text}");
+    assert!(
+        text.contains("check what it did before repeating it"),
+        "{text}"
+    );
+    let details = c.details.as_ref().unwrap();
+    assert_eq!(
+        details["interrupted"],
+        json!({"attempt": 3, "replay": "once"})
+    );
+    // The result was recorded: a replay on the same journal gives it without a fourth attempt.
+    let ended = events.iter().find_map(|event| match event {
+        agent::Event::ToolExecutionEnd(end) if end.call.id == "c" => Some(end.result.clone()),
+        _ => None,
+    });
+    assert_eq!(ended.as_ref(), Some(c));
+    let again = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+    assert_eq!(result_of(&again.messages, "c"), c);
+}
+
+#[test]
+fn a_rule_makes_single_calls_of_a_once_tool_safe_to_run_again() {
+    for (rule, runs_again) in [(Some("work"), true), (Some("read"), false), (None, false)] {
+        let seen = Arc::new(Mutex::new(HashMap::new()));
+        let mut safe = golato::journal::SafeToReplay::new(std::env::temp_dir());
+        if let Some(rule) = rule {
+            safe.add(rule, golato::policy::Source::flag("test"))
+                .unwrap();
+        }
+        let agent = Agent::new(agent::Config {
+            generator: Some(Arc::new(script())),
+            tools: vec![counted(Replay::Once, &seen)],
+            safe_to_replay: safe,
+            ..Default::default()
+        })
+        .unwrap();
+        let journal = Arc::new(Retrying {
+            inner: MemoryJournal::new(),
+            retried: "c",
+        });
+        let outcome = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+        let c = result_of(&outcome.messages, "c");
+        assert_eq!(c.attempt, Some(3));
+        match runs_again {
+            true => {
+                assert_eq!(seen.lock().unwrap().get("c"), Some(&3), "{rule:?}");
+                assert!(!c.is_error && c.text() == "done", "{rule:?}");
+            }
+            false => {
+                assert_eq!(seen.lock().unwrap().get("c"), None, "{rule:?}");
+                assert!(c.is_error, "{rule:?}");
+            }
+        }
+    }
 }
 
 #[test]

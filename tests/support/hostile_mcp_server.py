@@ -50,6 +50,8 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": ident, "result": {"tools": [
             {"name": "poke", "description": os.environ.get("HOSTILE_NOTE", "Pokes."),
              "inputSchema": {"type": "object"}},
+            {"name": "peek", "description": "Looks.", "inputSchema": {"type": "object"},
+             "annotations": {"readOnlyHint": True}},
         ]}})
     elif method == "tools/call":
         if mode == "garbage":

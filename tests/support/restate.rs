@@ -331,7 +331,8 @@ pub struct Worker {
 
 impl Worker {
     /// Starts `golato serve` on a free port with `arguments` (agent flags), logging to a file
-    /// in `dir`; waits until it listens.
+    /// in `dir`, its user configuration `dir/worker.toml` (none when absent); waits until it
+    /// listens.
     pub fn start(dir: &Path, name: &str, arguments: &[&str]) -> Worker {
         Worker::start_on(dir, name, free_port(), arguments)
     }
@@ -351,6 +352,8 @@ impl Worker {
             .args(arguments)
             .env("RUST_LOG", "golato=info")
             .env(WORKER_VARIABLE, &log)
+            // The worker's own configuration (`[durable] safe`), when the test writes one.
+            .env("GOLATO_CONFIG", dir.join("worker.toml"))
             .stdin(Stdio::null())
             .stdout(file.try_clone().unwrap())
             .stderr(file)

@@ -74,6 +74,9 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     for hook in policy.describe_hooks() {
         say!("hook {hook}");
     }
+    for rule in policy.replay_safe.iter() {
+        say!("durable safe {}    # {}", rule.text, rule.source);
+    }
     let instructions = crate::setup::instructions::for_config(&args.cwd, args.settings.trust);
     if instructions.files.is_empty() {
         say!("# instructions: no AGENTS.md or CLAUDE.md read");

@@ -28,9 +28,15 @@ impl Shell {
         settings: &Settings,
         background: Option<&golato::builtin::Background>,
     ) -> Result<Shell, String> {
-        let tools =
-            crate::setup::agent::builtin_tools(settings, Vec::new(), None, None, background)
-                .map_err(|error| error.to_string())?;
+        let tools = crate::setup::agent::builtin_tools(
+            settings,
+            Vec::new(),
+            None,
+            None,
+            background,
+            Vec::new(),
+        )
+        .map_err(|error| error.to_string())?;
         let bash = tools
             .into_iter()
             .find(|tool| tool.name() == "bash")

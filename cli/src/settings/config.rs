@@ -213,6 +213,7 @@ pub(crate) fn parse(text: &str) -> Result<(FileSettings, Profiles), String> {
     // The policy's own tables, read by `golato::policy`.
     table.remove("rules");
     table.remove("hooks");
+    table.remove("durable");
     let mut profiles = BTreeMap::new();
     if let Some(tables) = table.remove("profiles") {
         let toml::Value::Table(tables) = tables else {
@@ -427,6 +428,9 @@ fn changes(
     }
     for hook in &policy.hooks {
         marked.push((format!("hook {} {}", hook.event, hook.command), true));
+    }
+    for rule in policy.replay_safe.iter() {
+        marked.push((format!("durable safe {}", rule.text), true));
     }
     marked
 }

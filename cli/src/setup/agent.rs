@@ -109,7 +109,8 @@ pub(crate) async fn build_agent_keeping(
         cwd: settings.cwd.clone(),
         ..Default::default()
     });
-    let (recorder, checkpoints) = checkpoints(settings, durable_worker, &hook_session).await;
+    let (recorder, checkpoints, recovered) =
+        checkpoints(settings, durable_worker, &hook_session).await;
     // A durable run refuses background commands (a process cannot outlive its worker): its
     // bash is offered without them.
     let background = match kept_background {
@@ -122,6 +123,7 @@ pub(crate) async fn build_agent_keeping(
         shared_lock,
         checkpoints,
         background.as_ref(),
+        recovered,
     )?;
     let Source {
         generator,
@@ -233,7 +235,7 @@ pub(crate) fn background(settings: &Settings) -> Option<builtin::Background> {
 
 /// The recorder of a session's changes (none for a durable worker, which saves no session),
 /// and the store sandboxed commands' captured changes go to (unless `--no-bash-checkpoints`);
-/// what a dead golato's command left staged is recovered first.
+/// what a dead golato's command left staged is recovered first (and given).
 async fn checkpoints(
     settings: &Settings,
     durable_worker: bool,
@@ -241,6 +243,7 @@ async fn checkpoints(
 ) -> (
     Option<Arc<crate::store::checkpoints::Recorder>>,
     Option<Arc<dyn builtin::Checkpoints>>,
+    Vec<builtin::Recovered>,
 ) {
     let recorder = (!durable_worker)
         .then(|| crate::store::checkpoints::Recorder::new(&settings.cwd, hook_session.clone()));
@@ -248,12 +251,15 @@ async fn checkpoints(
         .clone()
         .filter(|_| settings.bash_checkpoints)
         .map(|recorder| recorder as Arc<dyn builtin::Checkpoints>);
+    let mut recovered = Vec::new();
     if checkpoints.is_some() {
         // Off the runtime's threads: it may wait for a dead golato's command to be gone.
         let cwd = settings.cwd.clone();
-        let _ = tokio::task::spawn_blocking(move || crate::store::checkpoints::recover(&cwd)).await;
+        recovered = tokio::task::spawn_blocking(move || crate::store::checkpoints::recover(&cwd))
+            .await
+            .unwrap_or_default();
     }
-    (recorder, checkpoints)
+    (recorder, checkpoints, recovered)
 }
 
 /// The tools' names as the header lists them, `task` included when it will be added.
@@ -353,6 +359,10 @@ fn new_agent(
         max_parallel_calls: settings.max_parallel,
         tool_timeout: settings.tool_timeout,
         hooks,
+        safe_to_replay: golato::journal::SafeToReplay::with_rules(
+            settings.policy.replay_safe.clone(),
+            settings.cwd.clone(),
+        ),
         ..Default::default()
     })
     .map_err(|error| match error {
@@ -453,6 +463,7 @@ pub(crate) fn builtin_tools(
     shared_lock: Option<Arc<dyn builtin::SharedLock>>,
     bash_checkpoints: Option<Arc<dyn builtin::Checkpoints>>,
     background: Option<&builtin::Background>,
+    recovered: Vec<builtin::Recovered>,
 ) -> Result<Vec<golato::Tool>, CliError> {
     builtin::new(builtin::Config {
         working_directory: settings.cwd.clone(),
@@ -472,6 +483,7 @@ pub(crate) fn builtin_tools(
         // What a rule keeps from `read` stays out of grep, find and ls too.
         read_rules: (!settings.policy.rules.is_empty())
             .then(|| Arc::new(settings.policy.rules.clone())),
+        recovered,
         ..Default::default()
     })
     .map_err(builtin_error)

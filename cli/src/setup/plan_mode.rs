@@ -46,8 +46,14 @@ pub(crate) struct PlanMode {
 impl PlanMode {
     /// The plan-mode agent, asking `model`.
     pub(crate) fn agent(&self, model: Model) -> Result<Agent, CliError> {
-        let tools =
-            crate::setup::agent::builtin_tools(&self.settings, Vec::new(), None, None, None)?;
+        let tools = crate::setup::agent::builtin_tools(
+            &self.settings,
+            Vec::new(),
+            None,
+            None,
+            None,
+            Vec::new(),
+        )?;
         Agent::new(agent::Config {
             generator: Some(Arc::clone(&self.generator)),
             model,

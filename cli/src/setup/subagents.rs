@@ -61,6 +61,10 @@ pub(crate) fn config(
         tool_timeout: settings.tool_timeout,
         max_budget: crate::setup::agent::budget(settings),
         runner,
+        safe_to_replay: golato::journal::SafeToReplay::with_rules(
+            settings.policy.replay_safe.clone(),
+            settings.cwd.clone(),
+        ),
         ..Default::default()
     }
 }

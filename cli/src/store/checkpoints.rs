@@ -240,9 +240,11 @@ impl golato::builtin::Checkpoints for Leftovers {
 }
 
 /// Applies what commands in `cwd` changed but a golato that died while they ran never applied,
-/// and says so on standard error.
-pub(crate) fn recover(cwd: &Path) {
-    for recovered in golato::builtin::recover_captured(&Leftovers, cwd) {
+/// says so on standard error, and gives what it applied (a journaled run's cut-off call names
+/// its own in its result).
+pub(crate) fn recover(cwd: &Path) -> Vec<golato::builtin::Recovered> {
+    let all = golato::builtin::recover_captured(&Leftovers, cwd);
+    for recovered in &all {
         let applied = &recovered.applied;
         let mut files: Vec<String> = applied
             .changes
@@ -274,6 +276,7 @@ pub(crate) fn recover(cwd: &Path) {
         line.push_str(" (undo cannot take these back)");
         eprintln!("{line}");
     }
+    all
 }
 
 /// The changes a captured bash call's result lists.

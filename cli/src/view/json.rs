@@ -96,6 +96,11 @@ impl View for JsonLines {
             fields.insert("call_id".into(), call.id.clone().into());
             fields.insert("tool_name".into(), call.name.clone().into());
         }
+        // Which attempt produced a result, always: a reader of the flat stream tells a call a
+        // durable run ran again (its worker died mid-call) without looking inside the result.
+        if let (Event::ToolExecutionEnd(end), Some(fields)) = (event, line.as_object_mut()) {
+            fields.insert("attempt".into(), end.result.attempt.unwrap_or(1).into());
+        }
         self.emit(line);
     }
 

@@ -279,6 +279,11 @@ impl Live {
             styled(&label),
             elapsed.as_secs_f64()
         );
+        if let Some(attempt) = result.attempt {
+            text.push_str(&format!(
+                " {YELLOW}attempt {attempt}{YELLOW:#}{DIM} (an earlier one was cut off with its worker){DIM:#}"
+            ));
+        }
         let body = result.text();
         let lines: Vec<&str> = body.lines().collect();
         let diff = result

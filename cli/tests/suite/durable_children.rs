@@ -76,8 +76,11 @@ fn model(dir: &Path, gate: &Path, nested: bool) -> (tokio::runtime::Runtime, Str
     (runtime, format!("{url}/v1"), asked)
 }
 
-/// A worker on `port` with the `task` tool, its children durable runs on `server`.
+/// A worker on `port` with the `task` tool, its children durable runs on `server`; bash calls
+/// are safe to run again (`[durable] safe`), so that a child's interrupted command shows its
+/// attempts (the `once` default has tests of its own).
 fn worker(dir: &Path, server: &Server, model: &str, port: u16, name: &str) -> Worker {
+    std::fs::write(dir.join("worker.toml"), "[durable]\nsafe = [\"bash\"]\n").unwrap();
     let flags = [
         "--base-url",
         model,

@@ -1,6 +1,7 @@
 //! `golato run --journal FILE` under kill -9 (issue 17, point 1): the run's steps are synced to
 //! the file as they happen; a run started again on the file after golato was SIGKILLed mid-batch
-//! runs no call the file recorded, runs again the one that was running, and finishes.
+//! runs no call the file recorded, tells the model the one that was running was interrupted (or
+//! runs it again, where a `[durable] safe` rule says it may), and finishes.
 
 use crate::support;
 
@@ -21,6 +22,18 @@ fn wait_for(what: &str, done: impl Fn() -> bool) {
 
 #[test]
 fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
+    killed_mid_batch(None);
+}
+
+#[test]
+fn a_durable_safe_rule_runs_the_interrupted_command_again() {
+    killed_mid_batch(Some("[durable]\nsafe = [\"bash\"]\n"));
+}
+
+/// golato run --journal killed while call b runs, and started again: b (a bash call, `once`
+/// unless `user_config` makes it safe) is not run again, its result saying it was interrupted;
+/// a rule covering it runs it again as attempt 2.
+fn killed_mid_batch(user_config: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
     // Call a appends to the ledger and ends; call b appends, says it started and (the first
     // time) sleeps until it is killed with golato.
@@ -30,7 +43,9 @@ fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
     // reach it when the command ends, which b's first run never does).
     let signals = support::signals();
     let g = signals.path().display();
-    let b = format!("echo b >> {g}/ledger; if [ -e {g}/b.started ]; then echo again; else touch {g}/b.started; echo $$ > {g}/b.pid.new; mv {g}/b.pid.new {g}/b.pid; exec sleep 1000.4321; fi");
+    // b also writes partial.txt in the working directory before it sleeps: captured, it
+    // reaches the folder only when golato starts again, and b's result names it.
+    let b = format!("echo b >> {g}/ledger; if [ -e {g}/b.started ]; then echo again; else echo half > partial.txt; touch {g}/b.started; echo $$ > {g}/b.pid.new; mv {g}/b.pid.new {g}/b.pid; exec sleep 1000.4321; fi");
     let script = script_file(
         dir.path(),
         "script.jsonl",
@@ -43,9 +58,12 @@ fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
         ],
     );
     let journal = dir.path().join("run.journal");
+    let config = dir.path().join("user.toml");
+    std::fs::write(&config, user_config.unwrap_or_default()).unwrap();
     let run = || {
         let mut command = golato();
         command
+            .env("GOLATO_CONFIG", &config)
             .args(["run", "--json", "--cwd"])
             .arg(dir.path())
             .arg("--script")
@@ -87,7 +105,44 @@ fn a_run_killed_mid_batch_is_picked_up_from_its_journal() {
         1,
         "a's result was journaled: it did not run again"
     );
-    assert_eq!(count("b"), 2, "b was running at the kill: it ran again");
+    let b_end = stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|line| line["type"] == "tool_end" && line["call_id"] == "b")
+        .unwrap();
+    assert_eq!(b_end["attempt"], 2, "{b_end}");
+    match user_config {
+        Some(_) => {
+            assert_eq!(
+                count("b"),
+                2,
+                "b was running at the kill, and is safe: it ran again"
+            );
+            assert_eq!(b_end["result"]["is_error"], false, "{b_end}");
+        }
+        None => {
+            assert_eq!(
+                count("b"),
+                1,
+                "b was running at the kill: bash runs a call at most once"
+            );
+            let text = b_end["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(
+                text.contains("interrupted") && text.contains("attempt 2"),
+                "{text}"
+            );
+            assert_eq!(b_end["result"]["is_error"], true, "{b_end}");
+            assert_eq!(b_end["result"]["details"]["interrupted"]["replay"], "once");
+            // What its command changed before the kill was applied and is named.
+            assert!(text.contains("partial.txt"), "{text}");
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join("partial.txt")).unwrap(),
+                "half\n"
+            );
+            let recovered = &b_end["result"]["details"]["recovered"]["changes"];
+            assert!(recovered.to_string().contains("partial.txt"), "{b_end}");
+        }
+    }
     let journaled = std::fs::read_to_string(&journal).unwrap();
     for step in ["turn-1", "turn-1/call-a", "turn-1/call-b", "turn-2"] {
         assert!(

@@ -102,6 +102,28 @@ async fn garbage_on_stdout_fails_the_call_at_its_deadline_and_says_what_it_saw()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_server_marks_read_only_is_safe_to_run_again_and_the_others_run_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = McpServer::connect(server_config("busy", dir.path()))
+        .await
+        .unwrap();
+    let replay: Vec<(String, golato::tool::Replay)> = server
+        .tools()
+        .await
+        .unwrap()
+        .iter()
+        .map(|tool| (tool.name().to_owned(), tool.replay()))
+        .collect();
+    assert_eq!(
+        replay,
+        [
+            ("hostile_poke".to_owned(), golato::tool::Replay::Once),
+            ("hostile_peek".to_owned(), golato::tool::Replay::Safe)
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_too_big_to_read_fails_its_call() {
     let dir = tempfile::tempdir().unwrap();
     // The request timeout is ten minutes: the call must fail because of the size, at once.

@@ -69,7 +69,7 @@ fn configure(folder: &Path) {
     std::fs::create_dir_all(folder.join(".golato")).unwrap();
     std::fs::write(
         folder.join(".golato/config.toml"),
-        "sandbox = \"off\"\napprove = \"never\"\nmax_turns = 5\nno_bash_checkpoints = true\n",
+        "sandbox = \"off\"\napprove = \"never\"\nmax_turns = 5\nno_bash_checkpoints = true\n[durable]\nsafe = [\"bash\"]\n",
     )
     .unwrap();
 }
@@ -92,6 +92,8 @@ fn an_untrusted_folders_file_cannot_unconfine_the_model_and_a_trusted_ones_can()
     assert!(!project.escaped().exists(), "bash got out: {text}");
     assert!(text.contains("ignored sandbox = \"off\""), "{text}");
     assert!(text.contains("no_bash_checkpoints = true"), "{text}");
+    // A repository cannot make its commands safe to run twice in a durable run.
+    assert!(text.contains("durable safe bash"), "{text}");
     assert!(text.contains("this folder is not trusted"), "{text}");
 
     trust(&project.folder, "trust");

@@ -866,6 +866,7 @@ pub(in crate::builtin) fn output_tool(background: Background) -> Tool {
             async move { read_output(&background, &ctx, args).await }
         },
     )
+    .with_replay(crate::tool::Replay::Safe)
 }
 
 async fn read_output(

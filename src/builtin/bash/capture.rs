@@ -290,6 +290,40 @@ mod compact {
     }
 }
 
+/// What the result of an interrupted call that is not run again says of the changes its
+/// command left staged, applied when golato started again (`recovered`).
+pub(super) fn interrupted_report(recovered: &Recovered) -> ToolResult {
+    let applied = &recovered.applied;
+    let mut paths: Vec<String> = applied
+        .changes
+        .iter()
+        .map(|change| change.path.display().to_string())
+        .collect();
+    paths.extend(applied.conflicts.iter().map(|conflict| {
+        format!(
+            "{} (changed by something else too)",
+            conflict.path.display()
+        )
+    }));
+    let mut text = match paths.is_empty() {
+        true => "Its command changed no file in the working directory before it was cut off (its capture kept nothing).".to_owned(),
+        false => format!(
+            "What its command changed before it was cut off (its capture kept it) was applied when golato started again: {}.",
+            paths.join(", ")
+        ),
+    };
+    if !applied.failures.is_empty() {
+        text.push_str(&format!(" Not applied: {}.", applied.failures.join("; ")));
+    }
+    ToolResult::text(text).with_details(json!({
+        "recovered": {
+            "changes": compact::changes(&applied.changes),
+            "conflicts": serde_json::to_value(&applied.conflicts).unwrap_or_default(),
+            "failures": applied.failures,
+        }
+    }))
+}
+
 /// A command's changes that a golato which died while it ran never applied.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
