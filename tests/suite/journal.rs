@@ -408,7 +408,7 @@ fn a_file_journal_survives_its_process_and_ignores_a_line_cut_by_a_crash() {
         .wait()
         .unwrap();
     // The same transcript, but for the lost call's result: produced by its second attempt.
-    let mut expected = first.messages.clone();
+    let mut expected = first.messages;
     for message in &mut expected {
         if let Message::ToolResult(result) = message {
             if result.tool_call_id == lost_id {
