@@ -59,6 +59,27 @@ pub struct HookContext {
     /// top run's down (see [`crate::subagent`]); empty for a call of the run the caller
     /// started.
     pub path: Vec<String>,
+    /// The turn the call belongs to (from 1), when the run is journaled.
+    pub turn: Option<usize>,
+    /// The key of a journaled run that names it across processes (a durable run's ID; see
+    /// [`ToolContext::run_key`](crate::tool::ToolContext::run_key)).
+    pub run_key: Option<String>,
+    /// Where a journaled run's hooks record what must not be asked twice (an approval).
+    pub(crate) journal: Option<HookJournal>,
+}
+
+/// A journaled run's journal as its hooks use it: steps of the call's turn, and the call's
+/// mark that it asked a question in this attempt (it never got further before).
+#[derive(Clone)]
+pub(crate) struct HookJournal {
+    pub(crate) journal: Arc<dyn crate::journal::Journal>,
+    pub(crate) asked_here: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl std::fmt::Debug for HookJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookJournal").finish_non_exhaustive()
+    }
 }
 
 /// What a hook knows about a compaction about to happen.

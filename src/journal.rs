@@ -52,12 +52,20 @@ pub enum StepKey {
         /// Which compaction of the turn, from 1 (a refused request compacts a second time).
         index: usize,
     },
+    /// A person's answer to whether the call `call_id` of turn `turn` may run (see
+    /// [`Approver`](crate::policy::Approver)): recorded, so a run picked up again does not ask
+    /// again, and a durable run's question outlives the process that asked it.
+    Approval {
+        /// The turn, from 1.
+        turn: usize,
+        /// The call's ID, as the model gave it.
+        call_id: String,
+    },
 }
 
 impl fmt::Display for StepKey {
-    /// `input`, `turn-3`, `turn-3/call-ID`, `turn-3/inbox`, `turn-3/inbox-end` or
-    /// `turn-3/compaction-1`: a name a
-    /// journal may use as is.
+    /// `input`, `turn-3`, `turn-3/call-ID`, `turn-3/inbox`, `turn-3/inbox-end`,
+    /// `turn-3/compaction-1` or `turn-3/approval-ID`: a name a journal may use as is.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StepKey::Input => f.write_str("input"),
@@ -69,6 +77,7 @@ impl fmt::Display for StepKey {
             } => write!(f, "turn-{turn}/inbox"),
             StepKey::Inbox { turn, ending: true } => write!(f, "turn-{turn}/inbox-end"),
             StepKey::Compaction { turn, index } => write!(f, "turn-{turn}/compaction-{index}"),
+            StepKey::Approval { turn, call_id } => write!(f, "turn-{turn}/approval-{call_id}"),
         }
     }
 }

@@ -50,6 +50,9 @@ pub(crate) enum Command {
     /// Queues a follow-up for a durable run: when it would end, it goes on with the text.
     #[command(name = "follow-up")]
     FollowUp(ControlArgs),
+    /// Answers a durable run's question: whether the call CALL_ID may run (the worker was
+    /// started with --approve ask, or a rule asks).
+    Approve(ApproveArgs),
     /// Goes on with a saved session (the newest one without ID), with a new prompt or none.
     Resume(ResumeArgs),
     /// Talks with the agent on the terminal: each line a prompt in one session; a line typed
@@ -343,8 +346,38 @@ pub(crate) struct ServeArgs {
     /// workers, or the name other machines reach this one by.
     #[arg(long, value_name = "URL")]
     pub(crate) advertise: Option<String>,
+    /// How long a call that needs a person's yes (--approve ask, an ask rule) waits for an
+    /// answer (`golato approve`, or `golato submit` on a terminal) before it is refused. The
+    /// question waits on the Restate server, not in this worker. Needs --restate.
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, default_value = "86400")]
+    pub(crate) answer_within: std::time::Duration,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ApproveArgs {
+    /// The run's ID, as submitted.
+    pub(crate) id: String,
+    /// The call waiting for an answer, as `golato submit` names it.
+    pub(crate) call_id: String,
+    /// The answer.
+    pub(crate) answer: YesNo,
+    /// Why not, told to the model (with `no`).
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) reason: Option<String>,
+    /// The Restate server's ingress, e.g. http://127.0.0.1:8080.
+    #[arg(long, value_name = "URL")]
+    pub(crate) restate: String,
+}
+
+/// An answer to a durable run's question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum YesNo {
+    /// The call runs.
+    Yes,
+    /// The call does not run.
+    No,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,8 @@ pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod demo;
 pub(crate) mod durable;
+#[cfg(feature = "durable")]
+pub(crate) mod questions;
 pub(crate) mod run;
 pub(crate) mod sessions;
 #[cfg(feature = "durable")]

@@ -249,6 +249,7 @@ pub fn main() -> ExitCode {
             Command::Cancel(args) => durable::control(args, durable::Control::Cancel).await,
             Command::Steer(args) => durable::control(args, durable::Control::Steer).await,
             Command::FollowUp(args) => durable::control(args, durable::Control::FollowUp).await,
+            Command::Approve(args) => durable::approve(args).await,
             // Resolved once the session, and so its folder, is known. Without a prompt on a
             // terminal, the front end opens on the session (as `golato -c` does).
             Command::Resume(args)

@@ -18,6 +18,8 @@ mod suite {
     mod demo;
     #[cfg(feature = "durable")]
     mod durable;
+    #[cfg(feature = "durable")]
+    mod durable_approvals;
     mod durable_children;
     mod faults;
     mod file_ownership;

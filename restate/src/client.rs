@@ -59,6 +59,24 @@ pub enum Error {
         /// The server's ingress.
         url: String,
     },
+    /// The run waits on no question of the call.
+    #[error("run {run_id} waits on no question of call {call_id}: it was answered already, passed its deadline, or was never asked (`golato submit --id {run_id}` shows the run's open questions)")]
+    NoQuestion {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+    },
+    /// The question was answered (or refused at its deadline) before this answer came.
+    #[error("the question of call {call_id} of run {run_id} is closed: {message}")]
+    Closed {
+        /// The run.
+        run_id: String,
+        /// The call.
+        call_id: String,
+        /// What the server said.
+        message: String,
+    },
     /// The server answered something that is not a durable run's outcome.
     #[error("the Restate server at {url} answered something that is not a golato outcome ({reason}); is the deployment there golato's, of the same version?")]
     Malformed {
@@ -404,6 +422,70 @@ impl Client {
                 .await
                 .or_else(|error| match error {
                     // The handler answers nothing: an empty body is not JSON.
+                    Error::Malformed { .. } => Ok(serde_json::Value::Null),
+                    other => Err(other),
+                })?;
+        Ok(())
+    }
+
+    /// The questions run `run_id` waits on: calls that need a person's yes (see
+    /// [`DurableApprover`](crate::DurableApprover)), oldest turn first.
+    pub async fn questions(&self, run_id: &str) -> Result<Vec<crate::Question>, Error> {
+        check_run_id(run_id)?;
+        let url = with_segments(&self.ingress, &[crate::QUESTIONS_OBJECT, run_id, "list"]);
+        let response = retrying(self.reconnect_for, &url, "ingress", || {
+            self.http.post(url.clone()).send()
+        })
+        .await?;
+        self.read(&url, response).await
+    }
+
+    /// Answers the question of call `call_id` of run `run_id` (the open one: a call ID the
+    /// model used in two turns names the newest).
+    ///
+    /// # Errors
+    /// [`Error::NoQuestion`] when the run waits on no question of that call (answered
+    /// already, past its deadline, or never asked); the others as [`submit`](Self::submit).
+    pub async fn answer(
+        &self,
+        run_id: &str,
+        call_id: &str,
+        answer: &crate::Answer,
+    ) -> Result<(), Error> {
+        let Some(question) = self
+            .questions(run_id)
+            .await?
+            .into_iter()
+            .filter(|question| question.call_id == call_id)
+            .max_by_key(|question| question.turn)
+        else {
+            return Err(Error::NoQuestion {
+                run_id: run_id.to_owned(),
+                call_id: call_id.to_owned(),
+            });
+        };
+        let key = question.key();
+        let url = with_segments(&self.ingress, &[crate::QUESTION_WORKFLOW, &key, "answer"]);
+        let response = retrying(self.reconnect_for, &url, "ingress", || {
+            self.http.post(url.clone()).json(answer).send()
+        })
+        .await?;
+        if response.status() == reqwest::StatusCode::CONFLICT {
+            let message = response.text().await.unwrap_or_default();
+            let message = serde_json::from_str::<serde_json::Value>(&message)
+                .ok()
+                .and_then(|body| body["message"].as_str().map(str::to_owned))
+                .unwrap_or(message);
+            return Err(Error::Closed {
+                run_id: run_id.to_owned(),
+                call_id: call_id.to_owned(),
+                message,
+            });
+        }
+        let _: serde_json::Value =
+            self.read(&url, response)
+                .await
+                .or_else(|error| match error {
                     Error::Malformed { .. } => Ok(serde_json::Value::Null),
                     other => Err(other),
                 })?;

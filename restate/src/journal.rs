@@ -85,6 +85,9 @@ impl golato::journal::Journal for RestateJournal {
 
 /// How long running work goes without an entry before a heartbeat checks for cancellation.
 const CANCEL_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+/// The same while all that runs is calls waiting for a person's answer (which may take
+/// hours: a heartbeat every 2 s would fill the journal).
+const CANCEL_CHECK_ASKING: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// One journal entry (see the module's docs).
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -106,7 +109,8 @@ fn family(key: &StepKey) -> String {
     match key {
         StepKey::Input => "input".to_owned(),
         StepKey::Turn { turn } => format!("turn-{turn}"),
-        StepKey::Call { turn, .. } => format!("batch-{turn}"),
+        // A call's approval is asked while its batch runs: the batch's family.
+        StepKey::Call { turn, .. } | StepKey::Approval { turn, .. } => format!("batch-{turn}"),
         StepKey::Inbox { turn, .. } => format!("inbox-{turn}"),
         StepKey::Compaction { turn, index } => format!("compaction-{turn}-{index}"),
     }
@@ -133,6 +137,8 @@ pub(crate) struct Driver<'a> {
     /// Earlier starts of each step found in the journal.
     starts: HashMap<String, u32>,
     running: FuturesUnordered<BoxFuture<'static, Ran>>,
+    /// How many of the running steps are not approvals (see [`CANCEL_CHECK_ASKING`]).
+    running_work: usize,
     /// The entry family of the running work (one step family runs at a time).
     running_family: Option<String>,
     live: bool,
@@ -160,6 +166,7 @@ impl<'a> Driver<'a> {
             replayed: HashMap::new(),
             starts: HashMap::new(),
             running: FuturesUnordered::new(),
+            running_work: 0,
             running_family: None,
             live: false,
             cancelled: false,
@@ -203,6 +210,7 @@ impl<'a> Driver<'a> {
                 self.launch(cancel).await;
                 continue;
             }
+            let check = self.cancel_check();
             tokio::select! {
                 request = self.requests.recv() => match request {
                     Some(request) => self.accept(request),
@@ -211,7 +219,7 @@ impl<'a> Driver<'a> {
                 Some((name, family, result)) = self.running.next() => {
                     self.finished(name, family, result, cancel).await;
                 }
-                () = tokio::time::sleep(CANCEL_CHECK), if self.live && !self.cancelled && !self.running.is_empty() => {
+                () = tokio::time::sleep(check), if self.live && !self.cancelled && !self.running.is_empty() => {
                     self.heartbeat(cancel).await;
                 }
                 outcome = &mut finished => return outcome,
@@ -448,11 +456,20 @@ impl<'a> Driver<'a> {
     /// Starts `work` as attempt `attempt` of step `name`.
     fn run_work(&mut self, name: String, family_name: String, work: StepWork, attempt: u32) {
         self.running_family = Some(family_name.clone());
+        self.running_work += usize::from(!is_approval(&name));
         self.running.push(
             work.run_attempt(attempt)
                 .map(move |result| (name, family_name, result))
                 .boxed(),
         );
+    }
+
+    /// How long to wait for running work before a heartbeat.
+    fn cancel_check(&self) -> std::time::Duration {
+        match self.running_work {
+            0 => CANCEL_CHECK_ASKING,
+            _ => CANCEL_CHECK,
+        }
     }
 
     /// Starts a step outside the journal (after a cancellation).
@@ -473,6 +490,7 @@ impl<'a> Driver<'a> {
         result: Result<Value, NotRecorded>,
         cancel: &tokio_util::sync::CancellationToken,
     ) {
+        self.running_work -= usize::from(!is_approval(&name));
         match result {
             Ok(value) if !self.cancelled => {
                 let step = name.clone();
@@ -546,6 +564,12 @@ impl<'a> Driver<'a> {
         self.cancelled = true;
         cancel.cancel();
     }
+}
+
+/// Whether step `name` is a person's answer (`turn-N/approval-ID`, see `StepKey::Approval`).
+fn is_approval(name: &str) -> bool {
+    name.split_once('/')
+        .is_some_and(|(_, step)| step.starts_with("approval-"))
 }
 
 /// Why an entry could not be recorded or read.

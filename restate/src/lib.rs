@@ -53,6 +53,7 @@
 //! # }
 //! ```
 
+mod approvals;
 mod children;
 mod client;
 mod events;
@@ -62,6 +63,10 @@ mod object;
 mod path_lock;
 mod publish;
 
+pub use approvals::{
+    question_key, Answer, Describe, DurableApprover, Question, Verdict, DEFAULT_ANSWER_WITHIN,
+    QUESTIONS_OBJECT, QUESTION_WORKFLOW,
+};
 pub use children::{child_run_id, DurableChildren};
 pub use client::{check_run_id, register, Client, Error, MAX_RUN_ID, REGISTER_TIME};
 pub use events::{EventPage, RunEvent, EVENTS_OBJECT, KEPT_BYTES, KEPT_EVENTS};
@@ -259,6 +264,8 @@ impl Worker {
             .bind(events::EventsObject)
             .bind(path_lock::PathLockObject)
             .bind(path_lock::LeaseWorkflow)
+            .bind(approvals::QuestionWorkflow)
+            .bind(approvals::QuestionsObject)
             .build();
         HttpServer::new(endpoint)
             .serve_with_cancel(listener, shutdown)

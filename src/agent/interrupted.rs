@@ -3,12 +3,12 @@
 
 use serde_json::{json, Value};
 
-use crate::message::{Content, ToolCall, ToolResultMessage};
-use crate::tool::{Replay, Tool};
+use crate::message::{Content, ToolCall};
+use crate::tool::{Replay, Tool, ToolResult};
 
 /// What the model is told instead of a second run of `call` (attempt `attempt`), with what
 /// the tool knows of the attempt that was cut short.
-pub(super) fn result(tool: &Tool, call: &ToolCall, attempt: u32) -> ToolResultMessage {
+pub(super) fn result(tool: &Tool, call: &ToolCall, attempt: u32) -> ToolResult {
     let mut text = format!(
         "This call was interrupted: the process running it stopped before its result was recorded, and it was not run again (this is attempt {attempt}; {} calls run at most once). It may have partly run: check what it did before repeating it.",
         call.name
@@ -28,12 +28,10 @@ pub(super) fn result(tool: &Tool, call: &ToolCall, attempt: u32) -> ToolResultMe
             details.extend(more);
         }
     }
-    ToolResultMessage {
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
+    ToolResult {
         content: vec![Content::text(text)],
         details: Some(Value::Object(details)),
         is_error: true,
-        attempt: Some(attempt),
+        terminate: false,
     }
 }

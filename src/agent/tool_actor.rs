@@ -114,6 +114,7 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
 fn start(setup: ToolSetup, reporter: Reporter<CallOutcome>) {
     let actor = ToolActor {
         setup,
+        asked_here: Arc::default(),
         reporter: Some(reporter),
         arguments: None,
         stage: Stage::Before,
@@ -156,22 +157,6 @@ fn journaled(
     let work = move |attempt: u32| async move {
         ran.store(true, Ordering::SeqCst);
         attempts.set_attempt(index, attempt);
-        if attempt > 1 && setup.replay() == Replay::Once {
-            let message = super::interrupted::result(&setup.tool.tool, setup.call(), attempt);
-            tracing::info!(
-                step = %setup.call().id,
-                attempt,
-                "not running an interrupted call again: its tool runs calls at most once"
-            );
-            let recorded = RecordedCall {
-                message,
-                terminate: false,
-                spent: None,
-            };
-            return serde_json::to_value(&recorded)
-                .map(crate::journal::seal)
-                .map_err(|_| NotRecorded);
-        }
         let (forward, receiver) = Reporter::forwarding(index);
         if !arbiter.spawn_fn(move || start(setup, forward)) {
             return Err(NotRecorded);
@@ -257,6 +242,9 @@ enum Stage {
 
 pub(crate) struct ToolActor {
     setup: ToolSetup,
+    /// Set when a hook asked a person in this attempt (a journaled run's approval step ran
+    /// here): an earlier attempt never got past that question, so the call never ran.
+    asked_here: Arc<AtomicBool>,
     reporter: Option<Reporter<CallOutcome>>,
     /// The arguments as the before-hooks left them. Without hooks the function's task parses
     /// the call's arguments itself (validation checked them), off this thread.
@@ -313,6 +301,7 @@ impl ToolSetup {
 
 impl ToolActor {
     fn hook_context(&self, arguments: Value) -> HookContext {
+        let journaled = self.setup.shared.journal();
         HookContext {
             run_id: self.setup.run_id,
             index: self.setup.index,
@@ -320,7 +309,36 @@ impl ToolActor {
             arguments,
             cancel: self.setup.shared.token(self.setup.index).clone(),
             path: Vec::new(),
+            turn: journaled.map(|(_, turn)| turn),
+            run_key: journaled.and_then(|(journal, _)| journal.run_key().map(str::to_owned)),
+            journal: journaled.map(|(journal, _)| crate::hook::HookJournal {
+                journal: Arc::clone(journal),
+                asked_here: Arc::clone(&self.asked_here),
+            }),
         }
+    }
+
+    /// The result of a call a journaled run started before (its process died meanwhile) that
+    /// must not run again: `None` when it may run.
+    fn interrupted(&self) -> Option<ToolResult> {
+        self.setup.shared.journal()?;
+        let attempt = CallHost::attempt(&*self.setup.shared, self.setup.index);
+        if attempt <= 1
+            || self.asked_here.load(Ordering::SeqCst)
+            || self.setup.replay() == Replay::Safe
+        {
+            return None;
+        }
+        tracing::info!(
+            call = %self.setup.call().id,
+            attempt,
+            "not running an interrupted call again: its tool runs calls at most once"
+        );
+        Some(super::interrupted::result(
+            &self.setup.tool.tool,
+            self.setup.call(),
+            attempt,
+        ))
     }
 
     fn notify(&self, notice: Notice) {
@@ -422,6 +440,9 @@ impl ToolActor {
     /// same report) and the actor stops at once. A call in flight then holds only its task, not
     /// an idle actor, and its result reaches the run actor without a hop through this one.
     fn launch(&mut self, ctx: &mut Context<Self>) {
+        if let Some(result) = self.interrupted() {
+            return self.finish(result, ctx);
+        }
         self.stage = Stage::Running;
         let timeout = self
             .setup

@@ -11,6 +11,7 @@ use super::command_hook::HookSession;
 use super::{CallPolicy, Decision, HookEvent};
 use crate::agent::compaction::CompactionReason;
 use crate::hook::{AfterToolCall, BeforeToolCall, CompactionContext, Hook, HookContext};
+use crate::journal::{NotRecorded, StepError, StepKey, StepWork};
 use crate::message::Content;
 use crate::tool::{BoxError, ToolResult};
 
@@ -31,7 +32,8 @@ pub trait Approver: Send + Sync + 'static {
 }
 
 /// A person's answer to a call an [`Approver`] asked about.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Approval {
     /// Run the call as the model made it.
@@ -151,7 +153,7 @@ impl Inner {
             });
         }
         let id = ctx.call.id.clone();
-        match self.approver.ask(ctx, why).await {
+        match self.answer(ctx, why).await {
             Ok(Approval::Allow) => BeforeToolCall::Run,
             Ok(Approval::AllowWith(arguments)) => {
                 self.changed
@@ -169,6 +171,45 @@ impl Inner {
                 "The user did not allow this {tool} call; it was not run. They said why: {reason}"
             )),
             Err(reason) => BeforeToolCall::Block(reason),
+        }
+    }
+
+    /// The approver's answer; in a journaled run a step of its journal, so that a run picked
+    /// up again (a durable run on another worker) gets the answer given, or waits on for the
+    /// same question, and never asks twice.
+    async fn answer(&self, ctx: HookContext, why: String) -> Result<Approval, String> {
+        let (Some(journaled), Some(turn)) = (ctx.journal.clone(), ctx.turn) else {
+            return self.approver.ask(ctx, why).await;
+        };
+        let key = StepKey::Approval {
+            turn,
+            call_id: ctx.call.id.clone(),
+        };
+        let step = key.to_string();
+        let tool = ctx.call.name.clone();
+        // Asked only when the journal runs the step: a recorded answer asks nobody.
+        let approver = Arc::clone(&self.approver);
+        let asked_here = Arc::clone(&journaled.asked_here);
+        let work = StepWork::new(async move {
+            asked_here.store(true, std::sync::atomic::Ordering::SeqCst);
+            let answer = approver.ask(ctx, why).await;
+            serde_json::to_value(&answer)
+                .map(crate::journal::seal)
+                .map_err(|_| NotRecorded)
+        });
+        let unreadable = |reason: String| {
+            format!("This {tool} call was not run: its approval could not be recorded or read ({reason}).")
+        };
+        match journaled.journal.step(key, work).await {
+            Ok(record) => crate::journal::unseal(record, &step)
+                .map_err(|error| error.to_string())
+                .and_then(|value| {
+                    serde_json::from_value::<Result<Approval, String>>(value)
+                        .map_err(|error| error.to_string())
+                })
+                .unwrap_or_else(|reason| Err(unreadable(reason))),
+            Err(StepError::NotRecorded) => Err(unreadable("nothing was recorded".to_owned())),
+            Err(StepError::Journal(error)) => Err(unreadable(error.to_string())),
         }
     }
 

@@ -4,6 +4,8 @@
 use crate::args::SubmitArgs;
 use crate::args::{ControlArgs, ServeArgs};
 use crate::{CliError, Exit};
+#[cfg(feature = "durable")]
+use std::sync::Arc;
 
 #[cfg(not(feature = "durable"))]
 fn unavailable(command: &str) -> CliError {
@@ -36,6 +38,43 @@ pub(crate) enum Control {
 #[cfg(not(feature = "durable"))]
 pub(crate) async fn control(_: ControlArgs, _: Control) -> Result<Exit, CliError> {
     Err(unavailable("cancel, steer and follow-up"))
+}
+
+#[cfg(not(feature = "durable"))]
+pub(crate) async fn approve(_: crate::args::ApproveArgs) -> Result<Exit, CliError> {
+    Err(unavailable("approve"))
+}
+
+/// `golato approve`: answers a durable run's question.
+#[cfg(feature = "durable")]
+pub(crate) async fn approve(args: crate::args::ApproveArgs) -> Result<Exit, CliError> {
+    use crate::args::YesNo;
+    golato_restate::check_run_id(&args.id).map_err(|error| CliError::usage(error.to_string()))?;
+    let answer = match (args.answer, args.reason) {
+        (YesNo::Yes, Some(_)) => {
+            return Err(CliError::usage(
+                "--reason goes with `no`: it tells the model why the call was refused",
+            ))
+        }
+        (YesNo::Yes, None) => golato_restate::Answer::Yes,
+        (YesNo::No, reason) => golato_restate::Answer::No { reason },
+    };
+    let client = golato_restate::Client::new(&args.restate)
+        .map_err(|error| CliError::usage(format!("--restate: {error}")))?;
+    client
+        .answer(&args.id, &args.call_id, &answer)
+        .await
+        .map_err(|error| CliError::Failed(error.to_string()))?;
+    let said = match answer {
+        golato_restate::Answer::Yes => "it runs",
+        golato_restate::Answer::No { .. } => "it does not run, and the model is told",
+    };
+    eprintln!(
+        "golato: answered call {} of run {}: {said}",
+        crate::view::shown::visible(&args.call_id),
+        args.id
+    );
+    Ok(Exit::Success)
 }
 
 /// `golato cancel`, `golato steer`, `golato follow-up`.
@@ -100,6 +139,11 @@ pub(crate) async fn serve(
         true => Some(durable_children(&args)?),
         false => None,
     };
+    // A question waits on the server (answered with `golato approve`), never in the worker.
+    let approver = match &args.restate {
+        Some(ingress) => Some(durable_questions(ingress, &settings, args.answer_within)?),
+        None => None,
+    };
     let crate::setup::agent::Built {
         agent,
         header,
@@ -110,6 +154,7 @@ pub(crate) async fn serve(
         Some(crate::setup::agent::WorkerParts {
             shared_lock,
             children,
+            approver,
         }),
         false,
     )
@@ -156,6 +201,36 @@ pub(crate) async fn serve(
     stop.cancel();
     let _ = server.await;
     Ok(Exit::Success)
+}
+
+/// What makes the worker's approver ask through the server at `ingress`: each question a
+/// durable workflow, refused after `within`.
+#[cfg(feature = "durable")]
+fn durable_questions(
+    ingress: &str,
+    settings: &crate::settings::Settings,
+    within: std::time::Duration,
+) -> Result<crate::setup::agent::WrapApprover, CliError> {
+    // Checked now: a bad address is a usage error, not a refusal at the first question.
+    golato_restate::Client::new(ingress)
+        .map_err(|error| CliError::usage(format!("--restate: {error}")))?;
+    let (ingress, cwd) = (ingress.to_owned(), settings.cwd.clone());
+    Ok(Box::new(move |inner| {
+        let describe = move |ctx: &golato::hook::HookContext| {
+            (
+                crate::setup::approve::detail(&ctx.call, &ctx.arguments),
+                crate::view::preview::change(&cwd, &ctx.call.name, &ctx.arguments),
+            )
+        };
+        match golato_restate::DurableApprover::new(&ingress, Arc::clone(&inner)) {
+            Ok(durable) => Arc::new(
+                durable
+                    .with_deadline(within)
+                    .with_describe(Arc::new(describe)),
+            ),
+            Err(_) => inner,
+        }
+    }))
 }
 
 /// A worker's subagents are durable runs of their own, submitted through the ingress and

@@ -14,6 +14,7 @@ use golato_restate::{Client, Outcome};
 use serde_json::json;
 
 use crate::args::SubmitArgs;
+use crate::commands::questions::{self, Questions};
 use crate::view::json::JsonLines;
 use crate::view::live::{Live, Target};
 use crate::view::report::{Ending, Tally, View};
@@ -68,10 +69,57 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
     let mut submitted = std::pin::pin!(submitted);
     let mut events = Box::pin(client.watch(&id, args.from));
     let mut watching = true;
+    // Calls waiting for a person's yes: asked here on a terminal, shown otherwise.
+    let mut questions = Questions::default();
+    let mut poll = tokio::time::interval(questions::POLL);
+    let asks = !args.json && std::io::IsTerminal::is_terminal(&std::io::stdin());
+    let mut lines = None;
     // Ctrl-C detaches: the run is the server's, not this process's.
     let outcome = loop {
         tokio::select! {
             outcome = &mut submitted => break outcome.map_err(failed)?,
+            _ = poll.tick() => {
+                for question in questions.new_ones(&client, &id).await {
+                    if args.json {
+                        shown.line(questions::json_line(&question));
+                    } else if asks {
+                        if questions.queue(question) {
+                            if let Some(current) = questions.current() {
+                                shown.question(&questions::prompt(current));
+                            }
+                            lines.get_or_insert_with(crate::setup::approve::terminal_lines);
+                        }
+                    } else {
+                        eprintln!("{}", questions::how_to_answer(&question, &args.restate));
+                    }
+                }
+            }
+            line = next_line(&mut lines), if questions.current().is_some() => {
+                let Some(current) = questions.current().cloned() else { continue };
+                let answer = match line {
+                    Some(crate::setup::approve::Typed::Line(line)) => questions::parse(&line),
+                    Some(crate::setup::approve::Typed::NotText) => None,
+                    None => {
+                        // The end of input: nobody here answers; say how to, elsewhere.
+                        lines = None;
+                        shown.answered();
+                        eprintln!("{}", questions::how_to_answer(&current, &args.restate));
+                        questions.next();
+                        continue;
+                    }
+                };
+                let Some(answer) = answer else {
+                    shown.question("Answer y, n, or n REASON: ");
+                    continue;
+                };
+                shown.answered();
+                if let Err(error) = client.answer(&id, &current.call_id, &answer).await {
+                    eprintln!("golato: {error}");
+                }
+                if let Some(next) = questions.next() {
+                    shown.question(&questions::prompt(next));
+                }
+            }
             event = events.next(), if watching => match event {
                 Some(Ok(event)) => shown.event(event.seq, &event.event),
                 Some(Err(error)) => {
@@ -204,6 +252,20 @@ impl Shown {
         }
     }
 
+    /// Puts a question to the person (the live view's spinners step aside).
+    fn question(&mut self, text: &str) {
+        if let ShownView::Live(live) = &mut self.view {
+            live.question(text);
+        }
+    }
+
+    /// The person answered: the live view goes on.
+    fn answered(&mut self) {
+        if let ShownView::Live(live) = &mut self.view {
+            live.answered(crate::view::report::Answer::Yes);
+        }
+    }
+
     /// Shows how the run ended and gives the exit.
     fn end(&mut self, outcome: &Outcome, started: Instant) -> Exit {
         let exit = match outcome.error {
@@ -278,6 +340,16 @@ fn tally(outcome: &Outcome) -> Tally {
         }
     }
     tally
+}
+
+/// The next line typed, once there is a reader of the terminal.
+async fn next_line(
+    lines: &mut Option<tokio::sync::mpsc::UnboundedReceiver<crate::setup::approve::Typed>>,
+) -> Option<crate::setup::approve::Typed> {
+    match lines {
+        Some(lines) => lines.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A run ID unlikely to be taken: the time and the process.

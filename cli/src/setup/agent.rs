@@ -26,7 +26,7 @@ const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a
 fn policy_hooks(
     settings: &Settings,
     approve: Approve,
-    approver: Arc<Approvals>,
+    approver: Arc<dyn golato::policy::Approver>,
     session: &tokio::sync::watch::Receiver<golato::policy::HookSession>,
     interactive: bool,
 ) -> Result<Vec<Arc<dyn golato::hook::Hook>>, CliError> {
@@ -39,10 +39,7 @@ fn policy_hooks(
         return Ok(Vec::new());
     }
     let policy = Arc::new(settings.policy.clone());
-    Ok(vec![policy.hook(
-        Some(approver as Arc<dyn golato::policy::Approver>),
-        session.clone(),
-    )])
+    Ok(vec![policy.hook(Some(approver), session.clone())])
 }
 
 /// What the flags build.
@@ -67,6 +64,10 @@ pub(crate) struct Built {
     pub(crate) background: Option<builtin::Background>,
 }
 
+/// Makes the approver that asks a durable run's questions from the one the flags make.
+pub(crate) type WrapApprover =
+    Box<dyn FnOnce(Arc<dyn golato::policy::Approver>) -> Arc<dyn golato::policy::Approver> + Send>;
+
 /// What a durable worker's agent adds to the flags' (`golato serve`).
 #[derive(Default)]
 pub(crate) struct WorkerParts {
@@ -74,6 +75,8 @@ pub(crate) struct WorkerParts {
     pub(crate) shared_lock: Option<Arc<dyn builtin::SharedLock>>,
     /// Runs the `task` tool's children as durable runs of their own.
     pub(crate) children: Option<Arc<dyn golato::subagent::Runner>>,
+    /// Asks questions through the durable engine (nobody is at a worker's terminal).
+    pub(crate) approver: Option<WrapApprover>,
 }
 
 /// The agent the flags describe. `worker` is what a durable worker adds; `interactive` says
@@ -99,6 +102,7 @@ pub(crate) async fn build_agent_keeping(
     let WorkerParts {
         shared_lock,
         children,
+        approver: durable_approver,
     } = worker.unwrap_or_default();
     let planned = settings
         .plan
@@ -174,13 +178,12 @@ pub(crate) async fn build_agent_keeping(
         false => system_prompt,
     };
     let price = model.price;
-    let mut hooks = policy_hooks(
-        settings,
-        approve,
-        Arc::clone(&approver),
-        &hook_session,
-        interactive,
-    )?;
+    let asking: Arc<dyn golato::policy::Approver> = Arc::clone(&approver) as _;
+    let asking = match durable_approver {
+        Some(wrap) => wrap(asking),
+        None => asking,
+    };
+    let mut hooks = policy_hooks(settings, approve, asking, &hook_session, interactive)?;
     // Last: it keeps a file as it was only once every other hook let the call run.
     if let Some(recorder) = recorder {
         hooks.push(recorder);

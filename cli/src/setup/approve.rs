@@ -67,7 +67,7 @@ const DETAIL_LINES: usize = 20;
 
 /// What a call does, whole, as the question shows it (made visible when shown): `bash $ …`
 /// with the whole command, `write PATH (N bytes)`, `edit PATH (N edit(s))`.
-fn detail(call: &golato::message::ToolCall, arguments: &serde_json::Value) -> String {
+pub(crate) fn detail(call: &golato::message::ToolCall, arguments: &serde_json::Value) -> String {
     let text = |name: &str| arguments[name].as_str().map(str::to_owned);
     match call.name.as_str() {
         "bash" => text("command").map(|command| format!("bash $ {command}")),

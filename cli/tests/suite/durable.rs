@@ -833,7 +833,7 @@ fn golato_submit_shows_a_durable_run_live_on_a_terminal() {
         command.arg(format!("on-a-terminal-{}", size.1)).arg("go");
         let mut terminal = in_terminal(command, size);
         let running = wait_until(&mut terminal, size, "the second batch running", |shown| {
-            ["│ ran a", "│ ran b", "RUN_KEY c", "RUN_KEY d"]
+            ["│ ran a", "│ ran b", "gated c", "gated d"]
                 .iter()
                 .all(|seen| shown.contains(seen))
         });

@@ -1,0 +1,258 @@
+//! A durable run's questions (issue 47, point 1): a call that needs a person's yes waits on the
+//! Restate server, not in its worker. Through real processes: `golato serve --approve ask`
+//! SIGKILLed while a question waits, the server itself restarted, the answers given afterwards
+//! with `golato approve`; a question nobody answers is refused at its deadline.
+
+use crate::support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use golato_restate::{Client, Outcome, Question};
+use support::restate::{free_port, Server, Worker};
+
+use super::durable::{results, HANG_GUARD};
+
+/// The script: one turn of calls `y` and `n` (each appends its name to the ledger), then the
+/// answer.
+fn write_script(dir: &Path) -> std::path::PathBuf {
+    let ledger = dir.join("ledger");
+    let call = |id: &str| {
+        serde_json::json!({"id": id, "name": "bash", "arguments": {"command": format!(
+            "echo {id} >> {}; echo ran {id}",
+            ledger.display()
+        )}})
+    };
+    let path = dir.join("script.jsonl");
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n{}\n",
+            serde_json::json!({"tool_calls": [call("y"), call("n")]}),
+            serde_json::json!({"text": "done"})
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn worker(dir: &Path, server: &Server, port: u16, name: &str, more: &[&str]) -> Worker {
+    let script = write_script(dir);
+    let mut flags = vec![
+        "--script",
+        script.to_str().unwrap(),
+        "--cwd",
+        dir.to_str().unwrap(),
+        "--restate-admin",
+        &server.admin,
+        "--restate",
+        &server.ingress,
+        "--approve",
+        "ask",
+    ];
+    flags.extend_from_slice(more);
+    Worker::start_on(dir, name, port, &flags)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Runtime::new().unwrap()
+}
+
+/// Waits until run `run` has `count` open questions (a handshake with the server).
+fn open_questions(ingress: &str, run: &str, count: usize) -> Vec<Question> {
+    let client = Client::new(ingress).unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(questions) = runtime().block_on(client.questions(run)) {
+            if questions.len() == count {
+                return questions;
+            }
+        }
+        assert!(
+            started.elapsed() < HANG_GUARD,
+            "run {run} never had {count} open questions"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn submit(ingress: &str, run: &str) -> std::thread::JoinHandle<Outcome> {
+    let client = Client::new(ingress)
+        .unwrap()
+        .with_reconnect_for(Duration::from_secs(120));
+    let run = run.to_owned();
+    std::thread::spawn(move || {
+        runtime()
+            .block_on(async { tokio::time::timeout(HANG_GUARD, client.submit(&run, "go")).await })
+            .expect("the run did not end")
+            .unwrap()
+    })
+}
+
+fn approve(ingress: &str, run: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(support::golato_binary())
+        .args(["approve", "--restate", ingress, run])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ledger(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("ledger"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_question_outlives_its_worker_and_the_server_and_its_answer_runs_the_call_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start();
+    let port = free_port();
+    let mut first = worker(dir.path(), &server, port, "worker", &[]);
+    let running = submit(&server.ingress, "asking");
+
+    // Both calls wait for a yes; nothing ran.
+    let questions = open_questions(&server.ingress, "asking", 2);
+    let y = questions.iter().find(|q| q.call_id == "y").unwrap();
+    assert_eq!(y.tool, "bash");
+    assert!(y.detail.contains("echo y >>"), "{}", y.detail);
+    assert!(y.why.contains("approval mode"), "{}", y.why);
+    assert!(ledger(dir.path()).is_empty());
+
+    // The worker dies while they wait, then the server restarts: the questions are the
+    // server's, and a new worker picks the run up where it was.
+    first.kill();
+    server.restart();
+    let _second = worker(dir.path(), &server, port, "worker-again", &[]);
+    open_questions(&server.ingress, "asking", 2);
+
+    let yes = approve(&server.ingress, "asking", &["y", "yes"]);
+    assert!(yes.status.success(), "{yes:?}");
+    let no = approve(
+        &server.ingress,
+        "asking",
+        &["n", "no", "--reason", "not on a Sunday"],
+    );
+    assert!(no.status.success(), "{no:?}");
+    let outcome = running.join().unwrap();
+    assert_eq!(outcome.error, None);
+    assert_eq!(outcome.final_text().as_deref(), Some("done"));
+
+    // The call answered yes ran once, the other never; the model read the person's reason.
+    assert_eq!(ledger(dir.path()), ["y"]);
+    let results = results(&outcome);
+    assert!(!results["y"].is_error, "{}", results["y"].text());
+    assert!(results["y"].text().contains("ran y"));
+    assert!(results["n"].is_error);
+    assert!(
+        results["n"].text().contains("not on a Sunday"),
+        "{}",
+        results["n"].text()
+    );
+    // An answer after the question closed is refused, saying so.
+    let late = approve(&server.ingress, "asking", &["y", "no"]);
+    assert!(!late.status.success());
+    let said = String::from_utf8_lossy(&late.stderr);
+    assert!(said.contains("waits on no question"), "{said}");
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_question_nobody_answers_is_refused_at_its_deadline_and_golato_submit_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let _worker = worker(
+        dir.path(),
+        &server,
+        free_port(),
+        "worker",
+        &["--answer-within", "2"],
+    );
+    let watched = std::process::Command::new(support::golato_binary())
+        .args([
+            "submit",
+            "--restate",
+            &server.ingress,
+            "--id",
+            "unanswered",
+            "--json",
+            "go",
+        ])
+        .output()
+        .unwrap();
+    assert!(watched.status.success(), "{watched:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&watched.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    // Each question once, as a line of its own, before the calls' ends.
+    let asked: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|line| line["type"] == "approval_request")
+        .collect();
+    let mut called: Vec<&str> = asked
+        .iter()
+        .map(|line| line["call_id"].as_str().unwrap())
+        .collect();
+    called.sort_unstable();
+    assert_eq!(called, ["n", "y"], "{lines:?}");
+    assert_eq!(asked[0]["answer_within_s"], 2);
+    assert_eq!(asked[0]["tool_name"], "bash");
+    // Nobody answered: both refused, saying why; nothing ran.
+    for end in lines.iter().filter(|line| line["type"] == "tool_end") {
+        assert_eq!(end["result"]["is_error"], true, "{end}");
+        let text = end["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("nobody answered within 2 s"), "{text}");
+    }
+    assert!(ledger(dir.path()).is_empty());
+}
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn golato_submit_on_a_terminal_asks_the_question_and_sends_the_answer() {
+    use crate::suite::front::{in_terminal, wait_until, SIZES};
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let _worker = worker(dir.path(), &server, free_port(), "worker", &[]);
+    for size in SIZES {
+        let run = format!("terminal-{}", size.1);
+        let mut command = std::process::Command::new(support::golato_binary());
+        command.args(["submit", "--restate", &server.ingress, "--id", &run, "go"]);
+        let mut terminal = in_terminal(command, size);
+        // The whole command and the choices; the other question waits its turn.
+        let first = wait_until(&mut terminal, size, "the first question", |shown| {
+            shown.contains("waits for your yes") && shown.contains("n REASON")
+        });
+        let asked_first = if first.contains("echo y >>") {
+            "y"
+        } else {
+            "n"
+        };
+        terminal.type_line("maybe");
+        wait_until(&mut terminal, size, "the answer asked again", |shown| {
+            shown.contains("Answer y, n, or n REASON")
+        });
+        let answer_for = |call: &str| match call {
+            "y" => "y".to_owned(),
+            _ => "n the tests are red".to_owned(),
+        };
+        terminal.type_line(&answer_for(asked_first));
+        let other = if asked_first == "y" { "n" } else { "y" };
+        wait_until(&mut terminal, size, "the second question", |shown| {
+            shown.contains(&format!("echo {other} >>"))
+        });
+        terminal.type_line(&answer_for(other));
+        let done = wait_until(&mut terminal, size, "the end", |shown| {
+            shown.contains("2 tool calls")
+        });
+        let (code, drawn) = terminal.finish();
+        assert_eq!(code, Some(0), "{drawn}");
+        assert!(done.contains("ran y"), "{done}");
+        assert!(done.contains("the tests are red"), "{done}");
+    }
+    // Each run's call y ran once, n never.
+    assert_eq!(ledger(dir.path()), ["y", "y"]);
+}
