@@ -21,7 +21,9 @@ impl Questions {
     /// The run's open questions not seen before (none when they cannot be read now: the next
     /// poll tries again).
     pub(crate) async fn new_ones(&mut self, client: &Client, run_id: &str) -> Vec<Question> {
-        let Ok(open) = client.questions(run_id).await else {
+        // Bounded: a server that is away must not hold up the run's events (the next poll
+        // asks again).
+        let Ok(Ok(open)) = tokio::time::timeout(POLL * 4, client.questions(run_id)).await else {
             return Vec::new();
         };
         open.into_iter()

@@ -74,7 +74,9 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
     let mut poll = tokio::time::interval(questions::POLL);
     let asks = !args.json && std::io::IsTerminal::is_terminal(&std::io::stdin());
     let mut lines = None;
-    // Ctrl-C detaches: the run is the server's, not this process's.
+    // Ctrl-C detaches: the run is the server's, not this process's. Listened for across the
+    // loop's turns (one made each turn would miss a signal sent while a turn's work runs).
+    let mut interrupted = std::pin::pin!(crate::commands::durable::interrupted());
     let outcome = loop {
         tokio::select! {
             outcome = &mut submitted => break outcome.map_err(failed)?,
@@ -128,7 +130,7 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
                 }
                 None => watching = false,
             },
-            signal = crate::commands::durable::interrupted() => {
+            signal = &mut interrupted => {
                 shown.abandon();
                 eprintln!(
                     "golato: detached from run {id}, which goes on on the server; `golato submit --restate {} --id {id} --from {}` shows the rest",
