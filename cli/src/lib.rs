@@ -3,7 +3,7 @@
 //! - running agents: `run` (one prompt, live output, `--json`), `chat` (the interactive front
 //!   end, or `--plain` lines), `resume`, `demo` (the bundled demo, no key or network needed),
 //!   `acp` (the Agent Client Protocol for editors), `tool` (one call of a built-in tool);
-//! - durable runs on Restate: `serve`, `submit`, `cancel`, `steer`, `follow-up`;
+//! - durable runs on Restate: `serve`, `submit`, `cancel`, `steer`, `follow-up`, `approve`;
 //! - what golato keeps: `sessions`, `undo`, `diff`;
 //! - what the files say: `config`, `hooks`, `skills`, `trust`, `untrust`.
 //!

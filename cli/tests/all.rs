@@ -21,6 +21,8 @@ mod suite {
     #[cfg(feature = "durable")]
     mod durable_approvals;
     mod durable_children;
+    #[cfg(feature = "durable")]
+    mod durable_scale;
     mod faults;
     mod file_ownership;
     mod front;

@@ -142,6 +142,15 @@ pub(crate) async fn serve(
     // A question waits on the server (answered with `golato approve`), never in the worker.
     let approver = match &args.restate {
         Some(ingress) => Some(durable_questions(ingress, &settings, args.answer_within)?),
+        None if matches!(
+            settings.approve,
+            Some(crate::args::Approve::Ask | crate::args::Approve::Edits)
+        ) =>
+        {
+            return Err(CliError::usage(
+                "--approve in golato serve asks its questions through the Restate server (nobody is at a worker's terminal): give --restate URL, the server's ingress",
+            ))
+        }
         None => None,
     };
     let crate::setup::agent::Built {

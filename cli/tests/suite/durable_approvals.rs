@@ -256,3 +256,14 @@ fn golato_submit_on_a_terminal_asks_the_question_and_sends_the_answer() {
     // Each run's call y ran once, n never.
     assert_eq!(ledger(dir.path()), ["y", "y"]);
 }
+
+#[test]
+fn golato_serve_that_would_ask_without_the_server_to_ask_through_is_a_usage_error() {
+    let output = std::process::Command::new(support::golato_binary())
+        .args(["serve", "--listen", "127.0.0.1:0", "--approve", "ask"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("give --restate URL"), "{said}");
+}
