@@ -11,6 +11,8 @@
 //! `session/load` and `session/list` read them).
 
 mod client_files;
+#[cfg(feature = "durable")]
+mod durable;
 mod prompt;
 mod sessions;
 mod updates;
@@ -118,6 +120,9 @@ pub(crate) struct Session {
     /// What the session's folder being untrusted left out (settings, instruction files): told
     /// the client with the first prompt's answer, since editors hide an agent's stderr.
     pub(crate) notice: Option<String>,
+    /// With `--restate`: how many durable runs the session's prompts were (its next is one
+    /// more).
+    pub(crate) durable_runs: usize,
 }
 
 /// What every handler shares.
@@ -133,6 +138,9 @@ pub(crate) struct State {
     drivers: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// What the client said of its files at `initialize`.
     client_files: Mutex<Option<agent_client_protocol::v1::schema::FileSystemCapabilities>>,
+    /// With `--restate`: prompts are durable runs on that server.
+    #[cfg(feature = "durable")]
+    durable: Option<Arc<durable::Durable>>,
 }
 
 impl State {
@@ -241,6 +249,20 @@ async fn wind_down(state: &State) {
 
 /// `golato acp`.
 pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
+    #[cfg(feature = "durable")]
+    let durable = match &args.restate {
+        Some(ingress) => Some(Arc::new(durable::Durable::new(
+            ingress,
+            args.restate_admin.as_deref(),
+        )?)),
+        None => None,
+    };
+    #[cfg(not(feature = "durable"))]
+    if args.restate.is_some() {
+        return Err(CliError::usage(
+            "--restate needs durable runs, which this golato was built without; build it with its default features",
+        ));
+    }
     let state = Arc::new(State {
         defaults: args.agent,
         ephemeral: args.ephemeral,
@@ -249,6 +271,8 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
         busy: Mutex::default(),
         drivers: Mutex::default(),
         client_files: Mutex::default(),
+        #[cfg(feature = "durable")]
+        durable,
     });
     let served = {
         let (s0, s1, s2, s3, s4, s5, s6, s7) = (
@@ -282,7 +306,14 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
             )
             .on_receive_request(
                 async move |request: LoadSessionRequest, responder, cx| {
-                    responder.respond_with_result(load_session(&s2, request, &cx).await)
+                    let loaded = load_session(&s2, request, &cx).await;
+                    // A durable session's last run is followed once the client has the
+                    // conversation before it.
+                    #[cfg(feature = "durable")]
+                    if let Ok((_, id)) = &loaded {
+                        sessions::follow_last_run(&s2, id, &cx);
+                    }
+                    responder.respond_with_result(loaded.map(|(response, _)| response))
                 },
                 agent_client_protocol::on_receive_request!(),
             )

@@ -190,6 +190,15 @@ pub(crate) struct AcpArgs {
     /// How long a permission request may wait for the client before the call is refused.
     #[arg(long, value_name = "SECONDS", default_value = "300", value_parser = positive_seconds)]
     pub(crate) permission_timeout: std::time::Duration,
+    /// Run each prompt as a durable run on the Restate server whose ingress this is (e.g.
+    /// http://127.0.0.1:8080), served by `golato serve` workers: a session outlives this
+    /// process (session/load attaches to a run still going), and questions wait on the server.
+    #[arg(long, value_name = "URL")]
+    pub(crate) restate: Option<String>,
+    /// The server's admin API (e.g. http://127.0.0.1:9070), which session/cancel needs with
+    /// --restate.
+    #[arg(long, value_name = "URL", requires = "restate")]
+    pub(crate) restate_admin: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -19,6 +19,8 @@ mod suite {
     #[cfg(feature = "durable")]
     mod durable;
     #[cfg(feature = "durable")]
+    mod durable_acp;
+    #[cfg(feature = "durable")]
     mod durable_approvals;
     mod durable_children;
     #[cfg(feature = "durable")]

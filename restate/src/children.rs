@@ -123,10 +123,8 @@ async fn follow(
     child: Child,
     ctx: &ToolContext,
 ) -> Result<Outcome, BoxError> {
-    let submission = Submission {
-        prompt: child.prompt.clone(),
-        child: Some(child),
-    };
+    let mut submission = Submission::new(child.prompt.clone());
+    submission.child = Some(child);
     let mut outcome = std::pin::pin!(client.submit_with(id, &submission));
     let mut events = std::pin::pin!(client.watch(id, 0));
     let mut watching = true;

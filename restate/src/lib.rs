@@ -95,6 +95,10 @@ pub struct Submission {
     /// worker builds its agent from it ([`Worker::with_subagents`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child: Option<Child>,
+    /// The conversation the run goes on from (an editor's session's earlier turns, see
+    /// [`Submission::with_transcript`]); the prompt, when not empty, comes after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcript: Vec<Message>,
 }
 
 impl Submission {
@@ -103,6 +107,27 @@ impl Submission {
         Submission {
             prompt: prompt.into(),
             child: None,
+            transcript: Vec::new(),
+        }
+    }
+
+    /// A run that goes on from `transcript` (an earlier run's messages, ending with the new
+    /// user message when the prompt is empty: a prompt with images goes that way).
+    pub fn with_transcript(mut self, transcript: Vec<Message>) -> Submission {
+        self.transcript = transcript;
+        self
+    }
+
+    /// What the worker's run starts from.
+    fn into_input(self) -> golato::agent::Input {
+        let prompts = match (self.prompt.is_empty(), self.transcript.is_empty()) {
+            (true, false) => Vec::new(),
+            _ => vec![golato::message::UserMessage::new(self.prompt)],
+        };
+        golato::agent::Input {
+            prompts,
+            transcript: self.transcript,
+            summary: None,
         }
     }
 }

@@ -11,7 +11,6 @@ use super::journal::{Driver, RestateJournal};
 use super::publish::Publisher;
 use super::{Outcome, Submission};
 use golato::agent::Agent;
-use golato::message::UserMessage;
 
 /// The state key holding a finished run's outcome.
 const OUTCOME: &str = "outcome";
@@ -75,7 +74,7 @@ impl RunObject {
             }
         };
         let (journal, requests) = RestateJournal::new(run_id.clone());
-        let run = agent.start_journaled(UserMessage::new(submission.prompt), Arc::new(journal));
+        let run = agent.start_journaled(submission.into_input(), Arc::new(journal));
         let token = run.cancellation_token();
         // The handler's future is dropped when the worker loses its invocation (the server went
         // away, the invocation was suspended or killed): the run must stop with it.

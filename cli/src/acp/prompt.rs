@@ -74,9 +74,21 @@ pub(crate) async fn start(
         Err(error) => return responder.respond_with_error(error),
     };
     let Some(cancel) = state.begin_prompt(&id) else {
-        return responder.respond_with_error(invalid_params(format!(
+        let busy = invalid_params(format!(
             "the session {id} is working on a prompt already; wait for its answer, or send session/cancel first"
-        )));
+        ));
+        // A durable session's run takes it as steering.
+        #[cfg(feature = "durable")]
+        if let Some(durable) = state.durable.clone() {
+            tokio::spawn(async move {
+                let _ = match super::durable::steer(&durable, &id, &prompt).await {
+                    Some(answer) => responder.respond_with_result(answer),
+                    None => responder.respond_with_error(busy),
+                };
+            });
+            return Ok(());
+        }
+        return responder.respond_with_error(busy);
     };
     let driver = tokio::spawn({
         let state = Arc::clone(&state);
@@ -104,6 +116,10 @@ async fn drive(
     cancel: &CancellationToken,
     cx: &Connection,
 ) -> Result<PromptResponse, agent_client_protocol::Error> {
+    #[cfg(feature = "durable")]
+    if let Some(durable) = &state.durable {
+        return super::durable::drive(durable, state, session, prompt, cancel, cx).await;
+    }
     // UserPromptSubmit hooks may block the prompt: the client hears why.
     let run = session
         .conversation
@@ -212,7 +228,7 @@ fn reply_for(option: &str) -> Reply {
 
 /// Asks the client about a call, on a task of its own (the run goes on streaming meanwhile).
 /// No answer within the timeout, a cancelled turn or a client gone away refuse the call.
-fn ask(
+pub(super) fn ask(
     state: &State,
     session: &str,
     question: Question,

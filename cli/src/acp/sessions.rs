@@ -214,6 +214,7 @@ async fn keep(
         spent: 0.0,
         provider,
         notice,
+        durable_runs: 0,
     };
     let options = config_options(&session);
     state
@@ -250,11 +251,42 @@ fn uuid_like() -> String {
     )
 }
 
+/// A durable session's last run, followed by a task of its own as a prompt's would be (a
+/// prompt sent meanwhile steers it, `session/cancel` cancels it).
+#[cfg(feature = "durable")]
+pub(super) fn follow_last_run(state: &Arc<State>, id: &str, cx: &Connection) {
+    let (Some(durable), Ok(session)) = (state.durable.clone(), state.session(id)) else {
+        return;
+    };
+    let Some(cancel) = state.begin_prompt(id) else {
+        return;
+    };
+    let (state, cx) = (Arc::clone(state), cx.clone());
+    let driver = tokio::spawn({
+        let state = Arc::clone(&state);
+        async move {
+            let mut session = session.lock().await;
+            if let Err(error) =
+                super::durable::attach(&durable, &state, &mut session, &cancel, &cx).await
+            {
+                tracing::warn!(session = %session.id, error = %error.message, "the session's last durable run could not be followed");
+            }
+            state.end_prompt(&session.id);
+        }
+    });
+    state
+        .drivers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(driver);
+}
+
+/// `session/load`: the session's conversation replayed to the client, and its ID.
 pub(super) async fn load_session(
     state: &State,
     request: LoadSessionRequest,
     cx: &Connection,
-) -> Result<LoadSessionResponse, agent_client_protocol::Error> {
+) -> Result<(LoadSessionResponse, String), agent_client_protocol::Error> {
     let id = request.session_id.0.to_string();
     if state
         .sessions
@@ -275,17 +307,26 @@ pub(super) async fn load_session(
     let built = build(&settings).await.map_err(to_protocol)?;
     let opened = crate::store::session::open(Some(saved), &cwd, state.ephemeral, true)
         .map_err(to_protocol)?;
-    // The conversation so far, as the client shows it, before the answer.
-    for update in updates::replay(&opened.transcript, &cwd) {
+    // The conversation so far, as the client shows it, before the answer. A durable session's
+    // last run is shown from its own events, followed after the answer.
+    let replayed = match () {
+        #[cfg(feature = "durable")]
+        () if state.durable.is_some() => super::durable::before_last_run(&opened.transcript),
+        () => &opened.transcript[..],
+    };
+    for update in updates::replay(replayed, &cwd) {
         cx.send_notification(agent_client_protocol::v1::schema::SessionNotification::new(
             id.clone(),
             update,
         ))?;
     }
-    let options = keep(state, id, settings, built, opened).await;
-    Ok(LoadSessionResponse::new()
-        .modes(modes(mode))
-        .config_options(options))
+    let options = keep(state, id.clone(), settings, built, opened).await;
+    Ok((
+        LoadSessionResponse::new()
+            .modes(modes(mode))
+            .config_options(options),
+        id,
+    ))
 }
 
 pub(super) fn list_sessions(

@@ -522,7 +522,7 @@ fn cancel_stops_the_running_command_and_keeps_the_conversation() {
 }
 
 /// Where `.ci/run` installed the official TypeScript client library (its `node_modules`).
-fn typescript_sdk() -> std::path::PathBuf {
+pub(super) fn typescript_sdk() -> std::path::PathBuf {
     match std::env::var_os("GOLATO_ACP_SDK") {
         Some(dir) => dir.into(),
         None => panic!(

@@ -1,0 +1,98 @@
+//! Editors drive durable runs (issue 47, point 3): `golato acp --restate` driven by the official
+//! TypeScript client, against a real Restate server and a `golato serve --approve ask` worker.
+//! The prompt's question reaches the editor as a permission request; the ACP process is
+//! SIGKILLed while the run goes on; a new one loads the session and follows the run to its end;
+//! the next prompt is cancelled with `session/cancel`.
+
+use crate::support;
+
+use serde_json::json;
+use support::restate::{Server, Worker};
+
+#[test]
+#[ignore = "needs a Restate server (GOLATO_RESTATE_SERVER) and the ACP client library (GOLATO_ACP_SDK): .ci/run"]
+fn an_editor_session_outlives_its_acp_process_and_drives_durable_runs() {
+    let work = tempfile::tempdir().unwrap();
+    let work_path = work.path().canonicalize().unwrap();
+    let signals = support::signals();
+    let sig = signals.path();
+    // The first command waits on a FIFO the client writes once the session is loaded again (a
+    // handshake: it cannot end before).
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        sig.join("release"),
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    let client_dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        super::acp::typescript_sdk(),
+        client_dir.path().join("node_modules"),
+    )
+    .unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/durable_client.mjs"),
+        client_dir.path().join("durable_client.mjs"),
+    )
+    .unwrap();
+    let script = support::cli::script_file(
+        client_dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": format!(
+                "echo ran >> {0}/ledger; touch {0}/started; cat {0}/release > /dev/null; echo released",
+                sig.display()
+            )}}]}),
+            json!({"text": "slow thing done"}),
+            json!({"tool_calls": [{"id": "c2", "name": "bash", "arguments": {"command": format!(
+                "touch {}/started2; exec sleep 120", sig.display()
+            )}}]}),
+            json!({"text": "not reached"}),
+        ],
+    );
+    let server = Server::start();
+    let _worker = Worker::start(
+        work.path(),
+        "worker",
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            work_path.to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+            "--restate",
+            &server.ingress,
+            "--approve",
+            "ask",
+        ],
+    );
+    let output = std::process::Command::new("node")
+        .arg("durable_client.mjs")
+        .arg(support::golato_binary())
+        .arg(&work_path)
+        .arg(&script)
+        .arg(sig)
+        .arg(&server.ingress)
+        .arg(&server.admin)
+        .current_dir(client_dir.path())
+        .env("GOLATO_DATA_DIR", support::cli::data_dir())
+        .env(
+            "GOLATO_CONFIG",
+            support::cli::data_dir().join("no-config.toml"),
+        )
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the client failed:\n{said}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(said.lines().last() == Some(r#"{"ok":"all"}"#), "{said}");
+    // The first command ran once, on the worker, whatever happened to the ACP processes.
+    assert_eq!(
+        std::fs::read_to_string(sig.join("ledger")).unwrap(),
+        "ran\n"
+    );
+}
