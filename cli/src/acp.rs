@@ -122,6 +122,7 @@ pub(crate) struct Session {
     pub(crate) notice: Option<String>,
     /// With `--restate`: how many durable runs the session's prompts were (its next is one
     /// more).
+    #[cfg_attr(not(feature = "durable"), allow(dead_code))]
     pub(crate) durable_runs: usize,
 }
 

@@ -417,15 +417,7 @@ impl Client {
             self.http.post(url.clone()).json(&body).send()
         })
         .await?;
-        let _: serde_json::Value =
-            self.read(&url, response)
-                .await
-                .or_else(|error| match error {
-                    // The handler answers nothing: an empty body is not JSON.
-                    Error::Malformed { .. } => Ok(serde_json::Value::Null),
-                    other => Err(other),
-                })?;
-        Ok(())
+        self.read_nothing(&url, response).await
     }
 
     /// The questions run `run_id` waits on: calls that need a person's yes (see
@@ -482,14 +474,7 @@ impl Client {
                 message,
             });
         }
-        let _: serde_json::Value =
-            self.read(&url, response)
-                .await
-                .or_else(|error| match error {
-                    Error::Malformed { .. } => Ok(serde_json::Value::Null),
-                    other => Err(other),
-                })?;
-        Ok(())
+        self.read_nothing(&url, response).await
     }
 
     /// The outcome of run `run_id` if it ended, `None` if it is running or unknown.
@@ -611,6 +596,19 @@ impl Client {
                 }
             }
         })
+    }
+
+    /// The answer of a handler that returns nothing: success, or the server's refusal.
+    async fn read_nothing(
+        &self,
+        url: &reqwest::Url,
+        response: reqwest::Response,
+    ) -> Result<(), Error> {
+        match self.read::<serde_json::Value>(url, response).await {
+            // The handler answers nothing: an empty body is not JSON.
+            Ok(_) | Err(Error::Malformed { .. }) => Ok(()),
+            Err(other) => Err(other),
+        }
     }
 
     async fn read<T: serde::de::DeserializeOwned>(

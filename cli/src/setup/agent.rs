@@ -59,6 +59,7 @@ pub(crate) struct Built {
     /// Who answers for calls that ask (`/approve` changes its mode).
     pub(crate) approver: Arc<Approvals>,
     /// What the `task` tool's children are made of, when it has one.
+    #[cfg_attr(not(feature = "durable"), allow(dead_code))]
     pub(crate) subagents: Option<golato::subagent::Config>,
     /// The session's background commands, when bash may start them.
     pub(crate) background: Option<builtin::Background>,
