@@ -190,9 +190,15 @@ impl Inner {
         // Asked only when the journal runs the step: a recorded answer asks nobody.
         let approver = Arc::clone(&self.approver);
         let asked_here = Arc::clone(&journaled.asked_here);
+        let cancel = ctx.cancel.clone();
         let work = StepWork::new(async move {
             asked_here.store(true, std::sync::atomic::Ordering::SeqCst);
             let answer = approver.ask(ctx, why).await;
+            // Nobody answered because the run is ending: not an answer to keep (picked up
+            // again, the run asks again).
+            if answer.is_err() && cancel.is_cancelled() {
+                return Err(NotRecorded);
+            }
             serde_json::to_value(&answer)
                 .map(crate::journal::seal)
                 .map_err(|_| NotRecorded)
@@ -208,7 +214,9 @@ impl Inner {
                         .map_err(|error| error.to_string())
                 })
                 .unwrap_or_else(|reason| Err(unreadable(reason))),
-            Err(StepError::NotRecorded) => Err(unreadable("nothing was recorded".to_owned())),
+            Err(StepError::NotRecorded) => Err(format!(
+                "This {tool} call was not run: the run was cancelled while it waited for an answer."
+            )),
             Err(StepError::Journal(error)) => Err(unreadable(error.to_string())),
         }
     }

@@ -759,3 +759,54 @@ fn what_a_call_spent_is_counted_again_when_its_result_is_replayed() {
     assert_eq!(*runs.lock().unwrap(), 1, "the call ran again");
     assert_eq!(spent_of(&events), Some((1_200, Some(0.25))));
 }
+
+/// Asks nobody: counts the questions and refuses each, saying why.
+struct Refusing(std::sync::atomic::AtomicUsize);
+
+impl golato::policy::Approver for Refusing {
+    fn default_decision(&self, _: &golato::hook::HookContext) -> golato::policy::Decision {
+        golato::policy::Decision::Ask
+    }
+
+    fn ask(
+        &self,
+        _: golato::hook::HookContext,
+        _: String,
+    ) -> BoxFuture<'static, Result<golato::policy::Approval, String>> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        futures::future::ready(Ok(golato::policy::Approval::Refuse {
+            reason: Some("not today".to_owned()),
+        }))
+        .boxed()
+    }
+}
+
+#[test]
+fn a_journaled_runs_answers_are_recorded_and_never_asked_again() {
+    let approver = Arc::new(Refusing(Default::default()));
+    let (_session, watched) = tokio::sync::watch::channel(golato::policy::HookSession::default());
+    let policy = Arc::new(golato::policy::CallPolicy::new());
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(script())),
+        tools: vec![ledger_tool(Arc::clone(&ledger))],
+        hooks: vec![policy.hook(Some(approver.clone()), watched)],
+        ..Default::default()
+    })
+    .unwrap();
+    let journal = Arc::new(MemoryJournal::new());
+    let first = agent
+        .start_journaled(prompt("go"), journal.clone())
+        .wait()
+        .unwrap();
+    let asked = || approver.0.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(asked(), 4);
+    assert!(ledger.lock().unwrap().is_empty(), "a refused call ran");
+    let text = result_of(&first.messages, "c").text();
+    assert!(text.contains("not today"), "{text}");
+    assert!(journal.keys().contains(&"turn-1/approval-c".to_owned()));
+    // Picked up again on the same journal: the same answers, nobody asked.
+    let again = agent.start_journaled(prompt("go"), journal).wait().unwrap();
+    assert_eq!(again.messages, first.messages);
+    assert_eq!(asked(), 4);
+}

@@ -267,3 +267,50 @@ fn golato_serve_that_would_ask_without_the_server_to_ask_through_is_a_usage_erro
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(said.contains("give --restate URL"), "{said}");
 }
+
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_question_of_a_call_id_full_of_separators_and_escapes_is_answered_and_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    // A model's call ID may hold anything: the question's key ends with it, whole.
+    let call_id = format!("a/b/../%2F?#ü {}", "x".repeat(300));
+    let ledger = dir.path().join("ledger");
+    let script = dir.path().join("hostile.jsonl");
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{}\n",
+            serde_json::json!({"tool_calls": [{"id": call_id, "name": "bash", "arguments": {
+                "command": format!("echo ran >> {}", ledger.display())}}]}),
+            serde_json::json!({"text": "done"})
+        ),
+    )
+    .unwrap();
+    let _worker = Worker::start_on(
+        dir.path(),
+        "worker",
+        free_port(),
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+            "--restate",
+            &server.ingress,
+            "--approve",
+            "ask",
+        ],
+    );
+    let running = submit(&server.ingress, "hostile-ids");
+    let questions = open_questions(&server.ingress, "hostile-ids", 1);
+    assert_eq!(questions[0].call_id, call_id);
+    let answered = approve(&server.ingress, "hostile-ids", &[&call_id, "yes"]);
+    assert!(answered.status.success(), "{answered:?}");
+    let outcome = running.join().unwrap();
+    assert_eq!(outcome.error, None);
+    assert!(!results(&outcome)[&call_id].is_error);
+    assert_eq!(std::fs::read_to_string(&ledger).unwrap(), "ran\n");
+}
