@@ -37,6 +37,11 @@ fn session_settings(
     let mut args = state.defaults.clone();
     args.cwd = cwd.to_owned();
     let mut settings = crate::settings::resolve(args, false)?;
+    // A durable session's model is the workers' to ask.
+    #[cfg(feature = "durable")]
+    {
+        settings.model_elsewhere = state.durable.is_some();
+    }
     for server in mcp_servers {
         match server {
             McpServer::Stdio(stdio) => settings.mcp_commands.push(McpCommand {

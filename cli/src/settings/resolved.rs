@@ -53,6 +53,9 @@ pub(crate) struct Settings {
     pub(crate) output_schema: Option<PathBuf>,
     /// A recorded model to replay instead of a provider.
     pub(crate) script: Option<PathBuf>,
+    /// The model is asked elsewhere (`golato acp --restate`: by the durable workers), so this
+    /// process needs no provider, nor its key.
+    pub(crate) model_elsewhere: bool,
     /// Only these tools.
     pub(crate) tools: Option<Vec<String>>,
     /// Never these tools.
@@ -147,6 +150,7 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         no_project_instructions: args.no_project_instructions,
         output_schema: args.output_schema,
         script: args.script,
+        model_elsewhere: false,
         tools: args.tools,
         exclude: args.exclude,
         plan: args.plan,

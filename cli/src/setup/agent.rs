@@ -290,6 +290,16 @@ struct Source {
 }
 
 fn source(settings: &Settings) -> Result<Source, CliError> {
+    if settings.model_elsewhere && settings.script.is_none() {
+        // Never asked: every prompt is a run the durable workers serve.
+        return Ok(Source {
+            generator: Arc::new(golato::generator::Scripted::new(Vec::new())),
+            model: Model::new(settings.model.clone().unwrap_or_default()),
+            recording: None,
+            provider: "durable",
+            endpoint: String::from("the durable workers"),
+        });
+    }
     match &settings.script {
         Some(path) => {
             let (scripted, recording) = load_script(path)?;

@@ -1,6 +1,6 @@
 // `golato acp --restate` driven by the official TypeScript client library: a session whose
 // prompts are durable runs. Run by cli/tests/suite/durable_acp.rs with:
-//   node durable_client.mjs GOLATO WORKDIR SCRIPT SIGNALS INGRESS ADMIN
+//   node durable_client.mjs GOLATO WORKDIR SIGNALS INGRESS ADMIN
 // The workers (golato serve --approve ask) replay the script: turn 1 a command that asks, says
 // it started (SIGNALS/started) and waits for SIGNALS/release; turn 2 the answer; turn 3 (the
 // second prompt) a long command (SIGNALS/started2); turn 4 not reached.
@@ -10,7 +10,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
-const [golato, work, script, signals, ingress, admin] = process.argv.slice(2);
+const [golato, work, signals, ingress, admin] = process.argv.slice(2);
 
 function check(what, ok, detail) {
   if (!ok) throw new Error(`${what}: ${JSON.stringify(detail)}`);
@@ -20,7 +20,8 @@ function check(what, ok, detail) {
 function connect(updates, permissions) {
   const child = spawn(
     golato,
-    ["acp", "--script", script, "--restate", ingress, "--restate-admin", admin],
+    // No model flags: the workers ask the model; this process needs no provider or key.
+    ["acp", "--restate", ingress, "--restate-admin", admin],
     { stdio: ["pipe", "pipe", "inherit"] },
   );
   const stream = acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));

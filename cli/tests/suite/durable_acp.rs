@@ -71,11 +71,13 @@ fn an_editor_session_outlives_its_acp_process_and_drives_durable_runs() {
         .arg("durable_client.mjs")
         .arg(support::golato_binary())
         .arg(&work_path)
-        .arg(&script)
         .arg(sig)
         .arg(&server.ingress)
         .arg(&server.admin)
         .current_dir(client_dir.path())
+        // The editor's side asks no model: without a key it still serves the session.
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
         .env("GOLATO_DATA_DIR", support::cli::data_dir())
         .env(
             "GOLATO_CONFIG",
