@@ -99,18 +99,24 @@ pub(crate) async fn steer(
     durable: &Durable,
     session: &str,
     prompt: &UserMessage,
+    cx: &Connection,
 ) -> Option<Result<PromptResponse, agent_client_protocol::Error>> {
+    use agent_client_protocol::v1::schema::{
+        ContentBlock, ContentChunk, SessionUpdate, TextContent,
+    };
     let following = durable.following(session)?;
-    if let Err(error) = durable
-        .client
-        .steer(&following.run_id, &prompt.text())
-        .await
-    {
+    let text = prompt.text();
+    if let Err(error) = durable.client.steer(&following.run_id, &text).await {
         return Some(Err(invalid_params(format!(
             "the session's run {} did not take the prompt: {error}",
             following.run_id
         ))));
     }
+    // Delivered: the run takes it after its running calls. The client shows it now.
+    let delivered = SessionUpdate::UserMessageChunk(ContentChunk::new(ContentBlock::Text(
+        TextContent::new(text),
+    )));
+    let _ = cx.send_notification(SessionNotification::new(session.to_owned(), delivered));
     let mut ended = following.ended;
     let outcome = ended
         .wait_for(Option::is_some)

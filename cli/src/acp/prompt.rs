@@ -81,7 +81,7 @@ pub(crate) async fn start(
         #[cfg(feature = "durable")]
         if let Some(durable) = state.durable.clone() {
             tokio::spawn(async move {
-                let _ = match super::durable::steer(&durable, &id, &prompt).await {
+                let _ = match super::durable::steer(&durable, &id, &prompt, &cx).await {
                     Some(answer) => responder.respond_with_result(answer),
                     None => responder.respond_with_error(busy),
                 };

@@ -3,7 +3,8 @@
 //   node durable_client.mjs GOLATO WORKDIR SIGNALS INGRESS ADMIN
 // The workers (golato serve --approve ask) replay the script: turn 1 a command that asks, says
 // it started (SIGNALS/started) and waits for SIGNALS/release; turn 2 the answer; turn 3 (the
-// second prompt) a long command (SIGNALS/started2); turn 4 not reached.
+// second prompt) a command waiting for SIGNALS/release2, turn 4 the answer after the steering;
+// turn 5 (the third prompt) a long command (SIGNALS/started3); turn 6 not reached.
 // It prints one JSON line per check; any failure throws (exit code 1).
 import { spawn } from "node:child_process";
 import { existsSync, writeFileSync } from "node:fs";
@@ -91,9 +92,23 @@ await second.app.connectWith(second.stream, async (cx) => {
   const done = replayed.filter((n) => n.update.sessionUpdate === "tool_call_update" && n.update.toolCallId === "c1" && n.update.status === "completed");
   check("the command completed once, on the worker", done.length === 1, done);
 
-  // 3. The next prompt goes on from the conversation; session/cancel cancels its run.
+  // 3. The next prompt goes on from the conversation; a prompt sent while its command runs
+  //    steers the run (shown as delivered at once, taken after the command), and both are
+  //    answered when the run ends.
+  replayed.length = 0;
+  const steered = cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "now steer" }] });
+  await until("the second command", () => existsSync(`${signals}/started2`));
+  const steering = cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "and say hi" }] });
+  await until("the steering delivered", () =>
+    replayed.some((n) => n.update.sessionUpdate === "user_message_chunk" && n.update.content.text === "and say hi"));
+  writeFileSync(`${signals}/release2`, "");
+  const [first_answer, second_answer] = [await steered, await steering];
+  check("the steered run ends both prompts", first_answer.stopReason === "end_turn" && second_answer.stopReason === "end_turn", [first_answer, second_answer]);
+  check("the run went on after the steering", texts(replayed).includes("steered done"), texts(replayed));
+
+  // 4. session/cancel cancels the next prompt's run.
   const cancelled = cx.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "now wait" }] });
-  await until("the long command", () => existsSync(`${signals}/started2`));
+  await until("the long command", () => existsSync(`${signals}/started3`));
   await cx.notify("session/cancel", { sessionId });
   const stopped = await cancelled;
   check("session/cancel cancels the durable run", stopped.stopReason === "cancelled", stopped);

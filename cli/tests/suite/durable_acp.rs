@@ -2,7 +2,7 @@
 //! TypeScript client, against a real Restate server and a `golato serve --approve ask` worker.
 //! The prompt's question reaches the editor as a permission request; the ACP process is
 //! SIGKILLed while the run goes on; a new one loads the session and follows the run to its end;
-//! the next prompt is cancelled with `session/cancel`.
+//! the next prompt is steered by another; the one after is cancelled with `session/cancel`.
 
 use crate::support;
 
@@ -18,12 +18,14 @@ fn an_editor_session_outlives_its_acp_process_and_drives_durable_runs() {
     let sig = signals.path();
     // The first command waits on a FIFO the client writes once the session is loaded again (a
     // handshake: it cannot end before).
-    rustix::fs::mkfifoat(
-        rustix::fs::CWD,
-        sig.join("release"),
-        rustix::fs::Mode::from_raw_mode(0o600),
-    )
-    .unwrap();
+    for fifo in ["release", "release2"] {
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            sig.join(fifo),
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+    }
     let client_dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(
         super::acp::typescript_sdk(),
@@ -45,7 +47,11 @@ fn an_editor_session_outlives_its_acp_process_and_drives_durable_runs() {
             )}}]}),
             json!({"text": "slow thing done"}),
             json!({"tool_calls": [{"id": "c2", "name": "bash", "arguments": {"command": format!(
-                "touch {}/started2; exec sleep 120", sig.display()
+                "touch {0}/started2; cat {0}/release2 > /dev/null", sig.display()
+            )}}]}),
+            json!({"text": "steered done"}),
+            json!({"tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": format!(
+                "touch {}/started3; exec sleep 120", sig.display()
             )}}]}),
             json!({"text": "not reached"}),
         ],
