@@ -78,7 +78,9 @@ fn killed_mid_batch(user_config: Option<&str>) {
     let mut first = run().spawn().unwrap();
     // The handshake: a's result is in the journal and b is running.
     wait_for("a's record and b's start", || {
-        std::fs::read_to_string(&journal).is_ok_and(|text| text.contains("turn-1/call-a"))
+        std::fs::read_to_string(&journal)
+            // a's record, not its start (`{"started": …}`): both name the step.
+            .is_ok_and(|text| text.contains("\"step\":\"turn-1/call-a\""))
             && signals.path().join("b.pid").exists()
     });
     let sleeping = || {
