@@ -33,6 +33,7 @@
 
 mod counted;
 mod forward;
+mod hello;
 mod socks;
 mod tunnel;
 
@@ -41,7 +42,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use golato_sandbox::network::{NetworkPolicy, Refusal, Why};
+use golato_sandbox::network::{NetworkPolicy, Refusal};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::json;
@@ -350,18 +351,15 @@ impl Proxy {
                 () = cancel.cancelled() => None,
                 upgraded = hyper::upgrade::on(request) => upgraded.ok(),
             };
-            let named = match upgraded {
+            let closed = match upgraded {
                 Some(upgraded) => tokio::select! {
                     () = cancel.cancelled() => None,
-                    named = tunnel::carry(TokioIo::new(upgraded), upstream, &host) => named,
+                    closed = tunnel::carry(TokioIo::new(upgraded), upstream, &host) => closed,
                 },
                 None => None,
             };
-            let verdict = match named {
-                Some(named) => Verdict::Refused(Refusal {
-                    host: host.clone(),
-                    why: Why::TlsName(named),
-                }),
+            let verdict = match closed {
+                Some(closed) => Verdict::Refused(closed.refusal(host.clone())),
                 None => Verdict::Allowed,
             };
             proxy.tell(host, port, Method::CONNECT.to_string(), verdict, &counters);
@@ -379,7 +377,7 @@ impl Proxy {
         let mut last = String::from("it resolves to no address");
         for address in addresses {
             self.policy
-                .judge_address(host, address.ip())
+                .judge_address(host, address.ip(), port)
                 .map_err(Opened::Refused)?;
             match TcpStream::connect(address).await {
                 Ok(stream) => return Ok(stream),

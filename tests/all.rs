@@ -26,6 +26,7 @@ mod suite {
     mod properties;
     mod providers;
     mod proxy;
+    mod proxy_hostile;
     mod resume;
     mod search_properties;
     mod setup;

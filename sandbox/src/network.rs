@@ -50,6 +50,9 @@ pub const PRESETS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The ports a preset's hosts are allowed on: https and http.
+pub const PRESET_PORTS: [u16; 2] = [443, 80];
+
 /// Which methods a plain HTTP request may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Methods {
@@ -87,13 +90,19 @@ pub enum Why {
     NotAllowed,
     /// A deny pattern matches it.
     Denied,
+    /// It resolved to an address a deny pattern names.
+    DeniedAddress(IpAddr),
     /// The name resolved to a loopback, private, link-local (the cloud metadata address
     /// among them) or otherwise local address, which only a pattern naming it exactly allows.
     LocalAddress(IpAddr),
     /// `read` mode and a method that sends (or a tunnel, whose requests cannot be seen).
     Method(String),
-    /// A TLS tunnel whose ClientHello names (SNI) another host than the one it was opened for.
+    /// A TLS tunnel whose ClientHello names (SNI) another host than the one it was opened for
+    /// (the name as sent, control bytes escaped).
     TlsName(String),
+    /// A TLS tunnel whose ClientHello could not be read whole (too long, cut short, two
+    /// names…): a name that cannot be checked is refused. Why, in a few words.
+    TlsHello(String),
 }
 
 impl Refusal {
@@ -111,9 +120,11 @@ impl Refusal {
         match &self.why {
             Why::NotAllowed => "not in the allowed domains".to_owned(),
             Why::Denied => "in the denied domains".to_owned(),
+            Why::DeniedAddress(address) => format!("it resolves to the denied address {address}"),
             Why::LocalAddress(address) => format!("it resolves to the local address {address}"),
             Why::Method(method) => format!("{method} refused: the network is read-only"),
             Why::TlsName(named) => format!("its TLS name (SNI) was {named}"),
+            Why::TlsHello(why) => format!("its TLS hello could not be checked: {why}"),
         }
     }
 }
@@ -124,21 +135,29 @@ impl fmt::Display for Refusal {
         match &self.why {
             Why::NotAllowed => write!(f, "golato: {host} is not allowed; --allow-domain {host}"),
             Why::Denied => write!(f, "golato: {host} is denied (--deny-domain {host})"),
+            Why::DeniedAddress(address) => write!(
+                f,
+                "golato: {host} resolves to {address}, which is denied (--deny-domain {address})"
+            ),
             Why::LocalAddress(address) => write!(
                 f,
                 "golato: {host} resolves to {address}, a local address; only --allow-domain {host} (the exact name) allows it"
             ),
             Why::Method(method) if method == "CONNECT" => write!(
                 f,
-                "golato: a tunnel (CONNECT) to {host} is refused: the network is read-only (methods = \"read\") and a tunnel's requests cannot be seen; use plain http:// or methods = \"all\""
+                "golato: a tunnel (CONNECT) to {host} is refused: the network is read-only (--network-methods read) and a tunnel's requests cannot be seen; use plain http:// or --network-methods all"
             ),
             Why::Method(method) => write!(
                 f,
-                "golato: {method} to {host} is refused: the network is read-only (methods = \"read\")"
+                "golato: {method} to {host} is refused: the network is read-only (--network-methods read)"
             ),
             Why::TlsName(named) => write!(
                 f,
                 "golato: the TLS name (SNI) {named} is not the tunnel's host {host}; refused"
+            ),
+            Why::TlsHello(why) => write!(
+                f,
+                "golato: the tunnel to {host} was closed: its TLS ClientHello could not be checked ({why}); a client sends one hello naming the host it connected to"
             ),
         }
     }
@@ -285,24 +304,35 @@ impl NetworkPolicy {
         }
     }
 
-    /// Whether `host` may be reached at `address`, the address it resolved to (checked again
-    /// for every address connected to, so that a name rebound to a local address is refused):
-    /// a local address only when an allow pattern names the host, or the address, exactly.
+    /// Whether `host` may be reached at `address` on `port`, the address it resolved to
+    /// (checked again for every address connected to, so that a name rebound to a local
+    /// address is refused): never an address a deny pattern names; a local address only when
+    /// an allow pattern names the host, or the address, exactly, and its port when it names one.
     ///
     /// # Errors
     /// The [`Refusal`] naming the address.
-    pub fn judge_address(&self, host: &str, address: IpAddr) -> Result<(), Refusal> {
+    pub fn judge_address(&self, host: &str, address: IpAddr, port: u16) -> Result<(), Refusal> {
+        let names_address = |pattern: &Pattern| {
+            pattern.port.is_none_or(|wanted| wanted == port)
+                && pattern
+                    .host
+                    .parse::<IpAddr>()
+                    .is_ok_and(|named| same(named, address))
+        };
+        if self.deny.iter().any(names_address) {
+            return Err(Refusal {
+                host: host.to_owned(),
+                why: Why::DeniedAddress(address),
+            });
+        }
         if !is_local(address) {
             return Ok(());
         }
         let named = normal(host);
         let exactly = |pattern: &Pattern| {
             !pattern.under
-                && (Some(&pattern.host) == named.as_ref()
-                    || pattern
-                        .host
-                        .parse::<IpAddr>()
-                        .is_ok_and(|named| same(named, address)))
+                && pattern.port.is_none_or(|wanted| wanted == port)
+                && (Some(&pattern.host) == named.as_ref() || names_address(pattern))
         };
         match self.allow.iter().any(exactly) {
             true => Ok(()),
@@ -311,6 +341,12 @@ impl NetworkPolicy {
                 why: Why::LocalAddress(address),
             }),
         }
+    }
+
+    /// Whether plain HTTP is read-only here (`--network-methods read`): requests that send
+    /// (a body, a method override) are refused whatever their method.
+    pub fn read_only(&self) -> bool {
+        self.methods == Methods::Read
     }
 
     /// Whether a plain HTTP request may use `method` (`read` mode allows GET, HEAD, OPTIONS).
@@ -348,8 +384,11 @@ fn patterns(texts: &[&str]) -> Result<Vec<Pattern>, PatternError> {
                                 .join(", ")
                         ),
                     })?;
+                // A preset names public registries, reached over https and http only.
                 for host in *hosts {
-                    patterns.push(Pattern::parse(host)?);
+                    for port in PRESET_PORTS {
+                        patterns.push(Pattern::parse(&format!("{host}:{port}"))?);
+                    }
                 }
             }
             None => patterns.push(Pattern::parse(text)?),
@@ -509,7 +548,7 @@ mod tests {
             "::ffff:169.254.169.254",
         ] {
             let refused = policy
-                .judge_address("api.example.com", address(local))
+                .judge_address("api.example.com", address(local), 443)
                 .unwrap_err();
             assert_eq!(refused.why, Why::LocalAddress(address(local)), "{local}");
         }
@@ -520,26 +559,75 @@ mod tests {
         ] {
             assert!(
                 policy
-                    .judge_address("api.example.com", address(public))
+                    .judge_address("api.example.com", address(public), 443)
                     .is_ok(),
                 "{public}"
             );
         }
         // Named exactly: a host, or the address itself.
         assert!(policy
-            .judge_address("intranet.test", address("10.9.9.9"))
+            .judge_address("intranet.test", address("10.9.9.9"), 443)
             .is_ok());
         assert!(policy
-            .judge_address("anything.example.com", address("10.1.2.3"))
+            .judge_address("anything.example.com", address("10.1.2.3"), 443)
             .is_ok());
         assert!(policy
-            .judge_address("x", address("::ffff:10.1.2.3"))
+            .judge_address("x", address("::ffff:10.1.2.3"), 443)
             .is_ok());
         assert!(policy
-            .judge_address("api.example.com", address("169.254.169.254"))
+            .judge_address("api.example.com", address("169.254.169.254"), 443)
             .unwrap_err()
             .to_string()
             .contains("a local address"));
+    }
+
+    #[test]
+    fn a_port_named_binds_its_pattern_for_local_addresses_too_and_a_denied_address_denies_its_names(
+    ) {
+        let policy = NetworkPolicy::new(
+            &[
+                "127.0.0.2:8000",
+                "*.allowed.test",
+                "api.allowed.test:8000",
+                "@npm",
+            ],
+            &["127.0.0.3"],
+            Methods::All,
+        )
+        .unwrap();
+        let local = address("127.0.0.2");
+        assert!(policy.judge_address("127.0.0.2", local, 8000).is_ok());
+        assert!(policy
+            .judge_address("sub.allowed.test", local, 8000)
+            .is_ok());
+        for (host, port) in [
+            ("sub.allowed.test", 9000),
+            ("api.allowed.test", 9000),
+            ("127.0.0.2", 9000),
+            ("registry.npmjs.org", 9000),
+        ] {
+            assert_eq!(
+                policy.judge_address(host, local, port).unwrap_err().why,
+                Why::LocalAddress(local),
+                "{host}:{port}"
+            );
+        }
+        assert!(policy
+            .judge_address("registry.npmjs.org", local, 443)
+            .is_ok());
+        let denied = address("127.0.0.3");
+        let refused = policy
+            .judge_address("api.allowed.test", denied, 8000)
+            .unwrap_err();
+        assert_eq!(refused.why, Why::DeniedAddress(denied));
+        assert!(
+            refused.to_string().contains("--deny-domain 127.0.0.3"),
+            "{refused}"
+        );
+        // A preset's hosts: https and http only.
+        assert!(policy.judge_host("registry.npmjs.org", 443).is_ok());
+        assert!(policy.judge_host("registry.npmjs.org", 80).is_ok());
+        assert!(policy.judge_host("registry.npmjs.org", 22).is_err());
     }
 
     #[test]
@@ -554,7 +642,17 @@ mod tests {
                 "{method}"
             );
         }
+        assert!(policy.read_only());
+        let said = policy
+            .judge_method("example.com", "CONNECT")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            said.contains("(--network-methods read)") && !said.contains("methods ="),
+            "{said}"
+        );
         let all = NetworkPolicy::new(&["example.com"], &[], Methods::All).unwrap();
+        assert!(!all.read_only());
         assert!(all.judge_method("example.com", "POST").is_ok());
     }
 }

@@ -12,6 +12,13 @@ use tokio_util::sync::CancellationToken;
 use super::counted::{Counted, Counters};
 use super::{text, Body, Held, Opened, Proxy, Verdict};
 
+/// Headers through which a server may be told to take a request as another method.
+const OVERRIDE_HEADERS: [&str; 3] = [
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+];
+
 /// Headers for this hop only, which are not passed on.
 const HOP_HEADERS: [&str; 5] = [
     "proxy-connection",
@@ -46,7 +53,8 @@ impl Proxy {
         let judged = self
             .policy
             .judge_host(&host, port)
-            .and_then(|()| self.policy.judge_method(&host, &method));
+            .and_then(|()| self.policy.judge_method(&host, &method))
+            .and_then(|()| self.judge_sending(&request, &host, &method));
         if let Err(refusal) = judged {
             return self.refuse(&host, port, &method, refusal);
         }
@@ -88,6 +96,20 @@ impl Proxy {
         for name in HOP_HEADERS {
             request.headers_mut().remove(name);
         }
+        // The host judged is the host asked: a command's own Host header (one, two, or an
+        // HTTP/1.0 one) would front another name on the same server (RFC 9112 3.2.2).
+        let authority = match (host.contains(':'), uri.port_u16()) {
+            (true, Some(port)) => format!("[{host}]:{port}"),
+            (true, None) => format!("[{host}]"),
+            (false, Some(port)) => format!("{host}:{port}"),
+            (false, None) => host.clone(),
+        };
+        match hyper::header::HeaderValue::from_str(&authority) {
+            Ok(value) => {
+                request.headers_mut().insert(hyper::header::HOST, value);
+            }
+            Err(error) => return self.fail(&host, port, &method, error.to_string()),
+        }
         match sender.send_request(request).await {
             Ok(response) => response.map(|body| body.boxed()),
             Err(error) => text(
@@ -96,6 +118,38 @@ impl Proxy {
                 false,
             ),
         }
+    }
+
+    /// In read mode, a request that would send although its method reads: one with a body,
+    /// or one naming another method in an override header a server may obey.
+    fn judge_sending(
+        &self,
+        request: &Request<hyper::body::Incoming>,
+        host: &str,
+        method: &str,
+    ) -> Result<(), golato_sandbox::network::Refusal> {
+        if !self.policy.read_only() {
+            return Ok(());
+        }
+        let headers = request.headers();
+        let refuse = |what: String| golato_sandbox::network::Refusal {
+            host: host.to_owned(),
+            why: golato_sandbox::network::Why::Method(what),
+        };
+        if let Some(name) = OVERRIDE_HEADERS
+            .iter()
+            .find(|name| headers.contains_key(**name))
+        {
+            return Err(refuse(format!("{method} with {name}")));
+        }
+        let sized = headers
+            .get_all(hyper::header::CONTENT_LENGTH)
+            .iter()
+            .any(|length| length.as_bytes() != b"0");
+        if sized || headers.contains_key(hyper::header::TRANSFER_ENCODING) {
+            return Err(refuse(format!("{method} with a body")));
+        }
+        Ok(())
     }
 
     pub(super) fn refuse(

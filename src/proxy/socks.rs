@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::counted::{Counted, Counters};
 use super::{tunnel, Opened, Proxy, Verdict};
-use golato_sandbox::network::{Refusal, Why};
+use golato_sandbox::network::Refusal;
 
 /// The first byte of a SOCKS5 client's greeting.
 pub(super) const VERSION: u8 = 5;
@@ -41,9 +41,7 @@ impl Proxy {
             return;
         };
         let (host, port) = match &request.address {
-            Address::DomainAddress(name, port) => {
-                (String::from_utf8_lossy(name).into_owned(), *port)
-            }
+            Address::DomainAddress(name, port) => (super::hello::shown(name), *port),
             Address::SocketAddress(address) => (address.ip().to_string(), address.port()),
         };
         let method = "CONNECT";
@@ -87,15 +85,12 @@ impl Proxy {
         {
             return;
         }
-        let named = tokio::select! {
+        let closed = tokio::select! {
             () = cancel.cancelled() => None,
-            named = tunnel::carry(client, upstream, &host) => named,
+            closed = tunnel::carry(client, upstream, &host) => closed,
         };
-        let verdict = match named {
-            Some(named) => Verdict::Refused(Refusal {
-                host: host.clone(),
-                why: Why::TlsName(named),
-            }),
+        let verdict = match closed {
+            Some(closed) => Verdict::Refused(closed.refusal(host.clone())),
             None => Verdict::Allowed,
         };
         self.tell(host, port, method.to_owned(), verdict, &counters);

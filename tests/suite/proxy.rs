@@ -36,11 +36,11 @@ async fn shouting_server() -> SocketAddr {
     address
 }
 
-struct Running {
-    address: SocketAddr,
-    cancel: CancellationToken,
+pub(super) struct Running {
+    pub(super) address: SocketAddr,
+    pub(super) cancel: CancellationToken,
     /// Each connection as the proxy tells it.
-    log: tokio::sync::mpsc::UnboundedReceiver<Connection>,
+    pub(super) log: tokio::sync::mpsc::UnboundedReceiver<Connection>,
 }
 
 async fn proxy(allow: &[&str], deny: &[&str], names: &[(&str, SocketAddr)]) -> Running {
@@ -64,8 +64,18 @@ async fn serving(
     names: &[(&str, SocketAddr)],
     shape: impl FnOnce(Proxy) -> Proxy,
 ) -> (Running, tokio::task::JoinHandle<()>) {
+    serving_names(allow, deny, methods, support::TestNames::new(names), shape).await
+}
+
+/// The proxy `shape` makes of the usual one resolving with `names`, served; and its task.
+pub(super) async fn serving_names(
+    allow: &[&str],
+    deny: &[&str],
+    methods: Methods,
+    names: support::TestNames,
+    shape: impl FnOnce(Proxy) -> Proxy,
+) -> (Running, tokio::task::JoinHandle<()>) {
     let policy = NetworkPolicy::new(allow, deny, methods).unwrap();
-    let names = support::TestNames::new(names);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let cancel = CancellationToken::new();
@@ -84,7 +94,7 @@ async fn serving(
 }
 
 /// Sends CONNECT for `target` and returns the response head and the open stream.
-async fn connect(proxy: SocketAddr, target: &str) -> (String, TcpStream) {
+pub(super) async fn connect(proxy: SocketAddr, target: &str) -> (String, TcpStream) {
     let mut stream = TcpStream::connect(proxy).await.unwrap();
     stream
         .write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
@@ -198,8 +208,13 @@ async fn a_wildcard_never_reaches_a_local_address() {
 
 /// A web server that answers every request with its method and path, and a body as long as
 /// the request's.
-async fn web_server() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+pub(super) async fn web_server() -> SocketAddr {
+    web_server_at("127.0.0.1:0").await
+}
+
+/// [`web_server`] listening on `address`.
+pub(super) async fn web_server_at(address: &str) -> SocketAddr {
+    let listener = TcpListener::bind(address).await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
@@ -210,9 +225,11 @@ async fn web_server() -> SocketAddr {
                         let said = format!("{} {}", request.method(), request.uri());
                         let host = request
                             .headers()
-                            .get("host")
-                            .map(|host| host.to_str().unwrap_or("").to_owned())
-                            .unwrap_or_default();
+                            .get_all("host")
+                            .iter()
+                            .map(|host| host.to_str().unwrap_or(""))
+                            .collect::<Vec<_>>()
+                            .join(",");
                         let length = request
                             .into_body()
                             .collect()
@@ -237,7 +254,7 @@ async fn web_server() -> SocketAddr {
 
 /// Sends `request` as it is and returns everything answered until the proxy closes (the
 /// request asks to close), split into head and body.
-async fn plain(proxy: SocketAddr, request: &str) -> (String, String) {
+pub(super) async fn plain(proxy: SocketAddr, request: &str) -> (String, String) {
     let mut stream = TcpStream::connect(proxy).await.unwrap();
     let request = request.replacen("\r\n\r\n", "\r\nConnection: close\r\n\r\n", 1);
     stream.write_all(request.as_bytes()).await.unwrap();
@@ -377,7 +394,7 @@ async fn cancelling_ends_open_tunnels_and_tells_what_they_carried() {
 }
 
 /// A TLS ClientHello naming `name`, as a TLS client opens with.
-fn client_hello(name: &str) -> Vec<u8> {
+pub(super) fn client_hello(name: &str) -> Vec<u8> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -479,7 +496,13 @@ async fn connections_past_the_cap_wait_their_turn_and_are_served_when_one_closes
 
 /// A SOCKS5 greeting offering `methods`, then (when the proxy accepts no authentication) a
 /// request of `command` for `name`:`port`; every byte the proxy answered until it closed.
-async fn socks(proxy: SocketAddr, methods: &[u8], command: u8, name: &[u8], port: u16) -> Vec<u8> {
+pub(super) async fn socks(
+    proxy: SocketAddr,
+    methods: &[u8],
+    command: u8,
+    name: &[u8],
+    port: u16,
+) -> Vec<u8> {
     let mut stream = TcpStream::connect(proxy).await.unwrap();
     let mut hello = vec![5, methods.len() as u8];
     hello.extend_from_slice(methods);

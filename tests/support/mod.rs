@@ -378,18 +378,33 @@ pub fn processes_with(entry: &str) -> Vec<i32> {
 }
 
 /// A resolver for the network proxy's tests: the test's own names, each to one of its
-/// loopback servers.
+/// loopback servers (or, made by [`TestNames::by_address`], to an address on the port asked).
 #[derive(Debug)]
-pub struct TestNames(pub std::collections::HashMap<String, std::net::SocketAddr>);
+pub struct TestNames {
+    names: std::collections::HashMap<String, std::net::SocketAddr>,
+    port_asked: bool,
+}
 
 impl TestNames {
     pub fn new(names: &[(&str, std::net::SocketAddr)]) -> TestNames {
-        TestNames(
-            names
+        TestNames {
+            names: names
                 .iter()
                 .map(|(name, address)| ((*name).to_owned(), *address))
                 .collect(),
-        )
+            port_asked: false,
+        }
+    }
+
+    /// Each name resolved to its address, on whatever port was asked for.
+    pub fn by_address(names: &[(&str, std::net::IpAddr)]) -> TestNames {
+        TestNames {
+            names: names
+                .iter()
+                .map(|(name, address)| ((*name).to_owned(), (*address, 0).into()))
+                .collect(),
+            port_asked: true,
+        }
     }
 }
 
@@ -397,9 +412,13 @@ impl golato::proxy::Resolve for TestNames {
     fn resolve(
         &self,
         host: &str,
-        _: u16,
+        port: u16,
     ) -> futures::future::BoxFuture<'static, std::io::Result<Vec<std::net::SocketAddr>>> {
-        let found = self.0.get(host).copied();
+        let port_asked = self.port_asked;
+        let found = self.names.get(host).map(|address| match port_asked {
+            true => std::net::SocketAddr::new(address.ip(), port),
+            false => *address,
+        });
         Box::pin(async move {
             found.map(|address| vec![address]).ok_or_else(|| {
                 std::io::Error::new(std::io::ErrorKind::NotFound, "no such test name")

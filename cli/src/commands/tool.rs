@@ -54,6 +54,12 @@ pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
             .sandbox
             .policy(golato::sandbox::Mode::Off)
             .map_err(|error| CliError::usage(format!("--allow-domain/--deny-domain: {error}")))?,
+        network_log: args
+            .sandbox
+            .network_log
+            .as_deref()
+            .map(crate::setup::network_log::open)
+            .transpose()?,
         ..Default::default()
     })
     .map_err(crate::setup::agent::builtin_error)?;

@@ -821,3 +821,82 @@ fn an_unprivileged_user_reaches_an_allowed_host_through_the_proxy() {
     );
     assert!(said.contains("served GET /as-nobody"), "{said}");
 }
+
+/// `golato tool … --network-log FILE` writes each connection, as `golato run` does.
+#[test]
+fn golato_tool_writes_its_network_log() {
+    let server = web_server();
+    let port = server.port();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("net.jsonl");
+    let arguments = json!({
+        "command": format!("unset NO_PROXY no_proxy; curl -sS http://localhost:{port}/logged")
+    })
+    .to_string();
+    let output = support::cli::golato()
+        .args(["tool", "bash", &arguments, "--sandbox", "workspace-write"])
+        .args(["--allow-domain", "localhost", "--network-log"])
+        .arg(&log)
+        .arg("--cwd")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(said.contains("served GET /logged"), "{said}");
+    let written = std::fs::read_to_string(&log).unwrap_or_default();
+    let lines: Vec<serde_json::Value> = written
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{written}");
+    assert_eq!(
+        (&lines[0]["host"], &lines[0]["allowed"], &lines[0]["method"]),
+        (&json!("localhost"), &json!(true), &json!("GET"))
+    );
+}
+
+/// A background command under network by domain still running when golato ends leaves no
+/// `golato-proxy-*` folder in the temporary directory.
+#[test]
+fn a_background_command_at_exit_leaves_no_proxy_folder() {
+    use support::cli::{golato, script_file};
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    let script = script_file(
+        &ws,
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "sleep 60", "background": true}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let output = golato()
+        .env("TMPDIR", &tmp)
+        .args(["run", "--json", "--approve", "never", "--ephemeral"])
+        .args(["--allow-domain", "localhost", "--cwd"])
+        .arg(&ws)
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let ended = support::cli::json_lines(&output);
+    assert!(
+        support::cli::of_type(&ended, "tool_end")
+            .iter()
+            .any(|end| end["result"]["is_error"] == false),
+        "{ended:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("golato-proxy-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

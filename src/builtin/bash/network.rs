@@ -26,8 +26,8 @@ const MAX_NAMED: usize = 10;
 
 /// The proxy of one call, from before its command starts until it ends.
 pub(super) struct CallNetwork {
-    /// The folder of the socket the helper sends the listener to (private to this user).
-    _place: tempfile::TempDir,
+    /// Where the helper sends the listener (in a folder private to this user, gone once the
+    /// listener came).
     socket: PathBuf,
     cancel: CancellationToken,
     /// Ends the proxy when the call is left early (the command never started).
@@ -70,6 +70,11 @@ impl CallNetwork {
                     () = cancel.cancelled() => return,
                     received = receive(&listener) => received,
                 };
+                // The socket's folder is needed only until the listener came: a command that
+                // outlives golato (in the background, say) leaves nothing in the temporary
+                // directory.
+                drop(listener);
+                drop(place);
                 match received {
                     Ok(listener) => proxy.serve(listener, cancel).await,
                     Err(error) => {
@@ -79,7 +84,6 @@ impl CallNetwork {
             }
         });
         Ok(CallNetwork {
-            _place: place,
             socket,
             _ends: cancel.clone().drop_guard(),
             cancel,
