@@ -21,6 +21,8 @@ mod suite {
     #[cfg(feature = "durable")]
     mod durable_acp;
     #[cfg(feature = "durable")]
+    mod durable_answers;
+    #[cfg(feature = "durable")]
     mod durable_approvals;
     mod durable_children;
     #[cfg(feature = "durable")]

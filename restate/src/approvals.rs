@@ -23,6 +23,12 @@ use restate_sdk::prelude::*;
 use golato::hook::HookContext;
 use golato::policy::{Approval, Approver, Decision};
 
+mod decision;
+
+pub(crate) use decision::AnswersObject;
+use decision::AnswersObjectClient;
+pub use decision::{clean_reason, ANSWERS_OBJECT, MAX_REASON_CHARS};
+
 /// The name of the question workflow, as registered.
 pub const QUESTION_WORKFLOW: &str = "GolatoQuestion";
 /// The name of the object listing a run's open questions, as registered.
@@ -96,14 +102,21 @@ pub enum Verdict {
         /// How long it waited, in seconds.
         waited_s: u64,
     },
+    /// Closed without an answer (its run was cancelled): the call is refused.
+    Closed {
+        /// Why, in a few words.
+        why: String,
+    },
 }
 
 /// The state key of a question's verdict, once it has one.
 const VERDICT: &str = "verdict";
-/// The promise an answer resolves.
-const ANSWER: &str = "answer";
+/// The promise that hands the workflow the verdict its `GolatoAnswers` object made.
+const DECIDED: &str = "decided";
 /// The state key of a run's open questions.
 const PENDING: &str = "pending";
+/// The state key of a run whose questions were closed (it was cancelled): why.
+const CLOSED: &str = "closed";
 
 pub(crate) struct QuestionWorkflow;
 
@@ -114,8 +127,8 @@ pub(crate) struct QuestionWorkflow;
     workflow_completion_retention = "7 days"
 )]
 impl QuestionWorkflow {
-    /// Lists the question with its run, waits for an answer or the deadline, and gives the
-    /// verdict.
+    /// Opens the question in its `GolatoAnswers` object (where it is decided, once), lists it
+    /// with its run, waits for the verdict or the deadline, and gives the verdict.
     #[handler]
     async fn run(
         &self,
@@ -126,12 +139,26 @@ impl QuestionWorkflow {
         let run_id = question.run_id.clone();
         let key = ctx.key().to_owned();
         let within = Duration::from_secs(question.answer_within_s);
+        let decided = ctx
+            .object_client::<AnswersObjectClient>(key.clone())
+            .open()
+            .call()
+            .await?
+            .into_inner();
         ctx.object_client::<QuestionsObjectClient>(run_id.clone())
             .add(Json(question))
             .send();
-        let verdict = restate_sdk::select! {
-            answer = ctx.promise::<Json<Answer>>(ANSWER) => Verdict::Answered { answer: answer?.into_inner() },
-            _ = ctx.sleep(within) => Verdict::NoAnswer { waited_s: within.as_secs() },
+        let verdict = match decided {
+            Some(verdict) => verdict,
+            None => restate_sdk::select! {
+                verdict = ctx.promise::<Json<Verdict>>(DECIDED) => verdict?.into_inner(),
+                _ = ctx.sleep(within) => ctx
+                    .object_client::<AnswersObjectClient>(key.clone())
+                    .expire(within.as_secs())
+                    .call()
+                    .await?
+                    .into_inner(),
+            },
         };
         ctx.set(VERDICT, Json(verdict.clone()));
         ctx.object_client::<QuestionsObjectClient>(run_id)
@@ -140,7 +167,8 @@ impl QuestionWorkflow {
         Ok(Json(verdict))
     }
 
-    /// Answers the question; refused once it has a verdict (answered, or past its deadline).
+    /// Answers the question: decided by its `GolatoAnswers` object, where the first answer
+    /// wins; refused (409, naming the verdict) once it has one, and (404) before it is asked.
     #[handler]
     async fn answer(
         &self,
@@ -148,29 +176,25 @@ impl QuestionWorkflow {
         answer: Json<Answer>,
     ) -> Result<(), HandlerError> {
         if let Some(Json(verdict)) = ctx.get::<Json<Verdict>>(VERDICT).await? {
-            let said = match verdict {
-                Verdict::Answered {
-                    answer: Answer::Yes,
-                } => "it was answered yes".to_owned(),
-                Verdict::Answered {
-                    answer: Answer::No { .. },
-                } => "it was answered no".to_owned(),
-                Verdict::NoAnswer { waited_s } => {
-                    format!("nobody answered within {waited_s} s, so the call was refused")
-                }
-            };
-            return Err(TerminalError::new_with_code(
-                409,
-                format!("the question is closed: {said}"),
-            )
-            .into());
+            return Err(decision::closed(&verdict).into());
         }
-        if ctx.peek_promise::<Json<Answer>>(ANSWER).await?.is_some() {
-            return Err(
-                TerminalError::new_with_code(409, "the question is answered already").into(),
-            );
+        ctx.object_client::<AnswersObjectClient>(ctx.key().to_owned())
+            .decide(answer)
+            .call()
+            .await?;
+        Ok(())
+    }
+
+    /// Hands the waiting workflow the verdict its object made (sent by the object only).
+    #[handler]
+    async fn settle(
+        &self,
+        ctx: SharedWorkflowContext<'_>,
+        verdict: Json<Verdict>,
+    ) -> Result<(), HandlerError> {
+        if ctx.get::<Json<Verdict>>(VERDICT).await?.is_none() {
+            ctx.resolve_promise(DECIDED, verdict);
         }
-        ctx.resolve_promise(ANSWER, answer);
         Ok(())
     }
 }
@@ -190,6 +214,12 @@ impl QuestionsObject {
         question: Json<Question>,
     ) -> Result<(), HandlerError> {
         let Json(question) = question;
+        if let Some(why) = ctx.get::<String>(CLOSED).await? {
+            ctx.object_client::<AnswersObjectClient>(question.key())
+                .close(why)
+                .send();
+            return Ok(());
+        }
         let mut pending = ctx
             .get::<Json<Pending>>(PENDING)
             .await?
@@ -197,6 +227,24 @@ impl QuestionsObject {
             .unwrap_or_default();
         pending.insert(question.key(), question);
         ctx.set(PENDING, Json(pending));
+        Ok(())
+    }
+
+    /// Closes every question of the run, open or still to come (it was cancelled): each is
+    /// refused with `why` unless it was answered first.
+    #[handler]
+    async fn close(&self, ctx: ObjectContext<'_>, why: String) -> Result<(), HandlerError> {
+        let pending = ctx
+            .get::<Json<Pending>>(PENDING)
+            .await?
+            .map(Json::into_inner)
+            .unwrap_or_default();
+        for key in pending.keys() {
+            ctx.object_client::<AnswersObjectClient>(key.clone())
+                .close(why.clone())
+                .send();
+        }
+        ctx.set(CLOSED, why);
         Ok(())
     }
 
@@ -381,7 +429,12 @@ impl Approver for DurableApprover {
                 Verdict::Answered { answer: Answer::Yes } => Ok(Approval::Allow),
                 Verdict::Answered {
                     answer: Answer::No { reason },
-                } => Ok(Approval::Refuse { reason }),
+                } => Ok(Approval::Refuse {
+                    reason: reason.map(|reason| clean_reason(&reason)),
+                }),
+                Verdict::Closed { why } => Err(format!(
+                    "This {tool} call was not run: it needed a person's yes and its question was closed ({why})."
+                )),
                 Verdict::NoAnswer { waited_s } => Err(format!(
                     "This {tool} call was not run: it needed a person's yes and nobody answered within {waited_s} s. Do it another way, or ask the user to allow it."
                 )),

@@ -327,6 +327,16 @@ impl Client {
                 });
             }
         }
+        // Its questions are closed with it: an answer given after the cancel decides nothing.
+        let url = with_segments(&self.ingress, &[crate::QUESTIONS_OBJECT, run_id, "close"]);
+        let response = retrying(self.reconnect_for, &url, "ingress", || {
+            self.http
+                .post(url.clone())
+                .json("the run was cancelled")
+                .send()
+        })
+        .await?;
+        self.read_nothing(&url, response).await?;
         Ok(!ids.is_empty())
     }
 
@@ -458,8 +468,15 @@ impl Client {
         };
         let key = question.key();
         let url = with_segments(&self.ingress, &[crate::QUESTION_WORKFLOW, &key, "answer"]);
+        // Sent again after a lost connection, the same answer is the same request: the server
+        // answers it as it answered the first (which may have decided), not as a second word.
+        let once = answer_key();
         let response = retrying(self.reconnect_for, &url, "ingress", || {
-            self.http.post(url.clone()).json(answer).send()
+            self.http
+                .post(url.clone())
+                .header("idempotency-key", &once)
+                .json(answer)
+                .send()
         })
         .await?;
         if response.status() == reqwest::StatusCode::CONFLICT {
@@ -646,4 +663,15 @@ impl Client {
             reason: error.to_string(),
         })
     }
+}
+
+/// A key no other answer of this process (or, by its time and process ID, of another) uses.
+fn answer_key() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_nanos())
+        .unwrap_or_default();
+    let count = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("golato-answer-{}-{now}-{count}", std::process::id())
 }

@@ -64,8 +64,8 @@ mod path_lock;
 mod publish;
 
 pub use approvals::{
-    question_key, Answer, Describe, DurableApprover, Question, Verdict, DEFAULT_ANSWER_WITHIN,
-    QUESTIONS_OBJECT, QUESTION_WORKFLOW,
+    clean_reason, question_key, Answer, Describe, DurableApprover, Question, Verdict,
+    ANSWERS_OBJECT, DEFAULT_ANSWER_WITHIN, MAX_REASON_CHARS, QUESTIONS_OBJECT, QUESTION_WORKFLOW,
 };
 pub use children::{child_run_id, DurableChildren};
 pub use client::{check_run_id, register, Client, Error, MAX_RUN_ID, REGISTER_TIME};
@@ -291,6 +291,7 @@ impl Worker {
             .bind(path_lock::LeaseWorkflow)
             .bind(approvals::QuestionWorkflow)
             .bind(approvals::QuestionsObject)
+            .bind(approvals::AnswersObject)
             .build();
         HttpServer::new(endpoint)
             .serve_with_cancel(listener, shutdown)

@@ -36,7 +36,7 @@ fn write_script(dir: &Path) -> std::path::PathBuf {
     path
 }
 
-fn worker(dir: &Path, server: &Server, port: u16, name: &str, more: &[&str]) -> Worker {
+pub(super) fn worker(dir: &Path, server: &Server, port: u16, name: &str, more: &[&str]) -> Worker {
     let script = write_script(dir);
     let mut flags = vec![
         "--script",
@@ -54,12 +54,12 @@ fn worker(dir: &Path, server: &Server, port: u16, name: &str, more: &[&str]) -> 
     Worker::start_on(dir, name, port, &flags)
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(super) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Runtime::new().unwrap()
 }
 
 /// Waits until run `run` has `count` open questions (a handshake with the server).
-fn open_questions(ingress: &str, run: &str, count: usize) -> Vec<Question> {
+pub(super) fn open_questions(ingress: &str, run: &str, count: usize) -> Vec<Question> {
     let client = Client::new(ingress).unwrap();
     let started = std::time::Instant::now();
     loop {
@@ -76,7 +76,7 @@ fn open_questions(ingress: &str, run: &str, count: usize) -> Vec<Question> {
     }
 }
 
-fn submit(ingress: &str, run: &str) -> std::thread::JoinHandle<Outcome> {
+pub(super) fn submit(ingress: &str, run: &str) -> std::thread::JoinHandle<Outcome> {
     let client = Client::new(ingress)
         .unwrap()
         .with_reconnect_for(Duration::from_secs(120));
@@ -89,7 +89,7 @@ fn submit(ingress: &str, run: &str) -> std::thread::JoinHandle<Outcome> {
     })
 }
 
-fn approve(ingress: &str, run: &str, args: &[&str]) -> std::process::Output {
+pub(super) fn approve(ingress: &str, run: &str, args: &[&str]) -> std::process::Output {
     std::process::Command::new(support::golato_binary())
         .args(["approve", "--restate", ingress, run])
         .args(args)
@@ -97,7 +97,7 @@ fn approve(ingress: &str, run: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn ledger(dir: &Path) -> Vec<String> {
+pub(super) fn ledger(dir: &Path) -> Vec<String> {
     std::fs::read_to_string(dir.join("ledger"))
         .unwrap_or_default()
         .lines()
