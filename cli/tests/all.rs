@@ -41,6 +41,7 @@ mod suite {
     mod run;
     mod sandbox;
     mod sandbox_surroundings;
+    mod seams;
     mod sessions;
     mod sessions_hostile;
     mod signals;

@@ -75,6 +75,15 @@ impl Guard {
     pub fn args(&self) -> [&str; 3] {
         [GUARD_ARG, &self.parent, "--"]
     }
+
+    /// Asks the guard (or the sandbox's helper) with process ID `pid` to end its command's
+    /// whole tree now, what it adopted included (the signal golato's death sends it; SIGTERM
+    /// it leaves to the command). Gone already is fine.
+    pub fn stop(pid: i32) {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::USR1);
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]

@@ -329,6 +329,12 @@ fn passed_environment(spec: &Spec) -> impl Iterator<Item = (OsString, OsString)>
             let name = name.to_string_lossy();
             spec.pass_env.iter().any(|passed| *passed == name) || !super::looks_secret(&name)
         })
+        .filter(|(name, _)| spec.command_tmpdir.is_none() || name != "TMPDIR")
+        .chain(
+            spec.command_tmpdir
+                .iter()
+                .map(|tmpdir| ("TMPDIR".into(), tmpdir.clone().into_os_string())),
+        )
         .chain(
             spec.proxy_port
                 .into_iter()

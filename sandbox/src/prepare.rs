@@ -35,6 +35,10 @@ pub(crate) struct Spec {
     /// A `TMPDIR` outside every writable root, replaced by an empty private one.
     #[serde(default)]
     pub(crate) private_tmp: Option<PathBuf>,
+    /// The `TMPDIR` the command gets instead of golato's own, when that one lies above the
+    /// working directory (`/tmp`).
+    #[serde(default)]
+    pub(crate) command_tmpdir: Option<PathBuf>,
     /// The network by domain: the port of golato's proxy on the loopback of the command's
     /// own network namespace, which the helper brings up and listens on.
     #[serde(default)]
@@ -81,6 +85,7 @@ impl Prepared {
         let cwd = canonical(cwd, cwd, "working directory")?;
         let mut writable = Vec::new();
         let mut private_tmp = None;
+        let mut command_tmpdir = None;
         let mut explicit = Vec::new();
         // Where control files are protected: the working directory and the roots the policy
         // names, not the temporary directories (nobody's configuration lives there).
@@ -108,6 +113,11 @@ impl Prepared {
             if let Ok(tmpdir) = std::env::temp_dir().canonicalize() {
                 if writable.iter().any(|root| tmpdir.starts_with(root)) {
                     writable.push(tmpdir);
+                } else if writable.iter().any(|root| root.starts_with(&tmpdir)) {
+                    // Above the working directory or a root: an empty one mounted there would
+                    // hide them, and a writable one would open everything beside them.
+                    // Commands get /tmp as their TMPDIR instead.
+                    command_tmpdir = Some(PathBuf::from("/tmp"));
                 } else if tmpdir.is_dir() {
                     private_tmp = Some(tmpdir);
                 }
@@ -148,6 +158,7 @@ impl Prepared {
             proxy_port: proxy_port(policy),
             private_shm: policy.mode == Mode::WorkspaceWrite && Path::new(SHM).is_dir(),
             private_tmp,
+            command_tmpdir,
             pass_env: policy.pass_env.clone(),
             cwd,
         };

@@ -187,3 +187,122 @@ fn max_background_zero_turns_them_off_and_the_model_is_told() {
         "{end}"
     );
 }
+
+/// The live processes named `marker` (their `argv[0]`: a daemon that cleared its environment
+/// carries no other mark).
+fn processes_named(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| {
+            let pid: i32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let state = stat[stat.rfind(')')? + 1..].trim_start().chars().next()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let first = cmdline.split(|byte| *byte == 0).next()?;
+            (state != 'Z' && first == marker.as_bytes()).then_some(pid)
+        })
+        .collect()
+}
+
+/// With `--sandbox off`, daemons that clear their environment (`env -i`) and fork twice out of
+/// a background command end with golato: when it ends normally, by SIGTERM and by SIGHUP (its
+/// guard ends what it adopted before anything kills the guard).
+#[test]
+fn daemons_that_clear_their_environment_end_with_golato_without_a_sandbox() {
+    use rustix::process::{kill_process, Pid, Signal};
+    const DAEMONS: usize = 6;
+    for (signal, name) in [
+        (None, "end"),
+        (Some(Signal::TERM), "term"),
+        (Some(Signal::HUP), "hup"),
+    ] {
+        let ws = tempfile::tempdir().unwrap();
+        let marker = format!("golato-daemon-{name}-{}", std::process::id());
+        let start = format!(
+            "for i in $(seq {DAEMONS}); do env -i setsid bash -c '(exec -a {marker} sleep 1000 &)'; done; echo started; sleep 1000"
+        );
+        let mut script = vec![
+            bash("start", json!({"command": start, "background": true})),
+            json!({"tool_calls": [{"id": "ready", "name": "bash_output", "arguments": {"id": 1, "since": 0, "pattern": "started", "wait": 60}}]}),
+        ];
+        if signal.is_some() {
+            // A foreground call that runs until golato is signalled.
+            script.push(bash("wait", json!({"command": "sleep 1000"})));
+        }
+        script.push(json!({"text": "done"}));
+        let script = script_file(ws.path(), "script.jsonl", &script);
+        let mut child = golato_run(ws.path(), &script)
+            .args(["--sandbox", "off"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(signal) = signal {
+            for _ in 0..6_000 {
+                if processes_named(&marker).len() == DAEMONS {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            assert_eq!(
+                processes_named(&marker).len(),
+                DAEMONS,
+                "{name}: the daemons never ran"
+            );
+            kill_process(Pid::from_raw(child.id() as i32).unwrap(), signal).unwrap();
+        }
+        let mut told = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut told).unwrap();
+        let status = child.wait().unwrap();
+        if signal.is_none() {
+            assert!(status.success(), "{name}: {status:?} {told}");
+        }
+        let mut left = processes_named(&marker);
+        for _ in 0..1_000 {
+            if left.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            left = processes_named(&marker);
+        }
+        for pid in &left {
+            let _ = kill_process(Pid::from_raw(*pid).unwrap(), Signal::KILL);
+        }
+        assert!(
+            left.is_empty(),
+            "{name}: {} daemons outlived golato: {told}",
+            left.len()
+        );
+    }
+}
+
+/// `bash_kill` sends SIGTERM first and waits: a command's TERM handler that takes half a
+/// second to clean up finishes, sandbox or not.
+#[test]
+fn bash_kill_leaves_a_term_handler_its_grace() {
+    for sandbox in ["workspace-write", "off"] {
+        let ws = tempfile::tempdir().unwrap();
+        let command = "trap 'sleep 0.5; echo cleaned > cleaned.txt; exit 0' TERM; echo ready; while true; do sleep 0.05; done";
+        let script = script_file(
+            ws.path(),
+            "script.jsonl",
+            &[
+                bash("start", json!({"command": command, "background": true})),
+                json!({"tool_calls": [{"id": "ready", "name": "bash_output", "arguments": {"id": 1, "since": 0, "pattern": "ready", "wait": 60}}]}),
+                json!({"tool_calls": [{"id": "kill", "name": "bash_kill", "arguments": {"id": 1}}]}),
+                json!({"text": "done"}),
+            ],
+        );
+        let output = golato_run(ws.path(), &script)
+            .args(["--sandbox", sandbox])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{sandbox}: {stderr}");
+        let cleaned = std::fs::read_to_string(ws.path().join("cleaned.txt")).unwrap_or_default();
+        assert_eq!(
+            cleaned, "cleaned\n",
+            "{sandbox}: the TERM handler never finished"
+        );
+    }
+}

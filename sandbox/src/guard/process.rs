@@ -17,8 +17,10 @@ use rustix::process::{Pid, WaitOptions};
 /// What the guard prints to standard output for `--probe`.
 pub(crate) const PROBE_ANSWER: &str = "golato guard";
 
-/// The signal golato's death sends: one the guard can catch, unlike SIGKILL.
-const DEATH_SIGNAL: Signal = Signal::SIGTERM;
+/// The signal golato's death sends, and golato sends to stop a command's whole tree: one the
+/// guard can catch, unlike SIGKILL, and not SIGTERM, which golato sends the command's processes
+/// first so that they may clean up (a guard that took SIGTERM as the end would cut that short).
+const DEATH_SIGNAL: Signal = Signal::SIGUSR1;
 
 /// The guard's `main`: never returns.
 pub(crate) fn main(args: std::env::ArgsOs) -> ! {
@@ -28,6 +30,7 @@ pub(crate) fn main(args: std::env::ArgsOs) -> ! {
             let _ = std::io::stdout().write_all(PROBE_ANSWER.as_bytes());
             std::process::exit(0)
         }
+        Some(EXEC_ARG) if rest.len() > 1 => exec_unblocked(&rest[1..]),
         Some(parent) => {
             let parent = parent.parse::<i32>().ok();
             match rest.get(1).and_then(|dash| dash.to_str()) {
@@ -47,20 +50,34 @@ fn refuse(why: &str) -> ! {
 
 fn guard(parent: Option<i32>, command: &[OsString]) -> ! {
     let signals = SigSet::from_iter([Signal::SIGCHLD, DEATH_SIGNAL, Signal::SIGHUP]);
-    // Blocked before anything can arrive, and taken with sigwait below; the command starts
-    // with an empty mask (the standard library resets it in the child).
-    if signals.thread_block().is_err() {
+    // SIGTERM is for the command (golato's grace before SIGKILL): the guard, in the command's
+    // process group, keeps it blocked and never takes it. Blocked before anything can arrive;
+    // the others are taken with sigwait below. The command starts with an empty mask (the
+    // standard library resets it in the child).
+    let blocked = SigSet::from_iter([
+        Signal::SIGCHLD,
+        DEATH_SIGNAL,
+        Signal::SIGHUP,
+        Signal::SIGTERM,
+    ]);
+    if blocked.thread_block().is_err() {
         refuse("could not block the signals it waits for")
     }
-    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM));
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::USR1));
     // golato may have died before the request above: then the signal never comes.
     let parent_now = rustix::process::getppid().map(|pid| pid.as_raw_nonzero().get());
     if parent.is_none() || parent_now != parent {
         refuse("golato, which started it, is gone")
     }
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
-    let command_pid = match std::process::Command::new(&command[0])
-        .args(&command[1..])
+    // Through this program again (`EXEC_ARG`), which unblocks every signal and then becomes
+    // the command: a child inherits the guard's blocked signals, and the command must take
+    // SIGTERM (golato's grace) and every other signal as it would anywhere.
+    let trampoline = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
+    let command_pid = match std::process::Command::new(trampoline)
+        .arg(crate::GUARD_ARG)
+        .arg(EXEC_ARG)
+        .args(command)
         .spawn()
     {
         Ok(child) => child.id() as i32,
@@ -88,6 +105,24 @@ fn guard(parent: Option<i32>, command: &[OsString]) -> ! {
             Err(_) => {}
         }
     }
+}
+
+/// The argument that makes the guard's program the command itself, its signals unblocked.
+const EXEC_ARG: &str = "--exec";
+
+/// Unblocks every signal and becomes `command`; says why on standard error (the command's
+/// output) and exits 127 when it cannot.
+fn exec_unblocked(command: &[OsString]) -> ! {
+    let _ = SigSet::all().thread_unblock();
+    let error = std::os::unix::process::CommandExt::exec(
+        std::process::Command::new(&command[0]).args(&command[1..]),
+    );
+    let _ = writeln!(
+        std::io::stderr(),
+        "could not start {}: {error}",
+        command[0].to_string_lossy()
+    );
+    std::process::exit(127)
 }
 
 /// Reaps every child that ended (orphans it adopted included); the command's status once it

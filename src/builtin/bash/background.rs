@@ -783,7 +783,11 @@ async fn terminate(
     child: &mut tokio::process::Child,
 ) -> Vec<processes::Killed> {
     use rustix::process::{kill_process_group, Signal};
-    if let Some(group) = group {
+    // A group led by golato's own guard or helper is not sent SIGTERM as a group: they would
+    // end the tree at once; the command's processes get it through their mark instead.
+    let led_by_golato =
+        group.is_some_and(|group| processes::is_internal(group.as_raw_nonzero().get()));
+    if let Some(group) = group.filter(|_| !led_by_golato) {
         let _ = kill_process_group(group, Signal::TERM);
     }
     let marked = mark.to_owned();

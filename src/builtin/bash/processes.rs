@@ -34,40 +34,78 @@ pub(super) struct Killed {
     pub(super) internal: bool,
 }
 
-/// Kills (SIGKILL) every process carrying `mark`, sweeping again until none is left; returns
-/// them in the order found. A process that cleared its environment is not found (the sandbox's
-/// PID namespace is what contains those).
+/// Kills every process carrying `mark`, sweeping again until none is left; returns them in the
+/// order found. golato's own first (the guard or the sandbox's helper), asked to end their
+/// tree and waited for (at most [`STOP_WAIT`]): a guard killed before it killed what it adopted
+/// would leave a daemon that cleared its environment (`env -i`) behind; then SIGKILL to the
+/// rest. A process that cleared its environment is found by neither: the sandbox's PID
+/// namespace or the guard is what contains those.
 pub(super) fn kill_marked(mark: &str) -> Vec<Killed> {
     let needle = format!("{MARK_VARIABLE}={mark}");
     let own = std::process::id() as i32;
-    let mut killed: Vec<Killed> = Vec::new();
+    // All of them are named as killed, also those the guard or helper ends before SIGKILL.
+    let mut killed: Vec<Killed> = marked(&needle, own);
+    let golatos: Vec<i32> = killed
+        .iter()
+        .filter(|process| process.internal)
+        .map(|process| process.pid)
+        .collect();
+    for pid in &golatos {
+        golato_sandbox::Guard::stop(*pid);
+    }
+    let until = std::time::Instant::now() + STOP_WAIT;
+    while golatos.iter().any(|pid| alive(*pid)) && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
     for _ in 0..MAX_SWEEPS {
-        let found: Vec<Killed> = marked(&needle, own)
-            .into_iter()
-            .filter(|process| !killed.contains(process))
-            .collect();
-        if found.is_empty() {
+        let live = marked(&needle, own);
+        if live.is_empty() {
             break;
         }
-        for process in found {
+        for process in live {
             if let Some(pid) = rustix::process::Pid::from_raw(process.pid) {
                 // Already gone is fine.
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
-            killed.push(process);
+            if !killed.contains(&process) {
+                killed.push(process);
+            }
         }
     }
     killed
 }
 
-/// Sends `signal` once to every live process carrying `mark`.
+/// How long [`kill_marked`] waits for golato's own processes to end their trees before it
+/// kills what is left itself.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether `pid` is a live process (not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rfind(')')
+            .and_then(|close| stat[close + 1..].trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    })
+}
+
+/// Sends `signal` once to every live process carrying `mark` but golato's own (the guard and
+/// the sandbox's helper end the whole tree at once on a signal: the command's processes get the
+/// signal itself, so SIGTERM leaves them their grace).
 pub(super) fn signal_marked(mark: &str, signal: rustix::process::Signal) {
     let needle = format!("{MARK_VARIABLE}={mark}");
     for process in marked(&needle, std::process::id() as i32) {
+        if process.internal {
+            continue;
+        }
         if let Some(pid) = rustix::process::Pid::from_raw(process.pid) {
             let _ = rustix::process::kill_process(pid, signal);
         }
     }
+}
+
+/// Whether the process `pid` is golato's own (the guard or the sandbox's helper).
+pub(super) fn is_internal(pid: i32) -> bool {
+    internal(std::path::Path::new(&format!("/proc/{pid}")))
 }
 
 /// Waits (up to 5 s) until no live process carries `mark`: those [`kill_marked`] killed have
@@ -136,14 +174,10 @@ fn marked(needle: &str, own: i32) -> Vec<Killed> {
         if state == Some('Z') {
             continue;
         }
-        let internal = std::fs::read_link(dir.join("exe")).is_ok_and(|exe| {
-            exe.file_name()
-                .is_some_and(|file| file.to_string_lossy().starts_with("golato"))
-        });
         found.push(Killed {
             pid,
             name,
-            internal,
+            internal: internal(&dir),
         });
     }
     found
@@ -167,4 +201,12 @@ pub(super) fn describe(killed: &[Killed]) -> String {
         "processes"
     };
     format!("{} {noun}: {}", killed.len(), names.join(", "))
+}
+
+/// Whether the process whose `/proc` folder is `dir` runs one of golato's programs.
+fn internal(dir: &std::path::Path) -> bool {
+    std::fs::read_link(dir.join("exe")).is_ok_and(|exe| {
+        exe.file_name()
+            .is_some_and(|file| file.to_string_lossy().starts_with("golato"))
+    })
 }

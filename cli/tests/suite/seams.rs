@@ -1,0 +1,60 @@
+//! Round 3 at the seams (issue 54), through the binary: each a case that once got through or
+//! failed a person, kept as a test.
+
+use crate::support;
+
+use serde_json::json;
+use support::cli::golato;
+
+/// `golato tool bash ARGS` in `cwd` with more flags: the result as JSON, and standard error.
+fn tool_bash(
+    cwd: &std::path::Path,
+    command: &str,
+    flags: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> (serde_json::Value, String) {
+    let mut golato = golato();
+    for (name, value) in env {
+        golato.env(name, value);
+    }
+    let output = golato
+        .args(["tool", "bash", &json!({ "command": command }).to_string()])
+        .args(flags)
+        .arg("--cwd")
+        .arg(cwd)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let result =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("no result: {stderr}"));
+    (result, stderr)
+}
+
+fn text(result: &serde_json::Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part["text"].as_str())
+        .collect()
+}
+
+/// A `TMPDIR` above the workspace: sandboxed calls run (they get `/tmp` as their `TMPDIR`:
+/// an empty one mounted there would hide the workspace).
+#[test]
+fn a_tmpdir_above_the_workspace_does_not_hide_it() {
+    // Not under /tmp, which is writable and so would be used as it is.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("here.txt"), "here\n").unwrap();
+    let (result, stderr) = tool_bash(
+        &ws,
+        "cat here.txt; echo \"tmp=$TMPDIR\"; mktemp > /dev/null && echo made",
+        &["--sandbox", "workspace-write"],
+        &[("TMPDIR", dir.path())],
+    );
+    let said = text(&result);
+    assert_eq!(result["is_error"], false, "{said} {stderr}");
+    assert!(said.contains("here\ntmp=/tmp\nmade"), "{said}");
+}
