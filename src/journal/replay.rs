@@ -90,3 +90,32 @@ impl SafeToReplay {
                 .is_some_and(|verdict| verdict.decision == Decision::Allow)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_rule_naming_a_script_run_by_its_shell_covers_its_calls() {
+        let mut safe = SafeToReplay::new("/work");
+        safe.add("bash(bash x.sh *)", Source::flag("test")).unwrap();
+        safe.add("bash(./y.sh *)", Source::flag("test")).unwrap();
+        for command in ["bash x.sh a", "bash x.sh a b", "./y.sh a"] {
+            assert_eq!(
+                safe.class("bash", Replay::Once, &json!({ "command": command })),
+                Replay::Safe,
+                "{command}"
+            );
+        }
+        for command in ["bash x.sh", "bash other.sh a", "bash x.sh a; rm -rf /"] {
+            assert_eq!(
+                safe.class("bash", Replay::Once, &json!({ "command": command })),
+                Replay::Once,
+                "{command}"
+            );
+        }
+    }
+}

@@ -368,6 +368,8 @@ impl Rules {
         }
         // The parts of the call, each judged on its own by the names it is seen by.
         let mut plain = true;
+        // Per part: whether only a deny or ask rule sees it (an allow need not cover it).
+        let mut seen_only: Vec<bool> = Vec::new();
         let arguments = match call {
             Call::Arguments(arguments) => arguments,
             Call::Path(_) => &Value::Null,
@@ -386,6 +388,11 @@ impl Rules {
                 let line = arguments["command"].as_str().unwrap_or_default();
                 let found = shell::commands(line);
                 plain = found.plain;
+                seen_only = found
+                    .commands
+                    .iter()
+                    .map(|command| command.seen_only)
+                    .collect();
                 found
                     .commands
                     .into_iter()
@@ -466,7 +473,10 @@ impl Rules {
             return None;
         }
         let mut first = None;
-        for part in &candidates {
+        for (index, part) in candidates.iter().enumerate() {
+            if seen_only.get(index).copied().unwrap_or(false) {
+                continue;
+            }
             let allowed = allows.iter().find(|compiled| {
                 part.iter()
                     .any(|(candidate, allowable)| *allowable && matching(compiled, candidate))

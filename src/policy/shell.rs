@@ -55,6 +55,10 @@ pub(crate) struct Form {
 pub(crate) struct Command {
     /// As written first.
     pub(crate) forms: Vec<Form>,
+    /// Found only by reading what may not run as a command (a script's name and arguments
+    /// after `bash`, a word rejoined across a line continuation): a deny or ask rule sees it,
+    /// an allow rule need not allow it.
+    pub(crate) seen_only: bool,
 }
 
 /// The commands a command line runs.
@@ -75,8 +79,14 @@ pub(crate) fn commands(line: &str) -> Commands {
             plain: true,
         },
         bytes: 0,
+        seen_only: false,
     };
     reader.line(line, 0);
+    // bash joins a line continuation before it reads words (`r\<newline>m f` runs rm): what
+    // the grammar read as two words is seen joined too.
+    if line.contains("\\\n") && line.len() <= MAX_PARSED {
+        reader.seen_only(|reader| reader.line(&line.replace("\\\n", ""), 1));
+    }
     reader.found
 }
 
@@ -134,9 +144,18 @@ struct Reader {
     found: Commands,
     /// Bytes of form text so far.
     bytes: usize,
+    /// Whether the commands read now are seen only ([`Command::seen_only`]).
+    seen_only: bool,
 }
 
 impl Reader {
+    /// Runs `read` with the commands it finds marked seen only.
+    fn seen_only(&mut self, read: impl FnOnce(&mut Reader)) {
+        let before = std::mem::replace(&mut self.seen_only, true);
+        read(self);
+        self.seen_only = before;
+    }
+
     /// Reads a whole command line, `depth` lines deep.
     fn line(&mut self, line: &str, depth: usize) {
         if depth > MAX_DEPTH || self.bytes > MAX_FORM_BYTES {
@@ -269,12 +288,31 @@ impl Reader {
     fn command(&mut self, node: Node<'_>, line: &str, depth: usize) -> bool {
         let mut assigned = false;
         let mut words = Vec::new();
+        // What the command reads on its standard input from the line itself: a shell runs it.
+        let mut fed = Vec::new();
         let mut cursor = node.walk();
         for child in node.named_children(&mut cursor) {
             match child.kind() {
                 "variable_assignment" => assigned = true,
-                "file_redirect" | "heredoc_redirect" | "herestring_redirect" | "comment" => {}
+                "heredoc_redirect" | "herestring_redirect" => fed.push(child),
+                "file_redirect" | "comment" => {}
                 _ => words.push(words::value(child, line)),
+            }
+        }
+        // The grammar may hang a here-document on the statement around a list
+        // (`git status && bash <<EOF`): any such statement's is taken as fed to this command.
+        let mut around = node.parent();
+        while let Some(parent) = around {
+            match parent.kind() {
+                "list" | "pipeline" => around = parent.parent(),
+                "redirected_statement" => {
+                    let mut cursor = parent.walk();
+                    fed.extend(parent.named_children(&mut cursor).filter(|child| {
+                        matches!(child.kind(), "heredoc_redirect" | "herestring_redirect")
+                    }));
+                    break;
+                }
+                _ => break,
             }
         }
         let reserved = words
@@ -299,6 +337,15 @@ impl Reader {
         let texts: Vec<String> = words.into_iter().map(|word| word.text).collect();
         self.seen(&texts, depth, true, &mut forms);
         self.push_command(forms);
+        // `bash <<EOF … EOF`, `sh <<< 'rm f'`: the shell runs what it is fed.
+        if texts
+            .first()
+            .is_some_and(|program| programs::reads_lines_on_stdin(program))
+        {
+            for input in fed {
+                self.line(&fed_text(input, line), depth + 1);
+            }
+        }
         misread
     }
 
@@ -345,7 +392,8 @@ impl Reader {
                 self.line(&texts[1..].join(" "), depth + 1);
                 return;
             }
-            for word in &texts[1..] {
+            let lines = programs::shell_lines(texts);
+            for (at, word) in texts.iter().enumerate().skip(1) {
                 // A wrapper's plain words are already the starts of commands above.
                 if runs == programs::Lines::Spaced && !word.contains(char::is_whitespace) {
                     continue;
@@ -359,7 +407,12 @@ impl Reader {
                         None => word.get(2..).unwrap_or_default(),
                     },
                 };
-                self.line(line, depth + 1);
+                // A script's name and arguments (`bash x.sh a`) are read too, in case, but
+                // need no allow of their own.
+                match lines.as_ref().is_none_or(|lines| lines.contains(&at)) {
+                    true => self.line(line, depth + 1),
+                    false => self.seen_only(|reader| reader.line(line, depth + 1)),
+                }
             }
         }
     }
@@ -377,7 +430,10 @@ impl Reader {
 
     fn push_command(&mut self, forms: Vec<Form>) {
         self.bytes += forms.iter().map(|form| form.text.len()).sum::<usize>();
-        self.found.commands.push(Command { forms });
+        self.found.commands.push(Command {
+            forms,
+            seen_only: self.seen_only,
+        });
     }
 }
 
@@ -399,6 +455,24 @@ fn allowable_forms(words: &[Word], assigned: bool, forms: &mut Vec<Form>) {
             Some(offset) => start += offset,
             None => break,
         }
+    }
+}
+
+/// The text a here-document (its body) or a here-string (its word's value) feeds a command.
+fn fed_text(input: Node<'_>, line: &str) -> String {
+    let mut cursor = input.walk();
+    let children: Vec<Node<'_>> = input.named_children(&mut cursor).collect();
+    match input.kind() {
+        "heredoc_redirect" => children
+            .iter()
+            .filter(|child| child.kind() == "heredoc_body")
+            .map(|body| words::source(*body, line))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => children
+            .last()
+            .map(|word| words::value(*word, line).text)
+            .unwrap_or_default(),
     }
 }
 

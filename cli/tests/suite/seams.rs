@@ -58,3 +58,61 @@ fn a_tmpdir_above_the_workspace_does_not_hide_it() {
     assert_eq!(result["is_error"], false, "{said} {stderr}");
     assert!(said.contains("here\ntmp=/tmp\nmade"), "{said}");
 }
+
+/// A deny rule sees what bash runs through a line continuation inside a word and through a
+/// here-document fed to a shell: each call refused, the file still there.
+#[test]
+fn a_deny_rule_sees_a_line_continuation_and_a_here_document_fed_to_a_shell() {
+    use support::cli::{json_lines, of_type, script_file};
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("f"), "keep\n").unwrap();
+    let lines = [
+        "r\\\nm f",
+        "bash <<EOF\nrm f\nEOF",
+        "sh <<'EOF'\nrm f\nEOF",
+        "sh <<< 'rm f'",
+    ];
+    let mut script: Vec<serde_json::Value> = lines
+        .iter()
+        .enumerate()
+        .map(|(at, line)| json!({"tool_calls": [{"id": format!("c{at}"), "name": "bash", "arguments": {"command": line}}]}))
+        .collect();
+    script.push(json!({"text": "done"}));
+    let script = script_file(ws.path(), "script.jsonl", &script);
+    let output = golato()
+        .args([
+            "run",
+            "--json",
+            "--ephemeral",
+            "--approve",
+            "never",
+            "--deny",
+            "bash(rm *)",
+            "--cwd",
+        ])
+        .arg(ws.path())
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .output()
+        .unwrap();
+    let ends = of_type(&json_lines(&output), "tool_end")
+        .into_iter()
+        .cloned()
+        .collect::<Vec<_>>();
+    assert_eq!(
+        ends.len(),
+        lines.len(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for end in &ends {
+        assert_eq!(end["result"]["is_error"], true, "{end}");
+        let said = text(&end["result"]);
+        assert!(said.contains("bash(rm *)"), "{said}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("f")).unwrap(),
+        "keep\n"
+    );
+}

@@ -49,6 +49,56 @@ const SHELLS: &[&str] = &[
     "script", "ssh", "eval",
 ];
 
+/// Shells whose options are bash's (`-c`, clusters such as `-ec`, `-o NAME`): the first word
+/// after them is the command line with `-c`, else a script's name, and the rest its arguments.
+const POSIX_SHELLS: &[&str] = &["bash", "sh", "dash", "zsh", "ksh", "mksh", "ash"];
+
+/// Of a POSIX shell's words (the shell first), the places of those that are command lines:
+/// with `-c`, the first word after the options, else none. `None` for any other program
+/// (each of its arguments may be a line).
+pub(super) fn shell_lines(words: &[String]) -> Option<Vec<usize>> {
+    let program = base_name(words.first()?);
+    if !POSIX_SHELLS.contains(&program) {
+        return None;
+    }
+    let mut at = 1;
+    let mut runs_line = false;
+    while let Some(word) = words.get(at) {
+        if word == "--" || word == "-" {
+            at += 1;
+            break;
+        }
+        if let Some(long) = word.strip_prefix("--") {
+            at += if matches!(long, "rcfile" | "init-file") {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        let Some(cluster) = word
+            .strip_prefix(['-', '+'])
+            .filter(|cluster| !cluster.is_empty())
+        else {
+            break;
+        };
+        runs_line |= word.starts_with('-') && cluster.contains('c');
+        // `-o NAME` and `-O NAME` take the next word.
+        at += 1 + cluster.chars().filter(|c| matches!(c, 'o' | 'O')).count();
+    }
+    Some(match runs_line {
+        true => vec![at],
+        false => Vec::new(),
+    })
+}
+
+/// Whether `program` runs the lines it reads on its standard input (a shell, `su`, `ssh`…):
+/// a here-document fed to it is a command line.
+pub(super) fn reads_lines_on_stdin(program: &str) -> bool {
+    let program = base_name(program);
+    program != "eval" && SHELLS.contains(&program)
+}
+
 /// Which arguments of a program may be a command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Lines {
