@@ -116,3 +116,96 @@ fn a_deny_rule_sees_a_line_continuation_and_a_here_document_fed_to_a_shell() {
         "keep\n"
     );
 }
+
+/// One prompt whose sandboxed `bash` runs `command` in `dir`, saved as a session there.
+fn one_saved_prompt(dir: &std::path::Path, command: &str) {
+    let script = support::cli::script_file(
+        dir.parent().unwrap(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "b", "name": "bash", "arguments": {"command": command}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let output = golato()
+        .args(["run", "--sandbox", "workspace-write", "--script"])
+        .arg(&script)
+        .arg("go")
+        .arg("-C")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+}
+
+/// `golato undo` in `dir`: what it printed, and whether it succeeded.
+fn undo(dir: &std::path::Path) -> (bool, String) {
+    let output = golato().arg("undo").arg("-C").arg(dir).output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), said)
+}
+
+/// Files whose names are not UTF-8, made and changed by a sandboxed command, are undone like
+/// any other (no panic anywhere: capture, the checkpoint log, the session file).
+#[test]
+fn undo_takes_back_files_whose_names_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("project");
+    std::fs::create_dir(&dir).unwrap();
+    let old = dir.join(std::ffi::OsStr::from_bytes(b"old-caf\xe9.txt"));
+    let new = dir.join(std::ffi::OsStr::from_bytes(b"new-caf\xe9.txt"));
+    std::fs::write(&old, "before\n").unwrap();
+    one_saved_prompt(
+        &dir,
+        "printf 'after\\n' > old-caf$'\\351'.txt; printf 'made\\n' > new-caf$'\\351'.txt",
+    );
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "after\n");
+    assert_eq!(std::fs::read_to_string(&new).unwrap(), "made\n");
+    let (undone, said) = undo(&dir);
+    assert!(undone, "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "before\n");
+    assert!(!new.exists(), "{said}");
+}
+
+/// A command that replaced a folder by a symbolic link: undo takes the link away (never
+/// following it) and brings the folder back.
+#[test]
+fn undo_brings_back_a_folder_a_command_replaced_by_a_link() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("project");
+    let elsewhere = work.path().join("elsewhere");
+    std::fs::create_dir_all(dir.join("d")).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(dir.join("d/f.txt"), "kept\n").unwrap();
+    std::fs::write(elsewhere.join("other.txt"), "not ours\n").unwrap();
+    one_saved_prompt(
+        &dir,
+        &format!("rm -rf d && ln -s {} d", elsewhere.display()),
+    );
+    assert!(dir
+        .join("d")
+        .symlink_metadata()
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let (undone, said) = undo(&dir);
+    assert!(undone, "{said}");
+    let d = dir.join("d").symlink_metadata().unwrap();
+    assert!(d.is_dir(), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("d/f.txt")).unwrap(),
+        "kept\n"
+    );
+    // The link's target was never touched.
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("other.txt")).unwrap(),
+        "not ours\n"
+    );
+    assert!(!elsewhere.join("f.txt").exists());
+}

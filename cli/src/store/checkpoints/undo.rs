@@ -129,7 +129,19 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
                 )),
             }
         }
-        if let Err(why) = unchanged_since(path, after) {
+        // Behind a link the session put where a folder was (`rm -rf d && ln -s … d`): the
+        // file is gone as far as the session left it, and the link is checked on its own.
+        let behind_a_link = files.iter().any(|(other, (_, after))| {
+            matches!(after, State::Link(_)) && path.starts_with(other) && path != other
+        });
+        let checked = match behind_a_link {
+            true => match after {
+                State::Absent => Ok(()),
+                _ => Err("changed since: it is behind a symbolic link the session made".to_owned()),
+            },
+            false => unchanged_since(path, after),
+        };
+        if let Err(why) = checked {
             problems.push(format!("{} ({why})", path.display()));
         }
     }
@@ -180,17 +192,30 @@ pub(crate) fn undo(saved: &Saved, to: Option<usize>) -> Result<Undone, CliError>
             State::Unkept => {}
         }
     }
-    let note = serde_json::json!({
-        "to_prompt": prompt,
-        "restored": done.restored,
-        "removed": done.removed,
-        "uncaptured_bash_commands": commands,
-    });
+    let note = serde_json::to_value(Note {
+        to_prompt: prompt,
+        restored: &done.restored,
+        removed: &done.removed,
+        uncaptured_bash_commands: commands,
+    })
+    .map_err(|error| CliError::Failed(format!("could not note what undo did: {error}")))?;
     crate::store::session::cut_before(saved, prompt, note)?;
     store
         .keep(&kept)
         .map_err(|error| CliError::Failed(format!("could not update the checkpoints: {error}")))?;
     Ok(done)
+}
+
+/// What the session file keeps of an undo (for people, not the model): paths as
+/// `path_text` writes them, so a name that is not UTF-8 is kept whole.
+#[derive(serde::Serialize)]
+struct Note<'a> {
+    to_prompt: usize,
+    #[serde(with = "golato::sandbox::capture::path_text::many")]
+    restored: &'a [PathBuf],
+    #[serde(with = "golato::sandbox::capture::path_text::many")]
+    removed: &'a [PathBuf],
+    uncaptured_bash_commands: usize,
 }
 
 /// The bash calls among `calls` whose changes were not captured (none of a sandboxed
