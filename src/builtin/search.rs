@@ -57,6 +57,25 @@ fn start(workspace: &Workspace, path: Option<&str>) -> Result<(PathBuf, String),
     Ok((full, shown))
 }
 
+/// Whether the sandbox or a read rule denies `path`, found under `root`: judged as asked and
+/// as it really is (`root` with its links and `..` resolved; the walk follows no link below
+/// it), so `ls ../.ssh` or a link to `~/.ssh` is judged as `~/.ssh` is.
+fn denied_under(workspace: &Workspace, root: &Path, real_root: &Path, path: &Path) -> bool {
+    if workspace.denies(path) {
+        return true;
+    }
+    match path.strip_prefix(root) {
+        Ok(rest) if rest.as_os_str().is_empty() => workspace.denies(real_root),
+        Ok(rest) => workspace.denies(&real_root.join(rest)),
+        Err(_) => false,
+    }
+}
+
+/// `root` as it really is: its links and `..` resolved.
+fn real(root: &Path) -> PathBuf {
+    crate::sandbox::resolve(Path::new("/"), root)
+}
+
 /// The largest ignore file (`.gitignore`, `.ignore`) a walk reads: the ignore crate compiles
 /// every pattern before it yields anything, and a 1.9 MB `.gitignore` of 100,000 patterns took
 /// 19 s and 1.7 GB, deaf to cancellation.
@@ -305,6 +324,7 @@ fn run_grep(
     let mut denied = 0usize;
     let mut not_utf8 = 0usize;
     let filter = args.glob.as_deref().map(Filter::new).transpose()?;
+    let real_root = real(&root);
     let mut walker = walk(&root);
     for entry in walker.walk.by_ref() {
         if cancel.is_cancelled() {
@@ -318,7 +338,7 @@ fn run_grep(
         {
             continue;
         }
-        if workspace.denies(entry.path()) {
+        if denied_under(workspace, &root, &real_root, entry.path()) {
             denied += 1;
             continue;
         }
@@ -426,7 +446,8 @@ fn run_find(
     let mut found = 0usize;
     let mut more = false;
     let filter = Filter::new(&args.pattern)?;
-    if workspace.denies(&root) {
+    let real_root = real(&root);
+    if denied_under(workspace, &root, &real_root, &root) {
         return Err(denied_start(&shown).into());
     }
     let mut denied = 0usize;
@@ -436,12 +457,12 @@ fn run_find(
             return Err("find was cancelled".into());
         }
         let Ok(entry) = entry else { continue };
-        if workspace.denies(entry.path()) {
+        if denied_under(workspace, &root, &real_root, entry.path()) {
             // Counted once, at the top of what is denied.
             if !entry
                 .path()
                 .parent()
-                .is_some_and(|parent| workspace.denies(parent))
+                .is_some_and(|parent| denied_under(workspace, &root, &real_root, parent))
             {
                 denied += 1;
             }
@@ -517,7 +538,8 @@ fn run_ls(
             format!("{shown} is not a directory; read it, or ls the folder it is in").into(),
         );
     }
-    if workspace.denies(&dir) {
+    let real_dir = real(&dir);
+    if denied_under(workspace, &dir, &real_dir, &dir) {
         return Err(denied_start(&shown).into());
     }
     let entries = std::fs::read_dir(&dir)
@@ -528,7 +550,7 @@ fn run_ls(
         if cancel.is_cancelled() {
             return Err("ls was cancelled".into());
         }
-        if workspace.denies(&entry.path()) {
+        if denied_under(workspace, &dir, &real_dir, &entry.path()) {
             denied += 1;
             continue;
         }

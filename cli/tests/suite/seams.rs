@@ -209,3 +209,51 @@ fn undo_brings_back_a_folder_a_command_replaced_by_a_link() {
     );
     assert!(!elsewhere.join("f.txt").exists());
 }
+
+/// `find` and `ls` leave out what the sandbox hides from bash (`~/.ssh`, a `--deny-read`
+/// path), however the path is spelled: through `..`, through a link the workspace holds.
+#[test]
+fn find_and_ls_list_nothing_inside_hidden_folders_however_they_are_reached() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = home.path().join("ws");
+    for folder in [".ssh", "secret", "ws"] {
+        std::fs::create_dir_all(home.path().join(folder)).unwrap();
+    }
+    std::fs::write(home.path().join(".ssh/id_key"), "k\n").unwrap();
+    std::fs::write(home.path().join("secret/plans.txt"), "p\n").unwrap();
+    std::os::unix::fs::symlink(home.path().join(".ssh"), ws.join("ssh")).unwrap();
+    std::os::unix::fs::symlink(home.path().join("secret"), ws.join("plans")).unwrap();
+    let secret = home.path().join("secret");
+    for (tool, arguments) in [
+        ("ls", json!({"path": "../.ssh"})),
+        ("ls", json!({"path": "ssh"})),
+        ("ls", json!({"path": "ssh/"})),
+        ("ls", json!({"path": "../secret"})),
+        ("ls", json!({"path": "plans"})),
+        ("ls", json!({"path": format!("{}/../secret", ws.display())})),
+        ("find", json!({"pattern": "**", "path": "ssh"})),
+        ("find", json!({"pattern": "**", "path": "plans"})),
+        ("find", json!({"pattern": "*.txt", "path": ".."})),
+    ] {
+        let output = golato()
+            .env("HOME", home.path())
+            .args([
+                "tool",
+                tool,
+                &arguments.to_string(),
+                "--sandbox",
+                "workspace-write",
+                "--deny-read",
+            ])
+            .arg(&secret)
+            .arg("--cwd")
+            .arg(&ws)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            !said.contains("id_key") && !said.contains("plans.txt"),
+            "{tool} {arguments}: {said}"
+        );
+    }
+}
