@@ -13,6 +13,7 @@
 mod client_files;
 #[cfg(feature = "durable")]
 mod durable;
+mod oversized;
 mod prompt;
 mod sessions;
 mod updates;
@@ -51,58 +52,75 @@ const UNREADABLE_LINE: &str = "\u{FFFD} (a line that is not UTF-8 or is too long
 /// Standard input and output as the connection's lines. A line that is not UTF-8, or longer
 /// than [`MAX_LINE`], is handed on as an unreadable line rather than as an error of the
 /// stream: the SDK's own standard input ended the connection, and every session with it, at
-/// the first byte that was not UTF-8.
+/// the first byte that was not UTF-8. A request too long to read (a prompt with a 100 MB
+/// image) is answered at once with an error under its own ID, found at the line's head, so the
+/// client is not left waiting; the rest of it is read and dropped, never held.
 fn stdio_lines() -> agent_client_protocol::Lines<
     impl futures::Sink<String, Error = std::io::Error> + Send + 'static,
     impl futures::Stream<Item = std::io::Result<String>> + Send + 'static,
 > {
-    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _};
+    // Written a whole line at a time, by the SDK and by the reader's own answers.
+    let stdout = Arc::new(tokio::sync::Mutex::new(tokio::io::stdout()));
+    let answers = Arc::clone(&stdout);
     let reader = tokio::io::BufReader::new(tokio::io::stdin());
-    let incoming = futures::stream::unfold(Some(reader), |reader| async move {
-        let mut reader = reader?;
-        let mut line = Vec::new();
-        match (&mut reader)
-            .take(MAX_LINE + 1)
-            .read_until(b'\n', &mut line)
-            .await
-        {
-            Ok(0) => None,
-            Ok(_) => {
-                let ended = line.last() == Some(&b'\n');
-                if !ended && line.len() as u64 > MAX_LINE {
-                    // The rest of the line is read and dropped, piece by piece.
-                    let mut rest = Vec::new();
-                    loop {
-                        rest.clear();
-                        match (&mut reader)
-                            .take(MAX_LINE)
-                            .read_until(b'\n', &mut rest)
-                            .await
-                        {
-                            Ok(0) => break,
-                            Ok(_) if rest.last() == Some(&b'\n') => break,
-                            Ok(_) => {}
+    let incoming = futures::stream::unfold(Some(reader), move |reader| {
+        let answers = Arc::clone(&answers);
+        async move {
+            let mut reader = reader?;
+            let mut line = Vec::new();
+            match (&mut reader)
+                .take(MAX_LINE + 1)
+                .read_until(b'\n', &mut line)
+                .await
+            {
+                Ok(0) => None,
+                Ok(_) => {
+                    let ended = line.last() == Some(&b'\n');
+                    if !ended && line.len() as u64 > MAX_LINE {
+                        let id = oversized::request_id(&line);
+                        let head_length = line.len() as u64;
+                        drop(line);
+                        let rest = match oversized::drop_rest_of_line(&mut reader).await {
+                            Ok(rest) => rest,
                             Err(error) => return Some((Err(error), None)),
+                        };
+                        if let Some(id) = id {
+                            let answer = oversized::refusal(&id, head_length + rest);
+                            if let Err(error) = write_line(&answers, answer).await {
+                                return Some((Err(error), None));
+                            }
                         }
+                        return Some((Ok(UNREADABLE_LINE.to_owned()), Some(reader)));
                     }
-                    return Some((Ok(UNREADABLE_LINE.to_owned()), Some(reader)));
+                    while matches!(line.last(), Some(b'\n' | b'\r')) {
+                        line.pop();
+                    }
+                    let text =
+                        String::from_utf8(line).unwrap_or_else(|_| UNREADABLE_LINE.to_owned());
+                    Some((Ok(text), Some(reader)))
                 }
-                while matches!(line.last(), Some(b'\n' | b'\r')) {
-                    line.pop();
-                }
-                let text = String::from_utf8(line).unwrap_or_else(|_| UNREADABLE_LINE.to_owned());
-                Some((Ok(text), Some(reader)))
+                Err(error) => Some((Err(error), None)),
             }
-            Err(error) => Some((Err(error), None)),
         }
     });
-    let outgoing = futures::sink::unfold(tokio::io::stdout(), |mut out, line: String| async move {
-        out.write_all(line.as_bytes()).await?;
-        out.write_all(b"\n").await?;
-        out.flush().await?;
+    let outgoing = futures::sink::unfold(stdout, |out, line: String| async move {
+        write_line(&out, line).await?;
         Ok::<_, std::io::Error>(out)
     });
     agent_client_protocol::Lines::new(Box::pin(outgoing), Box::pin(incoming))
+}
+
+/// Writes `line` and a newline to standard output, whole, and flushes.
+async fn write_line(
+    out: &tokio::sync::Mutex<tokio::io::Stdout>,
+    mut line: String,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt as _;
+    line.push('\n');
+    let mut out = out.lock().await;
+    out.write_all(line.as_bytes()).await?;
+    out.flush().await
 }
 
 /// A session: its conversation, and what the client is told of it.

@@ -99,6 +99,11 @@ impl Acp {
         acp
     }
 
+    /// The process ID of `golato acp`.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub(super) fn send_bytes(&mut self, line: &[u8]) {
         let input = self.input.as_mut().unwrap();
         input.write_all(line).unwrap();

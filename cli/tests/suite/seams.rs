@@ -257,3 +257,38 @@ fn find_and_ls_list_nothing_inside_hidden_folders_however_they_are_reached() {
         );
     }
 }
+
+/// A prompt carrying a 100 MB image is answered with an error under its own ID (the client
+/// waited forever before), golato acp's memory stays bounded, and the session goes on.
+#[test]
+fn an_acp_prompt_too_large_to_read_is_answered_and_the_session_goes_on() {
+    use super::acp::Acp;
+    let dir = tempfile::tempdir().unwrap();
+    let script =
+        support::cli::script_file(dir.path(), "script.jsonl", &[json!({"text": "Hello."})]);
+    let mut acp = Acp::start(dir.path(), &script, &[]);
+    let session = acp.new_session(dir.path());
+    let data = "A".repeat(100 * 1024 * 1024);
+    acp.send_raw(&format!(
+        r#"{{"jsonrpc":"2.0","id":4242,"method":"session/prompt","params":{{"sessionId":"{session}","prompt":[{{"type":"image","mimeType":"image/png","data":"{data}"}}]}}}}"#
+    ));
+    drop(data);
+    let (answer, _) = acp.until("the refusal", |message| message["id"] == 4242);
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let said = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("at most 64 MiB") && said.contains("100.0 MiB"),
+        "{said}"
+    );
+    // Never more than the one line's bound held at once (64 MiB), whatever the message's size.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", acp.pid())).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    assert!(peak_kib < 192 * 1024, "golato acp peaked at {peak_kib} KiB");
+    let id = acp.prompt(&session, "hi");
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+}
