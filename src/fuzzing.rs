@@ -112,3 +112,10 @@ pub fn validate(schema: &Value, calls: &[ToolCall]) -> Result<Vec<Option<String>
         })
         .collect())
 }
+
+/// A tunnel's first bytes as the proxy's SNI check reads them, `chunk` bytes at a time (at
+/// least 1): the name a whole ClientHello gives (`Some(None)`: it names none); `None` when it
+/// is refused, not TLS, or cut short. Nothing may panic, whatever the bytes.
+pub fn client_hello_name(bytes: &[u8], chunk: usize) -> Option<Option<Vec<u8>>> {
+    crate::proxy::hello_name(bytes, chunk)
+}

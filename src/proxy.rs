@@ -78,6 +78,25 @@ impl Resolve for SystemResolver {
     }
 }
 
+/// A tunnel's first bytes read as the SNI check reads them, fed `chunk` bytes at a time (the
+/// whole hello read again after each, as a tunnel does): the name a whole ClientHello gives
+/// (`Some(None)`: none), or `None` when it is refused, not TLS, or not whole. For the fuzz
+/// targets and benches (feature `fuzzing`).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn hello_name(bytes: &[u8], chunk: usize) -> Option<Option<Vec<u8>>> {
+    let chunk = chunk.max(1);
+    let mut end = 0;
+    while end < bytes.len() {
+        end = (end + chunk).min(bytes.len());
+        match hello::read(&bytes[..end]) {
+            hello::Hello::Partial => {}
+            hello::Hello::Named(name) => return Some(name),
+            hello::Hello::NotTls | hello::Hello::Unreadable(_) => return None,
+        }
+    }
+    None
+}
+
 /// What became of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {

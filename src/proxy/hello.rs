@@ -289,6 +289,32 @@ mod tests {
         assert!(matches!(read(&endless), Hello::Unreadable(_)));
     }
 
+    proptest::proptest! {
+        /// Whatever the bytes and however they are cut, the reading is the same, and no
+        /// prefix of a hello is taken for a whole one with another name.
+        #[test]
+        fn the_reading_does_not_depend_on_how_the_bytes_are_cut(
+            extra in proptest::collection::vec(proptest::num::u8::ANY, 0..300),
+            flips in proptest::collection::vec((0usize..400, proptest::num::u8::ANY), 0..4),
+            chunk in 1usize..64,
+        ) {
+            let mut bytes = records(&body(&[(99, extra), (SERVER_NAME, sni(b"a.test"))]), 90);
+            for (at, byte) in flips {
+                let at = at % bytes.len();
+                bytes[at] = byte;
+            }
+            let mut verdict = Hello::Partial;
+            let mut end = 0;
+            while end < bytes.len() && verdict == Hello::Partial {
+                end = (end + chunk).min(bytes.len());
+                verdict = read(&bytes[..end]);
+            }
+            let whole = read(&bytes);
+            let settled = |hello: &Hello| !matches!(hello, Hello::Partial);
+            proptest::prop_assert!(!settled(&whole) || verdict == whole, "{verdict:?} / {whole:?}");
+        }
+    }
+
     #[test]
     fn a_name_is_the_host_only_byte_for_byte_but_case_and_one_final_dot() {
         assert!(names_host(b"Registry.Test", "registry.test"));
