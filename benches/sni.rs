@@ -5,6 +5,8 @@
 //! padded one, past what the old check read). `cargo bench -p golato --bench sni --features
 //! fuzzing`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
