@@ -42,8 +42,9 @@ def healthy(port):
 
 def post(url, body=None):
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="POST",
-                                     headers={"content-type": "application/json"})
+    # A handler that takes no input refuses a body, and a content type without one.
+    headers = {} if body is None else {"content-type": "application/json"}
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers)
     with urllib.request.urlopen(request, timeout=60) as response:
         return response.read()
 

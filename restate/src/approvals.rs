@@ -178,10 +178,14 @@ impl QuestionWorkflow {
         if let Some(Json(verdict)) = ctx.get::<Json<Verdict>>(VERDICT).await? {
             return Err(decision::closed(&verdict).into());
         }
-        ctx.object_client::<AnswersObjectClient>(ctx.key().to_owned())
+        let verdict = ctx
+            .object_client::<AnswersObjectClient>(ctx.key().to_owned())
             .decide(answer)
             .call()
             .await?;
+        // This answer decided: the waiting workflow gets it now (the object's own `settle`,
+        // sent for answers that reach it another way, comes a hop later and is dropped).
+        ctx.resolve_promise(DECIDED, verdict);
         Ok(())
     }
 

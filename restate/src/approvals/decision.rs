@@ -39,7 +39,9 @@ impl AnswersObject {
         ))
     }
 
-    /// A person's answer: it decides the question when it is the first word on it.
+    /// A person's answer: it decides the question when it is the first word on it, and the
+    /// verdict it made is returned (the workflow's `answer` hands it to the waiting workflow
+    /// at once; `settle` is sent too, for an answer that reached this object another way).
     ///
     /// Refused with 404 when the question was never asked (an answer sent before its question
     /// exists decides nothing), with 409 naming the verdict when one was made.
@@ -48,7 +50,7 @@ impl AnswersObject {
         &self,
         ctx: ObjectContext<'_>,
         answer: Json<Answer>,
-    ) -> Result<(), HandlerError> {
+    ) -> Result<Json<Verdict>, HandlerError> {
         if let Some(Json(verdict)) = ctx.get::<Json<Verdict>>(DECIDED).await? {
             return Err(closed(&verdict).into());
         }
@@ -71,9 +73,9 @@ impl AnswersObject {
         let verdict = Verdict::Answered { answer };
         ctx.set(DECIDED, Json(verdict.clone()));
         ctx.workflow_client::<QuestionWorkflowClient>(ctx.key())
-            .settle(Json(verdict))
+            .settle(Json(verdict.clone()))
             .send();
-        Ok(())
+        Ok(Json(verdict))
     }
 
     /// The deadline passed: nobody answered, unless someone did first (then that answer).
