@@ -30,10 +30,33 @@ fn a_durable_safe_rule_runs_the_interrupted_command_again() {
     killed_mid_batch(Some("[durable]\nsafe = [\"bash\"]\n"));
 }
 
+/// A rule naming a script run by its shell (issue 54: `bash(bash x.sh *)` never matched, the
+/// script's name and arguments taken for commands of their own).
+#[test]
+fn a_durable_safe_rule_naming_a_script_run_by_bash_runs_it_again() {
+    killed_mid_batch_as(
+        Some("[durable]\nsafe = [\"bash(bash */b.sh *)\"]\n"),
+        Shape::Script,
+    );
+}
+
+fn killed_mid_batch(user_config: Option<&str>) {
+    killed_mid_batch_as(user_config, Shape::Line);
+}
+
+/// How call b's command is given.
+#[derive(PartialEq)]
+enum Shape {
+    /// As a line of its own.
+    Line,
+    /// As `bash DIR/b.sh now`, the line in the script.
+    Script,
+}
+
 /// golato run --journal killed while call b runs, and started again: b (a bash call, `once`
 /// unless `user_config` makes it safe) is not run again, its result saying it was interrupted;
 /// a rule covering it runs it again as attempt 2.
-fn killed_mid_batch(user_config: Option<&str>) {
+fn killed_mid_batch_as(user_config: Option<&str>, shape: Shape) {
     let dir = tempfile::tempdir().unwrap();
     // Call a appends to the ledger and ends; call b appends, says it started and (the first
     // time) sleeps until it is killed with golato.
@@ -45,7 +68,11 @@ fn killed_mid_batch(user_config: Option<&str>) {
     let g = signals.path().display();
     // b also writes partial.txt in the working directory before it sleeps: captured, it
     // reaches the folder only when golato starts again, and b's result names it.
-    let b = format!("echo b >> {g}/ledger; if [ -e {g}/b.started ]; then echo again; else echo half > partial.txt; touch {g}/b.started; echo $$ > {g}/b.pid.new; mv {g}/b.pid.new {g}/b.pid; exec sleep 1000.4321; fi");
+    let mut b = format!("echo b >> {g}/ledger; if [ -e {g}/b.started ]; then echo again; else echo half > partial.txt; touch {g}/b.started; echo $$ > {g}/b.pid.new; mv {g}/b.pid.new {g}/b.pid; exec sleep 1000.4321; fi");
+    if shape == Shape::Script {
+        std::fs::write(signals.path().join("b.sh"), format!("{b}\n")).unwrap();
+        b = format!("bash {g}/b.sh now");
+    }
     let script = script_file(
         dir.path(),
         "script.jsonl",

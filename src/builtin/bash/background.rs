@@ -279,8 +279,11 @@ impl Drop for Registry {
             // never run again (the runtime shutting down with the application). By the mark
             // only, never by process group: a command whose task is gone was reaped, and its
             // group's number may belong to someone else by now.
-            entry.stop.cancel();
+            // Killed before the driving task is told to stop: told first, its SIGTERM could
+            // end the command, and the guard with it, before the guard ended what it adopted
+            // (a daemon that cleared its environment would then outlive golato).
             processes::kill_marked(&entry.mark);
+            entry.stop.cancel();
         }
     }
 }
