@@ -76,6 +76,28 @@ impl Guard {
         [GUARD_ARG, &self.parent, "--"]
     }
 
+    /// Asks the guard with process ID `pid` to end its command's whole tree with a grace:
+    /// SIGTERM to every process below it (what it adopted included), SIGKILL to what is left
+    /// after 3 s, then it exits as the command did. Gone already is fine.
+    pub fn end_with_grace(pid: i32) {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::USR2);
+        }
+    }
+
+    /// Whether the process `pid` is a guard (started with [`GUARD_ARG`] and a parent's ID,
+    /// not a command the guard starts through itself).
+    pub fn is_guard(pid: i32) -> bool {
+        let Ok(line) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            return false;
+        };
+        let mut words = line.split(|byte| *byte == 0).skip(1);
+        words.next() == Some(GUARD_ARG.as_bytes())
+            && words
+                .next()
+                .is_some_and(|parent| parent.iter().all(u8::is_ascii_digit))
+    }
+
     /// Asks the guard (or the sandbox's helper) with process ID `pid` to end its command's
     /// whole tree now, what it adopted included (the signal golato's death sends it; SIGTERM
     /// it leaves to the command). Gone already is fine.

@@ -306,3 +306,48 @@ fn bash_kill_leaves_a_term_handler_its_grace() {
         );
     }
 }
+
+/// Without a sandbox, `bash_kill` ends the daemons a background command started that cleared
+/// their environment too: the guard gives the grace to its whole tree and stays until it is
+/// over, so the command's end orphans nothing.
+#[test]
+fn bash_kill_ends_daemons_that_cleared_their_environment_without_a_sandbox() {
+    const DAEMONS: usize = 3;
+    let ws = tempfile::tempdir().unwrap();
+    let marker = format!("golato-killed-daemon-{}", std::process::id());
+    let start = format!(
+        "for i in $(seq {DAEMONS}); do env -i setsid bash -c '(exec -a {marker} sleep 1000 &)'; done; echo started; sleep 1000"
+    );
+    let script = script_file(
+        ws.path(),
+        "script.jsonl",
+        &[
+            bash("start", json!({"command": start, "background": true})),
+            json!({"tool_calls": [{"id": "ready", "name": "bash_output", "arguments": {"id": 1, "since": 0, "pattern": "started", "wait": 60}}]}),
+            json!({"tool_calls": [{"id": "kill", "name": "bash_kill", "arguments": {"id": 1}}]}),
+            // Still running when the daemons are counted: golato's own end is not what ends them.
+            bash(
+                "count",
+                json!({"command": format!("pgrep -c -f \"^{marker} \" || true")}),
+            ),
+            json!({"text": "done"}),
+        ],
+    );
+    let output = golato_run(ws.path(), &script)
+        .args(["--sandbox", "off"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let lines = json_lines(&output);
+    let ends = of_type(&lines, "tool_end");
+    let counted = ends[3]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        counted.trim(),
+        "0",
+        "daemons left after bash_kill: {counted}"
+    );
+    assert!(processes_named(&marker).is_empty());
+}

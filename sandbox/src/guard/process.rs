@@ -49,7 +49,7 @@ fn refuse(why: &str) -> ! {
 }
 
 fn guard(parent: Option<i32>, command: &[OsString]) -> ! {
-    let signals = SigSet::from_iter([Signal::SIGCHLD, DEATH_SIGNAL, Signal::SIGHUP]);
+    let signals = SigSet::from_iter([Signal::SIGCHLD, DEATH_SIGNAL, GRACE_SIGNAL, Signal::SIGHUP]);
     // SIGTERM is for the command (golato's grace before SIGKILL): the guard, in the command's
     // process group, keeps it blocked and never takes it. Blocked before anything can arrive;
     // the others are taken with sigwait below. The command starts with an empty mask (the
@@ -57,6 +57,7 @@ fn guard(parent: Option<i32>, command: &[OsString]) -> ! {
     let blocked = SigSet::from_iter([
         Signal::SIGCHLD,
         DEATH_SIGNAL,
+        GRACE_SIGNAL,
         Signal::SIGHUP,
         Signal::SIGTERM,
     ]);
@@ -98,12 +99,48 @@ fn guard(parent: Option<i32>, command: &[OsString]) -> ! {
                     end_as(status)
                 }
             }
+            Ok(GRACE_SIGNAL) => end_gracefully(command_pid),
             Ok(_) => {
                 kill_descendants();
                 std::process::exit(128 + DEATH_SIGNAL as i32)
             }
             Err(_) => {}
         }
+    }
+}
+
+/// The signal golato sends to end a command with a grace (`bash_kill`): SIGTERM to every
+/// process below the guard, what it adopted included, then SIGKILL after [`GRACE`].
+pub(crate) const GRACE_SIGNAL: Signal = Signal::SIGUSR2;
+
+/// How long the processes get between SIGTERM and SIGKILL.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// SIGTERM to the whole tree, the guard staying while any of it lives (so what it adopted is
+/// never orphaned by the command's end), SIGKILL to what is left after [`GRACE`]; then exits as
+/// the command did.
+fn end_gracefully(command_pid: i32) -> ! {
+    let own = own_pid();
+    for pid in descendants(own) {
+        if let Some(pid) = Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+    }
+    let until = std::time::Instant::now() + GRACE;
+    let mut status = None;
+    while std::time::Instant::now() < until {
+        if let Some(ended) = reap(command_pid) {
+            status = Some(ended);
+        }
+        if descendants(own).is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    kill_descendants();
+    match status.or_else(|| reap(command_pid)) {
+        Some(status) => end_as(status),
+        None => std::process::exit(128 + Signal::SIGTERM as i32),
     }
 }
 

@@ -786,10 +786,17 @@ async fn terminate(
     child: &mut tokio::process::Child,
 ) -> Vec<processes::Killed> {
     use rustix::process::{kill_process_group, Signal};
+    // A command behind the guard (no sandbox): the guard gives the grace itself, to everything
+    // below it, and stays until it is over, so what it adopted is never orphaned by the
+    // command's end (a daemon that cleared its environment carries no mark to be found by).
+    let leader = group.map(|group| group.as_raw_nonzero().get());
+    if let Some(guard) = leader.filter(|leader| golato_sandbox::Guard::is_guard(*leader)) {
+        golato_sandbox::Guard::end_with_grace(guard);
+        let _ = tokio::time::timeout(KILL_GRACE + Duration::from_secs(2), child.wait()).await;
+    }
     // A group led by golato's own guard or helper is not sent SIGTERM as a group: they would
     // end the tree at once; the command's processes get it through their mark instead.
-    let led_by_golato =
-        group.is_some_and(|group| processes::is_internal(group.as_raw_nonzero().get()));
+    let led_by_golato = leader.is_some_and(processes::is_internal);
     if let Some(group) = group.filter(|_| !led_by_golato) {
         let _ = kill_process_group(group, Signal::TERM);
     }
