@@ -81,11 +81,20 @@ const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Whether `pid` is a live process (not a zombie).
 fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rfind(')')
-            .and_then(|close| stat[close + 1..].trim_start().chars().next())
-            .is_some_and(|state| state != 'Z' && state != 'X')
-    })
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !matches!(name_and_state(&stat).1, None | Some('Z' | 'X')))
+}
+
+/// A process's name and state from its `/proc/PID/stat`: "pid (name) state …", the name may
+/// hold spaces and parentheses and ends at the last ')'.
+fn name_and_state(stat: &str) -> (String, Option<char>) {
+    match (stat.find('('), stat.rfind(')')) {
+        (Some(open), Some(close)) if open < close => (
+            stat[open + 1..close].to_owned(),
+            stat[close + 1..].trim_start().chars().next(),
+        ),
+        _ => (String::from("?"), None),
+    }
 }
 
 /// Sends `signal` once to every live process carrying `mark` but golato's own (the guard and
@@ -163,14 +172,7 @@ fn marked(needle: &str, own: i32) -> Vec<Killed> {
             continue;
         }
         let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
-        // "pid (name) state …": the name may hold spaces and parentheses; it ends at the last ')'.
-        let (name, state) = match (stat.find('('), stat.rfind(')')) {
-            (Some(open), Some(close)) if open < close => (
-                stat[open + 1..close].to_owned(),
-                stat[close + 1..].trim_start().chars().next(),
-            ),
-            _ => (String::from("?"), None),
-        };
+        let (name, state) = name_and_state(&stat);
         if state == Some('Z') {
             continue;
         }
