@@ -114,8 +114,11 @@ impl Conversation {
         let Opened {
             transcript,
             summary,
-            saving,
+            mut saving,
         } = opened;
+        if let Some(saving) = &mut saving {
+            saving.started_with(&settings);
+        }
         header.session = saving.as_ref().map(Writer::id);
         let mut conversation = Conversation {
             agent,
@@ -271,6 +274,9 @@ impl Conversation {
         self.summary = None;
         self.saving =
             crate::store::session::open(None, &self.settings.cwd, self.ephemeral, true)?.saving;
+        if let Some(saving) = &mut self.saving {
+            saving.started_with(&self.settings);
+        }
         self.tell_hooks();
         Ok(())
     }
@@ -346,6 +352,7 @@ impl Conversation {
         }
         let old = self.saving.as_ref().map(Writer::id);
         let mut writer = Writer::create(&self.settings.cwd)?;
+        writer.started_with(&self.settings);
         for message in &self.transcript {
             writer.step(message);
         }

@@ -67,11 +67,16 @@ struct Restore(Option<outbox::Outbox>);
 
 impl Drop for Restore {
     fn drop(&mut self) {
-        use ratatui::crossterm::{event::DisableBracketedPaste, execute, terminal};
+        use ratatui::crossterm::event::{DisableBracketedPaste, PopKeyboardEnhancementFlags};
+        use ratatui::crossterm::{execute, terminal};
         // Not a blocking write to a terminal that stopped reading: golato must be able to end.
         let reads = self.0.as_ref().is_none_or(|outbox| outbox.drain(STUCK));
         if reads {
-            let _ = execute!(std::io::stdout(), DisableBracketedPaste);
+            let _ = execute!(
+                std::io::stdout(),
+                DisableBracketedPaste,
+                PopKeyboardEnhancementFlags
+            );
         }
         let _ = terminal::disable_raw_mode();
         if reads {
@@ -391,12 +396,25 @@ fn remember(path: Option<&std::path::Path>, text: &str) {
     }
 }
 
-/// Raw mode, bracketed paste and the inline viewport where the cursor is.
+/// Raw mode, bracketed paste, keys told apart by their modifiers, and the inline viewport where
+/// the cursor is.
 fn open_screen() -> std::io::Result<(Screen, Restore)> {
-    use ratatui::crossterm::{event::EnableBracketedPaste, execute, terminal};
+    use ratatui::crossterm::event::{
+        EnableBracketedPaste, KeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+    };
+    use ratatui::crossterm::{execute, terminal};
     terminal::enable_raw_mode()?;
     let mut restore = Restore(None);
-    execute!(std::io::stdout(), EnableBracketedPaste)?;
+    // The kitty keyboard protocol (kitty, WezTerm, Ghostty, foot, Alacritty, iTerm2 with CSI u
+    // on): Shift-Enter is then told from Enter. A terminal without it ignores the request and
+    // sends Enter for both; `\`+Enter, Alt-Enter and Ctrl-J make a new line everywhere.
+    // xterm's modifyOtherKeys is not asked for: crossterm drops its `CSI 27;…~` keys, so it
+    // would lose Alt-Enter where it works today.
+    execute!(
+        std::io::stdout(),
+        EnableBracketedPaste,
+        PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+    )?;
     let size = terminal::size()?;
     let outbox = outbox::Outbox::start()?;
     restore.0 = Some(outbox.clone());

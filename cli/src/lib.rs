@@ -234,7 +234,10 @@ pub fn main() -> ExitCode {
         match cli.command {
             // An agent command's flags are resolved once, with their folder's configuration:
             // what runs below reads the settings, never the flags.
-            Command::Run(args) => {
+            Command::Run(mut args) => {
+                if args.continue_session {
+                    run::same_model_as_newest(&mut args.agent);
+                }
                 let mut settings = settings::resolve(args.agent.clone(), ask)?;
                 setup::instructions::ask_once(&mut settings, ask)?;
                 run::command(*args, settings).await
@@ -280,7 +283,10 @@ pub fn main() -> ExitCode {
             Command::Undo(args) => commands::undo::undo_command(&args.session, args.to),
             Command::Diff(args) => commands::undo::diff_command(&args.session),
             Command::Acp(args) => acp::command(*args).await,
-            Command::Chat(args) => {
+            Command::Chat(mut args) => {
+                if args.continue_session {
+                    run::same_model_as_newest(&mut args.agent);
+                }
                 let mut settings = settings::resolve(args.agent.clone(), ask)?;
                 setup::instructions::ask_once(&mut settings, ask)?;
                 if front::usable(&args) {

@@ -30,6 +30,7 @@ mod suite {
     mod faults;
     mod file_ownership;
     mod front;
+    mod front_habits;
     mod hostile_terminal;
     mod journal;
     mod mcp;

@@ -358,7 +358,7 @@ fn ask(
         why: question.why.clone(),
         arguments: question.arguments.clone(),
         preview: question.preview.clone(),
-        narrow: None,
+        remember: None,
         reply,
     };
     super::prompt::ask(state, session, asked, cx, cancel);

@@ -19,6 +19,22 @@ pub(crate) enum ProviderKind {
     OpenaiResponses,
 }
 
+impl ProviderKind {
+    /// The name `--provider` takes for it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenaiResponses => "openai-responses",
+        }
+    }
+
+    /// The API `--provider NAME` names.
+    pub(crate) fn named(name: &str) -> Option<ProviderKind> {
+        <ProviderKind as ValueEnum>::from_str(name, false).ok()
+    }
+}
+
 /// The agent a run uses: model, tools and limits (`golato run` and `golato serve`).
 #[derive(Debug, Clone, Args)]
 pub(crate) struct AgentArgs {

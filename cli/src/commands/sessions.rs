@@ -32,7 +32,7 @@ pub(crate) fn list(cwd: Option<&Path>) -> Result<crate::Exit, CliError> {
     };
     for problem in unreadable
         .iter()
-        .filter(|problem| here(problem.header.as_ref()))
+        .filter(|problem| here(problem.header.as_deref()))
     {
         eprintln!("golato: {}", problem.error);
     }

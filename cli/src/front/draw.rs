@@ -348,10 +348,22 @@ impl Front {
                 } else {
                     ""
                 };
-                let remember = match (&question.narrow, self.project_trusted) {
-                    (Some(_), true) => " · p/u remember",
-                    (Some(_), false) => " · u remember",
-                    (None, _) => "",
+                let remember = match &question.remember {
+                    Some(offer) => {
+                        let project = self.project_trusted;
+                        let user = offer.chosen().user.is_some();
+                        let keys = match (project, user) {
+                            (true, true) => " · p/u remember",
+                            (true, false) => " · p remember",
+                            (false, true) => " · u remember",
+                            (false, false) => "",
+                        };
+                        match offer.can_widen() {
+                            true => format!("{keys} · w wider"),
+                            false => keys.to_owned(),
+                        }
+                    }
+                    None => String::new(),
                 };
                 format!(
                     "y yes · n no · a all {} (session){remember}{edit} · Esc no, say why",
@@ -380,7 +392,7 @@ impl Front {
 /// whether it continues that line; and the cursor (a line and its cell there) as a row and a
 /// cell in it.
 #[allow(clippy::type_complexity)]
-fn soft_wrapped(
+pub(super) fn soft_wrapped(
     lines: &[String],
     cursor: (usize, usize),
     room: usize,

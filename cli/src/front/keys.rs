@@ -33,13 +33,8 @@ pub(super) fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action>
                 }
                 Mode::Why { .. } | Mode::Edit { .. } => {
                     match key.code {
-                        KeyCode::Enter
-                            if !key
-                                .modifiers
-                                .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) =>
-                        {
-                            question::finish_typing(front, true);
-                        }
+                        KeyCode::Enter if continues_line(front, key) => front.editor.newline(),
+                        KeyCode::Enter => question::finish_typing(front, true),
                         KeyCode::Esc => question::finish_typing(front, false),
                         _ => {
                             edit_key(front, key);
@@ -173,16 +168,34 @@ fn edit_key(front: &mut Front, key: KeyEvent) {
     }
 }
 
+/// Whether Enter makes a new line rather than sending: with Shift or Alt (Shift-Enter where the
+/// terminal tells it apart), or after a `\` at the cursor, which it takes (as Claude Code
+/// does, for terminals that send Enter for Shift-Enter).
+fn continues_line(front: &mut Front, key: KeyEvent) -> bool {
+    if key
+        .modifiers
+        .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT)
+    {
+        return true;
+    }
+    // A command being edited keeps its `\`: to the shell it continues the line too.
+    if front.editor.before_cursor().ends_with('\\') {
+        if !matches!(front.mode, Mode::Edit { .. }) {
+            front.editor.backspace();
+        }
+        return true;
+    }
+    false
+}
+
 fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
     let control = key.modifiers.contains(KeyModifiers::CONTROL);
     // Any key but a second Ctrl-C disarms the quit; any but Tab ends a round of completions.
     let quit_armed = std::mem::take(&mut front.quit_armed);
     let completing = std::mem::take(&mut front.completing);
-    let newline = key
-        .modifiers
-        .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT);
     match key.code {
-        KeyCode::Enter if !newline => {
+        KeyCode::Enter if continues_line(front, key) => front.editor.newline(),
+        KeyCode::Enter => {
             if front.editor.is_empty() {
                 return None;
             }

@@ -1,7 +1,8 @@
 //! Approvals in the front end: the call shown whole (a command, or the diff an edit or a write
 //! would make) before single keys answer it: y, n, a (always for this tool in this session),
 //! p or u (yes, and a narrow allow rule for calls like it, written to the project's or the
-//! user's configuration), e (edit the command first), Esc (no, and type why for the model).
+//! user's configuration; w offers a wider one first), e (edit the command first), Esc (no, and
+//! type why for the model).
 
 use std::time::Instant;
 
@@ -11,6 +12,7 @@ use ratatui::text::Line;
 
 use super::{transcript, Front, Mode};
 use crate::setup::approve::{Question, Reply};
+use crate::setup::remember::Offer;
 use crate::view::report::Answer;
 
 /// Lines of a preview diff shown before the question.
@@ -33,13 +35,15 @@ pub(crate) fn ask(front: &mut Front, question: Question) {
             dim,
         ));
     }
-    for line in crate::view::shown::visible(&question.detail).lines() {
-        lines.push(Line::raw(format!(
-            "  │ {}",
-            line.chars()
-                .take(width.saturating_sub(4))
-                .collect::<String>()
-        )));
+    // Whole, wrapped where a space allows and every character kept (two spaces in a quoted
+    // argument are part of what would run): a question is answered about all of it.
+    let room = width.saturating_sub(4).max(1);
+    let detail: Vec<String> = crate::view::shown::visible(&question.detail)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    for (_, row) in super::draw::soft_wrapped(&detail, (0, 0), room).0 {
+        lines.push(Line::raw(format!("  │ {row}")));
     }
     if let Some(preview) = &question.preview {
         lines.extend(transcript::diff_lines(
@@ -48,22 +52,51 @@ pub(crate) fn ask(front: &mut Front, question: Question) {
             PREVIEW_LINES,
         ));
     }
-    if let Some(rule) = &question.narrow {
-        let rule = crate::view::shown::visible(rule);
-        if front.project_trusted {
-            lines.push(Line::styled(
-                format!("  p  yes, and allow {rule} in this project (.golato/config.toml)"),
-                dim,
-            ));
-        }
-        lines.push(Line::styled(
-            format!("  u  yes, and allow {rule} everywhere (your configuration)"),
-            dim,
-        ));
+    if let Some(offer) = &question.remember {
+        lines.extend(remember_lines(offer, front.project_trusted));
     }
     front.say(lines);
     front.asking = Some(question);
     front.asked_at = Some(Instant::now());
+}
+
+/// What `p` and `u` would remember, where it would hold, and whether `w` widens it.
+fn remember_lines(offer: &Offer, project_trusted: bool) -> Vec<Line<'static>> {
+    let dim = Style::default().add_modifier(Modifier::DIM);
+    let chosen = offer.chosen();
+    let mut lines = Vec::new();
+    if project_trusted {
+        lines.push(Line::styled(
+            format!(
+                "  p  yes, and allow {} in this project (.golato/config.toml)",
+                crate::view::shown::visible(&chosen.project)
+            ),
+            dim,
+        ));
+    }
+    lines.push(Line::styled(
+        match &chosen.user {
+            Some(rule) => format!(
+                "  u  yes, and allow {} in every project (your configuration)",
+                crate::view::shown::visible(rule)
+            ),
+            None => {
+                "  u  (none for every project: this rule names a file of this project)".to_owned()
+            }
+        },
+        dim,
+    ));
+    if offer.can_widen() {
+        let wider = &offer.steps[offer.at + 1].project;
+        lines.push(Line::styled(
+            format!(
+                "  w  offer the wider {} instead",
+                crate::view::shown::visible(wider)
+            ),
+            dim,
+        ));
+    }
+    lines
 }
 
 /// A key while a question waits.
@@ -73,19 +106,37 @@ pub(crate) fn key(front: &mut Front, question: Question, key: KeyEvent) {
         KeyCode::Char('y' | 'Y') => Answer::Yes.into(),
         KeyCode::Char('a' | 'A') => Answer::Always.into(),
         KeyCode::Char('n' | 'N') => Answer::No.into(),
-        KeyCode::Char(key @ ('p' | 'u')) if question.narrow.is_some() => {
-            let Some(rule) = question.narrow.clone() else {
+        KeyCode::Char('w' | 'W') if question.remember.as_ref().is_some_and(Offer::can_widen) => {
+            let mut question = question;
+            if let Some(offer) = &mut question.remember {
+                offer.widen();
+                let lines = remember_lines(offer, front.project_trusted);
+                front.say(lines);
+            }
+            front.asking = Some(question);
+            return;
+        }
+        KeyCode::Char(key @ ('p' | 'u')) if question.remember.is_some() => {
+            let Some(chosen) = question
+                .remember
+                .as_ref()
+                .map(|offer| offer.chosen().clone())
+            else {
                 return;
             };
-            let file = match key {
-                'p' if front.project_trusted => {
-                    Some(crate::settings::config::project_file(&front.cwd))
-                }
-                'p' => {
-                    front.asking = Some(question);
-                    return;
-                }
-                _ => crate::settings::config::user_file(),
+            let target = match key {
+                'p' if front.project_trusted => Some((
+                    chosen.project,
+                    Some(crate::settings::config::project_file(&front.cwd)),
+                )),
+                'u' => chosen
+                    .user
+                    .map(|rule| (rule, crate::settings::config::user_file())),
+                _ => None,
+            };
+            let Some((rule, file)) = target else {
+                front.asking = Some(question);
+                return;
             };
             match file.map(|file| (crate::setup::remember::write_rule(&file, &rule), file)) {
                 Some((Ok(()), file)) => front.note(&format!(

@@ -34,8 +34,9 @@ pub(crate) struct Question {
     pub(crate) arguments: serde_json::Value,
     /// What an edit or a write would change, as a unified diff, when it can be worked out.
     pub(crate) preview: Option<String>,
-    /// The narrow allow rule a "don't ask again" would remember (`bash(cargo test:*)`).
-    pub(crate) narrow: Option<String>,
+    /// The allow rules a "don't ask again" may remember, narrowest first
+    /// (`bash(cargo test:*)`, then `bash(cargo:*)`).
+    pub(crate) remember: Option<crate::setup::remember::Offer>,
     pub(crate) reply: oneshot::Sender<Reply>,
 }
 
@@ -49,7 +50,7 @@ pub(crate) enum Reply {
     RefusedBecause(String),
     /// No, to this call and every later one of this tool in this session, unasked.
     NeverAgain,
-    /// Yes, and to every later call the allow rule allows (the question's `narrow`), in this
+    /// Yes, and to every later call the allow rule allows (one the question offered), in this
     /// session (the front end writes it to a configuration file too).
     Remember(String),
     /// Nobody answered (why, to tell the model): the call is not run.
@@ -245,7 +246,7 @@ impl golato::policy::Approver for Approvals {
             detail: detail(&ctx.call, &ctx.arguments),
             why,
             preview: crate::view::preview::change(&self.cwd, &tool, &ctx.arguments),
-            narrow: crate::setup::remember::narrow_rule(&tool, &ctx.arguments, &self.cwd),
+            remember: crate::setup::remember::offer(&tool, &ctx.arguments, &self.cwd),
             arguments: ctx.arguments.clone(),
             reply,
         });

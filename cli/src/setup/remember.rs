@@ -1,6 +1,7 @@
 //! Approvals remembered narrowly: "yes, and don't ask again for `cargo test …`" becomes an
-//! allow rule (`bash(cargo test:*)`, or `edit(src/lib.rs)` for one file), shown whole before it
-//! is taken, kept for the session and written to the project's or the user's configuration.
+//! allow rule (`bash(cargo test:*)`, `bash(python3 -m pytest:*)`, or `edit(src/lib.rs)` for one
+//! file), shown whole before it is taken, widened only when the person asks, kept for the
+//! session and written to the project's or the user's configuration.
 
 use std::path::Path;
 
@@ -37,78 +38,206 @@ const TAKE_SUBCOMMANDS: &[&str] = &[
     "yarn",
 ];
 
-/// The narrowest rule that allows this call again: for a command line of one plain command,
-/// its program and first word when that word names what the program does (`cargo test`, `git
-/// status`: see [`TAKE_SUBCOMMANDS`]), else its program; for an edit or a write, that one file. `None` where no rule
-/// would be narrow (a line of several commands, expansions, redirections: an allow rule could
-/// not hold for it anyway).
-pub(crate) fn narrow_rule(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Option<String> {
+/// Interpreters whose next word says what runs: a module (`python3 -m pytest`) or a script
+/// file (`node build.js`). Code given inline (`-c`, `-e`) is anything: no rule is offered.
+const INTERPRETERS: &[&str] = &[
+    "bash", "deno", "node", "perl", "php", "pypy", "pypy3", "python", "python2", "python3", "ruby",
+    "sh", "zsh",
+];
+
+/// Subcommands that run another program named by the next word (`uv run pytest`): a rule
+/// names that program too, else `uv run:*` would allow any.
+const RUNNERS: &[&str] = &["dlx", "exec", "run", "x"];
+
+/// The rules a "yes, and don't ask again" may remember for one call, narrowest first: the
+/// person sees the first and may widen it deliberately (`w`), one step at a time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Offer {
+    pub(crate) steps: Vec<Scoped>,
+    /// The step offered now (an index in `steps`).
+    pub(crate) at: usize,
+}
+
+/// One rule, as written where it would hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scoped {
+    /// For the project's `.golato/config.toml`: paths as the project names them.
+    pub(crate) project: String,
+    /// For the user's configuration, which holds in every project: an edit's absolute path.
+    /// `None` where the rule would mean another file in each project (`./run.sh`,
+    /// `python3 tests.py`): such a rule is offered for the project only.
+    pub(crate) user: Option<String>,
+}
+
+impl Offer {
+    /// The rule offered now.
+    pub(crate) fn chosen(&self) -> &Scoped {
+        // `at` only ever moves within `steps`, which is never empty.
+        &self.steps[self.at.min(self.steps.len() - 1)]
+    }
+
+    /// Whether a wider rule can be offered.
+    pub(crate) fn can_widen(&self) -> bool {
+        self.at + 1 < self.steps.len()
+    }
+
+    /// The next wider rule (after the widest, the narrowest again).
+    pub(crate) fn widen(&mut self) {
+        self.at = (self.at + 1) % self.steps.len();
+    }
+
+    fn of(steps: Vec<Scoped>) -> Option<Offer> {
+        let mut unique: Vec<Scoped> = Vec::new();
+        for step in steps {
+            if !unique.contains(&step) {
+                unique.push(step);
+            }
+        }
+        (!unique.is_empty()).then_some(Offer {
+            steps: unique,
+            at: 0,
+        })
+    }
+}
+
+/// The rules that allow this call again, narrowest first. For a command line of one plain
+/// command: its program with what it runs (`cargo test`, `python3 -m pytest`, `node build.js`,
+/// `uv run pytest`), then the program alone. For an edit or a write: that one file (by its
+/// absolute path in the user's configuration, which every project reads), then its folder.
+/// `None` where no rule would be narrow (a line of several commands, expansions,
+/// redirections, inline code: an allow rule could not hold for it anyway).
+pub(crate) fn offer(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Option<Offer> {
     match tool {
-        "bash" => {
-            let command = arguments["command"].as_str()?.trim();
-            let plain = !command.is_empty()
-                && !command.contains(|c: char| {
-                    matches!(
-                        c,
-                        ';' | '&'
-                            | '|'
-                            | '$'
-                            | '`'
-                            | '<'
-                            | '>'
-                            | '('
-                            | ')'
-                            | '{'
-                            | '}'
-                            | '\n'
-                            | '\\'
-                            | '"'
-                            | '\''
-                            | '*'
-                            | '?'
-                            | '['
-                            | '~'
-                    )
-                });
-            if !plain {
-                return None;
-            }
-            let mut words = command.split_whitespace();
-            let program = words.next()?;
-            // `X=1 cargo …` sets a variable first: not a rule's business.
-            if program.contains('=') {
-                return None;
-            }
-            let base = program.rsplit('/').next().unwrap_or(program);
-            let what = words
-                .next()
-                .filter(|_| TAKE_SUBCOMMANDS.contains(&base))
-                .filter(|word| {
-                    word.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-                        && !word.starts_with('-')
-                });
-            Some(match what {
-                Some(what) => format!("bash({program} {what}:*)"),
-                None => format!("bash({program}:*)"),
-            })
-        }
-        "edit" | "write" => {
-            let path = arguments["path"].as_str()?;
-            let full = golato::sandbox::resolve(cwd, Path::new(path));
-            let shown = match full.strip_prefix(cwd) {
-                Ok(inside) => inside.to_str()?.to_owned(),
-                Err(_) => full.to_str()?.to_owned(),
-            };
-            // A glob's own characters in a file name would widen the rule.
-            if shown.is_empty() || shown.contains(['*', '?', '[', ']', '{', '}', '(', ')']) {
-                return None;
-            }
-            // `edit(…)` holds for write too.
-            Some(format!("edit({shown})"))
-        }
+        "bash" => command_steps(arguments["command"].as_str()?.trim()),
+        "edit" | "write" => path_steps(arguments["path"].as_str()?, cwd),
         _ => None,
     }
+}
+
+fn command_steps(command: &str) -> Option<Offer> {
+    let plain = !command.is_empty()
+        && !command.contains(|c: char| {
+            matches!(
+                c,
+                ';' | '&'
+                    | '|'
+                    | '$'
+                    | '`'
+                    | '<'
+                    | '>'
+                    | '('
+                    | ')'
+                    | '{'
+                    | '}'
+                    | '\n'
+                    | '\\'
+                    | '"'
+                    | '\''
+                    | '*'
+                    | '?'
+                    | '['
+                    | '~'
+            )
+        });
+    if !plain {
+        return None;
+    }
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let program = *words.first()?;
+    // `X=1 cargo …` sets a variable first: not a rule's business.
+    if program.contains('=') {
+        return None;
+    }
+    let base = program.rsplit('/').next().unwrap_or(program);
+    // A program named by a relative path is this project's file: another project's file of
+    // that name is another program.
+    let here = |word: &str| word.contains('/') && !word.starts_with('/');
+    let everywhere = !here(program);
+    let named = |word: &&str| {
+        !word.starts_with('-')
+            && word.chars().all(|c| {
+                c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | ':' | '@')
+            })
+    };
+    let scoped = |words: &[&str], everywhere: bool| {
+        let rule = format!("bash({}:*)", words.join(" "));
+        Scoped {
+            user: everywhere.then(|| rule.clone()),
+            project: rule,
+        }
+    };
+    let mut steps = Vec::new();
+    let version = base.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    let interpreter = INTERPRETERS.contains(&base)
+        || (base.starts_with("python") && version.chars().all(|c| c.is_ascii_digit() || c == '.'));
+    if interpreter {
+        match words.get(1).copied() {
+            Some("-c" | "-e" | "--eval" | "-p" | "--print") => return None,
+            Some("-m") => {
+                let module = words.get(2).copied().filter(named)?;
+                steps.push(scoped(&[program, "-m", module], everywhere));
+            }
+            Some(script) if named(&script) => {
+                // A script is a file: named relatively, it is this project's.
+                let script_everywhere = everywhere && script.starts_with('/');
+                steps.push(scoped(&[program, script], script_everywhere));
+            }
+            // Flags first (`python3 -u x.py`), or nothing: the program is what is known.
+            _ => {}
+        }
+    } else if TAKE_SUBCOMMANDS.contains(&base) {
+        let what = words
+            .get(1)
+            .copied()
+            .filter(|word| named(word) && !word.contains(['/', '.', ':', '@']));
+        if let Some(what) = what {
+            if RUNNERS.contains(&what) {
+                if let Some(ran) = words.get(2).copied().filter(named) {
+                    steps.push(scoped(&[program, what, ran], everywhere && !here(ran)));
+                }
+            }
+            steps.push(scoped(&[program, what], everywhere));
+        }
+    }
+    steps.push(scoped(&[program], everywhere));
+    Offer::of(steps)
+}
+
+fn path_steps(path: &str, cwd: &Path) -> Option<Offer> {
+    let full = golato::sandbox::resolve(cwd, Path::new(path));
+    // A glob's own characters in a file name would widen the rule.
+    let safe =
+        |text: &str| !text.is_empty() && !text.contains(['*', '?', '[', ']', '{', '}', '(', ')']);
+    let absolute = full.to_str().filter(|text| safe(text))?.to_owned();
+    let inside = full
+        .strip_prefix(cwd)
+        .ok()
+        .and_then(Path::to_str)
+        .filter(|text| safe(text))
+        .map(str::to_owned);
+    let folder = |text: &str| {
+        Path::new(text)
+            .parent()
+            .and_then(Path::to_str)
+            .filter(|parent| safe(parent) && *parent != "/")
+            .map(|parent| format!("edit({parent}/**)"))
+    };
+    // `edit(…)` holds for write too.
+    let mut steps = vec![Scoped {
+        project: format!("edit({})", inside.as_deref().unwrap_or(&absolute)),
+        user: Some(format!("edit({absolute})")),
+    }];
+    let project_folder = match inside.as_deref() {
+        Some(inside) => folder(inside).or_else(|| Some("edit(**)".to_owned())),
+        None => folder(&absolute),
+    };
+    if let (Some(project), Some(user)) = (project_folder, folder(&absolute)) {
+        steps.push(Scoped {
+            project,
+            user: Some(user),
+        });
+    }
+    Offer::of(steps)
 }
 
 /// Adds `rule` to the `allow` list of `[rules]` in the configuration file `path` (made when
@@ -168,18 +297,61 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The first rule offered, for the project's file and for the user's, and the widest.
+    fn offered(tool: &str, key: &str, value: &str) -> Option<(String, Option<String>, String)> {
+        let offer = offer(tool, &json!({ key: value }), Path::new("/work"))?;
+        let widest = offer.steps.last().unwrap().project.clone();
+        let first = offer.chosen().clone();
+        Some((first.project, first.user, widest))
+    }
+
     #[test]
-    fn a_plain_command_gives_its_program_and_subcommand_and_anything_else_none() {
-        let cwd = Path::new("/work");
-        let rule = |command: &str| narrow_rule("bash", &json!({ "command": command }), cwd);
+    fn a_plain_command_gives_what_it_runs_first_and_anything_else_none() {
+        let rule = |command: &str| offered("bash", "command", command);
+        let both = |rule: &str, widest: &str| {
+            Some((rule.to_owned(), Some(rule.to_owned()), widest.to_owned()))
+        };
         assert_eq!(
-            rule("cargo test --all").as_deref(),
-            Some("bash(cargo test:*)")
+            rule("cargo test --all"),
+            both("bash(cargo test:*)", "bash(cargo:*)")
         );
-        assert_eq!(rule("git status").as_deref(), Some("bash(git status:*)"));
-        assert_eq!(rule("ls -la src").as_deref(), Some("bash(ls:*)"));
-        assert_eq!(rule("make").as_deref(), Some("bash(make:*)"));
-        assert_eq!(rule("echo hello").as_deref(), Some("bash(echo:*)"));
+        assert_eq!(
+            rule("git status"),
+            both("bash(git status:*)", "bash(git:*)")
+        );
+        assert_eq!(rule("ls -la src"), both("bash(ls:*)", "bash(ls:*)"));
+        assert_eq!(rule("make"), both("bash(make:*)", "bash(make:*)"));
+        assert_eq!(rule("echo hello"), both("bash(echo:*)", "bash(echo:*)"));
+        // What an interpreter or a runner runs is named: not every Python program.
+        assert_eq!(
+            rule("python3 -m pytest -q tests"),
+            both("bash(python3 -m pytest:*)", "bash(python3:*)")
+        );
+        assert_eq!(
+            rule("python3.12 -m pip list"),
+            both("bash(python3.12 -m pip:*)", "bash(python3.12:*)")
+        );
+        assert_eq!(
+            rule("uv run pytest -x"),
+            both("bash(uv run pytest:*)", "bash(uv:*)")
+        );
+        // A file of this project: remembered for the project only.
+        assert_eq!(
+            rule("python3 tests.py -v"),
+            Some((
+                "bash(python3 tests.py:*)".to_owned(),
+                None,
+                "bash(python3:*)".to_owned()
+            ))
+        );
+        assert_eq!(
+            rule("./run.sh fast"),
+            Some((
+                "bash(./run.sh:*)".to_owned(),
+                None,
+                "bash(./run.sh:*)".to_owned()
+            ))
+        );
         for wide in [
             "cargo test && rm -rf /",
             "echo $HOME",
@@ -187,14 +359,41 @@ mod tests {
             "X=1 cargo test",
             "rm -rf *",
             "echo 'a b'",
+            "python3 -c print(1)",
+            "node -e process.exit()",
             "",
         ] {
             assert_eq!(rule(wide), None, "{wide}");
         }
-        let edit = |path: &str| narrow_rule("write", &json!({ "path": path }), cwd);
-        assert_eq!(edit("src/lib.rs").as_deref(), Some("edit(src/lib.rs)"));
-        assert_eq!(edit("/work/./src/../a.rs").as_deref(), Some("edit(a.rs)"));
-        assert_eq!(edit("/etc/hosts").as_deref(), Some("edit(/etc/hosts)"));
+    }
+
+    #[test]
+    fn an_edit_is_one_file_by_its_absolute_path_for_every_project_then_its_folder() {
+        let edit = |path: &str| offered("write", "path", path);
+        assert_eq!(
+            edit("src/lib.rs"),
+            Some((
+                "edit(src/lib.rs)".to_owned(),
+                Some("edit(/work/src/lib.rs)".to_owned()),
+                "edit(src/**)".to_owned()
+            ))
+        );
+        assert_eq!(
+            edit("/work/./src/../calc.py"),
+            Some((
+                "edit(calc.py)".to_owned(),
+                Some("edit(/work/calc.py)".to_owned()),
+                "edit(**)".to_owned()
+            ))
+        );
+        assert_eq!(
+            edit("/etc/hosts"),
+            Some((
+                "edit(/etc/hosts)".to_owned(),
+                Some("edit(/etc/hosts)".to_owned()),
+                "edit(/etc/**)".to_owned()
+            ))
+        );
         assert_eq!(edit("src/*.rs"), None);
     }
 

@@ -37,6 +37,14 @@ pub(crate) struct Header {
     pub(crate) cwd: PathBuf,
     /// When it started (seconds since the epoch).
     pub(crate) created: u64,
+    /// The model API, model and server it was started with (as `--provider`, `--model` and
+    /// `--base-url` or the configuration gave them), for `-c` and `resume` to go on with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) base_url: Option<String>,
 }
 
 /// A session being written.
@@ -172,6 +180,9 @@ impl Writer {
             id: new_id(),
             cwd: cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned()),
             created: now(),
+            provider: None,
+            model: None,
+            base_url: None,
         };
         let path = dir.join(format!("{}.jsonl", header.id));
         Ok(Writer {
@@ -182,6 +193,29 @@ impl Writer {
             _lock: None,
             children: Default::default(),
         })
+    }
+
+    /// Notes in a new session's first line the model it is started with, so that going on
+    /// with it later reaches the same model without the flags given again. A session already
+    /// on disk keeps what its first line says.
+    pub(crate) fn started_with(&mut self, settings: &crate::settings::Settings) {
+        // A scripted model has no API, model or server to keep.
+        if settings.script.is_some() {
+            return;
+        }
+        let Some(header) = self.pending.as_mut().and_then(|lines| lines.first_mut()) else {
+            return;
+        };
+        let provider = settings.provider.map(|kind| kind.name().to_owned());
+        for (field, value) in [
+            ("provider", provider),
+            ("model", settings.model.clone()),
+            ("base_url", settings.base_url.clone()),
+        ] {
+            if let (Some(value), Some(header)) = (value, header.as_object_mut()) {
+                header.insert(field.to_owned(), Value::String(value));
+            }
+        }
     }
 
     /// Puts a new session on disk, with the lines kept until now.

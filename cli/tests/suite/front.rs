@@ -12,7 +12,7 @@ use support::cli::{golato, script_file, Terminal};
 pub(crate) const SIZES: [(u16, u16); 2] = [(24, 80), (40, 120)];
 
 /// What the person can see now and scroll back to, top to bottom.
-fn screen(terminal: &mut Terminal, (rows, columns): (u16, u16)) -> String {
+pub(super) fn screen(terminal: &mut Terminal, (rows, columns): (u16, u16)) -> String {
     terminal.catch_up();
     let size = |n: u16| std::num::NonZeroU16::new(n).unwrap();
     let mut parser = vt100::Parser::new(size(rows), size(columns), 10_000);
@@ -51,14 +51,19 @@ pub(crate) fn wait_until(
     }
 }
 
-fn start(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> Terminal {
+pub(super) fn start(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> Terminal {
     let mut flags = flags.to_vec();
     flags.push("--ephemeral");
     start_saving(dir, script, &flags, size)
 }
 
 /// As `start`, with the session saved.
-fn start_saving(dir: &Path, script: &Path, flags: &[&str], size: (u16, u16)) -> Terminal {
+pub(super) fn start_saving(
+    dir: &Path,
+    script: &Path,
+    flags: &[&str],
+    size: (u16, u16),
+) -> Terminal {
     let mut command = golato();
     command
         .arg("-C")

@@ -29,7 +29,8 @@ pub(crate) struct Saved {
 #[derive(Debug)]
 pub(crate) struct Unreadable {
     pub(crate) error: CliError,
-    pub(crate) header: Option<Header>,
+    /// Boxed: an error's size is kept small (clippy's `result_large_err`).
+    pub(crate) header: Option<Box<Header>>,
     pub(crate) modified: SystemTime,
 }
 
@@ -40,7 +41,7 @@ impl Unreadable {
                 "the session {} cannot be read: {why}",
                 path.display()
             )),
-            header,
+            header: header.map(Box::new),
             modified,
         }
     }
@@ -93,7 +94,7 @@ impl Saved {
                 "the session {id} is damaged at line {line} of {} (not a step golato wrote); `golato sessions repair {id}` keeps the steps before it and sets the rest aside, or start a new session",
                 path.display()
             )),
-            header: Some(header),
+            header: Some(Box::new(header)),
             modified,
         }
         };
@@ -300,7 +301,7 @@ pub(crate) fn find(id: Option<&str>, cwd: Option<&Path>) -> Result<Saved, CliErr
     let found = sessions.into_iter().find(|saved| here(Some(&saved.header)));
     if let Some(problem) = unreadable
         .into_iter()
-        .filter(|problem| here(problem.header.as_ref()))
+        .filter(|problem| here(problem.header.as_deref()))
         .filter(|problem| {
             found
                 .as_ref()

@@ -1,0 +1,256 @@
+//! The front end's daily habits, as a person who lives in Claude Code and codex brings them:
+//! new lines without sending, the whole command in a question, narrow rules to remember, what
+//! ran kept as it ran, and the session's model found again on resume. Each on pseudo terminals
+//! of 80×24 and 120×40, read back through vt100.
+
+use crate::support;
+
+use serde_json::json;
+use support::cli::script_file;
+
+use super::front::{leave, ready, start, start_saving, wait_until, SIZES};
+
+/// Shift-Enter as the kitty keyboard protocol sends it (`CSI 13;2u`) and `\`+Enter make new
+/// lines; Enter sends the three lines as one prompt. The front end asked for the protocol and
+/// gives it back on leaving.
+#[test]
+fn shift_enter_and_backslash_enter_make_new_lines_and_enter_sends_them_all() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Read."})]);
+        let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
+        terminal.type_raw("first line\x1b[13;2usecond line\\\rthird line");
+        let shown = wait_until(&mut terminal, size, "three lines in the input", |shown| {
+            shown.contains("third line")
+        });
+        assert!(shown.contains("› first line"), "{shown}");
+        assert!(
+            shown.lines().any(|line| line.trim_end() == "  second line"),
+            "the backslash is taken, the line kept:\n{shown}"
+        );
+        assert!(!shown.contains("done:"), "nothing was sent yet:\n{shown}");
+        terminal.type_raw("\r");
+        wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("Read.") && shown.contains("Ctrl-D quit")
+        });
+        leave(terminal, size);
+        let session =
+            std::fs::read_to_string(support::cli::session_file(dir.path()).unwrap()).unwrap();
+        assert!(
+            session.contains("first line\\nsecond line\\nthird line"),
+            "one prompt of three lines:\n{session}"
+        );
+    }
+}
+
+/// What the front end writes to the terminal asks for the kitty keyboard protocol on start
+/// and pops it on leaving, so the shell after it gets plain keys back.
+#[test]
+fn the_kitty_keyboard_protocol_is_asked_for_and_given_back() {
+    let size = SIZES[0];
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hi."})]);
+    let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+    terminal.catch_up();
+    let drawn = terminal.drawn_bytes().to_vec();
+    let asked = String::from_utf8_lossy(&drawn).into_owned();
+    assert!(asked.contains("\x1b[>1u"), "{asked:?}");
+    let drawn = leave(terminal, size);
+    let after = drawn.rfind("\x1b[>1u").unwrap();
+    assert!(drawn[after..].contains("\x1b[<1u"), "{drawn:?}");
+}
+
+/// The whole command is in the question however long it is: wrapped at the width, every
+/// character kept (two spaces inside quotes too), nothing cut at the edge.
+#[test]
+fn a_long_command_is_shown_whole_in_its_question() {
+    let words: Vec<String> = (1..=40).map(|n| format!("part{n:02}")).collect();
+    let command = format!("echo 'two  spaces' {} THE-END", words.join(" "));
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": command}}]}),
+                json!({"text": "Fine."}),
+            ],
+        );
+        let mut terminal = ready(
+            start(
+                dir.path(),
+                &script,
+                &["--sandbox", "off", "--approve", "ask"],
+                size,
+            ),
+            size,
+        );
+        terminal.type_raw("go\r");
+        let shown = wait_until(&mut terminal, size, "the question", |shown| {
+            shown.contains("y yes · n no")
+        });
+        let rows: Vec<&str> = shown
+            .lines()
+            .filter_map(|line| line.strip_prefix("  │ "))
+            .collect();
+        assert!(rows.len() > 2, "wrapped over rows:\n{shown}");
+        assert!(
+            rows.iter()
+                .all(|row| row.chars().count() <= usize::from(size.1) - 4),
+            "{shown}"
+        );
+        // A row's closing space is not on screen; the words and the quoted spaces are.
+        let words: Vec<&str> = rows.iter().flat_map(|row| row.split_whitespace()).collect();
+        let expected = format!("bash $ {command}");
+        assert_eq!(
+            words,
+            expected.split_whitespace().collect::<Vec<_>>(),
+            "{shown}"
+        );
+        assert!(rows.concat().contains("'two  spaces'"), "{shown}");
+        terminal.type_raw("n");
+        wait_until(&mut terminal, size, "the end", |shown| {
+            shown.contains("Fine.") && shown.contains("Ctrl-D quit")
+        });
+        leave(terminal, size);
+    }
+}
+
+/// "Remember" offers what the call runs (`python3 -m platform`, not every Python program)
+/// and, for every project, an edit's file by its absolute path; `w` widens it deliberately.
+#[test]
+fn remember_offers_the_narrowest_rule_with_its_scope_and_w_widens_it() {
+    for (size, widen) in [(SIZES[0], false), (SIZES[1], true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user-config.toml");
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "python3 -m platform"}}]}),
+                json!({"tool_calls": [{"id": "b", "name": "bash", "arguments": {"command": "python3 -m platform --terse"}}]}),
+                json!({"tool_calls": [{"id": "c", "name": "write", "arguments": {"path": "calc.py", "content": "x = 1\n"}}]}),
+                json!({"text": "Done."}),
+            ],
+        );
+        let mut command = support::cli::golato();
+        command
+            .env("GOLATO_CONFIG", &user)
+            .arg("-C")
+            .arg(dir.path())
+            .args([
+                "--script",
+                script.to_str().unwrap(),
+                "--ephemeral",
+                "--sandbox",
+                "off",
+                "--approve",
+                "ask",
+            ]);
+        let mut terminal = ready(super::front::in_terminal(command, size), size);
+        terminal.type_raw("go\r");
+        let shown = wait_until(&mut terminal, size, "the question", |shown| {
+            shown.contains("u remember · w wider")
+        });
+        assert!(
+            shown.contains("u  yes, and allow bash(python3 -m platform:*) in every project"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("w  offer the wider bash(python3:*) instead"),
+            "{shown}"
+        );
+        if widen {
+            terminal.type_raw("w");
+            wait_until(&mut terminal, size, "the wider rule", |shown| {
+                shown.contains("u  yes, and allow bash(python3:*) in every project")
+            });
+        }
+        terminal.type_raw("u");
+        // The second command is not asked about; the write is, for its one file.
+        let shown = wait_until(&mut terminal, size, "the write's question", |shown| {
+            shown.contains("a all write (session)")
+        });
+        assert!(
+            shown.contains("✓ bash $ python3 -m platform --terse"),
+            "{shown}"
+        );
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let file_rule = format!("edit({}/calc.py)", real.display());
+        assert!(
+            shown.contains(&format!("u  yes, and allow {file_rule} in every project")),
+            "{shown}"
+        );
+        terminal.type_raw("u");
+        wait_until(&mut terminal, size, "the end", |shown| {
+            shown.contains("Done.") && shown.contains("Ctrl-D quit")
+        });
+        leave(terminal, size);
+        let written = std::fs::read_to_string(&user).unwrap();
+        let bash_rule = match widen {
+            true => "bash(python3:*)",
+            false => "bash(python3 -m platform:*)",
+        };
+        assert!(written.contains(bash_rule), "{written}");
+        assert!(written.contains(&file_rule), "{written}");
+        assert!(!written.contains("edit(calc.py)"), "{written}");
+    }
+}
+
+/// `golato -c` and `golato resume` go on with the model API, model and server the session was
+/// started with, through the binary against a loopback model server; flags given now win.
+#[test]
+fn going_on_with_a_session_reaches_the_model_it_was_started_with() {
+    use support::provider::{FakeProvider, Reply, Script};
+    let (_runtime, url, server) = FakeProvider::start_blocking(Script::Repeat(Reply::ok(
+        support::fixture("openai-chat/text-stop.sse"),
+        1,
+    )));
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let base = format!("{url}/v1");
+    let run = |args: &[&str]| {
+        let output = support::cli::golato().args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        let sent = server.sent();
+        let (path, _, body) = sent.last().unwrap().clone();
+        assert_eq!(path, "/v1/chat/completions", "{args:?}");
+        body["model"].as_str().unwrap().to_owned()
+    };
+    let started = [
+        "run",
+        "-C",
+        cwd,
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+    ];
+    let mut first = started.to_vec();
+    first.extend(["--model", "local-model", "first"]);
+    assert_eq!(run(&first), "local-model");
+    assert_eq!(run(&["run", "-C", cwd, "-c", "second"]), "local-model");
+    let file = support::cli::session_file(dir.path()).unwrap();
+    let id = file.file_stem().unwrap().to_str().unwrap().to_owned();
+    // From elsewhere: the session's folder, and its model.
+    assert_eq!(run(&["resume", &id, "third"]), "local-model");
+    assert_eq!(
+        run(&["run", "-C", cwd, "-c", "--model", "other-model", "fourth"]),
+        "other-model"
+    );
+    // The front end, on a terminal: the first prompt reaches the same server.
+    for size in SIZES {
+        let before = server.sent().len();
+        let mut command = support::cli::golato();
+        command.args(["-C", cwd, "-c"]);
+        let mut terminal = ready(super::front::in_terminal(command, size), size);
+        terminal.type_raw("fifth\r");
+        wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("done: ") && shown.contains("Ctrl-D quit")
+        });
+        leave(terminal, size);
+        let sent = server.sent();
+        assert_eq!(sent.len(), before + 1);
+        assert_eq!(sent[before].2["model"], "local-model");
+    }
+}
