@@ -56,7 +56,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 pub use command_hook::{CommandHook, HookDecision, HookEvent, HookExit, HookOutput, HookSession};
-pub use gate::{Approval, Approver};
+pub use gate::{Approval, Approver, RAN_WITH_KEY};
 pub use rules::{Decision, Rule, Rules, Verdict};
 
 /// Where a rule or a hook was written: a file and its line, or a flag.

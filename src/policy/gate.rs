@@ -125,6 +125,22 @@ fn from_tool_input(tool: &str, mut input: Value) -> Value {
     input
 }
 
+/// A result's details with `ran`: the arguments a call ran with after the person changed
+/// them. Details that are not an object are kept under `details`.
+fn with_ran(details: Option<Value>, arguments: &Value) -> Value {
+    let mut details = match details {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(map)) => map,
+        Some(other) => serde_json::Map::from_iter([("details".to_owned(), other)]),
+    };
+    details.insert(RAN_WITH_KEY.to_owned(), arguments.clone());
+    Value::Object(details)
+}
+
+/// The key of a result's details that holds the arguments a call ran with when the person
+/// changed them before it ran (`e` on a question): the transcript's call is the model's.
+pub const RAN_WITH_KEY: &str = "ran";
+
 impl Inner {
     async fn ask(&self, ctx: HookContext, why: String) -> BeforeToolCall {
         let tool = ctx.call.name.clone();
@@ -322,6 +338,9 @@ impl Inner {
                     "[The user changed this call before it ran; it ran with the arguments {arguments}]"
                 )),
             );
+            // Kept with the result (and so in a session and a journal): what ran, beside the
+            // model's call, which the transcript keeps as the model sent it.
+            result.details = Some(with_ran(result.details.take(), arguments));
         }
         let text: String = result
             .content

@@ -217,6 +217,24 @@ impl Chat {
                     );
                 }
             }
+            // The person changed the call before it ran: named as it runs, and timed from
+            // now (the wait for the person is not the call's).
+            Event::ToolHook(hook) => {
+                if let golato::hook::HookAction::Rewrote { arguments } = &hook.action {
+                    let ran = golato::message::ToolCall {
+                        arguments: arguments.to_string(),
+                        ..hook.call.clone()
+                    };
+                    let call = front
+                        .running
+                        .as_mut()
+                        .and_then(|running| running.calls.get_mut(&hook.index));
+                    if let Some(call) = call {
+                        call.label = crate::view::live::call_label(&ran);
+                        call.began = Instant::now();
+                    }
+                }
+            }
             Event::ToolExecutionUpdate(update) => {
                 let text = update
                     .partial_result

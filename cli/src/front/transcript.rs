@@ -156,7 +156,8 @@ pub(crate) fn call_ended(
         true => ("✗ ", Color::Red),
         false => ("✓ ", Color::Green),
     };
-    let label = crate::view::live::call_label(call);
+    let ran = crate::view::label::as_ran(call, result.details.as_ref());
+    let label = crate::view::live::call_label(&ran);
     let time = format!(" {seconds:.1}s");
     let mut lines = vec![Line::from(vec![
         Span::styled(mark, Style::default().fg(color)),
@@ -168,6 +169,19 @@ pub(crate) fn call_ended(
     ])];
     let body = width.saturating_sub(4);
     let bar = || Span::styled("  │ ", dim());
+    if let std::borrow::Cow::Owned(_) = ran {
+        let asked = crate::view::live::call_label(call);
+        lines.push(Line::from(vec![
+            bar(),
+            Span::styled(
+                fit(
+                    &format!("as you changed it; the model asked for: {asked}"),
+                    body,
+                ),
+                dim(),
+            ),
+        ]));
+    }
     let diff = result
         .details
         .as_ref()
@@ -317,6 +331,14 @@ pub(crate) fn earlier(messages: &[golato::message::Message], width: usize) -> Ve
             dim(),
         ));
     }
+    // What the person changed a call to before it ran, kept with its result.
+    let ran: std::collections::HashMap<&str, &golato::message::ToolResultMessage> = messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::ToolResult(result) => Some((result.tool_call_id.as_str(), result)),
+            _ => None,
+        })
+        .collect();
     for message in &messages[skip..] {
         match message {
             // Prompts whole, as they were sent.
@@ -330,11 +352,15 @@ pub(crate) fn earlier(messages: &[golato::message::Message], width: usize) -> Ve
                     lines.push(Line::from(spans));
                 }
                 for call in &answer.tool_calls {
+                    let details = ran
+                        .get(call.id.as_str())
+                        .and_then(|result| result.details.as_ref());
+                    let call = crate::view::label::as_ran(call, details);
                     lines.push(Line::styled(
                         format!(
                             "  · {}",
                             fit(
-                                &crate::view::live::call_label(call),
+                                &crate::view::live::call_label(&call),
                                 width.saturating_sub(4)
                             )
                         ),

@@ -68,6 +68,21 @@ pub(crate) fn call_label(call: &ToolCall) -> String {
     format!("{} {}", clip(&call.name), clip(&summary))
 }
 
+/// The call as it ran: with the arguments the person changed it to before it ran (`e` on a
+/// question), which its result keeps; else as the model sent it.
+pub(crate) fn as_ran<'a>(
+    call: &'a ToolCall,
+    details: Option<&Value>,
+) -> std::borrow::Cow<'a, ToolCall> {
+    match details.and_then(|details| details.get(golato::policy::RAN_WITH_KEY)) {
+        Some(arguments) => std::borrow::Cow::Owned(ToolCall {
+            arguments: arguments.to_string(),
+            ..call.clone()
+        }),
+        None => std::borrow::Cow::Borrowed(call),
+    }
+}
+
 /// The label with the tool's name in bold.
 pub(super) fn styled(label: &str) -> String {
     match label.split_once(' ') {

@@ -269,6 +269,11 @@ impl Live {
             }
             None => (call_label(call), Duration::ZERO),
         };
+        // Changed by the person before it ran: named as it ran.
+        let label = match super::label::as_ran(call, result.details.as_ref()) {
+            std::borrow::Cow::Owned(ran) => call_label(&ran),
+            std::borrow::Cow::Borrowed(_) => label,
+        };
         let mark = if result.is_error {
             format!("{RED}✗{RED:#}")
         } else {
@@ -405,6 +410,17 @@ impl View for Live {
             Event::ToolExecutionEnd(end) => self.tool_end(end.index, &end.call, &end.result),
             Event::Subagent(nested) => self.subagent(nested),
             Event::ToolHook(hook) => {
+                // Changed before it ran (by a hook, or the person's `e`): named as it runs,
+                // timed from now.
+                if let HookAction::Rewrote { arguments } = &hook.action {
+                    if let Some(running) = self.calls.get_mut(&hook.index) {
+                        running.label = call_label(&ToolCall {
+                            arguments: arguments.to_string(),
+                            ..hook.call.clone()
+                        });
+                        running.started = Instant::now();
+                    }
+                }
                 let what = match &hook.action {
                     HookAction::Blocked { reason } => format!("blocked: {reason}"),
                     HookAction::Rewrote { arguments } => {
