@@ -39,6 +39,9 @@ pub struct ToolContext {
     inner: Inner,
 }
 
+/// What a detached context does with a partial result.
+type OnUpdate = Arc<dyn Fn(ToolResult) + Send + Sync>;
+
 /// A detached call owns what it needs; a call of an agent's batch shares its batch's state
 /// (so a batch of calls costs one shared allocation, and a token only for the calls whose
 /// function asks for it).
@@ -47,6 +50,8 @@ enum Inner {
     Detached {
         call: Arc<ToolCall>,
         cancel: CancellationToken,
+        /// Where partial results go, if anywhere.
+        updates: Option<OnUpdate>,
     },
     Hosted {
         host: Arc<dyn CallHost>,
@@ -76,6 +81,41 @@ impl ToolContext {
             inner: Inner::Detached {
                 call: Arc::new(call),
                 cancel,
+                updates: None,
+            },
+        }
+    }
+
+    /// A context for calling a tool function outside an agent whose partial results are
+    /// handed to `on_update` as they are published (a front end showing the newest line of a
+    /// command the person runs themselves). `on_update` runs on the publishing task: it
+    /// should only store or send what it is given.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use golato::message::ToolCall;
+    /// use golato::tool::{ToolContext, ToolResult};
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// let latest = Arc::new(Mutex::new(None));
+    /// let kept = Arc::clone(&latest);
+    /// let call = ToolCall::new("mine", "bash", r#"{"command":"ls"}"#);
+    /// let context = ToolContext::detached_with_updates(call, CancellationToken::new(), move |partial| {
+    ///     *kept.lock().unwrap() = Some(partial.text_content());
+    /// });
+    /// context.update(ToolResult::text("a.txt"));
+    /// assert_eq!(latest.lock().unwrap().as_deref(), Some("a.txt"));
+    /// ```
+    pub fn detached_with_updates(
+        call: ToolCall,
+        cancel: CancellationToken,
+        on_update: impl Fn(ToolResult) + Send + Sync + 'static,
+    ) -> Self {
+        ToolContext {
+            inner: Inner::Detached {
+                call: Arc::new(call),
+                cancel,
+                updates: Some(Arc::new(on_update)),
             },
         }
     }
@@ -152,10 +192,17 @@ impl ToolContext {
     /// a function publishes: while the run has not taken a call's previous update, newer ones
     /// coalesce into the newest (at most one waits per call), and when the event consumer falls
     /// behind, its buffered updates of one call coalesce the same way. The newest update
-    /// published before the function returns is always delivered.
+    /// published before the function returns is always delivered. Outside an agent, an update
+    /// goes to the context's `on_update` ([`detached_with_updates`](Self::detached_with_updates))
+    /// as it is, or nowhere.
     pub fn update(&self, partial: ToolResult) {
-        if let Inner::Hosted { host, index } = &self.inner {
-            host.publish(*index, partial);
+        match &self.inner {
+            Inner::Hosted { host, index } => host.publish(*index, partial),
+            Inner::Detached {
+                updates: Some(on_update),
+                ..
+            } => on_update(partial),
+            Inner::Detached { updates: None, .. } => {}
         }
     }
 

@@ -230,16 +230,27 @@ impl Front {
             }
         }
         if let (Some(shell), None) = (&self.shell, &self.running) {
-            let seconds = shell.started.elapsed().as_secs();
+            // As a call of the model's: a turning spinner, the command, its newest line.
+            let elapsed = shell.started.elapsed();
             let label = crate::view::live::call_label(&shell.call);
-            let tail = format!(" · {seconds}s · Esc to interrupt");
+            let tail = format!(" · {}s · Esc to interrupt", elapsed.as_secs());
             let room = self.width().saturating_sub(2 + tail.chars().count());
+            let latest = shell.latest();
+            let label = match latest {
+                Some(_) => transcript::fit(&label, (room * 2 / 5).max(16)),
+                None => transcript::fit(&label, room),
+            };
+            let latest = latest.map_or_else(String::new, |latest| {
+                let left = room.saturating_sub(label.chars().count() + 3);
+                format!(" · {}", transcript::fit(&latest, left))
+            });
             return Line::from(vec![
-                Span::styled("⠿ ", Style::default().fg(Color::Cyan)),
                 Span::styled(
-                    transcript::fit(&label, room),
-                    Style::default().add_modifier(Modifier::BOLD),
+                    format!("{} ", spinner_frame(elapsed)),
+                    Style::default().fg(Color::Cyan),
                 ),
+                Span::styled(label, Style::default().add_modifier(Modifier::BOLD)),
+                Span::styled(latest, dim),
                 Span::styled(tail, dim),
             ]);
         }
@@ -263,9 +274,8 @@ impl Front {
             }
             return line;
         };
-        const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
         let elapsed = running.started.elapsed();
-        let frame = SPINNER[(elapsed.as_millis() / 100) as usize % SPINNER.len()];
+        let frame = spinner_frame(elapsed);
         let seconds = format!(" · {}s", elapsed.as_secs());
         let spinner = Span::styled(format!("{frame} "), Style::default().fg(Color::Cyan));
         let width = self.width();
@@ -385,6 +395,12 @@ impl Front {
         };
         Line::styled(text, Style::default().add_modifier(Modifier::DIM))
     }
+}
+
+/// The spinner's frame after `elapsed`: one a tenth of a second.
+fn spinner_frame(elapsed: Duration) -> &'static str {
+    const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+    SPINNER[(elapsed.as_millis() / 100) as usize % SPINNER.len()]
 }
 
 /// The input's lines cut into rows of at most `room` cells, between words where a row has a

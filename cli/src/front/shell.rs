@@ -15,6 +15,8 @@ use crate::settings::Settings;
 pub(crate) struct Shell {
     pub(crate) call: ToolCall,
     pub(crate) started: Instant,
+    /// The newest line of output it printed so far, for the line above the input.
+    latest: std::sync::Arc<std::sync::Mutex<Option<String>>>,
     cancel: CancellationToken,
     task: tokio::task::JoinHandle<ToolResult>,
 }
@@ -44,7 +46,18 @@ impl Shell {
         let arguments = serde_json::json!({ "command": command });
         let call = ToolCall::new("shell", "bash", arguments.to_string());
         let cancel = CancellationToken::new();
-        let context = ToolContext::detached(call.clone(), cancel.clone());
+        let latest = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let kept = std::sync::Arc::clone(&latest);
+        let context =
+            ToolContext::detached_with_updates(call.clone(), cancel.clone(), move |partial| {
+                let text = partial.text_content();
+                if let Some(line) = text.lines().rev().find(|line| !line.trim().is_empty()) {
+                    let line = crate::view::shown::visible(line.trim_end()).into_owned();
+                    *kept
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(line);
+                }
+            });
         let task = tokio::spawn(async move {
             bash.invoke(context, arguments)
                 .await
@@ -53,9 +66,18 @@ impl Shell {
         Ok(Shell {
             call,
             started: Instant::now(),
+            latest,
             cancel,
             task,
         })
+    }
+
+    /// The newest line of output it printed so far.
+    pub(crate) fn latest(&self) -> Option<String> {
+        self.latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Stops the command (its whole process group, as for any bash call).

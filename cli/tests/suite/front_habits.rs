@@ -333,3 +333,46 @@ fn an_edited_command_is_shown_kept_and_timed_as_it_ran() {
     assert!(!shown.contains("· bash $ echo asked-for"), "{shown}");
     leave(terminal, size);
 }
+
+/// `!command` shows its newest line of output while it runs, and its spinner turns.
+#[test]
+fn a_bang_command_shows_its_newest_line_while_it_runs() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("go-on");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Seen."})]);
+        let mut terminal = ready(
+            start(dir.path(), &script, &["--sandbox", "off"], size),
+            size,
+        );
+        terminal.type_raw("!echo first-line; echo newest-line; cat go-on\r");
+        let status = |shown: &str| {
+            shown
+                .lines()
+                .find(|line| {
+                    line.contains("bash $ echo first") && line.contains("Esc to interrupt")
+                })
+                .map(str::to_owned)
+        };
+        let shown = wait_until(&mut terminal, size, "the newest line", |shown| {
+            status(shown).is_some_and(|line| line.contains("· newest-line"))
+        });
+        let first = status(&shown).unwrap().chars().next().unwrap();
+        wait_until(&mut terminal, size, "the spinner turning", |shown| {
+            status(shown).is_some_and(|line| !line.starts_with(first))
+        });
+        std::fs::write(&fifo, "done\n").unwrap();
+        wait_until(&mut terminal, size, "the command's end", |shown| {
+            shown.contains("✓ bash $ echo first-line") && shown.contains("Ctrl-D quit")
+        });
+        leave(terminal, size);
+    }
+}
