@@ -22,11 +22,26 @@ pub(crate) use values::{dollars, positive_seconds, temperature};
 /// /tmp and TMPDIR writable, no network); `--sandbox off` gives them this process's file,
 /// process, environment and network permissions.
 #[derive(Debug, Parser)]
-#[command(name = "golato", version)]
+#[command(name = "golato", version, after_help = CHAT_FLAGS)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
 }
+
+/// The flags a person starting the front end reaches for, under the commands: `golato` alone
+/// takes `chat`'s flags.
+const CHAT_FLAGS: &str = "\
+Usage: golato [OPTIONS] [PROMPT]    (the front end, or one task with a PROMPT: `chat`'s and `run`'s flags)
+
+Options most used with `golato` alone (every one: golato chat --help):
+  -c, --continue            Go on with this folder's last session (its model and server too)
+  -m, --model <MODEL>       The model ID
+      --provider <PROVIDER> The model's API: openai, anthropic, openai-responses
+      --base-url <URL>      The API's base URL (an OpenAI-compatible server: Ollama, vLLM, …)
+      --sandbox <MODE>      read-only, workspace-write (default) or off
+      --approve <MODE>      When to ask before a call: never, edits or ask
+  -C, --cwd <DIR>           The folder the tools work in
+      --plain               A line chat instead of the full-screen input";
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {

@@ -53,6 +53,10 @@ use keys::on_terminal;
 const VIEWPORT_ROWS: u16 = 6;
 /// The shortest time between two frames of the input area: 60 a second.
 const FRAME: Duration = Duration::from_micros(16_667);
+/// How soon a key after Enter makes that Enter part of a paste (a terminal without bracketed
+/// paste types a pasted block as keys, its line ends as Enter): a person's next key comes
+/// tens of milliseconds later, a paste's within one read.
+const PASTE_GAP: Duration = Duration::from_millis(12);
 /// Texts sent kept in the history file.
 const HISTORY_KEPT: usize = 1000;
 
@@ -99,6 +103,8 @@ pub(crate) enum Mode {
     Why { question: Question, draft: String },
     /// `e` on a question: the command being edited before it runs.
     Edit { question: Question, draft: String },
+    /// `/init`'s draft shown: `y` writes it to AGENTS.md, `n` (or Esc) does not.
+    Confirm { draft: String },
     /// `/resume` or `/model`: choosing; typing narrows the choices down (`selected` is an
     /// index among the ones `query` keeps).
     Pick {
@@ -159,6 +165,9 @@ pub(crate) struct Front {
     planning: bool,
     /// Ctrl-C was pressed once on an empty, idle input: a second one quits.
     quit_armed: bool,
+    /// When Enter was pressed on a prompt it has not sent yet: a key right after it makes it
+    /// a new line of a paste instead.
+    enter_pending: Option<Instant>,
     /// The `@` completions Tab goes through, and the one it put in (a second Tab: the next).
     completing: Option<(Vec<String>, usize)>,
     /// The cursor's row in the live area as last drawn: after a resize, the cursor (which the
@@ -357,6 +366,7 @@ impl Front {
             pastes: Vec::new(),
             footer: Footer::default(),
             shell: None,
+            enter_pending: None,
             project_trusted: false,
         }
     }
@@ -511,19 +521,16 @@ pub(crate) async fn open(
                     if let Some(running) = &mut front.running { running.cancelling = true; running.run.cancel(); }
                     break;
                 };
-                match on_terminal(&mut front, event) {
-                    Some(Action::Send(text)) if front.running.is_some() => Chat::queue(&mut front, &text, false),
-                    Some(Action::Send(text)) => chat.send(&mut front, text).await,
-                    Some(Action::FollowUp(text)) => Chat::queue(&mut front, &text, true),
-                    None => {}
+                let action = on_terminal(&mut front, event);
+                if act(&mut front, &mut chat, action).await {
+                    break;
                 }
-                if let Some(command) = commands::take(&mut front) {
-                    if let Err(error) = chat.command(&mut front, command).await {
-                        front.note(&error.to_string());
-                    }
-                    chat.show_modes(&mut front, None);
-                }
-                if front.leaving && front.running.is_none() {
+            }
+            // An Enter no key followed at once: typed, not pasted. It sends.
+            () = enter_settles(front.enter_pending), if front.enter_pending.is_some() => {
+                front.enter_pending = None;
+                let action = keys::submit(&mut front);
+                if act(&mut front, &mut chat, action).await {
                     break;
                 }
             }
@@ -584,7 +591,13 @@ pub(crate) async fn open(
     }
     drop(front);
     drop(_restore);
-    if let (Some(saving), true) = (&chat.conversation.saving, reads) {
+    // A session the model never answered in was not saved: nothing to go on with.
+    let saved = chat
+        .conversation
+        .saving
+        .as_ref()
+        .filter(|saving| saving.on_disk());
+    if let (Some(saving), true) = (saved, reads) {
         eprintln!(
             "golato: session {} saved; `golato -c` goes on with it here (or `golato resume {}`)",
             saving.id(),
@@ -593,6 +606,32 @@ pub(crate) async fn open(
     }
     chat.conversation.close().await;
     Ok(Exit::Success)
+}
+
+/// Does what a key asked for (a prompt sent, steering or a follow-up queued, a slash
+/// command); whether the front end leaves now.
+async fn act(front: &mut Front, chat: &mut Chat, action: Option<Action>) -> bool {
+    match action {
+        Some(Action::Send(text)) if front.running.is_some() => Chat::queue(front, &text, false),
+        Some(Action::Send(text)) => chat.send(front, text).await,
+        Some(Action::FollowUp(text)) => Chat::queue(front, &text, true),
+        None => {}
+    }
+    if let Some(command) = commands::take(front) {
+        if let Err(error) = chat.command(front, command).await {
+            front.note(&error.to_string());
+        }
+        chat.show_modes(front, None);
+    }
+    front.leaving && front.running.is_none()
+}
+
+/// When an Enter typed at `pressed` sends: once [`PASTE_GAP`] passed with no key after it.
+async fn enter_settles(pressed: Option<Instant>) {
+    match pressed {
+        Some(pressed) => tokio::time::sleep_until((pressed + PASTE_GAP).into()).await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn next_event(running: &mut Option<Running>) -> Option<Event> {

@@ -409,7 +409,7 @@ impl Chat {
                     golato::message::Message::Assistant(answer) => Some(answer.text()),
                     _ => None,
                 });
-            slash::write_agents_md(front, &self.conversation.header.cwd, answered);
+            slash::offer_agents_md(front, answered);
         }
     }
 
@@ -431,7 +431,7 @@ impl Chat {
     }
 }
 
-mod slash;
+pub(super) mod slash;
 
 /// Streamed text and reasoning: counted, and each block the text finishes committed to the
 /// scrollback (the first after the reasoning's first line).

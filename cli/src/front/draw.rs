@@ -19,7 +19,7 @@ impl Front {
     /// it, and a new one placed there (see `screen`). Run on the resize event: crossterm's
     /// reader is free then to hear where the cursor is.
     pub(crate) fn follow_resize(&mut self, size: ratatui::layout::Size) {
-        use ratatui::crossterm::{cursor, execute, terminal};
+        use ratatui::crossterm::cursor;
         let outbox = self.screen.backend().outbox().clone();
         // The question below is written straight to the terminal: after what is queued, and
         // not to a terminal that stopped reading.
@@ -30,7 +30,24 @@ impl Front {
             tracing::debug!("the terminal did not say where its cursor is after a resize");
             return;
         };
-        let top = row.saturating_sub(self.cursor_row);
+        self.place_live_area(size, row.saturating_sub(self.cursor_row));
+    }
+
+    /// Ctrl-L: the screen cleared (the scrollback kept, as a shell's Ctrl-L keeps it) and the
+    /// live area drawn again at its top.
+    pub(crate) fn clear_screen(&mut self) {
+        if !self.screen.backend().outbox().drain(super::STUCK) {
+            return;
+        }
+        let size = ratatui::backend::Backend::size(self.screen.backend()).unwrap_or_default();
+        self.place_live_area(size, 0);
+    }
+
+    /// Erases everything from row `top` down and places a new live area there, on a terminal
+    /// of `size`.
+    fn place_live_area(&mut self, size: ratatui::layout::Size, top: u16) {
+        use ratatui::crossterm::{cursor, execute, terminal};
+        let outbox = self.screen.backend().outbox().clone();
         let _ = execute!(
             outbox.clone(),
             cursor::MoveTo(0, top),
@@ -174,6 +191,15 @@ impl Front {
                 ),
             ]);
         }
+        if let Mode::Confirm { .. } = self.mode {
+            return Line::from(vec![
+                Span::styled("? ", Style::default().fg(Color::Yellow)),
+                Span::styled(
+                    "Write this draft to AGENTS.md?",
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
+            ]);
+        }
         if matches!(self.mode, Mode::Prompt) {
             let typed = self.editor.text();
             let commands = commands::matching(&typed);
@@ -256,6 +282,10 @@ impl Front {
         }
         let Some(running) = &self.running else {
             let mut line = match self.planning {
+                _ if self.quit_armed => Line::styled(
+                    "Ctrl-C again quits (Ctrl-D too)",
+                    Style::default().fg(Color::Yellow),
+                ),
                 true => Line::from(vec![
                     Span::styled("plan mode", Style::default().fg(Color::Yellow)),
                     Span::styled(" · read-only · /accept carries the plan out", dim),
@@ -343,6 +373,9 @@ impl Front {
             }
             (Mode::Edit { .. }, _, _) => {
                 "edit the command · Enter run it as it stands · Esc back to the question".to_owned()
+            }
+            (Mode::Confirm { .. }, _, _) => {
+                "y write it to AGENTS.md · n leave it unwritten".to_owned()
             }
             (Mode::Pick { choices, query, .. }, _, _) => {
                 let shown = kept(choices, query).len();

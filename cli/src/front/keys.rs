@@ -6,6 +6,9 @@ use super::*;
 pub(super) fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action> {
     match event {
         TermEvent::Paste(text) if front.asking.is_none() => {
+            if front.enter_pending.take().is_some() {
+                front.editor.newline();
+            }
             match front.mode {
                 Mode::Prompt => front.paste(&text),
                 _ => front.editor.insert(&text),
@@ -17,6 +20,10 @@ pub(super) fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action>
             None
         }
         TermEvent::Key(key) if key.kind != KeyEventKind::Release => {
+            // A key right after Enter: that Enter was a line end of a paste.
+            if front.enter_pending.take().is_some() {
+                front.editor.newline();
+            }
             if let Some(question) = front.asking.take() {
                 question::key(front, question, key);
                 return None;
@@ -29,6 +36,10 @@ pub(super) fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action>
                 }
                 Mode::Pick { .. } => {
                     on_pick_key(front, key);
+                    None
+                }
+                Mode::Confirm { .. } => {
+                    on_confirm_key(front, key);
                     None
                 }
                 Mode::Why { .. } | Mode::Edit { .. } => {
@@ -90,6 +101,27 @@ fn on_search_key(front: &mut Front, key: KeyEvent) {
             *found = front.editor.search(query, None);
         }
         _ => {}
+    }
+}
+
+/// `/init`'s draft: `y` writes it, `n`, Esc or Ctrl-C leave it unwritten.
+fn on_confirm_key(front: &mut Front, key: KeyEvent) {
+    let control = key.modifiers.contains(KeyModifiers::CONTROL);
+    let write = match key.code {
+        KeyCode::Char('y' | 'Y') => true,
+        KeyCode::Char('n' | 'N') | KeyCode::Esc => false,
+        KeyCode::Char('c') if control => false,
+        _ => return,
+    };
+    let Mode::Confirm { draft } = std::mem::replace(&mut front.mode, Mode::Prompt) else {
+        return;
+    };
+    match write {
+        true => {
+            let cwd = front.cwd.clone();
+            chat::slash::write_agents_md(front, &cwd, &draft);
+        }
+        false => front.note("AGENTS.md not written; the draft stays above"),
     }
 }
 
@@ -195,24 +227,11 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
     let completing = std::mem::take(&mut front.completing);
     match key.code {
         KeyCode::Enter if continues_line(front, key) => front.editor.newline(),
+        // Sent once no key follows at once (`submit`): a paste typed as keys stays one text.
         KeyCode::Enter => {
-            if front.editor.is_empty() {
-                return None;
+            if !front.editor.is_empty() {
+                front.enter_pending = Some(Instant::now());
             }
-            let text = front.take_input();
-            if let Some(command) = text.trim_start().strip_prefix('!') {
-                if !command.trim().is_empty() {
-                    remember(front.history_file.as_deref(), &text);
-                    front.pending = Some(commands::Command::Shell(command.trim().to_owned()));
-                    return None;
-                }
-            }
-            if commands::is_command(&text, &front.cwd) {
-                commands::run(front, text.trim());
-                return None;
-            }
-            remember(front.history_file.as_deref(), &text);
-            return Some(Action::Send(text));
         }
         KeyCode::Tab => {
             let word = front.editor.word().map(|(_, word)| word);
@@ -280,12 +299,8 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
             front.editor.set_text(&whole);
             front.pastes.clear();
         }
-        // Ctrl-L: the live area drawn again from nothing (after something else wrote on it).
-        KeyCode::Char('l') if control => {
-            if front.screen.backend().outbox().drain(STUCK) {
-                let _ = front.screen.clear();
-            }
-        }
+        // Ctrl-L: the screen cleared, as a shell's, and the input drawn again at its top.
+        KeyCode::Char('l') if control => front.clear_screen(),
         KeyCode::Char('o') if control => match front.reasoning.clone() {
             Some(reasoning) => {
                 let width = front.width();
@@ -302,9 +317,9 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
             } else if quit_armed {
                 front.leaving = true;
             } else {
-                // One Ctrl-C too many should not end a session: a second one does.
+                // One Ctrl-C too many should not end a session: a second one does. Said on
+                // the line above the input, which the next key clears: not in the scrollback.
                 front.quit_armed = true;
-                front.note("Ctrl-C again quits (Ctrl-D too)");
             }
         }
         KeyCode::Char('d') if control => {
@@ -317,6 +332,27 @@ fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
         _ => edit_key(front, key),
     }
     None
+}
+
+/// The input sent, as Enter asked: a `!command`, a slash command, or a prompt.
+pub(super) fn submit(front: &mut Front) -> Option<Action> {
+    if front.editor.is_empty() || !matches!(front.mode, Mode::Prompt) || front.asking.is_some() {
+        return None;
+    }
+    let text = front.take_input();
+    if let Some(command) = text.trim_start().strip_prefix('!') {
+        if !command.trim().is_empty() {
+            remember(front.history_file.as_deref(), &text);
+            front.pending = Some(commands::Command::Shell(command.trim().to_owned()));
+            return None;
+        }
+    }
+    if commands::is_command(&text, &front.cwd) {
+        commands::run(front, text.trim());
+        return None;
+    }
+    remember(front.history_file.as_deref(), &text);
+    Some(Action::Send(text))
 }
 
 fn interrupt(front: &mut Front) {

@@ -195,6 +195,11 @@ impl Writer {
         })
     }
 
+    /// Whether the session is on disk: a new one is once the model first answered.
+    pub(crate) fn on_disk(&self) -> bool {
+        self.pending.is_none()
+    }
+
     /// Notes in a new session's first line the model it is started with, so that going on
     /// with it later reaches the same model without the flags given again. A session already
     /// on disk keeps what its first line says.

@@ -344,6 +344,17 @@ fn init_has_the_model_write_agents_md_and_never_over_one() {
     );
     let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
     terminal.type_raw("/init\r");
+    // Shown whole as it would be written, and written only on `y`.
+    let shown = wait_until(&mut terminal, size, "the draft", |shown| {
+        shown.contains("y write it to AGENTS.md")
+    });
+    assert!(
+        shown.contains("AGENTS.md as it would be written (3 lines):"),
+        "{shown}"
+    );
+    assert!(shown.contains("  │ Test with `make test`."), "{shown}");
+    assert!(!dir.path().join("AGENTS.md").exists());
+    terminal.type_raw("y");
     let shown = wait_until(&mut terminal, size, "the model's AGENTS.md", |shown| {
         shown.contains("AGENTS.md (3 lines): read it through") && shown.contains("Ctrl-D quit")
     });

@@ -376,3 +376,102 @@ fn a_bang_command_shows_its_newest_line_while_it_runs() {
         leave(terminal, size);
     }
 }
+
+/// A block pasted by a terminal without bracketed paste arrives as keys, its line ends as
+/// Enter: it is one prompt of many lines, not a prompt and steering.
+#[test]
+fn a_paste_typed_as_keys_is_one_prompt() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "One."})]);
+        let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
+        // One write, as a terminal types a paste: the lines' ends are CR.
+        terminal.type_raw("line one of the paste\rline two\rline three");
+        let shown = wait_until(&mut terminal, size, "the pasted lines", |shown| {
+            shown.contains("line three")
+        });
+        assert!(!shown.contains("done:"), "nothing sent yet:\n{shown}");
+        terminal.type_raw("\r");
+        let shown = wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("One.") && shown.contains("Ctrl-D quit")
+        });
+        assert_eq!(shown.matches("done: ").count(), 1, "{shown}");
+        assert!(!shown.contains("steering"), "{shown}");
+        leave(terminal, size);
+        let session =
+            std::fs::read_to_string(support::cli::session_file(dir.path()).unwrap()).unwrap();
+        assert!(
+            session.contains("line one of the paste\\nline two\\nline three"),
+            "{session}"
+        );
+    }
+}
+
+/// Ctrl-L clears the screen and draws the input at its top; the first Ctrl-C's warning is on
+/// the line above the input, never in the scrollback; leaving a session the model never
+/// answered in says nothing was saved.
+#[test]
+fn ctrl_l_clears_the_screen_the_quit_warning_passes_and_an_empty_session_is_not_saved() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hello."})]);
+        let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
+        terminal.type_raw("\x0c");
+        // The header line went from the screen: the input is at its top.
+        let shown = wait_until(&mut terminal, size, "the cleared screen", |shown| {
+            let visible: Vec<&str> = shown.lines().rev().take(usize::from(size.0)).collect();
+            !visible
+                .iter()
+                .any(|line| line.contains("golato: script at"))
+                && visible.iter().any(|line| line.contains("Ctrl-D quit"))
+        });
+        let n = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+        let mut parser = vt100::Parser::new(n(size.0), n(size.1), 0);
+        terminal.catch_up();
+        parser.process(terminal.drawn_bytes());
+        let top = parser.screen().rows(0, size.1).nth(1).unwrap_or_default();
+        assert!(top.starts_with("›"), "the input at the top:\n{shown}");
+        terminal.type_raw("\x03");
+        wait_until(&mut terminal, size, "the warning", |shown| {
+            shown.contains("Ctrl-C again quits")
+        });
+        terminal.type_raw("x\x7f");
+        wait_until(&mut terminal, size, "the warning gone", |shown| {
+            !shown.contains("Ctrl-C again quits")
+        });
+        terminal.type_raw("\x04");
+        let (code, drawn) = terminal.finish();
+        assert_eq!(code, Some(0), "{drawn}");
+        assert!(!drawn.contains("saved"), "nothing was saved: {drawn}");
+        assert!(support::cli::session_file(dir.path()).is_none());
+    }
+}
+
+/// `golato -h` names the flags a person starting the front end reaches for, and each is one
+/// `golato chat` takes.
+#[test]
+fn help_names_the_front_ends_flags() {
+    let output = support::cli::golato().arg("-h").output().unwrap();
+    let help = String::from_utf8(output.stdout).unwrap();
+    let chat = support::cli::golato()
+        .args(["chat", "--help"])
+        .output()
+        .unwrap();
+    let chat = String::from_utf8(chat.stdout).unwrap();
+    for flag in [
+        "--continue",
+        "--model",
+        "--provider",
+        "--base-url",
+        "--sandbox",
+        "--approve",
+        "--cwd",
+        "--plain",
+    ] {
+        assert!(
+            help.contains(flag),
+            "{flag} missing from golato -h:\n{help}"
+        );
+        assert!(chat.contains(flag), "{flag} is not a chat flag:\n{chat}");
+    }
+}

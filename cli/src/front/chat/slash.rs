@@ -380,15 +380,40 @@ impl Chat {
     }
 }
 
-/// Writes `/init`'s answer (the markdown block in it, else all of it) to AGENTS.md in `cwd`,
-/// never over an existing file.
-pub(super) fn write_agents_md(front: &mut Front, cwd: &std::path::Path, answer: Option<String>) {
-    use std::io::Write as _;
+/// Shows `/init`'s draft (the markdown block of its answer, else all of it) whole, as it would
+/// be written, and asks whether to write it to AGENTS.md (`y`) or not.
+pub(super) fn offer_agents_md(front: &mut Front, answer: Option<String>) {
     let Some(answer) = answer.filter(|answer| !answer.trim().is_empty()) else {
         front.note("/init: the model gave no draft; nothing was written");
         return;
     };
-    let draft = fenced(&answer).unwrap_or(&answer).trim();
+    let draft = fenced(&answer).unwrap_or(&answer).trim().to_owned();
+    let width = front.width();
+    let mut lines = vec![
+        ratatui::text::Line::default(),
+        ratatui::text::Line::styled(
+            format!(
+                "AGENTS.md as it would be written ({} lines):",
+                draft.lines().count()
+            ),
+            ratatui::style::Style::default().add_modifier(ratatui::style::Modifier::BOLD),
+        ),
+    ];
+    let room = width.saturating_sub(4).max(1);
+    let shown: Vec<String> = crate::view::shown::visible(&draft)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    for (_, row) in super::super::draw::soft_wrapped(&shown, (0, 0), room).0 {
+        lines.push(ratatui::text::Line::raw(format!("  │ {row}")));
+    }
+    front.say(lines);
+    front.mode = super::super::Mode::Confirm { draft };
+}
+
+/// `y` on `/init`'s draft: AGENTS.md written in `cwd`, never over an existing file.
+pub(crate) fn write_agents_md(front: &mut Front, cwd: &std::path::Path, draft: &str) {
+    use std::io::Write as _;
     let path = cwd.join("AGENTS.md");
     let written = std::fs::OpenOptions::new()
         .write(true)
