@@ -388,16 +388,22 @@ fn project_trust(
         crate::settings::trust::Standing::Replaced => Ok(Err(format!(
             "this is not the folder trusted at {shown} (it was moved, or replaced since); `golato trust {shown}` trusts this one"
         ))),
-        crate::settings::trust::Standing::Distrusted => Ok(Err(untrusted_text)),
+        // Said once, in one line, by `resolve`: the person already knows.
+        crate::settings::trust::Standing::Distrusted => {
+            Ok(Err(crate::settings::trust::SAID_NO.to_owned()))
+        }
         crate::settings::trust::Standing::Unknown => {
             let marked = changes(settings, profiles, policy);
             let loosens = marked.iter().any(|(_, dangerous)| *dangerous);
             if trusting != Trusting::Ask || !loosens {
                 return Ok(Err(untrusted_text));
             }
-            let trusted = ask_trust(source, &shown, &marked);
-            folder.remember(trusted)?;
-            Ok(if trusted { Ok(()) } else { Err(untrusted_text) })
+            let at_stake = crate::settings::trust_question::AtStake {
+                config: Some((source.to_owned(), marked)),
+                ..crate::settings::trust_question::AtStake::project(cwd)
+            };
+            let trusted = crate::settings::trust_question::ask(&folder, &at_stake)?;
+            Ok(if trusted { Ok(()) } else { Err(crate::settings::trust::SAID_NO.to_owned()) })
         }
     }
 }
@@ -433,27 +439,6 @@ fn changes(
         marked.push((format!("durable safe {}", rule.text), true));
     }
     marked
-}
-
-/// Asks the person at the terminal whether to trust the folder, showing what its file would
-/// change; any answer but yes (the end of input too) is no.
-fn ask_trust(source: &str, folder: &str, marked: &[(String, bool)]) -> bool {
-    use std::io::BufRead as _;
-    let mut question = format!(
-        "golato: {} is this folder's own configuration. Trusted, it sets (! loosens safety):",
-        crate::view::shown::visible(source)
-    );
-    for (line, dangerous) in marked {
-        let mark = if *dangerous { "!" } else { " " };
-        question.push_str(&format!("\n  {mark} {}", crate::view::shown::visible(line)));
-    }
-    question.push_str(&format!(
-        "\nTrust {folder}? Its files then apply here every time (`golato untrust` undoes it). [y]es, [n]o: "
-    ));
-    eprint!("{question}");
-    let mut line = String::new();
-    let read = std::io::stdin().lock().read_line(&mut line);
-    matches!(read, Ok(n) if n > 0) && matches!(line.trim(), "y" | "Y" | "yes" | "Yes")
 }
 
 /// The layers in order, lowest first: the project's file (what its folder's trust allows),
@@ -652,7 +637,8 @@ fn claude_policy(
 
 /// The one line that says what a project's file set but may not, and how to let it.
 pub(crate) fn ignored_text(layer: &Layer) -> Option<String> {
-    if layer.ignored.is_empty() {
+    // The person said no to the folder: `resolve` says so in one line.
+    if layer.ignored.is_empty() || layer.why.as_deref() == Some(crate::settings::trust::SAID_NO) {
         return None;
     }
     let user = user_file().map_or_else(

@@ -33,6 +33,9 @@ pub(crate) struct Settings {
     /// Whether the working directory's project may take full effect: `--trust`, or a folder
     /// trusted before (or just now, when the person was asked).
     pub(crate) trusted: bool,
+    /// The person said not to trust the folder, and a line said what that leaves unread: no
+    /// other line repeats it.
+    pub(crate) said_no: bool,
     /// The model's API, when chosen.
     pub(crate) provider: Option<ProviderKind>,
     /// The model ID, when chosen.
@@ -122,7 +125,15 @@ impl Settings {
 /// not valid, a rule that does not parse: each names what to change.
 pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliError> {
     args.cwd = canonical_directory(&args.cwd)?;
+    // Known before a question could be asked: a "no" given now was said by the question.
+    let said_no = super::trust::said_no_line(&args.cwd, args.settings.trust);
     let (policy, approve_untrusted, mut notes) = apply(&mut args, ask)?;
+    if let Some(line) = &said_no {
+        eprintln!("golato: {line}");
+        notes.push(line.clone());
+    }
+    // Before this start, or by answering its question now.
+    let said_no = said_no.is_some() || super::trust::said_no(&args.cwd, args.settings.trust);
     let trusted = super::trust::trusted(&args.cwd, args.settings.trust);
     let sandbox = args
         .sandbox
@@ -140,6 +151,7 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
     Ok(Settings {
         cwd: args.cwd,
         trusted,
+        said_no,
         provider: args.provider,
         model: args.model,
         base_url: args.base_url,

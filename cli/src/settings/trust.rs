@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::CliError;
 
+/// Why a project's files are limited in a folder the person said not to trust.
+pub(crate) const SAID_NO: &str = "you said not to trust this folder";
+
 /// The version of `trust.json`.
 const FORMAT: u32 = 1;
 
@@ -212,6 +215,51 @@ pub(crate) fn command(dir: &Path, trusted: bool) -> Result<crate::Exit, CliError
         }
     );
     Ok(crate::Exit::Success)
+}
+
+/// Whether the person said not to trust the folder at `cwd` (and no `--trust` overrides it).
+pub(crate) fn said_no(cwd: &Path, given: bool) -> bool {
+    !given
+        && Folder::at(cwd)
+            .and_then(|folder| folder.standing())
+            .is_ok_and(|standing| standing == Standing::Distrusted)
+}
+
+/// The one line a start in a folder the person said not to trust says (instead of a line per
+/// file left unread or limited); `None` in any other folder, or one with nothing to limit.
+pub(crate) fn said_no_line(cwd: &Path, given: bool) -> Option<String> {
+    if !said_no(cwd, given) {
+        return None;
+    }
+    let folder = Folder::at(cwd).ok()?;
+    let mut files: Vec<String> = [
+        ".golato/config.toml",
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+    ]
+    .iter()
+    .filter(|name| folder.path.join(name).is_file())
+    .map(|name| (*name).to_owned())
+    .collect();
+    files.extend(
+        super::project_files::instruction_files(&folder.path)
+            .iter()
+            .chain(&super::project_files::skill_folders(&folder.path))
+            .map(|path| {
+                path.strip_prefix(&folder.path)
+                    .unwrap_or(path)
+                    .display()
+                    .to_string()
+            }),
+    );
+    if files.is_empty() {
+        return None;
+    }
+    let shown = crate::view::shown::visible(&folder.path.display().to_string()).into_owned();
+    Some(format!(
+        "{shown} is not trusted (you said no): {} limited or unread; `golato trust {shown}` trusts it",
+        crate::view::shown::visible(&files.join(", "))
+    ))
 }
 
 /// Whether the project in `cwd` takes full effect (its instructions read, its file's safety

@@ -25,32 +25,8 @@ pub(crate) struct Instructions {
     pub(crate) skipped: Option<String>,
 }
 
-/// The nearest directory at or above `cwd` holding `.git` (a directory or a worktree's file).
-fn repository_root(cwd: &Path) -> Option<PathBuf> {
-    cwd.ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .map(Path::to_path_buf)
-}
-
-/// The directories from the repository's root (else `cwd` alone) down to `cwd`.
-pub(crate) fn project_dirs(cwd: &Path) -> Vec<PathBuf> {
-    let root = repository_root(cwd).unwrap_or_else(|| cwd.to_owned());
-    let mut dirs: Vec<PathBuf> = cwd
-        .ancestors()
-        .take_while(|dir| dir.starts_with(&root))
-        .map(Path::to_path_buf)
-        .collect();
-    dirs.reverse();
-    dirs
-}
-
-/// The instruction file of `dir`: its AGENTS.md, else its CLAUDE.md.
-fn file_in(dir: &Path) -> Option<PathBuf> {
-    ["AGENTS.md", "CLAUDE.md"]
-        .iter()
-        .map(|name| dir.join(name))
-        .find(|path| path.is_file())
-}
+use crate::settings::project_files::instruction_file_in as file_in;
+pub(crate) use crate::settings::project_files::project_dirs;
 
 /// On a terminal, asks once whether to trust a folder whose project brings instructions for
 /// the model (AGENTS.md or CLAUDE.md here or up to the repository's root) and that was never
@@ -67,29 +43,16 @@ pub(crate) fn ask_once(
     if settings.trusted || !ask || settings.no_project_instructions {
         return Ok(());
     }
-    let project: Vec<PathBuf> = project_dirs(&settings.cwd)
-        .iter()
-        .filter_map(|dir| file_in(dir))
-        .collect();
-    if project.is_empty() {
+    let at_stake = crate::settings::trust_question::AtStake::project(&settings.cwd);
+    if at_stake.instructions.is_empty() {
         return Ok(());
     }
     let folder = Folder::at(&settings.cwd)?;
     if folder.standing()? != Standing::Unknown {
         return Ok(());
     }
-    let shown = |path: &Path| crate::view::shown::visible(&path.display().to_string()).into_owned();
-    eprint!(
-        "golato: this folder brings instructions for the model: {}. Trust {}? Its instructions and skills are then read here, and its .golato/config.toml applies (`golato untrust` undoes it). [y]es, [n]o: ",
-        project.iter().map(|path| shown(path)).collect::<Vec<_>>().join(", "),
-        shown(&folder.path)
-    );
-    let mut line = String::new();
-    let read = std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut line);
-    let trusted =
-        matches!(read, Ok(n) if n > 0) && matches!(line.trim(), "y" | "Y" | "yes" | "Yes");
-    folder.remember(trusted)?;
-    settings.trusted = trusted;
+    settings.trusted = crate::settings::trust_question::ask(&folder, &at_stake)?;
+    settings.said_no = !settings.trusted;
     Ok(())
 }
 
@@ -255,7 +218,7 @@ pub(crate) async fn system_prompt(
     for warning in &skills.warnings {
         eprintln!("golato: {}", crate::view::shown::visible(warning));
     }
-    if let Some(why) = &found.skipped {
+    if let (Some(why), false) = (&found.skipped, settings.said_no) {
         eprintln!("golato: {}", crate::view::shown::visible(why));
     }
     let mut parts: Vec<String> = base.into_iter().collect();

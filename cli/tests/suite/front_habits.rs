@@ -475,3 +475,61 @@ fn help_names_the_front_ends_flags() {
         assert!(chat.contains(flag), "{flag} is not a chat flag:\n{chat}");
     }
 }
+
+/// The trust question names every file trusting would let in (the configuration and the
+/// instructions, AGENTS.md), wraps between words, takes one key, and after a no every later
+/// start says one line.
+#[test]
+fn the_trust_question_names_every_file_takes_one_key_and_a_no_is_one_line_after() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::create_dir(dir.path().join(".golato")).unwrap();
+        std::fs::write(
+            dir.path().join(".golato/config.toml"),
+            "sandbox = \"off\"\n[rules]\nallow = [\"bash(make:*)\"]\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("AGENTS.md"), "Use tabs.").unwrap();
+        let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hi."})]);
+        let mut terminal = start(dir.path(), &script, &[], size);
+        let shown = wait_until(&mut terminal, size, "the question", |shown| {
+            shown.contains("any other key no:")
+        });
+        assert!(shown.contains("! sandbox = \"off\""), "{shown}");
+        assert!(
+            shown.contains("AGENTS.md (instructions for the model)"),
+            "{shown}"
+        );
+        // Between words: each word of the question is whole on its line.
+        for word in [
+            "trusting",
+            "project",
+            "Remembered",
+            "instructions",
+            "undoes",
+        ] {
+            assert!(
+                shown.lines().any(|line| line
+                    .split(|c: char| !c.is_alphanumeric())
+                    .any(|w| w == word)),
+                "{word} broken at {size:?}:\n{shown}"
+            );
+        }
+        terminal.type_raw("n");
+        let terminal = ready(terminal, size);
+        leave(terminal, size);
+        let mut again = ready(start(dir.path(), &script, &[], size), size);
+        let shown = wait_until(&mut again, size, "the input", |shown| {
+            shown.contains("Enter send")
+        });
+        let said: Vec<&str> = shown
+            .lines()
+            .filter(|line| line.starts_with("golato: ") && !line.contains("golato: script at"))
+            .collect();
+        assert_eq!(said.len(), 1, "one line:\n{shown}");
+        assert!(said[0].contains("(you said no)"), "{shown}");
+        assert!(!shown.contains("any other key no"), "{shown}");
+        leave(again, size);
+    }
+}

@@ -151,25 +151,32 @@ fn a_trusted_folder_moved_or_replaced_by_a_link_or_a_new_folder_is_not_trusted()
 #[test]
 fn on_a_terminal_golato_asks_once_showing_what_the_file_would_loosen() {
     let project = Project::new();
-    let ask = |answer: &str| {
-        let mut terminal = project.on_terminal();
-        terminal.wait_for("[y]es, [n]o: ", 1);
-        terminal.type_line(answer);
-        terminal.finish()
-    };
-    let (code, drawn) = ask("n");
+    // One key answers: no Enter after it.
+    let mut terminal = project.on_terminal();
+    terminal.wait_for("any other key no: ", 1);
+    terminal.type_raw("n");
+    let (code, drawn) = terminal.finish();
     assert_eq!(code, Some(0), "{drawn}");
     assert!(drawn.contains("! sandbox = \"off\""), "{drawn}");
     assert!(drawn.contains("! approve = \"never\""), "{drawn}");
     // A harmless setting is shown, not marked.
-    assert!(drawn.contains("   max_turns = 5"), "{drawn}");
-    assert!(drawn.contains("ignored sandbox = \"off\""), "{drawn}");
+    assert!(drawn.contains("     max_turns = 5"), "{drawn}");
+    assert!(drawn.contains("any other key no: no"), "{drawn}");
+    assert!(
+        drawn.contains("not trusted; its files stay unread or limited"),
+        "{drawn}"
+    );
 
-    // The no is remembered: the next run on a terminal asks nothing and stays confined.
+    // The no is remembered: the next run on a terminal asks nothing, stays confined, and
+    // says so in one line.
     let (code, drawn) = project.on_terminal().finish();
     assert_eq!(code, Some(0), "{drawn}");
-    assert!(!drawn.contains("[y]es"), "{drawn}");
-    assert!(drawn.contains("ignored sandbox = \"off\""), "{drawn}");
+    assert!(!drawn.contains("any other key no"), "{drawn}");
+    assert!(
+        drawn.contains("is not trusted (you said no): .golato/config.toml limited or unread"),
+        "{drawn}"
+    );
+    assert!(!drawn.contains("ignored sandbox"), "{drawn}");
 
     // `golato trust` changes the answer.
     trust(&project.folder, "trust");
@@ -181,8 +188,8 @@ fn on_a_terminal_golato_asks_once_showing_what_the_file_would_loosen() {
 fn a_yes_on_the_terminal_trusts_the_folder_from_then_on() {
     let project = Project::new();
     let mut terminal = project.on_terminal();
-    terminal.wait_for("[y]es, [n]o: ", 1);
-    terminal.type_line("y");
+    terminal.wait_for("any other key no: ", 1);
+    terminal.type_raw("y");
     let (code, drawn) = terminal.finish();
     assert_eq!(code, Some(0), "{drawn}");
     assert!(!drawn.contains("ignored"), "{drawn}");
