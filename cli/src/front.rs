@@ -49,7 +49,8 @@ use chat::{Chat, Running};
 use editor::Editor;
 use keys::on_terminal;
 
-/// Rows the front end keeps at the bottom: a status line, the input, a line of keys.
+/// Rows the front end keeps at the bottom at least: a status line, four of input, a line of
+/// keys. A longer input (or the slash commands' list) takes more, up to a third of the screen.
 const VIEWPORT_ROWS: u16 = 6;
 /// The shortest time between two frames of the input area: 60 a second.
 const FRAME: Duration = Duration::from_micros(16_667);
@@ -173,6 +174,12 @@ pub(crate) struct Front {
     /// The cursor's row in the live area as last drawn: after a resize, the cursor (which the
     /// terminal moves with the text) tells where the area went.
     cursor_row: u16,
+    /// The slash command chosen in the list above the input (an index in it), and the text it
+    /// was chosen for: typing on starts again at the first.
+    menu_at: (usize, String),
+    /// The live area's rows now: it grows with the input (and the slash commands' list) up
+    /// to a third of the screen, and shrinks back.
+    live_rows: u16,
     /// What the idle status line shows at its right.
     footer: Footer,
     /// A `!command` running.
@@ -322,7 +329,7 @@ impl Front {
             .screen
             .size()
             .map_or(24, |size| size.height)
-            .saturating_sub(VIEWPORT_ROWS)
+            .saturating_sub(self.live_rows)
             .max(1);
         for chunk in lines.chunks(usize::from(rows)) {
             let chunk = chunk.to_vec();
@@ -363,6 +370,8 @@ impl Front {
             quit_armed: false,
             completing: None,
             cursor_row: 0,
+            live_rows: VIEWPORT_ROWS,
+            menu_at: (0, String::new()),
             pastes: Vec::new(),
             footer: Footer::default(),
             shell: None,

@@ -167,6 +167,63 @@ impl Endpoint {
         })
     }
 
+    /// The JSON body of a GET of `{base_url}/{path}`: read within `deadline`, at most `limit`
+    /// bytes of it.
+    pub(crate) async fn get_json(
+        &self,
+        path: &str,
+        limit: usize,
+        deadline: Duration,
+    ) -> Result<serde_json::Value, Error> {
+        let url = format!("{}/{path}", self.base_url);
+        let mut request = self.transport.client.get(&url);
+        for (name, value) in self.fixed_headers {
+            request = request.header(*name, *value);
+        }
+        if let Some(key) = &self.api_key {
+            request = match self.key_header {
+                Some(header) => request.header(header, key),
+                None => request.bearer_auth(key),
+            };
+        }
+        let read = async {
+            let mut response = request.send().await.map_err(|error| Error::Http {
+                reason: format!("GET {url} failed: {}", causes(&error)),
+                source: Some(Box::new(error)),
+            })?;
+            let status = response.status();
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|error| Error::Http {
+                reason: format!("reading {url} failed: {}", causes(&error)),
+                source: Some(Box::new(error)),
+            })? {
+                if body.len() + chunk.len() > limit {
+                    return Err(Error::Http {
+                        reason: format!("{url} answered more than {limit} bytes"),
+                        source: None,
+                    });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            if !status.is_success() {
+                return Err(Error::Provider {
+                    status: Some(status.as_u16()),
+                    message: String::from_utf8_lossy(&body).chars().take(300).collect(),
+                });
+            }
+            serde_json::from_slice(&body).map_err(|error| Error::Http {
+                reason: format!("{url} did not answer JSON: {error}"),
+                source: None,
+            })
+        };
+        tokio::time::timeout(deadline, read)
+            .await
+            .map_err(|_| Error::Http {
+                reason: format!("{url} did not answer within {} s", deadline.as_secs_f64()),
+                source: None,
+            })?
+    }
+
     /// Streams the answer to `body`, POSTed to `{base_url}/{path}`, through `D`.
     pub(crate) fn post<D: WireDecoder>(&self, path: &str, body: Vec<u8>) -> EventStream {
         let mut headers: Vec<(&'static str, String)> = self

@@ -15,7 +15,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use futures::StreamExt as _;
 use serde_json::{json, Value};
@@ -97,6 +97,7 @@ impl FakeProvider {
             .route("/v1/chat/completions", post(answer))
             .route("/v1/messages", post(answer))
             .route("/v1/responses", post(answer))
+            .route("/v1/models", get(models))
             .with_state(Arc::clone(&provider));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -150,6 +151,21 @@ impl FakeProvider {
             })
             .collect()
     }
+}
+
+/// The models the server lists, as an OpenAI-compatible server (Ollama) names its own.
+pub const LISTED_MODELS: [&str; 2] = ["llama3.2:1b", "qwen2.5-coder:7b"];
+
+async fn models() -> Response {
+    let data: Vec<Value> = LISTED_MODELS
+        .iter()
+        .map(|id| json!({"id": id, "object": "model"}))
+        .collect();
+    let body = json!({"object": "list", "data": data}).to_string();
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap()
 }
 
 async fn answer(

@@ -202,12 +202,17 @@ pub(crate) fn matching(typed: &str) -> Vec<&'static str> {
         .collect()
 }
 
-/// What the command `name` does.
-pub(crate) fn description(name: &str) -> Option<&'static str> {
+/// The commands the name being typed (`/`, `/mo`) may become, with what each does, for the
+/// list above the input; none once the line is more than a command's name.
+pub(crate) fn menu(typed: &str) -> Vec<(&'static str, &'static str)> {
+    if !typed.starts_with('/') || typed.contains(char::is_whitespace) {
+        return Vec::new();
+    }
     COMMANDS
         .iter()
-        .find(|(command, _)| *command == name)
-        .map(|(_, what)| *what)
+        .filter(|(command, _)| command.starts_with(typed))
+        .copied()
+        .collect()
 }
 
 /// Completes a command being typed (Tab): the one it can only be, or as far as all agree.

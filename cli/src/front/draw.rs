@@ -56,15 +56,31 @@ impl Front {
         if !outbox.drain(super::STUCK) {
             return;
         }
+        self.live_rows = self.live_rows.min(most_live_rows(size.height));
+        // The cursor is where the MoveTo above put it: ratatui need not ask the terminal.
         match Terminal::with_options(
-            super::screen::Steady::new(size, outbox),
+            super::screen::Steady::placed(size, outbox, Position::new(0, top)),
             TerminalOptions {
-                viewport: Viewport::Inline(VIEWPORT_ROWS),
+                viewport: Viewport::Inline(self.live_rows),
             },
         ) {
             Ok(screen) => self.screen = screen,
             Err(error) => tracing::debug!(%error, "the live area could not be placed again"),
         }
+    }
+
+    /// Gives the live area `rows` rows (within what the screen allows), placed again from its
+    /// top: growing past the screen's bottom scrolls what is above into the scrollback, as a
+    /// terminal does; shrinking leaves the rows below it empty.
+    fn set_live_rows(&mut self, rows: u16) {
+        let size = ratatui::backend::Backend::size(self.screen.backend()).unwrap_or_default();
+        let rows = rows.clamp(VIEWPORT_ROWS, most_live_rows(size.height));
+        if rows == self.live_rows {
+            return;
+        }
+        let top = self.screen.get_frame().area().y;
+        self.live_rows = rows;
+        self.place_live_area(size, top);
     }
 
     pub(crate) fn draw(&mut self) {
@@ -110,27 +126,41 @@ impl Front {
             ),
             _ => None,
         };
+        // The slash commands the typed name may be, each with what it does.
+        let menu = self.menu_lines();
+        let width = self.width();
+        let room = width.saturating_sub(3).max(1);
+        let (rows, at) = soft_wrapped(&lines, (row, column), room);
+        // Rows wanted: the list (or the picker's choices) and the input, within a third of the
+        // screen; the live area grows and shrinks to them.
+        let wanted = match &instead {
+            Some(choices) => choices.len(),
+            None => menu.len() + rows.len(),
+        };
+        self.set_live_rows(u16::try_from(wanted).unwrap_or(u16::MAX).saturating_add(2));
         let mut cursor_row = 0;
         let _ = self.screen.draw(|frame| {
             let area = frame.area();
             let input_rows = usize::from(area.height.saturating_sub(2)).max(1);
             let mut shown: Vec<Line<'_>> = vec![status];
             let cursor = match instead {
-                Some(rows) => {
+                Some(choices) => {
                     let selected = match &self.mode {
                         Mode::Pick { selected, .. } => *selected,
                         _ => 0,
                     };
                     let first = selected.saturating_sub(input_rows - 1);
-                    shown.extend(rows.into_iter().skip(first).take(input_rows));
+                    shown.extend(choices.into_iter().skip(first).take(input_rows));
                     // On the chosen row: the cursor is always somewhere known (see
                     // `follow_resize`).
                     Some((0, selected - first))
                 }
                 None => {
-                    // The input soft-wrapped at the width, its rows around the cursor.
-                    let room = usize::from(area.width).saturating_sub(3).max(1);
-                    let (rows, at) = soft_wrapped(&lines, (row, column), room);
+                    // The list first, as many of its rows as leave one for the input; then
+                    // the input soft-wrapped at the width, its rows around the cursor.
+                    let listed = menu.len().min(input_rows.saturating_sub(1));
+                    shown.extend(menu.into_iter().take(listed));
+                    let input_rows = input_rows - listed;
                     let first = at.0.saturating_sub(input_rows - 1);
                     for (index, (_, text)) in
                         rows.into_iter().enumerate().skip(first).take(input_rows)
@@ -139,10 +169,10 @@ impl Front {
                         shown.push(Line::from(vec![Span::styled(lead, cyan), Span::raw(text)]));
                     }
                     let lead = if at.0 == 0 { mark.chars().count() } else { 2 };
-                    Some((lead + at.1, at.0 - first))
+                    Some((lead + at.1, listed + at.0 - first))
                 }
             };
-            while shown.len() < input_rows + 1 {
+            while shown.len() < usize::from(area.height.saturating_sub(1)) {
                 shown.push(Line::default());
             }
             shown.push(keys);
@@ -158,6 +188,54 @@ impl Front {
             }
         });
         self.cursor_row = cursor_row;
+    }
+
+    /// The slash commands the typed name may become (none while a question, a picker or
+    /// another mode has the input).
+    pub(super) fn menu(&self) -> Vec<(&'static str, &'static str)> {
+        if !matches!(self.mode, Mode::Prompt) || self.asking.is_some() {
+            return Vec::new();
+        }
+        commands::menu(&self.editor.text())
+    }
+
+    /// The command chosen in a list of `count`.
+    pub(super) fn menu_chosen(&self, count: usize) -> usize {
+        match self.menu_at.1 == self.editor.text() {
+            true => self.menu_at.0.min(count.saturating_sub(1)),
+            false => 0,
+        }
+    }
+
+    /// The list's rows: the chosen command highlighted, each with what it does; at most
+    /// [`MENU_ROWS`], scrolled to keep the chosen one in view.
+    fn menu_lines(&self) -> Vec<Line<'static>> {
+        let menu = self.menu();
+        let chosen = self.menu_chosen(menu.len());
+        let first = chosen.saturating_sub(MENU_ROWS - 1);
+        let width = self.width();
+        let dim = Style::default().add_modifier(Modifier::DIM);
+        menu.into_iter()
+            .enumerate()
+            .skip(first)
+            .take(MENU_ROWS)
+            .map(|(at, (name, what))| {
+                let what = transcript::fit(what, width.saturating_sub(14));
+                match at == chosen {
+                    true => Line::from(vec![
+                        Span::styled(
+                            format!("› {name:<10}"),
+                            Style::default().add_modifier(Modifier::REVERSED),
+                        ),
+                        Span::raw(format!(" {what}")),
+                    ]),
+                    false => Line::from(vec![
+                        Span::raw(format!("  {name:<10}")),
+                        Span::styled(format!(" {what}"), dim),
+                    ]),
+                }
+            })
+            .collect()
     }
 
     /// Starts a picker of `choices` for `then`.
@@ -201,41 +279,6 @@ impl Front {
             ]);
         }
         if matches!(self.mode, Mode::Prompt) {
-            let typed = self.editor.text();
-            let commands = commands::matching(&typed);
-            match commands.as_slice() {
-                [] => {}
-                // One left: what it does.
-                [only] => {
-                    return Line::from(vec![
-                        Span::styled(
-                            format!("{only}  "),
-                            Style::default().add_modifier(Modifier::BOLD),
-                        ),
-                        Span::styled(commands::description(only).unwrap_or_default(), dim),
-                    ]);
-                }
-                many => {
-                    // As many as the line holds, then how many more typing narrows down.
-                    let room = self.width().saturating_sub(24);
-                    let mut shown = String::new();
-                    let mut count = 0;
-                    for name in many {
-                        if shown.chars().count() + name.chars().count() + 2 > room {
-                            break;
-                        }
-                        if count > 0 {
-                            shown.push_str("  ");
-                        }
-                        shown.push_str(name);
-                        count += 1;
-                    }
-                    if count < many.len() {
-                        shown.push_str(&format!("  … {} more (type on)", many.len() - count));
-                    }
-                    return Line::styled(shown, dim);
-                }
-            }
             let word = self.editor.word();
             if let Some(typed) = mention::typed(word.as_ref()) {
                 let found = match &self.files {
@@ -419,6 +462,9 @@ impl Front {
             (Mode::Prompt, None, None) if self.shell.is_some() => {
                 "your command runs · Esc or Ctrl-C stops it".to_owned()
             }
+            (Mode::Prompt, None, _) if !self.menu().is_empty() => {
+                "↑↓ choose · Tab complete · Enter run it · type on to narrow".to_owned()
+            }
             (Mode::Prompt, None, _) if self.has_paste() => {
                 "Enter send it all · Ctrl-X show the pasted lines to edit them".to_owned()
             }
@@ -428,6 +474,15 @@ impl Front {
         };
         Line::styled(text, Style::default().add_modifier(Modifier::DIM))
     }
+}
+
+/// The most slash commands listed at once.
+const MENU_ROWS: usize = 8;
+
+/// The most rows the live area takes on a screen of `height` rows: a third of it for the
+/// input, and its two lines (never fewer than the six it starts with).
+fn most_live_rows(height: u16) -> u16 {
+    (height / 3 + 2).max(VIEWPORT_ROWS)
 }
 
 /// The spinner's frame after `elapsed`: one a tenth of a second.

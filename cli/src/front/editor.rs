@@ -14,6 +14,9 @@ pub(crate) struct Editor {
     browsing: Option<usize>,
     /// The text being typed when Up first left it.
     draft: Option<String>,
+    /// The text is an entry Up or Down brought back, and the cursor has not moved into it
+    /// since: Up and Down go on through the history rather than through its lines.
+    recalled: bool,
     /// What Ctrl-U, Ctrl-K or Ctrl-W cut last, for Ctrl-Y.
     killed: String,
 }
@@ -27,6 +30,7 @@ impl Default for Editor {
             history: Vec::new(),
             browsing: None,
             draft: None,
+            recalled: false,
             killed: String::new(),
         }
     }
@@ -112,6 +116,7 @@ impl Editor {
 
     /// Replaces the whole text, the cursor at its end.
     pub(crate) fn set_text(&mut self, text: &str) {
+        self.recalled = false;
         self.lines = text
             .split('\n')
             .map(|line| line.chars().collect())
@@ -123,6 +128,7 @@ impl Editor {
     /// Inserts `text` at the cursor; a pasted block keeps its line breaks as lines (terminals
     /// paste them as CR, CRLF or LF).
     pub(crate) fn insert(&mut self, text: &str) {
+        self.touch();
         let text = text.replace("\r\n", "\n").replace('\r', "\n");
         for c in text.chars() {
             match c {
@@ -171,6 +177,7 @@ impl Editor {
 
     /// Breaks the line at the cursor.
     pub(crate) fn newline(&mut self) {
+        self.touch();
         let rest = self.lines[self.row].split_off(self.column);
         self.lines.insert(self.row + 1, rest);
         self.row += 1;
@@ -297,9 +304,15 @@ impl Editor {
         self.column = self.lines[self.row].len();
     }
 
-    /// Up: the line above, or on the first line the previous text sent.
+    /// The person moved into the text or changed it: Up and Down go through its lines again.
+    pub(crate) fn touch(&mut self) {
+        self.recalled = false;
+    }
+
+    /// Up: the line above, or on the first line (or on an entry just brought back) the
+    /// previous text sent.
     pub(crate) fn up(&mut self) {
-        if self.row > 0 {
+        if self.row > 0 && !self.recalled {
             self.row -= 1;
             self.column = self.column.min(self.lines[self.row].len());
             return;
@@ -315,11 +328,12 @@ impl Editor {
         self.browsing = Some(previous);
         let text = self.history[previous].clone();
         self.set_text(&text);
+        self.recalled = true;
     }
 
     /// Down: the line below, or on the last line the next text sent (then what was being typed).
     pub(crate) fn down(&mut self) {
-        if self.row + 1 < self.lines.len() {
+        if self.row + 1 < self.lines.len() && !self.recalled {
             self.row += 1;
             self.column = self.column.min(self.lines[self.row].len());
             return;
@@ -329,10 +343,12 @@ impl Editor {
             self.browsing = Some(at + 1);
             let text = self.history[at + 1].clone();
             self.set_text(&text);
+            self.recalled = true;
         } else {
             self.browsing = None;
             let draft = self.draft.take().unwrap_or_default();
             self.set_text(&draft);
+            self.recalled = false;
         }
     }
 }
@@ -418,6 +434,29 @@ mod tests {
         editor.down();
         assert_eq!(editor.text(), "draft");
         assert_eq!(editor.history(), ["first", "second"]);
+    }
+
+    #[test]
+    fn up_on_a_recalled_entry_of_many_lines_goes_on_through_the_history_until_moved_into() {
+        let mut editor = Editor::with_history(vec!["older".into(), "one\ntwo\nthree".into()]);
+        editor.up();
+        assert_eq!(editor.text(), "one\ntwo\nthree");
+        // Not through its lines: the entry before it.
+        editor.up();
+        assert_eq!(editor.text(), "older");
+        editor.down();
+        assert_eq!(editor.text(), "one\ntwo\nthree");
+        // Moved into, Up goes through its lines.
+        editor.touch();
+        editor.up();
+        assert_eq!(editor.text(), "one\ntwo\nthree");
+        assert_eq!(editor.cursor().0, 1);
+        // Typed in, the same.
+        let mut editor = Editor::with_history(vec!["a\nb".into()]);
+        editor.up();
+        editor.insert("c");
+        editor.up();
+        assert_eq!(editor.text(), "a\nbc");
     }
 
     #[test]

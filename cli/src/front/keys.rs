@@ -174,6 +174,9 @@ fn edit_key(front: &mut Front, key: KeyEvent) {
     let alt = key.modifiers.contains(KeyModifiers::ALT);
     let shift = key.modifiers.contains(KeyModifiers::SHIFT);
     let editor = &mut front.editor;
+    if !matches!(key.code, KeyCode::Up | KeyCode::Down) {
+        editor.touch();
+    }
     match key.code {
         KeyCode::Enter if alt || shift => editor.newline(),
         KeyCode::Char('j') if control => editor.newline(),
@@ -220,7 +223,45 @@ fn continues_line(front: &mut Front, key: KeyEvent) -> bool {
     false
 }
 
+/// The list of slash commands above the input: ↑↓ choose, Tab completes the chosen one, Enter
+/// runs it. Whether the key was the list's.
+fn on_menu_key(front: &mut Front, key: KeyEvent) -> bool {
+    let menu = front.menu();
+    if menu.is_empty() {
+        return false;
+    }
+    let chosen = front.menu_chosen(menu.len());
+    let typed = front.editor.text();
+    match key.code {
+        KeyCode::Up => {
+            front.menu_at = ((chosen + menu.len() - 1) % menu.len(), typed);
+            true
+        }
+        KeyCode::Down => {
+            front.menu_at = ((chosen + 1) % menu.len(), typed);
+            true
+        }
+        KeyCode::Tab => {
+            front.editor.set_text(&format!("{} ", menu[chosen].0));
+            true
+        }
+        // The chosen command is what Enter runs (`/mo` Enter: /model).
+        KeyCode::Enter
+            if !key
+                .modifiers
+                .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) =>
+        {
+            front.editor.set_text(menu[chosen].0);
+            false
+        }
+        _ => false,
+    }
+}
+
 fn on_key(front: &mut Front, key: KeyEvent) -> Option<Action> {
+    if on_menu_key(front, key) {
+        return None;
+    }
     let control = key.modifiers.contains(KeyModifiers::CONTROL);
     // Any key but a second Ctrl-C disarms the quit; any but Tab ends a round of completions.
     let quit_armed = std::mem::take(&mut front.quit_armed);

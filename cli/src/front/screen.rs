@@ -21,6 +21,9 @@ pub(crate) struct Steady {
     inner: CrosstermBackend<Outbox>,
     outbox: Outbox,
     size: Size,
+    /// Where the cursor is, when the front end put it there itself: ratatui asks once, on
+    /// placing the live area, and the terminal is not asked (see `Front::set_live_rows`).
+    placed: Option<Position>,
 }
 
 impl Steady {
@@ -30,6 +33,15 @@ impl Steady {
             inner: CrosstermBackend::new(outbox.clone()),
             outbox,
             size,
+            placed: None,
+        }
+    }
+
+    /// As [`Steady::new`], with the cursor known to be at `cursor`.
+    pub(crate) fn placed(size: Size, outbox: Outbox, cursor: Position) -> Steady {
+        Steady {
+            placed: Some(cursor),
+            ..Steady::new(size, outbox)
         }
     }
 
@@ -62,7 +74,10 @@ impl Backend for Steady {
     }
 
     fn get_cursor_position(&mut self) -> std::io::Result<Position> {
-        self.inner.get_cursor_position()
+        match self.placed.take() {
+            Some(known) => Ok(known),
+            None => self.inner.get_cursor_position(),
+        }
     }
 
     fn set_cursor_position<P: Into<Position>>(&mut self, position: P) -> std::io::Result<()> {

@@ -182,6 +182,34 @@ fn client_error(error: golato::generator::Error) -> CliError {
 
 /// The models to offer in place of `current` for `provider` (`anthropic`, `openai`…): `current`
 /// first, then the ones golato knows of that provider (their prices and context windows).
+/// The models an OpenAI-compatible server other than OpenAI's own lists, for `/model` (whose
+/// names there are the server's, not OpenAI's); `None` for OpenAI and Anthropic themselves,
+/// whose models golato knows.
+pub(crate) async fn server_models(settings: &Settings) -> Option<Result<Vec<String>, String>> {
+    if settings.script.is_some() || provider_kind(settings) == ProviderKind::Anthropic {
+        return None;
+    }
+    let base_url = settings
+        .base_url
+        .clone()
+        .or_else(|| env("OPENAI_BASE_URL"))?;
+    if base_url.trim_end_matches('/') == openai::DEFAULT_BASE_URL {
+        return None;
+    }
+    let listed = match OpenAiChat::new(base_url.clone(), env("OPENAI_API_KEY")) {
+        Ok(client) => client.models().await.map_err(|error| error.to_string()),
+        Err(error) => Err(error.to_string()),
+    };
+    Some(listed.map_err(|why| {
+        format!(
+            "{} did not list its models ({why})",
+            crate::view::header::host_of(&base_url)
+        )
+    }))
+}
+
+/// The models `/model` offers for `provider`: the current one, then the ones golato knows of
+/// that provider.
 pub(crate) fn offered_models(provider: &str, current: &str) -> Vec<String> {
     let family = match provider {
         "anthropic" => Some("claude-"),

@@ -297,13 +297,15 @@ fn a_bang_command_runs_in_the_sandbox_shows_its_output_and_reaches_the_model_wit
         // The session's sandbox held: /etc is not writable.
         assert!(!std::path::Path::new("/etc/golato-bang").exists());
         // A long one shows while it runs, and Esc stops it.
-        terminal.type_raw("!sleep 30\r");
+        // Its newest line shows once `sleep` was started: Esc then has it to stop.
+        terminal.type_raw("!sleep 30 & echo started; wait\r");
         wait_until(&mut terminal, size, "the running command", |shown| {
-            shown.contains("$ sleep 30 · ") && shown.contains("Esc or Ctrl-C stops it")
+            shown.contains("· started · ") && shown.contains("Esc or Ctrl-C stops it")
         });
         terminal.type_raw("\x1b");
         let shown = wait_until(&mut terminal, size, "the stopped command", |shown| {
-            shown.contains("✗ bash $ sleep 30") && shown.contains("Ctrl-D quit")
+            shown.contains("✗ bash $ sleep 30 & echo started; wait")
+                && shown.contains("Ctrl-D quit")
         });
         // What was killed is the command's: the sandbox's own helpers are not named.
         assert!(shown.contains("sleep ("), "{shown}");
@@ -388,7 +390,7 @@ fn model_alone_picks_among_the_providers_known_models() {
         .arg("-C")
         .arg(dir.path())
         .args(["--provider", "openai", "--model", "gpt-4o", "--ephemeral"])
-        .args(["--base-url", "http://127.0.0.1:9/v1"]);
+        .args(["--base-url", "https://api.openai.com/v1"]);
     let mut terminal = ready(in_terminal(command, size), size);
     terminal.type_raw("/model\r");
     wait_until(&mut terminal, size, "the picker", |shown| {
@@ -805,7 +807,7 @@ fn commands_switch_model_and_approval_show_the_diff_and_write_agents_md() {
     // Completion offers what a command can be while it is typed.
     terminal.type_raw("/co");
     wait_until(&mut terminal, size, "the completions", |shown| {
-        shown.contains("/compact  /cost")
+        shown.contains("› /compact   summarize") && shown.contains("  /cost      tokens")
     });
     terminal.type_raw("\x03/model other-model\r");
     wait_until(&mut terminal, size, "the switch", |shown| {
@@ -1453,11 +1455,11 @@ fn slash_alone_lists_the_commands_a_path_is_a_prompt_and_ctrl_r_starts_at_the_ne
     let mut terminal = ready(start(dir.path(), &script, &[], size), size);
     terminal.type_raw("/");
     wait_until(&mut terminal, size, "the commands", |shown| {
-        shown.contains("/help  /model  /compact") && shown.contains("more (type on)")
+        shown.contains("› /help      this list") && shown.contains("  /model     pick the model")
     });
     terminal.type_raw("und");
     wait_until(&mut terminal, size, "what /undo does", |shown| {
-        shown.contains("/undo  take back the last prompt")
+        shown.contains("› /undo      take back the last prompt")
     });
     // A first word that is a path (absolute, or of the working directory) is a prompt.
     terminal.type_raw("\x15/etc/hosts looks odd, read it\r");

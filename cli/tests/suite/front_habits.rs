@@ -533,3 +533,132 @@ fn the_trust_question_names_every_file_takes_one_key_and_a_no_is_one_line_after(
         leave(again, size);
     }
 }
+
+/// `/` lists the commands with what each does; ↑↓ choose, Tab completes the chosen one, Enter
+/// runs it. `/model` on an OpenAI-compatible server lists the server's own models, and the
+/// one chosen is what the next request asks.
+#[test]
+fn the_slash_list_is_chosen_with_arrows_and_model_lists_the_servers_models() {
+    use support::provider::{FakeProvider, Reply, Script, LISTED_MODELS};
+    let (_runtime, url, server) = FakeProvider::start_blocking(Script::Repeat(Reply::ok(
+        support::fixture("openai-chat/text-stop.sse"),
+        1,
+    )));
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = support::cli::golato();
+        command.arg("-C").arg(dir.path()).args([
+            "--ephemeral",
+            "--provider",
+            "openai",
+            "--model",
+            "served-model",
+            "--base-url",
+            &format!("{url}/v1"),
+        ]);
+        let mut terminal = ready(super::front::in_terminal(command, size), size);
+        terminal.type_raw("/");
+        let shown = wait_until(&mut terminal, size, "the list", |shown| {
+            shown.contains("› /help      this list")
+        });
+        assert!(shown.contains("  /model     pick the model"), "{shown}");
+        assert!(shown.contains("↑↓ choose · Tab complete"), "{shown}");
+        // Down to /model, Tab puts it in the input.
+        terminal.type_raw("\x1b[B");
+        wait_until(&mut terminal, size, "the second chosen", |shown| {
+            shown.contains("› /model     pick the model")
+        });
+        terminal.type_raw("\t");
+        wait_until(&mut terminal, size, "the completed command", |shown| {
+            shown.lines().any(|line| line.trim_end() == "› /model") && !shown.contains("› /help")
+        });
+        // Enter on a name being typed runs the chosen command: /mo is /model.
+        terminal.type_raw("\x15/mo\r");
+        let shown = wait_until(&mut terminal, size, "the server's models", |shown| {
+            shown.contains("› served-model (now)") && shown.contains(LISTED_MODELS[0])
+        });
+        assert!(shown.contains(LISTED_MODELS[1]), "{shown}");
+        assert!(
+            !shown.contains("gpt-4"),
+            "OpenAI's names on another server:\n{shown}"
+        );
+        terminal.type_raw("llama");
+        wait_until(&mut terminal, size, "the one left", |shown| {
+            shown.contains(&format!("› {}", LISTED_MODELS[0]))
+        });
+        terminal.type_raw("\r");
+        wait_until(&mut terminal, size, "the switch", |shown| {
+            shown.contains(&format!(
+                "model: {}; the next turn asks it",
+                LISTED_MODELS[0]
+            ))
+        });
+        let before = server.sent().len();
+        terminal.type_raw("hello\r");
+        wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("done: ") && shown.contains("Ctrl-D quit")
+        });
+        leave(terminal, size);
+        let sent = server.sent();
+        assert_eq!(sent[before].2["model"], LISTED_MODELS[0]);
+    }
+}
+
+/// The input grows with what is typed up to a third of the screen (not four lines at 40
+/// rows), keeps the cursor's line in view, and shrinks back once sent; Up on an entry of many
+/// lines brought back goes to the entry before it.
+#[test]
+fn the_input_grows_to_a_third_of_the_screen_and_up_walks_entries_of_many_lines() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[json!({"text": "One."}), json!({"text": "Two."})],
+        );
+        let mut terminal = ready(start(dir.path(), &script, &[], size), size);
+        terminal.type_raw("an earlier prompt\r");
+        wait_until(&mut terminal, size, "the first answer", |shown| {
+            shown.contains("One.") && shown.contains("Ctrl-D quit")
+        });
+        let lines: Vec<String> = (1..=20).map(|n| format!("line-{n:02}")).collect();
+        terminal.type_raw(&lines.join("\x1b[13;2u"));
+        let third = usize::from(size.0) / 3;
+        let shown = wait_until(&mut terminal, size, "the grown input", |shown| {
+            shown.contains("line-20")
+        });
+        let input: Vec<&str> = shown
+            .lines()
+            .filter(|line| line.trim_start().starts_with("line-") || line.starts_with("› line-"))
+            .collect();
+        assert_eq!(input.len(), third, "a third of {} rows:\n{shown}", size.0);
+        // The cursor's line (the last) is in view.
+        assert!(input.last().unwrap().contains("line-20"), "{shown}");
+        terminal.type_raw("\r");
+        // Shrunk back once sent: below the answer's end line, the status line, the idle input
+        // and the keys, no row of the twenty left.
+        wait_until(&mut terminal, size, "the live area shrunk back", |shown| {
+            let Some((_, after)) = shown.rsplit_once("done: 1 turn") else {
+                return false;
+            };
+            shown.contains("Two.")
+                && after.lines().any(|line| line.trim_end() == "›")
+                && after.contains("Ctrl-D quit")
+                && !after.contains("line-")
+        });
+        // Up brings the 20-line entry back; Up again goes to the entry before it.
+        terminal.type_raw("\x1b[A");
+        wait_until(&mut terminal, size, "the recalled entry", |shown| {
+            shown.contains("line-20") && shown.contains("Ctrl-D quit")
+        });
+        terminal.type_raw("\x1b[A");
+        wait_until(&mut terminal, size, "the entry before it", |shown| {
+            shown
+                .lines()
+                .any(|line| line.trim_end() == "› an earlier prompt")
+                && shown.contains("Ctrl-D quit")
+        });
+        terminal.type_raw("\x15");
+        leave(terminal, size);
+    }
+}

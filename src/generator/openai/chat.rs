@@ -244,6 +244,36 @@ impl OpenAiChat {
         OpenAiChat::new(base_url, api_key)
     }
 
+    /// The models the server lists (`GET {base_url}/models`, as OpenAI and the servers
+    /// compatible with it answer: Ollama, vLLM, llama.cpp, LM Studio), by ID, sorted; within
+    /// ten seconds and 4 MiB.
+    ///
+    /// # Errors
+    /// The server could not be reached, answered with an error, or not with a list of models.
+    pub async fn models(&self) -> Result<Vec<String>, Error> {
+        let listed = self
+            .endpoint
+            .get_json(
+                "models",
+                4 * 1024 * 1024,
+                std::time::Duration::from_secs(10),
+            )
+            .await?;
+        let Some(data) = listed["data"].as_array() else {
+            return Err(Error::Http {
+                reason: "the server's model list has no `data` array".to_owned(),
+                source: None,
+            });
+        };
+        let mut ids: Vec<String> = data
+            .iter()
+            .filter_map(|model| model["id"].as_str().map(str::to_owned))
+            .collect();
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
     crate::generator::http::transport_settings!();
 }
 

@@ -39,10 +39,26 @@ impl Chat {
             )),
             Command::Model(None) => {
                 let current = self.conversation.agent.model().id.clone();
-                let offered = crate::setup::provider::offered_models(
-                    self.conversation.header.provider,
-                    &current,
-                );
+                // An OpenAI-compatible server's own models, else the ones golato knows.
+                let offered = match crate::setup::provider::server_models(
+                    &self.conversation.settings,
+                )
+                .await
+                {
+                    Some(Ok(mut listed)) => {
+                        listed.retain(|id| *id != current);
+                        listed.insert(0, current.clone());
+                        listed
+                    }
+                    Some(Err(why)) => {
+                        front.note(&format!("/model: {why}"));
+                        vec![current.clone()]
+                    }
+                    None => crate::setup::provider::offered_models(
+                        self.conversation.header.provider,
+                        &current,
+                    ),
+                };
                 match offered.len() {
                     0 | 1 => front.note(&format!(
                         "model: {current} (/model NAME switches; the next turn uses it)"
