@@ -177,6 +177,10 @@ pub(crate) struct Front {
     /// The slash command chosen in the list above the input (an index in it), and the text it
     /// was chosen for: typing on starts again at the first.
     menu_at: (usize, String),
+    /// The cells each row of the live area above the cursor filled when last drawn.
+    drawn_above: Vec<usize>,
+    /// Lines to write once the resize on its way is followed.
+    held: Vec<Line<'static>>,
     /// The live area's rows now: it grows with the input (and the slash commands' list) up
     /// to a third of the screen, and shrinks back.
     live_rows: u16,
@@ -323,8 +327,13 @@ impl Front {
             .map_or(80, |size| usize::from(size.width))
     }
 
-    /// Writes `lines` into the scrollback above the input area.
+    /// Writes `lines` into the scrollback above the input area (once a resize on its way was
+    /// followed: see `resize_pending`).
     fn say(&mut self, lines: Vec<Line<'static>>) {
+        if self.resize_pending() {
+            self.held.extend(lines);
+            return;
+        }
         let rows = self
             .screen
             .size()
@@ -372,6 +381,8 @@ impl Front {
             cursor_row: 0,
             live_rows: VIEWPORT_ROWS,
             menu_at: (0, String::new()),
+            held: Vec::new(),
+            drawn_above: Vec::new(),
             pastes: Vec::new(),
             footer: Footer::default(),
             shell: None,

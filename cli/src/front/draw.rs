@@ -19,7 +19,12 @@ impl Front {
     /// it, and a new one placed there (see `screen`). Run on the resize event: crossterm's
     /// reader is free then to hear where the cursor is.
     pub(crate) fn follow_resize(&mut self, size: ratatui::layout::Size) {
-        use ratatui::crossterm::cursor;
+        use ratatui::crossterm::{cursor, terminal};
+        // The terminal's size now: an event of a quick series of resizes carries one that
+        // has passed already, and the cursor answered below is at the size now.
+        let size = terminal::size().map_or(size, |(columns, rows)| {
+            ratatui::layout::Size::new(columns, rows)
+        });
         let outbox = self.screen.backend().outbox().clone();
         // The question below is written straight to the terminal: after what is queued, and
         // not to a terminal that stopped reading.
@@ -30,7 +35,35 @@ impl Front {
             tracing::debug!("the terminal did not say where its cursor is after a resize");
             return;
         };
-        self.place_live_area(size, row.saturating_sub(self.cursor_row));
+        let above = self.rows_above_cursor(size.width);
+        self.place_live_area(size, row.saturating_sub(above));
+        // What happened while the resize was on its way is written now, at the new size.
+        let held = std::mem::take(&mut self.held);
+        if !held.is_empty() {
+            self.say(held);
+        }
+    }
+
+    /// How many rows the live area's lines above the cursor take at `width` columns: a
+    /// terminal that re-wraps its lines on a narrower resize (tmux, VTE, kitty, iTerm2) makes
+    /// a line drawn to the old width two rows or more, and the area's top is that much higher
+    /// above the cursor than it was drawn.
+    fn rows_above_cursor(&self, width: u16) -> u16 {
+        let width = usize::from(width.max(1));
+        let rows: usize = self
+            .drawn_above
+            .iter()
+            .map(|used| used.div_ceil(width).max(1))
+            .sum();
+        u16::try_from(rows).unwrap_or(u16::MAX)
+    }
+
+    /// Whether the terminal was resized and the front end has not followed it yet: drawing
+    /// now, at the old size, would leave pieces of the live area where the terminal moved it.
+    pub(super) fn resize_pending(&self) -> bool {
+        let drawn = ratatui::backend::Backend::size(self.screen.backend()).ok();
+        let now = ratatui::crossterm::terminal::size().ok();
+        matches!((drawn, now), (Some(drawn), Some((columns, rows))) if (drawn.width, drawn.height) != (columns, rows))
     }
 
     /// Ctrl-L: the screen cleared (the scrollback kept, as a shell's Ctrl-L keeps it) and the
@@ -84,6 +117,9 @@ impl Front {
     }
 
     pub(crate) fn draw(&mut self) {
+        if self.resize_pending() {
+            return;
+        }
         let status = self.status();
         let keys = self.keys();
         let lines: Vec<String> = self.editor.lines().collect();
@@ -139,6 +175,7 @@ impl Front {
         };
         self.set_live_rows(u16::try_from(wanted).unwrap_or(u16::MAX).saturating_add(2));
         let mut cursor_row = 0;
+        let mut drawn_above = Vec::new();
         let _ = self.screen.draw(|frame| {
             let area = frame.area();
             let input_rows = usize::from(area.height.saturating_sub(2)).max(1);
@@ -176,6 +213,20 @@ impl Front {
                 shown.push(Line::default());
             }
             shown.push(keys);
+            if let Some((_, y)) = cursor {
+                // The cells each row above the cursor fills (its closing blanks never written).
+                drawn_above = shown[..=y.min(shown.len() - 1)]
+                    .iter()
+                    .map(|line| {
+                        let text: String = line
+                            .spans
+                            .iter()
+                            .map(|span| span.content.as_ref())
+                            .collect();
+                        unicode_width::UnicodeWidthStr::width(text.trim_end())
+                    })
+                    .collect();
+            }
             frame.render_widget(Paragraph::new(shown), area);
             if let Some((x, y)) = cursor {
                 let x = area.x + u16::try_from(x).unwrap_or(u16::MAX);
@@ -188,6 +239,7 @@ impl Front {
             }
         });
         self.cursor_row = cursor_row;
+        self.drawn_above = drawn_above;
     }
 
     /// The slash commands the typed name may become (none while a question, a picker or

@@ -1098,7 +1098,7 @@ fn undo_takes_back_the_last_prompts_write_and_command_and_goes_on_from_before_it
 /// An OpenAI-compatible server on loopback that streams `before`, waits until the test lets it
 /// go on, then streams `after` and ends the message: what is on screen between the two was
 /// drawn while the message was still being written.
-fn held_stream(before: &str, after: &str) -> (String, std::sync::mpsc::Sender<()>) {
+pub(super) fn held_stream(before: &str, after: &str) -> (String, std::sync::mpsc::Sender<()>) {
     use std::io::{Read as _, Write as _};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());

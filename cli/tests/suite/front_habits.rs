@@ -662,3 +662,190 @@ fn the_input_grows_to_a_third_of_the_screen_and_up_walks_entries_of_many_lines()
         leave(terminal, size);
     }
 }
+
+/// golato on a real terminal multiplexer (tmux re-wraps its lines on a resize, as VTE, kitty
+/// and iTerm2 do; vt100 does not), its pane captured with its history.
+struct Tmux {
+    socket: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    /// golato with `args` in a tmux pane of `size` (rows, columns).
+    fn start(args: &[&str], size: (u16, u16)) -> Tmux {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("tmux.sock");
+        let data = support::cli::data_dir();
+        let mut line = format!(
+            "env -u OPENAI_API_KEY -u ANTHROPIC_API_KEY -u OPENAI_BASE_URL GOLATO_DATA_DIR='{}' GOLATO_CONFIG='{}' '{}'",
+            data.display(),
+            data.join("no-config.toml").display(),
+            support::golato_binary()
+        );
+        for arg in args {
+            line.push_str(&format!(" '{arg}'"));
+        }
+        // The pane stays after golato ends, for its last screen to be read.
+        line.push_str("; sleep 600");
+        let status = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(["-f", "/dev/null", "new-session", "-d", "-s", "golato"])
+            .args(["-x", &size.1.to_string(), "-y", &size.0.to_string(), &line])
+            .status()
+            .expect("tmux runs the front end's resize tests: install it (apt-get install tmux)");
+        assert!(status.success());
+        Tmux { socket, _dir: dir }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The pane's history and screen, each line's closing blanks cut.
+    fn captured(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "golato", "-S", "-"])
+            .lines()
+            .map(str::trim_end)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn wait_until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        let started = std::time::Instant::now();
+        loop {
+            let shown = self.captured();
+            if check(&shown) {
+                return shown;
+            }
+            assert!(
+                started.elapsed() < support::HANG_GUARD,
+                "{what} never showed:\n{shown}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "golato"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    /// Resizes the pane, and waits until its terminal says the new size (tmux re-wraps its
+    /// lines at once and tells the program a moment later).
+    fn resize(&self, (rows, columns): (u16, u16)) {
+        self.tmux(&[
+            "resize-window",
+            "-t",
+            "golato",
+            "-x",
+            &columns.to_string(),
+            "-y",
+            &rows.to_string(),
+        ]);
+        let tty = self.tmux(&["display", "-p", "-t", "golato", "#{pane_tty}"]);
+        let started = std::time::Instant::now();
+        loop {
+            let said = std::process::Command::new("stty")
+                .args(["-F", tty.trim(), "size"])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&said.stdout).trim() == format!("{rows} {columns}") {
+                return;
+            }
+            assert!(
+                started.elapsed() < support::HANG_GUARD,
+                "tmux never resized {tty}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.tmux(&["kill-server"]);
+    }
+}
+
+/// Resizes, narrower and wider, while an answer streams and then idle, leave nothing of the
+/// live area behind in the scrollback: no piece of the footer a narrower terminal re-wrapped,
+/// no spinner line drawn at the old size.
+#[test]
+fn resizes_while_an_answer_streams_leave_no_debris_in_the_scrollback() {
+    let (url, go_on) = super::front::held_stream(
+        "The first part of the answer, streamed while the terminal changes size.",
+        " And its end.",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let tmux = Tmux::start(
+        &[
+            "-C",
+            cwd,
+            "--ephemeral",
+            "--provider",
+            "openai",
+            "--model",
+            "held",
+            "--base-url",
+            &url,
+        ],
+        SIZES[1],
+    );
+    tmux.wait_until("the input", |shown| shown.contains("Enter send"));
+    tmux.keys(&["go", "Enter"]);
+    tmux.wait_until("the stream", |shown| shown.contains("Esc to interrupt"));
+    // Each size followed before the next: what is typed shows in the live area drawn anew.
+    let mut typed = String::new();
+    for size in [SIZES[0], (30, 100), SIZES[1], (24, 70), SIZES[0]] {
+        tmux.resize(size);
+        typed.push('x');
+        tmux.keys(&["x"]);
+        tmux.wait_until("the live area at the new size", |shown| {
+            shown.lines().any(|line| line == format!("› {typed}"))
+        });
+    }
+    go_on.send(()).unwrap();
+    tmux.keys(&["C-u"]);
+    let shown = tmux.wait_until("the run's end", |shown| {
+        shown.contains("done: 1 turn") && shown.contains("Ctrl-D quit")
+    });
+    let spinners = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    assert!(
+        !shown.lines().any(|line| line.starts_with(spinners)),
+        "a spinner line was left:\n{shown}"
+    );
+    assert_eq!(
+        shown.matches("approve never · sandbox").count(),
+        1,
+        "a piece of the footer was left:\n{shown}"
+    );
+    assert_eq!(shown.matches("Enter send").count(), 1, "{shown}");
+    // And idle: wider, then narrower.
+    for size in [SIZES[1], SIZES[0]] {
+        tmux.resize(size);
+        typed.push('y');
+        tmux.keys(&["y"]);
+        tmux.wait_until("the live area at the new size", |shown| {
+            shown.lines().any(|line| line.starts_with("› y"))
+        });
+        tmux.keys(&["C-u"]);
+    }
+    let shown = tmux.wait_until("the idle input", |shown| {
+        shown.lines().any(|line| line == "›")
+    });
+    assert_eq!(
+        shown.matches("approve never · sandbox").count(),
+        1,
+        "a piece of the footer was left:\n{shown}"
+    );
+    assert!(shown.contains("The first part of the answer"), "{shown}");
+}
