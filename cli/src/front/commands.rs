@@ -126,7 +126,7 @@ pub(crate) fn run(front: &mut Front, text: &str) {
                 lines.push(format!("  {command:<10} {what}"));
             }
             lines.push(
-                "keys: Enter send (steer while a run works) · Tab follow-up · Alt-Enter new line · ↑↓ history · Ctrl-R search history · @ a file (Tab completes) · Ctrl-O last reasoning · Esc interrupt · Ctrl-D quit"
+                "keys: Enter send (steer while a run works) · Tab follow-up · Shift-Enter, \\+Enter, Alt-Enter or Ctrl-J new line · ↑↓ history · Ctrl-R search history · @ a file (Tab completes) · Ctrl-O last reasoning · Ctrl-L clear the screen · Esc interrupt · Ctrl-D quit"
                     .to_owned(),
             );
             for line in lines {

@@ -521,7 +521,7 @@ impl Front {
                 "Enter send it all · Ctrl-X show the pasted lines to edit them".to_owned()
             }
             (Mode::Prompt, None, None) => {
-                "Enter send · Alt-Enter new line · ↑ history · /help · Ctrl-D quit".to_owned()
+                "Enter send · Shift/Alt-Enter new line · ↑ history · /help · Ctrl-D quit".to_owned()
             }
         };
         Line::styled(text, Style::default().add_modifier(Modifier::DIM))
