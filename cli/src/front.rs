@@ -177,6 +177,8 @@ pub(crate) struct Front {
     /// The slash command chosen in the list above the input (an index in it), and the text it
     /// was chosen for: typing on starts again at the first.
     menu_at: (usize, String),
+    /// Whether the terminal re-wraps its lines on a resize (`screen::rewraps`).
+    rewraps: bool,
     /// The cells each row of the live area above the cursor filled when last drawn.
     drawn_above: Vec<usize>,
     /// Lines to write once the resize on its way is followed.
@@ -383,6 +385,7 @@ impl Front {
             menu_at: (0, String::new()),
             held: Vec::new(),
             drawn_above: Vec::new(),
+            rewraps: screen::rewraps(|name| std::env::var(name).ok()),
             pastes: Vec::new(),
             footer: Footer::default(),
             shell: None,

@@ -187,6 +187,11 @@ impl Terminal {
                 .open(&slave_path)
                 .unwrap()
         };
+        // vt100, the emulator the tests read the screen through, re-wraps nothing on a resize,
+        // as xterm: no variable of the terminal the tests run in may say otherwise.
+        for variable in golato_cli_rewrapping_markers() {
+            command.env_remove(variable);
+        }
         command
             .env("TERM", "xterm-256color")
             .stdin(slave())
@@ -357,4 +362,19 @@ pub fn session_file(dir: &Path) -> Option<PathBuf> {
                 .next()
                 .is_some_and(|header| header.contains(&format!("\"cwd\":{cwd}")))
         })
+}
+
+/// The variables by which golato's front end knows a terminal that re-wraps its lines on a
+/// resize (`REWRAPPING_MARKERS` and `TERM_PROGRAM` in `cli/src/front/screen.rs`).
+pub fn golato_cli_rewrapping_markers() -> [&'static str; 8] {
+    [
+        "TMUX",
+        "VTE_VERSION",
+        "KITTY_WINDOW_ID",
+        "WT_SESSION",
+        "KONSOLE_VERSION",
+        "ALACRITTY_WINDOW_ID",
+        "WEZTERM_PANE",
+        "TERM_PROGRAM",
+    ]
 }

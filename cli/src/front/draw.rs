@@ -47,8 +47,11 @@ impl Front {
     /// How many rows the live area's lines above the cursor take at `width` columns: a
     /// terminal that re-wraps its lines on a narrower resize (tmux, VTE, kitty, iTerm2) makes
     /// a line drawn to the old width two rows or more, and the area's top is that much higher
-    /// above the cursor than it was drawn.
+    /// above the cursor than it was drawn. Elsewhere (xterm) the rows it was drawn in.
     fn rows_above_cursor(&self, width: u16) -> u16 {
+        if !self.rewraps {
+            return self.cursor_row;
+        }
         let width = usize::from(width.max(1));
         let rows: usize = self
             .drawn_above

@@ -122,3 +122,76 @@ impl Backend for Steady {
         self.inner.scroll_region_down(region, line_count)
     }
 }
+
+/// Variables a terminal that re-wraps its lines on a resize sets: tmux, VTE (GNOME Terminal,
+/// Tilix), kitty, Windows Terminal, Konsole, Alacritty, WezTerm; and `TERM_PROGRAM` for
+/// the ones named in [`REWRAPPING_PROGRAMS`].
+pub(crate) const REWRAPPING_MARKERS: [&str; 7] = [
+    "TMUX",
+    "VTE_VERSION",
+    "KITTY_WINDOW_ID",
+    "WT_SESSION",
+    "KONSOLE_VERSION",
+    "ALACRITTY_WINDOW_ID",
+    "WEZTERM_PANE",
+];
+
+/// `TERM_PROGRAM`s of terminals that re-wrap their lines on a resize.
+const REWRAPPING_PROGRAMS: [&str; 7] = [
+    "iTerm.app",
+    "Apple_Terminal",
+    "WezTerm",
+    "vscode",
+    "ghostty",
+    "tmux",
+    "Tabby",
+];
+
+/// Whether the terminal re-wraps its lines when it gets narrower (then a line of the live area
+/// drawn to the old width takes more rows above the cursor). Known by the variables such
+/// terminals set; an unknown terminal is taken not to, as xterm and GNU screen do not: taking
+/// a terminal that does not re-wrap for one that does would erase lines of the conversation,
+/// the other way round leaves at most a line of the old live area in the scrollback.
+pub(crate) fn rewraps(variable: impl Fn(&str) -> Option<String>) -> bool {
+    let term = variable("TERM").unwrap_or_default();
+    REWRAPPING_MARKERS
+        .iter()
+        .any(|marker| variable(marker).is_some_and(|value| !value.is_empty()))
+        || variable("TERM_PROGRAM")
+            .is_some_and(|program| REWRAPPING_PROGRAMS.contains(&program.as_str()))
+        || [
+            "xterm-kitty",
+            "foot",
+            "alacritty",
+            "xterm-ghostty",
+            "wezterm",
+        ]
+        .contains(&term.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_terminal_is_taken_to_rewrap_only_when_it_says_it_is_one_that_does() {
+        let with = |pairs: &'static [(&'static str, &'static str)]| {
+            rewraps(move |name| {
+                pairs
+                    .iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            })
+        };
+        assert!(with(&[("TMUX", "/tmp/tmux-0/default,1,0")]));
+        assert!(with(&[("TERM_PROGRAM", "iTerm.app")]));
+        assert!(with(&[("TERM", "xterm-kitty")]));
+        assert!(!with(&[("TERM", "xterm-256color")]));
+        assert!(!with(&[
+            ("TERM", "xterm-256color"),
+            ("XTERM_VERSION", "XTerm(390)")
+        ]));
+        assert!(!with(&[("TMUX", "")]));
+        assert!(!with(&[("TERM_PROGRAM", "something-else")]));
+    }
+}
