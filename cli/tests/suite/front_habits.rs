@@ -266,78 +266,79 @@ fn going_on_with_a_session_reaches_the_model_it_was_started_with() {
 /// started, not from when the question was asked.
 #[test]
 fn an_edited_command_is_shown_kept_and_timed_as_it_ran() {
-    let size = SIZES[1];
-    let dir = tempfile::tempdir().unwrap();
-    let script = script_file(
-        dir.path(),
-        "script.jsonl",
-        &[
-            json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "echo asked-for"}}]}),
-            json!({"text": "Noted."}),
-        ],
-    );
-    let mut terminal = ready(
-        start_saving(
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(
             dir.path(),
-            &script,
-            &["--sandbox", "off", "--approve", "ask"],
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "a", "name": "bash", "arguments": {"command": "echo asked-for"}}]}),
+                json!({"text": "Noted."}),
+            ],
+        );
+        let mut terminal = ready(
+            start_saving(
+                dir.path(),
+                &script,
+                &["--sandbox", "off", "--approve", "ask"],
+                size,
+            ),
             size,
-        ),
-        size,
-    );
-    terminal.type_raw("go\r");
-    wait_until(&mut terminal, size, "the question", |shown| {
-        shown.contains("e edit")
-    });
-    terminal.type_raw("e");
-    wait_until(&mut terminal, size, "the command in the input", |shown| {
-        shown.contains("Enter run it as it stands")
-    });
-    terminal.type_raw("\x15echo ran-instead");
-    wait_until(&mut terminal, size, "the changed command", |shown| {
-        shown.contains("$ echo ran-instead")
-    });
-    // The person takes their time before Enter; the call's time is the run's alone.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    terminal.type_raw("\r");
-    let shown = wait_until(&mut terminal, size, "the end", |shown| {
-        shown.contains("Noted.") && shown.contains("Ctrl-D quit")
-    });
-    let ended = shown
-        .lines()
-        .find(|line| line.starts_with("✓ bash $ echo ran-instead"))
-        .unwrap_or_else(|| panic!("shown as it ran:\n{shown}"));
-    let seconds: f64 = ended
-        .trim_end()
-        .rsplit(' ')
-        .next()
-        .and_then(|time| time.strip_suffix('s'))
-        .and_then(|time| time.parse().ok())
-        .unwrap_or_else(|| panic!("a time: {ended}"));
-    assert!(seconds < 1.0, "the wait was counted: {ended}");
-    assert!(
-        shown.contains("│ as you changed it; the model asked for: bash $ echo asked-for"),
-        "{shown}"
-    );
-    assert!(shown.contains("│ ran-instead"), "{shown}");
-    leave(terminal, size);
-    let file = support::cli::session_file(dir.path()).unwrap();
-    let session = std::fs::read_to_string(&file).unwrap();
-    assert!(
-        session.contains(r#""ran":{"command":"echo ran-instead"}"#),
-        "{session}"
-    );
-    // Going on with the session shows what ran.
-    let id = file.file_stem().unwrap().to_str().unwrap().to_owned();
-    let mut command = support::cli::golato();
-    command.args(["resume", &id, "--script", script.to_str().unwrap()]);
-    let mut terminal = ready(super::front::in_terminal(command, size), size);
-    let shown = wait_until(&mut terminal, size, "the earlier conversation", |shown| {
-        shown.contains("going on with this session")
-    });
-    assert!(shown.contains("· bash $ echo ran-instead"), "{shown}");
-    assert!(!shown.contains("· bash $ echo asked-for"), "{shown}");
-    leave(terminal, size);
+        );
+        terminal.type_raw("go\r");
+        wait_until(&mut terminal, size, "the question", |shown| {
+            shown.contains("e edit")
+        });
+        terminal.type_raw("e");
+        wait_until(&mut terminal, size, "the command in the input", |shown| {
+            shown.contains("Enter run it as it stands")
+        });
+        terminal.type_raw("\x15echo ran-instead");
+        wait_until(&mut terminal, size, "the changed command", |shown| {
+            shown.contains("$ echo ran-instead")
+        });
+        // The person takes their time before Enter; the call's time is the run's alone.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        terminal.type_raw("\r");
+        let shown = wait_until(&mut terminal, size, "the end", |shown| {
+            shown.contains("Noted.") && shown.contains("Ctrl-D quit")
+        });
+        let ended = shown
+            .lines()
+            .find(|line| line.starts_with("✓ bash $ echo ran-instead"))
+            .unwrap_or_else(|| panic!("shown as it ran:\n{shown}"));
+        let seconds: f64 = ended
+            .trim_end()
+            .rsplit(' ')
+            .next()
+            .and_then(|time| time.strip_suffix('s'))
+            .and_then(|time| time.parse().ok())
+            .unwrap_or_else(|| panic!("a time: {ended}"));
+        assert!(seconds < 1.0, "the wait was counted: {ended}");
+        assert!(
+            shown.contains("│ as you changed it; the model asked for: bash $ echo asked-for"),
+            "{shown}"
+        );
+        assert!(shown.contains("│ ran-instead"), "{shown}");
+        leave(terminal, size);
+        let file = support::cli::session_file(dir.path()).unwrap();
+        let session = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            session.contains(r#""ran":{"command":"echo ran-instead"}"#),
+            "{session}"
+        );
+        // Going on with the session shows what ran.
+        let id = file.file_stem().unwrap().to_str().unwrap().to_owned();
+        let mut command = support::cli::golato();
+        command.args(["resume", &id, "--script", script.to_str().unwrap()]);
+        let mut terminal = ready(super::front::in_terminal(command, size), size);
+        let shown = wait_until(&mut terminal, size, "the earlier conversation", |shown| {
+            shown.contains("going on with this session")
+        });
+        assert!(shown.contains("· bash $ echo ran-instead"), "{shown}");
+        assert!(!shown.contains("· bash $ echo asked-for"), "{shown}");
+        leave(terminal, size);
+    }
 }
 
 /// `!command` shows its newest line of output while it runs, and its spinner turns.
