@@ -90,12 +90,23 @@ pub(crate) fn ask(folder: &Folder, at_stake: &AtStake) -> Result<bool, CliError>
         question.push_str(&text.replace('\n', &continued));
         question.push('\n');
     }
-    // The key is read at the end of the last line.
+    // The key is read at the end of the last line. Raw mode first: a key pressed as soon as
+    // the question shows is then neither echoed nor held for a line's end.
     let question = format!("{} ", question.trim_end());
+    let raw = ratatui::crossterm::terminal::enable_raw_mode().is_ok();
     let mut stderr = std::io::stderr();
-    let _ = write!(stderr, "{question}");
+    // In raw mode a line feed does not go back to the line's start.
+    let shown = match raw {
+        true => question.replace('\n', "\r\n"),
+        false => question,
+    };
+    let _ = write!(stderr, "{shown}");
     let _ = stderr.flush();
-    let key = one_key();
+    let key = match raw {
+        true => one_key(),
+        false => Key::No,
+    };
+    let _ = ratatui::crossterm::terminal::disable_raw_mode();
     let trusted = matches!(key, Key::Yes);
     let _ = writeln!(stderr, "{}", if trusted { "yes" } else { "no" });
     if matches!(key, Key::Leave) {
@@ -121,15 +132,10 @@ enum Key {
     Leave,
 }
 
-/// One key read from the terminal in raw mode (the end of input, or a terminal that cannot,
-/// is no).
+/// One key read from the terminal, in raw mode (the end of input is no).
 fn one_key() -> Key {
     use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
-    use ratatui::crossterm::terminal;
-    if terminal::enable_raw_mode().is_err() {
-        return Key::No;
-    }
-    let key = loop {
+    loop {
         match event::read() {
             Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
                 let control = key.modifiers.contains(KeyModifiers::CONTROL);
@@ -142,7 +148,5 @@ fn one_key() -> Key {
             Ok(_) => {}
             Err(_) => break Key::No,
         }
-    };
-    let _ = terminal::disable_raw_mode();
-    key
+    }
 }
