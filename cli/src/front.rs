@@ -181,6 +181,8 @@ pub(crate) struct Front {
     rewraps: bool,
     /// The cells each row of the live area above the cursor filled when last drawn.
     drawn_above: Vec<usize>,
+    /// Since when a resize has been on its way without the front end following it.
+    pending_since: Option<Instant>,
     /// Lines to write once the resize on its way is followed.
     held: Vec<Line<'static>>,
     /// The live area's rows now: it grows with the input (and the slash commands' list) up
@@ -336,6 +338,15 @@ impl Front {
             self.held.extend(lines);
             return;
         }
+        // What waited for a resize comes first.
+        let lines = match self.held.is_empty() {
+            true => lines,
+            false => {
+                let mut held = std::mem::take(&mut self.held);
+                held.extend(lines);
+                held
+            }
+        };
         let rows = self
             .screen
             .size()
@@ -384,6 +395,7 @@ impl Front {
             live_rows: VIEWPORT_ROWS,
             menu_at: (0, String::new()),
             held: Vec::new(),
+            pending_since: None,
             drawn_above: Vec::new(),
             rewraps: screen::rewraps(|name| std::env::var(name).ok()),
             pastes: Vec::new(),
@@ -581,6 +593,8 @@ pub(crate) async fn open(
                     .map_or(0, golato::builtin::Background::running);
             }
             () = tokio::time::sleep_until((drawn_at + FRAME).into()), if owed => {}
+            // A resize whose event has not come: drawing goes on once the wait is over.
+            () = tokio::time::sleep(draw::RESIZE_WAIT), if front.pending_since.is_some() => {}
             signal = signals.next() => {
                 match &mut front.running {
                     Some(running) if !running.cancelling => {

@@ -37,6 +37,7 @@ impl Front {
         };
         let above = self.rows_above_cursor(size.width);
         self.place_live_area(size, row.saturating_sub(above));
+        self.pending_since = None;
         // What happened while the resize was on its way is written now, at the new size.
         let held = std::mem::take(&mut self.held);
         if !held.is_empty() {
@@ -61,12 +62,21 @@ impl Front {
         u16::try_from(rows).unwrap_or(u16::MAX)
     }
 
-    /// Whether the terminal was resized and the front end has not followed it yet: drawing
-    /// now, at the old size, would leave pieces of the live area where the terminal moved it.
-    pub(super) fn resize_pending(&self) -> bool {
+    /// Whether to wait for a resize the terminal made and the front end has not followed yet:
+    /// drawing now, at the old size, would leave pieces of the live area where the terminal
+    /// moved it. The event comes in a moment; one that does not (crossterm loses one of a
+    /// quick series now and then) is waited for [`RESIZE_WAIT`] at most, and then the front end
+    /// draws at the size it knows, as it did before it waited, until the next resize.
+    pub(super) fn resize_pending(&mut self) -> bool {
         let drawn = ratatui::backend::Backend::size(self.screen.backend()).ok();
         let now = ratatui::crossterm::terminal::size().ok();
-        matches!((drawn, now), (Some(drawn), Some((columns, rows))) if (drawn.width, drawn.height) != (columns, rows))
+        let pending = matches!((drawn, now), (Some(drawn), Some((columns, rows))) if (drawn.width, drawn.height) != (columns, rows));
+        if !pending {
+            self.pending_since = None;
+            return false;
+        }
+        let since = *self.pending_since.get_or_insert_with(Instant::now);
+        since.elapsed() < RESIZE_WAIT
     }
 
     /// Ctrl-L: the screen cleared (the scrollback kept, as a shell's Ctrl-L keeps it) and the
@@ -122,6 +132,11 @@ impl Front {
     pub(crate) fn draw(&mut self) {
         if self.resize_pending() {
             return;
+        }
+        // What waited for the resize is written now (at the new size, or past the wait).
+        if !self.held.is_empty() {
+            let held = std::mem::take(&mut self.held);
+            self.say(held);
         }
         let status = self.status();
         let keys = self.keys();
@@ -530,6 +545,10 @@ impl Front {
         Line::styled(text, Style::default().add_modifier(Modifier::DIM))
     }
 }
+
+/// How long the front end waits for the event of a resize the terminal made before it draws
+/// again at the size it knows.
+pub(super) const RESIZE_WAIT: Duration = Duration::from_millis(300);
 
 /// The most slash commands listed at once.
 const MENU_ROWS: usize = 8;

@@ -1281,8 +1281,10 @@ fn leaving_takes_the_live_area_away_says_how_to_go_on_and_one_ctrl_c_does_not_qu
         let script = script_file(dir.path(), "script.jsonl", &[json!({"text": "Hello."})]);
         let mut terminal = ready(start_saving(dir.path(), &script, &[], size), size);
         terminal.type_raw("hi\r");
+        // The run's end line: the run is over (the key line may still be the one drawn before
+        // it began), so Ctrl-C is not an interrupt.
         wait_until(&mut terminal, size, "the answer", |shown| {
-            shown.contains("Hello.")
+            shown.contains("Hello.") && shown.contains("done: ")
         });
         wait_until(&mut terminal, size, "the idle input", |shown| {
             shown.contains("Ctrl-D quit")
