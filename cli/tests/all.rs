@@ -13,6 +13,7 @@ mod suite {
     mod background;
     mod capture;
     mod chat;
+    mod claude_files;
     mod cli;
     mod config;
     mod demo;

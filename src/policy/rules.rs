@@ -284,6 +284,41 @@ impl Rules {
         Ok(())
     }
 
+    /// Adds a bash rule shown as `text` whose commands are matched by `glob` as it is (built
+    /// by the caller from another syntax: Claude Code's, whose `[`, `{` and `?` are literal).
+    pub(crate) fn add_command_glob(
+        &mut self,
+        decision: Decision,
+        text: &str,
+        glob: &str,
+        source: Source,
+    ) -> Result<(), Error> {
+        let matcher = GlobBuilder::new(glob)
+            .literal_separator(false)
+            .build()
+            .map_err(|error| Error::Invalid {
+                at: source.clone(),
+                message: format!("the {decision} rule {text:?} could not be read ({error})"),
+            })?
+            .compile_matcher();
+        let tools = Glob::new("bash")
+            .map_err(|error| Error::Invalid {
+                at: source.clone(),
+                message: format!("the {decision} rule {text:?} could not be read ({error})"),
+            })?
+            .compile_matcher();
+        self.rules.push(Compiled {
+            rule: Rule {
+                decision,
+                text: text.to_owned(),
+                source,
+            },
+            tools,
+            pattern: Pattern::Command(matcher),
+        });
+        Ok(())
+    }
+
     /// Every rule, in the order added.
     pub fn iter(&self) -> impl Iterator<Item = &Rule> {
         self.rules.iter().map(|compiled| &compiled.rule)

@@ -14,8 +14,13 @@ pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     let layers = config::shown_layers(&args)?;
     let mut policy = CallPolicy::new();
     for layer in layers {
-        if let Some(text) = config::ignored_text(&layer) {
-            eprintln!("golato: {text}");
+        // What was left out is said here too: "no hooks here" of a file whose every hook was
+        // left out would be untrue.
+        for text in [config::ignored_text(&layer), config::left_out_text(&layer)]
+            .into_iter()
+            .flatten()
+        {
+            eprintln!("golato: {}", crate::view::shown::visible(&text));
         }
         policy.extend(layer.policy);
     }
@@ -52,6 +57,9 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
             effective.insert(key, (value, layer.source.clone()));
         }
         if let Some(text) = config::ignored_text(layer) {
+            say!("# {text}");
+        }
+        if let Some(text) = config::left_out_text(layer) {
             say!("# {text}");
         }
     }

@@ -154,7 +154,29 @@ async fn start(
     };
     let mut conversation = Conversation::begin(settings, opening).await?;
     let prompt = match prompt {
-        Some(prompt) => Some(conversation.submitted(prompt).await?),
+        Some(prompt) => match conversation.submitted(prompt).await {
+            Ok(prompt) => Some(prompt),
+            // A UserPromptSubmit hook blocked it: nothing ran, and with --json the outcome is
+            // still the last line, as it always is.
+            Err(error) if args.view.json => {
+                use crate::view::report::View as _;
+                let exit = match &error {
+                    CliError::Usage(_) => Exit::Usage,
+                    CliError::Failed(_) => Exit::Failure,
+                };
+                JsonLines::with_header(Some(&conversation.header)).end(&Ending {
+                    exit,
+                    error: Some(error.to_string()),
+                    final_text: None,
+                    tally: &Tally::default(),
+                    wall: std::time::Duration::ZERO,
+                    workspace: None,
+                    cost: None,
+                });
+                return Err(error);
+            }
+            Err(error) => return Err(error),
+        },
         None => None,
     };
     // As `codex exec` does: piped, standard output carries the final answer and nothing else.

@@ -635,6 +635,17 @@ fn claude_policy(
     Ok((policy, left_out))
 }
 
+/// The one line that names what golato left out of a layer's Claude Code settings (a tool, a
+/// hook event or field it has no counterpart for), with why.
+pub(crate) fn left_out_text(layer: &Layer) -> Option<String> {
+    (!layer.left_out.is_empty()).then(|| {
+        format!(
+            "read Claude Code's settings; golato has no counterpart for {}",
+            layer.left_out.join("; ")
+        )
+    })
+}
+
 /// The one line that says what a project's file set but may not, and how to let it.
 pub(crate) fn ignored_text(layer: &Layer) -> Option<String> {
     // The person said no to the folder: `resolve` says so in one line.

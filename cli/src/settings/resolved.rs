@@ -234,11 +234,7 @@ fn apply(args: &mut AgentArgs, ask: bool) -> Result<(CallPolicy, bool, Vec<Strin
             eprintln!("golato: {text}");
             notes.push(text);
         }
-        if !layer.left_out.is_empty() {
-            let text = format!(
-                "read Claude Code's settings; golato has no counterpart for {}",
-                layer.left_out.join("; ")
-            );
+        if let Some(text) = config::left_out_text(&layer) {
             eprintln!("golato: {text}");
             notes.push(text);
         }
