@@ -262,6 +262,10 @@ impl Conversation {
         self.agent = self.agent.with_model(model.clone());
         self.header.model = Some(name.to_owned());
         self.settings.model = Some(name.to_owned());
+        // Kept in the session: going on with it later asks the model chosen last.
+        if let (Some(saving), None) = (&mut self.saving, &self.settings.script) {
+            saving.model_chosen(name);
+        }
         model
     }
 

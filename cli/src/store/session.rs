@@ -333,6 +333,12 @@ impl Writer {
         self.line(&serde_json::json!({ "compaction": summary }));
     }
 
+    /// Notes that the conversation goes on with the model `id` (`/model`): a session gone on
+    /// with later asks it, as the first line's model otherwise.
+    pub(crate) fn model_chosen(&mut self, id: &str) {
+        self.line(&serde_json::json!({ "model": id }));
+    }
+
     /// Saves one step; a failure stops saving and is told once on stderr (the run goes on).
     pub(crate) fn step(&mut self, message: &Message) {
         let value = serde_json::json!({ "message": message });

@@ -259,6 +259,23 @@ fn going_on_with_a_session_reaches_the_model_it_was_started_with() {
         assert_eq!(sent.len(), before + 1);
         assert_eq!(sent[before].2["model"], "local-model");
     }
+    // A model chosen with /model is the one the session goes on with.
+    let size = SIZES[0];
+    let mut command = support::cli::golato();
+    command.args(["-C", cwd, "-c"]);
+    let mut terminal = ready(super::front::in_terminal(command, size), size);
+    terminal.type_raw("/model chosen-later\r");
+    wait_until(&mut terminal, size, "the switch", |shown| {
+        shown.contains("model: chosen-later")
+    });
+    terminal.type_raw("sixth\r");
+    wait_until(&mut terminal, size, "the answer", |shown| {
+        shown.matches("done: ").count() >= 1 && shown.contains("Ctrl-D quit")
+    });
+    leave(terminal, size);
+    assert_eq!(server.sent().last().unwrap().2["model"], "chosen-later");
+    assert_eq!(run(&["run", "-C", cwd, "-c", "seventh"]), "chosen-later");
+    assert_eq!(run(&["resume", &id, "eighth"]), "chosen-later");
 }
 
 /// A command changed with `e` before it runs is shown as it ran (and what the model asked

@@ -75,7 +75,7 @@ impl Saved {
         let unreadable =
             |why: String, header: Option<Header>| Unreadable::new(path, modified, why, header);
         let judged = file::lines(bytes);
-        let header: Header = judged
+        let mut header: Header = judged
             .header
             .and_then(|header| serde_json::from_value(header).ok())
             .ok_or_else(|| unreadable("its first line is not a golato session's".into(), None))?;
@@ -110,6 +110,11 @@ impl Saved {
             }
             // A note of what `golato undo` took back: for people, not the model.
             if step.get("undo").is_some() {
+                continue;
+            }
+            // The model chosen with `/model`: the session goes on with the last one.
+            if let Some(model) = step.get("model").and_then(serde_json::Value::as_str) {
+                header.model = Some(model.to_owned());
                 continue;
             }
             match serde_json::from_value::<Message>(step["message"].clone()) {
