@@ -174,6 +174,8 @@ pub(crate) struct Front {
     /// The cursor's row in the live area as last drawn: after a resize, the cursor (which the
     /// terminal moves with the text) tells where the area went.
     cursor_row: u16,
+    /// The cursor's column as last drawn.
+    cursor_x: u16,
     /// The slash command chosen in the list above the input (an index in it), and the text it
     /// was chosen for: typing on starts again at the first.
     menu_at: (usize, String),
@@ -360,6 +362,17 @@ impl Front {
                 Paragraph::new(chunk).render(buffer.area, buffer);
             });
         }
+        // Ratatui leaves the cursor after the lines it wrote; back where the input has it, so
+        // that the terminal answers a resize's question of where the cursor is (which places
+        // the live area again) from the live area, whenever it comes.
+        let area = self.screen.get_frame().area();
+        let row = area
+            .y
+            .saturating_add(self.cursor_row)
+            .min(area.bottom().saturating_sub(1));
+        let _ = self
+            .screen
+            .set_cursor_position(Position::new(self.cursor_x, row));
     }
 
     fn note(&mut self, text: &str) {
@@ -392,6 +405,7 @@ impl Front {
             quit_armed: false,
             completing: None,
             cursor_row: 0,
+            cursor_x: 0,
             live_rows: VIEWPORT_ROWS,
             menu_at: (0, String::new()),
             held: Vec::new(),

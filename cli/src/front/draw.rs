@@ -193,6 +193,7 @@ impl Front {
         };
         self.set_live_rows(u16::try_from(wanted).unwrap_or(u16::MAX).saturating_add(2));
         let mut cursor_row = 0;
+        let mut cursor_x = 0;
         let mut drawn_above = Vec::new();
         let _ = self.screen.draw(|frame| {
             let area = frame.area();
@@ -250,13 +251,12 @@ impl Front {
                 let x = area.x + u16::try_from(x).unwrap_or(u16::MAX);
                 let y = 1 + u16::try_from(y).unwrap_or(0);
                 cursor_row = y;
-                frame.set_cursor_position(Position::new(
-                    x.min(area.right().saturating_sub(1)),
-                    area.y + y,
-                ));
+                cursor_x = x.min(area.right().saturating_sub(1));
+                frame.set_cursor_position(Position::new(cursor_x, area.y + y));
             }
         });
         self.cursor_row = cursor_row;
+        self.cursor_x = cursor_x;
         self.drawn_above = drawn_above;
     }
 
