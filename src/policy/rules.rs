@@ -293,20 +293,16 @@ impl Rules {
         glob: &str,
         source: Source,
     ) -> Result<(), Error> {
+        let invalid = |error: globset::Error| Error::Invalid {
+            at: source.clone(),
+            message: format!("the {decision} rule {text:?} could not be read ({error})"),
+        };
         let matcher = GlobBuilder::new(glob)
             .literal_separator(false)
             .build()
-            .map_err(|error| Error::Invalid {
-                at: source.clone(),
-                message: format!("the {decision} rule {text:?} could not be read ({error})"),
-            })?
+            .map_err(invalid)?
             .compile_matcher();
-        let tools = Glob::new("bash")
-            .map_err(|error| Error::Invalid {
-                at: source.clone(),
-                message: format!("the {decision} rule {text:?} could not be read ({error})"),
-            })?
-            .compile_matcher();
+        let tools = Glob::new("bash").map_err(invalid)?.compile_matcher();
         self.rules.push(Compiled {
             rule: Rule {
                 decision,
