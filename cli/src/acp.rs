@@ -319,7 +319,17 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
             )
             .on_receive_request(
                 async move |request: NewSessionRequest, responder, cx| {
-                    responder.respond_with_result(new_session(&s1, request, &cx).await)
+                    let created = new_session(&s1, request, &cx).await;
+                    let id = created
+                        .as_ref()
+                        .ok()
+                        .map(|made| made.session_id.0.to_string());
+                    let responded = responder.respond_with_result(created);
+                    // The client knows the session once it has the answer: then its commands.
+                    if let Some(id) = id {
+                        sessions::announce_commands(&s1, &id, &cx).await;
+                    }
+                    responded
                 },
                 agent_client_protocol::on_receive_request!(),
             )
@@ -332,7 +342,13 @@ pub(crate) async fn command(args: AcpArgs) -> Result<Exit, CliError> {
                     if let Ok((_, id)) = &loaded {
                         sessions::follow_last_run(&s2, id, &cx);
                     }
-                    responder.respond_with_result(loaded.map(|(response, _)| response))
+                    let id = loaded.as_ref().ok().map(|(_, id)| id.clone());
+                    let responded =
+                        responder.respond_with_result(loaded.map(|(response, _)| response));
+                    if let Some(id) = id {
+                        sessions::announce_commands(&s2, &id, &cx).await;
+                    }
+                    responded
                 },
                 agent_client_protocol::on_receive_request!(),
             )

@@ -92,6 +92,11 @@ pub(crate) enum Command {
     /// Lists the skills a run here offers the model (.agents/skills/ and .claude/skills/ of a
     /// trusted project, ~/.agents/skills/), and the ones left out, with why.
     Skills(ConfigArgs),
+    /// Lists the commands a session here offers as /NAME (.golato/commands/ and
+    /// .claude/commands/ of a trusted project, ~/.config/golato/commands/, ~/.claude/commands/,
+    /// codex's ~/.codex/prompts/ as /prompts:NAME), where each came from, and what was left
+    /// out, with why.
+    Commands(ConfigArgs),
     /// Takes back what a session's last prompt (or every prompt from --to N on) did: the files
     /// its edits and writes changed are put back and the session is cut back to before that
     /// prompt. A file changed since by anything else stops it, naming the file.

@@ -10,6 +10,8 @@
 //! starts from what this one left, whatever ended it), and [`Conversation::close`] once
 //! (SessionEnd hooks).
 
+pub(crate) mod expansion;
+
 use std::sync::Arc;
 
 use golato::agent::compaction::Summary;
@@ -68,6 +70,8 @@ pub(crate) struct Conversation {
     pub(crate) hook_session: tokio::sync::watch::Sender<golato::policy::HookSession>,
     /// The session's background commands (`/ps`), when bash may start them.
     pub(crate) background: Option<golato::builtin::Background>,
+    /// The commands and skills a person may call by name (`/NAME`, `$NAME`).
+    pub(crate) offered: expansion::Offered,
 }
 
 impl Conversation {
@@ -120,6 +124,7 @@ impl Conversation {
             saving.started_with(&settings);
         }
         header.session = saving.as_ref().map(Writer::id);
+        let offered = expansion::Offered::gather(&settings.cwd, settings.trusted);
         let mut conversation = Conversation {
             agent,
             settings,
@@ -137,6 +142,7 @@ impl Conversation {
             recording,
             hook_session,
             background,
+            offered,
         };
         conversation.tell_hooks();
         conversation
@@ -199,6 +205,11 @@ impl Conversation {
     /// then sent after the transcript (and its summary, where it still stands for the oldest
     /// messages).
     pub(crate) fn start(&mut self, prompt: UserMessage) -> golato::Run {
+        let agent = self.agent.clone();
+        self.start_with(&agent, prompt)
+    }
+
+    fn start_with(&mut self, agent: &golato::Agent, prompt: UserMessage) -> golato::Run {
         if let Some(saving) = &mut self.saving {
             saving.step(&Message::User(prompt.clone()));
         }
@@ -207,11 +218,34 @@ impl Conversation {
             .summary
             .clone()
             .filter(|summary| summary.fits(&self.transcript));
-        self.agent.start(Input {
+        agent.start(Input {
             prompts: vec![prompt],
             transcript: std::mem::take(&mut self.transcript),
             summary,
         })
+    }
+
+    /// What `text` names of the commands and skills offered, ready to fill; `None` for a
+    /// plain prompt.
+    pub(crate) fn prepare(&self, text: &str) -> Option<Result<expansion::Pending, String>> {
+        expansion::prepare(&self.offered, text, &self.settings.cwd)
+    }
+
+    /// Starts filling `pending` with the session's tools, under its rules and approvals.
+    pub(crate) fn fill(&self, pending: expansion::Pending) -> expansion::Filling {
+        expansion::Filling::start(&self.agent, pending)
+    }
+
+    /// Starts a run of a command's `prompt` (already [`submitted`](Conversation::submitted))
+    /// with the tools and model its file names, for this prompt only; what could not be
+    /// honoured is returned as lines to show.
+    pub(crate) fn start_expanded(
+        &mut self,
+        prompt: UserMessage,
+        expanded: &expansion::Expanded,
+    ) -> (golato::Run, Vec<String>) {
+        let (agent, notes) = expanded.agent(&self.settings, &self.agent);
+        (self.start_with(&agent, prompt), notes)
     }
 
     /// [`submitted`](Conversation::submitted), then [`start`](Conversation::start).

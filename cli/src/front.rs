@@ -194,6 +194,10 @@ pub(crate) struct Front {
     footer: Footer,
     /// A `!command` running.
     shell: Option<shell::Shell>,
+    /// A command's prompt being filled (its `!` commands and `@` files), with the text typed.
+    filling: Option<(crate::conversation::expansion::Filling, String)>,
+    /// The commands and skills the `/` list offers beside golato's own: name, what it does.
+    kept: Vec<(String, String)>,
     /// Whether the folder is trusted: a project's allow rules apply only then, so only then
     /// is one offered to be written there.
     project_trusted: bool,
@@ -415,6 +419,8 @@ impl Front {
             pastes: Vec::new(),
             footer: Footer::default(),
             shell: None,
+            filling: None,
+            kept: Vec::new(),
             enter_pending: None,
             project_trusted: false,
         }
@@ -545,6 +551,7 @@ pub(crate) async fn open(
     };
     chat.show_modes(&mut front, None);
     front.project_trusted = chat.conversation.settings.trusted;
+    front.kept = commands::kept(&chat.conversation.offered);
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     // At most one frame per FRAME: sixteen calls streaming at once would otherwise redraw the
@@ -598,6 +605,9 @@ pub(crate) async fn open(
                 question::ask(&mut front, question);
             }
             result = shell::Shell::finished(&mut front.shell) => chat.shell_ended(&mut front, result),
+            filled = crate::conversation::expansion::Filling::finished_with(&mut front.filling) => {
+                chat.send_filled(&mut front, filled).await;
+            }
             // Background commands end on their own: the footer's count follows them.
             _ = tick.tick(), if front.running.is_some() || front.shell.is_some() || front.footer.background > 0 => {
                 front.footer.background = chat
@@ -628,6 +638,9 @@ pub(crate) async fn open(
                 }
             }
         }
+    }
+    if let Some((filling, _)) = &front.filling {
+        filling.cancel.cancel();
     }
     // A `!command` still running is stopped, not left behind.
     if let Some(shell) = &front.shell {

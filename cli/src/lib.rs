@@ -298,6 +298,9 @@ pub fn main() -> ExitCode {
             Command::Config(args) => commands::config::show(args),
             Command::Hooks(args) => commands::config::hooks(args),
             Command::Skills(args) => skills::command(&args.cwd, args.settings.trust),
+            Command::Commands(args) => {
+                setup::custom_commands::command(&args.cwd, args.settings.trust)
+            }
             Command::Trust(args) => trust::command(&args.dir, true),
             Command::Untrust(args) => trust::command(&args.dir, false),
         }

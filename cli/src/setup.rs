@@ -3,8 +3,11 @@
 
 pub(crate) mod agent;
 pub(crate) mod approve;
+pub(crate) mod custom_commands;
+pub(crate) mod front_matter;
 pub(crate) mod instructions;
 pub(crate) mod network_log;
+pub(crate) mod one_call;
 pub(crate) mod plan_mode;
 pub(crate) mod prompt;
 pub(crate) mod provider;

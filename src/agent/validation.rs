@@ -41,6 +41,21 @@ impl Registry {
     pub(crate) fn get(&self, name: &str) -> Option<&Arc<Registered>> {
         self.by_name.get(name)
     }
+
+    /// The tools named in `names` that it has, in its own order.
+    pub(crate) fn only(&self, names: &[&str]) -> Registry {
+        let names: Vec<String> = self
+            .names
+            .iter()
+            .filter(|name| names.contains(&name.as_str()))
+            .cloned()
+            .collect();
+        let by_name = names
+            .iter()
+            .filter_map(|name| Some((name.clone(), Arc::clone(self.by_name.get(name)?))))
+            .collect();
+        Registry { by_name, names }
+    }
 }
 
 /// What validation made of a call.

@@ -120,12 +120,57 @@ async fn drive(
     if let Some(durable) = &state.durable {
         return super::durable::drive(durable, state, session, prompt, cancel, cx).await;
     }
+    // `/NAME ARGS` of a command file or skill: filled first, its calls asked about as any.
+    let expanded = match session.conversation.prepare(&prompt.text()) {
+        Some(Ok(pending)) => Some(fill(state, session, pending, cancel, cx).await?),
+        Some(Err(why)) => {
+            return Err(invalid_params(
+                crate::view::shown::visible(&why).into_owned(),
+            ))
+        }
+        None => None,
+    };
+    let prompt = match &expanded {
+        Some(expanded) => {
+            // The typed text gives way to the filled one; images and resources stay.
+            let mut message = expanded.message();
+            message.content.extend(
+                prompt
+                    .content
+                    .into_iter()
+                    .filter(|part| !matches!(part, golato::message::Content::Text { .. })),
+            );
+            message
+        }
+        None => prompt,
+    };
     // UserPromptSubmit hooks may block the prompt: the client hears why.
-    let run = session
+    let prompt = session
         .conversation
-        .send(prompt)
+        .submitted(prompt)
         .await
         .map_err(|error| invalid_params(crate::view::shown::visible(&error.to_string())))?;
+    let run = match &expanded {
+        Some(expanded) => {
+            let (run, notes) = session.conversation.start_expanded(prompt, expanded);
+            let mut told: Vec<String> = expanded
+                .ran
+                .iter()
+                .map(|(call, _)| {
+                    format!("{}: {}", expanded.name, crate::view::live::call_label(call))
+                })
+                .collect();
+            told.extend(notes);
+            if !told.is_empty() {
+                use agent_client_protocol::v1::schema::{ContentChunk, SessionUpdate, TextContent};
+                let text = ContentBlock::Text(TextContent::new(format!("{}\n", told.join("\n"))));
+                let update = SessionUpdate::AgentThoughtChunk(ContentChunk::new(text));
+                let _ = cx.send_notification(SessionNotification::new(session.id.clone(), update));
+            }
+            run
+        }
+        None => session.conversation.start(prompt),
+    };
     let mut updates = Updates::new(
         &session.cwd,
         session.conversation.agent.context_window(),
@@ -182,6 +227,36 @@ async fn drive(
     };
     session.conversation.went_on(outcome);
     stop.map(PromptResponse::new)
+}
+
+/// `pending` filled with the session's tools; the questions its calls ask go to the client,
+/// and a cancel stops it.
+async fn fill(
+    state: &State,
+    session: &mut Session,
+    pending: crate::conversation::expansion::Pending,
+    cancel: &CancellationToken,
+    cx: &Connection,
+) -> Result<crate::conversation::expansion::Expanded, agent_client_protocol::Error> {
+    let mut filling = Some(session.conversation.fill(pending));
+    let id = session.id.clone();
+    let mut stopped = false;
+    loop {
+        tokio::select! {
+            () = cancel.cancelled(), if !stopped => {
+                stopped = true;
+                if let Some(filling) = &filling {
+                    filling.cancel.cancel();
+                }
+            }
+            filled = crate::conversation::expansion::Filling::finished(&mut filling) => {
+                return filled.map_err(|why| invalid_params(crate::view::shown::visible(&why).into_owned()));
+            }
+            Some(question) = crate::setup::approve::next_question(&mut session.conversation.questions) => {
+                ask(state, &id, question, cx.clone(), cancel.clone());
+            }
+        }
+    }
 }
 
 /// Tells the client when the background command of call `call_id` has `ended`: its call

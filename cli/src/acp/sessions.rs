@@ -147,6 +147,37 @@ pub(super) async fn set_config_option(
     )))
 }
 
+/// Tells the client the commands and skills the session `id` offers by name
+/// (`available_commands_update`); nothing when it offers none.
+pub(super) async fn announce_commands(state: &State, id: &str, cx: &Connection) {
+    use agent_client_protocol::v1::schema::{
+        AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionNotification,
+        SessionUpdate, UnstructuredCommandInput,
+    };
+    let Ok(session) = state.session(id) else {
+        return;
+    };
+    let entries = session.lock().await.conversation.offered.entries();
+    if entries.is_empty() {
+        return;
+    }
+    let commands = entries
+        .into_iter()
+        .map(|entry| {
+            let name = entry.name.trim_start_matches('/').to_owned();
+            let command = AvailableCommand::new(name, entry.description);
+            match entry.hint {
+                Some(hint) => command.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(hint),
+                )),
+                None => command,
+            }
+        })
+        .collect();
+    let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands));
+    let _ = cx.send_notification(SessionNotification::new(id.to_owned(), update));
+}
+
 /// Builds a session's agent: its approvals go to the client (never to a terminal).
 async fn build(settings: &Settings) -> Result<crate::setup::agent::Built, CliError> {
     crate::setup::agent::build_agent(settings, None, true).await

@@ -153,6 +153,56 @@ async fn start(
         interactive,
     };
     let mut conversation = Conversation::begin(settings, opening).await?;
+    // `/NAME ARGS` of a command file or skill, `$NAME` of a skill: filled before it is sent.
+    let mut expanded = None;
+    let prompt = match prompt {
+        Some(prompt) => match conversation.prepare(&prompt.text()) {
+            Some(Ok(pending)) => {
+                let filled = fill(&mut conversation, pending).await?;
+                if !args.view.json && !args.quiet {
+                    for (call, result) in &filled.ran {
+                        eprintln!(
+                            "golato: {} {}",
+                            crate::view::live::call_label(call),
+                            if result.is_error { "failed" } else { "ran" }
+                        );
+                    }
+                    eprintln!("golato: {} sent as:", filled.name);
+                    for line in filled.first_lines(6) {
+                        eprintln!("  {line}");
+                    }
+                }
+                let mut message = filled.message();
+                // The images given with --image stay with it.
+                message.content.extend(
+                    prompt
+                        .content
+                        .into_iter()
+                        .filter(|part| !matches!(part, golato::message::Content::Text { .. })),
+                );
+                expanded = Some(filled);
+                Some(message)
+            }
+            Some(Err(why)) => return Err(CliError::usage(why)),
+            None => {
+                let text = prompt.text();
+                if let Some(name) = text
+                    .trim_start()
+                    .strip_prefix('/')
+                    .and_then(|rest| rest.split_whitespace().next())
+                {
+                    if !name.contains('/') && !args.quiet {
+                        eprintln!(
+                            "golato: /{} is not a command here (`golato commands` lists them); the prompt is sent as written",
+                            crate::view::shown::visible(name)
+                        );
+                    }
+                }
+                Some(prompt)
+            }
+        },
+        None => None,
+    };
     let prompt = match prompt {
         Some(prompt) => match conversation.submitted(prompt).await {
             Ok(prompt) => Some(prompt),
@@ -202,6 +252,17 @@ async fn start(
         background,
         ..
     } = conversation;
+    // A command file's tools and model hold for its prompt, the one this run sends.
+    let agent = match &expanded {
+        Some(expanded) => {
+            let (agent, notes) = expanded.agent(&settings, &agent);
+            for note in notes {
+                eprintln!("golato: {}", crate::view::shown::visible(&note));
+            }
+            agent
+        }
+        None => agent,
+    };
     let policy = settings.policy;
     let ended = drive(OneRun {
         agent,
@@ -231,6 +292,28 @@ async fn start(
     }
     crate::setup::session_hooks::session_end(&policy, &told).await;
     ended
+}
+
+/// `pending` filled with the session's tools. Nobody answers questions while it fills: a
+/// call that would ask is refused, naming the rule that would let it run.
+async fn fill(
+    conversation: &mut Conversation,
+    pending: crate::conversation::expansion::Pending,
+) -> Result<crate::conversation::expansion::Expanded, CliError> {
+    let mut filling = Some(conversation.fill(pending));
+    loop {
+        tokio::select! {
+            filled = crate::conversation::expansion::Filling::finished(&mut filling) => {
+                return filled.map_err(CliError::usage);
+            }
+            Some(question) = crate::setup::approve::next_question(&mut conversation.questions) => {
+                let _ = question.reply.send(crate::setup::approve::Reply::Unanswered(format!(
+                    "golato run asks nothing while a command's prompt is filled ({}); allow it with a rule (--allow, or an allow in .golato/config.toml)",
+                    question.why
+                )));
+            }
+        }
+    }
 }
 
 /// Background commands end with the run: the person is told which were still running.

@@ -8,32 +8,13 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use futures::StreamExt as _;
 use golato::agent::{self, Agent, Input};
 use golato::builtin;
-use golato::generator::{EventStream, Generator, Request, StreamEvent};
 use golato::message::{AssistantMessage, Content, Message, ToolCall, UserMessage};
 
 use crate::args::ToolArgs;
 use crate::interrupt::Signals;
 use crate::{CliError, Exit};
-
-/// Answers with its one message the first time, and with an empty text after. It hands the
-/// message over rather than keeping a copy (as `Scripted` does, to answer again): the arguments
-/// of a large `write` would otherwise be held once more.
-struct OneCall(std::sync::Mutex<Option<AssistantMessage>>);
-
-impl Generator for OneCall {
-    fn stream(&self, _: Request) -> EventStream {
-        let message = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-            .unwrap_or_else(|| AssistantMessage::with_text(""));
-        futures::stream::once(async move { Ok(StreamEvent::Done(message)) }).boxed()
-    }
-}
 
 pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
     let tools = builtin::new(builtin::Config {
@@ -75,9 +56,10 @@ pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
         args.json_args
     };
     // A model that asks for exactly this call, then ends the run.
-    let script = OneCall(std::sync::Mutex::new(Some(
-        AssistantMessage::with_tool_calls([ToolCall::new("cli", args.name, json_args)]),
-    )));
+    let script =
+        crate::setup::one_call::OneCall::new(AssistantMessage::with_tool_calls([ToolCall::new(
+            "cli", args.name, json_args,
+        )]));
     let agent = Agent::new(agent::Config {
         generator: Some(Arc::new(script)),
         tools,

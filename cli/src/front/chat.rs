@@ -122,9 +122,26 @@ impl Chat {
             .push(super::shell::for_the_model(&command, &result));
     }
 
-    /// Starts a run of `text` (its images attached).
+    /// Starts a run of `text` (its images attached); a command or skill it names is filled
+    /// first (`send_filled` goes on).
     pub(crate) async fn send(&mut self, front: &mut Front, text: String) {
-        let width = front.width();
+        if front.filling.is_some() {
+            front.note("not sent: a command's prompt is being filled (Esc stops it)");
+            front.editor.set_text(&text);
+            return;
+        }
+        match self.conversation.prepare(&text) {
+            Some(Ok(pending)) => {
+                front.filling = Some((self.conversation.fill(pending), text));
+                return;
+            }
+            Some(Err(why)) => {
+                front.note(&format!("not sent: {why}"));
+                front.editor.set_text(&text);
+                return;
+            }
+            None => {}
+        }
         let prompt = match super::mention::prompt(&text, &self.conversation.settings.cwd) {
             Ok(prompt) => prompt,
             Err(problem) => {
@@ -133,6 +150,48 @@ impl Chat {
                 return;
             }
         };
+        self.start(front, &text, prompt, None).await;
+    }
+
+    /// A command's prompt filled: shown (the calls that filled it, its first lines) and sent.
+    pub(crate) async fn send_filled(
+        &mut self,
+        front: &mut Front,
+        (filled, typed): (
+            Result<crate::conversation::expansion::Expanded, String>,
+            Option<String>,
+        ),
+    ) {
+        let typed = typed.unwrap_or_default();
+        let expanded = match filled {
+            Ok(expanded) => expanded,
+            Err(why) => {
+                front.note(&format!("not sent: {why}"));
+                if front.editor.is_empty() {
+                    front.editor.set_text(&typed);
+                }
+                return;
+            }
+        };
+        let prompt = match super::mention::prompt(&expanded.text, &self.conversation.settings.cwd) {
+            Ok(prompt) => prompt,
+            Err(problem) => {
+                front.note(&format!("not sent: {problem}"));
+                return;
+            }
+        };
+        self.start(front, &typed, prompt, Some(&expanded)).await;
+    }
+
+    /// Sends `prompt` (typed as `text`; filled from a command when `expanded`).
+    async fn start(
+        &mut self,
+        front: &mut Front,
+        text: &str,
+        prompt: golato::message::UserMessage,
+        expanded: Option<&crate::conversation::expansion::Expanded>,
+    ) {
+        let width = front.width();
         let prompt = match self.conversation.submitted(prompt).await {
             Ok(prompt) => prompt,
             Err(error) => {
@@ -140,7 +199,16 @@ impl Chat {
                 return;
             }
         };
-        front.say(transcript::prompt(&text, width));
+        front.say(transcript::prompt(text, width));
+        if let Some(expanded) = expanded {
+            for (call, result) in &expanded.ran {
+                front.say(transcript::call_ended(call, result, 0.0, width));
+            }
+            front.note(&format!("{} sent as:", expanded.name));
+            for line in expanded.first_lines(6) {
+                front.note(&format!("  {line}"));
+            }
+        }
         let images = prompt.content.len().saturating_sub(1);
         if images > 0 {
             front.note(&format!(
@@ -155,8 +223,18 @@ impl Chat {
                 .content
                 .insert(at, golato::message::Content::text(ran));
         }
+        let run = match expanded {
+            Some(expanded) => {
+                let (run, notes) = self.conversation.start_expanded(prompt, expanded);
+                for note in notes {
+                    front.note(&note);
+                }
+                run
+            }
+            None => self.conversation.start(prompt),
+        };
         front.running = Some(Running {
-            run: self.conversation.start(prompt),
+            run,
             started: Instant::now(),
             tally: Tally::default(),
             streamed: 0,

@@ -203,16 +203,43 @@ pub(crate) fn matching(typed: &str) -> Vec<&'static str> {
 }
 
 /// The commands the name being typed (`/`, `/mo`) may become, with what each does, for the
-/// list above the input; none once the line is more than a command's name.
-pub(crate) fn menu(typed: &str) -> Vec<(&'static str, &'static str)> {
+/// list above the input: golato's own, then the commands and skills `kept` offers; none once
+/// the line is more than a command's name.
+pub(crate) fn menu(typed: &str, kept: &[(String, String)]) -> Vec<(String, String)> {
     if !typed.starts_with('/') || typed.contains(char::is_whitespace) {
         return Vec::new();
     }
     COMMANDS
         .iter()
+        .map(|(command, what)| ((*command).to_owned(), (*what).to_owned()))
+        .chain(kept.iter().cloned())
         .filter(|(command, _)| command.starts_with(typed))
-        .copied()
         .collect()
+}
+
+/// The commands and skills a session offers, as the `/` list shows them: the name, and what it
+/// does with its arguments' hint.
+pub(crate) fn kept(offered: &crate::conversation::expansion::Offered) -> Vec<(String, String)> {
+    offered
+        .entries()
+        .into_iter()
+        .map(|entry| {
+            let what = match entry.hint {
+                Some(hint) => format!("{hint} · {}", entry.description),
+                None => entry.description,
+            };
+            (
+                crate::view::shown::visible(&entry.name).into_owned(),
+                crate::view::shown::visible(&what.replace('\n', " ")).into_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Whether `text` names one of the commands or skills the session offers (sent, filled first).
+pub(crate) fn is_kept(front: &Front, text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or_default();
+    front.kept.iter().any(|(name, _)| name == first)
 }
 
 /// Completes a command being typed (Tab): the one it can only be, or as far as all agree.

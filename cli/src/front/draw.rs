@@ -262,11 +262,11 @@ impl Front {
 
     /// The slash commands the typed name may become (none while a question, a picker or
     /// another mode has the input).
-    pub(super) fn menu(&self) -> Vec<(&'static str, &'static str)> {
+    pub(super) fn menu(&self) -> Vec<(String, String)> {
         if !matches!(self.mode, Mode::Prompt) || self.asking.is_some() {
             return Vec::new();
         }
-        commands::menu(&self.editor.text())
+        commands::menu(&self.editor.text(), &self.kept)
     }
 
     /// The command chosen in a list of `count`.
@@ -290,7 +290,7 @@ impl Front {
             .skip(first)
             .take(MENU_ROWS)
             .map(|(at, (name, what))| {
-                let what = transcript::fit(what, width.saturating_sub(14));
+                let what = transcript::fit(&what, width.saturating_sub(14));
                 match at == chosen {
                     true => Line::from(vec![
                         Span::styled(

@@ -251,7 +251,7 @@ fn on_menu_key(front: &mut Front, key: KeyEvent) -> bool {
                 .modifiers
                 .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) =>
         {
-            front.editor.set_text(menu[chosen].0);
+            front.editor.set_text(&menu[chosen].0);
             false
         }
         _ => false,
@@ -388,7 +388,7 @@ pub(super) fn submit(front: &mut Front) -> Option<Action> {
             return None;
         }
     }
-    if commands::is_command(&text, &front.cwd) {
+    if commands::is_command(&text, &front.cwd) && !commands::is_kept(front, &text) {
         commands::run(front, text.trim());
         return None;
     }
@@ -399,6 +399,9 @@ pub(super) fn submit(front: &mut Front) -> Option<Action> {
 fn interrupt(front: &mut Front) {
     if let Some(shell) = &front.shell {
         shell.stop();
+    }
+    if let Some((filling, _)) = &front.filling {
+        filling.cancel.cancel();
     }
     if let Some(running) = &mut front.running {
         if !running.cancelling {

@@ -600,7 +600,7 @@ fn project_layer(
 }
 
 /// Claude Code's configuration folder: `CLAUDE_CONFIG_DIR`, else `~/.claude`.
-fn claude_home() -> Option<PathBuf> {
+pub(crate) fn claude_home() -> Option<PathBuf> {
     std::env::var_os("CLAUDE_CONFIG_DIR")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)

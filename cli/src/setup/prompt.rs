@@ -134,10 +134,16 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
     if text.len() as u64 > limit {
         return Err(std::io::Error::new(
             std::io::ErrorKind::FileTooLarge,
-            format!(
-                "it is larger than {} MiB, the most golato reads",
-                limit / (1024 * 1024)
-            ),
+            match limit >= 1024 * 1024 {
+                true => format!(
+                    "it is larger than {} MiB, the most golato reads",
+                    limit / (1024 * 1024)
+                ),
+                false => format!(
+                    "it is larger than {} KiB, the most golato reads",
+                    limit / 1024
+                ),
+            },
         ));
     }
     Ok(text)

@@ -29,45 +29,10 @@ pub(crate) struct Found {
 
 /// The name and description in `text`'s front matter, or why there are none.
 fn front_matter(text: &str) -> Result<(String, String), String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return Err(
-            "it does not start with a `---` line (YAML front matter with name and description)"
-                .into(),
-        );
-    };
-    let end = rest
-        .find("\n---")
-        .ok_or("its front matter has no closing `---` line")?;
-    let yaml = &rest[..end];
-    // An alias copies its anchored value where it stands: 9 levels of 9 aliases in 386 bytes
-    // expand past 2 GiB. A skill's name and description need none.
-    let mut parser = yaml_rust2::parser::Parser::new_from_str(yaml);
-    loop {
-        match parser.next_token() {
-            Ok((yaml_rust2::parser::Event::Alias(_), mark)) => {
-                return Err(format!(
-                    "its front matter uses a YAML alias (line {}), which golato does not expand; write the text itself",
-                    mark.line()
-                ))
-            }
-            Ok((yaml_rust2::parser::Event::StreamEnd, _)) => break,
-            Ok(_) => {}
-            Err(error) => return Err(format!("its front matter is not YAML ({error})")),
-        }
-    }
-    let docs = yaml_rust2::YamlLoader::load_from_str(yaml)
-        .map_err(|error| format!("its front matter is not YAML ({error})"))?;
-    let doc = docs.first().ok_or("its front matter is empty")?;
+    let parsed = crate::setup::front_matter::parse(text, false)?;
     let field = |key: &str| {
-        doc[key]
-            .as_str()
-            .map(str::trim)
-            .filter(|value| !value.is_empty())
-            .map(str::to_owned)
+        parsed
+            .text(key)
             .ok_or_else(|| format!("its front matter has no `{key}` (a text)"))
     };
     Ok((field("name")?, field("description")?))
@@ -127,6 +92,23 @@ pub(crate) fn gather(cwd: &Path, home: Option<&Path>, trusted: bool) -> Found {
     found.skills.retain(|skill| seen.insert(skill.name.clone()));
     found.skills.truncate(MAX_SKILLS);
     found
+}
+
+/// The largest `SKILL.md` loaded whole into a prompt (`/NAME`, `$NAME`).
+const MAX_SKILL_BYTES: u64 = 256 * 1024;
+
+/// A skill's instructions as the person calls it by name: its `SKILL.md` after the front
+/// matter, with where it is (its other files are beside it).
+pub(crate) fn instructions(skill: &Skill) -> Result<String, String> {
+    let text = crate::setup::prompt::read_bounded(&skill.path, MAX_SKILL_BYTES)
+        .map_err(|error| format!("the skill {} cannot be read ({error})", skill.name))?;
+    let parsed = crate::setup::front_matter::parse(&text, false)?;
+    Ok(format!(
+        "Use the skill {} for this. Its instructions ({}; its other files are beside it):\n\n{}",
+        skill.name,
+        skill.path.display(),
+        parsed.body.trim()
+    ))
 }
 
 /// The skills as the system prompt lists them; empty when there are none.
@@ -218,7 +200,7 @@ mod tests {
             "pdf",
             "---\nname: pdf\ndescription: >\n  Fill and merge PDF forms\n  with the scripts here.\n---\n# PDF\nBody.",
         );
-        skill(&skills, "broken", "---\nname: [unclosed\n---\n");
+        skill(&skills, "broken", "---\nname: [unclosed\n  still\n---\n");
         skill(&skills, "plain", "no front matter at all");
         // The billion laughs in 386 bytes: refused, not expanded.
         let mut bomb = "---\nname: bomb\na: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n".to_owned();
