@@ -34,6 +34,7 @@ mod suite {
     mod front_habits;
     mod hostile_terminal;
     mod journal;
+    mod kept_files;
     mod mcp;
     mod mcp_hostile;
     mod mcp_start;

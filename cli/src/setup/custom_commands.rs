@@ -88,14 +88,16 @@ fn folders(cwd: &Path, trusted: bool, found: &mut Found) -> Vec<Folder> {
             }
         }
     }
-    if let Some(file) = crate::settings::config::user_file() {
-        if let Some(dir) = file.parent() {
-            folders.push(Folder {
-                dir: dir.join("commands"),
-                project: None,
-                prefix: "",
-            });
-        }
+    let config_home = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| crate::setup::skills::home().map(|home| home.join(".config")));
+    if let Some(config_home) = config_home {
+        folders.push(Folder {
+            dir: config_home.join("golato/commands"),
+            project: None,
+            prefix: "",
+        });
     }
     if let Some(claude) = crate::settings::config::claude_home() {
         folders.push(Folder {

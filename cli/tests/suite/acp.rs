@@ -527,7 +527,30 @@ fn cancel_stops_the_running_command_and_keeps_the_conversation() {
 }
 
 /// Where `.ci/run` installed the official TypeScript client library (its `node_modules`).
-pub(super) fn typescript_sdk() -> std::path::PathBuf {
+/// A folder holding the official client's script `name` (from `tests/acp/`) and the SDK it
+/// imports.
+pub(crate) fn client_dir(name: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(typescript_sdk(), dir.path().join("node_modules")).unwrap();
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/acp")
+        .join(name);
+    std::fs::copy(from, dir.path().join(name)).unwrap();
+    dir
+}
+
+/// Asserts that a client script passed every check (its last line says so).
+pub(crate) fn client_passed(output: &std::process::Output) {
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the client failed:\n{said}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(said.lines().last() == Some(r#"{"ok":"all"}"#), "{said}");
+}
+
+pub(crate) fn typescript_sdk() -> std::path::PathBuf {
     match std::env::var_os("GOLATO_ACP_SDK") {
         Some(dir) => dir.into(),
         None => panic!(
@@ -543,13 +566,7 @@ fn the_official_typescript_client_drives_a_whole_session() {
     let signals = support::signals();
     let started = signals.path().join("started");
     std::fs::write(work.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
-    let client_dir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(typescript_sdk(), client_dir.path().join("node_modules")).unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/client.mjs"),
-        client_dir.path().join("client.mjs"),
-    )
-    .unwrap();
+    let client_dir = client_dir("client.mjs");
     let script = script_file(
         client_dir.path(),
         "script.jsonl",
@@ -577,13 +594,7 @@ fn the_official_typescript_client_drives_a_whole_session() {
         )
         .output()
         .unwrap();
-    let said = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the client failed:\n{said}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(said.lines().last() == Some(r#"{"ok":"all"}"#), "{said}");
+    client_passed(&output);
 }
 
 /// A client that offers its files but never answers `fs/read_text_file`: `session/cancel`

@@ -26,17 +26,7 @@ fn an_editor_session_outlives_its_acp_process_and_drives_durable_runs() {
         )
         .unwrap();
     }
-    let client_dir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(
-        super::acp::typescript_sdk(),
-        client_dir.path().join("node_modules"),
-    )
-    .unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/durable_client.mjs"),
-        client_dir.path().join("durable_client.mjs"),
-    )
-    .unwrap();
+    let client_dir = super::acp::client_dir("durable_client.mjs");
     let script = support::cli::script_file(
         client_dir.path(),
         "script.jsonl",
@@ -91,13 +81,7 @@ fn an_editor_session_outlives_its_acp_process_and_drives_durable_runs() {
         )
         .output()
         .unwrap();
-    let said = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the client failed:\n{said}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(said.lines().last() == Some(r#"{"ok":"all"}"#), "{said}");
+    super::acp::client_passed(&output);
     // The first command ran once, on the worker, whatever happened to the ACP processes.
     assert_eq!(
         std::fs::read_to_string(sig.join("ledger")).unwrap(),
