@@ -130,6 +130,67 @@ pub struct Config {
     /// child's worker died); give the parent's
     /// [`agent::Config::safe_to_replay`](crate::agent::Config::safe_to_replay).
     pub safe_to_replay: crate::journal::SafeToReplay,
+    /// Agents a call may name (`"agent": "reviewer"`): each described to the model by its
+    /// description, run with its own instructions, tools (never more than [`Config::tools`])
+    /// and model. A durable worker is given the same, so a durable child finds its agent.
+    pub agents: Vec<NamedAgent>,
+}
+
+/// An agent a `task` call may name: its instructions, and what it works with.
+///
+/// ```
+/// use golato::subagent::NamedAgent;
+///
+/// let reviewer = NamedAgent::new("reviewer", "Reviews a change for bugs", "You review code.")
+///     .with_tools(["read", "grep"]);
+/// assert_eq!(reviewer.tools.as_deref(), Some(&["read".to_owned(), "grep".to_owned()][..]));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NamedAgent {
+    /// What a call names it by.
+    pub name: String,
+    /// When to use it, as the model reads it in the `task` tool's description.
+    pub description: String,
+    /// Its system prompt, before the children's own ([`Config::system_prompt`]).
+    pub instructions: String,
+    /// The tools it works with, by name (those of [`Config::tools`] only); all of the
+    /// children's when `None`.
+    pub tools: Option<Vec<String>>,
+    /// The model it asks, by ID (one of [`Config::model`] and [`Config::models`]); the
+    /// children's when `None`.
+    pub model: Option<String>,
+}
+
+impl NamedAgent {
+    /// An agent named `name`, chosen by `description`, with its `instructions`.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        instructions: impl Into<String>,
+    ) -> NamedAgent {
+        NamedAgent {
+            name: name.into(),
+            description: description.into(),
+            instructions: instructions.into(),
+            tools: None,
+            model: None,
+        }
+    }
+
+    /// The same agent working with only `tools`.
+    #[must_use]
+    pub fn with_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> NamedAgent {
+        self.tools = Some(tools.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The same agent asking `model`.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> NamedAgent {
+        self.model = Some(model.into());
+        self
+    }
 }
 
 impl Default for Config {
@@ -150,6 +211,7 @@ impl Default for Config {
             runner: None,
             max_budget: None,
             safe_to_replay: crate::journal::SafeToReplay::default(),
+            agents: Vec::new(),
         }
     }
 }
@@ -226,6 +288,9 @@ struct TaskArgs {
     tools: Option<Vec<String>>,
     /// The model the subagent asks, when not yours.
     model: Option<String>,
+    /// A named agent to run (its instructions, tools and model), as listed in this tool's
+    /// description.
+    agent: Option<String>,
 }
 
 fn level_tool(level: Arc<Level>) -> Tool {
@@ -233,12 +298,24 @@ fn level_tool(level: Arc<Level>) -> Tool {
         true => " It may hand parts of its task to subagents of its own.",
         false => "",
     };
-    let description = format!(
+    let mut description = format!(
         "Hand a self-contained task to a subagent: a fresh agent with your tools (or the subset \
          named), which works on it alone and answers once. Its final answer (and the files it \
          changed) is the result. Several task calls in one message run in parallel. Give it \
          everything it needs in the prompt: it sees nothing of this conversation.{nested}"
     );
+    if !level.config.agents.is_empty() {
+        description.push_str(
+            "\n\nNamed agents (give \"agent\": NAME to run one; use one when the task matches its description):",
+        );
+        for agent in &level.config.agents {
+            description.push_str(&format!(
+                "\n- {}: {}",
+                agent.name,
+                agent.description.replace('\n', " ")
+            ));
+        }
+    }
     // A child run in this process would do its work again; a durable child is attached to.
     let replay = level
         .config
@@ -272,6 +349,7 @@ async fn run_child(
         tools: args.tools,
         model: args.model,
         budget: ctx.budget_left(),
+        agent: args.agent,
     };
     tracing::debug!(depth = child.depth, description = %child.description, "subagent starting");
     let outcome = match &config.runner {

@@ -36,6 +36,9 @@ pub struct Child {
     /// What it may spend: what was left of its parent's budget.
     #[serde(default)]
     pub budget: Option<Budget>,
+    /// The named agent it is ([`Config::agents`]), if the call named one.
+    #[serde(default)]
+    pub agent: Option<String>,
 }
 
 impl Child {
@@ -49,6 +52,7 @@ impl Child {
             tools: None,
             model: None,
             budget: None,
+            agent: None,
         }
     }
 }
@@ -159,6 +163,14 @@ pub enum ChildError {
         /// [`Config::max_depth`].
         max: usize,
     },
+    /// The call named an agent the configuration does not have.
+    #[error("agent: {name:?} is not an agent here; choose from: {known}")]
+    UnknownAgent {
+        /// The name given.
+        name: String,
+        /// The agents a call may name, comma-separated ("none" when there are none).
+        known: String,
+    },
     /// The agent refused its configuration.
     #[error("the subagent could not be made: {0}")]
     Agent(#[from] agent::Error),
@@ -170,6 +182,7 @@ struct Chosen {
     tools: Vec<Tool>,
     model: Model,
     nests: bool,
+    system_prompt: Option<String>,
 }
 
 /// Checks `child` against `config` as [`child_agent`] would, without making anything: the
@@ -189,6 +202,47 @@ fn choose(config: &Config, child: &Child) -> Result<Chosen, ChildError> {
         });
     }
     let may_nest = child.depth < config.max_depth;
+    let named = match &child.agent {
+        None => None,
+        Some(name) => Some(
+            config
+                .agents
+                .iter()
+                .find(|agent| &agent.name == name)
+                .ok_or_else(|| ChildError::UnknownAgent {
+                    name: name.clone(),
+                    known: match config.agents.is_empty() {
+                        true => "none".to_owned(),
+                        false => config
+                            .agents
+                            .iter()
+                            .map(|agent| agent.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    },
+                })?,
+        ),
+    };
+    // A named agent's tools narrow what the children may have (its names the configuration
+    // does not give are left out: it never gains a tool); the call may narrow further.
+    let agent_tools: Option<Vec<String>> = named.and_then(|agent| agent.tools.clone()).map(|names| {
+        names
+            .into_iter()
+            .filter(|name| {
+                name == TOOL_NAME || config.tools.iter().any(|tool| tool.name() == name)
+            })
+            .collect()
+    });
+    let requested: Option<Vec<String>> = match (&child.tools, agent_tools) {
+        (None, agent) => agent,
+        (Some(call), None) => Some(call.clone()),
+        (Some(call), Some(agent)) => Some(
+            call.iter()
+                .filter(|name| agent.contains(name))
+                .cloned()
+                .collect(),
+        ),
+    };
     let known = || {
         let mut names: Vec<&str> = config.tools.iter().map(Tool::name).collect();
         if may_nest {
@@ -196,7 +250,7 @@ fn choose(config: &Config, child: &Child) -> Result<Chosen, ChildError> {
         }
         names.join(", ")
     };
-    let tools: Vec<Tool> = match &child.tools {
+    let tools: Vec<Tool> = match &requested {
         None => config.tools.clone(),
         Some(names) => {
             let mut chosen = Vec::new();
@@ -221,11 +275,14 @@ fn choose(config: &Config, child: &Child) -> Result<Chosen, ChildError> {
             chosen
         }
     };
-    let wants_nesting = child
-        .tools
+    let wants_nesting = requested
         .as_ref()
         .is_none_or(|names| names.iter().any(|name| name == TOOL_NAME));
-    let model = match &child.model {
+    let model_id = child
+        .model
+        .clone()
+        .or_else(|| named.and_then(|agent| agent.model.clone()));
+    let model = match &model_id {
         None => config.model.clone(),
         Some(id) => std::iter::once(&config.model)
             .chain(&config.models)
@@ -240,10 +297,16 @@ fn choose(config: &Config, child: &Child) -> Result<Chosen, ChildError> {
                     .join(", "),
             })?,
     };
+    let system_prompt = match (named, &config.system_prompt) {
+        (None, prompt) => prompt.clone(),
+        (Some(agent), None) => Some(agent.instructions.clone()),
+        (Some(agent), Some(prompt)) => Some(format!("{}\n\n{prompt}", agent.instructions)),
+    };
     Ok(Chosen {
         tools,
         model,
         nests: may_nest && wants_nesting,
+        system_prompt,
     })
 }
 
@@ -259,6 +322,7 @@ pub fn child_agent(config: &Arc<Config>, child: &Child) -> Result<Agent, ChildEr
         mut tools,
         model,
         nests,
+        system_prompt,
     } = choose(config, child)?;
     if nests {
         tools.push(level_tool(Arc::new(Level {
@@ -282,7 +346,7 @@ pub fn child_agent(config: &Arc<Config>, child: &Child) -> Result<Agent, ChildEr
         generator: config.generator.clone(),
         model,
         tools,
-        system_prompt: config.system_prompt.clone(),
+        system_prompt,
         max_turns: config.max_turns,
         budget: Budget::tighter(child.budget, config.max_budget),
         hooks,

@@ -22,6 +22,8 @@ use support::*;
 struct ByPrompt {
     scripts: HashMap<String, Scripted>,
     offered: Arc<Mutex<HashMap<String, Vec<String>>>>,
+    /// The system prompt each prompt's requests sent.
+    systems: Arc<Mutex<HashMap<String, Option<String>>>>,
 }
 
 impl ByPrompt {
@@ -37,6 +39,7 @@ impl ByPrompt {
                 })
                 .collect(),
             offered: Arc::default(),
+            systems: Arc::default(),
         }
     }
 }
@@ -51,6 +54,10 @@ impl Generator for ByPrompt {
                 _ => None,
             })
             .unwrap_or_default();
+        self.systems
+            .lock()
+            .unwrap()
+            .insert(first.clone(), request.system_prompt.clone());
         self.offered.lock().unwrap().insert(
             first.clone(),
             request.tools.iter().map(|tool| tool.name.clone()).collect(),
@@ -448,6 +455,64 @@ fn a_call_naming_tools_or_a_model_it_may_not_have_is_refused_with_the_choices() 
     assert!(results[1].is_error);
     assert!(
         results[1].text().contains("\"bigger\" is not a model"),
+        "{}",
+        results[1].text()
+    );
+}
+
+#[test]
+fn a_named_agent_runs_with_its_instructions_and_never_more_tools_than_the_childrens() {
+    let generator = ByPrompt::new(&[
+        (
+            "main",
+            json!([
+                {"tool_calls": [
+                    {"id": "t1", "name": "task", "arguments": {"description": "d", "prompt": "look", "agent": "reviewer"}},
+                    {"id": "t2", "name": "task", "arguments": {"description": "d", "prompt": "x", "agent": "nobody"}}
+                ]},
+                {"text": "ok"}
+            ]),
+        ),
+        ("look", json!([{"text": "looks fine"}])),
+    ]);
+    let offered = Arc::clone(&generator.offered);
+    let systems = Arc::clone(&generator.systems);
+    let reviewer = subagent::NamedAgent::new("reviewer", "Reviews a change", "You review code.")
+        // `bash` is not the children's: left out, never gained.
+        .with_tools(["echo", "bash"]);
+    let agent = parent(
+        generator,
+        vec![echo_tool(), meeting_tool(1)],
+        subagent::Config {
+            system_prompt: Some("Work in /project.".into()),
+            agents: vec![reviewer],
+            ..Default::default()
+        },
+    );
+    let task = agent
+        .tool_definitions()
+        .iter()
+        .find(|definition| definition.name == "task")
+        .unwrap();
+    assert!(
+        task.description.contains("- reviewer: Reviews a change"),
+        "{}",
+        task.description
+    );
+    let result = agent.start(prompt("main")).wait().unwrap();
+    let results = transcript_results(&result.messages);
+    assert!(!results[0].is_error, "{}", results[0].text());
+    assert!(results[0].text().contains("looks fine"));
+    assert_eq!(offered.lock().unwrap()["look"], ["echo"]);
+    assert_eq!(
+        systems.lock().unwrap()["look"].as_deref(),
+        Some("You review code.\n\nWork in /project.")
+    );
+    assert!(results[1].is_error);
+    assert!(
+        results[1]
+            .text()
+            .contains("\"nobody\" is not an agent here; choose from: reviewer"),
         "{}",
         results[1].text()
     );
