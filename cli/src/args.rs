@@ -97,6 +97,10 @@ pub(crate) enum Command {
     /// codex's ~/.codex/prompts/ as /prompts:NAME), where each came from, and what was left
     /// out, with why.
     Commands(ConfigArgs),
+    /// Lists the agents the task tool may run by name (.golato/agents/ and .claude/agents/ of
+    /// a trusted project, ~/.config/golato/agents/, ~/.claude/agents/), where each came from,
+    /// its tools and model, and what was left out, with why.
+    Agents(ConfigArgs),
     /// Takes back what a session's last prompt (or every prompt from --to N on) did: the files
     /// its edits and writes changed are put back and the session is cut back to before that
     /// prompt. A file changed since by anything else stops it, naming the file.

@@ -298,6 +298,7 @@ pub fn main() -> ExitCode {
             Command::Config(args) => commands::config::show(args),
             Command::Hooks(args) => commands::config::hooks(args),
             Command::Skills(args) => skills::command(&args.cwd, args.settings.trust),
+            Command::Agents(args) => setup::named_agents::command(&args.cwd, args.settings.trust),
             Command::Commands(args) => {
                 setup::custom_commands::command(&args.cwd, args.settings.trust)
             }

@@ -6,6 +6,8 @@ pub(crate) mod approve;
 pub(crate) mod custom_commands;
 pub(crate) mod front_matter;
 pub(crate) mod instructions;
+pub(crate) mod kept_files;
+pub(crate) mod named_agents;
 pub(crate) mod network_log;
 pub(crate) mod one_call;
 pub(crate) mod plan_mode;

@@ -225,14 +225,15 @@ fn choose(config: &Config, child: &Child) -> Result<Chosen, ChildError> {
     };
     // A named agent's tools narrow what the children may have (its names the configuration
     // does not give are left out: it never gains a tool); the call may narrow further.
-    let agent_tools: Option<Vec<String>> = named.and_then(|agent| agent.tools.clone()).map(|names| {
-        names
-            .into_iter()
-            .filter(|name| {
-                name == TOOL_NAME || config.tools.iter().any(|tool| tool.name() == name)
-            })
-            .collect()
-    });
+    let agent_tools: Option<Vec<String>> =
+        named.and_then(|agent| agent.tools.clone()).map(|names| {
+            names
+                .into_iter()
+                .filter(|name| {
+                    name == TOOL_NAME || config.tools.iter().any(|tool| tool.name() == name)
+                })
+                .collect()
+        });
     let requested: Option<Vec<String>> = match (&child.tools, agent_tools) {
         (None, agent) => agent,
         (Some(call), None) => Some(call.clone()),

@@ -9,6 +9,8 @@ pub(crate) enum Command {
     New,
     Cost,
     Tools,
+    /// `/agents`: the agents the task tool may run by name.
+    Agents,
     Sandbox,
     /// `/model [NAME]`: show, or switch for the next turn.
     Model(Option<String>),
@@ -71,6 +73,10 @@ const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/cost", "tokens and money of this session so far"),
     ("/tools", "the tools the model has"),
+    (
+        "/agents",
+        "the agents the task tool may run by name (.claude/agents/, ~/.claude/agents/ …)",
+    ),
     (
         "/ps",
         "the model's background commands: ID, command, runtime, last line",
@@ -142,6 +148,7 @@ pub(crate) fn run(front: &mut Front, text: &str) {
         "/new" => Command::New,
         "/cost" => Command::Cost,
         "/tools" => Command::Tools,
+        "/agents" => Command::Agents,
         "/ps" => Command::Processes,
         "/kill" => Command::Kill(argument.clone()),
         "/sandbox" => Command::Sandbox,
@@ -269,6 +276,17 @@ pub(crate) fn complete(editor: &mut Editor) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_file_can_never_take_the_name_of_one_of_golatos_own() {
+        for (command, _) in COMMANDS {
+            let name = command.trim_start_matches('/');
+            assert!(
+                crate::setup::custom_commands::RESERVED.contains(&name),
+                "{name} is not reserved"
+            );
+        }
+    }
 
     #[test]
     fn tab_completes_a_command_as_far_as_it_is_known() {

@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::setup::kept_files::{self, bad_name, shown, Folder};
+
 /// The largest command file read.
 pub(crate) const MAX_COMMAND_BYTES: u64 = 64 * 1024;
 /// The most command files looked at, across every folder.
@@ -57,55 +59,9 @@ impl Found {
     }
 }
 
-/// One folder of commands: where it is, whether a project's, and a prefix for its names.
-struct Folder {
-    dir: PathBuf,
-    /// The project's root: links must stay inside it. `None` for the user's own folders.
-    project: Option<PathBuf>,
-    prefix: &'static str,
-}
-
-/// The folders commands come from, the project's first (root down), then the user's.
+/// The folders commands come from: a trusted project's and the user's, then codex's prompts.
 fn folders(cwd: &Path, trusted: bool, found: &mut Found) -> Vec<Folder> {
-    let mut folders = Vec::new();
-    let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
-    let dirs = crate::settings::project_files::project_dirs(&real);
-    let root = dirs.first().cloned().unwrap_or_else(|| real.clone());
-    for dir in &dirs {
-        for sub in [".golato/commands", ".claude/commands"] {
-            let dir = dir.join(sub);
-            if !dir.is_dir() {
-                continue;
-            }
-            if trusted {
-                folders.push(Folder {
-                    dir,
-                    project: Some(root.clone()),
-                    prefix: "",
-                });
-            } else {
-                found.untrusted.push(dir);
-            }
-        }
-    }
-    let config_home = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| crate::setup::skills::home().map(|home| home.join(".config")));
-    if let Some(config_home) = config_home {
-        folders.push(Folder {
-            dir: config_home.join("golato/commands"),
-            project: None,
-            prefix: "",
-        });
-    }
-    if let Some(claude) = crate::settings::config::claude_home() {
-        folders.push(Folder {
-            dir: claude.join("commands"),
-            project: None,
-            prefix: "",
-        });
-    }
+    let mut folders = kept_files::folders(cwd, trusted, "commands", &mut found.untrusted);
     let codex = std::env::var_os("CODEX_HOME")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
@@ -149,10 +105,6 @@ pub(crate) fn gather(cwd: &Path, trusted: bool) -> Found {
     }
     found.commands = kept;
     found
-}
-
-fn shown(path: &Path) -> String {
-    crate::view::shown::visible(&path.display().to_string()).into_owned()
 }
 
 /// The commands under `dir`, named `prefix` + the file's stem, sorted by name.
@@ -225,23 +177,6 @@ fn walk(
     }
 }
 
-/// Why `name` cannot be a command's, if it cannot.
-fn bad_name(name: &str) -> Option<String> {
-    if name.is_empty() || name.chars().count() > 64 {
-        return Some("its name is empty or longer than 64 characters".into());
-    }
-    if name
-        .chars()
-        .any(|c| c.is_control() || c.is_whitespace() || matches!(c, ':' | '/' | '\\' | '$' | '@'))
-    {
-        return Some(format!(
-            "its name {} has a control character, a space or one of : / \\ $ @",
-            crate::view::shown::visible(name)
-        ));
-    }
-    None
-}
-
 /// The command in `path`, or why it is refused.
 fn read_command(
     folder: &Folder,
@@ -258,22 +193,7 @@ fn read_command(
             "/{name} is one of golato's own commands; rename the file"
         ));
     }
-    // A project's link may lead anywhere (`~/.ssh/id_rsa`), and its text would go to the
-    // model as a prompt: it must stay inside the project. The user's own links are theirs.
-    let real = path
-        .canonicalize()
-        .map_err(|error| format!("it cannot be read ({error})"))?;
-    if let Some(project) = &folder.project {
-        if !real.starts_with(project) {
-            return Err(format!(
-                "it is a link to {}, outside the project",
-                shown(&real)
-            ));
-        }
-    }
-    // Bounded, a regular file only (a FIFO would hang), never a credential folder's.
-    let text = crate::setup::prompt::read_bounded(&real, MAX_COMMAND_BYTES)
-        .map_err(|error| format!("it cannot be read ({error})"))?;
+    let text = kept_files::read(folder, path, MAX_COMMAND_BYTES)?;
     let parsed = crate::setup::front_matter::parse(&text, true)?;
     let ignored: Vec<String> = parsed
         .keys()
@@ -294,18 +214,12 @@ fn read_command(
             ignored.join(", ")
         ));
     }
-    let tools = match &parsed.fields["allowed-tools"] {
-        yaml_rust2::Yaml::BadValue => None,
-        yaml_rust2::Yaml::String(text) => Some(tool_names(&split_tools(text), name, warnings)),
-        yaml_rust2::Yaml::Array(items) => {
-            let items: Vec<String> = items
-                .iter()
-                .filter_map(|item| item.as_str().map(str::to_owned))
-                .collect();
-            Some(tool_names(&items, name, warnings))
-        }
-        _ => return Err("its allowed-tools is neither a text nor a list".into()),
-    };
+    let tools = kept_files::claude_tools(
+        &parsed.fields["allowed-tools"],
+        "allowed-tools",
+        &format!("the command /{name}"),
+        warnings,
+    )?;
     Ok(CustomCommand {
         name: name.to_owned(),
         description: parsed.text("description"),
@@ -330,79 +244,6 @@ fn read_command(
         body: parsed.body,
         path: path.to_owned(),
     })
-}
-
-/// `Bash(git add:*), Read` as its entries: split at commas outside parentheses.
-fn split_tools(text: &str) -> Vec<String> {
-    let mut entries = Vec::new();
-    let (mut depth, mut current) = (0usize, String::new());
-    for c in text.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.saturating_sub(1),
-            ',' | ' ' if depth == 0 => {
-                if !current.trim().is_empty() {
-                    entries.push(current.trim().to_owned());
-                }
-                current.clear();
-                continue;
-            }
-            _ => {}
-        }
-        current.push(c);
-    }
-    if !current.trim().is_empty() {
-        entries.push(current.trim().to_owned());
-    }
-    entries
-}
-
-/// golato's tool names for Claude Code's (`Bash(git add:*)` is `bash`); what has no
-/// counterpart, and the patterns golato's rules judge instead, named once.
-fn tool_names(entries: &[String], command: &str, warnings: &mut Vec<String>) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    let (mut unknown, mut patterns) = (Vec::new(), Vec::new());
-    for entry in entries {
-        let (tool, pattern) = match entry.split_once('(') {
-            Some((tool, _)) => (tool.trim(), true),
-            None => (entry.trim(), false),
-        };
-        let name = match tool {
-            "Bash" | "bash" => "bash",
-            "Read" | "read" => "read",
-            "Edit" | "MultiEdit" | "edit" => "edit",
-            "Write" | "write" => "write",
-            "Grep" | "grep" => "grep",
-            "Glob" | "find" => "find",
-            "LS" | "ls" => "ls",
-            "Task" | "task" => "task",
-            "TodoWrite" | "update_plan" => "update_plan",
-            "WebFetch" | "web_fetch" => "web_fetch",
-            other => {
-                unknown.push(other.to_owned());
-                continue;
-            }
-        };
-        if pattern {
-            patterns.push(entry.clone());
-        }
-        if !names.iter().any(|known| known == name) {
-            names.push(name.to_owned());
-        }
-    }
-    if !unknown.is_empty() {
-        warnings.push(format!(
-            "the command /{command}: allowed-tools names tools golato does not have ({}); left out",
-            unknown.join(", ")
-        ));
-    }
-    if !patterns.is_empty() {
-        warnings.push(format!(
-            "the command /{command}: allowed-tools patterns ({}) narrow the tools only; golato's rules still decide each call",
-            patterns.join(", ")
-        ));
-    }
-    names
 }
 
 /// `body` with its arguments put in: `$ARGUMENTS` all of them, `$1`…`$9` each (split as a
@@ -597,19 +438,5 @@ mod tests {
             mentioned_files("See @notes.md, @decorator and mail@example.com", dir.path()),
             ["notes.md"]
         );
-    }
-
-    #[test]
-    fn claude_tool_lists_become_golato_tools_and_the_rest_is_named() {
-        let mut warnings = Vec::new();
-        let names = tool_names(
-            &split_tools("Bash(git add:*), Bash(git status:*), Read, NotebookEdit"),
-            "commit",
-            &mut warnings,
-        );
-        assert_eq!(names, ["bash", "read"]);
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
-        assert!(warnings[0].contains("NotebookEdit"));
-        assert!(warnings[1].contains("Bash(git add:*), Bash(git status:*)"));
     }
 }

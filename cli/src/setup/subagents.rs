@@ -47,7 +47,23 @@ pub(crate) fn config(
     parent: Parent<'_>,
     runner: Option<Arc<dyn subagent::Runner>>,
 ) -> subagent::Config {
+    // The agents people keep; their warnings are `golato agents`' to say.
+    let agents: Vec<subagent::NamedAgent> =
+        crate::setup::named_agents::gather(&settings.cwd, settings.trusted)
+            .agents
+            .into_iter()
+            .map(|(agent, _)| agent)
+            .collect();
+    // An agent's model is asked through the session's provider.
+    let mut models: Vec<Model> = Vec::new();
+    for id in agents.iter().filter_map(|agent| agent.model.as_deref()) {
+        if id != parent.model.id && !models.iter().any(|model| model.id == id) {
+            models.push(crate::setup::provider::model_named(settings, id));
+        }
+    }
     subagent::Config {
+        agents,
+        models,
         generator: Some(parent.generator),
         model: parent.model,
         tools: parent.tools.to_vec(),

@@ -61,6 +61,14 @@ fn claude_project() -> Project {
         "Tell me the secret: !`cat secret.txt`\n",
     );
     write(
+        &ws.join(".claude/agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews a change for bugs\ntools: Read, Grep, WebSearch\nmodel: small-model\ncolor: red\n---\nYou are the reviewer. Read, never write.\n",
+    );
+    write(
+        &ws.join(".claude/agents/tester.md"),
+        "---\nname: tester\ndescription: Runs the tests\nmodel: sonnet\n---\nYou run the tests.\n",
+    );
+    write(
         &ws.join(".claude/skills/pdf/SKILL.md"),
         "---\nname: pdf\ndescription: Fill PDF forms\n---\nRun fill.py with the form's fields.\n",
     );
@@ -364,4 +372,108 @@ fn the_front_end_lists_the_commands_and_shows_what_a_command_sent() {
         terminal.type_raw("\x15");
         leave(terminal, size);
     }
+}
+
+/// Two agents of a Claude Code project: listed with their tools and models, and one run by a
+/// `task` call with its instructions, its tools narrowed to the session's and its model.
+#[test]
+fn a_projects_agents_are_listed_and_run_by_name_with_their_instructions_tools_and_model() {
+    use support::compaction::{answers, sse, wire_call};
+    let project = claude_project();
+    let listed = project
+        .golato()
+        .args(["agents", "--trust"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        stdout.contains("reviewer  ") && stdout.contains("Reviews a change for bugs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("tools: read, grep; model: small-model"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("tester  ")
+            && stdout.contains("tools: the children's; model: the children's"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("WebSearch"), "{stderr}");
+    assert!(
+        stderr.contains("model `sonnet` is Claude Code's alias"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no counterpart for color"), "{stderr}");
+    let untrusted = project.golato().arg("agents").output().unwrap();
+    assert!(String::from_utf8_lossy(&untrusted.stderr)
+        .contains(".claude/agents left out: this folder is not trusted"));
+    assert!(!String::from_utf8_lossy(&untrusted.stdout).contains("reviewer"));
+
+    let respond = |request: &Value, _size: usize| {
+        let system = request["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default();
+        let answer = if system.starts_with("You are the reviewer.") {
+            json!({"text": "LGTM from the reviewer"})
+        } else if answers(request) == 0 {
+            json!({"tool_calls": [wire_call("t1", "task", json!({"description": "review", "prompt": "review calc.py", "agent": "reviewer"}))]})
+        } else {
+            json!({"text": "done"})
+        };
+        Reply::sse(sse(&answer))
+    };
+    let (_runtime, url, server) = FakeProvider::start_blocking(Script::Respond(Box::new(respond)));
+    let base = format!("{url}/v1");
+    let output = project
+        .golato()
+        .args([
+            "run",
+            "--ephemeral",
+            "--trust",
+            "--json",
+            "--base-url",
+            &base,
+            "--model",
+            "big-model",
+        ])
+        .args(["--tools", "read,bash,task", "--approve", "never", "go"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let ended = support::cli::json_lines(&output)
+        .into_iter()
+        .find(|line| line["type"] == "tool_end" && line["call"]["id"] == "t1")
+        .unwrap();
+    assert!(
+        ended["result"]["content"]
+            .to_string()
+            .contains("LGTM from the reviewer"),
+        "{ended}"
+    );
+    let child = server
+        .sent()
+        .into_iter()
+        .map(|(_, _, body)| body)
+        .find(|body| {
+            body["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|text| text.starts_with("You are the reviewer."))
+        })
+        .unwrap();
+    let tools: Vec<&str> = child["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
+    // Read and Grep asked for; the session has no grep: read only, never a tool it lacks.
+    assert_eq!(tools, ["read"]);
+    assert_eq!(child["model"], "small-model");
 }

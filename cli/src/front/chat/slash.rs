@@ -28,6 +28,17 @@ impl Chat {
             }
             Command::Processes => self.list_background(front),
             Command::Kill(id) => self.kill_background(front, id.as_deref()),
+            Command::Agents => {
+                let settings = &self.conversation.settings;
+                let found = crate::setup::named_agents::gather(&settings.cwd, settings.trusted);
+                let task_on = crate::setup::subagents::wanted(settings);
+                for line in crate::setup::named_agents::lines(&found, Some(task_on)) {
+                    front.note(&line);
+                }
+                for warning in &found.warnings {
+                    front.note(warning);
+                }
+            }
             Command::Tools => front.note(&format!(
                 "tools: {}",
                 self.conversation.header.tools.join(", ")
