@@ -102,6 +102,20 @@ pub(crate) fn markdown_files(dir: &Path) -> Vec<PathBuf> {
     paths
 }
 
+/// Says on stderr what a listing left out: the untrusted project's folders, then each
+/// warning.
+pub(crate) fn say_left_out(untrusted: &[PathBuf], warnings: &[String]) {
+    for dir in untrusted {
+        eprintln!(
+            "golato: {} left out: this folder is not trusted (`golato trust` trusts it, or pass --trust)",
+            shown(dir)
+        );
+    }
+    for warning in warnings {
+        eprintln!("golato: {}", crate::view::shown::visible(warning));
+    }
+}
+
 /// `path` as a line shows it (control characters made visible).
 pub(crate) fn shown(path: &Path) -> String {
     crate::view::shown::visible(&path.display().to_string()).into_owned()

@@ -156,14 +156,6 @@ pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crat
     for line in lines(&found, None) {
         let _ = writeln!(out, "{line}");
     }
-    for dir in &found.untrusted {
-        eprintln!(
-            "golato: {} left out: this folder is not trusted (`golato trust` trusts it, or pass --trust)",
-            shown(dir)
-        );
-    }
-    for warning in &found.warnings {
-        eprintln!("golato: {}", crate::view::shown::visible(warning));
-    }
+    kept_files::say_left_out(&found.untrusted, &found.warnings);
     Ok(crate::Exit::Success)
 }
