@@ -56,6 +56,7 @@ mod plan;
 mod read;
 mod search;
 mod text_files;
+mod web_fetch;
 mod write;
 
 use std::path::PathBuf;
@@ -72,6 +73,9 @@ use golato_actors::{Host, HostError};
 pub use locks::{SharedLease, SharedLock};
 pub use plan::{plan_of, PlanStep, StepStatus, MAX_PLAN_STEPS, MAX_STEP_CHARS};
 pub use text_files::TextFiles;
+pub use web_fetch::{
+    Unlisted, WebFetch, DEFAULT_FETCH_TIMEOUT, DEFAULT_MAX_PAGE_BYTES, MAX_REDIRECTS,
+};
 
 use crate::sandbox;
 use crate::tool::Tool;
@@ -98,17 +102,19 @@ pub const TOOL_NAMES: [&str; 4] = ["read", "bash", "edit", "write"];
 
 /// Built-ins [`new`] returns only when `allowed_tool_names` names them, after the four: `grep`
 /// (file contents by regular expression), `find` (files by glob), `ls` (a directory), and
-/// `update_plan` (the model's plan of steps, shown as it changes; see [`plan_of`]), and
+/// `update_plan` (the model's plan of steps, shown as it changes; see [`plan_of`]), `web_fetch`
+/// (a web page as Markdown, reaching only what [`Config::web_fetch`] allows; see [`WebFetch`]), and
 /// `bash_output` and `bash_kill`, which read and end background commands (`bash` with
 /// `"background": true`, see [`Background`]). With `read` the first three make an agent that
 /// looks without a shell (`["read", "grep", "find", "ls"]`).
-pub const OPTIONAL_TOOL_NAMES: [&str; 6] = [
+pub const OPTIONAL_TOOL_NAMES: [&str; 7] = [
     "grep",
     "find",
     "ls",
     "update_plan",
     "bash_output",
     "bash_kill",
+    "web_fetch",
 ];
 
 /// Which tools [`new`] returns.
@@ -182,6 +188,10 @@ pub struct Config {
     /// `allowed_tool_names`: keep a clone to list and end them. `None` makes one that runs at
     /// most [`DEFAULT_MAX_BACKGROUND_COMMANDS`] at once.
     pub background: Option<Background>,
+    /// How `web_fetch` (named in `allowed_tool_names`) reaches pages: the hosts it may reach
+    /// and what it does with others ([`WebFetch`]). By default it reaches none but the ones
+    /// `domains` lists, whose resolver is [`Config::network_resolver`]'s.
+    pub web_fetch: WebFetch,
     /// What [`recover_captured`] applied before this set was built: a journaled run's `bash`
     /// call that was cut off with its process and is not run again ([`Replay::Once`]) names
     /// in its result the changes its command left staged. Empty by default.
@@ -338,6 +348,15 @@ pub fn new(config: Config) -> Result<Vec<Tool>, Error> {
             if named(name) {
                 builtins.push(build(Arc::clone(&workspace)));
             }
+        }
+        if named("web_fetch") {
+            let resolver = config
+                .web_fetch
+                .resolver
+                .clone()
+                .or_else(|| config.network_resolver.clone())
+                .unwrap_or_else(|| Arc::new(crate::proxy::SystemResolver));
+            builtins.push(web_fetch::tool(config.web_fetch.clone(), resolver));
         }
         if let Some(background) = background {
             if named("bash_output") {

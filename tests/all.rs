@@ -37,4 +37,5 @@ mod suite {
     mod subagent;
     mod timeouts;
     mod validation;
+    mod web_fetch;
 }
