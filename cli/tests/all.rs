@@ -51,4 +51,5 @@ mod suite {
     mod subagents;
     mod trust;
     mod undo;
+    mod web_fetch;
 }

@@ -191,7 +191,7 @@ async fn fetch(
     let mut redirects = Vec::new();
     loop {
         let (host, port) = judge(config, &current, redirects.is_empty())?;
-        let addresses = addresses(config, resolver, &host, port).await?;
+        let addresses = addresses(config, resolver, &host, port, redirects.is_empty()).await?;
         let client = reqwest::Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
@@ -318,6 +318,7 @@ async fn addresses(
     resolver: &Arc<dyn Resolve>,
     host: &str,
     port: u16,
+    first: bool,
 ) -> Result<Vec<SocketAddr>, BoxError> {
     let found: Vec<SocketAddr> = match host.parse::<IpAddr>() {
         Ok(address) => vec![SocketAddr::new(address, port)],
@@ -329,14 +330,18 @@ async fn addresses(
     if found.is_empty() {
         return Err(format!("{host} resolved to no address").into());
     }
+    // Connected to are only the addresses judged here (never a second lookup's): a local one
+    // among them is left out unless named exactly, and with none left the name is refused.
     let mut allowed = Vec::new();
+    let mut refusal = None;
     for address in found {
         match config.domains.judge_address(host, address.ip(), port) {
             Ok(()) => allowed.push(SocketAddr::new(address.ip(), port)),
-            // One refused address refuses the name: a host that resolves to a private
-            // address among public ones is not fetched at all.
-            Err(refusal) => return Err(refused(&refusal, true).into()),
+            Err(refused) => refusal = Some(refused),
         }
+    }
+    if let (true, Some(refusal)) = (allowed.is_empty(), refusal) {
+        return Err(refused(&refusal, first).into());
     }
     Ok(allowed)
 }

@@ -84,6 +84,7 @@ fn golato_tool(claude: &str) -> Option<&'static str> {
         "Read" | "read" => Some("read"),
         "Edit" | "edit" | "MultiEdit" => Some("edit"),
         "Write" | "write" => Some("write"),
+        "WebFetch" | "web_fetch" => Some("web_fetch"),
         _ => None,
     }
 }
@@ -149,6 +150,8 @@ fn rule_of(text: &str) -> Result<String, String> {
     };
     let pattern = match tool {
         "bash" => pattern.to_owned(),
+        // `domain:docs.rs` is the host itself.
+        "web_fetch" => pattern.trim().trim_start_matches("domain:").to_owned(),
         _ => match pattern {
             absolute if absolute.starts_with("//") => absolute[1..].to_owned(),
             relative if relative.starts_with("./") => relative[2..].to_owned(),
@@ -168,14 +171,14 @@ impl CallPolicy {
     /// use std::path::Path;
     /// let mut policy = golato::policy::CallPolicy::new();
     /// let left_out = policy.add_claude_settings(
-    ///     r#"{"permissions": {"allow": ["Bash(npm test:*)", "WebFetch"]},
+    ///     r#"{"permissions": {"allow": ["Bash(npm test:*)", "WebSearch"]},
     ///         "hooks": {"PostToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "cargo fmt"}]}]}}"#,
     ///     Path::new(".claude/settings.json"),
     ///     Path::new("/srv/project"),
     /// )?;
     /// assert_eq!(policy.rules.iter().count(), 1);
     /// assert_eq!(policy.hooks.len(), 1);
-    /// assert_eq!(left_out, ["WebFetch (golato has no WebFetch tool)"]);
+    /// assert_eq!(left_out, ["WebSearch (golato has no WebSearch tool)"]);
     /// # Ok::<(), golato::policy::Error>(())
     /// ```
     ///
@@ -328,7 +331,11 @@ mod tests {
         assert_eq!(rule_of("Read(//etc/hosts)").unwrap(), "read(/etc/hosts)");
         assert_eq!(rule_of("Read(~/.ssh/**)").unwrap(), "read(~/.ssh/**)");
         assert_eq!(rule_of("MultiEdit").unwrap(), "edit");
-        assert!(rule_of("WebFetch(domain:example.com)").is_err());
+        assert_eq!(
+            rule_of("WebFetch(domain:example.com)").unwrap(),
+            "web_fetch(example.com)"
+        );
+        assert!(rule_of("WebSearch").is_err());
         assert!(rule_of("mcp__github__create_issue").is_err());
         assert!(rule_of("Bash(ls").is_err());
     }

@@ -76,6 +76,9 @@ enum Pattern {
     /// read, edit, write: the path the call names, resolved, by glob (`*` stays within a
     /// folder, `**` crosses folders).
     Path(GlobMatcher),
+    /// web_fetch: the URL's host (and port), by the network policy's patterns
+    /// (`docs.rs`, `*.github.com`, `host:port`).
+    Domain(golato_sandbox::network::NetworkPolicy),
 }
 
 #[derive(Debug, Clone)]
@@ -125,6 +128,7 @@ fn built_in(name: &str) -> Option<&'static str> {
         "read" | "Read" => Some("read"),
         "edit" | "Edit" | "MultiEdit" => Some("edit"),
         "write" | "Write" => Some("write"),
+        "web_fetch" | "WebFetch" => Some("web_fetch"),
         _ => None,
     }
 }
@@ -240,6 +244,17 @@ impl Rules {
                 };
                 Pattern::Command(glob(&pattern, false)?)
             }
+            (Some("web_fetch"), Some(pattern)) => {
+                // Claude Code writes `WebFetch(domain:example.com)`.
+                let domain = pattern.trim().strip_prefix("domain:").unwrap_or(pattern.trim());
+                let policy = golato_sandbox::network::NetworkPolicy::new(
+                    &[domain],
+                    &[],
+                    golato_sandbox::network::Methods::All,
+                )
+                .map_err(|error| invalid(format!("has a pattern that is not a domain: {error}")))?;
+                Pattern::Domain(policy)
+            }
             (Some(_), Some(pattern)) => {
                 // Anchored at the folder as it really is (however it was named: `.`, a relative
                 // path, a link), as every call's path is resolved before it is matched.
@@ -268,7 +283,7 @@ impl Rules {
             }
             (None, Some(_)) => {
                 return Err(invalid(format!(
-                    "gives a pattern to {tool}: only bash (a command) and read, edit, write (a path) take one; write {tool} alone"
+                    "gives a pattern to {tool}: only bash (a command), read, edit, write (a path) and web_fetch (a domain) take one; write {tool} alone"
                 )))
             }
         };
@@ -430,6 +445,27 @@ impl Rules {
                     .map(|command| command.forms)
                     .collect()
             }
+            ("web_fetch", _) => {
+                // The host a URL names, with its port; none when it names none (the tool
+                // refuses such a URL itself).
+                let host = arguments["url"]
+                    .as_str()
+                    .and_then(|url| reqwest::Url::parse(url).ok())
+                    .and_then(|url| {
+                        let port = url.port_or_known_default()?;
+                        let host = url
+                            .host_str()?
+                            .trim_start_matches('[')
+                            .trim_end_matches(']')
+                            .to_owned();
+                        Some(format!("{host} {port}"))
+                    })
+                    .unwrap_or_default();
+                vec![vec![shell::Form {
+                    text: host,
+                    allowable: true,
+                }]]
+            }
             ("read" | "edit" | "write", _) => {
                 let path = arguments["path"].as_str().unwrap_or_default();
                 path_parts(cwd, Path::new(path))
@@ -449,22 +485,34 @@ impl Rules {
         };
         // Each form made a glob candidate once, not once per rule. An empty command line
         // has one empty form: only a rule for every call of the tool speaks.
-        let candidates: Vec<Vec<(Candidate<'_>, bool)>> = if parts.is_empty() {
-            vec![vec![(Candidate::new(""), false)]]
+        let candidates: Vec<Vec<(Candidate<'_>, bool, &str)>> = if parts.is_empty() {
+            vec![vec![(Candidate::new(""), false, "")]]
         } else {
             parts
                 .iter()
                 .map(|forms| {
                     forms
                         .iter()
-                        .map(|form| (Candidate::new(&form.text), form.allowable))
+                        .map(|form| {
+                            (
+                                Candidate::new(&form.text),
+                                form.allowable,
+                                form.text.as_str(),
+                            )
+                        })
                         .collect()
                 })
                 .collect()
         };
-        let matching = |compiled: &Compiled, candidate: &Candidate<'_>| match &compiled.pattern {
-            Pattern::Any => true,
-            Pattern::Command(glob) | Pattern::Path(glob) => glob.is_match_candidate(candidate),
+        let matching = |compiled: &Compiled, (candidate, _, text): &(Candidate<'_>, bool, &str)| {
+            match &compiled.pattern {
+                Pattern::Any => true,
+                Pattern::Command(glob) | Pattern::Path(glob) => glob.is_match_candidate(candidate),
+                Pattern::Domain(policy) => text
+                    .rsplit_once(' ')
+                    .and_then(|(host, port)| Some((host, port.parse::<u16>().ok()?)))
+                    .is_some_and(|(host, port)| policy.judge_host(host, port).is_ok()),
+            }
         };
         // A deny or ask on any form of any part.
         if let Some(rule) = for_tool
@@ -474,7 +522,7 @@ impl Rules {
                 candidates
                     .iter()
                     .flatten()
-                    .any(|(candidate, _)| matching(compiled, candidate))
+                    .any(|candidate| matching(compiled, candidate))
             })
             .max_by_key(|compiled| compiled.rule.decision)
         {
@@ -510,7 +558,7 @@ impl Rules {
             }
             let allowed = allows.iter().find(|compiled| {
                 part.iter()
-                    .any(|(candidate, allowable)| *allowable && matching(compiled, candidate))
+                    .any(|candidate| candidate.1 && matching(compiled, candidate))
             })?;
             first.get_or_insert(*allowed);
         }
@@ -539,6 +587,37 @@ mod tests {
         rules
             .decide("bash", &json!({ "command": command }), Path::new("/work"))
             .map(|verdict| verdict.decision)
+    }
+
+    /// `web_fetch(pattern)` judges the URL's host as the network policy does; a URL with no
+    /// host is matched by no domain rule (the tool refuses it).
+    #[test]
+    fn web_fetch_rules_judge_the_urls_host() {
+        let rules = rules(&[
+            (Decision::Allow, "web_fetch(docs.rs)"),
+            (Decision::Allow, "WebFetch(domain:*.github.com)"),
+            (Decision::Deny, "web_fetch(evil.github.com)"),
+        ]);
+        let fetch = |url: &str| {
+            rules
+                .decide("web_fetch", &json!({ "url": url }), Path::new("/work"))
+                .map(|verdict| verdict.decision)
+        };
+        assert_eq!(fetch("https://docs.rs/tokio"), Some(Decision::Allow));
+        assert_eq!(fetch("https://api.github.com/repos"), Some(Decision::Allow));
+        assert_eq!(fetch("https://evil.github.com/"), Some(Decision::Deny));
+        assert_eq!(fetch("https://docs.rs.evil.com/"), None);
+        assert_eq!(fetch("http://[::1]:8080/"), None);
+        assert_eq!(fetch("not a url"), None);
+        let mut bad = Rules::new();
+        assert!(bad
+            .add(
+                Decision::Allow,
+                "web_fetch(a b)",
+                Source::flag("test"),
+                Path::new("/")
+            )
+            .is_err());
     }
 
     /// The workspace's own name is literal (`proj[1]` is no character class, `{a,b}` no

@@ -2,6 +2,7 @@
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 pub mod compaction;
+pub mod pages;
 pub mod provider;
 
 use std::future::Future;

@@ -31,7 +31,13 @@ fn policy_hooks(
     interactive: bool,
 ) -> Result<Vec<Arc<dyn golato::hook::Hook>>, CliError> {
     // Interactive, the mode may change mid-session (`/approve`): the hook is always there.
+    // With web_fetch it is too: it is what stops a domain nobody allowed.
+    let web_fetch = settings
+        .tools
+        .as_ref()
+        .is_some_and(|tools| tools.iter().any(|tool| tool == "web_fetch"));
     if !interactive
+        && !web_fetch
         && approve == Approve::Never
         && settings.policy.rules.is_empty()
         && settings.policy.hooks.is_empty()
@@ -146,6 +152,7 @@ pub(crate) async fn build_agent_keeping(
         &settings.cwd,
         &settings.sandbox.writable_roots,
         interactive,
+        settings.sandbox.domains.clone().unwrap_or_default(),
     );
     settings
         .policy
@@ -498,6 +505,13 @@ pub(crate) fn builtin_tools(
         read_rules: (!settings.policy.rules.is_empty())
             .then(|| Arc::new(settings.policy.rules.clone())),
         recovered,
+        // The sandbox's allowed and denied domains; a domain neither lists runs only once the
+        // policy hook (always there with web_fetch) approved the call: a rule, or a person.
+        web_fetch: builtin::WebFetch {
+            domains: settings.sandbox.domains.clone().unwrap_or_default(),
+            unlisted: builtin::Unlisted::AfterApproval,
+            ..Default::default()
+        },
         ..Default::default()
     })
     .map_err(builtin_error)

@@ -72,6 +72,7 @@ pub(crate) fn detail(call: &golato::message::ToolCall, arguments: &serde_json::V
     let text = |name: &str| arguments[name].as_str().map(str::to_owned);
     match call.name.as_str() {
         "bash" => text("command").map(|command| format!("bash $ {command}")),
+        "web_fetch" => text("url").map(|url| format!("web_fetch {url}")),
         "write" => text("path").map(|path| {
             let bytes = text("content").map_or(0, |content| content.len());
             format!("write {path} ({bytes} bytes)")
@@ -106,6 +107,18 @@ pub(crate) struct Approvals {
     never: Arc<Mutex<HashSet<String>>>,
     /// Allow rules answered "don't ask again for this".
     remembered: Arc<Mutex<golato::policy::Rules>>,
+    /// The domains web_fetch reaches unasked (and the denied ones, which it never reaches).
+    web_domains: golato::sandbox::network::NetworkPolicy,
+}
+
+/// The host of a web_fetch call's URL, as its question and its "always" name it.
+pub(crate) fn web_host(arguments: &serde_json::Value) -> Option<String> {
+    let url = reqwest::Url::parse(arguments["url"].as_str()?).ok()?;
+    let host = url
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    Some(host.to_owned())
 }
 
 impl Approvals {
@@ -115,6 +128,7 @@ impl Approvals {
         cwd: &Path,
         writable: &[PathBuf],
         interactive: bool,
+        web_domains: golato::sandbox::network::NetworkPolicy,
     ) -> (Arc<Approvals>, Option<Questions>) {
         let (sender, receiver) = match interactive {
             true => {
@@ -139,6 +153,7 @@ impl Approvals {
             always: Arc::default(),
             never: Arc::default(),
             remembered: Arc::default(),
+            web_domains,
         };
         (Arc::new(approver), receiver)
     }
@@ -171,9 +186,36 @@ impl Approvals {
             .is_some_and(|verdict| verdict.decision == Decision::Allow)
     }
 
+    /// What "always" remembers of the call: its tool, or for web_fetch its tool and domain (a
+    /// yes to one site is no yes to every site).
+    fn always_key(ctx: &HookContext) -> String {
+        match ctx.call.name.as_str() {
+            "web_fetch" => format!("web_fetch {}", web_host(&ctx.arguments).unwrap_or_default()),
+            tool => tool.to_owned(),
+        }
+    }
+
     /// Whether the call must wait for a yes.
     fn needs_asking(&self, ctx: &HookContext) -> bool {
         let tool = ctx.call.name.as_str();
+        // A domain the allowed domains do not list is asked about whatever the mode: a page
+        // read is what a prompt injection would exfiltrate through.
+        if tool == "web_fetch" {
+            let listed = web_host(&ctx.arguments).is_some_and(|host| {
+                let port = reqwest::Url::parse(ctx.arguments["url"].as_str().unwrap_or_default())
+                    .ok()
+                    .and_then(|url| url.port_or_known_default())
+                    .unwrap_or(443);
+                self.web_domains.judge_host(&host, port).is_ok()
+            });
+            return !listed
+                && !self
+                    .always
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .contains(&Self::always_key(ctx))
+                && !self.remembered(ctx);
+        }
         if !matches!(tool, "bash" | "write" | "edit") {
             return false;
         }
@@ -214,7 +256,14 @@ impl golato::policy::Approver for Approvals {
             .always
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(&tool);
+            .contains(&Self::always_key(&ctx));
+        let web_host = (tool == "web_fetch").then(|| web_host(&ctx.arguments).unwrap_or_default());
+        let why = match &web_host {
+            Some(host) if why == "the approval mode" => {
+                format!("{host} is a new domain: not among the allowed domains")
+            }
+            _ => why,
+        };
         if always_yes || self.remembered(&ctx) {
             return Box::pin(async { Ok(Approval::Allow) });
         }
@@ -233,6 +282,12 @@ impl golato::policy::Approver for Approvals {
             });
         }
         let Some(questions) = &self.questions else {
+            if let Some(host) = web_host {
+                let reason = format!(
+                    "This web_fetch call was not run: {host} is not among the allowed domains and nobody can answer here. The person can allow it with --allow-domain {host}, or a rule web_fetch({host})."
+                );
+                return Box::pin(async move { Err(reason) });
+            }
             let reason = format!(
                 "This {tool} call was not run: it needs approval ({why}; --approve {}) and no terminal can answer (standard input is not a terminal, or --json). Allow it with --allow RULE or --approve never, or run golato on a terminal.",
                 self.mode()
@@ -253,6 +308,7 @@ impl golato::policy::Approver for Approvals {
         let remembered = Arc::clone(&self.remembered);
         let cwd = self.cwd.clone();
         let always = Arc::clone(&self.always);
+        let always_key = Self::always_key(&ctx);
         let never = Arc::clone(&self.never);
         Box::pin(async move {
             if asked.is_err() {
@@ -273,7 +329,7 @@ impl golato::policy::Approver for Approvals {
                     always
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .insert(tool);
+                        .insert(always_key);
                     Approval::Allow
                 }
                 Reply::Remember(rule) => {

@@ -110,8 +110,27 @@ pub(crate) fn offer(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Op
     match tool {
         "bash" => command_steps(arguments["command"].as_str()?.trim()),
         "edit" | "write" => path_steps(arguments["path"].as_str()?, cwd),
+        "web_fetch" => domain_steps(&crate::setup::approve::web_host(arguments)?),
         _ => None,
     }
+}
+
+/// `web_fetch(docs.rs)`, then the domain's parent (`web_fetch(*.github.com)` for
+/// `api.github.com`): a domain is the same in every project.
+fn domain_steps(host: &str) -> Option<Offer> {
+    let everywhere = |rule: String| Scoped {
+        project: rule.clone(),
+        user: Some(rule),
+    };
+    let mut steps = vec![everywhere(format!("web_fetch({host})"))];
+    let labels: Vec<&str> = host.split('.').collect();
+    if labels.len() >= 3 && host.parse::<std::net::IpAddr>().is_err() {
+        steps.push(everywhere(format!(
+            "web_fetch(*.{})",
+            labels[1..].join(".")
+        )));
+    }
+    Some(Offer { steps, at: 0 })
 }
 
 fn command_steps(command: &str) -> Option<Offer> {
