@@ -78,6 +78,49 @@ pub struct Model {
     /// A JSON Schema the final answer must satisfy, asked of the provider in its own terms
     /// (set by `Agent::new` from `agent::Config::output_schema`, which also validates it).
     pub output_schema: Option<Arc<serde_json::Value>>,
+    /// The provider's own web search, offered to the model beside the tools (Anthropic's
+    /// `web_search` server tool, the Responses API's `web_search`); `None` (the default): not
+    /// offered. What it searched and cites comes back in
+    /// [`AssistantMessage::web_search`](crate::message::AssistantMessage::web_search).
+    /// OpenAI's Chat Completions has none; its client sends nothing for it.
+    pub web_search: Option<WebSearchTool>,
+}
+
+/// The provider's web search as a model is offered it.
+///
+/// ```
+/// use golato::generator::{Model, WebSearchTool};
+///
+/// let model = Model::new("claude-sonnet-4-5")
+///     .with_web_search(WebSearchTool::default().with_allowed_domains(["docs.rs"]));
+/// assert_eq!(model.web_search.unwrap().allowed_domains, ["docs.rs"]);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WebSearchTool {
+    /// Only these domains are searched (and their subdomains); all when empty.
+    pub allowed_domains: Vec<String>,
+    /// The most searches in one answer, where the provider takes a limit (Anthropic).
+    pub max_uses: Option<u32>,
+}
+
+impl WebSearchTool {
+    /// The same, searching only `domains`.
+    #[must_use]
+    pub fn with_allowed_domains(
+        mut self,
+        domains: impl IntoIterator<Item = impl Into<String>>,
+    ) -> WebSearchTool {
+        self.allowed_domains = domains.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The same, with at most `uses` searches per answer.
+    #[must_use]
+    pub fn with_max_uses(mut self, uses: u32) -> WebSearchTool {
+        self.max_uses = Some(uses);
+        self
+    }
 }
 
 /// Whether the model may, must or must not call tools.
@@ -108,6 +151,7 @@ impl Model {
             prompt_cache: PromptCache::default(),
             price: None,
             output_schema: None,
+            web_search: None,
         }
         .priced()
     }
@@ -127,6 +171,12 @@ impl Model {
     /// Sets how requests ask for prompt caching (on by default).
     pub fn with_prompt_cache(mut self, cache: PromptCache) -> Self {
         self.prompt_cache = cache;
+        self
+    }
+
+    /// Offers the provider's own web search ([`Model::web_search`]).
+    pub fn with_web_search(mut self, search: WebSearchTool) -> Self {
+        self.web_search = Some(search);
         self
     }
 

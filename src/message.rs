@@ -250,6 +250,64 @@ pub struct AssistantMessage {
     /// The provider's error text when `stop_reason` is [`StopReason::Error`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// What the provider's own web search did for this answer (the queries it ran, the
+    /// pages the answer cites), when the model was given it
+    /// ([`Model::web_search`](crate::generator::Model::web_search)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_search: Option<WebSearch>,
+}
+
+/// What a provider's web search did for an answer: kept with the message (in sessions and
+/// `--json` events), never sent back to a model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct WebSearch {
+    /// The queries it ran, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<String>,
+    /// The pages the answer cites, each once, in the order first cited.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub citations: Vec<Citation>,
+}
+
+impl WebSearch {
+    /// Whether it holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.queries.is_empty() && self.citations.is_empty()
+    }
+
+    /// Adds `citation` unless its page is cited already.
+    pub fn cite(&mut self, citation: Citation) {
+        if !citation.url.is_empty() && !self.citations.iter().any(|known| known.url == citation.url)
+        {
+            self.citations.push(citation);
+        }
+    }
+}
+
+/// A page an answer cites.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Citation {
+    /// Where the page is.
+    pub url: String,
+    /// Its title, when the provider gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The words cited, when the provider gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cited_text: Option<String>,
+}
+
+impl Citation {
+    /// A citation of `url`, with its `title` when known.
+    pub fn new(url: impl Into<String>, title: Option<String>) -> Citation {
+        Citation {
+            url: url.into(),
+            title,
+            cited_text: None,
+        }
+    }
 }
 
 impl AssistantMessage {

@@ -10,4 +10,5 @@ pub(crate) mod plan;
 pub(crate) mod preview;
 pub(crate) mod report;
 pub(crate) mod shown;
+pub(crate) mod sources;
 pub(crate) mod wrap;

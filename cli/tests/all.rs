@@ -52,4 +52,5 @@ mod suite {
     mod trust;
     mod undo;
     mod web_fetch;
+    mod web_search;
 }

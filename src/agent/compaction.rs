@@ -531,6 +531,8 @@ pub(crate) async fn summarize(
         tool_choice: ToolChoice::Auto,
         parallel_tool_calls: None,
         output_schema: None,
+        // A summary is of the transcript, never of a search.
+        web_search: None,
         ..model
     };
     let request = Request {

@@ -14,6 +14,8 @@ enum Block {
     Thinking,
     /// A tool call: its position among the message's calls.
     ToolUse(usize),
+    /// A call of one of the provider's own tools (its web search): its input as it streams.
+    ServerToolUse(usize),
     Other,
 }
 
@@ -30,6 +32,8 @@ pub(crate) struct MessagesStreamDecoder {
     blocks: Vec<(u64, Block)>,
     stop_reason: Option<String>,
     done: bool,
+    /// The inputs of the provider's own tool calls (web searches), as they streamed.
+    server_inputs: Vec<String>,
 }
 
 impl MessagesStreamDecoder {
@@ -123,9 +127,26 @@ impl MessagesStreamDecoder {
                     self.parts.text.push_str(text);
                     deltas.push(Delta::Text(text.to_owned()));
                 }
+                for citation in block
+                    .and_then(|b| b.get("citations"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    self.cite(citation);
+                }
                 Block::Text
             }
             "thinking" => Block::Thinking,
+            "server_tool_use" => {
+                let input = block
+                    .and_then(|b| b.get("input"))
+                    .filter(|input| input.as_object().is_some_and(|map| !map.is_empty()))
+                    .map(Value::to_string)
+                    .unwrap_or_default();
+                self.server_inputs.push(input);
+                Block::ServerToolUse(self.server_inputs.len() - 1)
+            }
             "tool_use" => {
                 let field = |key: &str| {
                     block
@@ -186,6 +207,19 @@ impl MessagesStreamDecoder {
                 self.parts.reasoning.push_str(&thinking);
                 vec![Delta::Reasoning(thinking)]
             }
+            ("citations_delta", _) => {
+                if let Some(citation) = delta.get("citation") {
+                    self.cite(citation);
+                }
+                Vec::new()
+            }
+            ("input_json_delta", Some(Block::ServerToolUse(at))) => {
+                let at = *at;
+                if let Some(input) = self.server_inputs.get_mut(at) {
+                    input.push_str(&text_of("partial_json"));
+                }
+                Vec::new()
+            }
             ("input_json_delta", Some(Block::ToolUse(call))) => {
                 let call = *call;
                 let fragment = text_of("partial_json");
@@ -203,6 +237,16 @@ impl MessagesStreamDecoder {
         }
     }
 
+    /// Keeps a text block's citation of a web search's page.
+    fn cite(&mut self, citation: &Value) {
+        let text = |key: &str| citation.get(key).and_then(Value::as_str).map(str::to_owned);
+        if let Some(url) = text("url") {
+            let mut cited = crate::message::Citation::new(url, text("title"));
+            cited.cited_text = text("cited_text");
+            self.parts.web_search.cite(cited);
+        }
+    }
+
     /// Whether `message_stop` was seen.
     pub(crate) fn is_done(&self) -> bool {
         self.done
@@ -214,7 +258,20 @@ impl MessagesStreamDecoder {
     }
 
     /// The assembled message.
-    pub(crate) fn finish(self) -> AssistantMessage {
+    pub(crate) fn finish(mut self) -> AssistantMessage {
+        for input in std::mem::take(&mut self.server_inputs) {
+            let query = serde_json::from_str::<Value>(&input)
+                .ok()
+                .and_then(|input| {
+                    input
+                        .get("query")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                });
+            if let Some(query) = query {
+                self.parts.web_search.queries.push(query);
+            }
+        }
         let has_calls = !self.parts.calls.is_empty();
         let (stop_reason, error_message) = match self.stop_reason.as_deref() {
             Some("tool_use") => (StopReason::ToolCalls, None),
@@ -392,12 +449,25 @@ pub(crate) fn request_body(request: &super::Request) -> Value {
         (None, Some(format)) => body["system"] = format.into(),
         (None, None) => {}
     }
+    if let Some(search) = &request.model.web_search {
+        let mut tool = serde_json::json!({"type": "web_search_20250305", "name": "web_search"});
+        if !search.allowed_domains.is_empty() {
+            tool["allowed_domains"] = search.allowed_domains.clone().into();
+        }
+        if let Some(uses) = search.max_uses {
+            tool["max_uses"] = uses.into();
+        }
+        body["tools"] = serde_json::json!([tool]);
+    }
     if !request.tools.is_empty() {
-        body["tools"] = request
+        let tools = request
             .tools
             .iter()
-            .map(|tool| serde_json::json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters}))
-            .collect();
+            .map(|tool| serde_json::json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters}));
+        match body["tools"].as_array_mut() {
+            Some(offered) => offered.extend(tools),
+            None => body["tools"] = tools.collect(),
+        }
         let mut choice = match &request.model.tool_choice {
             ToolChoice::Auto => serde_json::json!({"type": "auto"}),
             ToolChoice::None => serde_json::json!({"type": "none"}),

@@ -1,6 +1,6 @@
 //! The parts of an assistant message that a wire decoder gathers, and the message they make.
 
-use crate::message::{AssistantMessage, Content, StopReason, ToolCall, Usage};
+use crate::message::{AssistantMessage, Content, StopReason, ToolCall, Usage, WebSearch};
 
 /// What a decoder has gathered so far.
 #[derive(Debug, Default)]
@@ -10,6 +10,8 @@ pub(crate) struct Assembly {
     pub(crate) calls: Vec<ToolCall>,
     pub(crate) usage: Usage,
     pub(crate) model: Option<String>,
+    /// What the provider's own web search did, when it ran.
+    pub(crate) web_search: WebSearch,
 }
 
 impl Assembly {
@@ -42,6 +44,7 @@ impl Assembly {
             usage: self.usage,
             model: self.model,
             error_message,
+            web_search: (!self.web_search.is_empty()).then_some(self.web_search),
         }
     }
 }

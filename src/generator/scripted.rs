@@ -231,6 +231,7 @@ impl ScriptEntry {
             usage: self.usage,
             model: self.model,
             error_message: self.error_message,
+            web_search: None,
         }
     }
 }

@@ -451,3 +451,84 @@ fn responses_incomplete_refused_and_failed_streams() {
         .decode("{not json")
         .is_err());
 }
+
+/// Real recordings of the providers' own web search (vercel/ai's fixtures): the queries run
+/// and the pages cited come back with the answer, each page once.
+#[test]
+fn web_search_queries_and_citations_are_kept() {
+    let claude = anthropic("anthropic/web-search.jsonl");
+    let searched = claude.web_search.clone().unwrap();
+    assert_eq!(searched.queries, ["tech news today September 26 2025"]);
+    assert!(searched.citations.iter().any(|citation| citation.url
+        == "https://9to5mac.com/2025/09/22/ios-26-1-beta-1/"
+        && citation.title.as_deref()
+            == Some("Apple releases first iOS 26.1 developer beta for iPhone - 9to5Mac")));
+    let urls: Vec<&str> = searched.citations.iter().map(|c| c.url.as_str()).collect();
+    let mut unique = urls.clone();
+    unique.dedup();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(urls.len(), unique.len(), "each page once: {urls:?}");
+    assert!(claude
+        .text()
+        .contains("Apple's significant retail milestone"));
+    assert!(
+        claude.tool_calls.is_empty(),
+        "a server tool is no call of ours"
+    );
+    let openai = responses("openai-responses/web-search.jsonl");
+    let searched = openai.web_search.clone().unwrap();
+    assert_eq!(
+        searched.queries,
+        [
+            "tech news today December 5 2025",
+            "site:theverge.com \"December 5, 2025\" \"technology\""
+        ]
+    );
+    assert!(searched
+        .citations
+        .iter()
+        .any(|citation| citation.title.as_deref()
+            == Some("AI coding startup Vercel raises $300 million, valued at $9.3 billion")));
+    assert!(openai.tool_calls.is_empty());
+    // Kept in the session as the message is: it reads back the same.
+    let saved = serde_json::to_string(&claude).unwrap();
+    let read: AssistantMessage = serde_json::from_str(&saved).unwrap();
+    assert_eq!(read.web_search, claude.web_search);
+}
+
+/// The request offers the provider's own search beside the tools, with its domains; Chat
+/// Completions, which has none, sends nothing for it.
+#[test]
+fn web_search_is_offered_in_each_providers_terms() {
+    use crate::generator::{Model, Request, WebSearchTool};
+    let request = Request {
+        model: Model::new("m").with_web_search(
+            WebSearchTool::default()
+                .with_allowed_domains(["docs.rs"])
+                .with_max_uses(3),
+        ),
+        system_prompt: None,
+        messages: std::sync::Arc::new(Vec::new()),
+        tools: std::sync::Arc::from(vec![crate::tool::ToolDefinition {
+            name: "read".into(),
+            description: "read".into(),
+            parameters: json!({"type": "object"}),
+        }]),
+        compacted_turns: 0,
+    };
+    let claude = crate::generator::anthropic::request_body(&request);
+    assert_eq!(
+        claude["tools"][0],
+        json!({"type": "web_search_20250305", "name": "web_search", "allowed_domains": ["docs.rs"], "max_uses": 3})
+    );
+    assert_eq!(claude["tools"][1]["name"], "read");
+    let openai = crate::generator::openai::responses::request_body(&request);
+    assert_eq!(
+        openai["tools"][0],
+        json!({"type": "web_search", "filters": {"allowed_domains": ["docs.rs"]}})
+    );
+    assert_eq!(openai["tools"][1]["name"], "read");
+    let chat = crate::generator::openai::chat::request_body(&request);
+    assert_eq!(chat["tools"].as_array().map(Vec::len), Some(1));
+}

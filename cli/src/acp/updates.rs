@@ -135,6 +135,12 @@ impl Updates {
                         SessionUpdate::ToolCall(announced(call, &self.cwd, ToolCallStatus::Pending))
                     })
                     .collect();
+                if let Some(search) = &end.message.web_search {
+                    let sources = crate::view::sources::markdown(search);
+                    updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(text(
+                        sources,
+                    ))));
+                }
                 updates.extend(self.usage(&end.message.usage));
                 updates
             }

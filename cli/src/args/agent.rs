@@ -70,6 +70,11 @@ pub(crate) struct AgentArgs {
     /// thinking with a budget of 2,048, 8,192 or 24,576 tokens.
     #[arg(long, value_enum, value_name = "EFFORT", help_heading = "Model")]
     pub(crate) reasoning_effort: Option<ReasoningEffort>,
+    /// Offer the model its provider's own web search (Anthropic's, the Responses API's),
+    /// limited to the --allow-domain hosts when there are any; what it searched and cites is
+    /// shown and kept. OpenAI's Chat Completions has none.
+    #[arg(long, help_heading = "Model")]
+    pub(crate) web_search: bool,
     /// Instructions sent before the conversation: the text itself, or @FILE to read them from a
     /// file.
     #[arg(long, value_name = "TEXT|@FILE", help_heading = "Model")]

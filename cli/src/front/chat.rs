@@ -282,6 +282,11 @@ impl Chat {
                     }
                     _ => front.say(transcript::answer(&end.message, width)),
                 }
+                if let Some(search) = &end.message.web_search {
+                    for line in crate::view::sources::lines(search) {
+                        front.note(&line);
+                    }
+                }
             }
             Event::ToolExecutionStart(start) => {
                 if let Some(running) = &mut front.running {

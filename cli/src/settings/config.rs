@@ -51,6 +51,7 @@ pub(crate) struct FileSettings {
     pub(super) temperature: Option<f64>,
     pub(super) max_output_tokens: Option<u32>,
     pub(super) reasoning_effort: Option<String>,
+    pub(super) web_search: Option<bool>,
 }
 
 /// An MCP server: a command line, or a table with its arguments and environment.
@@ -721,5 +722,6 @@ pub(crate) fn entries(settings: &FileSettings) -> Vec<(&'static str, String)> {
     entry!(temperature);
     entry!(max_output_tokens);
     entry!(reasoning_effort);
+    entry!(web_search);
     entries
 }

@@ -48,6 +48,8 @@ pub(crate) struct Settings {
     pub(crate) max_output_tokens: Option<NonZeroU32>,
     /// How hard a reasoning model thinks.
     pub(crate) reasoning_effort: Option<ReasoningEffort>,
+    /// The provider's own web search, and the domains it may search (none: every domain).
+    pub(crate) web_search: Option<Vec<String>>,
     /// Instructions replacing golato's: the text, or `@FILE`.
     pub(crate) system: Option<String>,
     /// Tell the model nothing of its environment and read no AGENTS.md.
@@ -158,6 +160,9 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         temperature: args.temperature,
         max_output_tokens: args.max_output_tokens,
         reasoning_effort: args.reasoning_effort,
+        web_search: args
+            .web_search
+            .then(|| search_domains(&args.sandbox.allow_domain)),
         system: args.system,
         no_project_instructions: args.no_project_instructions,
         output_schema: args.output_schema,
@@ -188,6 +193,41 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         policy,
         text_files: None,
     })
+}
+
+/// The domains a provider's web search may search, from `--allow-domain`'s patterns: hosts
+/// (a `*.` and a port taken off, a preset's hosts), never an address.
+fn search_domains(allowed: &[String]) -> Vec<String> {
+    let mut domains: Vec<String> = Vec::new();
+    for pattern in allowed {
+        let hosts: Vec<String> = match pattern.trim().strip_prefix('@') {
+            Some(preset) => golato::sandbox::network::PRESETS
+                .iter()
+                .filter(|(name, _)| *name == preset)
+                .flat_map(|(_, hosts)| hosts.iter().map(|host| (*host).to_owned()))
+                .collect(),
+            None => {
+                let host = pattern.trim().trim_start_matches("*.");
+                let host = match host.rsplit_once(':') {
+                    Some((name, port)) if port.parse::<u16>().is_ok() && !name.contains(':') => {
+                        name
+                    }
+                    _ => host,
+                };
+                vec![host.to_owned()]
+            }
+        };
+        for host in hosts {
+            let address = host
+                .trim_matches(|c| c == '[' || c == ']')
+                .parse::<std::net::IpAddr>()
+                .is_ok();
+            if !address && !host.is_empty() && !domains.contains(&host) {
+                domains.push(host);
+            }
+        }
+    }
+    domains
 }
 
 /// `dir` made canonical (links and `.`/`..` resolved), or why it cannot be worked in.
@@ -331,6 +371,9 @@ fn fill(args: &mut AgentArgs, settings: &FileSettings, source: &str) -> Result<(
     }
     if let Some(no_compact) = settings.no_compact {
         set!(no_compact, no_compact);
+    }
+    if let Some(web_search) = settings.web_search {
+        set!(web_search, web_search);
     }
     if let Some(tokens) = settings.max_tokens {
         let value = std::num::NonZeroU64::new(tokens)
@@ -484,6 +527,7 @@ mod tests {
         ("max_turns", "3", Some("4")),
         ("context_window", "1000", Some("2000")),
         ("no_compact", "true", None),
+        ("web_search", "true", None),
         ("max_tokens", "100", Some("200")),
         ("max_cost", "1.5", Some("2.5")),
         ("mcp", "[\"server --stdio\"]", Some("other")),

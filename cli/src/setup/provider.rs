@@ -23,6 +23,11 @@ pub(crate) fn from_args(
     settings: &Settings,
 ) -> Result<(Arc<dyn Generator>, Model, Endpoint), CliError> {
     let kind = provider_kind(settings);
+    if settings.web_search.is_some() && kind == ProviderKind::Openai {
+        return Err(CliError::usage(
+            "--web-search: OpenAI's Chat Completions API (--provider openai, and the servers that speak it) has no web search of its own, and golato scrapes no search engine; use --provider openai-responses or --provider anthropic, or read pages with the web_fetch tool (--tools …,web_fetch)",
+        ));
+    }
     match kind {
         ProviderKind::Openai | ProviderKind::OpenaiResponses => {
             let base_url = settings
@@ -132,6 +137,11 @@ pub(crate) fn model_named(settings: &Settings, id: &str) -> Model {
 fn with_model_settings(settings: &Settings, mut model: Model, kind: ProviderKind) -> Model {
     use crate::args::ReasoningEffort;
     use serde_json::json;
+    // `from_args` refused it for a provider without one.
+    if let (Some(domains), false) = (&settings.web_search, kind == ProviderKind::Openai) {
+        model.web_search =
+            Some(golato::generator::WebSearchTool::default().with_allowed_domains(domains.clone()));
+    }
     model.temperature = settings.temperature;
     model.max_output_tokens = settings.max_output_tokens.map(std::num::NonZeroU32::get);
     let Some(effort) = settings.reasoning_effort else {

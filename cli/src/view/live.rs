@@ -217,6 +217,11 @@ impl Live {
         if let Some(note) = note {
             self.line(&format!("{YELLOW}({note}){YELLOW:#}"));
         }
+        if let Some(search) = &message.web_search {
+            for line in super::sources::lines(search) {
+                self.line(&format!("{DIM}{line}{DIM:#}"));
+            }
+        }
         self.stream = Streamed::Nothing;
     }
 

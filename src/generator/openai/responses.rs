@@ -82,6 +82,47 @@ impl ResponsesStreamDecoder {
                     deltas.push(delta);
                 }
             }
+            // The provider's own web search: what it searched, once the search is done.
+            "response.output_item.done" => {
+                let item = event.get("item").unwrap_or(&Value::Null);
+                if item.get("type").and_then(Value::as_str) == Some("web_search_call") {
+                    let action = item.get("action").unwrap_or(&Value::Null);
+                    let queries = action.get("query").into_iter().chain(
+                        action
+                            .get("queries")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten(),
+                    );
+                    for query in queries.filter_map(Value::as_str) {
+                        if !self
+                            .parts
+                            .web_search
+                            .queries
+                            .iter()
+                            .any(|known| known == query)
+                        {
+                            self.parts.web_search.queries.push(query.to_owned());
+                        }
+                    }
+                }
+            }
+            "response.output_text.annotation.added" => {
+                let annotation = event.get("annotation").unwrap_or(&Value::Null);
+                if annotation.get("type").and_then(Value::as_str) == Some("url_citation") {
+                    let text = |key: &str| {
+                        annotation
+                            .get(key)
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    };
+                    if let Some(url) = text("url") {
+                        self.parts
+                            .web_search
+                            .cite(crate::message::Citation::new(url, text("title")));
+                    }
+                }
+            }
             "response.function_call_arguments.delta" => {
                 if let Some(index) = self.call_of(&event) {
                     let delta = text("delta");
@@ -388,19 +429,26 @@ pub(crate) fn request_body(request: &crate::generator::Request) -> Value {
     if let Some(system) = &request.system_prompt {
         body["instructions"] = system.clone().into();
     }
+    if let Some(search) = &request.model.web_search {
+        let mut tool = json!({"type": "web_search"});
+        if !search.allowed_domains.is_empty() {
+            tool["filters"] = json!({"allowed_domains": search.allowed_domains});
+        }
+        body["tools"] = json!([tool]);
+    }
     if !request.tools.is_empty() {
-        body["tools"] = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                })
+        let tools = request.tools.iter().map(|tool| {
+            json!({
+                "type": "function",
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
             })
-            .collect();
+        });
+        match body["tools"].as_array_mut() {
+            Some(offered) => offered.extend(tools),
+            None => body["tools"] = tools.collect(),
+        }
         match &request.model.tool_choice {
             ToolChoice::Auto => {}
             ToolChoice::None => body["tool_choice"] = "none".into(),
