@@ -8,16 +8,21 @@ use super::shown::visible;
 /// The most pages listed; the rest are counted.
 const MAX_SOURCES: usize = 20;
 
+/// The queries, each quoted, in one line.
+fn queries(search: &WebSearch) -> String {
+    search
+        .queries
+        .iter()
+        .map(|query| format!("\"{}\"", visible(query)))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
 /// The lines: `searched: …` and `sources:` with one page per line.
 pub(crate) fn lines(search: &WebSearch) -> Vec<String> {
     let mut lines = Vec::new();
     if !search.queries.is_empty() {
-        let queries: Vec<String> = search
-            .queries
-            .iter()
-            .map(|query| format!("\"{}\"", visible(query)))
-            .collect();
-        lines.push(format!("searched the web: {}", queries.join(" · ")));
+        lines.push(format!("searched the web: {}", queries(search)));
     }
     if !search.citations.is_empty() {
         lines.push("sources:".to_owned());
@@ -47,12 +52,7 @@ pub(crate) fn lines(search: &WebSearch) -> Vec<String> {
 pub(crate) fn markdown(search: &WebSearch) -> String {
     let mut text = String::new();
     if !search.queries.is_empty() {
-        let queries: Vec<String> = search
-            .queries
-            .iter()
-            .map(|query| format!("\"{}\"", visible(query)))
-            .collect();
-        text.push_str(&format!("\n\n*Searched the web: {}*", queries.join(" · ")));
+        text.push_str(&format!("\n\n*Searched the web: {}*", queries(search)));
     }
     if !search.citations.is_empty() {
         text.push_str("\n\nSources:");
