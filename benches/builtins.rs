@@ -225,24 +225,6 @@ fn path_lock(c: &mut Criterion) {
     group.finish();
 }
 
-/// The sandbox's helper: the small `golato-sandbox` binary of the command line's crate, built
-/// beside this bench (`cargo bench --workspace` builds it; alone: `cargo build --release -p
-/// golato-cli --bin golato-sandbox`).
-fn sandbox_helper() -> std::path::PathBuf {
-    let bench = std::env::current_exe().unwrap();
-    let helper = bench
-        .parent()
-        .and_then(|deps| deps.parent())
-        .unwrap()
-        .join("golato-sandbox");
-    assert!(
-        helper.is_file(),
-        "{} is missing: cargo build --release -p golato-cli --bin golato-sandbox",
-        helper.display()
-    );
-    helper
-}
-
 /// The sandbox's price: a bash call that does nothing (`true`) and a small write, unconfined
 /// and under each policy (the helper is the small `golato-sandbox` binary, as the command line
 /// uses it).
@@ -261,7 +243,7 @@ fn sandbox(c: &mut Criterion) {
         let name = policy.mode.name();
         let tools = builtin::new(builtin::Config {
             working_directory: dir.path().into(),
-            sandbox: policy.with_helper(sandbox_helper()),
+            sandbox: policy.with_helper(support::sandbox_helper()),
             ..Default::default()
         })
         .unwrap();

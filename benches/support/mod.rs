@@ -106,3 +106,21 @@ pub fn peak_rss_mib() -> f64 {
         })
         .map_or(0.0, |kib| kib / 1024.0)
 }
+
+/// The sandbox's helper: the small `golato-sandbox` binary of the command line's crate, built
+/// beside this bench (`cargo bench --workspace` builds it; alone: `cargo build --release -p
+/// golato-cli --bin golato-sandbox`).
+pub fn sandbox_helper() -> std::path::PathBuf {
+    let bench = std::env::current_exe().unwrap();
+    let helper = bench
+        .parent()
+        .and_then(|deps| deps.parent())
+        .unwrap()
+        .join("golato-sandbox");
+    assert!(
+        helper.is_file(),
+        "{} is missing: cargo build --release -p golato-cli --bin golato-sandbox",
+        helper.display()
+    );
+    helper
+}
