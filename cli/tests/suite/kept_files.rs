@@ -477,3 +477,56 @@ fn a_projects_agents_are_listed_and_run_by_name_with_their_instructions_tools_an
     assert_eq!(tools, ["read"]);
     assert_eq!(child["model"], "small-model");
 }
+
+/// The README's command and agent files, copied into a project as they stand there, work as
+/// the README says.
+#[test]
+fn the_readmes_command_and_agent_examples_work_as_written() {
+    let readme = std::fs::read_to_string(support::repository().join("README.md")).unwrap();
+    let project = claude_project();
+    let mut written = Vec::new();
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        let Some(path) = line.strip_prefix("```markdown file=") else {
+            continue;
+        };
+        let body: Vec<&str> = lines.by_ref().take_while(|line| *line != "```").collect();
+        write(&project.ws.join(path), &format!("{}\n", body.join("\n")));
+        written.push(path.to_owned());
+    }
+    assert_eq!(
+        written,
+        [".claude/commands/review.md", ".claude/agents/reviewer.md"]
+    );
+    write(&project.ws.join("CONTRIBUTING.md"), "Every change comes with a test.\n");
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(&project.ws)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    std::fs::remove_dir_all(project.ws.join(".git")).unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "notes.md"]);
+    git(&["commit", "-qm", "one"]);
+    write(&project.ws.join("calc.py"), "print(1)\n");
+    git(&["add", "calc.py"]);
+    git(&["commit", "-qm", "two"]);
+    let (_runtime, url, server) = FakeProvider::start_blocking(Script::Repeat(Reply::ok(
+        support::fixture("openai-chat/text-stop.sse"),
+        1,
+    )));
+    let output = run(&project, &url, "/review 42 tests", true);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let (prompt, tools, _) = sent(&server).pop().unwrap();
+    assert!(prompt.contains("Review pull request #42, looking hardest at tests."), "{prompt}");
+    assert!(prompt.contains("calc.py | 1 +"), "{prompt}");
+    assert!(prompt.contains("Every change comes with a test."), "{prompt}");
+    assert_eq!(tools, ["read", "bash"]);
+    let agents = project.golato().args(["agents", "--trust"]).output().unwrap();
+    let listed = String::from_utf8_lossy(&agents.stdout);
+    assert!(listed.contains("reviewer  ") && listed.contains("tools: read, grep"), "{listed}");
+}
