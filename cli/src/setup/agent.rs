@@ -157,9 +157,18 @@ pub(crate) async fn build_agent_keeping(
     settings
         .policy
         .rules
-        .check_tools(tools.iter().map(|tool| tool.name()).chain(
-            crate::setup::subagents::wanted(settings).then_some(golato::subagent::TOOL_NAME),
-        ))
+        // A rule about a built-in that is off this run (web_fetch, grep…) is no mistake: it
+        // holds whenever the tool is on.
+        .check_tools(
+            tools
+                .iter()
+                .map(|tool| tool.name())
+                .chain(builtin::OPTIONAL_TOOL_NAMES)
+                .chain(
+                    crate::setup::subagents::wanted(settings)
+                        .then_some(golato::subagent::TOOL_NAME),
+                ),
+        )
         .map_err(|error| CliError::usage(error.to_string()))?;
     let header = Header {
         provider,

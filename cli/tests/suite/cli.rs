@@ -57,7 +57,7 @@ fn an_error_result_exits_1() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         printed(&output)["content"],
-        json!([{"type": "text", "text": "Tool \"nope\" not found. Available tools: read, bash, edit, write, grep, find, ls, update_plan."}])
+        json!([{"type": "text", "text": "Tool \"nope\" not found. Available tools: read, bash, edit, write, grep, find, ls, update_plan, web_fetch."}])
     );
 }
 

@@ -498,10 +498,20 @@ fn the_readmes_command_and_agent_examples_work_as_written() {
         written,
         [".claude/commands/review.md", ".claude/agents/reviewer.md"]
     );
-    write(&project.ws.join("CONTRIBUTING.md"), "Every change comes with a test.\n");
+    write(
+        &project.ws.join("CONTRIBUTING.md"),
+        "Every change comes with a test.\n",
+    );
     let git = |args: &[&str]| {
         let status = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"])
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
             .args(args)
             .current_dir(&project.ws)
             .status()
@@ -522,11 +532,24 @@ fn the_readmes_command_and_agent_examples_work_as_written() {
     let output = run(&project, &url, "/review 42 tests", true);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let (prompt, tools, _) = sent(&server).pop().unwrap();
-    assert!(prompt.contains("Review pull request #42, looking hardest at tests."), "{prompt}");
+    assert!(
+        prompt.contains("Review pull request #42, looking hardest at tests."),
+        "{prompt}"
+    );
     assert!(prompt.contains("calc.py | 1 +"), "{prompt}");
-    assert!(prompt.contains("Every change comes with a test."), "{prompt}");
+    assert!(
+        prompt.contains("Every change comes with a test."),
+        "{prompt}"
+    );
     assert_eq!(tools, ["read", "bash"]);
-    let agents = project.golato().args(["agents", "--trust"]).output().unwrap();
+    let agents = project
+        .golato()
+        .args(["agents", "--trust"])
+        .output()
+        .unwrap();
     let listed = String::from_utf8_lossy(&agents.stdout);
-    assert!(listed.contains("reviewer  ") && listed.contains("tools: read, grep"), "{listed}");
+    assert!(
+        listed.contains("reviewer  ") && listed.contains("tools: read, grep"),
+        "{listed}"
+    );
 }

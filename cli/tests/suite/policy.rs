@@ -746,7 +746,7 @@ fn claude_codes_settings_files_bring_their_rules_and_hooks() {
         r#"{
   "permissions": {
     "allow": ["Bash"],
-    "deny": ["Bash(touch denied:*)", "WebFetch(domain:example.com)"]
+    "deny": ["Bash(touch denied:*)", "WebFetch(domain:example.com)", "WebSearch"]
   },
   "hooks": {
     "SessionStart": [{"hooks": [{"type": "command", "command": "touch hooked"}]}],
@@ -810,8 +810,10 @@ fn claude_codes_settings_files_bring_their_rules_and_hooks() {
         stderr.contains("allow bash, hook SessionStart touch hooked"),
         "{stderr}"
     );
+    // WebFetch is golato's web_fetch, a rule of its own even when the tool is off this run.
+    assert!(!stderr.contains("WebFetch"), "{stderr}");
     assert!(
-        stderr.contains("WebFetch(domain:example.com) (golato has no WebFetch tool)"),
+        stderr.contains("WebSearch (golato has no WebSearch tool)"),
         "{stderr}"
     );
     assert!(stderr.contains("the SubagentStop hooks"), "{stderr}");
