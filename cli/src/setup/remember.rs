@@ -316,6 +316,38 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A page's domain, then its parent; the same rule in every project, and none for a URL
+    /// with no host.
+    #[test]
+    fn a_web_fetch_offers_its_domain_then_the_domains_parent() {
+        let offer = |url: &str| {
+            offer("web_fetch", &json!({ "url": url }), Path::new("/work")).map(|offer| {
+                offer
+                    .steps
+                    .into_iter()
+                    .map(|step| (step.project, step.user))
+                    .collect::<Vec<_>>()
+            })
+        };
+        let scoped = |rule: &str| (rule.to_owned(), Some(rule.to_owned()));
+        assert_eq!(
+            offer("https://api.github.com/repos/x").unwrap(),
+            [
+                scoped("web_fetch(api.github.com)"),
+                scoped("web_fetch(*.github.com)")
+            ]
+        );
+        assert_eq!(
+            offer("https://docs.rs/tokio").unwrap(),
+            [scoped("web_fetch(docs.rs)")]
+        );
+        assert_eq!(
+            offer("http://10.0.0.1:8080/").unwrap(),
+            [scoped("web_fetch(10.0.0.1)")]
+        );
+        assert!(offer("not a url").is_none());
+    }
+
     /// The first rule offered, for the project's file and for the user's, and the widest.
     fn offered(tool: &str, key: &str, value: &str) -> Option<(String, Option<String>, String)> {
         let offer = offer(tool, &json!({ key: value }), Path::new("/work"))?;
