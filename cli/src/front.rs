@@ -198,6 +198,8 @@ pub(crate) struct Front {
     filling: Option<(crate::conversation::expansion::Filling, String)>,
     /// The commands and skills the `/` list offers beside golato's own: name, what it does.
     kept: Vec<(String, String)>,
+    /// What `--approve auto`'s reviewer decided, as it decides.
+    reviews: Option<tokio::sync::mpsc::UnboundedReceiver<crate::setup::reviewer::Review>>,
     /// Whether the folder is trusted: a project's allow rules apply only then, so only then
     /// is one offered to be written there.
     project_trusted: bool,
@@ -421,6 +423,7 @@ impl Front {
             shell: None,
             filling: None,
             kept: Vec::new(),
+            reviews: None,
             enter_pending: None,
             project_trusted: false,
         }
@@ -552,6 +555,11 @@ pub(crate) async fn open(
     chat.show_modes(&mut front, None);
     front.project_trusted = chat.conversation.settings.trusted;
     front.kept = commands::kept(&chat.conversation.offered);
+    if let Some(reviewer) = chat.conversation.approver.reviewer() {
+        let (told, reviews) = tokio::sync::mpsc::unbounded_channel();
+        reviewer.tell(crate::setup::reviewer::Told::Channel(told));
+        front.reviews = Some(reviews);
+    }
     let mut terminal_events = ratatui::crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     // At most one frame per FRAME: sixteen calls streaming at once would otherwise redraw the
@@ -605,6 +613,9 @@ pub(crate) async fn open(
                 question::ask(&mut front, question);
             }
             result = shell::Shell::finished(&mut front.shell) => chat.shell_ended(&mut front, result),
+            Some(review) = next_review(&mut front.reviews) => {
+                front.note(&crate::setup::reviewer::line(&review));
+            }
             filled = crate::conversation::expansion::Filling::finished_with(&mut front.filling) => {
                 chat.send_filled(&mut front, filled).await;
             }
@@ -694,6 +705,15 @@ async fn act(front: &mut Front, chat: &mut Chat, action: Option<Action>) -> bool
 async fn enter_settles(pressed: Option<Instant>) {
     match pressed {
         Some(pressed) => tokio::time::sleep_until((pressed + PASTE_GAP).into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn next_review(
+    reviews: &mut Option<tokio::sync::mpsc::UnboundedReceiver<crate::setup::reviewer::Review>>,
+) -> Option<crate::setup::reviewer::Review> {
+    match reviews {
+        Some(reviews) => reviews.recv().await,
         None => std::future::pending().await,
     }
 }

@@ -14,6 +14,8 @@ pub(crate) mod plan_mode;
 pub(crate) mod prompt;
 pub(crate) mod provider;
 pub(crate) mod remember;
+pub(crate) mod reviewer;
+pub(crate) mod reviewer_source;
 pub(crate) mod session_hooks;
 pub(crate) mod skills;
 pub(crate) mod subagents;

@@ -41,6 +41,7 @@ mod suite {
     mod network;
     mod policy;
     mod providers;
+    mod reviewer;
     mod run;
     mod sandbox;
     mod sandbox_surroundings;

@@ -120,6 +120,7 @@ async fn drive(
     if let Some(durable) = &state.durable {
         return super::durable::drive(durable, state, session, prompt, cancel, cx).await;
     }
+    session.conversation.approver.heard(&prompt.text());
     // `/NAME ARGS` of a command file or skill: filled first, its calls asked about as any.
     let expanded = match session.conversation.prepare(&prompt.text()) {
         Some(Ok(pending)) => Some(fill(state, session, pending, cancel, cx).await?),

@@ -75,6 +75,27 @@ pub(crate) struct AgentArgs {
     /// shown and kept. OpenAI's Chat Completions has none.
     #[arg(long, help_heading = "Model")]
     pub(crate) web_search: bool,
+    /// The model that reviews calls under --approve auto [default: a small model of the
+    /// session's provider; the session's own with --base-url].
+    #[arg(long, value_name = "ID", help_heading = "Safety")]
+    pub(crate) reviewer_model: Option<String>,
+    /// The reviewer's API [default: the session's].
+    #[arg(long, value_enum, value_name = "API", help_heading = "Safety")]
+    pub(crate) reviewer_provider: Option<ProviderKind>,
+    /// The reviewer's server [default: the session's].
+    #[arg(long, value_name = "URL", help_heading = "Safety")]
+    pub(crate) reviewer_base_url: Option<String>,
+    /// How long one review may take before the person decides (or the call is refused).
+    #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = crate::args::values::positive_seconds, help_heading = "Safety")]
+    pub(crate) reviewer_timeout: std::time::Duration,
+    /// The reviewer's budget for the session, in tokens; past it the person decides.
+    #[arg(
+        long,
+        value_name = "TOKENS",
+        default_value = "500000",
+        help_heading = "Safety"
+    )]
+    pub(crate) reviewer_max_tokens: u64,
     /// Instructions sent before the conversation: the text itself, or @FILE to read them from a
     /// file.
     #[arg(long, value_name = "TEXT|@FILE", help_heading = "Model")]
@@ -340,6 +361,9 @@ pub(crate) enum Approve {
     Edits,
     /// Nothing asks.
     Never,
+    /// A reviewer model decides what would ask (`--reviewer-model`): allowed, refused with
+    /// its reason, or asked of the person; the person decides whatever it cannot.
+    Auto,
 }
 
 impl Approve {
@@ -348,6 +372,7 @@ impl Approve {
             Approve::Ask => "ask",
             Approve::Edits => "edits",
             Approve::Never => "never",
+            Approve::Auto => "auto",
         }
     }
 

@@ -153,6 +153,14 @@ async fn start(
         interactive,
     };
     let mut conversation = Conversation::begin(settings, opening).await?;
+    // The reviewer of --approve auto: told in --json's lines, and the person's intent is
+    // what they typed (a command's filled text holds command output, never intent).
+    if let (Some(reviewer), true) = (conversation.approver.reviewer(), args.view.json) {
+        reviewer.tell(crate::setup::reviewer::Told::Json);
+    }
+    if let Some(prompt) = &prompt {
+        conversation.approver.heard(&prompt.text());
+    }
     // `/NAME ARGS` of a command file or skill, `$NAME` of a skill: filled before it is sent.
     let mut expanded = None;
     let prompt = match prompt {

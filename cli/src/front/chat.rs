@@ -192,6 +192,7 @@ impl Chat {
         expanded: Option<&crate::conversation::expansion::Expanded>,
     ) {
         let width = front.width();
+        self.conversation.approver.heard(text);
         let prompt = match self.conversation.submitted(prompt).await {
             Ok(prompt) => prompt,
             Err(error) => {

@@ -50,6 +50,8 @@ pub(crate) struct Settings {
     pub(crate) reasoning_effort: Option<ReasoningEffort>,
     /// The provider's own web search, and the domains it may search (none: every domain).
     pub(crate) web_search: Option<Vec<String>>,
+    /// Who reviews calls under `--approve auto`.
+    pub(crate) reviewer: ReviewerSettings,
     /// Instructions replacing golato's: the text, or `@FILE`.
     pub(crate) system: Option<String>,
     /// Tell the model nothing of its environment and read no AGENTS.md.
@@ -163,6 +165,13 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         web_search: args
             .web_search
             .then(|| search_domains(&args.sandbox.allow_domain)),
+        reviewer: ReviewerSettings {
+            model: args.reviewer_model,
+            provider: args.reviewer_provider,
+            base_url: args.reviewer_base_url,
+            timeout: args.reviewer_timeout,
+            max_tokens: args.reviewer_max_tokens,
+        },
         system: args.system,
         no_project_instructions: args.no_project_instructions,
         output_schema: args.output_schema,
@@ -193,6 +202,17 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         policy,
         text_files: None,
     })
+}
+
+/// Who reviews calls under `--approve auto`: flags only (a project's file cannot choose the
+/// model that decides what its own calls may do).
+#[derive(Debug, Clone)]
+pub(crate) struct ReviewerSettings {
+    pub(crate) model: Option<String>,
+    pub(crate) provider: Option<crate::args::ProviderKind>,
+    pub(crate) base_url: Option<String>,
+    pub(crate) timeout: std::time::Duration,
+    pub(crate) max_tokens: u64,
 }
 
 /// The domains a provider's web search may search, from `--allow-domain`'s patterns: hosts

@@ -153,7 +153,15 @@ pub(crate) async fn build_agent_keeping(
         &settings.sandbox.writable_roots,
         interactive,
         settings.sandbox.domains.clone().unwrap_or_default(),
+        sandboxed,
     );
+    // `--approve auto` needs its reviewer; a person at a terminal may switch to it later
+    // (Shift-Tab), so one is made there too when it can be.
+    match crate::setup::reviewer_source::reviewer(settings) {
+        Ok(reviewer) => approver.set_reviewer(Arc::new(reviewer)),
+        Err(error) if approve == Approve::Auto => return Err(error),
+        Err(_) => {}
+    }
     settings
         .policy
         .rules

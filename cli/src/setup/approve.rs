@@ -109,6 +109,13 @@ pub(crate) struct Approvals {
     remembered: Arc<Mutex<golato::policy::Rules>>,
     /// The domains web_fetch reaches unasked (and the denied ones, which it never reaches).
     web_domains: golato::sandbox::network::NetworkPolicy,
+    /// Whether the sandbox confines commands (`--approve auto` then reviews only what reaches
+    /// past it).
+    sandboxed: bool,
+    /// Who decides first under `--approve auto`.
+    reviewer: std::sync::OnceLock<Arc<crate::setup::reviewer::Reviewer>>,
+    /// This, for a question asked after a review (the review is awaited first).
+    me: std::sync::Weak<Approvals>,
 }
 
 /// The host of a web_fetch call's URL, as its question and its "always" name it.
@@ -129,6 +136,7 @@ impl Approvals {
         writable: &[PathBuf],
         interactive: bool,
         web_domains: golato::sandbox::network::NetworkPolicy,
+        sandboxed: bool,
     ) -> (Arc<Approvals>, Option<Questions>) {
         let (sender, receiver) = match interactive {
             true => {
@@ -145,7 +153,7 @@ impl Approvals {
                     .map(|root| golato::sandbox::resolve(&cwd, root)),
             )
             .collect();
-        let approver = Approvals {
+        let approver = Arc::new_cyclic(|me| Approvals {
             mode: Mutex::new(mode),
             roots,
             cwd,
@@ -154,8 +162,28 @@ impl Approvals {
             never: Arc::default(),
             remembered: Arc::default(),
             web_domains,
-        };
-        (Arc::new(approver), receiver)
+            sandboxed,
+            reviewer: std::sync::OnceLock::new(),
+            me: me.clone(),
+        });
+        (approver, receiver)
+    }
+
+    /// Gives `--approve auto` its reviewer (once).
+    pub(crate) fn set_reviewer(&self, reviewer: Arc<crate::setup::reviewer::Reviewer>) {
+        let _ = self.reviewer.set(reviewer);
+    }
+
+    /// The reviewer, when there is one.
+    pub(crate) fn reviewer(&self) -> Option<&Arc<crate::setup::reviewer::Reviewer>> {
+        self.reviewer.get()
+    }
+
+    /// The person said `text`, as typed: what the reviewer takes as their intent.
+    pub(crate) fn heard(&self, text: &str) {
+        if let Some(reviewer) = self.reviewer.get() {
+            reviewer.heard(text);
+        }
     }
 
     /// The approval mode now.
@@ -231,6 +259,17 @@ impl Approvals {
         match self.mode() {
             Approve::Never => false,
             Approve::Ask => true,
+            // Reviewed: what reaches past the sandbox (a write outside the writable folders),
+            // or everything when nothing confines it.
+            Approve::Auto if !self.sandboxed => true,
+            Approve::Auto => match (tool, ctx.arguments["path"].as_str()) {
+                ("write" | "edit", Some(path)) => {
+                    let path = golato::sandbox::resolve(&self.cwd, Path::new(path));
+                    !self.roots.iter().any(|root| path.starts_with(root))
+                }
+                ("write" | "edit", None) => true,
+                _ => false,
+            },
             Approve::Edits => match (tool, ctx.arguments["path"].as_str()) {
                 ("write" | "edit", Some(path)) => {
                     let path = golato::sandbox::resolve(&self.cwd, Path::new(path));
@@ -281,6 +320,63 @@ impl golato::policy::Approver for Approvals {
                 })
             });
         }
+        if let (Approve::Auto, Some(reviewer), Some(me)) =
+            (self.mode(), self.reviewer.get(), self.me.upgrade())
+        {
+            if reviewer.paused() {
+                let why = format!(
+                    "the reviewer refused {} calls in a row or {} in this session, so the person decides again ({why})",
+                    crate::setup::reviewer::DENIALS_IN_A_ROW,
+                    crate::setup::reviewer::DENIALS_IN_A_SESSION
+                );
+                return self.ask_person(ctx, why, web_host);
+            }
+            {
+                let reviewer = Arc::clone(reviewer);
+                return Box::pin(async move {
+                    let call = detail(&ctx.call, &ctx.arguments);
+                    use crate::setup::reviewer::Outcome;
+                    let outcome = reviewer.review(&tool, call, &ctx.arguments, &why).await;
+                    let why = match outcome {
+                        Outcome::Allow(_) => return Ok(Approval::Allow),
+                        Outcome::Deny(review) => {
+                            return Err(format!(
+                                "This {tool} call was not run: golato's reviewer refused it (risk {}): {} Take a safer way to do the task, or ask the person.",
+                                review.risk, review.rationale
+                            ))
+                        }
+                        Outcome::Ask(review) => format!("the reviewer asks: {}", review.rationale),
+                        Outcome::Failed(review) => format!(
+                            "{}; the person decides",
+                            review.failure.unwrap_or_default()
+                        ),
+                        Outcome::Paused => format!(
+                            "the reviewer refused {} calls in a row or {} in this session, so the person decides again",
+                            crate::setup::reviewer::DENIALS_IN_A_ROW,
+                            crate::setup::reviewer::DENIALS_IN_A_SESSION
+                        ),
+                    };
+                    me.ask_person(ctx, why, web_host).await
+                });
+            }
+        }
+        self.ask_person(ctx, why, web_host)
+    }
+
+    fn note(&self, text: &str) {
+        eprintln!("golato: {}", crate::view::shown::visible(text));
+    }
+}
+
+impl Approvals {
+    /// The question to the person, or the refusal when nobody can answer.
+    fn ask_person(
+        &self,
+        ctx: HookContext,
+        why: String,
+        web_host: Option<String>,
+    ) -> BoxFuture<'static, Result<Approval, String>> {
+        let tool = ctx.call.name.clone();
         let Some(questions) = &self.questions else {
             if let Some(host) = web_host {
                 let reason = format!(
@@ -362,10 +458,6 @@ impl golato::policy::Approver for Approvals {
                 }
             })
         })
-    }
-
-    fn note(&self, text: &str) {
-        eprintln!("golato: {}", crate::view::shown::visible(text));
     }
 }
 

@@ -22,6 +22,15 @@ const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 pub(crate) fn from_args(
     settings: &Settings,
 ) -> Result<(Arc<dyn Generator>, Model, Endpoint), CliError> {
+    from_args_retrying(settings, None)
+}
+
+/// As [`from_args`], with `retry` in place of the clients' default (the reviewer tries once:
+/// its own timeout bounds it, and a failure is told, never waited out).
+pub(crate) fn from_args_retrying(
+    settings: &Settings,
+    retry: Option<golato::generator::RetryPolicy>,
+) -> Result<(Arc<dyn Generator>, Model, Endpoint), CliError> {
     let kind = provider_kind(settings);
     if settings.web_search.is_some() && kind == ProviderKind::Openai {
         return Err(CliError::usage(
@@ -50,10 +59,21 @@ pub(crate) fn from_args(
                 },
                 host: crate::view::header::host_of(&base_url),
             };
-            let client: Arc<dyn Generator> = if kind == ProviderKind::OpenaiResponses {
-                Arc::new(OpenAiResponses::new(base_url, key).map_err(client_error)?)
-            } else {
-                Arc::new(OpenAiChat::new(base_url, key).map_err(client_error)?)
+            let client: Arc<dyn Generator> = match (kind == ProviderKind::OpenaiResponses, retry) {
+                (true, Some(retry)) => Arc::new(
+                    OpenAiResponses::new(base_url, key)
+                        .map_err(client_error)?
+                        .with_retry(retry),
+                ),
+                (true, None) => {
+                    Arc::new(OpenAiResponses::new(base_url, key).map_err(client_error)?)
+                }
+                (false, Some(retry)) => Arc::new(
+                    OpenAiChat::new(base_url, key)
+                        .map_err(client_error)?
+                        .with_retry(retry),
+                ),
+                (false, None) => Arc::new(OpenAiChat::new(base_url, key).map_err(client_error)?),
             };
             Ok((
                 client,
@@ -78,6 +98,10 @@ pub(crate) fn from_args(
                 host: crate::view::header::host_of(&base_url),
             };
             let client = Anthropic::new(base_url, key).map_err(client_error)?;
+            let client = match retry {
+                Some(retry) => client.with_retry(retry),
+                None => client,
+            };
             Ok((
                 Arc::new(client),
                 with_model_settings(settings, Model::new(model), kind),

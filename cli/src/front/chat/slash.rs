@@ -135,12 +135,15 @@ impl Chat {
             (true, _) => Approve::Never,
             (false, Approve::Never) => Approve::Edits,
             (false, Approve::Edits) => Approve::Ask,
-            (false, Approve::Ask)
+            (false, Approve::Ask) if self.conversation.approver.reviewer().is_some() => {
+                Approve::Auto
+            }
+            (false, Approve::Ask | Approve::Auto)
                 if self.conversation.plan_mode.is_some() && front.running.is_none() =>
             {
                 return self.plan(front);
             }
-            (false, Approve::Ask) => Approve::Never,
+            (false, Approve::Ask | Approve::Auto) => Approve::Never,
         };
         if self.planning {
             self.plan(front)?;
@@ -156,6 +159,7 @@ impl Chat {
             Approve::Ask => "every bash, write and edit call asks first",
             Approve::Edits => "edits inside the workspace go through; bash asks",
             Approve::Never => "nothing asks (the sandbox still holds)",
+            Approve::Auto => "a reviewer model decides what would ask; the person what it cannot",
         };
         front.note(&format!("approve: {mode}: {what}"));
     }
