@@ -52,6 +52,10 @@ pub(crate) enum Command {
     Demo(DemoArgs),
     /// Calls one built-in tool through the validation pipeline and prints the result as JSON.
     Tool(ToolArgs),
+    /// Asks --approve auto's reviewer about calls without running them: one JSON object per
+    /// line of standard input ({"intent": [the person's messages], "tool", "arguments", "why"}),
+    /// one review per line of standard output. What benches/review_eval.py measures.
+    Review(Box<ReviewArgs>),
     /// Starts a worker for durable runs: a Restate endpoint running each submitted run with the
     /// agent these flags describe (in the default build; not with --no-default-features).
     Serve(Box<ServeArgs>),
@@ -334,6 +338,13 @@ pub(crate) struct ViewArgs {
     /// → batch → call; RUST_LOG filters it [default: golato=debug].
     #[arg(long, help_heading = "Output")]
     pub(crate) trace: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReviewArgs {
+    /// The reviewer (--reviewer-…), and the sandbox and folder the calls would run in.
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
 }
 
 #[derive(Debug, Args)]

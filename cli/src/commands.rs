@@ -7,6 +7,7 @@ pub(crate) mod demo;
 pub(crate) mod durable;
 #[cfg(feature = "durable")]
 pub(crate) mod questions;
+pub(crate) mod review;
 pub(crate) mod run;
 pub(crate) mod sessions;
 #[cfg(feature = "durable")]

@@ -244,6 +244,10 @@ pub fn main() -> ExitCode {
             }
             Command::Demo(args) => demo::command(args).await,
             Command::Tool(args) => tool::command(args).await,
+            Command::Review(args) => {
+                let settings = settings::resolve(args.agent, false)?;
+                commands::review::command(settings).await
+            }
             Command::Serve(args) => {
                 let settings = settings::resolve(args.agent.clone(), false)?;
                 durable::serve(*args, settings).await

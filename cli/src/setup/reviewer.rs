@@ -125,6 +125,8 @@ pub(crate) enum Told {
     Json,
     /// A front end's or ACP's channel.
     Channel(tokio::sync::mpsc::UnboundedSender<Review>),
+    /// Nowhere: the caller reads the outcome itself (`golato review`).
+    Nowhere,
 }
 
 impl Reviewer {
@@ -360,6 +362,7 @@ impl Reviewer {
             Told::Channel(channel) => {
                 let _ = channel.send(review.clone());
             }
+            Told::Nowhere => {}
         }
     }
 }
