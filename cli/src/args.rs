@@ -101,6 +101,9 @@ pub(crate) enum Command {
     /// codex's ~/.codex/prompts/ as /prompts:NAME), where each came from, and what was left
     /// out, with why.
     Commands(ConfigArgs),
+    /// Lists what --approve auto's reviewer decided in a session (default: this folder's
+    /// newest): each call, allowed, refused or asked, its risk and rationale, latency, tokens.
+    Reviews(ReviewsArgs),
     /// Lists the agents the task tool may run by name (.golato/agents/ and .claude/agents/ of
     /// a trusted project, ~/.config/golato/agents/, ~/.claude/agents/), where each came from,
     /// its tools and model, and what was left out, with why.
@@ -338,6 +341,25 @@ pub(crate) struct ViewArgs {
     /// → batch → call; RUST_LOG filters it [default: golato=debug].
     #[arg(long, help_heading = "Output")]
     pub(crate) trace: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReviewsArgs {
+    /// The session's ID, as `golato sessions` lists it, or any unique start of it [default:
+    /// the newest of the folder].
+    pub(crate) id: Option<String>,
+    /// The folder whose newest session is meant.
+    #[arg(
+        short = 'C',
+        long,
+        visible_alias = "cd",
+        default_value = ".",
+        value_name = "DIR"
+    )]
+    pub(crate) cwd: PathBuf,
+    /// One JSON object a line, as the session keeps them.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -615,6 +615,9 @@ pub(crate) async fn open(
             result = shell::Shell::finished(&mut front.shell) => chat.shell_ended(&mut front, result),
             Some(review) = next_review(&mut front.reviews) => {
                 front.note(&crate::setup::reviewer::line(&review));
+                if let Some(saving) = &mut chat.conversation.saving {
+                    saving.reviewed(&serde_json::to_value(&review).unwrap_or_default());
+                }
             }
             filled = crate::conversation::expansion::Filling::finished_with(&mut front.filling) => {
                 chat.send_filled(&mut front, filled).await;

@@ -302,6 +302,9 @@ pub fn main() -> ExitCode {
             Command::Config(args) => commands::config::show(args),
             Command::Hooks(args) => commands::config::hooks(args),
             Command::Skills(args) => skills::command(&args.cwd, args.settings.trust),
+            Command::Reviews(args) => {
+                commands::sessions::reviews(args.id.as_deref(), &args.cwd, args.json)
+            }
             Command::Agents(args) => setup::named_agents::command(&args.cwd, args.settings.trust),
             Command::Commands(args) => {
                 setup::custom_commands::command(&args.cwd, args.settings.trust)

@@ -96,6 +96,7 @@ pub(crate) async fn command(args: DemoArgs) -> Result<Exit, CliError> {
         header: None,
         questions: None,
         strict_replay: None,
+        reviews: None,
         price: None,
     })
     .await

@@ -155,9 +155,11 @@ async fn start(
     let mut conversation = Conversation::begin(settings, opening).await?;
     // The reviewer of --approve auto: told in --json's lines, and the person's intent is
     // what they typed (a command's filled text holds command output, never intent).
-    if let (Some(reviewer), true) = (conversation.approver.reviewer(), args.view.json) {
-        reviewer.tell(crate::setup::reviewer::Told::Json);
-    }
+    let reviews = conversation.approver.reviewer().map(|reviewer| {
+        let (told, reviews) = tokio::sync::mpsc::unbounded_channel();
+        reviewer.tell(crate::setup::reviewer::Told::Channel(told));
+        reviews
+    });
     if let Some(prompt) = &prompt {
         conversation.approver.heard(&prompt.text());
     }
@@ -293,6 +295,7 @@ async fn start(
         questions,
         strict_replay: args.strict_replay.then_some(prompt_differs),
         price,
+        reviews,
     })
     .await;
     if let Some(background) = background {
@@ -378,6 +381,43 @@ pub(crate) struct OneRun {
     /// `--strict-replay`: any difference from the recording fails the run; whether the prompt
     /// already differs.
     pub(crate) strict_replay: Option<bool>,
+    /// What `--approve auto`'s reviewer decided, as it decides: told and saved here.
+    pub(crate) reviews:
+        Option<tokio::sync::mpsc::UnboundedReceiver<crate::setup::reviewer::Review>>,
+}
+
+/// The next review of `--approve auto`'s reviewer, when it has one.
+async fn next_review(
+    reviews: &mut Option<tokio::sync::mpsc::UnboundedReceiver<crate::setup::reviewer::Review>>,
+) -> Option<crate::setup::reviewer::Review> {
+    match reviews {
+        Some(reviews) => reviews.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A review told (a `review` line in `--json`, else a line on stderr) and kept in the session.
+fn told(
+    review: &crate::setup::reviewer::Review,
+    json: bool,
+    saving: Option<&mut crate::store::session::Writer>,
+) {
+    let value = serde_json::to_value(review).unwrap_or_default();
+    if json {
+        use std::io::Write as _;
+        let mut line = value.clone();
+        if let Some(fields) = line.as_object_mut() {
+            fields.insert("type".into(), "review".into());
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    } else {
+        eprintln!("golato: {}", crate::setup::reviewer::line(review));
+    }
+    if let Some(saving) = saving {
+        saving.reviewed(&value);
+    }
 }
 
 /// Runs the session to its end: events to the view as they arrive, each finished turn to the
@@ -405,6 +445,9 @@ pub(crate) async fn drive(mut session: OneRun) -> Result<Exit, CliError> {
         };
         loop {
             tokio::select! {
+                Some(review) = next_review(&mut session.reviews) => {
+                    told(&review, session.view.json, session.saving.as_mut());
+                }
                 Some(mut question) = crate::setup::approve::next_question(&mut session.questions) => {
                     // A run being cancelled asks nothing more (its calls are refused anyway).
                     if interrupted.is_some() || question.reply.is_closed() {

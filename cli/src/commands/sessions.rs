@@ -116,6 +116,56 @@ pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
 
 /// `golato sessions network ID`: the connections in the details of the session's saved tool
 /// results (`network`, as `bash` records them), in the order of the calls.
+/// `golato reviews [ID]`: what `--approve auto`'s reviewer decided in the session (the
+/// folder's newest without an ID), as the session file keeps it.
+pub(crate) fn reviews(
+    id: Option<&str>,
+    cwd: &std::path::Path,
+    json: bool,
+) -> Result<crate::Exit, CliError> {
+    let cwd = crate::settings::resolved::canonical_directory(cwd)?;
+    let saved = session::find(id, Some(&cwd))?;
+    let text = crate::bounded::read_text(&saved.path, crate::bounded::SESSION_LIMIT)
+        .map_err(|error| CliError::Failed(format!("{}: {error}", saved.path.display())))?;
+    let reviews: Vec<serde_json::Value> = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|line| line.get("review").cloned())
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if json {
+        for review in &reviews {
+            let _ = writeln!(out, "{review}");
+        }
+        return Ok(crate::Exit::Success);
+    }
+    if reviews.is_empty() {
+        let _ = writeln!(
+            out,
+            "no reviews in the session {}: nothing went to --approve auto's reviewer",
+            saved.header.id
+        );
+    }
+    for review in reviews {
+        match serde_json::from_value::<crate::setup::reviewer::Review>(review) {
+            Ok(review) => {
+                let _ = writeln!(
+                    out,
+                    "{}  ({} ms, {} tokens, {})",
+                    crate::setup::reviewer::line(&review),
+                    review.latency_ms,
+                    review.tokens,
+                    crate::view::shown::visible(&review.model)
+                );
+            }
+            Err(error) => {
+                let _ = writeln!(out, "(a review golato cannot read: {error})");
+            }
+        }
+    }
+    Ok(crate::Exit::Success)
+}
+
 pub(crate) fn network(id: &str, json: bool) -> Result<crate::Exit, CliError> {
     let saved = session::find(Some(id), None)?;
     let connections: Vec<&serde_json::Value> = saved

@@ -58,7 +58,7 @@ struct Answer {
 }
 
 /// One review, as it is shown and kept.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Review {
     pub(crate) tool: String,
     /// The call in one line.
@@ -72,9 +72,10 @@ pub(crate) struct Review {
     pub(crate) tokens: u64,
     pub(crate) model: String,
     /// Why the reviewer could not decide, when it could not.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) failure: Option<String>,
     /// Whether an identical call's earlier review answered it (no model call).
+    #[serde(default)]
     pub(crate) cached: bool,
 }
 
@@ -121,8 +122,6 @@ struct State {
 pub(crate) enum Told {
     /// A line on standard error (`golato run`'s story).
     Stderr,
-    /// A `{"type": "review", …}` line on standard output (`--json`).
-    Json,
     /// A front end's or ACP's channel.
     Channel(tokio::sync::mpsc::UnboundedSender<Review>),
     /// Nowhere: the caller reads the outcome itself (`golato review`).
@@ -349,16 +348,6 @@ impl Reviewer {
         let told = self.told.lock().unwrap_or_else(PoisonError::into_inner);
         match &*told {
             Told::Stderr => eprintln!("golato: {}", line(review)),
-            Told::Json => {
-                use std::io::Write as _;
-                let mut line = serde_json::to_value(review).unwrap_or_default();
-                if let Some(fields) = line.as_object_mut() {
-                    fields.insert("type".into(), "review".into());
-                }
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
-            }
             Told::Channel(channel) => {
                 let _ = channel.send(review.clone());
             }

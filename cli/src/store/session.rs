@@ -328,6 +328,12 @@ impl Writer {
         }
     }
 
+    /// Keeps a review of `--approve auto`'s reviewer (`golato reviews` lists them; reading the
+    /// session back skips them).
+    pub(crate) fn reviewed(&mut self, review: &serde_json::Value) {
+        self.line(&serde_json::json!({ "review": review }));
+    }
+
     /// Saves how requests send the transcript from now on (a compaction).
     pub(crate) fn compacted(&mut self, summary: &golato::agent::compaction::Summary) {
         self.line(&serde_json::json!({ "compaction": summary }));

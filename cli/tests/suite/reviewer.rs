@@ -318,3 +318,88 @@ fn the_front_end_shows_the_mode_and_each_review() {
         leave(terminal, size);
     }
 }
+
+/// The session keeps each review: `golato reviews` lists them, and going on with the session
+/// reads past them.
+#[test]
+fn the_session_keeps_the_reviews_and_golato_reviews_lists_them() {
+    let (_runtime, url, _server) =
+        FakeProvider::start_blocking(Script::Repeat(verdict("allow", "low", "Part of the task.")));
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [bash("a", "touch kept")]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let base = format!("{url}/v1");
+    let output = golato()
+        .args([
+            "run",
+            "--approve",
+            "auto",
+            "--reviewer-base-url",
+            &base,
+            "--reviewer-model",
+            "judge",
+        ])
+        .args(["--ask", "bash(touch *)", "--cwd"])
+        .arg(dir.path())
+        .arg("--script")
+        .arg(&script)
+        .arg("make the marker")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("auto-approved bash $ touch kept (risk low): Part of the task."),
+        "{stderr}"
+    );
+    let listed = golato()
+        .arg("reviews")
+        .arg("-C")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("auto-approved bash $ touch kept (risk low): Part of the task."),
+        "{listed}"
+    );
+    assert!(listed.contains("judge"), "{listed}");
+    let json = golato()
+        .args(["reviews", "--json", "-C"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let line: Value =
+        serde_json::from_slice(json.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(line["decision"], "allow");
+    // The session reads back past its review lines.
+    let script = script_file(
+        dir.path(),
+        "again.jsonl",
+        &[
+            json!({"tool_calls": [bash("a", "touch kept")]}),
+            json!({"text": "done"}),
+            json!({"text": "done again"}),
+        ],
+    );
+    let again = golato()
+        .args(["run", "-c", "--cwd"])
+        .arg(dir.path())
+        .args(["--script", script.to_str().unwrap(), "and again"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}

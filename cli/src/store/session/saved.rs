@@ -108,8 +108,9 @@ impl Saved {
                 summary = serde_json::from_value(compaction.clone()).ok();
                 continue;
             }
-            // A note of what `golato undo` took back: for people, not the model.
-            if step.get("undo").is_some() {
+            // A note of what `golato undo` took back, a reviewer's decision: for people, not
+            // the model.
+            if step.get("undo").is_some() || step.get("review").is_some() {
                 continue;
             }
             // The model chosen with `/model`: the session goes on with the last one.
