@@ -88,6 +88,10 @@ pub(crate) struct AgentArgs {
     /// How long one review may take before the person decides (or the call is refused).
     #[arg(long, value_name = "SECONDS", default_value = "30", value_parser = crate::args::values::positive_seconds, help_heading = "Safety")]
     pub(crate) reviewer_timeout: std::time::Duration,
+    /// Your policy for the reviewer, the text itself or @FILE: what it should allow or refuse
+    /// beyond golato's own instructions (a project's file can set it only when trusted).
+    #[arg(long, value_name = "TEXT|@FILE", help_heading = "Safety")]
+    pub(crate) reviewer_policy: Option<String>,
     /// The reviewer's budget for the session, in tokens; past it the person decides.
     #[arg(
         long,

@@ -52,6 +52,7 @@ pub(crate) struct FileSettings {
     pub(super) max_output_tokens: Option<u32>,
     pub(super) reasoning_effort: Option<String>,
     pub(super) web_search: Option<bool>,
+    pub(super) reviewer_policy: Option<String>,
 }
 
 /// An MCP server: a command line, or a table with its arguments and environment.
@@ -151,6 +152,10 @@ pub(crate) fn untrusted(settings: &mut FileSettings) -> Vec<String> {
     // user's: AGENTS.md, which the project may bring, needs trust too.
     if let Some(system) = settings.system.take() {
         drop("system", format!("{system:?}"));
+    }
+    // What decides a project's own calls is not the project's to write.
+    if let Some(policy) = settings.reviewer_policy.take() {
+        drop("reviewer_policy", format!("{policy:?}"));
     }
     ignored
 }
@@ -723,5 +728,6 @@ pub(crate) fn entries(settings: &FileSettings) -> Vec<(&'static str, String)> {
     entry!(max_output_tokens);
     entry!(reasoning_effort);
     entry!(web_search);
+    entry!(reviewer_policy);
     entries
 }

@@ -171,6 +171,7 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
             base_url: args.reviewer_base_url,
             timeout: args.reviewer_timeout,
             max_tokens: args.reviewer_max_tokens,
+            policy: args.reviewer_policy,
         },
         system: args.system,
         no_project_instructions: args.no_project_instructions,
@@ -213,6 +214,8 @@ pub(crate) struct ReviewerSettings {
     pub(crate) base_url: Option<String>,
     pub(crate) timeout: std::time::Duration,
     pub(crate) max_tokens: u64,
+    /// The person's policy, as given (`@FILE` read when the reviewer is made).
+    pub(crate) policy: Option<String>,
 }
 
 /// The domains a provider's web search may search, from `--allow-domain`'s patterns: hosts
@@ -395,6 +398,9 @@ fn fill(args: &mut AgentArgs, settings: &FileSettings, source: &str) -> Result<(
     if let Some(web_search) = settings.web_search {
         set!(web_search, web_search);
     }
+    if let Some(policy) = &settings.reviewer_policy {
+        set!(reviewer_policy, Some(policy.clone()));
+    }
     if let Some(tokens) = settings.max_tokens {
         let value = std::num::NonZeroU64::new(tokens)
             .ok_or_else(|| invalid("max_tokens", "it must be at least 1".into()))?;
@@ -548,6 +554,7 @@ mod tests {
         ("context_window", "1000", Some("2000")),
         ("no_compact", "true", None),
         ("web_search", "true", None),
+        ("reviewer_policy", "\"no force pushes\"", Some("x")),
         ("max_tokens", "100", Some("200")),
         ("max_cost", "1.5", Some("2.5")),
         ("mcp", "[\"server --stdio\"]", Some("other")),

@@ -100,8 +100,12 @@ pub(crate) struct Reviewer {
     /// Its own budget, in tokens for the session.
     max_tokens: u64,
     spent: AtomicU64,
+    /// Every token its answers used, and how many reviews asked the model, for `/cost`.
+    used: Mutex<(golato::message::Usage, usize)>,
     /// Where the calls run, told with each.
     context: Value,
+    /// The person's own policy, after golato's instructions.
+    policy: Option<String>,
     /// The person's own messages, oldest first.
     intent: Mutex<Vec<String>>,
     state: Mutex<State>,
@@ -144,11 +148,19 @@ impl Reviewer {
             timeout,
             max_tokens,
             spent: AtomicU64::new(0),
+            used: Mutex::new((golato::message::Usage::default(), 0)),
             context,
+            policy: None,
             intent: Mutex::new(Vec::new()),
             state: Mutex::new(State::default()),
             told: Mutex::new(Told::Stderr),
         }
+    }
+
+    /// The same reviewer with the person's `policy` (from their own file or flag).
+    pub(crate) fn with_policy(mut self, policy: Option<String>) -> Reviewer {
+        self.policy = policy.filter(|policy| !policy.trim().is_empty());
+        self
     }
 
     /// Where reviews are told from now on.
@@ -245,7 +257,12 @@ impl Reviewer {
         }
         let request = Request {
             model: self.model.clone(),
-            system_prompt: Some(INSTRUCTIONS.to_owned()),
+            system_prompt: Some(match &self.policy {
+                Some(policy) => format!(
+                    "{INSTRUCTIONS}\n\nThe person's own policy, which counts over the defaults above where it speaks:\n{policy}"
+                ),
+                None => INSTRUCTIONS.to_owned(),
+            }),
             messages: Arc::new(vec![Message::User(UserMessage::new(
                 self.input(tool, arguments, why),
             ))]),
@@ -285,6 +302,11 @@ impl Reviewer {
                     + message.usage.output_tokens;
                 review.tokens = tokens;
                 self.spent.fetch_add(tokens, Ordering::Relaxed);
+                {
+                    let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
+                    used.0 += message.usage;
+                    used.1 += 1;
+                }
                 match parse(&message.text()) {
                     Err(why) => {
                         review.failure = Some(format!(
@@ -327,6 +349,23 @@ impl Reviewer {
             "deny" => Outcome::Deny(review),
             _ => Outcome::Ask(review),
         }
+    }
+
+    /// What its reviews cost the session so far: a line for `/cost`.
+    pub(crate) fn cost_line(&self) -> String {
+        let (usage, reviews) = *self.used.lock().unwrap_or_else(PoisonError::into_inner);
+        let cost = self
+            .model
+            .price
+            .map(|price| format!(", ${:.4}", price.cost(&usage)))
+            .unwrap_or_default();
+        format!(
+            "reviewer {}: {}, {} in, {} out{cost}",
+            self.model.id,
+            crate::view::shown::count(reviews as u64, "review"),
+            crate::view::shown::count(usage.input_tokens + usage.cache_read_tokens, "token"),
+            usage.output_tokens
+        )
     }
 
     /// Whether the breaker handed the questions back to the person.

@@ -8,6 +8,9 @@ use crate::settings::Settings;
 use crate::setup::reviewer::Reviewer;
 use crate::CliError;
 
+/// The largest policy file read: 16 KiB (it goes with every review).
+const MAX_POLICY_BYTES: u64 = 16 * 1024;
+
 /// The reviewer's model when none is named: a small one of the provider's.
 fn small_model(kind: Option<ProviderKind>, settings: &Settings) -> Option<String> {
     // A local server serves the models it has: the session's own is the one sure to be there.
@@ -66,11 +69,24 @@ pub(crate) fn reviewer(settings: &Settings) -> Result<Reviewer, CliError> {
         "sandbox": settings.sandbox.mode.to_string(),
         "network": network,
     });
+    let policy = match chosen.policy.as_deref() {
+        None => None,
+        Some(text) => Some(match text.strip_prefix('@') {
+            Some(path) => {
+                crate::setup::prompt::read_bounded(std::path::Path::new(path), MAX_POLICY_BYTES)
+                    .map_err(|error| {
+                        CliError::usage(format!("--reviewer-policy: cannot read {path}: {error}"))
+                    })?
+            }
+            None => text.to_owned(),
+        }),
+    };
     Ok(Reviewer::new(
         Arc::clone(&generator),
         model,
         chosen.timeout,
         chosen.max_tokens,
         context,
-    ))
+    )
+    .with_policy(policy))
 }

@@ -25,6 +25,9 @@ impl Chat {
                     usage.output_tokens,
                     cost.map_or_else(String::new, |cost| format!(", ${cost:.4}"))
                 ));
+                if let Some(reviewer) = self.conversation.approver.reviewer() {
+                    front.note(&reviewer.cost_line());
+                }
             }
             Command::Processes => self.list_background(front),
             Command::Kill(id) => self.kill_background(front, id.as_deref()),
