@@ -613,7 +613,7 @@ pub(crate) async fn open(
                 question::ask(&mut front, question);
             }
             result = shell::Shell::finished(&mut front.shell) => chat.shell_ended(&mut front, result),
-            Some(review) = next_review(&mut front.reviews) => {
+            Some(review) = crate::setup::reviewer::next(&mut front.reviews) => {
                 front.note(&crate::setup::reviewer::line(&review));
                 if let Some(saving) = &mut chat.conversation.saving {
                     saving.reviewed(&serde_json::to_value(&review).unwrap_or_default());
@@ -708,15 +708,6 @@ async fn act(front: &mut Front, chat: &mut Chat, action: Option<Action>) -> bool
 async fn enter_settles(pressed: Option<Instant>) {
     match pressed {
         Some(pressed) => tokio::time::sleep_until((pressed + PASTE_GAP).into()).await,
-        None => std::future::pending().await,
-    }
-}
-
-async fn next_review(
-    reviews: &mut Option<tokio::sync::mpsc::UnboundedReceiver<crate::setup::reviewer::Review>>,
-) -> Option<crate::setup::reviewer::Review> {
-    match reviews {
-        Some(reviews) => reviews.recv().await,
         None => std::future::pending().await,
     }
 }

@@ -186,12 +186,28 @@ async fn drive(
         let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
     }
     let mut cancelled = false;
+    // What the reviewer of `--approve auto` decides is told as the agent's thoughts (editors hide
+    // an agent's stderr) and kept in the session.
+    let mut reviews = session.conversation.approver.reviewer().map(|reviewer| {
+        let (told, reviews) = tokio::sync::mpsc::unbounded_channel();
+        reviewer.tell(crate::setup::reviewer::Told::Channel(told));
+        reviews
+    });
     loop {
         tokio::select! {
             biased;
             () = cancel.cancelled(), if !cancelled => {
                 cancelled = true;
                 run.cancel();
+            }
+            Some(review) = crate::setup::reviewer::next(&mut reviews) => {
+                use agent_client_protocol::v1::schema::{ContentChunk, SessionUpdate, TextContent};
+                let line = format!("{}\n", crate::setup::reviewer::line(&review));
+                let update = SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(TextContent::new(line))));
+                let _ = cx.send_notification(SessionNotification::new(id.clone(), update));
+                if let Some(saving) = &mut session.conversation.saving {
+                    saving.reviewed(&serde_json::to_value(&review).unwrap_or_default());
+                }
             }
             event = run.next_event() => {
                 let Some(event) = event else { break };

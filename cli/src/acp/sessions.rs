@@ -4,7 +4,7 @@
 use super::*;
 
 /// The modes a session offers: what its tools may touch.
-const MODES: [(&str, &str, &str); 4] = [
+const MODES: [(&str, &str, &str); 5] = [
     (
         "read-only",
         "Read only",
@@ -24,6 +24,11 @@ const MODES: [(&str, &str, &str); 4] = [
         "plan",
         "Plan",
         "Read only, no edits: the model looks and sends a plan. Switch to another mode to carry it out.",
+    ),
+    (
+        "auto",
+        "Auto review",
+        "Workspace write, and a reviewer model decides what would ask (a write outside the workspace, an ask rule): you are asked only when it asks.",
     ),
 ];
 
@@ -71,6 +76,11 @@ fn with_mode(mut settings: Settings, mode: &str) -> Settings {
     if settings.plan {
         return settings;
     }
+    settings.approve = match mode {
+        "auto" => Some(crate::args::Approve::Auto),
+        _ if settings.approve == Some(crate::args::Approve::Auto) => None,
+        _ => settings.approve,
+    };
     settings.sandbox.mode = match mode {
         "read-only" => golato::sandbox::Mode::ReadOnly,
         "full-access" => golato::sandbox::Mode::Off,
@@ -83,6 +93,9 @@ fn with_mode(mut settings: Settings, mode: &str) -> Settings {
 fn mode_of(settings: &Settings) -> &'static str {
     if settings.plan {
         return "plan";
+    }
+    if settings.approve == Some(crate::args::Approve::Auto) {
+        return "auto";
     }
     match settings.sandbox.mode {
         golato::sandbox::Mode::ReadOnly => "read-only",
@@ -402,7 +415,7 @@ pub(super) async fn set_mode(
     let wanted = request.mode_id.0.to_string();
     let Some((mode, _, _)) = MODES.iter().find(|(mode, _, _)| *mode == wanted) else {
         return Err(invalid_params(format!(
-            "no mode {wanted}; the modes are read-only, workspace-write, full-access and plan"
+            "no mode {wanted}; the modes are read-only, workspace-write, full-access, plan and auto"
         )));
     };
     state.idle(&id, "mode")?;

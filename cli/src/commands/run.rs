@@ -386,16 +386,6 @@ pub(crate) struct OneRun {
         Option<tokio::sync::mpsc::UnboundedReceiver<crate::setup::reviewer::Review>>,
 }
 
-/// The next review of `--approve auto`'s reviewer, when it has one.
-async fn next_review(
-    reviews: &mut Option<tokio::sync::mpsc::UnboundedReceiver<crate::setup::reviewer::Review>>,
-) -> Option<crate::setup::reviewer::Review> {
-    match reviews {
-        Some(reviews) => reviews.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
 /// A review told (a `review` line in `--json`, else a line on stderr) and kept in the session.
 fn told(
     review: &crate::setup::reviewer::Review,
@@ -445,7 +435,7 @@ pub(crate) async fn drive(mut session: OneRun) -> Result<Exit, CliError> {
         };
         loop {
             tokio::select! {
-                Some(review) = next_review(&mut session.reviews) => {
+                Some(review) = crate::setup::reviewer::next(&mut session.reviews) => {
                     told(&review, session.view.json, session.saving.as_mut());
                 }
                 Some(mut question) = crate::setup::approve::next_question(&mut session.questions) => {

@@ -395,6 +395,16 @@ impl Reviewer {
     }
 }
 
+/// The next review told through a channel ([`Told::Channel`]), when there is one to wait on.
+pub(crate) async fn next(
+    reviews: &mut Option<tokio::sync::mpsc::UnboundedReceiver<Review>>,
+) -> Option<Review> {
+    match reviews {
+        Some(reviews) => reviews.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// A review in one line: what was decided about which call, and why.
 pub(crate) fn line(review: &Review) -> String {
     let call = crate::view::shown::visible(&review.call);

@@ -486,3 +486,69 @@ fn the_policy_is_the_persons_and_an_untrusted_project_cannot_set_it() {
     assert_ne!(refused.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("reviewer_model"));
 }
+
+/// An ACP session in the `auto` mode: the client is asked only about what the reviewer returns
+/// as `ask`, and hears each review as the agent's thoughts.
+#[test]
+fn an_acp_client_is_asked_only_what_the_reviewer_asks() {
+    use super::acp::{updates, Acp};
+    let (_runtime, url, _server) =
+        FakeProvider::start_blocking(Script::Respond(Box::new(|request: &Value, _| {
+            let input = request["messages"][1]["content"]
+                .as_str()
+                .unwrap_or_default();
+            match input.contains("touch second") {
+                true => verdict("ask", "medium", "A second file was not mentioned."),
+                false => verdict("allow", "low", "The marker asked for."),
+            }
+        })));
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [bash("a", "touch first")]}),
+            json!({"tool_calls": [bash("b", "touch second")]}),
+            json!({"text": "Both made."}),
+        ],
+    );
+    let base = format!("{url}/v1");
+    let mut acp = Acp::start(
+        dir.path(),
+        &script,
+        &[
+            "--reviewer-base-url",
+            &base,
+            "--reviewer-model",
+            "judge",
+            "--ask",
+            "bash(touch *)",
+        ],
+    );
+    let session = acp.new_session(dir.path());
+    let mode = acp.request(
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "auto"}),
+    );
+    assert!(mode.get("result").is_some(), "{mode}");
+    let id = acp.prompt(&session, "make the first marker");
+    let (asked, before) = acp.until("the question", |message| {
+        message["method"] == "session/request_permission"
+    });
+    assert_eq!(
+        asked["params"]["toolCall"]["toolCallId"], "b",
+        "{before:#?}"
+    );
+    let thoughts: String = updates(&before, "agent_thought_chunk")
+        .iter()
+        .filter_map(|update| update["content"]["text"].as_str())
+        .collect();
+    assert!(
+        thoughts.contains("auto-approved bash $ touch first (risk low)"),
+        "{thoughts}"
+    );
+    acp.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}));
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert!(dir.path().join("first").exists() && dir.path().join("second").exists());
+}
