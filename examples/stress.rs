@@ -23,6 +23,7 @@
 //! cargo run --release -p golato --example stress -- [--runs 10000] [--calls 8] [--parked] \
 //!     [--arbiters N] [--workers N]
 //! cargo run --release -p golato --example stress --features dhat-heap -- --parked
+//! cargo run --release -p golato --example stress --features bench-glibc    # or bench-mimalloc
 //! ```
 
 use std::process::ExitCode;
@@ -44,6 +45,30 @@ use tokio::sync::Notify;
 #[cfg(feature = "dhat-heap")]
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
+
+// jemalloc unless the run measures another (BENCHMARKS.md, "The allocator").
+#[cfg(not(any(
+    feature = "dhat-heap",
+    feature = "bench-glibc",
+    feature = "bench-mimalloc"
+)))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+#[cfg(all(feature = "bench-mimalloc", not(feature = "dhat-heap")))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Which allocator this build runs on, for the line it prints.
+const ALLOCATOR_NAME: &str = if cfg!(feature = "dhat-heap") {
+    "dhat"
+} else if cfg!(feature = "bench-mimalloc") {
+    "mimalloc"
+} else if cfg!(feature = "bench-glibc") {
+    "glibc"
+} else {
+    "jemalloc"
+};
 
 /// The heap profile, written (and the counting stopped) when every parked call is in, or at
 /// the end.
@@ -324,6 +349,7 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
     }
 
     let mut report = json!({
+        "allocator": ALLOCATOR_NAME,
         "runs": runs,
         "calls_per_run": calls,
         "parked": parked,
