@@ -205,6 +205,14 @@ pub(crate) async fn build_agent_keeping(
     let price = model.price;
     let asking: Arc<dyn golato::policy::Approver> = Arc::clone(&approver) as _;
     let asking = match durable_approver {
+        // Under --approve auto the reviewer decides first and the durable question is the
+        // person's path after it: the approvals stay outermost, so the gate journals their
+        // final answer once. (A durable run is always journaled: the wrap's own fallback for
+        // a run without a key is never taken.)
+        Some(wrap) if approve == Approve::Auto => {
+            approver.set_person(wrap(Arc::new(crate::setup::approve::NobodyHere)));
+            asking
+        }
         Some(wrap) => wrap(asking),
         None => asking,
     };

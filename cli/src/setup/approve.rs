@@ -114,6 +114,9 @@ pub(crate) struct Approvals {
     sandboxed: bool,
     /// Who decides first under `--approve auto`.
     reviewer: std::sync::OnceLock<Arc<crate::setup::reviewer::Reviewer>>,
+    /// Who a question goes to instead of the terminal: a durable run's server (`golato serve
+    /// --approve auto`).
+    person: std::sync::OnceLock<Arc<dyn golato::policy::Approver>>,
     /// This, for a question asked after a review (the review is awaited first).
     me: std::sync::Weak<Approvals>,
 }
@@ -164,6 +167,7 @@ impl Approvals {
             web_domains,
             sandboxed,
             reviewer: std::sync::OnceLock::new(),
+            person: std::sync::OnceLock::new(),
             me: me.clone(),
         });
         (approver, receiver)
@@ -172,6 +176,11 @@ impl Approvals {
     /// Gives `--approve auto` its reviewer (once).
     pub(crate) fn set_reviewer(&self, reviewer: Arc<crate::setup::reviewer::Reviewer>) {
         let _ = self.reviewer.set(reviewer);
+    }
+
+    /// Sends the questions the reviewer leaves to `person` (a durable run's server).
+    pub(crate) fn set_person(&self, person: Arc<dyn golato::policy::Approver>) {
+        let _ = self.person.set(person);
     }
 
     /// The reviewer, when there is one.
@@ -377,6 +386,9 @@ impl Approvals {
         web_host: Option<String>,
     ) -> BoxFuture<'static, Result<Approval, String>> {
         let tool = ctx.call.name.clone();
+        if let Some(person) = self.person.get() {
+            return person.ask(ctx, why);
+        }
         let Some(questions) = &self.questions else {
             if let Some(host) = web_host {
                 let reason = format!(
@@ -457,6 +469,25 @@ impl Approvals {
                     }
                 }
             })
+        })
+    }
+}
+
+/// Nobody: what a durable run's questions fall back to when the run has no key (never, for a
+/// durable run; the refusal says so if it ever is).
+pub(crate) struct NobodyHere;
+
+impl golato::policy::Approver for NobodyHere {
+    fn default_decision(&self, _ctx: &HookContext) -> Decision {
+        Decision::Ask
+    }
+
+    fn ask(&self, ctx: HookContext, why: String) -> BoxFuture<'static, Result<Approval, String>> {
+        let tool = ctx.call.name;
+        Box::pin(async move {
+            Err(format!(
+                "This {tool} call was not run: it needs a person's yes ({why}) and this run has no server to ask through."
+            ))
         })
     }
 }

@@ -314,3 +314,74 @@ fn a_question_of_a_call_id_full_of_separators_and_escapes_is_answered_and_runs_o
     assert!(!results(&outcome)[&call_id].is_error);
     assert_eq!(std::fs::read_to_string(&ledger).unwrap(), "ran\n");
 }
+
+/// `golato serve --approve auto`: the reviewer decides first in the worker; what it leaves to a
+/// person waits on the server as any durable question, with the reviewer's reason.
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_durable_run_under_approve_auto_is_reviewed_and_asks_the_server_only_what_the_reviewer_asks() {
+    use support::provider::{FakeProvider, Reply, Script};
+    let verdict = |decision: &str, rationale: &str| {
+        let answer =
+            serde_json::json!({"decision": decision, "risk": "low", "rationale": rationale});
+        Reply::sse(support::compaction::sse(
+            &serde_json::json!({ "text": answer.to_string() }),
+        ))
+    };
+    let (_runtime, url, reviewer) = FakeProvider::start_blocking(Script::Respond(Box::new(
+        move |request: &serde_json::Value, _| {
+            let input = request["messages"][1]["content"]
+                .as_str()
+                .unwrap_or_default();
+            match input.contains("echo n") {
+                true => verdict("ask", "Nobody mentioned n."),
+                false => verdict("allow", "The y the person wanted."),
+            }
+        },
+    )));
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start();
+    let port = free_port();
+    let script = write_script(dir.path());
+    let base = format!("{url}/v1");
+    let _worker = Worker::start_on(
+        dir.path(),
+        "worker",
+        port,
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            dir.path().to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+            "--restate",
+            &server.ingress,
+            "--approve",
+            "auto",
+            "--reviewer-base-url",
+            &base,
+            "--reviewer-model",
+            "judge",
+            "--ask",
+            "bash(echo *)",
+        ],
+    );
+    let running = submit(&server.ingress, "reviewed");
+    // y is allowed by the reviewer and runs; n waits on the server with the reviewer's reason.
+    let questions = open_questions(&server.ingress, "reviewed", 1);
+    assert_eq!(questions[0].call_id, "n");
+    assert!(
+        questions[0]
+            .why
+            .contains("the reviewer asks: Nobody mentioned n."),
+        "{}",
+        questions[0].why
+    );
+    let no = approve(&server.ingress, "reviewed", &["n", "no"]);
+    assert!(no.status.success(), "{no:?}");
+    let outcome = running.join().unwrap();
+    assert_eq!(outcome.error, None);
+    assert_eq!(ledger(dir.path()), ["y"]);
+    assert_eq!(reviewer.sent().len(), 2, "each call reviewed once");
+}
