@@ -552,3 +552,51 @@ fn an_acp_client_is_asked_only_what_the_reviewer_asks() {
     assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
     assert!(dir.path().join("first").exists() && dir.path().join("second").exists());
 }
+
+/// On a terminal, a reviewer that cannot decide hands the call to the person, saying why, at
+/// 80x24 and 120x40.
+#[test]
+fn on_a_terminal_a_reviewer_that_cannot_decide_asks_the_person() {
+    use super::front::{in_terminal, leave, ready, wait_until, SIZES};
+    for size in SIZES {
+        let (_runtime, url, _server) =
+            FakeProvider::start_blocking(Script::Repeat(Reply::status(500, "overloaded")));
+        let dir = tempfile::tempdir().unwrap();
+        let script = script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [bash("a", "touch asked")]}),
+                json!({"text": "Made."}),
+            ],
+        );
+        let base = format!("{url}/v1");
+        let mut command = golato();
+        command
+            .arg("-C")
+            .arg(dir.path())
+            .args([
+                "--script",
+                script.to_str().unwrap(),
+                "--ephemeral",
+                "--approve",
+                "auto",
+            ])
+            .args(["--reviewer-base-url", &base, "--reviewer-model", "judge"])
+            .args(["--ask", "bash(touch *)"]);
+        let mut terminal = ready(in_terminal(command, size), size);
+        terminal.type_raw("make it\r");
+        wait_until(
+            &mut terminal,
+            size,
+            "the question with the failure",
+            |shown| shown.contains("touch asked") && shown.contains("the reviewer failed"),
+        );
+        terminal.type_raw("y");
+        wait_until(&mut terminal, size, "the answer", |shown| {
+            shown.contains("Made.") && shown.contains("done: ")
+        });
+        assert!(dir.path().join("asked").exists());
+        leave(terminal, size);
+    }
+}
