@@ -116,10 +116,6 @@ async fn drive(
     cancel: &CancellationToken,
     cx: &Connection,
 ) -> Result<PromptResponse, agent_client_protocol::Error> {
-    #[cfg(feature = "durable")]
-    if let Some(durable) = &state.durable {
-        return super::durable::drive(durable, state, session, prompt, cancel, cx).await;
-    }
     session.conversation.approver.heard(&prompt.text());
     // `/NAME ARGS` of a command file or skill: filled first, its calls asked about as any.
     let expanded = match session.conversation.prepare(&prompt.text()) {
@@ -145,6 +141,25 @@ async fn drive(
         }
         None => prompt,
     };
+    // A durable run takes the filled prompt; its tools and model are the workers' to choose.
+    #[cfg(feature = "durable")]
+    if let Some(durable) = &state.durable {
+        if let Some(expanded) = expanded
+            .as_ref()
+            .filter(|e| e.tools.is_some() || e.model.is_some())
+        {
+            use agent_client_protocol::v1::schema::{ContentChunk, SessionUpdate, TextContent};
+            let note = format!(
+                "{}: its allowed-tools and model are not applied to a durable run (the workers' agent runs it)\n",
+                expanded.name
+            );
+            let update = SessionUpdate::AgentThoughtChunk(ContentChunk::new(ContentBlock::Text(
+                TextContent::new(note),
+            )));
+            let _ = cx.send_notification(SessionNotification::new(session.id.clone(), update));
+        }
+        return super::durable::drive(durable, state, session, prompt, cancel, cx).await;
+    }
     // UserPromptSubmit hooks may block the prompt: the client hears why.
     let prompt = session
         .conversation

@@ -88,3 +88,63 @@ fn an_editor_session_outlives_its_acp_process_and_drives_durable_runs() {
         "ran\n"
     );
 }
+
+/// A project's command in a durable editor session: filled in the ACP process (its `!` piece
+/// run by the session's bash), then run as the durable run, whose transcript holds the filled
+/// prompt.
+#[test]
+#[ignore = "needs a Restate server (GOLATO_RESTATE_SERVER): .ci/run"]
+fn a_command_in_a_durable_editor_session_is_filled_then_run_durably() {
+    let work = tempfile::tempdir().unwrap();
+    let work_path = work.path().canonicalize().unwrap();
+    std::fs::create_dir_all(work_path.join(".claude/commands")).unwrap();
+    std::fs::write(
+        work_path.join(".claude/commands/greet.md"),
+        "Say hello to $ARGUMENTS. The shell said: !`echo filled-in-the-editor`\n",
+    )
+    .unwrap();
+    let script =
+        support::cli::script_file(&work_path, "script.jsonl", &[json!({"text": "Hello."})]);
+    let server = Server::start();
+    let _worker = Worker::start(
+        work.path(),
+        "worker",
+        &[
+            "--script",
+            script.to_str().unwrap(),
+            "--cwd",
+            work_path.to_str().unwrap(),
+            "--restate-admin",
+            &server.admin,
+            "--restate",
+            &server.ingress,
+        ],
+    );
+    let data = tempfile::tempdir().unwrap();
+    let mut command = support::cli::golato();
+    command
+        .env("GOLATO_DATA_DIR", data.path())
+        .args(["acp", "--trust", "--script"])
+        .arg(&script)
+        .args([
+            "--restate",
+            &server.ingress,
+            "--restate-admin",
+            &server.admin,
+        ])
+        .current_dir(&work_path);
+    let mut acp = super::acp::Acp::from_command(command, json!({}));
+    let session = acp.new_session(&work_path);
+    let id = acp.prompt(&session, "/greet the team");
+    let (done, _) = acp.response(id);
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let saved = std::fs::read_dir(data.path().join("sessions"))
+        .unwrap()
+        .flatten()
+        .map(|entry| std::fs::read_to_string(entry.path()).unwrap_or_default())
+        .collect::<String>();
+    assert!(
+        saved.contains("Say hello to the team. The shell said: filled-in-the-editor"),
+        "{saved}"
+    );
+}
