@@ -1,12 +1,12 @@
 //! The `golato` command line; see the `golato_cli` library for what it does.
 
-// The allocator is the application's to choose, and golato's own binary chose by measurement
-// (BENCHMARKS.md, "The allocator").
-#[cfg(not(any(feature = "alloc-glibc", feature = "alloc-mimalloc")))]
+// glibc's allocator, chosen by measurement (BENCHMARKS.md, "The allocator"); these builds
+// exist to measure against it.
+#[cfg(feature = "alloc-jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[cfg(all(feature = "alloc-mimalloc", not(feature = "alloc-glibc")))]
+#[cfg(all(feature = "alloc-mimalloc", not(feature = "alloc-jemalloc")))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

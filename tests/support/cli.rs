@@ -322,7 +322,27 @@ impl Terminal {
 
     /// Waits for the program to exit; returns its exit code and everything it drew.
     pub fn finish(mut self) -> (Option<i32>, String) {
-        let status = self.child.wait().unwrap();
+        // Bounded: a program that does not exit fails the test with what it drew, instead of
+        // holding the whole suite.
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > super::HANG_GUARD {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                while let Ok(chunk) = self.screen.try_recv() {
+                    self.drawn.extend(chunk);
+                }
+                panic!(
+                    "the program did not exit within {:?} of its end being asked for; it drew:\n{}",
+                    super::HANG_GUARD,
+                    self.drawn()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
         while let Ok(chunk) = self
             .screen
             .recv_timeout(std::time::Duration::from_millis(300))
