@@ -66,6 +66,99 @@ pub struct HookContext {
     pub run_key: Option<String>,
     /// Where a journaled run's hooks record what must not be asked twice (an approval).
     pub(crate) journal: Option<HookJournal>,
+    /// The call's batch, where what a hook spends for the call is counted.
+    pub(crate) host: Option<HookHost>,
+}
+
+/// The batch a hook's call belongs to (see [`HookContext::spend`]).
+#[derive(Clone)]
+pub(crate) struct HookHost(pub(crate) Arc<dyn crate::tool::CallHost>);
+
+impl std::fmt::Debug for HookHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookHost").finish_non_exhaustive()
+    }
+}
+
+impl HookContext {
+    /// Runs `work` once for this call, under `name` (ASCII letters, digits and `_`): for work
+    /// that costs, or whose answer must not change if the run is picked up again, such as
+    /// asking a second model about the call.
+    ///
+    /// In a journaled run (a durable run, a [`FileJournal`](crate::journal::FileJournal)'s)
+    /// the work is a step of the journal ([`StepKey::Hook`](crate::journal::StepKey::Hook)):
+    /// its value is recorded, and a run picked up again gets the recorded value without
+    /// running the work. Its start is recorded first, so work cut short (its process died) is
+    /// started again as attempt 2 ([`StepWork::with_attempt`](crate::journal::StepWork::with_attempt))
+    /// and may refuse to do it twice. Without a journal the work simply runs, as attempt 1.
+    ///
+    /// # Errors
+    ///
+    /// [`StepError::NotRecorded`](crate::journal::StepError::NotRecorded) when the work gave
+    /// nothing to record; [`StepError::Journal`](crate::journal::StepError::Journal) when the
+    /// journal failed, or `name` is not a name it can hold.
+    ///
+    /// ```
+    /// use golato::hook::{self, BeforeToolCall};
+    /// use golato::journal::StepWork;
+    ///
+    /// let reviewed = hook::before(|ctx| async move {
+    ///     let verdict = ctx
+    ///         .step("verdict", StepWork::new(async { Ok(serde_json::json!("allow")) }))
+    ///         .await;
+    ///     match verdict {
+    ///         Ok(value) if value == "allow" => Ok(BeforeToolCall::Run),
+    ///         _ => Ok(BeforeToolCall::Block("not reviewed".into())),
+    ///     }
+    /// });
+    /// # let _ = reviewed;
+    /// ```
+    pub fn step(
+        &self,
+        name: &str,
+        work: crate::journal::StepWork,
+    ) -> BoxFuture<'static, Result<Value, crate::journal::StepError>> {
+        use crate::journal::{StepError, StepKey};
+        let (Some(journaled), Some(turn)) = (&self.journal, self.turn) else {
+            return work
+                .run()
+                .map(|done| done.map_err(|_| StepError::NotRecorded))
+                .boxed();
+        };
+        let key = StepKey::Hook {
+            turn,
+            call_id: self.call.id.clone(),
+            name: name.to_owned(),
+        };
+        let step = key.to_string();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            let error = crate::journal::Error {
+                step,
+                reason: "a hook's step is named with ASCII letters, digits and `_` only".to_owned(),
+            };
+            return futures::future::ready(Err(StepError::Journal(error))).boxed();
+        }
+        let work = crate::journal::StepWork::with_attempt(move |attempt| {
+            work.run_attempt(attempt)
+                .map(|done| done.map(crate::journal::seal))
+        });
+        let recorded = journaled.journal.step(key, work);
+        async move {
+            let record = recorded.await?;
+            crate::journal::unseal(record, &step).map_err(StepError::Journal)
+        }
+        .boxed()
+    }
+
+    /// Counts tokens and money a hook spent on this call (a second model's review of it): they
+    /// join the run's usage and cost and its budget checks, as a tool's
+    /// [`ToolContext::spend`](crate::tool::ToolContext::spend) does. `cost` is `None` when the
+    /// price is unknown, which makes the run's cost unknown too.
+    pub fn spend(&self, usage: &crate::message::Usage, cost: Option<f64>) {
+        if let Some(HookHost(host)) = &self.host {
+            host.spend(self.index, usage, cost);
+        }
+    }
 }
 
 /// A journaled run's journal as its hooks use it: steps of the call's turn, and the call's

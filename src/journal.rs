@@ -61,11 +61,25 @@ pub enum StepKey {
         /// The call's ID, as the model gave it.
         call_id: String,
     },
+    /// Work a hook does once for the call `call_id` of turn `turn` ([`HookContext::step`]):
+    /// a second model's review of it, say. Its start is recorded before it runs, as a call's
+    /// is, so work cut short is started again as its next attempt and can tell.
+    ///
+    /// [`HookContext::step`]: crate::hook::HookContext::step
+    Hook {
+        /// The turn, from 1.
+        turn: usize,
+        /// The call's ID, as the model gave it.
+        call_id: String,
+        /// The hook's name for the work (ASCII letters, digits, `_`).
+        name: String,
+    },
 }
 
 impl fmt::Display for StepKey {
     /// `input`, `turn-3`, `turn-3/call-ID`, `turn-3/inbox`, `turn-3/inbox-end`,
-    /// `turn-3/compaction-1` or `turn-3/approval-ID`: a name a journal may use as is.
+    /// `turn-3/compaction-1`, `turn-3/approval-ID` or `turn-3/hook-NAME-ID`: a name a journal
+    /// may use as is.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StepKey::Input => f.write_str("input"),
@@ -78,6 +92,11 @@ impl fmt::Display for StepKey {
             StepKey::Inbox { turn, ending: true } => write!(f, "turn-{turn}/inbox-end"),
             StepKey::Compaction { turn, index } => write!(f, "turn-{turn}/compaction-{index}"),
             StepKey::Approval { turn, call_id } => write!(f, "turn-{turn}/approval-{call_id}"),
+            StepKey::Hook {
+                turn,
+                call_id,
+                name,
+            } => write!(f, "turn-{turn}/hook-{name}-{call_id}"),
         }
     }
 }

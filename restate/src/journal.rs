@@ -110,7 +110,11 @@ fn family(key: &StepKey) -> String {
         StepKey::Input => "input".to_owned(),
         StepKey::Turn { turn } => format!("turn-{turn}"),
         // A call's approval is asked while its batch runs: the batch's family.
-        StepKey::Call { turn, .. } | StepKey::Approval { turn, .. } => format!("batch-{turn}"),
+        StepKey::Call { turn, .. }
+        | StepKey::Approval { turn, .. }
+        | StepKey::Hook { turn, .. } => {
+            format!("batch-{turn}")
+        }
         StepKey::Inbox { turn, .. } => format!("inbox-{turn}"),
         StepKey::Compaction { turn, index } => format!("compaction-{turn}-{index}"),
     }
@@ -394,20 +398,21 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Live: starts every step asked for and not started yet; calls after a `Started` entry.
+    /// Live: starts every step asked for and not started yet; calls and hooks' work after a
+    /// `Started` entry (cut short, they are started again knowing it).
     async fn launch(&mut self, cancel: &tokio_util::sync::CancellationToken) {
+        let start_recorded =
+            |key: &StepKey| matches!(key, StepKey::Call { .. } | StepKey::Hook { .. });
         let calls: Vec<String> = self
             .pending
             .iter()
-            .filter(|pending| pending.work.is_some() && matches!(pending.key, StepKey::Call { .. }))
+            .filter(|pending| pending.work.is_some() && start_recorded(&pending.key))
             .map(|pending| pending.name.clone())
             .collect();
         let others: Vec<String> = self
             .pending
             .iter()
-            .filter(|pending| {
-                pending.work.is_some() && !matches!(pending.key, StepKey::Call { .. })
-            })
+            .filter(|pending| pending.work.is_some() && !start_recorded(&pending.key))
             .map(|pending| pending.name.clone())
             .collect();
         self.start_steps(&others);

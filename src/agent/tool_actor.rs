@@ -315,6 +315,9 @@ impl ToolActor {
                 journal: Arc::clone(journal),
                 asked_here: Arc::clone(&self.asked_here),
             }),
+            host: Some(crate::hook::HookHost(
+                Arc::clone(&self.setup.shared) as Arc<dyn CallHost>
+            )),
         }
     }
 

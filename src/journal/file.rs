@@ -208,7 +208,7 @@ impl Journal for FileJournal {
             ),
         }
         };
-        let is_call = matches!(key, StepKey::Call { .. });
+        let is_call = matches!(key, StepKey::Call { .. } | StepKey::Hook { .. });
         async move {
             // A call's start is on disk before it runs: started again after a crash, it is
             // its next attempt (and a `once` tool's call is not run again).

@@ -810,3 +810,105 @@ fn a_journaled_runs_answers_are_recorded_and_never_asked_again() {
     assert_eq!(again.messages, first.messages);
     assert_eq!(asked(), 4);
 }
+
+/// A journal over `inner` that runs every call again (as a run picked up after its process
+/// died before the calls' results were recorded), and starts hooks' steps it has no record of
+/// as attempt `hook_attempt` (as after a process died during one).
+#[derive(Debug)]
+struct CallsLost {
+    inner: Arc<MemoryJournal>,
+    hook_attempt: u32,
+}
+
+impl Journal for CallsLost {
+    fn step(&self, key: StepKey, work: StepWork) -> BoxFuture<'static, Result<Value, StepError>> {
+        match &key {
+            StepKey::Call { .. } => work
+                .run()
+                .map(|done| done.map_err(|_| StepError::NotRecorded))
+                .boxed(),
+            StepKey::Hook { .. } => {
+                let attempt = self.hook_attempt;
+                self.inner
+                    .step(key, StepWork::new(work.run_attempt(attempt)))
+            }
+            _ => self.inner.step(key, work),
+        }
+    }
+}
+
+#[test]
+fn a_hooks_step_is_done_once_replayed_after_and_knows_when_it_was_cut_short() {
+    // The hook's step: a costly decision (counted), told which attempt it is.
+    let decided = Arc::new(Mutex::new(Vec::new()));
+    let hook = {
+        let decided = Arc::clone(&decided);
+        golato::hook::before(move |ctx| {
+            let decided = Arc::clone(&decided);
+            async move {
+                let work = StepWork::with_attempt(move |attempt| async move {
+                    decided.lock().unwrap().push(attempt);
+                    Ok(json!({ "attempt": attempt }))
+                });
+                let value = ctx.step("verdict", work).await?;
+                match value["attempt"].as_u64() {
+                    Some(1) => Ok(golato::hook::BeforeToolCall::Run),
+                    _ => Ok(golato::hook::BeforeToolCall::Block(
+                        "cut short: not decided twice".into(),
+                    )),
+                }
+            }
+        })
+    };
+    let ledger = Arc::new(Mutex::new(HashMap::new()));
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(Scripted::new([
+            AssistantMessage::with_tool_calls([work_call("a")]),
+            AssistantMessage::with_text("all done"),
+        ]))),
+        tools: vec![ledger_tool(Arc::clone(&ledger))],
+        hooks: vec![hook],
+        ..Default::default()
+    })
+    .unwrap();
+
+    // Recorded once, under the call's turn and ID.
+    let memory = Arc::new(MemoryJournal::new());
+    let journal = Arc::clone(&memory) as Arc<dyn Journal>;
+    let (_, first) = collect(agent.start_journaled(prompt("go"), journal));
+    assert!(!result_of(&first.unwrap().messages, "a").is_error);
+    let key = StepKey::Hook {
+        turn: 1,
+        call_id: "a".into(),
+        name: "verdict".into(),
+    };
+    assert_eq!(key.to_string(), "turn-1/hook-verdict-a");
+    assert!(memory.recorded(&key).is_some());
+    assert_eq!(*decided.lock().unwrap(), [1]);
+
+    // Picked up with the call lost: the call runs again, its hook's decision is replayed.
+    let again = Arc::new(CallsLost {
+        inner: Arc::clone(&memory),
+        hook_attempt: 2,
+    });
+    let (_, second) = collect(agent.start_journaled(prompt("go"), again));
+    assert!(!result_of(&second.unwrap().messages, "a").is_error);
+    assert_eq!(*decided.lock().unwrap(), [1], "not decided again");
+    assert_eq!(ledger.lock().unwrap()["a"], 2);
+
+    // With no record of the step, started again after it was cut short: it knows.
+    let cut = Arc::new(CallsLost {
+        inner: Arc::new(MemoryJournal::new()),
+        hook_attempt: 2,
+    });
+    let (_, third) = collect(agent.start_journaled(prompt("go"), cut));
+    let third = third.unwrap();
+    let refused = result_of(&third.messages, "a");
+    assert!(refused.is_error && refused.text().contains("not decided twice"));
+    assert_eq!(*decided.lock().unwrap(), [1, 2]);
+
+    // Without a journal it simply runs, as the first attempt.
+    let plain = agent.start(prompt("go")).wait().unwrap();
+    assert!(!result_of(&plain.messages, "a").is_error);
+    assert_eq!(*decided.lock().unwrap(), [1, 2, 1]);
+}

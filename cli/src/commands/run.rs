@@ -424,6 +424,7 @@ pub(crate) async fn drive(mut session: OneRun) -> Result<Exit, CliError> {
     }
     let mut input = session.input;
     let mut tally = Tally::default();
+    let mut reviewing = crate::setup::reviewer::Spent::default();
     let mut interrupted = None;
     let mut record_error = None;
     let mut answers: Option<mpsc::UnboundedReceiver<crate::setup::approve::Typed>> = None;
@@ -436,6 +437,7 @@ pub(crate) async fn drive(mut session: OneRun) -> Result<Exit, CliError> {
         loop {
             tokio::select! {
                 Some(review) = crate::setup::reviewer::next(&mut session.reviews) => {
+                    reviewing.add(&review);
                     told(&review, session.view.json, session.saving.as_mut());
                 }
                 Some(mut question) = crate::setup::approve::next_question(&mut session.questions) => {
@@ -487,6 +489,15 @@ pub(crate) async fn drive(mut session: OneRun) -> Result<Exit, CliError> {
                 }
             }
         }
+        // Reviews told as the run's last events came: not one is left unsaid.
+        while let Some(review) = session
+            .reviews
+            .as_mut()
+            .and_then(|told| told.try_recv().ok())
+        {
+            reviewing.add(&review);
+            told(&review, session.view.json, session.saving.as_mut());
+        }
         let outcome = run.finish().await;
         // A Stop hook may send the model on (exit 2): its reason becomes the next prompt.
         // A journaled run is one run of one prompt: its journal records no continuation.
@@ -517,6 +528,13 @@ pub(crate) async fn drive(mut session: OneRun) -> Result<Exit, CliError> {
     if let Some(error) = &error {
         eprintln!("golato: {}", crate::view::shown::visible(error));
     }
+    // The reviewer's tokens and money are the run's too (as in its budget), at its own price.
+    let cost = session
+        .price
+        .map(|price| price.cost(&tally.usage))
+        .zip(reviewing.cost)
+        .map(|(run, reviews)| run + reviews);
+    tally.usage += reviewing.usage;
     view.end(&Ending {
         exit,
         error,
@@ -524,7 +542,7 @@ pub(crate) async fn drive(mut session: OneRun) -> Result<Exit, CliError> {
         tally: &tally,
         wall: started.elapsed(),
         workspace: session.workspace,
-        cost: session.price.map(|price| price.cost(&tally.usage)),
+        cost,
     });
     if let Some(text) = &final_text {
         hand_over(

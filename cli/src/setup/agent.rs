@@ -158,6 +158,16 @@ pub(crate) async fn build_agent_keeping(
     // `--approve auto` needs its reviewer; a person at a terminal may switch to it later
     // (Shift-Tab), so one is made there too when it can be.
     match crate::setup::reviewer_source::reviewer(settings) {
+        // Its reviews count against --max-cost: at no known price they would leave the run's
+        // cost unknown, and the limit unenforced.
+        Ok(reviewer) if settings.max_cost.is_some() && !reviewer.model().1 => {
+            if approve == Approve::Auto {
+                return Err(CliError::usage(format!(
+                    "--max-cost counts the reviewer's calls too, and golato knows no price for its model {:?}: name a priced --reviewer-model, or limit tokens with --max-tokens instead",
+                    reviewer.model().0
+                )));
+            }
+        }
         Ok(reviewer) => approver.set_reviewer(Arc::new(reviewer)),
         Err(error) if approve == Approve::Auto => return Err(error),
         Err(_) => {}

@@ -343,9 +343,8 @@ impl golato::policy::Approver for Approvals {
             {
                 let reviewer = Arc::clone(reviewer);
                 return Box::pin(async move {
-                    let call = detail(&ctx.call, &ctx.arguments);
                     use crate::setup::reviewer::Outcome;
-                    let outcome = reviewer.review(&tool, call, &ctx.arguments, &why).await;
+                    let outcome = reviewed(reviewer, &ctx, &why).await;
                     let why = match outcome {
                         Outcome::Allow(_) => return Ok(Approval::Allow),
                         Outcome::Deny(review) => {
@@ -374,6 +373,50 @@ impl golato::policy::Approver for Approvals {
 
     fn note(&self, text: &str) {
         eprintln!("golato: {}", crate::view::shown::visible(text));
+    }
+}
+
+/// The reviewer's outcome for the call, decided once: in a journaled (durable) run it is a step
+/// of the run's journal, so a run picked up again replays the decision, and a review cut short
+/// (its worker died during it) is not asked again: the person decides. What a review the model
+/// answered used counts for the run's budget (`--max-tokens`, `--max-cost`).
+async fn reviewed(
+    reviewer: Arc<crate::setup::reviewer::Reviewer>,
+    ctx: &HookContext,
+    why: &str,
+) -> crate::setup::reviewer::Outcome {
+    use crate::setup::reviewer::Outcome;
+    let tool = ctx.call.name.clone();
+    let call = detail(&ctx.call, &ctx.arguments);
+    let work = {
+        let (reviewer, ctx, why) = (Arc::clone(&reviewer), ctx.clone(), why.to_owned());
+        let (tool, call) = (tool.clone(), call.clone());
+        golato::journal::StepWork::with_attempt(move |attempt| async move {
+            let outcome = match attempt {
+                1 => reviewer.review(&tool, call, &ctx.arguments, &why).await,
+                _ => reviewer.cut_short(&tool, call),
+            };
+            if let Outcome::Allow(review)
+            | Outcome::Deny(review)
+            | Outcome::Ask(review)
+            | Outcome::Failed(review) = &outcome
+            {
+                if let Some(usage) = &review.usage {
+                    ctx.spend(usage, review.cost);
+                }
+            }
+            serde_json::to_value(&outcome).map_err(|_| golato::journal::NotRecorded)
+        })
+    };
+    let recorded = ctx.step("review", work).await.map_err(|error| match error {
+        golato::journal::StepError::Journal(error) => error.to_string(),
+        golato::journal::StepError::NotRecorded => "nothing was recorded".to_owned(),
+    });
+    match recorded.and_then(|value| {
+        serde_json::from_value::<Outcome>(value).map_err(|error| error.to_string())
+    }) {
+        Ok(outcome) => outcome,
+        Err(reason) => reviewer.unrecorded(&tool, call, &reason),
     }
 }
 

@@ -77,10 +77,45 @@ pub(crate) struct Review {
     /// Whether an identical call's earlier review answered it (no model call).
     #[serde(default)]
     pub(crate) cached: bool,
+    /// What the model's answer used, when this review asked it (counted once, for the run's
+    /// budget: not kept).
+    #[serde(skip)]
+    pub(crate) usage: Option<golato::message::Usage>,
+    /// What `usage` cost, at the reviewer model's price, when it is known.
+    #[serde(skip)]
+    pub(crate) cost: Option<f64>,
 }
 
-/// What became of a review.
-#[derive(Debug, Clone)]
+/// What a session's reviews used: tokens, and money when every one of them had a known price.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spent {
+    pub(crate) usage: golato::message::Usage,
+    pub(crate) cost: Option<f64>,
+}
+
+impl Default for Spent {
+    fn default() -> Self {
+        Spent {
+            usage: golato::message::Usage::default(),
+            cost: Some(0.0),
+        }
+    }
+}
+
+impl Spent {
+    /// Counts what `review` used, if it asked the model.
+    pub(crate) fn add(&mut self, review: &Review) {
+        if let Some(usage) = review.usage {
+            self.usage += usage;
+            self.cost = self.cost.zip(review.cost).map(|(sum, cost)| sum + cost);
+        }
+    }
+}
+
+/// What became of a review (kept in a durable run's journal, so a run picked up again replays
+/// it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "outcome", content = "review", rename_all = "snake_case")]
 pub(crate) enum Outcome {
     Allow(Review),
     Deny(Review),
@@ -232,28 +267,16 @@ impl Reviewer {
                 return outcome;
             }
         }
-        let mut review = Review {
-            tool: tool.to_owned(),
-            call,
-            decision: "failed".into(),
-            risk: String::new(),
-            rationale: String::new(),
-            authorized_by: String::new(),
-            latency_ms: 0,
-            tokens: 0,
-            model: self.model.id.clone(),
-            failure: None,
-            cached: false,
-        };
+        let mut review = self.undecided(tool, call);
         let spent = self.spent.load(Ordering::Relaxed);
         if spent >= self.max_tokens {
-            review.failure = Some(format!(
-                "the reviewer's budget of {} tokens for this session is spent",
-                self.max_tokens
-            ));
-            let outcome = Outcome::Failed(review);
-            self.told(&outcome);
-            return outcome;
+            return self.failed(
+                review,
+                format!(
+                    "the reviewer's budget of {} tokens for this session is spent",
+                    self.max_tokens
+                ),
+            );
         }
         let request = Request {
             model: self.model.clone(),
@@ -301,6 +324,8 @@ impl Reviewer {
                     + message.usage.cache_write_tokens
                     + message.usage.output_tokens;
                 review.tokens = tokens;
+                review.usage = Some(message.usage);
+                review.cost = self.cost_of(&message.usage);
                 self.spent.fetch_add(tokens, Ordering::Relaxed);
                 {
                     let mut used = self.used.lock().unwrap_or_else(PoisonError::into_inner);
@@ -326,6 +351,63 @@ impl Reviewer {
         };
         self.told(&outcome);
         outcome
+    }
+
+    /// The outcome of a review that was started before and cut short (the worker of a durable
+    /// run died during it): it is not asked twice; the person decides.
+    pub(crate) fn cut_short(&self, tool: &str, call: String) -> Outcome {
+        let review = self.undecided(tool, call);
+        self.failed(
+            review,
+            "its review was cut short (the worker running this durable run stopped during it), and a call is not reviewed twice".to_owned(),
+        )
+    }
+
+    /// The outcome of a review whose decision could not be kept in the run's journal or read
+    /// back from it: the person decides.
+    pub(crate) fn unrecorded(&self, tool: &str, call: String, reason: &str) -> Outcome {
+        let review = self.undecided(tool, call);
+        self.failed(
+            review,
+            format!("its review could not be recorded in the run's journal ({reason})"),
+        )
+    }
+
+    /// A review of the call that has decided nothing yet.
+    fn undecided(&self, tool: &str, call: String) -> Review {
+        Review {
+            tool: tool.to_owned(),
+            call,
+            decision: "failed".into(),
+            risk: String::new(),
+            rationale: String::new(),
+            authorized_by: String::new(),
+            latency_ms: 0,
+            tokens: 0,
+            model: self.model.id.clone(),
+            failure: None,
+            cached: false,
+            usage: None,
+            cost: None,
+        }
+    }
+
+    /// `review` failed for `failure`, told.
+    fn failed(&self, mut review: Review, failure: String) -> Outcome {
+        review.failure = Some(failure);
+        let outcome = Outcome::Failed(review);
+        self.told(&outcome);
+        outcome
+    }
+
+    /// What `usage` of the reviewer's model costs, when its price is known.
+    pub(crate) fn cost_of(&self, usage: &golato::message::Usage) -> Option<f64> {
+        self.model.price.map(|price| price.cost(usage))
+    }
+
+    /// The reviewer's model, and whether golato knows its price.
+    pub(crate) fn model(&self) -> (&str, bool) {
+        (&self.model.id, self.model.price.is_some())
     }
 
     /// Keeps a decision: the breaker's counts, and allow and deny for identical calls.

@@ -315,6 +315,30 @@ fn a_question_of_a_call_id_full_of_separators_and_escapes_is_answered_and_runs_o
     assert_eq!(std::fs::read_to_string(&ledger).unwrap(), "ran\n");
 }
 
+/// A worker's flags for `--approve auto` with `script`, in `dir`, on `server`, the reviewer
+/// model `judge` at `url`, and echo commands asking.
+fn auto_flags(script: &Path, dir: &Path, server: &Server, url: &str) -> Vec<String> {
+    let flags = [
+        "--script",
+        script.to_str().unwrap(),
+        "--cwd",
+        dir.to_str().unwrap(),
+        "--restate-admin",
+        &server.admin,
+        "--restate",
+        &server.ingress,
+        "--approve",
+        "auto",
+        "--reviewer-base-url",
+        &format!("{url}/v1"),
+        "--reviewer-model",
+        "judge",
+        "--ask",
+        "bash(echo *)",
+    ];
+    flags.iter().map(|flag| (*flag).to_owned()).collect()
+}
+
 /// `golato serve --approve auto`: the reviewer decides first in the worker; what it leaves to a
 /// person waits on the server as any durable question, with the reviewer's reason.
 #[test]
@@ -343,30 +367,9 @@ fn a_durable_run_under_approve_auto_is_reviewed_and_asks_the_server_only_what_th
     let server = Server::start();
     let port = free_port();
     let script = write_script(dir.path());
-    let base = format!("{url}/v1");
-    let _worker = Worker::start_on(
-        dir.path(),
-        "worker",
-        port,
-        &[
-            "--script",
-            script.to_str().unwrap(),
-            "--cwd",
-            dir.path().to_str().unwrap(),
-            "--restate-admin",
-            &server.admin,
-            "--restate",
-            &server.ingress,
-            "--approve",
-            "auto",
-            "--reviewer-base-url",
-            &base,
-            "--reviewer-model",
-            "judge",
-            "--ask",
-            "bash(echo *)",
-        ],
-    );
+    let flags = auto_flags(&script, dir.path(), &server, &url);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let _worker = Worker::start_on(dir.path(), "worker", port, &flags);
     let running = submit(&server.ingress, "reviewed");
     // y is allowed by the reviewer and runs; n waits on the server with the reviewer's reason.
     let questions = open_questions(&server.ingress, "reviewed", 1);
@@ -384,4 +387,100 @@ fn a_durable_run_under_approve_auto_is_reviewed_and_asks_the_server_only_what_th
     assert_eq!(outcome.error, None);
     assert_eq!(ledger(dir.path()), ["y"]);
     assert_eq!(reviewer.sent().len(), 2, "each call reviewed once");
+}
+
+/// `golato serve --approve auto` SIGKILLed with one review in flight and another decided
+/// (`ask`, its question waiting): on the next worker neither call is reviewed again. The
+/// decided review is replayed from the run's journal and waits on the same question; the one
+/// cut short is not asked twice, the person decides it, told why.
+#[test]
+#[ignore = "needs a Restate server: GOLATO_RESTATE_SERVER (.ci/run)"]
+fn a_review_is_journaled_a_killed_worker_neither_reviews_again_nor_loses_the_decision() {
+    use support::provider::{FakeProvider, Reply, Script};
+    let (_runtime, url, reviewer) = FakeProvider::start_blocking(Script::Respond(Box::new(
+        move |request: &serde_json::Value, _| {
+            let input = request["messages"][1]["content"]
+                .as_str()
+                .unwrap_or_default();
+            let answer = match input.contains("echo y") {
+                // y's review never answers: the worker dies during it.
+                true => {
+                    return Reply {
+                        stall: true,
+                        ..Reply::sse(Vec::new())
+                    }
+                }
+                false => serde_json::json!({"decision": "ask", "risk": "medium",
+                    "rationale": "Nobody mentioned z."}),
+            };
+            Reply::sse(support::compaction::sse(
+                &serde_json::json!({ "text": answer.to_string() }),
+            ))
+        },
+    )));
+    let dir = tempfile::tempdir().unwrap();
+    let ledger_path = dir.path().join("ledger");
+    let call = |id: &str| {
+        serde_json::json!({"id": id, "name": "bash", "arguments": {"command": format!(
+            "echo {id} >> {}; echo ran {id}",
+            ledger_path.display()
+        )}})
+    };
+    let script = dir.path().join("script.jsonl");
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{}\n",
+            serde_json::json!({"tool_calls": [call("y"), call("z")]}),
+            serde_json::json!({"text": "done"})
+        ),
+    )
+    .unwrap();
+    let server = Server::start();
+    let port = free_port();
+    let mut flags = auto_flags(&script, dir.path(), &server, &url);
+    flags.extend(["--reviewer-timeout".to_owned(), "600".to_owned()]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut first = Worker::start_on(dir.path(), "worker", port, &flags);
+    let running = submit(&server.ingress, "kept");
+    // z's review said ask: its question waits; y's review has been sent and hangs.
+    let questions = open_questions(&server.ingress, "kept", 1);
+    assert_eq!(questions[0].call_id, "z");
+    let started = std::time::Instant::now();
+    while reviewer.sent().len() < 2 {
+        assert!(started.elapsed() < HANG_GUARD, "y was never reviewed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    first.kill();
+
+    let _second = Worker::start_on(dir.path(), "worker-again", port, &flags);
+    let questions = open_questions(&server.ingress, "kept", 2);
+    let why = |id: &str| {
+        questions
+            .iter()
+            .find(|question| question.call_id == id)
+            .unwrap()
+            .why
+            .clone()
+    };
+    assert!(
+        why("y").contains("its review was cut short") && why("y").contains("the person decides"),
+        "{}",
+        why("y")
+    );
+    assert!(
+        why("z").contains("the reviewer asks: Nobody mentioned z."),
+        "{}",
+        why("z")
+    );
+    for id in ["y", "z"] {
+        let yes = approve(&server.ingress, "kept", &[id, "yes"]);
+        assert!(yes.status.success(), "{yes:?}");
+    }
+    let outcome = running.join().unwrap();
+    assert_eq!(outcome.error, None);
+    let mut ran = ledger(dir.path());
+    ran.sort();
+    assert_eq!(ran, ["y", "z"], "each ran once");
+    assert_eq!(reviewer.sent().len(), 2, "neither call was reviewed again");
 }

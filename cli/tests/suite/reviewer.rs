@@ -600,3 +600,100 @@ fn on_a_terminal_a_reviewer_that_cannot_decide_asks_the_person() {
         leave(terminal, size);
     }
 }
+
+/// A verdict whose answer says it used `input` and `output` tokens (a final chunk with usage,
+/// as OpenAI streams it).
+fn verdict_using(decision: &str, input: u64, output: u64) -> Reply {
+    let answer =
+        json!({"decision": decision, "risk": "low", "rationale": "fine", "authorized_by": ""})
+            .to_string();
+    let mut events = String::new();
+    for chunk in [
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": answer}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": input, "completion_tokens": output}}),
+    ] {
+        events.push_str(&format!("data: {chunk}\n\n"));
+    }
+    events.push_str("data: [DONE]\n\n");
+    Reply::sse(events)
+}
+
+#[test]
+fn the_reviewers_tokens_count_against_the_runs_budget() {
+    let (_runtime, url, server) =
+        FakeProvider::start_blocking(Script::Repeat(verdict_using("allow", 500, 20)));
+    let dir = tempfile::tempdir().unwrap();
+    // The agent's own turn uses 10 tokens; its call's review 520: over a budget of 300, so
+    // the run ends after the batch instead of asking for the next turn.
+    let output = run(
+        dir.path(),
+        &[json!({"tool_calls": [bash("a", "touch made")], "usage": {"input_tokens": 10}})],
+        &url,
+        &["--ask", "bash(touch *)", "--max-tokens", "300"],
+    );
+    assert_eq!(server.sent().len(), 1);
+    assert!(dir.path().join("made").exists(), "allowed, then ran");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let outcome = json_lines(&output).last().unwrap().clone();
+    assert_eq!(outcome["usage"]["input_tokens"], 510, "{outcome}");
+    assert_eq!(outcome["usage"]["output_tokens"], 20, "{outcome}");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(said.contains("raise --max-tokens or --max-cost"), "{said}");
+}
+
+#[test]
+fn max_cost_needs_the_reviewers_price_and_counts_its_reviews() {
+    let dir = tempfile::tempdir().unwrap();
+    // A reviewer model golato knows no price for cannot be counted: refused before the run.
+    let (_runtime, url, _server) =
+        FakeProvider::start_blocking(Script::Repeat(verdict_using("allow", 1000, 100)));
+    let output = run(
+        dir.path(),
+        &[json!({"tool_calls": [bash("a", "touch made")]})],
+        &url,
+        &["--ask", "bash(touch *)", "--max-cost", "1"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("--max-cost counts the reviewer's calls too") && said.contains("\"judge\""),
+        "{said}"
+    );
+
+    // A priced one (gpt-4o-mini, $0.15 in and $0.60 out per million) adds its cost to the
+    // run's: the agent on the same server, so both are priced.
+    let (_runtime, url, _server) =
+        FakeProvider::start_blocking(Script::Respond(Box::new(|request: &Value, _| {
+            let is_review = request["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|system| system.starts_with("You review one tool call"));
+            let said_before = request["messages"]
+                .as_array()
+                .is_some_and(|messages| messages.iter().any(|m| m["role"] == "tool"));
+            match (is_review, said_before) {
+                (true, _) => verdict_using("allow", 1000, 100),
+                (false, false) => Reply::sse(sse(&json!({"tool_calls": [{"index": 0, "id": "a",
+                    "type": "function", "function": {"name": "bash",
+                    "arguments": json!({"command": "touch made"}).to_string()}}]}))),
+                (false, true) => Reply::sse(sse(&json!({"text": "done"}))),
+            }
+        })));
+    let base = format!("{url}/v1");
+    let output = golato()
+        .args(["run", "--json", "--ephemeral", "--approve", "auto"])
+        .args(["--base-url", &base, "-m", "gpt-4o-mini"])
+        .args(["--reviewer-model", "gpt-4o-mini", "--max-cost", "1"])
+        .args(["--ask", "bash(touch *)", "--cwd"])
+        .arg(dir.path())
+        .arg("please make it")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(dir.path().join("made").exists());
+    let outcome = json_lines(&output).last().unwrap().clone();
+    let expected = (1000.0 * 0.15 + 100.0 * 0.60) / 1_000_000.0;
+    let cost = outcome["cost_usd"].as_f64().unwrap();
+    assert!((cost - expected).abs() < 1e-12, "{outcome}");
+}
