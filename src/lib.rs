@@ -92,6 +92,7 @@
 
 pub mod agent;
 pub mod builtin;
+pub mod diagnostics;
 pub mod embed;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

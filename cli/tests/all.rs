@@ -17,6 +17,7 @@ mod suite {
     mod cli;
     mod config;
     mod demo;
+    mod diagnostics;
     #[cfg(feature = "durable")]
     mod durable;
     #[cfg(feature = "durable")]
