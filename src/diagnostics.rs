@@ -415,6 +415,19 @@ impl Diagnostics {
     }
 }
 
+/// What a call's result says its change broke, for a person ("2 new errors in calc.py"):
+/// the `diagnostics` summary [`Diagnostics::hook`] put in its details.
+///
+/// ```
+/// use serde_json::json;
+/// let details = json!({"diagnostics": {"summary": "1 new error in calc.py"}});
+/// assert_eq!(golato::diagnostics::summary(Some(&details)), Some("1 new error in calc.py"));
+/// assert_eq!(golato::diagnostics::summary(None), None);
+/// ```
+pub fn summary(details: Option<&Value>) -> Option<&str> {
+    details?.get("diagnostics")?.get("summary")?.as_str()
+}
+
 /// The tools whose changes are checked, and the argument naming the file.
 fn changed_file(ctx: &HookContext) -> Option<&str> {
     match ctx.call.name.as_str() {
@@ -521,6 +534,21 @@ impl Hook for Diagnostics {
             tracing::debug!(target: "golato::diagnostics", path, waited_ms = started.elapsed().as_millis() as u64, "checked a change");
             if lines.is_empty() {
                 return Ok(AfterToolCall::Keep);
+            }
+            // What is not a report (a server left off, not ready in time) is a person's line
+            // too: the summary says it.
+            let said: Vec<&str> = lines
+                .iter()
+                .filter(|line| !line.starts_with("Diagnostics after this change"))
+                .map(String::as_str)
+                .collect();
+            if !said.is_empty() {
+                let details = details.get_or_insert_with(|| json!({}));
+                let summary = match details["summary"].as_str() {
+                    Some(summary) => format!("{summary}; {}", said.join("; ")),
+                    None => said.join("; "),
+                };
+                details["summary"] = summary.into();
             }
             let mut result = result;
             result

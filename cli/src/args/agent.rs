@@ -184,6 +184,13 @@ pub(crate) struct AgentArgs {
     /// How long each MCP server may take to start and answer MCP's handshake [default: 20].
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds, help_heading = "Tools")]
     pub(crate) mcp_timeout: Option<std::time::Duration>,
+    /// Start no language server: edits and writes get no diagnostics, and there is no
+    /// diagnostics tool (config `lsp = false`).
+    #[arg(long, help_heading = "Tools")]
+    pub(crate) no_lsp: bool,
+    /// Language servers of the configuration (`[lsp.NAME]`), before golato's own.
+    #[arg(skip)]
+    pub(crate) lsp_servers: Vec<golato::diagnostics::ServerSpec>,
     /// Replay a recorded model (a script written by --record, or by hand) instead of calling
     /// one; differences between the recorded and the replayed tool results are reported.
     #[arg(long, value_name = "FILE", help_heading = "Model")]

@@ -187,9 +187,23 @@ pub(crate) fn call_ended(
         .as_ref()
         .and_then(|details| details["diff"].as_str())
         .filter(|_| call.name == "edit" && !result.is_error);
+    // What the change broke, under it (the model reads the diagnostics themselves).
+    let broke = golato::diagnostics::summary(result.details.as_ref()).map(|summary| {
+        Line::from(vec![
+            bar(),
+            Span::styled(
+                fit(&format!("⚠ {summary}"), body),
+                Style::default().fg(Color::Yellow),
+            ),
+        ])
+    });
     if let Some(diff) = diff {
         lines.extend(diff_lines(diff, width, DIFF_LINES));
+        lines.extend(broke);
         return lines;
+    }
+    if let Some(broke) = broke {
+        lines.push(broke);
     }
     if call.name == "read" && !result.is_error {
         return lines;

@@ -53,6 +53,26 @@ pub(crate) struct FileSettings {
     pub(super) reasoning_effort: Option<String>,
     pub(super) web_search: Option<bool>,
     pub(super) reviewer_policy: Option<String>,
+    /// `lsp = false`, or `[lsp.NAME]` tables of language servers.
+    pub(super) lsp: Option<LspEntry>,
+}
+
+/// `lsp`: off, or language servers by name (each used before golato's own for its files).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum LspEntry {
+    On(bool),
+    Servers(BTreeMap<String, LspServer>),
+}
+
+/// A `[lsp.NAME]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LspServer {
+    pub(crate) command: Vec<String>,
+    pub(crate) extensions: Vec<String>,
+    #[serde(default)]
+    pub(crate) root_markers: Vec<String>,
 }
 
 /// An MCP server: a command line, or a table with its arguments and environment.
@@ -156,6 +176,13 @@ pub(crate) fn untrusted(settings: &mut FileSettings) -> Vec<String> {
     // What decides a project's own calls is not the project's to write.
     if let Some(policy) = settings.reviewer_policy.take() {
         drop("reviewer_policy", format!("{policy:?}"));
+    }
+    // A language server is a program the project would start: `lsp = false` stands.
+    if let Some(servers) = settings
+        .lsp
+        .take_if(|lsp| matches!(lsp, LspEntry::Servers(_)))
+    {
+        drop("lsp", format!("{servers:?}"));
     }
     ignored
 }
@@ -729,5 +756,6 @@ pub(crate) fn entries(settings: &FileSettings) -> Vec<(&'static str, String)> {
     entry!(reasoning_effort);
     entry!(web_search);
     entry!(reviewer_policy);
+    entry!(lsp);
     entries
 }

@@ -56,6 +56,9 @@ pub(crate) struct Settings {
     pub(crate) system: Option<String>,
     /// Tell the model nothing of its environment and read no AGENTS.md.
     pub(crate) no_project_instructions: bool,
+    /// The language servers golato may start for diagnostics after edits, in order of
+    /// preference; `None`: off (`--no-lsp`, `lsp = false`).
+    pub(crate) lsp: Option<Vec<golato::diagnostics::ServerSpec>>,
     /// The JSON Schema file the final answer must match.
     pub(crate) output_schema: Option<PathBuf>,
     /// A recorded model to replay instead of a provider.
@@ -175,6 +178,11 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         },
         system: args.system,
         no_project_instructions: args.no_project_instructions,
+        lsp: (!args.no_lsp).then(|| {
+            let mut servers = args.lsp_servers;
+            servers.extend(golato::diagnostics::ServerSpec::builtin());
+            servers
+        }),
         output_schema: args.output_schema,
         script: args.script,
         model_elsewhere: false,
@@ -400,6 +408,29 @@ fn fill(args: &mut AgentArgs, settings: &FileSettings, source: &str) -> Result<(
     }
     if let Some(policy) = &settings.reviewer_policy {
         set!(reviewer_policy, Some(policy.clone()));
+    }
+    match &settings.lsp {
+        Some(super::config::LspEntry::On(on)) => set!(no_lsp, !on),
+        Some(super::config::LspEntry::Servers(servers)) => {
+            for (name, server) in servers {
+                if server.command.is_empty() || server.extensions.is_empty() {
+                    return Err(invalid(
+                        &format!("lsp.{name}"),
+                        "it needs a command and the extensions it serves (command = [\"pyright-langserver\", \"--stdio\"], extensions = [\"py\"])".into(),
+                    ));
+                }
+                let mut spec = golato::diagnostics::ServerSpec::new(
+                    name.clone(),
+                    server.command.clone(),
+                    server.extensions.clone(),
+                );
+                spec.root_markers = server.root_markers.clone();
+                // A later layer's server of the same name replaces an earlier one's.
+                args.lsp_servers.retain(|kept| kept.name != *name);
+                args.lsp_servers.insert(0, spec);
+            }
+        }
+        None => {}
     }
     if let Some(tokens) = settings.max_tokens {
         let value = std::num::NonZeroU64::new(tokens)

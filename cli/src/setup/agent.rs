@@ -6,6 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use golato::diagnostics::Diagnostics;
+
 use golato::agent::{self, Agent};
 use golato::builtin;
 use golato::generator::{Generator, Model, Scripted};
@@ -128,9 +130,12 @@ pub(crate) async fn build_agent_keeping(
         Some(kept) if !durable_worker => Some(kept),
         _ => (!durable_worker).then(|| background(settings)).flatten(),
     };
+    let diagnostics = diagnostics(settings)?;
+    let mut custom_tools = mcp_tools;
+    custom_tools.extend(diagnostics.as_ref().map(Diagnostics::tool));
     let tools = builtin_tools(
         settings,
-        mcp_tools,
+        custom_tools,
         shared_lock,
         checkpoints,
         background.as_ref(),
@@ -227,6 +232,8 @@ pub(crate) async fn build_agent_keeping(
         None => asking,
     };
     let mut hooks = policy_hooks(settings, approve, asking, &hook_session, interactive)?;
+    // After the policy: a call it refuses is never checked.
+    hooks.extend(diagnostics.as_ref().map(Diagnostics::hook));
     // Last: it keeps a file as it was only once every other hook let the call run.
     if let Some(recorder) = recorder {
         hooks.push(recorder);
@@ -550,6 +557,30 @@ pub(crate) fn builtin_tools(
         ..Default::default()
     })
     .map_err(builtin_error)
+}
+
+/// The language servers of `settings` (none with `--no-lsp`), confined read-only when the
+/// session is sandboxed: its denied paths hidden, its network only if it allows the network.
+fn diagnostics(settings: &Settings) -> Result<Option<Diagnostics>, CliError> {
+    let Some(servers) = settings.lsp.clone() else {
+        return Ok(None);
+    };
+    let mut config = golato::diagnostics::Config::new(&settings.cwd);
+    config.servers = servers;
+    if settings.sandboxed() {
+        let session = &settings.sandbox;
+        let mut policy = golato::sandbox::Policy::read_only().with_network(session.allow_network);
+        policy.denied_paths = session.denied_paths.clone();
+        policy.helper = session.helper.clone();
+        policy.pass_env = session.pass_env.clone();
+        let prepared = golato::sandbox::Prepared::new(&policy, &settings.cwd).map_err(|error| {
+            CliError::Failed(format!(
+                "{error} (the language servers run confined read-only; --no-lsp starts none)"
+            ))
+        })?;
+        config.sandbox = prepared.map(Arc::new);
+    }
+    Ok(Some(Diagnostics::new(config)))
 }
 
 /// The built-ins `--tools` names, exactly; without it the four, and `bash_output` and

@@ -302,6 +302,9 @@ impl Live {
             .and_then(|details| details["diff"].as_str())
             .filter(|_| call.name == "edit" && !result.is_error);
         let plan = golato::builtin::plan_of(result);
+        // What the change broke, under it: the model reads the lines, the person the count.
+        let broke = golato::diagnostics::summary(result.details.as_ref())
+            .map(|summary| format!("\n  {YELLOW}⚠ {}{YELLOW:#}", clip(summary)));
         match diff {
             // What changed, not just that it did.
             Some(diff) => text.push_str(&diff_lines(diff)),
@@ -337,6 +340,9 @@ impl Live {
         }
         if let Some(network) = crate::view::network::summary(result.details.as_ref()) {
             text.push_str(&format!("\n  {DIM}│{DIM:#} {}", clip(&network)));
+        }
+        if let Some(broke) = broke {
+            text.push_str(&broke);
         }
         // A terminal cannot show the image the model gets, but it can say one came back.
         for part in &result.content {

@@ -330,3 +330,138 @@ fn a_sandboxed_server_can_neither_write_the_workspace_nor_reach_the_network() {
     assert!(said.contains("public failed"), "{said}");
     assert!(!written);
 }
+
+/// An OpenAI stream of one `edit` call.
+fn edit_turn(path: &str, old: &str, new: &str) -> support::provider::Reply {
+    let arguments = json!({"path": path, "edits": [{"oldText": old, "newText": new}]});
+    support::provider::Reply::sse(support::compaction::sse(&json!({"tool_calls": [{
+        "index": 0, "id": "e1", "type": "function",
+        "function": {"name": "edit", "arguments": arguments.to_string()}}]})))
+}
+
+#[test]
+#[ignore = "needs pyright: GOLATO_PYRIGHT (.ci/run)"]
+fn through_the_binary_the_model_reads_the_error_its_edit_made_and_the_person_sees_the_count() {
+    use support::provider::{FakeProvider, Reply, Script};
+    let pyright = std::path::PathBuf::from(pyright());
+    let path = format!(
+        "{}:{}",
+        pyright.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for json_lines in [true, false] {
+        let dir = workspace();
+        std::fs::write(
+            dir.path().join("calc.py"),
+            "def double(x: int) -> int:\n    return x * 2\n",
+        )
+        .unwrap();
+        let (_runtime, url, server) = FakeProvider::start_blocking(Script::Queue(
+            [
+                edit_turn("calc.py", "return x * 2", "return x.upper()"),
+                Reply::sse(support::compaction::sse(&json!({"text": "done"}))),
+            ]
+            .into(),
+        ));
+        let mut command = support::cli::golato();
+        command
+            .args([
+                "run",
+                "--ephemeral",
+                "--base-url",
+                &format!("{url}/v1"),
+                "-m",
+                "m",
+            ])
+            .arg("--cwd")
+            .arg(dir.path())
+            .env("PATH", &path)
+            .stdin(std::process::Stdio::null());
+        if json_lines {
+            command.arg("--json");
+        }
+        let output = command.arg("double it").output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        // The next request carries what the edit broke.
+        let sent = server.take_bodies();
+        let told = sent[1]["messages"].to_string();
+        assert!(
+            told.contains("Diagnostics after this change: 1 new error in calc.py"),
+            "{told}"
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if json_lines {
+            let ended = support::cli::json_lines(&output)
+                .into_iter()
+                .find(|line| line["type"] == "tool_end")
+                .unwrap();
+            assert_eq!(
+                ended["result"]["details"]["diagnostics"]["summary"], "1 new error in calc.py",
+                "{ended}"
+            );
+        } else {
+            let shown = format!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
+            assert!(shown.contains("⚠ 1 new error in calc.py"), "{shown}");
+        }
+    }
+}
+
+#[test]
+fn an_untrusted_project_cannot_name_a_language_server_and_a_trusted_one_can() {
+    let dir = workspace();
+    let mark = dir.path().join("server-started");
+    std::fs::create_dir(dir.path().join(".golato")).unwrap();
+    std::fs::write(
+        dir.path().join(".golato/config.toml"),
+        format!(
+            "[lsp.evil]\ncommand = [\"sh\", \"-c\", \"touch {}\"]\nextensions = [\"ev\"]\n",
+            mark.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("a.ev"), "one\n").unwrap();
+    let script = support::cli::script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "e", "name": "edit", "arguments": {"path": "a.ev", "edits": [{"oldText": "one", "newText": "two"}]}}]}),
+            json!({"text": "done"}),
+        ],
+    );
+    let run = |more: &[&str]| {
+        support::cli::golato()
+            .args([
+                "run",
+                "--ephemeral",
+                "--sandbox",
+                "off",
+                "--approve",
+                "never",
+            ])
+            .args(more)
+            .arg("--cwd")
+            .arg(dir.path())
+            .arg("--script")
+            .arg(&script)
+            .arg("go")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let output = run(&[]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("lsp = "), "{said}");
+    assert!(!mark.exists(), "an untrusted project's server was started");
+
+    std::fs::write(dir.path().join("a.ev"), "one\n").unwrap();
+    let output = run(&["--trust"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(mark.exists(), "a trusted project's server was not started");
+    // It exited at once: said in the edit's result (shown on stderr), once.
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("language server evil could not start"),
+        "{said}"
+    );
+}
