@@ -196,10 +196,10 @@ mod tests {
             diagnostic(2, DiagnosticSeverity::ERROR, "bad\n  type"),
         ];
         let new = introduced(Some(&before), &after);
-        let report = report("calc.py", &new, 1, 0).unwrap();
-        assert_eq!(report.summary, "1 new error and 1 new warning in calc.py");
+        let told = report("calc.py", &new, 1, 0).unwrap();
+        assert_eq!(told.summary, "1 new error and 1 new warning in calc.py");
         assert_eq!(
-            report.text,
+            told.text,
             "Diagnostics after this change: 1 new error and 1 new warning in calc.py (1 other it did not introduce, not listed):\ncalc.py:3:5: error [reportX] bad type\ncalc.py:2:5: warning [reportX] unused x"
         );
         assert!(report("calc.py", &[], 1, 0).is_none(), "clean: nothing");
@@ -211,14 +211,10 @@ mod tests {
             .map(|n| diagnostic(n, DiagnosticSeverity::ERROR, &"x".repeat(300)))
             .collect();
         let new = introduced(None, &after);
-        let report = report("a.py", &new, 0, 99_000).unwrap();
-        assert!(
-            report.text.len() <= MAX_CHARS + 100,
-            "{}",
-            report.text.len()
-        );
-        assert!(report.text.lines().count() <= MAX_LINES + 2);
-        assert!(report.text.ends_with("more not shown)"), "{}", report.text);
+        let told = report("a.py", &new, 0, 99_000).unwrap();
+        assert!(told.text.len() <= MAX_CHARS + 100, "{}", told.text.len());
+        assert!(told.text.lines().count() <= MAX_LINES + 2);
+        assert!(told.text.ends_with("more not shown)"), "{}", told.text);
         // Many new warnings and no error: not worth telling.
         let warnings: Vec<Diagnostic> = (0..6)
             .map(|n| diagnostic(n, DiagnosticSeverity::WARNING, "w"))

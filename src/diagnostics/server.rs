@@ -55,8 +55,8 @@ pub(crate) struct Server {
     state: Arc<Mutex<State>>,
     changed: watch::Receiver<u64>,
     next_id: AtomicI64,
-    /// The open documents' versions, by URI.
-    versions: tokio::sync::Mutex<HashMap<String, i32>>,
+    /// The open documents' versions, and a hash of the text last shown, by URI.
+    versions: tokio::sync::Mutex<HashMap<String, (i32, u64)>>,
     child: Mutex<Option<tokio::process::Child>>,
     /// Where a sandboxed server's input pipe lives; removed with it.
     _fifo_dir: Option<tempfile::TempDir>,
@@ -196,13 +196,18 @@ impl Server {
     }
 
     /// Gives the server the file's `text` (opening it, or as its next version); returns the
-    /// version sent and the publication count before it.
+    /// version sent and the publication count before it. Text the server already has is not
+    /// sent again: its version, and 0 (any publication for that version answers).
     pub(crate) async fn show(
         &self,
         uri: &str,
         language: &str,
         text: &str,
     ) -> Result<(i32, u64), String> {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        let hash = hasher.finish();
         let mut versions = self.versions.lock().await;
         let seq = self
             .state
@@ -210,6 +215,7 @@ impl Server {
             .unwrap_or_else(PoisonError::into_inner)
             .seq;
         let version = match versions.get(uri) {
+            Some((version, shown)) if *shown == hash => return Ok((*version, 0)),
             None => {
                 self.notify(
                     "textDocument/didOpen",
@@ -218,7 +224,7 @@ impl Server {
                 .await?;
                 1
             }
-            Some(version) => {
+            Some((version, _)) => {
                 let next = version.saturating_add(1);
                 self.notify(
                     "textDocument/didChange",
@@ -228,7 +234,7 @@ impl Server {
                 next
             }
         };
-        versions.insert(uri.to_owned(), version);
+        versions.insert(uri.to_owned(), (version, hash));
         Ok((version, seq))
     }
 

@@ -607,6 +607,8 @@ mod tests {
         ("temperature", "0.5", Some("0.7")),
         ("max_output_tokens", "100", Some("200")),
         ("reasoning_effort", "\"high\"", Some("low")),
+        // `lsp = false` is the flag --no-lsp (`[lsp.NAME]` tables add servers, no flag).
+        ("lsp", "false", None),
     ];
 
     fn run_flags(extra: &[&str]) -> AgentArgs {
@@ -644,13 +646,16 @@ mod tests {
             fill(&mut args, &settings, "a test").unwrap();
             assert_ne!(before, format!("{args:?}"), "{key} = {value} set nothing");
 
-            let flag = format!("--{}", key.replace('_', "-"));
+            let (flag, field) = match *key {
+                "lsp" => ("--no-lsp".to_owned(), "no_lsp"),
+                key => (format!("--{}", key.replace('_', "-")), key),
+            };
             let mut given = vec![flag.as_str()];
             given.extend(flag_value);
             let mut args = run_flags(&given);
             assert!(
-                args.given.contains(*key),
-                "{flag} is noted as given under {key}"
+                args.given.contains(field),
+                "{flag} is noted as given under {field}"
             );
             let before = format!("{args:?}");
             fill(&mut args, &settings, "a test").unwrap();
