@@ -592,12 +592,27 @@ impl Diagnostics {
             "Lists the errors the project's language servers report: for one file (path), or for every file checked so far in this session. Set all to also see warnings.",
             move |_: crate::tool::ToolContext, arguments: Arguments| {
                 let this = this.clone();
-                async move { this.listed(arguments).await }
+                async move {
+                    this.listing(arguments.path.as_deref(), arguments.all)
+                        .await
+                        .map(ToolResult::text)
+                        .map_err(BoxError::from)
+                }
             },
         )
     }
 
-    async fn listed(&self, arguments: Arguments) -> Result<ToolResult, BoxError> {
+    /// What the servers report, as the `diagnostics` tool says it: of `path` (relative to the
+    /// root; checked now), or of every file checked so far; errors only unless `all`.
+    ///
+    /// # Errors
+    ///
+    /// `path` is not a readable text file, or its server stopped: the reason, in words.
+    pub async fn listing(&self, path: Option<&str>, all: bool) -> Result<String, String> {
+        let arguments = Arguments {
+            path: path.map(str::to_owned),
+            all,
+        };
         let keep = |d: &Diagnostic| {
             arguments.all
                 || matches!(
@@ -610,24 +625,20 @@ impl Diagnostics {
             Some(path) => {
                 let file = self.resolve(path);
                 let Some(text) = text_of(&file) else {
-                    return Err(format!("{path} is not a readable text file").into());
+                    return Err(format!("{path} is not a readable text file"));
                 };
                 let deadline = tokio::time::Instant::now()
                     + self.inner.config.wait
                     + self.inner.config.start_within;
                 match self.check(&file, &text, deadline).await {
-                    Checked::Unserved => {
-                        return Ok(ToolResult::text(format!(
-                            "No language server serves {path}."
-                        )))
-                    }
+                    Checked::Unserved => return Ok(format!("No language server serves {path}.")),
                     Checked::NotReady => {
-                        return Ok(ToolResult::text(format!(
+                        return Ok(format!(
                             "Diagnostics for {path} were not ready within {} ms.",
                             self.inner.config.wait.as_millis()
-                        )))
+                        ))
                     }
-                    Checked::Failed(why) => return Err(why.into()),
+                    Checked::Failed(why) => return Err(why),
                     Checked::Published(diagnostics, _) => lines.extend(
                         diagnostics
                             .iter()
@@ -675,6 +686,6 @@ impl Diagnostics {
         if total > lines.len() {
             text.push_str(&format!("\n({} more not shown)", total - lines.len()));
         }
-        Ok(ToolResult::text(text))
+        Ok(text)
     }
 }

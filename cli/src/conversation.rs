@@ -72,6 +72,8 @@ pub(crate) struct Conversation {
     pub(crate) background: Option<golato::builtin::Background>,
     /// The commands and skills a person may call by name (`/NAME`, `$NAME`).
     pub(crate) offered: expansion::Offered,
+    /// The language servers (`/diagnostics`), unless `--no-lsp`.
+    pub(crate) diagnostics: Option<golato::diagnostics::Diagnostics>,
 }
 
 impl Conversation {
@@ -113,6 +115,7 @@ impl Conversation {
             session: hook_session,
             approver,
             background,
+            diagnostics,
             ..
         } = built;
         let Opened {
@@ -143,6 +146,7 @@ impl Conversation {
             hook_session,
             background,
             offered,
+            diagnostics,
         };
         conversation.tell_hooks();
         conversation
@@ -168,6 +172,7 @@ impl Conversation {
         self.plan_mode = built.plan_mode;
         self.hook_session = built.session;
         self.background = built.background;
+        self.diagnostics = built.diagnostics;
         self.settings = settings;
         self.tell_hooks();
     }

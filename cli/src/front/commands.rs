@@ -36,6 +36,8 @@ pub(crate) enum Command {
     Processes,
     /// `/kill ID`: end a background command.
     Kill(Option<String>),
+    /// `/diagnostics [PATH]`: what the language servers report.
+    Diagnostics(Option<String>),
 }
 
 /// Every command, with what it does.
@@ -84,6 +86,10 @@ const COMMANDS: &[(&str, &str)] = &[
     (
         "/kill",
         "end a background command: /kill ID (its whole process tree)",
+    ),
+    (
+        "/diagnostics",
+        "what the language servers report: of the files checked so far, or /diagnostics PATH",
     ),
     (
         "/approve",
@@ -151,6 +157,7 @@ pub(crate) fn run(front: &mut Front, text: &str) {
         "/agents" => Command::Agents,
         "/ps" => Command::Processes,
         "/kill" => Command::Kill(argument.clone()),
+        "/diagnostics" => Command::Diagnostics(argument.clone()),
         "/sandbox" => Command::Sandbox,
         "/compact" => Command::Compact,
         "/fork" => Command::Fork,

@@ -71,6 +71,8 @@ pub(crate) struct Built {
     pub(crate) subagents: Option<golato::subagent::Config>,
     /// The session's background commands, when bash may start them.
     pub(crate) background: Option<builtin::Background>,
+    /// The language servers (`/diagnostics`), unless `--no-lsp`.
+    pub(crate) diagnostics: Option<Diagnostics>,
 }
 
 /// Makes the approver that asks a durable run's questions from the one the flags make.
@@ -132,7 +134,18 @@ pub(crate) async fn build_agent_keeping(
     };
     let diagnostics = diagnostics(settings)?;
     let mut custom_tools = mcp_tools;
-    custom_tools.extend(diagnostics.as_ref().map(Diagnostics::tool));
+    // The tool is offered when asked for (`--tools …,diagnostics`), as the other optional
+    // tools are; the hook after edits needs no asking.
+    let tool_asked = settings
+        .tools
+        .as_ref()
+        .is_some_and(|names| names.iter().any(|name| name == "diagnostics"));
+    custom_tools.extend(
+        diagnostics
+            .as_ref()
+            .filter(|_| tool_asked)
+            .map(Diagnostics::tool),
+    );
     let tools = builtin_tools(
         settings,
         custom_tools,
@@ -187,6 +200,7 @@ pub(crate) async fn build_agent_keeping(
                 .iter()
                 .map(|tool| tool.name())
                 .chain(builtin::OPTIONAL_TOOL_NAMES)
+                .chain(settings.lsp.is_some().then_some("diagnostics"))
                 .chain(
                     crate::setup::subagents::wanted(settings)
                         .then_some(golato::subagent::TOOL_NAME),
@@ -275,6 +289,7 @@ pub(crate) async fn build_agent_keeping(
         approver,
         subagents,
         background,
+        diagnostics,
     })
 }
 

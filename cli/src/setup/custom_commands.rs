@@ -21,8 +21,28 @@ const MAX_DEPTH: usize = 3;
 
 /// The front end's own slash commands: a file of one of these names is refused.
 pub(crate) const RESERVED: &[&str] = &[
-    "help", "model", "compact", "new", "resume", "fork", "undo", "diff", "plan", "accept", "cost",
-    "tools", "ps", "kill", "approve", "sandbox", "init", "exit", "quit", "clear", "agents",
+    "help",
+    "model",
+    "compact",
+    "new",
+    "resume",
+    "fork",
+    "undo",
+    "diff",
+    "plan",
+    "accept",
+    "cost",
+    "tools",
+    "ps",
+    "kill",
+    "approve",
+    "sandbox",
+    "init",
+    "exit",
+    "quit",
+    "clear",
+    "agents",
+    "diagnostics",
 ];
 
 /// A command found.

@@ -465,3 +465,105 @@ fn an_untrusted_project_cannot_name_a_language_server_and_a_trusted_one_can() {
         "{said}"
     );
 }
+
+/// Whether the header names the `diagnostics` tool.
+fn screen_has_tool(terminal: &mut support::cli::Terminal, size: (u16, u16)) -> bool {
+    super::front::wait_until(terminal, size, "the header", |shown| {
+        shown.contains("tools")
+    })
+    .contains(",diagnostics")
+}
+
+/// The front end (80×24 and 120×40): the count under the edit, and `/diagnostics` listing what
+/// the server reports.
+#[test]
+fn the_front_end_shows_what_an_edit_broke_and_diagnostics_lists_it() {
+    use super::front::{in_terminal, leave, ready, wait_until, SIZES};
+    for size in SIZES {
+        let dir = workspace();
+        std::fs::write(dir.path().join("a.fk"), "fine\n").unwrap();
+        let config = dir.path().join("user.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[lsp.fake]\ncommand = [\"python3\", \"{FAKE_SERVER}\", \"normal\"]\nextensions = [\"fk\"]\n"
+            ),
+        )
+        .unwrap();
+        let script = support::cli::script_file(
+            dir.path(),
+            "script.jsonl",
+            &[
+                json!({"tool_calls": [{"id": "e", "name": "edit", "arguments": {"path": "a.fk", "edits": [{"oldText": "fine", "newText": "BROKEN"}]}}]}),
+                json!({"text": "Edited."}),
+            ],
+        );
+        let mut command = support::cli::golato();
+        command
+            .env("GOLATO_CONFIG", &config)
+            .arg("-C")
+            .arg(dir.path())
+            .args(["--script", script.to_str().unwrap(), "--ephemeral"]);
+        let mut terminal = ready(in_terminal(command, size), size);
+        terminal.type_raw("break it\r");
+        wait_until(&mut terminal, size, "the count under the edit", |shown| {
+            shown.contains("⚠ 1 new error in a.fk") && shown.contains("Edited.")
+        });
+        // The person's /diagnostics needs no tool: the model's is offered when asked for.
+        assert!(!screen_has_tool(&mut terminal, size));
+        terminal.type_raw("/diagnostics\r");
+        wait_until(&mut terminal, size, "the listing", |shown| {
+            shown.contains("a.fk:1:1: error [fake] broken here")
+        });
+        leave(terminal, size);
+    }
+}
+
+#[test]
+fn the_diagnostics_tool_is_offered_when_asked_for_and_lists_a_files_errors() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("a.fk"), "ok\nBROKEN\n").unwrap();
+    let config = dir.path().join("user.toml");
+    std::fs::write(
+        &config,
+        format!("[lsp.fake]\ncommand = [\"python3\", \"{FAKE_SERVER}\", \"normal\"]\nextensions = [\"fk\"]\n"),
+    )
+    .unwrap();
+    let script = support::cli::script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            json!({"tool_calls": [{"id": "d", "name": "diagnostics", "arguments": {"path": "a.fk"}}]}),
+            json!({"text": "Seen."}),
+        ],
+    );
+    let output = support::cli::golato()
+        .env("GOLATO_CONFIG", &config)
+        .args([
+            "run",
+            "--json",
+            "--ephemeral",
+            "--tools",
+            "read,edit,diagnostics",
+        ])
+        .arg("--cwd")
+        .arg(dir.path())
+        .arg("--script")
+        .arg(&script)
+        .arg("look")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let ended = support::cli::json_lines(&output)
+        .into_iter()
+        .find(|line| line["type"] == "tool_end")
+        .unwrap();
+    assert_eq!(ended["result"]["is_error"], false, "{ended}");
+    assert!(
+        ended["result"]["content"]
+            .to_string()
+            .contains("a.fk:2:1: error [fake] broken here"),
+        "{ended}"
+    );
+}

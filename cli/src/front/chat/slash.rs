@@ -30,6 +30,15 @@ impl Chat {
                 }
             }
             Command::Processes => self.list_background(front),
+            Command::Diagnostics(path) => match &self.conversation.diagnostics {
+                None => front.note("no language server runs in this session (--no-lsp)"),
+                Some(diagnostics) => {
+                    let listed = diagnostics.listing(path.as_deref(), true).await;
+                    for line in listed.unwrap_or_else(|why| why).lines() {
+                        front.note(line);
+                    }
+                }
+            },
             Command::Kill(id) => self.kill_background(front, id.as_deref()),
             Command::Agents => {
                 let settings = &self.conversation.settings;
