@@ -8,7 +8,9 @@
 //! and appends to the call's result the diagnostics the change introduced (errors first, a few
 //! warnings, at most 20 lines): the model fixes what it broke, not the whole project. A clean
 //! change adds nothing; a server too slow adds "diagnostics were not ready within N ms". The
-//! result's details get a `diagnostics` object (`summary`: "2 new errors in calc.py").
+//! result's details get a `diagnostics` object (`summary`: "2 new errors in calc.py"). A `bash`
+//! call whose changes were captured (`builtin::captured_changes`) gets the same for the served
+//! files it changed that a server had open, or that it created.
 //! [`Diagnostics::tool`] is the `diagnostics` tool: a file's, or every file's served so far.
 //!
 //! Servers are bounded: a message over 16 MiB or not the protocol's stops one, a flood is kept
@@ -490,6 +492,9 @@ impl Hook for Diagnostics {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&(ctx.run_id, ctx.call.id.clone()));
+        if ctx.call.name == "bash" && !result.is_error {
+            return self.clone().after_command(result).boxed();
+        }
         let Some(path) = changed_file(&ctx).map(str::to_owned) else {
             return async { Ok(AfterToolCall::Keep) }.boxed();
         };
@@ -567,6 +572,92 @@ impl Hook for Diagnostics {
             Ok(AfterToolCall::Replace(result))
         }
         .boxed()
+    }
+}
+
+/// At most this many files a command changed are checked after it.
+const MAX_COMMAND_FILES: usize = 5;
+
+impl Diagnostics {
+    /// After a `bash` command whose changes were captured: the served files it changed, each
+    /// told what the command introduced. The state before is what the server last published
+    /// for a file it had open, or nothing for a file the command created; a file it changed
+    /// that no server had seen is left out (its old errors are not the command's).
+    async fn after_command(self, result: ToolResult) -> Result<AfterToolCall, BoxError> {
+        let Some(changes) = crate::builtin::captured_changes(result.details.as_ref()) else {
+            return Ok(AfterToolCall::Keep);
+        };
+        let deadline = tokio::time::Instant::now() + self.inner.config.wait;
+        let mut lines = Vec::new();
+        let mut summaries = Vec::new();
+        let mut files = Vec::new();
+        let served = changes.into_iter().filter(|change| {
+            change.after != golato_sandbox::capture::FileState::Absent
+                && self.spec_for(&change.path).is_some()
+        });
+        for change in served.take(MAX_COMMAND_FILES) {
+            let before = match change.before {
+                golato_sandbox::capture::FileState::Absent => Some(Vec::new()),
+                _ => self.open_publication(&change.path),
+            };
+            let (Some(before), Some(text)) = (before, text_of(&change.path)) else {
+                continue;
+            };
+            let shown = change
+                .path
+                .strip_prefix(&self.inner.config.root)
+                .unwrap_or(&change.path)
+                .display()
+                .to_string();
+            match self.check(&change.path, &text, deadline).await {
+                Checked::Published(after, left_out) => {
+                    let new = report::introduced(Some(&before), &after);
+                    let there = after.len() - new.len();
+                    if let Some(told) = report::report(&shown, &new, there, left_out) {
+                        lines.push(told.text);
+                        summaries.push(told.summary);
+                        files.push(told.details);
+                    }
+                }
+                Checked::NotReady => lines.push(format!(
+                    "Diagnostics of {shown} were not ready within {} ms.",
+                    self.inner.config.wait.as_millis()
+                )),
+                Checked::Failed(why) => lines.push(why),
+                Checked::Unserved => {}
+            }
+        }
+        lines.extend(self.take_notes());
+        if lines.is_empty() {
+            return Ok(AfterToolCall::Keep);
+        }
+        let mut result = result;
+        result
+            .content
+            .push(crate::message::Content::text(lines.join("\n")));
+        if !summaries.is_empty() {
+            if let Some(Value::Object(fields)) = &mut result.details {
+                fields.insert(
+                    "diagnostics".into(),
+                    json!({"summary": summaries.join("; "), "files": files}),
+                );
+            }
+        }
+        Ok(AfterToolCall::Replace(result))
+    }
+
+    /// What the running server of `file` last published for it, if it has the file open.
+    fn open_publication(&self, file: &Path) -> Option<Vec<Diagnostic>> {
+        let spec = self.spec_for(file)?;
+        let slots = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some((Slot::Running(server), _)) = slots.get(&spec.name) else {
+            return None;
+        };
+        server.last_published(&root_uri(file))
     }
 }
 

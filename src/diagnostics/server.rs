@@ -268,6 +268,15 @@ impl Server {
         }
     }
 
+    /// What the server last published for `uri`, if anything.
+    pub(crate) fn last_published(&self, uri: &str) -> Option<Vec<Diagnostic>> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .published
+            .get(uri)
+            .map(|published| published.diagnostics.clone())
+    }
+
     /// What the server last published for every file.
     pub(crate) fn all_published(&self) -> Vec<(String, Published)> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);

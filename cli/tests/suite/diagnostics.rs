@@ -567,3 +567,76 @@ fn the_diagnostics_tool_is_offered_when_asked_for_and_lists_a_files_errors() {
         "{ended}"
     );
 }
+
+#[test]
+fn a_command_that_changes_served_files_is_told_what_it_broke_not_what_was_there() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("seen.fk"), "fine\n").unwrap();
+    std::fs::write(dir.path().join("unseen.fk"), "BROKEN before\n").unwrap();
+    let config = dir.path().join("user.toml");
+    std::fs::write(
+        &config,
+        format!("[lsp.fake]\ncommand = [\"python3\", \"{FAKE_SERVER}\", \"normal\"]\nextensions = [\"fk\"]\n"),
+    )
+    .unwrap();
+    let bash = |id: &str, command: &str| json!({"tool_calls": [{"id": id, "name": "bash", "arguments": {"command": command}}]});
+    let script = support::cli::script_file(
+        dir.path(),
+        "script.jsonl",
+        &[
+            // A new file: everything in it is the command's.
+            bash("new", "printf 'ok\\nBROKEN\\n' > made.fk"),
+            // A file the server has open (an edit showed it): only what the command added.
+            json!({"tool_calls": [{"id": "edit", "name": "edit", "arguments": {"path": "seen.fk", "edits": [{"oldText": "fine", "newText": "fine still"}]}}]}),
+            bash("seen", "printf 'fine still\\nBROKEN too\\n' > seen.fk"),
+            // A file no server saw: its old error is not blamed on the command.
+            bash("unseen", "printf 'BROKEN before\\nmore\\n' > unseen.fk"),
+            json!({"text": "done"}),
+        ],
+    );
+    let output = support::cli::golato()
+        .env("GOLATO_CONFIG", &config)
+        // Saved (not --ephemeral): a command's changes are captured with the session's
+        // checkpoints.
+        .args(["run", "--json", "--sandbox", "workspace-write"])
+        .arg("--cwd")
+        .arg(dir.path())
+        .arg("--script")
+        .arg(&script)
+        .arg("go")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let results: std::collections::HashMap<String, serde_json::Value> =
+        support::cli::json_lines(&output)
+            .into_iter()
+            .filter(|line| line["type"] == "tool_end")
+            .map(|line| {
+                (
+                    line["call"]["id"].as_str().unwrap().to_owned(),
+                    line["result"].clone(),
+                )
+            })
+            .collect();
+    let text = |id: &str| format!("{} {}", results[id]["content"], results[id]["details"]);
+    assert!(
+        text("new").contains("1 new error in made.fk"),
+        "{}",
+        text("new")
+    );
+    assert_eq!(
+        results["new"]["details"]["diagnostics"]["summary"],
+        "1 new error in made.fk"
+    );
+    assert!(
+        text("seen").contains("seen.fk:2:1: error [fake] broken here"),
+        "{}",
+        text("seen")
+    );
+    assert!(
+        !text("unseen").contains("Diagnostics"),
+        "{}",
+        text("unseen")
+    );
+}
