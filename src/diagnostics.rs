@@ -13,6 +13,9 @@
 //! files it changed that a server had open, or that it created.
 //! [`Diagnostics::tool`] is the `diagnostics` tool: a file's, or every file's served so far.
 //!
+//! [`Config::linters`] adds commands without a server ([`LinterSpec`]: ruff, eslint), run on the
+//! file's text and read in a format you name; their findings join the server's.
+//!
 //! Servers are bounded: a message over 16 MiB or not the protocol's stops one, a flood is kept
 //! to 500 diagnostics a file, one that does not start or answer in time is left off, one that
 //! stops is started again at most twice, and each of these is one line in the next result
@@ -42,8 +45,11 @@
 //! # }
 //! ```
 
+mod linter;
 mod report;
 mod server;
+
+pub use linter::{LintFormat, LinterSpec};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -172,6 +178,8 @@ pub struct Config {
     /// How long a server may take to start and answer `initialize` (20 s): the first call of a
     /// language waits this much more at most.
     pub start_within: Duration,
+    /// Linters run on a changed file's text besides its server (none by default).
+    pub linters: Vec<LinterSpec>,
     /// Confines every server read-only (a [`golato_sandbox::Policy::read_only`] prepared for
     /// the root), with the network that policy allows; `None`: servers run unconfined.
     pub sandbox: Option<Arc<golato_sandbox::Prepared>>,
@@ -185,6 +193,7 @@ impl Config {
             servers: ServerSpec::builtin(),
             wait: Duration::from_secs(2),
             start_within: Duration::from_secs(20),
+            linters: Vec::new(),
             sandbox: None,
         }
     }
@@ -296,6 +305,21 @@ impl Diagnostics {
         self.inner.config.root.join(path)
     }
 
+    /// Whether a server or a linter checks `file`.
+    fn serves(&self, file: &Path) -> bool {
+        let linted = file
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|extension| {
+                self.inner
+                    .config
+                    .linters
+                    .iter()
+                    .any(|linter| linter.extensions.iter().any(|e| e == extension))
+            });
+        linted || self.spec_for(file).is_some()
+    }
+
     /// The server for `file`'s extension that is installed.
     fn spec_for(&self, file: &Path) -> Option<&ServerSpec> {
         let extension = file.extension()?.to_str()?;
@@ -307,14 +331,40 @@ impl Diagnostics {
     }
 
     /// The running server `spec` names, started if it is not (and not left off).
-    async fn server(&self, spec: &ServerSpec) -> Option<Arc<Server>> {
+    /// The folder `spec`'s server for `file` runs in: the nearest folder from the file's up to
+    /// the workspace holding one of its root markers, else the workspace.
+    fn root_for(&self, spec: &ServerSpec, file: &Path) -> PathBuf {
+        let workspace = &self.inner.config.root;
+        if !spec.root_markers.is_empty() {
+            let mut folder = file.parent();
+            while let Some(here) = folder.filter(|here| here.starts_with(workspace)) {
+                if spec
+                    .root_markers
+                    .iter()
+                    .any(|marker| here.join(marker).exists())
+                {
+                    return here.to_path_buf();
+                }
+                folder = here.parent();
+            }
+        }
+        workspace.clone()
+    }
+
+    /// The key of `spec`'s server in `root`: one per server and root.
+    fn slot_key(spec: &ServerSpec, root: &Path) -> String {
+        format!("{}\u{0}{}", spec.name, root.display())
+    }
+
+    async fn server(&self, spec: &ServerSpec, root: &Path) -> Option<Arc<Server>> {
+        let key = Diagnostics::slot_key(spec, root);
         let starting = {
             let mut slots = self
                 .inner
                 .slots
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            let (slot, starts) = slots.entry(spec.name.clone()).or_insert((Slot::Off, 0));
+            let (slot, starts) = slots.entry(key.clone()).or_insert((Slot::Off, 0));
             match slot {
                 Slot::Running(server) if server.stopped().is_none() => {
                     return Some(Arc::clone(server))
@@ -343,7 +393,7 @@ impl Diagnostics {
                     *starts += 1;
                     let (spec, root, sandbox, within) = (
                         spec.clone(),
-                        self.inner.config.root.clone(),
+                        root.to_path_buf(),
                         self.inner.config.sandbox.clone(),
                         self.inner.config.start_within,
                     );
@@ -365,7 +415,7 @@ impl Diagnostics {
             .slots
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let (slot, starts) = slots.get_mut(&spec.name)?;
+        let (slot, starts) = slots.get_mut(&key)?;
         match started {
             Ok(server) => {
                 if matches!(slot, Slot::Starting(_)) {
@@ -394,10 +444,93 @@ impl Diagnostics {
     /// Gives the server `text` as `file`'s content and waits until `deadline` for what it
     /// publishes about it.
     async fn check(&self, file: &Path, text: &str, deadline: tokio::time::Instant) -> Checked {
+        let (served, linted) = futures::join!(
+            self.check_server(file, text, deadline),
+            self.lint(file, text, deadline)
+        );
+        let said = |checked: &Checked| match checked {
+            Checked::NotReady => Some(format!(
+                "The language server's diagnostics were not ready within {} ms.",
+                self.inner.config.wait.as_millis()
+            )),
+            Checked::Failed(why) => Some(why.clone()),
+            _ => None,
+        };
+        match (served, linted) {
+            (served, None) => served,
+            (Checked::Unserved, Some(linted)) => linted,
+            (Checked::Published(mut found, left), Some(Checked::Published(more, more_left))) => {
+                found.extend(more);
+                Checked::Published(found, left + more_left)
+            }
+            (Checked::Published(found, left), Some(other))
+            | (other, Some(Checked::Published(found, left))) => {
+                if let Some(line) = said(&other) {
+                    self.note(line);
+                }
+                Checked::Published(found, left)
+            }
+            (served, Some(_)) => served,
+        }
+    }
+
+    /// What the linters of `file`'s extension say of `text`; `None` when none checks it.
+    async fn lint(
+        &self,
+        file: &Path,
+        text: &str,
+        deadline: tokio::time::Instant,
+    ) -> Option<Checked> {
+        let extension = file.extension()?.to_str()?;
+        let linters: Vec<&LinterSpec> = self
+            .inner
+            .config
+            .linters
+            .iter()
+            .filter(|linter| linter.extensions.iter().any(|e| e == extension))
+            .collect();
+        if linters.is_empty() {
+            return None;
+        }
+        let root = &self.inner.config.root;
+        let shown = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        // A linter starts no server: it has the call's wait at most, also before a change.
+        let within = deadline
+            .saturating_duration_since(tokio::time::Instant::now())
+            .min(self.inner.config.wait);
+        let sandbox = self.inner.config.sandbox.as_deref();
+        let runs = linters
+            .iter()
+            .map(|linter| linter::run(linter, root, &shown, text, sandbox, within));
+        let mut found = Vec::new();
+        let mut left_out = 0;
+        for outcome in futures::future::join_all(runs).await {
+            match outcome {
+                Ok((more, more_left)) => {
+                    found.extend(more);
+                    left_out += more_left;
+                }
+                Err(why) => return Some(Checked::Failed(why)),
+            }
+        }
+        Some(Checked::Published(found, left_out))
+    }
+
+    async fn check_server(
+        &self,
+        file: &Path,
+        text: &str,
+        deadline: tokio::time::Instant,
+    ) -> Checked {
         let Some(spec) = self.spec_for(file) else {
             return Checked::Unserved;
         };
-        let Some(server) = self.server(spec).await else {
+        let root = self.root_for(spec, file);
+        let Some(server) = self.server(spec, &root).await else {
             return Checked::Unserved;
         };
         let uri = root_uri(file);
@@ -454,7 +587,7 @@ impl Hook for Diagnostics {
     ) -> BoxFuture<'static, Result<BeforeToolCall, BoxError>> {
         if let Some(path) = changed_file(&ctx) {
             let file = self.resolve(path);
-            if self.spec_for(&file).is_some() {
+            if self.serves(&file) {
                 // The file as it is now, read before the call runs; checked meanwhile, so the
                 // call is not held up: the after-hook waits for it within its own bound.
                 let text = text_of(&file).unwrap_or_default();
@@ -592,8 +725,7 @@ impl Diagnostics {
         let mut summaries = Vec::new();
         let mut files = Vec::new();
         let served = changes.into_iter().filter(|change| {
-            change.after != golato_sandbox::capture::FileState::Absent
-                && self.spec_for(&change.path).is_some()
+            change.after != golato_sandbox::capture::FileState::Absent && self.serves(&change.path)
         });
         for change in served.take(MAX_COMMAND_FILES) {
             let before = match change.before {
@@ -654,7 +786,8 @@ impl Diagnostics {
             .slots
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let Some((Slot::Running(server), _)) = slots.get(&spec.name) else {
+        let key = Diagnostics::slot_key(spec, &self.root_for(spec, file));
+        let Some((Slot::Running(server), _)) = slots.get(&key) else {
             return None;
         };
         server.last_published(&root_uri(file))

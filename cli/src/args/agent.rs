@@ -191,6 +191,9 @@ pub(crate) struct AgentArgs {
     /// Language servers of the configuration (`[lsp.NAME]`), before golato's own.
     #[arg(skip)]
     pub(crate) lsp_servers: Vec<golato::diagnostics::ServerSpec>,
+    /// Linters of the configuration (`[lint.NAME]`).
+    #[arg(skip)]
+    pub(crate) linters: Vec<golato::diagnostics::LinterSpec>,
     /// Replay a recorded model (a script written by --record, or by hand) instead of calling
     /// one; differences between the recorded and the replayed tool results are reported.
     #[arg(long, value_name = "FILE", help_heading = "Model")]

@@ -55,6 +55,17 @@ pub(crate) struct FileSettings {
     pub(super) reviewer_policy: Option<String>,
     /// `lsp = false`, or `[lsp.NAME]` tables of language servers.
     pub(super) lsp: Option<LspEntry>,
+    /// `[lint.NAME]` tables: linters run on changed files.
+    pub(super) lint: Option<BTreeMap<String, LintEntry>>,
+}
+
+/// A `[lint.NAME]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LintEntry {
+    pub(crate) command: Vec<String>,
+    pub(crate) extensions: Vec<String>,
+    pub(crate) format: golato::diagnostics::LintFormat,
 }
 
 /// `lsp`: off, or language servers by name (each used before golato's own for its files).
@@ -176,6 +187,10 @@ pub(crate) fn untrusted(settings: &mut FileSettings) -> Vec<String> {
     // What decides a project's own calls is not the project's to write.
     if let Some(policy) = settings.reviewer_policy.take() {
         drop("reviewer_policy", format!("{policy:?}"));
+    }
+    // A linter, as a server, is a program the project would start.
+    if let Some(linters) = settings.lint.take() {
+        drop("lint", format!("{linters:?}"));
     }
     // A language server is a program the project would start: `lsp = false` stands.
     if let Some(servers) = settings
@@ -757,5 +772,6 @@ pub(crate) fn entries(settings: &FileSettings) -> Vec<(&'static str, String)> {
     entry!(web_search);
     entry!(reviewer_policy);
     entry!(lsp);
+    entry!(lint);
     entries
 }

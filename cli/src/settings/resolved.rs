@@ -59,6 +59,8 @@ pub(crate) struct Settings {
     /// The language servers golato may start for diagnostics after edits, in order of
     /// preference; `None`: off (`--no-lsp`, `lsp = false`).
     pub(crate) lsp: Option<Vec<golato::diagnostics::ServerSpec>>,
+    /// Linters run on changed files (`[lint.NAME]`), with or without language servers.
+    pub(crate) linters: Vec<golato::diagnostics::LinterSpec>,
     /// The JSON Schema file the final answer must match.
     pub(crate) output_schema: Option<PathBuf>,
     /// A recorded model to replay instead of a provider.
@@ -178,6 +180,7 @@ pub(crate) fn resolve(mut args: AgentArgs, ask: bool) -> Result<Settings, CliErr
         },
         system: args.system,
         no_project_instructions: args.no_project_instructions,
+        linters: args.linters,
         lsp: (!args.no_lsp).then(|| {
             let mut servers = args.lsp_servers;
             servers.extend(golato::diagnostics::ServerSpec::builtin());
@@ -432,6 +435,21 @@ fn fill(args: &mut AgentArgs, settings: &FileSettings, source: &str) -> Result<(
         }
         None => {}
     }
+    for (name, linter) in settings.lint.iter().flatten() {
+        if linter.command.is_empty() || linter.extensions.is_empty() {
+            return Err(invalid(
+                &format!("lint.{name}"),
+                "it needs a command and the extensions it checks (command = [\"ruff\", \"check\", \"--no-cache\", \"--output-format\", \"concise\", \"--stdin-filename\", \"{file}\", \"-\"], extensions = [\"py\"], format = \"gcc\")".into(),
+            ));
+        }
+        args.linters.retain(|kept| kept.name != *name);
+        args.linters.push(golato::diagnostics::LinterSpec::new(
+            name.clone(),
+            linter.command.clone(),
+            linter.extensions.clone(),
+            linter.format,
+        ));
+    }
     if let Some(tokens) = settings.max_tokens {
         let value = std::num::NonZeroU64::new(tokens)
             .ok_or_else(|| invalid("max_tokens", "it must be at least 1".into()))?;
@@ -609,6 +627,12 @@ mod tests {
         ("reasoning_effort", "\"high\"", Some("low")),
         // `lsp = false` is the flag --no-lsp (`[lsp.NAME]` tables add servers, no flag).
         ("lsp", "false", None),
+        // Tables of linters: no flag.
+        (
+            "lint",
+            "{ ruff = { command = [\"ruff\"], extensions = [\"py\"], format = \"gcc\" } }",
+            None,
+        ),
     ];
 
     fn run_flags(extra: &[&str]) -> AgentArgs {
@@ -645,6 +669,9 @@ mod tests {
             let before = format!("{args:?}");
             fill(&mut args, &settings, "a test").unwrap();
             assert_ne!(before, format!("{args:?}"), "{key} = {value} set nothing");
+            if *key == "lint" {
+                continue;
+            }
 
             let (flag, field) = match *key {
                 "lsp" => ("--no-lsp".to_owned(), "no_lsp"),

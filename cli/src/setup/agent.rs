@@ -577,11 +577,12 @@ pub(crate) fn builtin_tools(
 /// The language servers of `settings` (none with `--no-lsp`), confined read-only when the
 /// session is sandboxed: its denied paths hidden, its network only if it allows the network.
 fn diagnostics(settings: &Settings) -> Result<Option<Diagnostics>, CliError> {
-    let Some(servers) = settings.lsp.clone() else {
+    if settings.lsp.is_none() && settings.linters.is_empty() {
         return Ok(None);
-    };
+    }
     let mut config = golato::diagnostics::Config::new(&settings.cwd);
-    config.servers = servers;
+    config.servers = settings.lsp.clone().unwrap_or_default();
+    config.linters = settings.linters.clone();
     if settings.sandboxed() {
         let session = &settings.sandbox;
         let mut policy = golato::sandbox::Policy::read_only().with_network(session.allow_network);

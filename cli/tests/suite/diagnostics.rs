@@ -519,52 +519,69 @@ fn the_front_end_shows_what_an_edit_broke_and_diagnostics_lists_it() {
     }
 }
 
-#[test]
-fn the_diagnostics_tool_is_offered_when_asked_for_and_lists_a_files_errors() {
-    let dir = workspace();
-    std::fs::write(dir.path().join("a.fk"), "ok\nBROKEN\n").unwrap();
-    let config = dir.path().join("user.toml");
-    std::fs::write(
-        &config,
-        format!("[lsp.fake]\ncommand = [\"python3\", \"{FAKE_SERVER}\", \"normal\"]\nextensions = [\"fk\"]\n"),
-    )
-    .unwrap();
-    let script = support::cli::script_file(
-        dir.path(),
-        "script.jsonl",
-        &[
-            json!({"tool_calls": [{"id": "d", "name": "diagnostics", "arguments": {"path": "a.fk"}}]}),
-            json!({"text": "Seen."}),
-        ],
-    );
+/// The fake server in its normal mode for `*.fk` files, as a user's configuration.
+fn fake_config() -> String {
+    format!("[lsp.fake]\ncommand = [\"python3\", \"{FAKE_SERVER}\", \"normal\"]\nextensions = [\"fk\"]\n")
+}
+
+/// `golato run --json` in `dir` with `config` as the user's configuration, the scripted turns
+/// and `flags`, without a terminal; each call's result, by ID.
+fn run_binary(
+    dir: &Path,
+    config: &str,
+    turns: &[serde_json::Value],
+    flags: &[&str],
+) -> std::collections::HashMap<String, serde_json::Value> {
+    let file = dir.join("user.toml");
+    std::fs::write(&file, config).unwrap();
+    let mut turns = turns.to_vec();
+    turns.push(json!({"text": "done"}));
+    let script = support::cli::script_file(dir, "script.jsonl", &turns);
     let output = support::cli::golato()
-        .env("GOLATO_CONFIG", &config)
-        .args([
-            "run",
-            "--json",
-            "--ephemeral",
-            "--tools",
-            "read,edit,diagnostics",
-        ])
+        .env("GOLATO_CONFIG", &file)
+        .args(["run", "--json"])
+        .args(flags)
         .arg("--cwd")
-        .arg(dir.path())
+        .arg(dir)
         .arg("--script")
         .arg(&script)
-        .arg("look")
+        .arg("go")
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let ended = support::cli::json_lines(&output)
+    support::cli::json_lines(&output)
         .into_iter()
-        .find(|line| line["type"] == "tool_end")
-        .unwrap();
-    assert_eq!(ended["result"]["is_error"], false, "{ended}");
+        .filter(|line| line["type"] == "tool_end")
+        .map(|line| {
+            (
+                line["call"]["id"].as_str().unwrap().to_owned(),
+                line["result"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// A turn of one call.
+fn turn(id: &str, tool: &str, arguments: serde_json::Value) -> serde_json::Value {
+    json!({"tool_calls": [{"id": id, "name": tool, "arguments": arguments}]})
+}
+
+#[test]
+fn the_diagnostics_tool_is_offered_when_asked_for_and_lists_a_files_errors() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("a.fk"), "ok\nBROKEN\n").unwrap();
+    let results = run_binary(
+        dir.path(),
+        &fake_config(),
+        &[turn("d", "diagnostics", json!({"path": "a.fk"}))],
+        &["--ephemeral", "--tools", "read,edit,diagnostics"],
+    );
+    assert_eq!(results["d"]["is_error"], false, "{results:?}");
+    let listed = results["d"]["content"].to_string();
     assert!(
-        ended["result"]["content"]
-            .to_string()
-            .contains("a.fk:2:1: error [fake] broken here"),
-        "{ended}"
+        listed.contains("a.fk:2:1: error [fake] broken here"),
+        "{listed}"
     );
 }
 
@@ -573,52 +590,27 @@ fn a_command_that_changes_served_files_is_told_what_it_broke_not_what_was_there(
     let dir = workspace();
     std::fs::write(dir.path().join("seen.fk"), "fine\n").unwrap();
     std::fs::write(dir.path().join("unseen.fk"), "BROKEN before\n").unwrap();
-    let config = dir.path().join("user.toml");
-    std::fs::write(
-        &config,
-        format!("[lsp.fake]\ncommand = [\"python3\", \"{FAKE_SERVER}\", \"normal\"]\nextensions = [\"fk\"]\n"),
-    )
-    .unwrap();
-    let bash = |id: &str, command: &str| json!({"tool_calls": [{"id": id, "name": "bash", "arguments": {"command": command}}]});
-    let script = support::cli::script_file(
+    let bash = |id: &str, command: &str| turn(id, "bash", json!({ "command": command }));
+    let results = run_binary(
         dir.path(),
-        "script.jsonl",
+        &fake_config(),
         &[
             // A new file: everything in it is the command's.
             bash("new", "printf 'ok\\nBROKEN\\n' > made.fk"),
             // A file the server has open (an edit showed it): only what the command added.
-            json!({"tool_calls": [{"id": "edit", "name": "edit", "arguments": {"path": "seen.fk", "edits": [{"oldText": "fine", "newText": "fine still"}]}}]}),
+            turn(
+                "edit",
+                "edit",
+                json!({"path": "seen.fk", "edits": [{"oldText": "fine", "newText": "fine still"}]}),
+            ),
             bash("seen", "printf 'fine still\\nBROKEN too\\n' > seen.fk"),
             // A file no server saw: its old error is not blamed on the command.
             bash("unseen", "printf 'BROKEN before\\nmore\\n' > unseen.fk"),
-            json!({"text": "done"}),
         ],
-    );
-    let output = support::cli::golato()
-        .env("GOLATO_CONFIG", &config)
         // Saved (not --ephemeral): a command's changes are captured with the session's
         // checkpoints.
-        .args(["run", "--json", "--sandbox", "workspace-write"])
-        .arg("--cwd")
-        .arg(dir.path())
-        .arg("--script")
-        .arg(&script)
-        .arg("go")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let results: std::collections::HashMap<String, serde_json::Value> =
-        support::cli::json_lines(&output)
-            .into_iter()
-            .filter(|line| line["type"] == "tool_end")
-            .map(|line| {
-                (
-                    line["call"]["id"].as_str().unwrap().to_owned(),
-                    line["result"].clone(),
-                )
-            })
-            .collect();
+        &["--sandbox", "workspace-write"],
+    );
     let text = |id: &str| format!("{} {}", results[id]["content"], results[id]["details"]);
     assert!(
         text("new").contains("1 new error in made.fk"),
@@ -638,5 +630,81 @@ fn a_command_that_changes_served_files_is_told_what_it_broke_not_what_was_there(
         !text("unseen").contains("Diagnostics"),
         "{}",
         text("unseen")
+    );
+}
+
+#[test]
+fn a_configured_linter_tells_what_an_edit_broke_and_one_that_hangs_is_bounded() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("a.lt"), "fine\n").unwrap();
+    std::fs::write(dir.path().join("b.slow"), "x\n").unwrap();
+    let linter = "import sys\nfor n, line in enumerate(sys.stdin, 1):\n    'BROKEN' in line and print(f'{sys.argv[1]}:{n}:1: error: L001 broken here')\n";
+    let config = format!(
+        "[lint.lines]\ncommand = [\"python3\", \"-c\", {linter:?}, \"{{file}}\"]\nextensions = [\"lt\"]\nformat = \"gcc\"\n\n[lint.slow]\ncommand = [\"sleep\", \"30\"]\nextensions = [\"slow\"]\nformat = \"gcc\"\n"
+    );
+    let edit = |id: &str, path: &str, old: &str, new: &str| {
+        turn(
+            id,
+            "edit",
+            json!({"path": path, "edits": [{"oldText": old, "newText": new}]}),
+        )
+    };
+    let results = run_binary(
+        dir.path(),
+        &config,
+        &[
+            edit("lint", "a.lt", "fine", "fine\nBROKEN"),
+            edit("slow", "b.slow", "x", "y"),
+        ],
+        &["--ephemeral", "--no-lsp"],
+    );
+    let text = |id: &str| results[id]["content"].to_string();
+    assert!(
+        text("lint").contains("a.lt:2:1: error [L001] broken here"),
+        "{results:?}"
+    );
+    assert!(
+        text("slow").contains("linter slow did not finish within 2000 ms"),
+        "{results:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("b.slow")).unwrap(),
+        "y\n"
+    );
+}
+
+#[test]
+fn a_server_starts_in_the_nearest_folder_with_its_root_marker_one_per_root() {
+    let dir = workspace();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("pkg/src")).unwrap();
+    std::fs::write(root.join("pkg/project.marker"), "").unwrap();
+    std::fs::write(root.join("pkg/src/a.fk"), "one\n").unwrap();
+    std::fs::write(root.join("b.fk"), "one\n").unwrap();
+    let mut config = fake(&root, "root", &[]);
+    config.servers[0].root_markers = vec!["project.marker".into()];
+    let diagnostics = Diagnostics::new(config);
+    let results = run(
+        &root,
+        &diagnostics,
+        vec![
+            call(
+                "a",
+                "edit",
+                json!({"path": "pkg/src/a.fk", "edits": [{"oldText": "one", "newText": "BROKEN"}]}),
+            ),
+            call(
+                "b",
+                "edit",
+                json!({"path": "b.fk", "edits": [{"oldText": "one", "newText": "BROKEN"}]}),
+            ),
+        ],
+    );
+    let pkg = format!("root {}", root.join("pkg").display());
+    assert!(results["a"].contains(&pkg), "{results:?}");
+    assert!(
+        results["b"].contains(&format!("root {}\n", root.display()))
+            || results["b"].ends_with(&format!("root {}", root.display())),
+        "{results:?}"
     );
 }
