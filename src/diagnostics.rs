@@ -52,6 +52,7 @@ mod server;
 pub use linter::{LintFormat, LinterSpec};
 
 use std::collections::HashMap;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -250,7 +251,11 @@ enum Checked {
 
 impl Diagnostics {
     /// Diagnostics for `config.root`; no server starts before a call needs one.
-    pub fn new(config: Config) -> Diagnostics {
+    pub fn new(mut config: Config) -> Diagnostics {
+        // Files are checked only inside the root, compared as the file system resolves them.
+        if let Ok(canonical) = config.root.canonicalize() {
+            config.root = canonical;
+        }
         Diagnostics {
             inner: Arc::new(Inner {
                 config,
@@ -300,9 +305,23 @@ impl Diagnostics {
         )
     }
 
-    /// The file `path` names (relative to the root).
-    fn resolve(&self, path: &str) -> PathBuf {
-        self.inner.config.root.join(path)
+    /// The file `path` names (relative to the root), if it lies inside the root once `..`
+    /// and links are followed: a call naming a file elsewhere (`../x.py`, an absolute path, a
+    /// link planted in the workspace) has it neither read nor shown to a server.
+    fn resolve(&self, path: &str) -> Option<PathBuf> {
+        self.inside(&self.inner.config.root.join(path))
+    }
+
+    /// `file` as the file system resolves it, if that is inside the root. A file not there yet
+    /// (a write creates it) is resolved by its folder.
+    fn inside(&self, file: &Path) -> Option<PathBuf> {
+        let resolved = match file.canonicalize() {
+            Ok(resolved) => resolved,
+            Err(_) => file.parent()?.canonicalize().ok()?.join(file.file_name()?),
+        };
+        resolved
+            .starts_with(&self.inner.config.root)
+            .then_some(resolved)
     }
 
     /// Whether a server or a linter checks `file`.
@@ -571,13 +590,32 @@ fn changed_file(ctx: &HookContext) -> Option<&str> {
     }
 }
 
-/// A file's text, if it is one golato would check (at most 4 MiB, UTF-8).
+/// The most bytes of a file golato reads to check it.
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A file's text, if it is one golato would check: a regular file (never a FIFO or a device,
+/// which could block or never end) of at most 4 MiB, UTF-8. Bounded as read too: a file that
+/// says it is small (`/proc`'s say 0) cannot make it read more.
 fn text_of(file: &Path) -> Option<String> {
-    let metadata = std::fs::metadata(file).ok()?;
-    if !metadata.is_file() || metadata.len() > 4 * 1024 * 1024 {
+    use std::io::Read as _;
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(file)
+        .ok()?;
+    let metadata = opened.metadata().ok()?;
+    if !metadata.is_file() || metadata.len() > MAX_FILE_BYTES {
         return None;
     }
-    std::fs::read_to_string(file).ok()
+    let mut bytes = Vec::new();
+    opened
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
 }
 
 impl Hook for Diagnostics {
@@ -585,8 +623,7 @@ impl Hook for Diagnostics {
         &self,
         ctx: HookContext,
     ) -> BoxFuture<'static, Result<BeforeToolCall, BoxError>> {
-        if let Some(path) = changed_file(&ctx) {
-            let file = self.resolve(path);
+        if let Some(file) = changed_file(&ctx).and_then(|path| self.resolve(path)) {
             if self.serves(&file) {
                 // The file as it is now, read before the call runs; checked meanwhile, so the
                 // call is not held up: the after-hook waits for it within its own bound.
@@ -639,7 +676,9 @@ impl Hook for Diagnostics {
             if result.is_error {
                 return Ok(AfterToolCall::Keep);
             }
-            let file = this.resolve(&path);
+            let Some(file) = this.resolve(&path) else {
+                return Ok(AfterToolCall::Keep);
+            };
             let wait = this.inner.config.wait;
             let started = tokio::time::Instant::now();
             // The first call of a language also waits for its server to start.
@@ -725,7 +764,9 @@ impl Diagnostics {
         let mut summaries = Vec::new();
         let mut files = Vec::new();
         let served = changes.into_iter().filter(|change| {
-            change.after != golato_sandbox::capture::FileState::Absent && self.serves(&change.path)
+            change.after != golato_sandbox::capture::FileState::Absent
+                && self.inside(&change.path).is_some()
+                && self.serves(&change.path)
         });
         for change in served.take(MAX_COMMAND_FILES) {
             let before = match change.before {
@@ -847,7 +888,12 @@ impl Diagnostics {
         let mut lines = Vec::new();
         match &arguments.path {
             Some(path) => {
-                let file = self.resolve(path);
+                let Some(file) = self.resolve(path) else {
+                    return Err(format!(
+                        "{path} is outside the workspace {}; name a file inside it",
+                        self.inner.config.root.display()
+                    ));
+                };
                 let Some(text) = text_of(&file) else {
                     return Err(format!("{path} is not a readable text file"));
                 };

@@ -96,19 +96,9 @@ pub(crate) async fn run(
             process
         }
         Some(sandbox) => {
-            let mut process = tokio::process::Command::new(sandbox.helper());
-            process
-                .args(sandbox.helper_args())
-                .args([
-                    "bash",
-                    "-c",
-                    "f=$1; shift; exec \"$@\" < \"$f\"",
-                    "golato-lint",
-                ])
-                .arg(input.path())
-                .arg(program)
-                .args(arguments)
-                .stdin(Stdio::null());
+            let mut process =
+                super::server::reading_confined(sandbox, input.path(), program, arguments);
+            process.stdin(Stdio::null());
             process
         }
     };

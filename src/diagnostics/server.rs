@@ -370,20 +370,27 @@ fn confined(
     .map_err(|error| format!("could not make its input pipe: {error}"))?;
     let (status, status_writer) = std::io::pipe()
         .map_err(|error| format!("could not make the sandbox's status pipe: {error}"))?;
+    let mut command = reading_confined(sandbox, &fifo_path(&dir), program, arguments);
+    command.stdin(status_writer);
+    Ok((command, Some(dir), Some(status)))
+}
+
+/// `program` with `arguments` in `sandbox`, its standard input `input` (the helper gives a
+/// confined command none of golato's: `bash -c 'exec "$@" < FILE'` opens it inside).
+pub(crate) fn reading_confined(
+    sandbox: &golato_sandbox::Prepared,
+    input: &Path,
+    program: &str,
+    arguments: &[String],
+) -> tokio::process::Command {
     let mut command = tokio::process::Command::new(sandbox.helper());
     command
         .args(sandbox.helper_args())
-        .args([
-            "bash",
-            "-c",
-            "f=$1; shift; exec \"$@\" < \"$f\"",
-            "golato-lsp",
-        ])
-        .arg(fifo_path(&dir))
+        .args(["bash", "-c", "f=$1; shift; exec \"$@\" < \"$f\"", "golato"])
+        .arg(input)
         .arg(program)
-        .args(arguments)
-        .stdin(status_writer);
-    Ok((command, Some(dir), Some(status)))
+        .args(arguments);
+    command
 }
 
 fn fifo_path(dir: &tempfile::TempDir) -> std::path::PathBuf {

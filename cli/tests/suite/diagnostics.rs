@@ -708,3 +708,60 @@ fn a_server_starts_in_the_nearest_folder_with_its_root_marker_one_per_root() {
         "{results:?}"
     );
 }
+
+/// A hostile model names a served file outside the workspace (`..`, an absolute path, a link
+/// planted in the workspace) or a FIFO: none is read or shown to a server, and no call hangs.
+#[test]
+fn files_outside_the_workspace_links_out_of_it_and_fifos_are_never_read_or_shown() {
+    let outside = workspace();
+    let secret = outside.path().canonicalize().unwrap().join("secret.fk");
+    std::fs::write(&secret, "BROKEN secret\n").unwrap();
+    let dir = workspace();
+    let root = dir.path().canonicalize().unwrap();
+    std::os::unix::fs::symlink(&secret, root.join("link.fk")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        root.join("pipe.fk"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let diagnostics = Diagnostics::new(fake(&root, "normal", &[]));
+    let relative = format!(
+        "../{}/secret.fk",
+        secret
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
+    let write = |id: &str, path: &str| {
+        call(
+            id,
+            "write",
+            json!({"path": path, "content": "BROKEN again\n"}),
+        )
+    };
+    let results = run(
+        &root,
+        &diagnostics,
+        vec![
+            write("dotdot", &relative),
+            write("absolute", secret.to_str().unwrap()),
+            write("link", "link.fk"),
+            write("pipe", "pipe.fk"),
+        ],
+    );
+    for id in ["dotdot", "absolute", "link", "pipe"] {
+        assert!(!results[id].contains("Diagnostics"), "{id}: {results:?}");
+    }
+    // Nor can the model's tool look there.
+    let listing = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(diagnostics.listing(Some(&relative), false));
+    assert!(listing.unwrap_err().contains("is outside the workspace"));
+    assert!(diagnostics.notes().is_empty(), "{:?}", diagnostics.notes());
+}
