@@ -380,14 +380,18 @@ fn a_worker_killed_mid_batch_loses_nothing_and_reruns_only_the_calls_it_was_runn
     let marker = workers[victim].marker();
     assert!(!support::processes_with(&marker).is_empty());
     workers[victim].kill();
-    // None of the victim's commands outlives it (they would run on beside their retries):
-    // gone within a second (issue 33; measured at about 50 ms for 200 commands).
+    // None of the victim's commands outlives it (they would run on beside their retries). How
+    // fast they go is a figure, printed below (issue 33 measured about 50 ms for 200 commands;
+    // a loaded 2-core machine took over a second): the deadline only tells "gone" from "left".
     let killed = std::time::Instant::now();
-    while !support::processes_with(&marker).is_empty() {
+    loop {
+        let left = support::processes_with(&marker);
+        if left.is_empty() {
+            break;
+        }
         assert!(
-            killed.elapsed() < Duration::from_secs(1),
-            "the killed worker's commands still run: {:?}",
-            support::processes_with(&marker)
+            killed.elapsed() < Duration::from_secs(30),
+            "the killed worker's commands still run 30 s after it: {left:?}"
         );
         std::thread::sleep(Duration::from_millis(5));
     }
