@@ -190,7 +190,7 @@ impl<O: Send + Unpin + 'static> BatchSupervisor<O> {
     pub fn spawn(host: &Host, span: tracing::Span) -> Mailbox<Self> {
         let runtime = host.runtime().clone();
         let context = Context::new();
-        let mailbox = Mailbox::counted(context.address(), host);
+        let mailbox = Mailbox::counted_as(context.address(), host, crate::console::Kind::Batch);
         let supervisor = BatchSupervisor {
             runtime,
             span,
@@ -378,7 +378,7 @@ impl<O: Send + Unpin + 'static> Handler<Envelope<RunBatch<O>>> for BatchSupervis
     type Result = ();
 
     fn handle(&mut self, envelope: Envelope<RunBatch<O>>, ctx: &mut Context<Self>) {
-        let (batch, span) = envelope.open(&self.span, "BatchSupervisor", "RunBatch");
+        let (batch, span, _handling) = envelope.open(&self.span, "BatchSupervisor", "RunBatch");
         let _entered = span.enter();
         self.begin(batch, ctx);
     }
@@ -396,7 +396,7 @@ impl<O: Send + Unpin + 'static> Handler<Envelope<CallDone<O>>> for BatchSupervis
     type Result = ();
 
     fn handle(&mut self, envelope: Envelope<CallDone<O>>, ctx: &mut Context<Self>) {
-        let (done, span) = envelope.open(&self.span, "BatchSupervisor", "CallDone");
+        let (done, span, _handling) = envelope.open(&self.span, "BatchSupervisor", "CallDone");
         let _entered = span.enter();
         self.running = self.running.saturating_sub(1);
         self.report(done.index, done.outcome);

@@ -15,6 +15,7 @@ use std::time::Instant;
 use actix::dev::ToEnvelope;
 use actix::{Actor, Addr, Handler, MailboxError, Message};
 
+use crate::console::{Handling, Kind, Probe};
 use crate::stats::ActorCounters;
 use crate::Host;
 
@@ -30,6 +31,8 @@ pub trait TracedActor: Actor {
 struct Gauge {
     depth: AtomicUsize,
     counters: Option<Arc<ActorCounters>>,
+    /// The actor's console entry, when the host's console is on.
+    probe: Probe,
 }
 
 /// A message `M` stamped with the moment it was sent and the mailbox depth gauge of its receiver.
@@ -52,6 +55,7 @@ impl Drop for Waiting {
             if let Some(counters) = &gauge.counters {
                 counters.dropped();
             }
+            gauge.probe.dropped();
         }
     }
 }
@@ -62,6 +66,7 @@ impl<M> Envelope<M> {
         if let Some(counters) = &gauge.counters {
             counters.sent();
         }
+        gauge.probe.sent();
         Envelope {
             message,
             sent_at: Instant::now(),
@@ -71,7 +76,8 @@ impl<M> Envelope<M> {
         }
     }
 
-    /// Opens the envelope: returns the message and the span its handling runs in.
+    /// Opens the envelope: returns the message, the span its handling runs in, and the
+    /// console's note that it is being handled (keep it until the handler returns).
     ///
     /// `actor` and `message_type` name the receiver and the message type in the span (not
     /// `message`, which formatting subscribers print as an event's text).
@@ -80,7 +86,7 @@ impl<M> Envelope<M> {
         parent: &tracing::Span,
         actor: &'static str,
         message_type: &'static str,
-    ) -> (M, tracing::Span) {
+    ) -> (M, tracing::Span, Handling) {
         let Envelope {
             message,
             sent_at,
@@ -88,6 +94,7 @@ impl<M> Envelope<M> {
         } = self;
         let wait_us = u64::try_from(sent_at.elapsed().as_micros()).unwrap_or(u64::MAX);
         let mut behind = 0;
+        let mut handling = None;
         if let Some(gauge) = waiting.gauge.take() {
             behind = gauge
                 .depth
@@ -96,6 +103,7 @@ impl<M> Envelope<M> {
             if let Some(counters) = &gauge.counters {
                 counters.handled(wait_us);
             }
+            handling = Some(gauge.probe.handling(message_type, wait_us));
         }
         // Under the `golato` target, so that `RUST_LOG=golato=debug` shows the actors' work with
         // the rest of a run's story.
@@ -108,7 +116,7 @@ impl<M> Envelope<M> {
             mailbox_wait_us = wait_us,
             queue_depth = behind,
         );
-        (message, span)
+        (message, span, handling.unwrap_or_else(Handling::none))
     }
 }
 
@@ -166,16 +174,34 @@ impl<A: Actor> Mailbox<A> {
     }
 
     /// Wraps the address of a freshly started actor, counting its messages in
-    /// [`Host::stats`] under its type's name.
+    /// [`Host::stats`] under its type's name (and, with the host's console on, as an actor
+    /// of [`Kind::Other`] there).
     pub fn counted(addr: Addr<A>, host: &Host) -> Self {
+        Mailbox::counted_as(addr, host, Kind::Other)
+    }
+
+    /// [`Mailbox::counted`], shown on the host's console as an actor of `kind` (its entry
+    /// ends when the last clone of this mailbox is dropped).
+    pub fn counted_as(addr: Addr<A>, host: &Host, kind: Kind) -> Self {
         let counters = host.inner.stats.counters(std::any::type_name::<A>());
+        let probe = match &host.inner.console {
+            Some(console) => console.register(kind, counters.actor()),
+            None => Probe::none(),
+        };
         Mailbox::with_gauge(
             addr,
             Gauge {
                 depth: AtomicUsize::new(0),
                 counters: Some(counters),
+                probe,
             },
         )
+    }
+
+    /// The actor's entry on its host's console ([`Probe::none`] when the console is off or the
+    /// mailbox is not counted): for the actor to say who it is and what it waits on.
+    pub fn probe(&self) -> &Probe {
+        &self.shared.gauge.probe
     }
 
     fn with_gauge(addr: Addr<A>, gauge: Gauge) -> Self {
@@ -360,7 +386,7 @@ macro_rules! traced_handlers {
                 envelope: $crate::Envelope<$message>,
                 ctx: &mut <$actor as ::actix::Actor>::Context,
             ) -> Self::Result {
-                let (message, span) = envelope.open(
+                let (message, span, _handling) = envelope.open(
                     $crate::TracedActor::span(self),
                     stringify!($actor),
                     stringify!($message),

@@ -40,6 +40,10 @@ pub struct HostConfig {
     /// per arbiter). `None` (the default) builds a runtime. A current-thread runtime is refused
     /// ([`HostError::CurrentThreadRuntime`]): tools would run only while your thread awaits.
     pub runtime: Option<tokio::runtime::Handle>,
+    /// The actor console: `None` (the default) records nothing and costs nothing; `Some`
+    /// keeps an entry per actor instance for [`Host::console`], and serves it when
+    /// [`ConsoleConfig::listen`](crate::console::ConsoleConfig::listen) says where.
+    pub console: Option<crate::console::ConsoleConfig>,
 }
 
 impl Default for HostConfig {
@@ -49,6 +53,7 @@ impl Default for HostConfig {
             arbiters: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
             thread_name: "golato".to_owned(),
             runtime: None,
+            console: None,
         }
     }
 }
@@ -71,6 +76,9 @@ pub enum HostError {
     /// [`HostConfig::runtime`] is a current-thread runtime.
     #[error("golato needs a multi-thread tokio runtime for tool functions, and the handle given in HostConfig::runtime is a current-thread one; pass a multi-thread runtime's handle, or leave it None to let golato build one")]
     CurrentThreadRuntime,
+    /// The console could not be served where [`ConsoleConfig::listen`](crate::console::ConsoleConfig::listen) says.
+    #[error(transparent)]
+    Console(#[from] crate::console::ServeError),
     /// [`embed::host_on_arbiters`](crate::embed::host_on_arbiters) got no arbiter.
     #[error("golato needs at least one arbiter to host its actors; pass Arbiter::current() or the handles of arbiters you started")]
     NoArbiters,
@@ -130,6 +138,10 @@ pub(crate) struct Inner {
     pub(crate) active: Arc<ActiveWork>,
     /// Counters per actor type, bumped by counted mailboxes.
     pub(crate) stats: crate::stats::Registry,
+    /// Every actor instance, when the console is on.
+    pub(crate) console: Option<crate::console::Console>,
+    /// The console's server, when the configuration said where.
+    console_server: Mutex<Option<crate::console::ConsoleServer>>,
 }
 
 struct OwnedSystem {
@@ -293,7 +305,8 @@ impl Host {
             Err(_) => return Err(HostError::StartAborted),
         };
         tracing::debug!(arbiters = arbiters.len(), "golato actor host started");
-        Ok(Host::assemble(
+        Host::assemble(
+            &config,
             handle,
             arbiters,
             Some(OwnedSystem {
@@ -302,7 +315,7 @@ impl Host {
                 exited: Mutex::new(Some(exited_rx)),
             }),
             None,
-        ))
+        )
     }
 
     /// A host on an application's arbiters; see [`crate::embed::host_on_arbiters`].
@@ -320,16 +333,24 @@ impl Host {
                 (runtime.handle().clone(), Some(runtime))
             }
         };
-        Ok(Host::assemble(handle, arbiters, None, workers))
+        Host::assemble(config, handle, arbiters, None, workers)
     }
 
+    /// The host, with its console served if the configuration says where (a host whose console
+    /// cannot be served is dropped, which stops it).
     fn assemble(
+        config: &HostConfig,
         runtime: tokio::runtime::Handle,
         arbiters: Vec<ArbiterHandle>,
         owned: Option<OwnedSystem>,
         workers: Option<tokio::runtime::Runtime>,
-    ) -> Host {
-        Host {
+    ) -> Result<Host, HostError> {
+        let console = config.console.clone().map(crate::console::Console::new);
+        let server = match (&console, config.console.as_ref().and_then(|c| c.listen.as_ref())) {
+            (Some(console), Some(addr)) => Some(console.serve(addr, &runtime)?),
+            _ => None,
+        };
+        Ok(Host {
             inner: Arc::new(Inner {
                 runtime,
                 arbiters,
@@ -340,7 +361,34 @@ impl Host {
                 shutdown: CancellationToken::new(),
                 active: Arc::default(),
                 stats: crate::stats::Registry::default(),
+                console,
+                console_server: Mutex::new(server),
             }),
+        })
+    }
+
+    /// The host's actor console, when [`HostConfig::console`] turned it on.
+    pub fn console(&self) -> Option<&crate::console::Console> {
+        self.inner.console.as_ref()
+    }
+
+    /// Where the host serves its console, when it does.
+    pub fn console_addr(&self) -> Option<crate::console::ConsoleAddr> {
+        self.inner
+            .console_server
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|server| server.addr().clone())
+    }
+
+    /// A console entry for work of `kind` that has no mailbox of its own (a tool call run by
+    /// its task); [`Probe::none`](crate::console::Probe::none) with the console off. The entry
+    /// ends when the last clone of the probe is dropped.
+    pub fn probe(&self, kind: crate::console::Kind, name: &str) -> crate::console::Probe {
+        match &self.inner.console {
+            Some(console) => console.register(kind, name),
+            None => crate::console::Probe::none(),
         }
     }
 

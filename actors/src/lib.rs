@@ -32,6 +32,7 @@
 //! ```
 
 pub mod batch;
+pub mod console;
 pub mod embed;
 pub mod envelope;
 mod host;

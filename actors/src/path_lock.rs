@@ -67,7 +67,7 @@ impl PathLock {
             })?;
         Ok(PathLock {
             taken,
-            mailbox: Mailbox::counted(addr, host),
+            mailbox: Mailbox::counted_as(addr, host, crate::console::Kind::PathLock),
             next_ticket: Arc::new(AtomicU64::new(0)),
         })
     }

@@ -12,6 +12,14 @@ use std::time::Duration;
 /// everything above.
 const BOUNDS_US: [u64; 6] = [10, 100, 1_000, 10_000, 100_000, 1_000_000];
 
+/// The bucket of a duration of `us` microseconds.
+pub(crate) fn bucket_of(us: u64) -> usize {
+    BOUNDS_US
+        .iter()
+        .position(|bound| us <= *bound)
+        .unwrap_or(BOUNDS_US.len())
+}
+
 /// The live counters of one actor type on one host.
 #[derive(Debug)]
 pub(crate) struct ActorCounters {
@@ -19,6 +27,7 @@ pub(crate) struct ActorCounters {
     type_name: &'static str,
     /// Its short form, as reported.
     actor: String,
+    short: Arc<str>,
     handled: AtomicU64,
     waiting: AtomicUsize,
     wait_buckets: [AtomicU64; BOUNDS_US.len() + 1],
@@ -30,11 +39,17 @@ impl ActorCounters {
         ActorCounters {
             type_name,
             actor: short_type_name(type_name),
+            short: short_type_name(type_name).into(),
             handled: AtomicU64::new(0),
             waiting: AtomicUsize::new(0),
             wait_buckets: Default::default(),
             wait_total_us: AtomicU64::new(0),
         }
+    }
+
+    /// The actor type's short name, shared by the console's entries of this type.
+    pub(crate) fn actor(&self) -> Arc<str> {
+        Arc::clone(&self.short)
     }
 
     pub(crate) fn sent(&self) {
@@ -48,11 +63,7 @@ impl ActorCounters {
     pub(crate) fn handled(&self, wait_us: u64) {
         self.waiting.fetch_sub(1, Ordering::Relaxed);
         self.handled.fetch_add(1, Ordering::Relaxed);
-        let bucket = BOUNDS_US
-            .iter()
-            .position(|bound| wait_us <= *bound)
-            .unwrap_or(BOUNDS_US.len());
-        if let Some(count) = self.wait_buckets.get(bucket) {
+        if let Some(count) = self.wait_buckets.get(bucket_of(wait_us)) {
             count.fetch_add(1, Ordering::Relaxed);
         }
         self.wait_total_us.fetch_add(wait_us, Ordering::Relaxed);

@@ -1,0 +1,488 @@
+//! The actor console: what every actor of a host is doing now, for a person or a script to
+//! watch ([`Console::snapshot`] in process, [`Console::serve`] over a socket).
+//!
+//! Off by default ([`HostConfig::console`](crate::HostConfig::console) is `None`): every
+//! [`Probe`] is then a `None` and costs one branch. On, each actor instance has an entry: a few
+//! atomics bumped as its messages come and go, and a small lock its owner takes when what it
+//! does changes. The console samples the entries when asked; it never sends an actor a message
+//! and never waits on one, so a viewer that reads slowly slows only its own connection.
+//!
+//! ```
+//! use golato_actors::console::{ConsoleConfig, Kind, WaitingOn};
+//! use golato_actors::{Host, HostConfig};
+//!
+//! let host = Host::new(HostConfig { console: Some(ConsoleConfig::default()), ..HostConfig::default() })?;
+//! let probe = host.probe(Kind::Other, "Fetcher");
+//! probe.waiting(|| WaitingOn::Other { what: "the network".into() });
+//! let snapshot = host.console().map(|console| console.snapshot()).unwrap_or_default();
+//! assert_eq!(snapshot.actors.len(), 1);
+//! assert_eq!(snapshot.actors[0].activity.to_string(), "waiting on the network");
+//! # Ok::<(), golato_actors::HostError>(())
+//! ```
+
+mod probe;
+mod serve;
+mod view;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+
+pub use probe::{Activity, Handling, Holding, Identity, Kind, Probe, WaitingOn};
+pub use serve::{ConsoleAddr, ConsoleServer, ServeError};
+pub use view::{
+    ActorView, Delta, Held, Histogram, Lint, LintKind, LockParty, LockView, Snapshot, Thresholds,
+    Update, WIRE_VERSION,
+};
+
+use probe::{Entry, State};
+
+/// How a host's console records and tells.
+#[derive(Debug, Clone)]
+pub struct ConsoleConfig {
+    /// At most this many updates a second per connection (at least 1). Default 4.
+    pub rate: u32,
+    /// Ended actors kept for the viewer's history, at most. Default 256.
+    pub history: usize,
+    /// How long an ended actor stays in the history, at most. Default 30 s.
+    pub history_for: Duration,
+    /// A handler, or a call's function, running longer than this is flagged. Default 10 s.
+    pub handler_threshold: Duration,
+    /// A mailbox holding messages with none handled for this long is flagged. Default 5 s.
+    pub mailbox_threshold: Duration,
+    /// A path lease held this long while others wait is flagged. Default 10 s.
+    pub lease_threshold: Duration,
+    /// A run with no event for this long is flagged. Default 60 s.
+    pub silent_run_threshold: Duration,
+    /// Where to serve the console when the host starts; `None`: only in process (or call
+    /// [`Console::serve`]).
+    pub listen: Option<ConsoleAddr>,
+}
+
+impl Default for ConsoleConfig {
+    fn default() -> Self {
+        ConsoleConfig {
+            rate: 4,
+            history: 256,
+            history_for: Duration::from_secs(30),
+            handler_threshold: Duration::from_secs(10),
+            mailbox_threshold: Duration::from_secs(5),
+            lease_threshold: Duration::from_secs(10),
+            silent_run_threshold: Duration::from_secs(60),
+            listen: None,
+        }
+    }
+}
+
+impl ConsoleConfig {
+    /// The thresholds as the wire tells them.
+    pub fn thresholds(&self) -> Thresholds {
+        let ms = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        Thresholds {
+            handler_ms: ms(self.handler_threshold),
+            mailbox_ms: ms(self.mailbox_threshold),
+            lease_ms: ms(self.lease_threshold),
+            silent_run_ms: ms(self.silent_run_threshold),
+        }
+    }
+}
+
+/// A host's console: the live entries of its actors. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Console {
+    shared: Arc<Shared>,
+}
+
+/// The registry behind a console, shared with every probe.
+#[derive(Debug)]
+struct Shared {
+    epoch: Instant,
+    config: ConsoleConfig,
+    next_id: AtomicU64,
+    live: DashMap<u64, Arc<Entry>>,
+    /// Ended actors, oldest first, each with the time it ended.
+    history: Mutex<VecDeque<(u64, ActorView)>>,
+    /// Bumped when an actor ends, so a connection knows to look for endings.
+    ended: AtomicU64,
+}
+
+impl Shared {
+    fn now_us(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+    }
+
+    /// Takes the ended actor's entry out of the live list, into the history.
+    fn end(&self, entry: &Arc<Entry>) {
+        self.live.remove(&entry.id);
+        let now = self.now_us();
+        let mut last = view_of(entry, now);
+        last.ended_ms_ago = Some(0);
+        let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
+        history.push_back((now, last));
+        let keep_for = u64::try_from(self.config.history_for.as_micros()).unwrap_or(u64::MAX);
+        while history.len() > self.config.history
+            || history
+                .front()
+                .is_some_and(|(at, _)| now.saturating_sub(*at) > keep_for)
+        {
+            history.pop_front();
+        }
+        drop(history);
+        self.ended.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Console {
+    pub(crate) fn new(config: ConsoleConfig) -> Console {
+        Console {
+            shared: Arc::new(Shared {
+                epoch: Instant::now(),
+                config,
+                next_id: AtomicU64::new(1),
+                live: DashMap::new(),
+                history: Mutex::new(VecDeque::new()),
+                ended: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// How the console was configured.
+    pub fn config(&self) -> &ConsoleConfig {
+        &self.shared.config
+    }
+
+    /// Records a new actor of `kind` named `name`; it ends when the last clone of the probe is
+    /// dropped.
+    pub fn register(&self, kind: Kind, name: impl Into<Arc<str>>) -> Probe {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let entry = Arc::new(Entry::new(id, kind, name.into(), self.shared.now_us()));
+        self.shared.live.insert(id, Arc::clone(&entry));
+        Probe::tracking(entry, Arc::clone(&self.shared))
+    }
+
+    /// Live actors now.
+    pub fn live(&self) -> usize {
+        self.shared.live.len()
+    }
+
+    /// Everything now: the live actors, the path locks, the lints and the recent history.
+    pub fn snapshot(&self) -> Snapshot {
+        let sample = self.sample(|_, _| true);
+        Snapshot {
+            at_ms: sample.now / 1_000,
+            ended: self
+                .history(sample.now, 0)
+                .into_iter()
+                .map(|(_, view)| view)
+                .collect(),
+            actors: sample.views.into_iter().map(|(_, view)| view).collect(),
+            locks: sample.locks,
+            lints: sample.lints,
+            dropped: 0,
+        }
+    }
+
+    /// One pass over the live actors: the views of those `want(id, version)` selects, and the
+    /// locks and lints of all. Only the selected and the notable (flagged, holding or waiting
+    /// for a path) are turned into views, so a sample of a busy host whose viewer already has
+    /// most actors stays cheap.
+    fn sample(&self, mut want: impl FnMut(u64, u64) -> bool) -> Sample {
+        let now = self.shared.now_us();
+        let limits = Limits::of(&self.shared.config);
+        let mut views = Vec::new();
+        let mut notable: Vec<(ActorView, Vec<LintKind>)> = Vec::new();
+        let mut runs = std::collections::HashSet::new();
+        let mut calls: Vec<(u64, u64)> = Vec::new();
+        for entry in self.shared.live.iter() {
+            let version = entry.version.load(Ordering::Relaxed);
+            let mut flags = Vec::new();
+            let locking;
+            {
+                let state = entry.state();
+                let since = now.saturating_sub(state.since_us);
+                let busy = matches!(
+                    state.activity,
+                    Activity::Handling { .. } | Activity::Running { .. }
+                );
+                if busy && since > limits.handler {
+                    flags.push(LintKind::HandlerRunning);
+                }
+                locking = !state.holds.is_empty()
+                    || matches!(
+                        state.activity,
+                        Activity::Waiting {
+                            on: WaitingOn::PathLease { .. }
+                        }
+                    );
+                match (entry.kind, state.identity.run) {
+                    (Kind::Run, Some(run)) => {
+                        runs.insert(run);
+                    }
+                    (Kind::Call, Some(run)) => calls.push((entry.id, run)),
+                    _ => {}
+                }
+            }
+            if entry.depth.load(Ordering::Relaxed) > 0
+                && now.saturating_sub(entry.last_handled_us.load(Ordering::Relaxed))
+                    > limits.mailbox
+            {
+                flags.push(LintKind::MailboxStalled);
+            }
+            if entry.kind == Kind::Run {
+                let last = match entry.last_event_us.load(Ordering::Relaxed) {
+                    0 => entry.born_us,
+                    at => at,
+                };
+                if now.saturating_sub(last) > limits.silent_run {
+                    flags.push(LintKind::SilentRun);
+                }
+            }
+            let wanted = want(entry.id, version);
+            if !wanted && flags.is_empty() && !locking {
+                continue;
+            }
+            let view = view_of(&entry, now);
+            if !flags.is_empty() || locking {
+                notable.push((view.clone(), flags));
+            }
+            if wanted {
+                views.push((version, view));
+            }
+        }
+        for (id, run) in calls {
+            if runs.contains(&run) {
+                continue;
+            }
+            if let Some(entry) = self.shared.live.get(&id) {
+                notable.push((view_of(&entry, now), vec![LintKind::OrphanCall]));
+            }
+        }
+        views.sort_unstable_by_key(|(_, view)| view.id);
+        let locks = locks(notable.iter().map(|(view, _)| view));
+        let lints = lints(&notable, &locks, &limits);
+        Sample {
+            now,
+            views,
+            locks,
+            lints,
+        }
+    }
+
+    /// The history entries that ended after `after_us`, with when they ended.
+    fn history(&self, now: u64, after_us: u64) -> Vec<(u64, ActorView)> {
+        let history = self
+            .shared
+            .history
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        history
+            .iter()
+            .filter(|(at, _)| *at > after_us)
+            .map(|(at, view)| {
+                let mut view = view.clone();
+                view.ended_ms_ago = Some(now.saturating_sub(*at) / 1_000);
+                (*at, view)
+            })
+            .collect()
+    }
+
+    /// Serves this console at `addr` (see [`ConsoleServer`]), its connections running on
+    /// `runtime`, until the returned server is dropped.
+    ///
+    /// # Errors
+    /// [`ServeError::Listen`] when the address cannot be listened on.
+    pub fn serve(
+        &self,
+        addr: &ConsoleAddr,
+        runtime: &tokio::runtime::Handle,
+    ) -> Result<ConsoleServer, ServeError> {
+        serve::serve(self.clone(), addr, runtime)
+    }
+}
+
+/// The view of one entry now.
+fn view_of(entry: &Entry, now: u64) -> ActorView {
+    let ms = |from: u64| now.saturating_sub(from) / 1_000;
+    let (identity, activity, since, holds) = {
+        let state: std::sync::MutexGuard<'_, State> = entry.state();
+        (
+            state.identity.clone(),
+            state.activity.clone(),
+            state.since_us,
+            state
+                .holds
+                .iter()
+                .map(|(path, at)| Held {
+                    path: path.display().to_string(),
+                    for_ms: ms(*at),
+                })
+                .collect(),
+        )
+    };
+    let last_event = entry.last_event_us.load(Ordering::Relaxed);
+    ActorView {
+        id: entry.id,
+        kind: entry.kind,
+        name: entry.name.to_string(),
+        identity,
+        activity,
+        for_ms: ms(since),
+        mailbox_depth: entry.depth.load(Ordering::Relaxed),
+        handled: entry.handled.load(Ordering::Relaxed),
+        busy: entry.busy.read(),
+        mailbox_wait: entry.wait.read(),
+        age_ms: ms(entry.born_us),
+        since_event_ms: (last_event > 0).then(|| ms(last_event)),
+        holds,
+        ended_ms_ago: None,
+    }
+}
+
+/// The path-lock table, from what the actors hold and wait on: holders from their leases,
+/// waiters in the order they began to wait (the lock's FIFO order).
+fn locks<'a>(actors: impl Iterator<Item = &'a ActorView>) -> Vec<LockView> {
+    let mut table: BTreeMap<String, LockView> = BTreeMap::new();
+    let party = |view: &ActorView, for_ms: u64| LockParty {
+        actor: view.id,
+        run: view.identity.run,
+        call: view.identity.call.clone(),
+        for_ms,
+    };
+    for view in actors {
+        for held in &view.holds {
+            let lock = table
+                .entry(held.path.clone())
+                .or_insert_with(|| empty_lock(&held.path));
+            lock.holder = Some(party(view, held.for_ms));
+        }
+        if let Activity::Waiting {
+            on: WaitingOn::PathLease { path },
+        } = &view.activity
+        {
+            let lock = table.entry(path.clone()).or_insert_with(|| empty_lock(path));
+            lock.waiting.push(party(view, view.for_ms));
+        }
+    }
+    let mut locks: Vec<LockView> = table.into_values().collect();
+    for lock in &mut locks {
+        lock.waiting
+            .sort_by(|a, b| b.for_ms.cmp(&a.for_ms).then(a.actor.cmp(&b.actor)));
+    }
+    locks
+}
+
+/// The lints' thresholds in microseconds.
+struct Limits {
+    handler: u64,
+    mailbox: u64,
+    lease: u64,
+    silent_run: u64,
+}
+
+impl Limits {
+    fn of(config: &ConsoleConfig) -> Limits {
+        let us = |duration: Duration| u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
+        Limits {
+            handler: us(config.handler_threshold),
+            mailbox: us(config.mailbox_threshold),
+            lease: us(config.lease_threshold),
+            silent_run: us(config.silent_run_threshold),
+        }
+    }
+}
+
+/// What one pass found.
+struct Sample {
+    now: u64,
+    views: Vec<(u64, ActorView)>,
+    locks: Vec<LockView>,
+    lints: Vec<Lint>,
+}
+
+/// The lints of the flagged actors, and of the leases held too long while others wait.
+fn lints(notable: &[(ActorView, Vec<LintKind>)], locks: &[LockView], limits: &Limits) -> Vec<Lint> {
+    let mut lints = Vec::new();
+    let mut flag = |lint: LintKind, view: &ActorView, for_ms: u64, message: String| {
+        lints.push(Lint {
+            lint,
+            actor: view.id,
+            run: view.identity.run,
+            call: view.identity.call.clone(),
+            for_ms,
+            message,
+        });
+    };
+    for (view, flags) in notable {
+        let label = view.label();
+        for lint in flags {
+            match lint {
+                LintKind::HandlerRunning => flag(
+                    *lint,
+                    view,
+                    view.for_ms,
+                    format!("{label} has been {} for {} ms", view.activity, view.for_ms),
+                ),
+                LintKind::MailboxStalled => flag(
+                    *lint,
+                    view,
+                    view.for_ms,
+                    format!(
+                        "{label} has {} messages waiting and handles none",
+                        view.mailbox_depth
+                    ),
+                ),
+                LintKind::SilentRun => {
+                    let silent = view.since_event_ms.unwrap_or(view.age_ms);
+                    flag(
+                        *lint,
+                        view,
+                        silent,
+                        format!("{label} has told no event for {silent} ms"),
+                    );
+                }
+                LintKind::OrphanCall => flag(
+                    *lint,
+                    view,
+                    view.age_ms,
+                    format!(
+                        "{label} is still alive and its run {} has ended",
+                        view.identity.run.unwrap_or_default()
+                    ),
+                ),
+                LintKind::LeaseHeld => {}
+            }
+        }
+    }
+    for lock in locks {
+        let Some(holder) = &lock.holder else { continue };
+        if lock.waiting.is_empty() || holder.for_ms.saturating_mul(1_000) <= limits.lease {
+            continue;
+        }
+        if let Some((view, _)) = notable.iter().find(|(view, _)| view.id == holder.actor) {
+            flag(
+                LintKind::LeaseHeld,
+                view,
+                holder.for_ms,
+                format!(
+                    "{} has held {} for {} ms while {} wait",
+                    view.label(),
+                    lock.path,
+                    holder.for_ms,
+                    lock.waiting.len()
+                ),
+            );
+        }
+    }
+    lints
+}
+
+fn empty_lock(path: &str) -> LockView {
+    LockView {
+        path: path.to_owned(),
+        holder: None,
+        waiting: Vec::new(),
+    }
+}

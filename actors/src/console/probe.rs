@@ -1,0 +1,439 @@
+//! What the console knows of one actor instance: its [`Entry`], kept up by the [`Probe`] its
+//! owner holds.
+//!
+//! Everything an actor does to its entry is a relaxed atomic or a short uncontended lock on its
+//! own entry: the console reads entries when it samples, and never sends an actor anything, so
+//! a slow console can never hold an actor up.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::Shared;
+use crate::stats::bucket_of;
+
+/// What kind of actor an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Kind {
+    /// A run's actor (a subagent's run included: its identity names its parent).
+    Run,
+    /// A batch supervisor.
+    Batch,
+    /// One tool call: its tool actor, or the task that concludes it once the actor has nothing
+    /// left to control.
+    Call,
+    /// The path-lock actor.
+    PathLock,
+    /// Any other actor with a counted mailbox.
+    Other,
+}
+
+impl Kind {
+    /// The kind's name, as the wire and the viewer show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Run => "run",
+            Kind::Batch => "batch",
+            Kind::Call => "call",
+            Kind::PathLock => "path_lock",
+            Kind::Other => "other",
+        }
+    }
+}
+
+/// Who an actor is: the run, call and tool it belongs to. Set by the actor's owner, once or
+/// rarely ([`Probe::identify`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Identity {
+    /// The run's ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<u64>,
+    /// The run this run is a subagent of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_run: Option<u64>,
+    /// The batch (the run's turn) a batch supervisor or call belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u64>,
+    /// The tool call's ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    /// The tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+}
+
+/// What an actor is doing now.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Activity {
+    /// Nothing: waiting for a message.
+    Idle,
+    /// Handling a message of this type, on its actor thread.
+    Handling {
+        /// The message type.
+        message: String,
+    },
+    /// Running work of its own off the actor threads (a tool call's function, a hook).
+    Running {
+        /// What runs.
+        what: String,
+    },
+    /// Waiting for something outside itself.
+    Waiting {
+        /// What it waits on.
+        on: WaitingOn,
+    },
+}
+
+/// What an actor waits on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "for", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WaitingOn {
+    /// The model's next message.
+    Model,
+    /// The calls of its batch.
+    Calls,
+    /// The lease on a path, held by another call.
+    PathLease {
+        /// The path.
+        path: String,
+    },
+    /// A person's answer (an approval).
+    Person,
+    /// A subagent's run.
+    Child,
+    /// Something else, named.
+    Other {
+        /// What.
+        what: String,
+    },
+}
+
+impl fmt::Display for Activity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Activity::Idle => f.write_str("idle"),
+            Activity::Handling { message } => write!(f, "handling {message}"),
+            Activity::Running { what } => write!(f, "running {what}"),
+            Activity::Waiting { on } => write!(f, "waiting on {on}"),
+        }
+    }
+}
+
+impl fmt::Display for WaitingOn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitingOn::Model => f.write_str("the model"),
+            WaitingOn::Calls => f.write_str("its calls"),
+            WaitingOn::PathLease { path } => write!(f, "the lease on {path}"),
+            WaitingOn::Person => f.write_str("a person"),
+            WaitingOn::Child => f.write_str("a subagent"),
+            WaitingOn::Other { what } => f.write_str(what),
+        }
+    }
+}
+
+/// A histogram of durations in the same buckets as [`crate::WaitHistogram`]: 10 µs, 100 µs,
+/// 1 ms, 10 ms, 100 ms, 1 s, longer.
+#[derive(Debug, Default)]
+pub(super) struct Histogram {
+    buckets: [AtomicU64; 7],
+    total_us: AtomicU64,
+}
+
+impl Histogram {
+    fn record(&self, us: u64) {
+        if let Some(count) = self.buckets.get(bucket_of(us)) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+        self.total_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    pub(super) fn read(&self) -> super::view::Histogram {
+        super::view::Histogram {
+            counts: self
+                .buckets
+                .iter()
+                .map(|count| count.load(Ordering::Relaxed))
+                .collect(),
+            total_us: self.total_us.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The state an actor's owner changes: behind one lock, taken by the owner when the activity
+/// changes and by the console when it samples.
+#[derive(Debug)]
+pub(super) struct State {
+    pub(super) identity: Identity,
+    pub(super) activity: Activity,
+    /// Since when (µs after the console's epoch) the activity is what it is.
+    pub(super) since_us: u64,
+    /// Path leases held, each since when.
+    pub(super) holds: Vec<(PathBuf, u64)>,
+}
+
+/// The console's record of one live actor.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub(super) id: u64,
+    pub(super) kind: Kind,
+    pub(super) name: Arc<str>,
+    pub(super) born_us: u64,
+    /// Bumped on every change, so a connection sends only what changed since it last looked.
+    pub(super) version: AtomicU64,
+    pub(super) depth: AtomicUsize,
+    pub(super) handled: AtomicU64,
+    pub(super) last_handled_us: AtomicU64,
+    /// When the run last told an event (runs only; 0: never).
+    pub(super) last_event_us: AtomicU64,
+    pub(super) busy: Histogram,
+    pub(super) wait: Histogram,
+    pub(super) state: Mutex<State>,
+}
+
+impl Entry {
+    pub(super) fn new(id: u64, kind: Kind, name: Arc<str>, now_us: u64) -> Entry {
+        Entry {
+            id,
+            kind,
+            name,
+            born_us: now_us,
+            version: AtomicU64::new(1),
+            depth: AtomicUsize::new(0),
+            handled: AtomicU64::new(0),
+            last_handled_us: AtomicU64::new(now_us),
+            last_event_us: AtomicU64::new(0),
+            busy: Histogram::default(),
+            wait: Histogram::default(),
+            state: Mutex::new(State {
+                identity: Identity::default(),
+                activity: Activity::Idle,
+                since_us: now_us,
+                holds: Vec::new(),
+            }),
+        }
+    }
+
+    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn changed(&self) {
+        self.version.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One actor's live record, held by the actor's owner; its entry leaves the console's live
+/// list (for its short history) when the last clone is dropped.
+struct Tracked {
+    entry: Arc<Entry>,
+    shared: Arc<Shared>,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.shared.end(&self.entry);
+    }
+}
+
+/// An actor's handle on its console entry: what it is, what it does. With the console off,
+/// every method is a no-op on a `None`, costing one branch.
+///
+/// Get one from a counted [`Mailbox`](crate::Mailbox) ([`Mailbox::probe`](crate::Mailbox::probe))
+/// or, for work that has no mailbox, from [`Host::probe`](crate::Host::probe). Clones share the
+/// entry; it ends when the last clone is dropped.
+#[derive(Clone, Default)]
+pub struct Probe(Option<Arc<Tracked>>);
+
+impl fmt::Debug for Probe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            None => f.write_str("Probe(off)"),
+            Some(tracked) => write!(f, "Probe({} #{})", tracked.entry.name, tracked.entry.id),
+        }
+    }
+}
+
+impl Probe {
+    /// A probe that records nothing (the console is off).
+    pub fn none() -> Probe {
+        Probe(None)
+    }
+
+    pub(super) fn tracking(entry: Arc<Entry>, shared: Arc<Shared>) -> Probe {
+        Probe(Some(Arc::new(Tracked { entry, shared })))
+    }
+
+    /// Whether a console records this probe's actor.
+    pub fn is_on(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The entry's ID on the console, when one records it.
+    pub fn id(&self) -> Option<u64> {
+        self.0.as_ref().map(|tracked| tracked.entry.id)
+    }
+
+    fn with(&self, change: impl FnOnce(&Tracked)) {
+        if let Some(tracked) = &self.0 {
+            change(tracked);
+            tracked.entry.changed();
+        }
+    }
+
+    /// Sets who the actor is; `fill` runs only when the console is on, so building the
+    /// identity costs nothing otherwise.
+    pub fn identify(&self, fill: impl FnOnce(&mut Identity)) {
+        self.with(|tracked| fill(&mut tracked.entry.state().identity));
+    }
+
+    /// Sets what the actor does now, from now on.
+    pub fn set(&self, activity: Activity) {
+        self.with(|tracked| {
+            let now = tracked.shared.now_us();
+            let mut state = tracked.entry.state();
+            state.activity = activity;
+            state.since_us = now;
+        });
+    }
+
+    /// [`Activity::Idle`].
+    pub fn idle(&self) {
+        if self.is_on() {
+            self.set(Activity::Idle);
+        }
+    }
+
+    /// [`Activity::Waiting`] on `on`.
+    pub fn waiting(&self, on: impl FnOnce() -> WaitingOn) {
+        if self.is_on() {
+            self.set(Activity::Waiting { on: on() });
+        }
+    }
+
+    /// [`Activity::Running`] `what`.
+    pub fn running(&self, what: impl FnOnce() -> String) {
+        if self.is_on() {
+            self.set(Activity::Running { what: what() });
+        }
+    }
+
+    /// Notes that the run told an event now (the "run with no event" lint reads it).
+    pub fn event(&self) {
+        if let Some(tracked) = &self.0 {
+            let now = tracked.shared.now_us();
+            tracked.entry.last_event_us.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Notes that the actor holds the lease on `path` until the returned guard is dropped.
+    pub fn holding(&self, path: &Path) -> Holding {
+        let Some(tracked) = &self.0 else {
+            return Holding(None);
+        };
+        let now = tracked.shared.now_us();
+        tracked.entry.state().holds.push((path.to_path_buf(), now));
+        tracked.entry.changed();
+        Holding(Some((self.clone(), path.to_path_buf())))
+    }
+
+    /// The message was put in this actor's mailbox.
+    pub(crate) fn sent(&self) {
+        if let Some(tracked) = &self.0 {
+            tracked.entry.depth.fetch_add(1, Ordering::Relaxed);
+            tracked.entry.changed();
+        }
+    }
+
+    /// The message left the mailbox unhandled (the actor stopped).
+    pub(crate) fn dropped(&self) {
+        if let Some(tracked) = &self.0 {
+            tracked.entry.depth.fetch_sub(1, Ordering::Relaxed);
+            tracked.entry.changed();
+        }
+    }
+
+    /// The message of type `message` is handled from now until the returned guard is dropped,
+    /// after waiting `wait_us` in the mailbox.
+    pub(crate) fn handling(&self, message: &'static str, wait_us: u64) -> Handling {
+        let Some(tracked) = &self.0 else {
+            return Handling(None);
+        };
+        let entry = &tracked.entry;
+        entry.depth.fetch_sub(1, Ordering::Relaxed);
+        entry.wait.record(wait_us);
+        let now = tracked.shared.now_us();
+        let before = {
+            let mut state = entry.state();
+            let before = std::mem::replace(
+                &mut state.activity,
+                Activity::Handling {
+                    message: message.to_owned(),
+                },
+            );
+            (before, std::mem::replace(&mut state.since_us, now))
+        };
+        entry.changed();
+        Handling(Some((self.clone(), now, before)))
+    }
+}
+
+/// A message being handled; dropping it records the time it took and gives the actor back the
+/// activity it had before (a run waiting on the model still does, after a delta).
+#[derive(Debug)]
+pub struct Handling(Option<(Probe, u64, (Activity, u64))>);
+
+impl Handling {
+    /// Nothing to note (the console is off).
+    pub fn none() -> Handling {
+        Handling(None)
+    }
+}
+
+impl Drop for Handling {
+    fn drop(&mut self) {
+        let Some((probe, started, (before, since))) = self.0.take() else {
+            return;
+        };
+        let Some(tracked) = &probe.0 else { return };
+        let now = tracked.shared.now_us();
+        let entry = &tracked.entry;
+        entry.busy.record(now.saturating_sub(started));
+        entry.handled.fetch_add(1, Ordering::Relaxed);
+        entry.last_handled_us.store(now, Ordering::Relaxed);
+        {
+            let mut state = entry.state();
+            // A handler that set an activity of its own keeps it.
+            if matches!(state.activity, Activity::Handling { .. }) && state.since_us == started {
+                state.activity = before;
+                state.since_us = since;
+            }
+        }
+        entry.changed();
+    }
+}
+
+/// A lease on a path, as the console knows it; dropping it notes the release.
+#[derive(Debug)]
+pub struct Holding(Option<(Probe, PathBuf)>);
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        let Some((probe, path)) = self.0.take() else {
+            return;
+        };
+        probe.with(|tracked| {
+            let mut state = tracked.entry.state();
+            if let Some(at) = state.holds.iter().position(|(held, _)| *held == path) {
+                state.holds.swap_remove(at);
+            }
+        });
+    }
+}
