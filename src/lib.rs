@@ -125,6 +125,9 @@ pub mod host {
         ActorStats, Host, HostConfig, HostError, HostStats, ShutdownReport, WaitBucket,
         WaitHistogram,
     };
+    /// The actor console: every actor instance, what it does and waits on, the path locks and
+    /// what looks wrong ([`HostConfig::console`]).
+    pub use golato_actors::console;
 }
 pub use tool::{Tool, ToolResult};
 

@@ -225,6 +225,13 @@ impl Host {
         Ok(host)
     }
 
+    /// Makes `host` the process-wide host that [`Host::global`] returns from now on (for
+    /// instance one with its console on, made before the first agent); the host it replaces,
+    /// if any, keeps running for whoever holds it.
+    pub fn set_global(host: &Host) {
+        *GLOBAL.lock().unwrap_or_else(PoisonError::into_inner) = Some(host.clone());
+    }
+
     /// Starts a new host: an actix system on a thread of its own, `config.arbiters - 1`
     /// further arbiter threads, and (unless [`HostConfig::runtime`] lends one) a tokio runtime
     /// for tool functions, which the arbiters share.

@@ -26,6 +26,10 @@ pub(crate) use values::{dollars, positive_seconds, temperature};
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
+    /// Serves the actor console at ADDR while the command runs (HOST:PORT on loopback, or a
+    /// Unix socket's path): watch it with `golato console ADDR`.
+    #[arg(long, global = true, env = "GOLATO_CONSOLE", value_name = "ADDR")]
+    pub(crate) console: Option<String>,
 }
 
 /// The flags a person starting the front end reaches for, under the commands: `golato` alone
@@ -47,6 +51,9 @@ Options most used with `golato` alone (every one: golato chat --help):
 pub(crate) enum Command {
     /// Runs an agent with the built-in tools in a directory, showing what happens live.
     Run(Box<RunArgs>),
+    /// Watches the actors of a golato started with --console ADDR: every run, batch, call and
+    /// path lock, what each does and waits on, and what looks wrong.
+    Console(ConsoleArgs),
     /// Copies the bundled demo project to a fresh directory and replays a recorded session that
     /// fixes its bug there (no key or network needed).
     Demo(DemoArgs),
@@ -168,6 +175,20 @@ pub(crate) struct SessionsArgs {
     /// List the sessions of every directory.
     #[arg(long, conflicts_with = "cwd")]
     pub(crate) all: bool,
+}
+
+/// `golato console`'s flags.
+#[derive(Debug, Args)]
+pub(crate) struct ConsoleArgs {
+    /// Where the console is served: HOST:PORT or a Unix socket's path, as given to --console.
+    pub(crate) addr: String,
+    /// Print the stream as it comes, one JSON object a line (a hello, a snapshot, then
+    /// deltas), instead of the viewer.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Stop after this many updates (with --json; for scripts).
+    #[arg(long, value_name = "N", requires = "json")]
+    pub(crate) updates: Option<u64>,
 }
 
 /// What `golato sessions` does besides listing.

@@ -21,6 +21,7 @@ mod acp;
 mod args;
 mod bounded;
 mod commands;
+mod console;
 mod conversation;
 mod front;
 mod interrupt;
@@ -56,6 +57,12 @@ pub(crate) enum Exit {
 
 /// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr
 /// (clap's message and its tips), exit status 2.
+/// A usage error found after parsing: said on standard error, exit 2.
+fn usage_error_text(error: &str) -> ExitCode {
+    eprintln!("golato: {error}");
+    ExitCode::from(2)
+}
+
 fn usage_error(error: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(
@@ -191,6 +198,28 @@ fn parse_from(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
     Ok(cli)
 }
 
+/// Makes the process's host one whose actor console is served at `addr`, and says where (the
+/// port chosen, for `:0`) on standard error.
+fn serve_console(addr: &str) -> Result<golato::Host, String> {
+    use golato::host::console::{ConsoleAddr, ConsoleConfig};
+    let listen: ConsoleAddr = addr
+        .parse()
+        .map_err(|error: golato::host::console::ServeError| format!("--console: {error}"))?;
+    let host = golato::Host::new(golato::HostConfig {
+        console: Some(ConsoleConfig {
+            listen: Some(listen),
+            ..ConsoleConfig::default()
+        }),
+        ..golato::HostConfig::default()
+    })
+    .map_err(|error| format!("--console: {error}"))?;
+    if let Some(served) = host.console_addr() {
+        eprintln!("golato: the actor console is at {served} (watch it with `golato console {served}`)");
+    }
+    golato::Host::set_global(&host);
+    Ok(host)
+}
+
 /// Runs the command line with the process's arguments and environment, as the `golato`
 /// binary does, and returns its exit status.
 pub fn main() -> ExitCode {
@@ -230,8 +259,15 @@ pub fn main() -> ExitCode {
             return Exit::Failure.into();
         }
     };
+    // Before any agent: every one of them runs on the process's host, this one.
+    let _console = match cli.console.as_deref().map(serve_console) {
+        Some(Ok(host)) => Some(host),
+        Some(Err(error)) => return usage_error_text(&error),
+        None => None,
+    };
     let outcome = runtime.block_on(async move {
         match cli.command {
+            Command::Console(args) => console::command(args).await,
             // An agent command's flags are resolved once, with their folder's configuration:
             // what runs below reads the settings, never the flags.
             Command::Run(mut args) => {

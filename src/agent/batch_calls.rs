@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use actix::Message;
+use golato_actors::console::{Kind, Probe};
 use golato_actors::TracedRecipient;
 use tokio_util::sync::CancellationToken;
 
@@ -125,6 +126,8 @@ pub(crate) struct SharedBatch {
     /// The run's budget and what the run had spent itself when the batch began (what its
     /// calls spend is in `run`, live); `None`: no budget.
     budget: Option<(Budget, Spent)>,
+    /// Each call's entry on the host's console, while it runs; `None`: the console is off.
+    probes: Option<Box<[Mutex<Probe>]>>,
 }
 
 /// What a journaled batch adds: the journal, the turn, and which attempt each call is.
@@ -176,6 +179,7 @@ impl SharedBatch {
         journal: Option<(Arc<dyn crate::journal::Journal>, usize)>,
         run: Arc<RunShare>,
         budget: Option<(Budget, Spent)>,
+        console: Option<&golato_actors::console::Console>,
     ) -> Arc<SharedBatch> {
         let slots = calls.iter().map(|_| Slot::default()).collect();
         let journal = journal.map(|(journal, turn)| {
@@ -186,6 +190,7 @@ impl SharedBatch {
                 spent: calls.iter().map(|_| Default::default()).collect(),
             })
         });
+        let probes = console.map(|_| calls.iter().map(|_| Mutex::default()).collect());
         Arc::new(SharedBatch {
             id,
             calls,
@@ -195,7 +200,45 @@ impl SharedBatch {
             journal,
             run,
             budget,
+            probes,
         })
+    }
+
+    /// Starts call `index`'s entry on the host's console (when it is on): the call of run
+    /// `run_id`, running `what`.
+    pub(crate) fn start_probe(&self, host: &golato_actors::Host, run_id: u64, index: usize) {
+        let Some(slot) = self.probes.as_deref().and_then(|probes| probes.get(index)) else {
+            return;
+        };
+        let probe = host.probe(Kind::Call, "ToolCall");
+        let call = self.call(index);
+        probe.identify(|identity| {
+            identity.run = Some(run_id);
+            identity.batch = Some(self.id);
+            identity.call = Some(call.id.clone());
+            identity.tool = Some(call.name.clone());
+        });
+        *slot.lock().unwrap_or_else(PoisonError::into_inner) = probe;
+    }
+
+    /// Call `index`'s console entry ([`Probe::none`] when the console is off or the call is
+    /// over).
+    pub(crate) fn probe(&self, index: usize) -> Probe {
+        self.probes
+            .as_deref()
+            .and_then(|probes| probes.get(index))
+            .map(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).clone())
+            .unwrap_or_default()
+    }
+
+    /// Call `index` has its outcome: its console entry ends (once the clones its function
+    /// still holds are gone).
+    pub(crate) fn end_probe(&self, index: usize) {
+        if let Some(slot) = self.probes.as_deref().and_then(|probes| probes.get(index)) {
+            drop(std::mem::take(
+                &mut *slot.lock().unwrap_or_else(PoisonError::into_inner),
+            ));
+        }
     }
 
     /// The run's journal and this batch's turn, in a journaled run.
@@ -313,6 +356,10 @@ fn lock(gate: &Mutex<Gate>) -> std::sync::MutexGuard<'_, Gate> {
 }
 
 impl CallHost for SharedBatch {
+    fn probe(&self, index: usize) -> Probe {
+        SharedBatch::probe(self, index)
+    }
+
     fn forward(&self, index: usize, event: Event) {
         let Some(slot) = self.slots.get(index) else {
             return;

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use actix::{Actor, ActorContext, AsyncContext, Context};
 use golato_actors::batch::BatchReport;
 use golato_actors::embed::WorkGuard;
+use golato_actors::console::Kind;
 use golato_actors::{traced_handlers, Mailbox, TracedActor};
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +74,7 @@ impl RunPlan {
                 Arc::clone(&self.channel),
                 self.parent.clone(),
             ),
-            mailbox: Mailbox::counted(ctx.address(), &self.agent.host),
+            mailbox: run_mailbox(ctx, &self),
             plan: self,
             turn: 0,
             usage: Usage::default(),
@@ -90,6 +91,25 @@ impl RunPlan {
             turn_span: tracing::Span::none(),
         }
     }
+}
+
+/// The run actor's mailbox, counted in the host's stats and, with its console on, shown there
+/// as the run (and its parent's, for a subagent's).
+fn run_mailbox(ctx: &mut Context<RunActor>, plan: &RunPlan) -> Mailbox<RunActor> {
+    let mailbox = Mailbox::counted_as(ctx.address(), &plan.agent.host, Kind::Run);
+    let probe = mailbox.probe();
+    if probe.is_on() {
+        let parent_run = plan
+            .parent
+            .as_ref()
+            .and_then(|call| call.probe().identity())
+            .and_then(|identity| identity.run);
+        probe.identify(|identity| {
+            identity.run = Some(plan.id);
+            identity.parent_run = parent_run;
+        });
+    }
+    mailbox
 }
 
 pub(crate) struct RunActor {
@@ -185,6 +205,7 @@ impl RunActor {
     /// Queues the event `build` makes, building it only if someone may read it (`Agent::run`
     /// reads none, and building events clones messages).
     fn emit(&self, build: impl FnOnce() -> Event) {
+        self.mailbox.probe().event();
         if self.plan.channel.wants_events() {
             self.plan.channel.push(build());
         }

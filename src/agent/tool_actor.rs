@@ -112,6 +112,9 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
 
 /// Starts the tool actor for `setup`'s call, reporting to `reporter`.
 fn start(setup: ToolSetup, reporter: Reporter<CallOutcome>) {
+    setup
+        .shared
+        .start_probe(&setup.agent.host, setup.run_id, setup.index);
     let actor = ToolActor {
         setup,
         asked_here: Arc::default(),
@@ -351,12 +354,16 @@ impl ToolActor {
     /// Reports the outcome (once) and stops.
     fn finish(&mut self, result: ToolResult, ctx: &mut Context<Self>) {
         if let Some(reporter) = self.reporter.take() {
-            report(&self.setup.span, self.setup.call(), reporter, result);
+            report(&self.setup.span, &self.setup.shared, reporter, result);
         }
         ctx.stop();
     }
 
     fn run_before_hooks(&mut self, ctx: &mut Context<Self>) {
+        self.setup
+            .shared
+            .probe(self.setup.index)
+            .running(|| "its before-hooks".to_owned());
         let hooks = Arc::clone(&self.setup.agent.hooks);
         let mut context = self.hook_context(Value::Null);
         let decide = async move {
@@ -447,6 +454,11 @@ impl ToolActor {
             return self.finish(result, ctx);
         }
         self.stage = Stage::Running;
+        let name = &self.setup.call().name;
+        self.setup
+            .shared
+            .probe(self.setup.index)
+            .running(|| format!("tool {name}"));
         let timeout = self
             .setup
             .tool
@@ -716,7 +728,7 @@ fn conclude(
         Err(panic) => JobOutcome::Panicked(panic_message(panic)),
     };
     let result = result_of(shared, index, None, returned(call, joined));
-    report(&tracing::Span::current(), call, reporter, result);
+    report(&tracing::Span::current(), shared, reporter, result);
 }
 
 /// What the function's task came to: its result, or the error text for a failure, a panic or
@@ -776,10 +788,12 @@ fn result_of(
 /// Reports the call's one outcome.
 fn report(
     span: &tracing::Span,
-    call: &ToolCall,
+    shared: &SharedBatch,
     reporter: Reporter<CallOutcome>,
     result: ToolResult,
 ) {
+    let call = shared.call(reporter.index());
+    shared.end_probe(reporter.index());
     let _entered = span.enter();
     tracing::debug!(is_error = result.is_error, "call finished");
     if result.is_error {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use golato_actors::console::{Holding, WaitingOn};
 use golato_actors::path_lock::{Lease, PathLock};
 
 use crate::tool::ToolContext;
@@ -35,6 +36,8 @@ pub(super) struct Held {
     // Released in this order: the shared lock first, then the local lease.
     _shared: Option<SharedLease>,
     _local: Lease,
+    /// The console's note that the call holds the lease, dropped with it.
+    _holding: Holding,
 }
 
 impl Locks {
@@ -49,10 +52,16 @@ impl Locks {
         ctx: &ToolContext,
         what: &str,
     ) -> Result<Held, String> {
+        let probe = ctx.probe();
+        probe.waiting(|| WaitingOn::PathLease {
+            path: key.display().to_string(),
+        });
         let local = tokio::select! {
             lease = self.local.acquire(key.clone()) => lease.map_err(|error| error.to_string())?,
             () = ctx.cancelled() => return Err(format!("{what} was cancelled before it started")),
         };
+        let holding = probe.holding(&key);
+        probe.running(|| format!("tool {what}"));
         let shared = match &self.shared {
             None => None,
             Some(shared) => Some(tokio::select! {
@@ -65,6 +74,7 @@ impl Locks {
         Ok(Held {
             _shared: shared,
             _local: local,
+            _holding: holding,
         })
     }
 }

@@ -30,6 +30,8 @@ pub(crate) trait CallHost: Send + Sync {
     fn budget_left(&self) -> Option<Budget>;
     /// Tokens and money a call spent for the run.
     fn spend(&self, index: usize, usage: &Usage, cost: Option<f64>);
+    /// The call's entry on the host's actor console.
+    fn probe(&self, index: usize) -> golato_actors::console::Probe;
 }
 
 /// The context of one tool call: the call itself, its cancellation, and a way to publish
@@ -117,6 +119,18 @@ impl ToolContext {
                 cancel,
                 updates: Some(Arc::new(on_update)),
             },
+        }
+    }
+
+    /// The call's entry on the host's actor console ([`Probe::none`] when the console is off
+    /// or the call runs outside an agent): a tool may say what it waits on, as `write` and
+    /// `edit` do for a path's lease.
+    ///
+    /// [`Probe::none`]: golato_actors::console::Probe::none
+    pub fn probe(&self) -> golato_actors::console::Probe {
+        match &self.inner {
+            Inner::Detached { .. } => golato_actors::console::Probe::none(),
+            Inner::Hosted { host, index } => host.probe(*index),
         }
     }
 

@@ -294,6 +294,13 @@ impl Probe {
         self.with(|tracked| fill(&mut tracked.entry.state().identity));
     }
 
+    /// Who the actor is, as its owner said.
+    pub fn identity(&self) -> Option<Identity> {
+        self.0
+            .as_ref()
+            .map(|tracked| tracked.entry.state().identity.clone())
+    }
+
     /// Sets what the actor does now, from now on.
     pub fn set(&self, activity: Activity) {
         self.with(|tracked| {

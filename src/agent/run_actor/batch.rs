@@ -73,6 +73,7 @@ impl RunActor {
                     .agent
                     .budget
                     .map(|budget| (budget, self.own_spent())),
+                self.plan.agent.host.console(),
             ),
             borrowed_from_transcript: calls.borrowed_from_transcript,
             progress: vec![Progress::Waiting; count],
@@ -220,6 +221,14 @@ impl RunActor {
             return self.conclude_batch(ctx);
         }
         let supervisor = BatchSupervisor::spawn(&self.plan.agent.host, batch_span);
+        let (run, batch) = (self.plan.id, self.batch_id);
+        supervisor.probe().identify(|identity| {
+            identity.run = Some(run);
+            identity.batch = Some(batch);
+        });
+        self.mailbox
+            .probe()
+            .waiting(|| golato_actors::console::WaitingOn::Calls);
         supervisor.do_send(RunBatch {
             jobs,
             mode,

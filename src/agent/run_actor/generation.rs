@@ -79,6 +79,9 @@ impl RunActor {
             otel.kind = "client",
         );
         let generator = Arc::clone(&self.plan.agent.generator);
+        self.mailbox
+            .probe()
+            .waiting(|| golato_actors::console::WaitingOn::Model);
         let mailbox = self.mailbox.clone();
         let cancel = self.plan.cancel.clone();
         let channel = Arc::clone(&self.plan.channel);
