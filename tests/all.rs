@@ -17,6 +17,7 @@ mod suite {
     mod caps;
     mod compaction;
     mod compaction_task;
+    mod console;
     mod edit_properties;
     mod examples;
     mod hooks;
