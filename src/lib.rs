@@ -121,13 +121,13 @@ pub use golato_actors::{Host, HostConfig, HostError, ShutdownReport};
 /// gives each actor's message counts, mailbox depth and a histogram of mailbox waits, for
 /// export as metrics.
 pub mod host {
+    /// The actor console: every actor instance, what it does and waits on, the path locks and
+    /// what looks wrong ([`HostConfig::console`]).
+    pub use golato_actors::console;
     pub use golato_actors::{
         ActorStats, Host, HostConfig, HostError, HostStats, ShutdownReport, WaitBucket,
         WaitHistogram,
     };
-    /// The actor console: every actor instance, what it does and waits on, the path locks and
-    /// what looks wrong ([`HostConfig::console`]).
-    pub use golato_actors::console;
 }
 pub use tool::{Tool, ToolResult};
 

@@ -290,3 +290,47 @@ async fn dropping_a_host_in_async_code_neither_waits_nor_panics() {
         .expect("the host is dropped with the run's actor");
     assert_eq!(PANICS.load(Ordering::SeqCst), 0);
 }
+
+#[actix::test]
+async fn an_actix_application_on_its_own_arbiters_serves_the_actor_console() {
+    use golato::host::console::{ConsoleConfig, Kind, Update};
+    use tokio::io::AsyncBufReadExt as _;
+    let host = embed::host_on_arbiters(
+        vec![actix::Arbiter::current()],
+        HostConfig {
+            console: Some(ConsoleConfig {
+                listen: Some("127.0.0.1:0".parse().unwrap()),
+                ..ConsoleConfig::default()
+            }),
+            ..HostConfig::default()
+        },
+    )
+    .unwrap();
+    let (entered_tx, mut entered_rx) = mpsc::unbounded_channel();
+    let release = Arc::new(Semaphore::new(0));
+    let agent = gated_agent(&host, gate_tool(entered_tx, Arc::clone(&release), true));
+    let service = Supervisor::start(move |_| AgentService::new(agent));
+    let run = service.send(StartRun::new(prompt("go"))).await.unwrap();
+    entered(&mut entered_rx, 1).await;
+
+    let Some(golato::host::console::ConsoleAddr::Tcp(addr)) = host.console_addr() else {
+        panic!("the console is not served on TCP")
+    };
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut lines = tokio::io::BufReader::new(stream).lines();
+    let hello = lines.next_line().await.unwrap().unwrap();
+    assert!(matches!(
+        serde_json::from_str::<Update>(&hello).unwrap(),
+        Update::Hello { .. }
+    ));
+    let first = lines.next_line().await.unwrap().unwrap();
+    let Update::Snapshot(snapshot) = serde_json::from_str::<Update>(&first).unwrap() else {
+        panic!("the second update is not a snapshot")
+    };
+    let kinds: Vec<Kind> = snapshot.actors.iter().map(|actor| actor.kind).collect();
+    assert!(kinds.contains(&Kind::Run), "{kinds:?}");
+    assert!(kinds.contains(&Kind::Call), "{kinds:?}");
+    release.add_permits(1);
+    assert_eq!(run.finish().await.unwrap().final_message.text(), "done");
+    assert_eq!(host.shutdown(HANG_GUARD).await.unfinished, 0);
+}

@@ -362,7 +362,9 @@ fn locks<'a>(actors: impl Iterator<Item = &'a ActorView>) -> Vec<LockView> {
             on: WaitingOn::PathLease { path },
         } = &view.activity
         {
-            let lock = table.entry(path.clone()).or_insert_with(|| empty_lock(path));
+            let lock = table
+                .entry(path.clone())
+                .or_insert_with(|| empty_lock(path));
             lock.waiting.push(party(view, view.for_ms));
         }
     }

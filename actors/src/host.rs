@@ -353,7 +353,10 @@ impl Host {
         workers: Option<tokio::runtime::Runtime>,
     ) -> Result<Host, HostError> {
         let console = config.console.clone().map(crate::console::Console::new);
-        let server = match (&console, config.console.as_ref().and_then(|c| c.listen.as_ref())) {
+        let server = match (
+            &console,
+            config.console.as_ref().and_then(|c| c.listen.as_ref()),
+        ) {
             (Some(console), Some(addr)) => Some(console.serve(addr, &runtime)?),
             _ => None,
         };

@@ -30,6 +30,10 @@ pub(crate) struct Cli {
     /// Unix socket's path): watch it with `golato console ADDR`.
     #[arg(long, global = true, env = "GOLATO_CONSOLE", value_name = "ADDR")]
     pub(crate) console: Option<String>,
+    /// The console flags a handler or tool running, a mailbox not drained, or a lease held
+    /// while others wait, past SECS seconds (default 10, 5 for a mailbox).
+    #[arg(long, global = true, value_name = "SECS", value_parser = values::positive_seconds, requires = "console")]
+    pub(crate) console_lint_after: Option<std::time::Duration>,
 }
 
 /// The flags a person starting the front end reaches for, under the commands: `golato` alone

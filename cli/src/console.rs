@@ -46,8 +46,12 @@ type Reader = Box<dyn AsyncBufRead + Unpin + Send>;
 
 async fn connect(addr: &ConsoleAddr) -> std::io::Result<Reader> {
     Ok(match addr {
-        ConsoleAddr::Tcp(socket) => Box::new(BufReader::new(tokio::net::TcpStream::connect(socket).await?)),
-        ConsoleAddr::Unix(path) => Box::new(BufReader::new(tokio::net::UnixStream::connect(path).await?)),
+        ConsoleAddr::Tcp(socket) => Box::new(BufReader::new(
+            tokio::net::TcpStream::connect(socket).await?,
+        )),
+        ConsoleAddr::Unix(path) => {
+            Box::new(BufReader::new(tokio::net::UnixStream::connect(path).await?))
+        }
     })
 }
 
@@ -73,7 +77,10 @@ async fn print_json(mut reader: Reader, limit: Option<u64>) -> Result<Exit, CliE
     let mut line = Vec::new();
     let mut printed = 0u64;
     while limit.is_none_or(|limit| printed < limit) {
-        match next(&mut reader, &mut line).await.map_err(CliError::Failed)? {
+        match next(&mut reader, &mut line)
+            .await
+            .map_err(CliError::Failed)?
+        {
             Some(update) => {
                 let mut out = std::io::stdout().lock();
                 // Re-serialized rather than copied, so what is printed is what this golato
@@ -97,7 +104,9 @@ async fn print_json(mut reader: Reader, limit: Option<u64>) -> Result<Exit, CliE
 /// The viewer: the alternate screen, redrawn after each update and key.
 async fn view(mut reader: Reader, addr: String) -> Result<Exit, CliError> {
     let mut terminal = ratatui::try_init().map_err(|error| {
-        CliError::Failed(format!("could not take the terminal for the viewer: {error}"))
+        CliError::Failed(format!(
+            "could not take the terminal for the viewer: {error}"
+        ))
     })?;
     let _restore = Restore;
     let mut model = Model::new(addr);

@@ -200,21 +200,32 @@ fn parse_from(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
 
 /// Makes the process's host one whose actor console is served at `addr`, and says where (the
 /// port chosen, for `:0`) on standard error.
-fn serve_console(addr: &str) -> Result<golato::Host, String> {
+fn serve_console(
+    addr: &str,
+    lint_after: Option<std::time::Duration>,
+) -> Result<golato::Host, String> {
     use golato::host::console::{ConsoleAddr, ConsoleConfig};
     let listen: ConsoleAddr = addr
         .parse()
         .map_err(|error: golato::host::console::ServeError| format!("--console: {error}"))?;
+    let mut config = ConsoleConfig {
+        listen: Some(listen),
+        ..ConsoleConfig::default()
+    };
+    if let Some(after) = lint_after {
+        config.handler_threshold = after;
+        config.mailbox_threshold = after;
+        config.lease_threshold = after;
+    }
     let host = golato::Host::new(golato::HostConfig {
-        console: Some(ConsoleConfig {
-            listen: Some(listen),
-            ..ConsoleConfig::default()
-        }),
+        console: Some(config),
         ..golato::HostConfig::default()
     })
     .map_err(|error| format!("--console: {error}"))?;
     if let Some(served) = host.console_addr() {
-        eprintln!("golato: the actor console is at {served} (watch it with `golato console {served}`)");
+        eprintln!(
+            "golato: the actor console is at {served} (watch it with `golato console {served}`)"
+        );
     }
     golato::Host::set_global(&host);
     Ok(host)
@@ -260,7 +271,12 @@ pub fn main() -> ExitCode {
         }
     };
     // Before any agent: every one of them runs on the process's host, this one.
-    let _console = match cli.console.as_deref().map(serve_console) {
+    let lint_after = cli.console_lint_after;
+    let _console = match cli
+        .console
+        .as_deref()
+        .map(|addr| serve_console(addr, lint_after))
+    {
         Some(Ok(host)) => Some(host),
         Some(Err(error)) => return usage_error_text(&error),
         None => None,

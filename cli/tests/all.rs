@@ -16,6 +16,7 @@ mod suite {
     mod claude_files;
     mod cli;
     mod config;
+    mod console;
     mod demo;
     mod diagnostics;
     #[cfg(feature = "durable")]

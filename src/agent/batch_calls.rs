@@ -34,6 +34,9 @@ pub(crate) struct RunShare {
     spent: Mutex<Spent>,
     /// The tool call this run is a child of: what calls spend here is spent there too.
     parent: Option<crate::tool::ToolContext>,
+    /// Whether the host's actor console is on: each call of the run's batches then has an
+    /// entry there.
+    console: bool,
 }
 
 /// Tokens and money calls spent for their run.
@@ -71,11 +74,13 @@ impl RunShare {
     pub(crate) fn new(
         channel: Arc<Channel>,
         parent: Option<crate::tool::ToolContext>,
+        console: bool,
     ) -> Arc<RunShare> {
         Arc::new(RunShare {
             channel,
             spent: Mutex::new(Spent::default()),
             parent,
+            console,
         })
     }
 
@@ -179,7 +184,6 @@ impl SharedBatch {
         journal: Option<(Arc<dyn crate::journal::Journal>, usize)>,
         run: Arc<RunShare>,
         budget: Option<(Budget, Spent)>,
-        console: Option<&golato_actors::console::Console>,
     ) -> Arc<SharedBatch> {
         let slots = calls.iter().map(|_| Slot::default()).collect();
         let journal = journal.map(|(journal, turn)| {
@@ -190,7 +194,9 @@ impl SharedBatch {
                 spent: calls.iter().map(|_| Default::default()).collect(),
             })
         });
-        let probes = console.map(|_| calls.iter().map(|_| Mutex::default()).collect());
+        let probes = run
+            .console
+            .then(|| calls.iter().map(|_| Mutex::default()).collect());
         Arc::new(SharedBatch {
             id,
             calls,
@@ -534,7 +540,7 @@ mod tests {
                 CancellationToken::new(),
                 mailbox.recipient(),
                 None,
-                super::RunShare::new(crate::agent::run::Channel::new(1), None),
+                super::RunShare::new(crate::agent::run::Channel::new(1), None, false),
                 None,
             );
             // Nothing is handled until this block yields: the mailbox holds what was sent.
@@ -596,7 +602,7 @@ mod tests {
                 CancellationToken::new(),
                 mailbox.recipient(),
                 None,
-                super::RunShare::new(crate::agent::run::Channel::new(1), None),
+                super::RunShare::new(crate::agent::run::Channel::new(1), None, false),
                 None,
             ));
             for n in 0..3 {

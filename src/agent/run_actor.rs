@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use actix::{Actor, ActorContext, AsyncContext, Context};
 use golato_actors::batch::BatchReport;
-use golato_actors::embed::WorkGuard;
 use golato_actors::console::Kind;
+use golato_actors::embed::WorkGuard;
 use golato_actors::{traced_handlers, Mailbox, TracedActor};
 use tokio_util::sync::CancellationToken;
 
@@ -73,6 +73,7 @@ impl RunPlan {
             share: super::batch_calls::RunShare::new(
                 Arc::clone(&self.channel),
                 self.parent.clone(),
+                self.agent.host.console().is_some(),
             ),
             mailbox: run_mailbox(ctx, &self),
             plan: self,

@@ -41,7 +41,10 @@ fn wait_for<T>(host: &Host, what: &str, mut found: impl FnMut(&Snapshot) -> Opti
         if let Some(found) = found(&snapshot(host)) {
             return found;
         }
-        assert!(began.elapsed() < HANG_GUARD, "the console never showed {what}");
+        assert!(
+            began.elapsed() < HANG_GUARD,
+            "the console never showed {what}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -94,7 +97,11 @@ fn a_tool_that_blocks_is_flagged_by_the_handler_lint_naming_its_run_and_call() {
     );
     assert_eq!(lint.run, Some(run_id));
     assert_eq!(lint.call.as_deref(), Some("stuck-1"));
-    assert!(lint.message.contains("running tool block"), "{}", lint.message);
+    assert!(
+        lint.message.contains("running tool block"),
+        "{}",
+        lint.message
+    );
     let seen = snapshot(&host);
     let run_view = seen
         .actors
@@ -189,7 +196,10 @@ fn two_runs_contending_for_a_path_show_its_holder_and_waiter_with_their_waits() 
     });
     assert!(lock.path.ends_with("shared.txt"), "{}", lock.path);
     let holder = lock.holder.unwrap();
-    assert_eq!((holder.run, holder.call.as_deref()), (Some(first.id()), Some("holder")));
+    assert_eq!(
+        (holder.run, holder.call.as_deref()),
+        (Some(first.id()), Some("holder"))
+    );
     assert_eq!(lock.waiting.len(), 1);
     assert_eq!(lock.waiting[0].run, Some(second.id()));
     assert_eq!(lock.waiting[0].call.as_deref(), Some("waiter"));

@@ -111,7 +111,7 @@ pub(super) fn serve(
         addr: addr.to_string(),
         source,
     };
-    let bound = match addr {
+    let (listener, bound) = match addr {
         ConsoleAddr::Tcp(socket) => {
             let listener = std::net::TcpListener::bind(socket)
                 .and_then(|listener| {
@@ -120,23 +120,7 @@ pub(super) fn serve(
                 })
                 .map_err(listen_error)?;
             let local = listener.local_addr().map_err(listen_error)?;
-            let (console, stop) = (console.clone(), stop.clone());
-            runtime.spawn(async move {
-                loop {
-                    let accepted = tokio::select! {
-                        () = stop.cancelled() => return,
-                        accepted = listener.accept() => accepted,
-                    };
-                    match accepted {
-                        Ok((stream, _)) => {
-                            let _ = stream.set_nodelay(true);
-                            tokio::spawn(connection(console.clone(), stream, stop.clone()));
-                        }
-                        Err(error) => tracing::warn!(target: "golato", %error, "console: accept failed"),
-                    }
-                }
-            });
-            ConsoleAddr::Tcp(local)
+            (Listener::Tcp(listener), ConsoleAddr::Tcp(local))
         }
         ConsoleAddr::Unix(path) => {
             // Only a socket left behind is replaced, never another file.
@@ -147,26 +131,50 @@ pub(super) fn serve(
                 let _ = std::fs::remove_file(path);
             }
             let listener = tokio::net::UnixListener::bind(path).map_err(listen_error)?;
-            let (console, stop) = (console.clone(), stop.clone());
-            runtime.spawn(async move {
-                loop {
-                    let accepted = tokio::select! {
-                        () = stop.cancelled() => return,
-                        accepted = listener.accept() => accepted,
-                    };
-                    match accepted {
-                        Ok((stream, _)) => {
-                            tokio::spawn(connection(console.clone(), stream, stop.clone()));
-                        }
-                        Err(error) => tracing::warn!(target: "golato", %error, "console: accept failed"),
-                    }
-                }
-            });
-            ConsoleAddr::Unix(path.clone())
+            (Listener::Unix(listener), ConsoleAddr::Unix(path.clone()))
         }
     };
+    let accepting = stop.clone();
+    runtime.spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = accepting.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            match accepted {
+                Ok(stream) => {
+                    tokio::spawn(connection(console.clone(), stream, accepting.clone()));
+                }
+                Err(error) => {
+                    tracing::warn!(target: "golato", %error, "console: accept failed")
+                }
+            }
+        }
+    });
     tracing::info!(target: "golato", addr = %bound, "console served");
     Ok(ConsoleServer { addr: bound, stop })
+}
+
+/// A console's listening socket.
+enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener),
+}
+
+type Stream = std::pin::Pin<Box<dyn AsyncWrite + Send>>;
+
+impl Listener {
+    async fn accept(&self) -> std::io::Result<Stream> {
+        Ok(match self {
+            Listener::Tcp(listener) => {
+                let (stream, _) = listener.accept().await?;
+                // Updates are whole lines written at once: nothing gains by waiting to batch.
+                let _ = stream.set_nodelay(true);
+                Box::pin(stream)
+            }
+            Listener::Unix(listener) => Box::pin(listener.accept().await?.0),
+        })
+    }
 }
 
 /// One viewer: hello, a snapshot, then a delta per tick until it goes or the server stops.
@@ -195,7 +203,11 @@ async fn connection<W: AsyncWrite + Unpin>(console: Console, mut out: W, stop: C
         let update = if first {
             first = false;
             let sample = console.sample(|_, _| true);
-            sent = sample.views.iter().map(|(version, view)| (view.id, *version)).collect();
+            sent = sample
+                .views
+                .iter()
+                .map(|(version, view)| (view.id, *version))
+                .collect();
             last_sent_us = sample.now;
             Update::Snapshot(Snapshot {
                 at_ms: sample.now / 1_000,
@@ -215,7 +227,11 @@ async fn connection<W: AsyncWrite + Unpin>(console: Console, mut out: W, stop: C
                 seen.insert(id);
                 sent.get(&id) != Some(&version)
             });
-            let ended: Vec<u64> = sent.keys().filter(|id| !seen.contains(id)).copied().collect();
+            let ended: Vec<u64> = sent
+                .keys()
+                .filter(|id| !seen.contains(id))
+                .copied()
+                .collect();
             for id in &ended {
                 sent.remove(id);
             }
@@ -250,7 +266,11 @@ async fn connection<W: AsyncWrite + Unpin>(console: Console, mut out: W, stop: C
 }
 
 /// Writes one line; false when the reader has gone or the server stops.
-async fn write<W: AsyncWrite + Unpin>(out: &mut W, update: &Update, stop: &CancellationToken) -> bool {
+async fn write<W: AsyncWrite + Unpin>(
+    out: &mut W,
+    update: &Update,
+    stop: &CancellationToken,
+) -> bool {
     let mut line = match serde_json::to_vec(update) {
         Ok(line) => line,
         Err(error) => {

@@ -36,14 +36,23 @@ fn title_line(model: &Model) -> Line<'static> {
             span
         }
     };
+    // The tabs first: on a narrow terminal the rest is what gets cut.
+    let lints = tab(Tab::Lints, "4 lints");
     let mut spans = vec![
+        tab(Tab::Actors, "1 actors"),
+        tab(Tab::Run, "2 run"),
+        tab(Tab::Locks, "3 locks"),
+        if model.lints.is_empty() {
+            lints
+        } else {
+            lints.red()
+        },
         Span::raw(format!(
-            "golato console {} · {} actors · ",
-            model.addr,
-            model.actors.len()
+            "  {} actors · {} lints",
+            model.actors.len(),
+            model.lints.len()
         ))
         .bold(),
-        Span::raw(format!("{} lints", model.lints.len())),
     ];
     if model.dropped > 0 {
         spans.push(Span::raw(format!(" · {} updates dropped", model.dropped)).yellow());
@@ -51,22 +60,16 @@ fn title_line(model: &Model) -> Line<'static> {
     if let Some(gone) = &model.gone {
         spans.push(Span::raw(format!(" · {gone}")).red());
     }
-    spans.push(Span::raw("  "));
-    spans.push(tab(Tab::Actors, "1 actors"));
-    spans.push(tab(Tab::Run, "2 run"));
-    spans.push(tab(Tab::Locks, "3 locks"));
-    let lints = tab(Tab::Lints, "4 lints");
-    spans.push(if model.lints.is_empty() {
-        lints
-    } else {
-        lints.red()
-    });
+    spans.push(Span::raw(format!(" · {}", model.addr)).dim());
     Line::from(spans)
 }
 
 fn keys_line(model: &Model) -> Line<'static> {
     if model.editing_filter {
-        return Line::from(format!("filter: {}▏ (Enter keeps it, Esc clears it)", model.filter));
+        return Line::from(format!(
+            "filter: {}▏ (Enter keeps it, Esc clears it)",
+            model.filter
+        ));
     }
     let filter = if model.filter.is_empty() {
         String::new()
@@ -124,7 +127,10 @@ fn actors(frame: &mut Frame<'_>, area: Rect, model: &Model) {
         .into_iter()
         .map(|actor| {
             Row::new(vec![
-                Cell::from(actor.kind.as_str()),
+                Cell::from(match actor.kind {
+                    Kind::PathLock => "lock",
+                    kind => kind.as_str(),
+                }),
                 Cell::from(actor.label()),
                 activity_cell(actor),
                 Cell::from(actor.mailbox_depth.to_string()),
@@ -134,15 +140,15 @@ fn actors(frame: &mut Frame<'_>, area: Rect, model: &Model) {
             ])
         })
         .collect();
-    let header = Row::new(["kind", "actor", "doing", "mailbox", "handled", "busy", "age"]);
+    let header = Row::new(["kind", "actor", "doing", "mbox", "handled", "busy", "age"]);
     let widths = vec![
-        Constraint::Length(9),
-        Constraint::Percentage(30),
-        Constraint::Min(20),
+        Constraint::Length(5),
+        Constraint::Fill(2),
+        Constraint::Fill(3),
+        Constraint::Length(4),
         Constraint::Length(7),
-        Constraint::Length(8),
-        Constraint::Length(8),
         Constraint::Length(7),
+        Constraint::Length(6),
     ];
     render(frame, area, table(rows, header, widths), model.selected);
 }
@@ -150,7 +156,9 @@ fn actors(frame: &mut Frame<'_>, area: Rect, model: &Model) {
 fn run(frame: &mut Frame<'_>, area: Rect, model: &Model) {
     let Some(run) = model.run else {
         frame.render_widget(
-            Paragraph::new("No run chosen: select an actor of a run in the list (1) and press Enter."),
+            Paragraph::new(
+                "No run chosen: select an actor of a run in the list (1) and press Enter.",
+            ),
             area,
         );
         return;
@@ -193,12 +201,21 @@ fn run(frame: &mut Frame<'_>, area: Rect, model: &Model) {
         Constraint::Min(20),
         Constraint::Length(bar_width as u16),
     ];
-    render(frame, list, table(table_rows, header, widths), model.selected);
+    render(
+        frame,
+        list,
+        table(table_rows, header, widths),
+        model.selected,
+    );
     let locks: Vec<String> = model
         .locks
         .iter()
         .filter_map(|lock| {
-            if lock.holder.as_ref().is_some_and(|holder| holder.run == Some(run)) {
+            if lock
+                .holder
+                .as_ref()
+                .is_some_and(|holder| holder.run == Some(run))
+            {
                 Some(format!("holds {}", lock.path))
             } else if lock.waiting.iter().any(|party| party.run == Some(run)) {
                 Some(format!("waits for {}", lock.path))
@@ -217,12 +234,17 @@ fn run(frame: &mut Frame<'_>, area: Rect, model: &Model) {
 
 /// A bar of `width` cells: the part of `0..total` from `start` for `length`.
 fn timeline(start: u64, length: u64, total: u64, width: usize) -> String {
-    let cell = |ms: u64| usize::try_from(ms.saturating_mul(width as u64) / total.max(1)).unwrap_or(width);
+    let cell =
+        |ms: u64| usize::try_from(ms.saturating_mul(width as u64) / total.max(1)).unwrap_or(width);
     let from = cell(start).min(width.saturating_sub(1));
     let to = cell(start + length).clamp(from + 1, width);
     let mut bar = String::with_capacity(width * 3);
     for at in 0..width {
-        bar.push(if (from..to).contains(&at) { '█' } else { '·' });
+        bar.push(if (from..to).contains(&at) {
+            '█'
+        } else {
+            '·'
+        });
     }
     bar
 }

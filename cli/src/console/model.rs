@@ -111,6 +111,18 @@ impl Model {
                 self.at_ms = snapshot.at_ms;
             }
             Update::Delta(delta) => {
+                // Actors the delta does not name did not change, but their clocks ran on.
+                let elapsed = delta.at_ms.saturating_sub(self.at_ms);
+                for actor in self.actors.values_mut() {
+                    actor.age_ms += elapsed;
+                    actor.for_ms += elapsed;
+                    if let Some(since) = actor.since_event_ms.as_mut() {
+                        *since += elapsed;
+                    }
+                    for held in &mut actor.holds {
+                        held.for_ms += elapsed;
+                    }
+                }
                 for id in &delta.ended {
                     self.actors.remove(id);
                 }
@@ -283,7 +295,11 @@ mod tests {
         )));
         assert_eq!(model.actors.keys().copied().collect::<Vec<_>>(), [1, 3]);
         assert_eq!(model.dropped, 3);
-        assert_eq!(model.run_rows(7).len(), 2, "the ended call stays in its run's view");
+        assert_eq!(
+            model.run_rows(7).len(),
+            2,
+            "the ended call stays in its run's view"
+        );
         model.filter = "8".into();
         assert_eq!(model.visible().len(), 1);
         model.filter = "call".into();

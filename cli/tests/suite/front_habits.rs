@@ -689,14 +689,14 @@ fn the_input_grows_to_a_third_of_the_screen_and_up_walks_entries_of_many_lines()
 
 /// golato on a real terminal multiplexer (tmux re-wraps its lines on a resize, as VTE, kitty
 /// and iTerm2 do; vt100 does not), its pane captured with its history.
-struct Tmux {
+pub(super) struct Tmux {
     socket: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Tmux {
     /// golato with `args` in a tmux pane of `size` (rows, columns).
-    fn start(args: &[&str], size: (u16, u16)) -> Tmux {
+    pub(super) fn start(args: &[&str], size: (u16, u16)) -> Tmux {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("tmux.sock");
         let data = support::cli::data_dir();
@@ -722,7 +722,7 @@ impl Tmux {
         Tmux { socket, _dir: dir }
     }
 
-    fn tmux(&self, args: &[&str]) -> String {
+    pub(super) fn tmux(&self, args: &[&str]) -> String {
         let output = std::process::Command::new("tmux")
             .arg("-S")
             .arg(&self.socket)
@@ -733,7 +733,7 @@ impl Tmux {
     }
 
     /// The pane's history and screen, each line's closing blanks cut.
-    fn captured(&self) -> String {
+    pub(super) fn captured(&self) -> String {
         self.tmux(&["capture-pane", "-p", "-t", "golato", "-S", "-"])
             .lines()
             .map(str::trim_end)
@@ -741,7 +741,7 @@ impl Tmux {
             .join("\n")
     }
 
-    fn wait_until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+    pub(super) fn wait_until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
         let started = std::time::Instant::now();
         loop {
             let shown = self.captured();
@@ -756,7 +756,7 @@ impl Tmux {
         }
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(super) fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "golato"];
         args.extend_from_slice(keys);
         self.tmux(&args);
@@ -764,7 +764,7 @@ impl Tmux {
 
     /// Resizes the pane, and waits until its terminal says the new size (tmux re-wraps its
     /// lines at once and tells the program a moment later).
-    fn resize(&self, (rows, columns): (u16, u16)) {
+    pub(super) fn resize(&self, (rows, columns): (u16, u16)) {
         self.tmux(&[
             "resize-window",
             "-t",

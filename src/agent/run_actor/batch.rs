@@ -73,7 +73,6 @@ impl RunActor {
                     .agent
                     .budget
                     .map(|budget| (budget, self.own_spent())),
-                self.plan.agent.host.console(),
             ),
             borrowed_from_transcript: calls.borrowed_from_transcript,
             progress: vec![Progress::Waiting; count],
