@@ -27,7 +27,7 @@
 //! ```
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -94,7 +94,20 @@ fn write_heap_profile() {
     }
 }
 
-const USAGE: &str = "usage: stress [--runs N] [--calls K] [--parked] [--arbiters N] [--workers N]";
+const USAGE: &str = "usage: stress [--runs N] [--calls K] [--parked] [--arbiters N] [--workers N] [--console off|on|reading|stalled]";
+
+/// The actor console during the stress: what it costs (BENCHMARKS.md, "The actor console").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Console {
+    /// Off (the default): no entries at all.
+    Off,
+    /// On, recording, nobody watching.
+    On,
+    /// On, served, a viewer reading every update as it comes (at 4 a second).
+    Reading,
+    /// On, served, a viewer that reads the first snapshot and then nothing.
+    Stalled,
+}
 
 pub(crate) struct Options {
     pub(crate) runs: usize,
@@ -104,6 +117,7 @@ pub(crate) struct Options {
     pub(crate) arbiters: Option<usize>,
     /// The host's tool worker threads; `None`: `HostConfig`'s default.
     pub(crate) workers: Option<usize>,
+    pub(crate) console: Console,
 }
 
 /// The options from the command line's arguments (without the program's name).
@@ -114,6 +128,7 @@ pub(crate) fn options(args: impl IntoIterator<Item = String>) -> Result<Options,
         parked: false,
         arbiters: None,
         workers: None,
+        console: Console::Off,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -132,6 +147,19 @@ pub(crate) fn options(args: impl IntoIterator<Item = String>) -> Result<Options,
             "--parked" => options.parked = true,
             "--arbiters" => options.arbiters = Some(count("--arbiters", args.next())?),
             "--workers" => options.workers = Some(count("--workers", args.next())?),
+            "--console" => {
+                options.console = match args.next().as_deref() {
+                    Some("off") => Console::Off,
+                    Some("on") => Console::On,
+                    Some("reading") => Console::Reading,
+                    Some("stalled") => Console::Stalled,
+                    other => {
+                        return Err(format!(
+                            "--console takes off, on, reading or stalled, not {other:?}; {USAGE}"
+                        ))
+                    }
+                }
+            }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other:?}; {USAGE}")),
         }
@@ -282,6 +310,56 @@ fn main() -> ExitCode {
     }
 }
 
+/// A viewer of the stress's console, on a thread of its own.
+struct Viewer {
+    stop: Arc<AtomicBool>,
+    updates: Arc<AtomicUsize>,
+    bytes: Arc<AtomicUsize>,
+}
+
+/// Connects to the console at `addr` and reads every update (`Reading`) or only the first two
+/// lines (`Stalled`, leaving the rest unread in the socket).
+fn viewer(addr: &golato::host::console::ConsoleAddr, mode: Console) -> Viewer {
+    use std::io::BufRead as _;
+    let viewer = Viewer {
+        stop: Arc::default(),
+        updates: Arc::default(),
+        bytes: Arc::default(),
+    };
+    let golato::host::console::ConsoleAddr::Tcp(socket) = addr else {
+        return viewer;
+    };
+    let Ok(stream) = std::net::TcpStream::connect(socket) else {
+        return viewer;
+    };
+    let (stop, updates, bytes) = (
+        Arc::clone(&viewer.stop),
+        Arc::clone(&viewer.updates),
+        Arc::clone(&viewer.bytes),
+    );
+    std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(stream);
+        let mut line = String::new();
+        while !stop.load(Ordering::Relaxed) {
+            line.clear();
+            match reader.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(read) => {
+                    bytes.fetch_add(read, Ordering::Relaxed);
+                    if updates.fetch_add(1, Ordering::Relaxed) >= 1 && mode == Console::Stalled {
+                        // Holds the connection open, reading nothing more.
+                        while !stop.load(Ordering::Relaxed) {
+                            std::thread::park_timeout(std::time::Duration::from_millis(50));
+                        }
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    viewer
+}
+
 /// Runs the stress and returns its report, or what went wrong.
 pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
     let Options {
@@ -290,6 +368,7 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
         parked,
         arbiters,
         workers,
+        console,
     } = *options;
     let park = parked.then(|| {
         Arc::new(Park {
@@ -304,6 +383,11 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
     let host_config = HostConfig {
         arbiters: arbiters.unwrap_or(defaults.arbiters),
         worker_threads: workers.or(defaults.worker_threads),
+        console: (console != Console::Off).then(|| golato::host::console::ConsoleConfig {
+            listen: matches!(console, Console::Reading | Console::Stalled)
+                .then(|| golato::host::console::ConsoleAddr::Tcp(([127, 0, 0, 1], 0).into())),
+            ..Default::default()
+        }),
         ..defaults
     };
     // `None` workers means one per core, as tokio counts them.
@@ -313,6 +397,7 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
         host_config.worker_threads.unwrap_or(cores),
     );
     let host = Host::new(host_config).map_err(|e| e.to_string())?;
+    let viewer = host.console_addr().map(|addr| viewer(&addr, console));
     let agent = Agent::new(agent::Config {
         generator: Some(Arc::new(script(calls))),
         tools: vec![echo_tool(park.clone())],
@@ -342,6 +427,13 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
     });
     let wall = started.elapsed().as_secs_f64();
     let after = memory();
+    let viewer = viewer.map(|viewer| {
+        viewer.stop.store(true, Ordering::Relaxed);
+        (
+            viewer.updates.load(Ordering::Relaxed),
+            viewer.bytes.load(Ordering::Relaxed),
+        )
+    });
     if let Some(why) = first_failure {
         return Err(format!(
             "{failures} of {runs} runs went wrong; the first: {why}"
@@ -359,7 +451,12 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
         "peak_rss_mib": after.peak_kib as f64 / 1024.0,
         "arbiters": arbiters,
         "workers": workers,
+        "console": format!("{console:?}").to_lowercase(),
     });
+    if let Some((updates, bytes)) = viewer {
+        report["viewer_updates"] = json!(updates);
+        report["viewer_mib"] = json!(bytes as f64 / (1024.0 * 1024.0));
+    }
     if let Some(park) = park {
         let all_in = park.rss_kib_when_all_in.get().copied().unwrap_or(0);
         report["rss_per_parked_run_kib"] =

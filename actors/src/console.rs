@@ -32,12 +32,13 @@ use std::time::{Duration, Instant};
 use dashmap::DashMap;
 
 pub use probe::{Activity, Handling, Holding, Identity, Kind, Probe, WaitingOn};
-pub use serve::{ConsoleAddr, ConsoleServer, ServeError};
+pub use serve::{ConsoleAddr, ConsoleServer, ServeError, MAX_VIEWERS};
 pub use view::{
     ActorView, Delta, Held, Histogram, Lint, LintKind, LockParty, LockView, Snapshot, Thresholds,
     Update, WIRE_VERSION,
 };
 
+pub(crate) use probe::Name;
 use probe::{Entry, State};
 
 /// How a host's console records and tells.
@@ -103,8 +104,9 @@ struct Shared {
     config: ConsoleConfig,
     next_id: AtomicU64,
     live: DashMap<u64, Arc<Entry>>,
-    /// Ended actors, oldest first, each with the time it ended.
-    history: Mutex<VecDeque<(u64, ActorView)>>,
+    /// Ended actors, oldest first, each with the time it ended (their views are made only
+    /// when someone looks: most are never looked at).
+    history: Mutex<VecDeque<(u64, Arc<Entry>)>>,
     /// Bumped when an actor ends, so a connection knows to look for endings.
     ended: AtomicU64,
 }
@@ -118,10 +120,8 @@ impl Shared {
     fn end(&self, entry: &Arc<Entry>) {
         self.live.remove(&entry.id);
         let now = self.now_us();
-        let mut last = view_of(entry, now);
-        last.ended_ms_ago = Some(0);
         let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
-        history.push_back((now, last));
+        history.push_back((now, Arc::clone(entry)));
         let keep_for = u64::try_from(self.config.history_for.as_micros()).unwrap_or(u64::MAX);
         while history.len() > self.config.history
             || history
@@ -156,9 +156,13 @@ impl Console {
 
     /// Records a new actor of `kind` named `name`; it ends when the last clone of the probe is
     /// dropped.
-    pub fn register(&self, kind: Kind, name: impl Into<Arc<str>>) -> Probe {
+    pub fn register(&self, kind: Kind, name: &'static str) -> Probe {
+        self.register_named(kind, Name::Static(name))
+    }
+
+    pub(crate) fn register_named(&self, kind: Kind, name: Name) -> Probe {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let entry = Arc::new(Entry::new(id, kind, name.into(), self.shared.now_us()));
+        let entry = Arc::new(Entry::new(id, kind, name, self.shared.now_us()));
         self.shared.live.insert(id, Arc::clone(&entry));
         Probe::tracking(entry, Arc::clone(&self.shared))
     }
@@ -281,8 +285,9 @@ impl Console {
         history
             .iter()
             .filter(|(at, _)| *at > after_us)
-            .map(|(at, view)| {
-                let mut view = view.clone();
+            .map(|(at, entry)| {
+                // Its age is how long it lived.
+                let mut view = view_of(entry, *at);
                 view.ended_ms_ago = Some(now.saturating_sub(*at) / 1_000);
                 (*at, view)
             })
@@ -326,7 +331,7 @@ fn view_of(entry: &Entry, now: u64) -> ActorView {
     ActorView {
         id: entry.id,
         kind: entry.kind,
-        name: entry.name.to_string(),
+        name: entry.name.as_str().to_owned(),
         identity,
         activity,
         for_ms: ms(since),
@@ -486,5 +491,86 @@ fn empty_lock(path: &str) -> LockView {
         path: path.to_owned(),
         holder: None,
         waiting: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_socket_path_that_is_a_file_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let planted = dir.path().join("console.sock");
+        std::fs::write(&planted, "keep me").unwrap();
+        let console = Console::new(ConsoleConfig::default());
+        let error = console
+            .serve(&ConsoleAddr::Unix(planted.clone()), runtime().handle())
+            .unwrap_err();
+        assert!(matches!(error, ServeError::Listen { .. }), "{error}");
+        assert_eq!(std::fs::read_to_string(&planted).unwrap(), "keep me");
+        let bad = "no such address".parse::<ConsoleAddr>().unwrap_err();
+        assert!(bad.to_string().contains("HOST:PORT"), "{bad}");
+    }
+
+    #[test]
+    fn past_the_viewer_cap_a_newcomer_is_closed_and_the_others_go_on() {
+        use std::io::BufRead as _;
+        let runtime = runtime();
+        let console = Console::new(ConsoleConfig::default());
+        let server = console
+            .serve(&"127.0.0.1:0".parse().unwrap(), runtime.handle())
+            .unwrap();
+        let ConsoleAddr::Tcp(addr) = server.addr().clone() else {
+            panic!("not TCP")
+        };
+        let first_line = |stream: &std::net::TcpStream| {
+            stream
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            let mut line = String::new();
+            std::io::BufReader::new(stream)
+                .read_line(&mut line)
+                .unwrap();
+            line
+        };
+        let kept: Vec<std::net::TcpStream> = (0..MAX_VIEWERS)
+            .map(|_| {
+                let stream = std::net::TcpStream::connect(addr).unwrap();
+                assert!(first_line(&stream).contains("hello"));
+                stream
+            })
+            .collect();
+        let extra = std::net::TcpStream::connect(addr).unwrap();
+        assert_eq!(first_line(&extra), "", "the newcomer is closed");
+        drop(kept);
+    }
+
+    #[test]
+    fn an_ended_actor_leaves_the_live_list_for_a_bounded_history() {
+        let console = Console::new(ConsoleConfig {
+            history: 3,
+            ..ConsoleConfig::default()
+        });
+        for _ in 0..10 {
+            let probe = console.register(Kind::Other, "Short");
+            probe.running(|| "a moment".into());
+        }
+        let snapshot = console.snapshot();
+        assert!(snapshot.actors.is_empty());
+        assert_eq!(
+            snapshot.ended.iter().map(|a| a.id).collect::<Vec<_>>(),
+            [8, 9, 10]
+        );
+        assert!(snapshot.ended.iter().all(|a| a.ended_ms_ago.is_some()));
     }
 }

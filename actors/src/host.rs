@@ -395,7 +395,7 @@ impl Host {
     /// A console entry for work of `kind` that has no mailbox of its own (a tool call run by
     /// its task); [`Probe::none`](crate::console::Probe::none) with the console off. The entry
     /// ends when the last clone of the probe is dropped.
-    pub fn probe(&self, kind: crate::console::Kind, name: &str) -> crate::console::Probe {
+    pub fn probe(&self, kind: crate::console::Kind, name: &'static str) -> crate::console::Probe {
         match &self.inner.console {
             Some(console) => console.register(kind, name),
             None => crate::console::Probe::none(),
@@ -523,6 +523,14 @@ impl Host {
     /// run with an error outcome) and abandons the tools still running. Returns what closes
     /// when the host thread has ended, unless that is this thread.
     fn stop_actors(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        // The console's viewers are told the host is gone: their streams end.
+        drop(
+            self.inner
+                .console_server
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
         if let Some(workers) = self
             .inner
             .workers

@@ -217,6 +217,8 @@ impl SharedBatch {
             return;
         };
         let probe = host.probe(Kind::Call, "ToolCall");
+        // Running from the start: its before-hooks, then its tool, say so when they begin.
+        probe.running(|| "its tool".into());
         let call = self.call(index);
         probe.identify(|identity| {
             identity.run = Some(run_id);

@@ -363,7 +363,7 @@ impl ToolActor {
         self.setup
             .shared
             .probe(self.setup.index)
-            .running(|| "its before-hooks".to_owned());
+            .running(|| "its before-hooks".into());
         let hooks = Arc::clone(&self.setup.agent.hooks);
         let mut context = self.hook_context(Value::Null);
         let decide = async move {
@@ -454,11 +454,10 @@ impl ToolActor {
             return self.finish(result, ctx);
         }
         self.stage = Stage::Running;
-        let name = &self.setup.call().name;
         self.setup
             .shared
             .probe(self.setup.index)
-            .running(|| format!("tool {name}"));
+            .running(|| "its tool".into());
         let timeout = self
             .setup
             .tool

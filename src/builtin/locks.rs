@@ -61,7 +61,7 @@ impl Locks {
             () = ctx.cancelled() => return Err(format!("{what} was cancelled before it started")),
         };
         let holding = probe.holding(&key);
-        probe.running(|| format!("tool {what}"));
+        probe.running(|| "its tool".into());
         let shared = match &self.shared {
             None => None,
             Some(shared) => Some(tokio::select! {

@@ -20,7 +20,7 @@ use golato::tool::{Tool, ToolResult};
 use golato::{Host, HostConfig};
 use serde_json::json;
 use support::*;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 fn console_host(config: ConsoleConfig) -> Host {
     Host::new(HostConfig {
@@ -49,14 +49,15 @@ fn wait_for<T>(host: &Host, what: &str, mut found: impl FnMut(&Snapshot) -> Opti
     }
 }
 
-/// A tool that tells it started and waits until released.
-fn blocking_tool(started: std::sync::mpsc::Sender<()>, release: Arc<Notify>) -> Tool {
+/// A tool that tells it started and waits until released (a permit each: a release given
+/// before the call waits is kept for it).
+fn blocking_tool(started: std::sync::mpsc::Sender<()>, release: Arc<Semaphore>) -> Tool {
     let started = std::sync::Mutex::new(started);
     Tool::new("block", "Waits.", json!({"type": "object"}), move |_, _| {
         let _ = started.lock().unwrap().send(());
         let release = Arc::clone(&release);
         async move {
-            release.notified().await;
+            release.acquire().await.unwrap().forget();
             Ok(ToolResult::text("released"))
         }
     })
@@ -70,7 +71,7 @@ fn a_tool_that_blocks_is_flagged_by_the_handler_lint_naming_its_run_and_call() {
         ..ConsoleConfig::default()
     });
     let (started_tx, started) = std::sync::mpsc::channel();
-    let release = Arc::new(Notify::new());
+    let release = Arc::new(Semaphore::new(0));
     let agent = Agent::new(agent::Config {
         generator: Some(Arc::new(script(vec![call("stuck-1", "block", "{}")]))),
         tools: vec![blocking_tool(started_tx, Arc::clone(&release))],
@@ -98,7 +99,7 @@ fn a_tool_that_blocks_is_flagged_by_the_handler_lint_naming_its_run_and_call() {
     assert_eq!(lint.run, Some(run_id));
     assert_eq!(lint.call.as_deref(), Some("stuck-1"));
     assert!(
-        lint.message.contains("running tool block"),
+        lint.message.contains("running its tool"),
         "{}",
         lint.message
     );
@@ -111,7 +112,7 @@ fn a_tool_that_blocks_is_flagged_by_the_handler_lint_naming_its_run_and_call() {
     assert_eq!(run_view.identity.run, Some(run_id));
     assert_eq!(run_view.activity.to_string(), "waiting on its calls");
 
-    release.notify_one();
+    release.add_permits(1);
     run.wait().unwrap();
     // Ended actors leave the live list for the history.
     let after = wait_for(&host, "the run's end", |snapshot| {
@@ -244,9 +245,13 @@ fn blocked_runs(
     host: &Host,
     runs: usize,
     calls: usize,
-) -> (Vec<golato::Run>, Arc<Notify>, std::sync::mpsc::Receiver<()>) {
+) -> (
+    Vec<golato::Run>,
+    Arc<Semaphore>,
+    std::sync::mpsc::Receiver<()>,
+) {
     let (started_tx, started) = std::sync::mpsc::channel();
-    let release = Arc::new(Notify::new());
+    let release = Arc::new(Semaphore::new(0));
     let batch: Vec<_> = (0..calls)
         .map(|n| call(&format!("c{n}"), "block", "{}"))
         .collect();
@@ -261,19 +266,22 @@ fn blocked_runs(
     (started_runs, release, started)
 }
 
-/// Releases every blocked call (each waits on `notified`, so one permit per call).
-fn release_all(release: &Notify, started: &std::sync::mpsc::Receiver<()>, count: usize) {
+/// Waits until `count` calls started, then releases them all.
+fn release_all(release: &Semaphore, started: &std::sync::mpsc::Receiver<()>, count: usize) {
     for _ in 0..count {
         started.recv_timeout(HANG_GUARD).unwrap();
     }
-    release.notify_waiters();
+    release.add_permits(count);
 }
 
 fn connect(addr: &ConsoleAddr) -> std::io::BufReader<std::net::TcpStream> {
     let ConsoleAddr::Tcp(socket) = addr else {
         panic!("a TCP console was asked for")
     };
-    std::io::BufReader::new(std::net::TcpStream::connect(socket).unwrap())
+    let stream = std::net::TcpStream::connect(socket).unwrap();
+    // A stream that stops is a failure, not a hang.
+    stream.set_read_timeout(Some(HANG_GUARD)).unwrap();
+    std::io::BufReader::new(stream)
 }
 
 fn read_update(reader: &mut impl std::io::BufRead) -> Update {
@@ -366,7 +374,8 @@ fn a_reading_viewer_follows_ten_thousand_runs_at_once() {
         let mut updates = 0;
         loop {
             let mut line = String::new();
-            if viewer.read_line(&mut line).unwrap_or(0) == 0 {
+            // The host's shutdown ends the stream.
+            if viewer.read_line(&mut line).unwrap() == 0 {
                 return (follower, updates);
             }
             follower.apply(serde_json::from_str(&line).unwrap());
@@ -381,7 +390,7 @@ fn a_reading_viewer_follows_ten_thousand_runs_at_once() {
     }
     let expected_live = snapshot(&host).actors.len();
     assert!(expected_live >= 2 * RUNS, "{expected_live} actors live");
-    release.notify_waiters();
+    release.add_permits(RUNS);
     for run in runs {
         run.wait().unwrap();
     }

@@ -156,8 +156,11 @@ fn stress_runs_every_call_and_reports_parked_memory() {
         parked: true,
         arbiters: Some(1),
         workers: None,
+        // A viewer that stops reading: every call still runs.
+        console: stress::Console::Stalled,
     })
     .unwrap();
+    assert_eq!(report["console"], "stalled");
     assert_eq!(report["runs"], 200);
     assert_eq!(report["calls_per_run"], 3);
     assert!(report["calls_per_s"].as_f64().unwrap() > 0.0, "{report}");

@@ -5,6 +5,7 @@
 //! own entry: the console reads entries when it samples, and never sends an actor anything, so
 //! a slow console can never hold an actor up.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -76,12 +77,12 @@ pub enum Activity {
     /// Handling a message of this type, on its actor thread.
     Handling {
         /// The message type.
-        message: String,
+        message: Cow<'static, str>,
     },
     /// Running work of its own off the actor threads (a tool call's function, a hook).
     Running {
         /// What runs.
-        what: String,
+        what: Cow<'static, str>,
     },
     /// Waiting for something outside itself.
     Waiting {
@@ -179,12 +180,40 @@ pub(super) struct State {
     pub(super) holds: Vec<(PathBuf, u64)>,
 }
 
+/// An actor's type name: shared by every mailbox of the type, or a constant.
+#[derive(Debug, Clone)]
+pub(crate) enum Name {
+    Static(&'static str),
+    Shared(Arc<str>),
+}
+
+impl Name {
+    pub(super) fn as_str(&self) -> &str {
+        match self {
+            Name::Static(name) => name,
+            Name::Shared(name) => name,
+        }
+    }
+}
+
+impl From<&'static str> for Name {
+    fn from(name: &'static str) -> Name {
+        Name::Static(name)
+    }
+}
+
+impl From<Arc<str>> for Name {
+    fn from(name: Arc<str>) -> Name {
+        Name::Shared(name)
+    }
+}
+
 /// The console's record of one live actor.
 #[derive(Debug)]
 pub(super) struct Entry {
     pub(super) id: u64,
     pub(super) kind: Kind,
-    pub(super) name: Arc<str>,
+    pub(super) name: Name,
     pub(super) born_us: u64,
     /// Bumped on every change, so a connection sends only what changed since it last looked.
     pub(super) version: AtomicU64,
@@ -199,7 +228,7 @@ pub(super) struct Entry {
 }
 
 impl Entry {
-    pub(super) fn new(id: u64, kind: Kind, name: Arc<str>, now_us: u64) -> Entry {
+    pub(super) fn new(id: u64, kind: Kind, name: Name, now_us: u64) -> Entry {
         Entry {
             id,
             kind,
@@ -256,7 +285,12 @@ impl fmt::Debug for Probe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             None => f.write_str("Probe(off)"),
-            Some(tracked) => write!(f, "Probe({} #{})", tracked.entry.name, tracked.entry.id),
+            Some(tracked) => write!(
+                f,
+                "Probe({} #{})",
+                tracked.entry.name.as_str(),
+                tracked.entry.id
+            ),
         }
     }
 }
@@ -325,8 +359,8 @@ impl Probe {
         }
     }
 
-    /// [`Activity::Running`] `what`.
-    pub fn running(&self, what: impl FnOnce() -> String) {
+    /// [`Activity::Running`] `what` (a `&'static str` costs no allocation).
+    pub fn running(&self, what: impl FnOnce() -> Cow<'static, str>) {
         if self.is_on() {
             self.set(Activity::Running { what: what() });
         }
@@ -382,7 +416,7 @@ impl Probe {
             let before = std::mem::replace(
                 &mut state.activity,
                 Activity::Handling {
-                    message: message.to_owned(),
+                    message: Cow::Borrowed(message),
                 },
             );
             (before, std::mem::replace(&mut state.since_us, now))

@@ -15,6 +15,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -135,6 +136,9 @@ pub(super) fn serve(
         }
     };
     let accepting = stop.clone();
+    // Each viewer costs a sample per tick: past this many at once, a newcomer is closed at once
+    // (a loop of connections cannot make the host sample without end).
+    let viewers = Arc::new(tokio::sync::Semaphore::new(MAX_VIEWERS));
     runtime.spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -143,7 +147,15 @@ pub(super) fn serve(
             };
             match accepted {
                 Ok(stream) => {
-                    tokio::spawn(connection(console.clone(), stream, accepting.clone()));
+                    let Ok(seat) = Arc::clone(&viewers).try_acquire_owned() else {
+                        tracing::warn!(target: "golato", "console: {MAX_VIEWERS} viewers already; a new one was closed");
+                        continue;
+                    };
+                    let (console, stop) = (console.clone(), accepting.clone());
+                    tokio::spawn(async move {
+                        connection(console, stream, stop).await;
+                        drop(seat);
+                    });
                 }
                 Err(error) => {
                     tracing::warn!(target: "golato", %error, "console: accept failed")
@@ -154,6 +166,9 @@ pub(super) fn serve(
     tracing::info!(target: "golato", addr = %bound, "console served");
     Ok(ConsoleServer { addr: bound, stop })
 }
+
+/// Viewers served at once, at most.
+pub const MAX_VIEWERS: usize = 16;
 
 /// A console's listening socket.
 enum Listener {

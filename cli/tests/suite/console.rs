@@ -52,14 +52,14 @@ fn the_viewer_shows_the_actors_a_run_and_a_lint_at_80x24_and_120x40() {
         viewer.wait_until("the actor list", |shown| {
             shown.contains("run 1")
                 && shown.contains("call 1/slow (bash)")
-                && shown.contains("running tool bash")
+                && shown.contains("running its tool")
         });
         // Past 1 s the call is flagged; the lint names it, and Enter goes to it.
         viewer.wait_until("a lint", |shown| shown.contains("1 lints"));
         viewer.keys(&["4"]);
         let lints = viewer.wait_until("the lint list", |shown| shown.contains("handler_running"));
         assert!(
-            lints.contains("call 1/slow (bash) has been running tool bash"),
+            lints.contains("call 1/slow (bash) has been running its tool"),
             "{lints}"
         );
         viewer.keys(&["Enter"]);
