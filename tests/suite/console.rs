@@ -234,10 +234,9 @@ fn two_runs_contending_for_a_path_show_its_holder_and_waiter_with_their_waits() 
         "waiter",
         "the waiter wrote after the holder"
     );
-    let after = wait_for(&host, "the locks freed", |snapshot| {
+    wait_for(&host, "the locks freed", |snapshot| {
         snapshot.locks.is_empty().then_some(())
     });
-    let () = after;
 }
 
 /// `runs` runs of `calls` blocking calls each, all started; returns them and the release.

@@ -113,6 +113,11 @@ impl Model {
             Update::Delta(delta) => {
                 // Actors the delta does not name did not change, but their clocks ran on.
                 let elapsed = delta.at_ms.saturating_sub(self.at_ms);
+                for ended in self.history.iter_mut() {
+                    if let Some(ago) = ended.ended_ms_ago.as_mut() {
+                        *ago += elapsed;
+                    }
+                }
                 for actor in self.actors.values_mut() {
                     actor.age_ms += elapsed;
                     actor.for_ms += elapsed;
@@ -123,8 +128,12 @@ impl Model {
                         held.for_ms += elapsed;
                     }
                 }
+                // An actor that ended is kept for its run's view, as last seen.
                 for id in &delta.ended {
-                    self.actors.remove(id);
+                    if let Some(mut actor) = self.actors.remove(id) {
+                        actor.ended_ms_ago = Some(0);
+                        self.history.push_back(actor);
+                    }
                 }
                 for actor in delta.changed {
                     self.actors.insert(actor.id, actor);
