@@ -39,7 +39,7 @@ pub use view::{
 };
 
 pub(crate) use probe::Name;
-use probe::{Entry, State};
+use probe::{Entry, MailboxStats, State};
 
 /// How a host's console records and tells.
 #[derive(Debug, Clone)]
@@ -103,10 +103,10 @@ struct Shared {
     epoch: Instant,
     config: ConsoleConfig,
     next_id: AtomicU64,
-    live: DashMap<u64, Arc<Entry>>,
-    /// Ended actors, oldest first, each with the time it ended (their views are made only
-    /// when someone looks: most are never looked at).
-    history: Mutex<VecDeque<(u64, Arc<Entry>)>>,
+    live: DashMap<u64, Live>,
+    /// Ended actors, oldest first, each with the time it was remembered (their views are made
+    /// only when someone looks: most are never looked at).
+    history: Mutex<VecDeque<(u64, Ended)>>,
     /// Bumped when an actor ends, so a connection knows to look for endings.
     ended: AtomicU64,
 }
@@ -120,8 +120,36 @@ impl Shared {
     fn end(&self, entry: &Arc<Entry>) {
         self.live.remove(&entry.id);
         let now = self.now_us();
+        entry.ended_us.store(now, Ordering::Relaxed);
+        self.remember(now, [(now, Ended::One(Arc::clone(entry)))]);
+    }
+
+    /// Takes a group out of the live list; its members that ran go to the history.
+    fn end_group(&self, group: &Arc<GroupInner>) {
+        self.live.remove(&group.first_id);
+        let now = self.now_us();
+        // Remembered as of now (a connection sends what was remembered since its last
+        // update), each with the time it really ended.
+        let members = group
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(index, entry)| match entry.life.load(Ordering::Acquire) {
+                probe::UNUSED => None,
+                life => {
+                    if life == probe::LIVE {
+                        entry.ended_us.store(now, Ordering::Relaxed);
+                    }
+                    Some((now, Ended::Member(Arc::clone(group), index)))
+                }
+            });
+        self.remember(now, members);
+    }
+
+    /// Adds ended actors to the history, which keeps the newest within its bounds.
+    fn remember(&self, now: u64, ended: impl IntoIterator<Item = (u64, Ended)>) {
         let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
-        history.push_back((now, Arc::clone(entry)));
+        history.extend(ended);
         let keep_for = u64::try_from(self.config.history_for.as_micros()).unwrap_or(u64::MAX);
         while history.len() > self.config.history
             || history
@@ -161,15 +189,63 @@ impl Console {
     }
 
     pub(crate) fn register_named(&self, kind: Kind, name: Name) -> Probe {
+        self.register_entry(kind, name, false)
+    }
+
+    /// Registers an actor with a mailbox (its depth, messages and their times are kept).
+    pub(crate) fn register_mailbox(&self, kind: Kind, name: Name) -> Probe {
+        self.register_entry(kind, name, true)
+    }
+
+    fn register_entry(&self, kind: Kind, name: Name, mailbox: bool) -> Probe {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let entry = Arc::new(Entry::new(id, kind, name, self.shared.now_us()));
-        self.shared.live.insert(id, Arc::clone(&entry));
+        let now = self.shared.now_us();
+        let mut entry = Entry::new(id, kind, name, now);
+        if mailbox {
+            entry.mailbox = Some(Box::new(MailboxStats::new(now)));
+        }
+        let entry = Arc::new(entry);
+        self.shared.live.insert(id, Live::One(Arc::clone(&entry)));
         Probe::tracking(entry, Arc::clone(&self.shared))
+    }
+
+    /// Entries for `count` short pieces of work of `kind` (a batch's tool calls), registered
+    /// at once: each member's life is [`Group::start`] to [`Group::end`], and the group leaves
+    /// the console when dropped. One registration instead of one per member.
+    pub fn group(&self, kind: Kind, name: &'static str, count: usize) -> Group {
+        let first_id = self
+            .shared
+            .next_id
+            .fetch_add(count as u64, Ordering::Relaxed);
+        let now = self.shared.now_us();
+        let entries = (0..count as u64)
+            .map(|index| {
+                let entry = Entry::new(first_id + index, kind, Name::Static(name), now);
+                entry.life.store(probe::UNUSED, Ordering::Relaxed);
+                entry
+            })
+            .collect();
+        let inner = Arc::new(GroupInner {
+            first_id,
+            entries,
+            shared: Arc::clone(&self.shared),
+        });
+        self.shared
+            .live
+            .insert(first_id, Live::Group(Arc::clone(&inner)));
+        Group(Some(inner))
     }
 
     /// Live actors now.
     pub fn live(&self) -> usize {
-        self.shared.live.len()
+        self.shared
+            .live
+            .iter()
+            .map(|item| match item.value() {
+                Live::One(_) => 1,
+                Live::Group(group) => group.entries.iter().filter(|e| e.is_live()).count(),
+            })
+            .sum()
     }
 
     /// Everything now: the live actors, the path locks, the lints and the recent history.
@@ -195,75 +271,39 @@ impl Console {
     /// most actors stays cheap.
     fn sample(&self, mut want: impl FnMut(u64, u64) -> bool) -> Sample {
         let now = self.shared.now_us();
-        let limits = Limits::of(&self.shared.config);
-        let mut views = Vec::new();
-        let mut notable: Vec<(ActorView, Vec<LintKind>)> = Vec::new();
-        let mut runs = std::collections::HashSet::new();
-        let mut calls: Vec<(u64, u64)> = Vec::new();
-        for entry in self.shared.live.iter() {
-            let version = entry.version.load(Ordering::Relaxed);
-            let mut flags = Vec::new();
-            let locking;
-            {
-                let state = entry.state();
-                let since = now.saturating_sub(state.since_us);
-                let busy = matches!(
-                    state.activity,
-                    Activity::Handling { .. } | Activity::Running { .. }
-                );
-                if busy && since > limits.handler {
-                    flags.push(LintKind::HandlerRunning);
-                }
-                locking = !state.holds.is_empty()
-                    || matches!(
-                        state.activity,
-                        Activity::Waiting {
-                            on: WaitingOn::PathLease { .. }
-                        }
-                    );
-                match (entry.kind, state.identity.run) {
-                    (Kind::Run, Some(run)) => {
-                        runs.insert(run);
+        // The live runs first: a call whose run is not among them is an orphan.
+        let runs = self
+            .shared
+            .live
+            .iter()
+            .filter_map(|item| match item.value() {
+                Live::One(entry) if entry.kind == Kind::Run => entry.state().identity.run,
+                _ => None,
+            })
+            .collect();
+        let mut pass = Pass {
+            now,
+            limits: Limits::of(&self.shared.config),
+            runs,
+            views: Vec::new(),
+            notable: Vec::new(),
+        };
+        for item in self.shared.live.iter() {
+            match item.value() {
+                Live::One(entry) => pass.visit(entry, &mut want),
+                Live::Group(group) => {
+                    for entry in group.entries.iter().filter(|entry| entry.is_live()) {
+                        pass.visit(entry, &mut want);
                     }
-                    (Kind::Call, Some(run)) => calls.push((entry.id, run)),
-                    _ => {}
                 }
             }
-            if entry.depth.load(Ordering::Relaxed) > 0
-                && now.saturating_sub(entry.last_handled_us.load(Ordering::Relaxed))
-                    > limits.mailbox
-            {
-                flags.push(LintKind::MailboxStalled);
-            }
-            if entry.kind == Kind::Run {
-                let last = match entry.last_event_us.load(Ordering::Relaxed) {
-                    0 => entry.born_us,
-                    at => at,
-                };
-                if now.saturating_sub(last) > limits.silent_run {
-                    flags.push(LintKind::SilentRun);
-                }
-            }
-            let wanted = want(entry.id, version);
-            if !wanted && flags.is_empty() && !locking {
-                continue;
-            }
-            let view = view_of(&entry, now);
-            if !flags.is_empty() || locking {
-                notable.push((view.clone(), flags));
-            }
-            if wanted {
-                views.push((version, view));
-            }
         }
-        for (id, run) in calls {
-            if runs.contains(&run) {
-                continue;
-            }
-            if let Some(entry) = self.shared.live.get(&id) {
-                notable.push((view_of(&entry, now), vec![LintKind::OrphanCall]));
-            }
-        }
+        let Pass {
+            mut views,
+            notable,
+            limits,
+            ..
+        } = pass;
         views.sort_unstable_by_key(|(_, view)| view.id);
         let locks = locks(notable.iter().map(|(view, _)| view));
         let lints = lints(&notable, &locks, &limits);
@@ -285,11 +325,13 @@ impl Console {
         history
             .iter()
             .filter(|(at, _)| *at > after_us)
-            .map(|(at, entry)| {
+            .filter_map(|(at, ended)| {
+                let entry = ended.entry()?;
+                let ended_us = entry.ended_us.load(Ordering::Relaxed);
                 // Its age is how long it lived.
-                let mut view = view_of(entry, *at);
-                view.ended_ms_ago = Some(now.saturating_sub(*at) / 1_000);
-                (*at, view)
+                let mut view = view_of(entry, ended_us);
+                view.ended_ms_ago = Some(now.saturating_sub(ended_us) / 1_000);
+                Some((*at, view))
             })
             .collect()
     }
@@ -327,7 +369,13 @@ fn view_of(entry: &Entry, now: u64) -> ActorView {
                 .collect(),
         )
     };
-    let last_event = entry.last_event_us.load(Ordering::Relaxed);
+    let last_event = entry.noted_event(now);
+    let mailbox = entry.mailbox.as_deref();
+    let read = |histogram: fn(&MailboxStats) -> &probe::Histogram| {
+        mailbox
+            .map(|mailbox| histogram(mailbox).read())
+            .unwrap_or_default()
+    };
     ActorView {
         id: entry.id,
         kind: entry.kind,
@@ -335,12 +383,12 @@ fn view_of(entry: &Entry, now: u64) -> ActorView {
         identity,
         activity,
         for_ms: ms(since),
-        mailbox_depth: entry.depth.load(Ordering::Relaxed),
-        handled: entry.handled.load(Ordering::Relaxed),
-        busy: entry.busy.read(),
-        mailbox_wait: entry.wait.read(),
-        age_ms: ms(entry.born_us),
-        since_event_ms: (last_event > 0).then(|| ms(last_event)),
+        mailbox_depth: mailbox.map_or(0, |mailbox| mailbox.depth.load(Ordering::Relaxed)),
+        handled: mailbox.map_or(0, |mailbox| mailbox.handled.load(Ordering::Relaxed)),
+        busy: read(|mailbox| &mailbox.busy),
+        mailbox_wait: read(|mailbox| &mailbox.wait),
+        age_ms: ms(entry.born_us()),
+        since_event_ms: last_event.map(ms),
         holds,
         ended_ms_ago: None,
     }
@@ -397,6 +445,165 @@ impl Limits {
             mailbox: us(config.mailbox_threshold),
             lease: us(config.lease_threshold),
             silent_run: us(config.silent_run_threshold),
+        }
+    }
+}
+
+/// One pass over the live entries.
+struct Pass {
+    now: u64,
+    limits: Limits,
+    runs: std::collections::HashSet<u64>,
+    views: Vec<(u64, ActorView)>,
+    notable: Vec<(ActorView, Vec<LintKind>)>,
+}
+
+impl Pass {
+    /// Flags `entry`, and makes its view if it is wanted or notable.
+    fn visit(&mut self, entry: &Entry, want: &mut impl FnMut(u64, u64) -> bool) {
+        let (now, limits) = (self.now, &self.limits);
+        let version = entry.version.load(Ordering::Relaxed);
+        let mut flags = Vec::new();
+        let locking;
+        {
+            let state = entry.state();
+            let busy = matches!(
+                state.activity,
+                Activity::Handling { .. } | Activity::Running { .. }
+            );
+            if busy && now.saturating_sub(state.since_us) > limits.handler {
+                flags.push(LintKind::HandlerRunning);
+            }
+            locking = !state.holds.is_empty()
+                || matches!(
+                    state.activity,
+                    Activity::Waiting {
+                        on: WaitingOn::PathLease { .. }
+                    }
+                );
+            if let (Kind::Call, Some(run)) = (entry.kind, state.identity.run) {
+                if !self.runs.contains(&run) {
+                    flags.push(LintKind::OrphanCall);
+                }
+            }
+        }
+        if let Some(mailbox) = entry.mailbox.as_deref() {
+            if mailbox.depth.load(Ordering::Relaxed) > 0
+                && now.saturating_sub(mailbox.last_handled_us.load(Ordering::Relaxed))
+                    > limits.mailbox
+            {
+                flags.push(LintKind::MailboxStalled);
+            }
+        }
+        if entry.kind == Kind::Run {
+            let last = entry.noted_event(now).unwrap_or_else(|| entry.born_us());
+            if now.saturating_sub(last) > limits.silent_run {
+                flags.push(LintKind::SilentRun);
+            }
+        }
+        let wanted = want(entry.id, version);
+        if !wanted && flags.is_empty() && !locking {
+            return;
+        }
+        let view = view_of(entry, now);
+        if !flags.is_empty() || locking {
+            self.notable.push((view.clone(), flags));
+        }
+        if wanted {
+            self.views.push((version, view));
+        }
+    }
+}
+
+/// What is in the live list: a lone entry, or a group of them.
+#[derive(Debug)]
+enum Live {
+    One(Arc<Entry>),
+    Group(Arc<GroupInner>),
+}
+
+/// An ended actor in the history.
+#[derive(Debug)]
+enum Ended {
+    One(Arc<Entry>),
+    Member(Arc<GroupInner>, usize),
+}
+
+impl Ended {
+    fn entry(&self) -> Option<&Entry> {
+        match self {
+            Ended::One(entry) => Some(entry),
+            Ended::Member(group, index) => group.entries.get(*index),
+        }
+    }
+}
+
+/// The entries of a [`Group`].
+#[derive(Debug)]
+pub(crate) struct GroupInner {
+    first_id: u64,
+    entries: Box<[Entry]>,
+    shared: Arc<Shared>,
+}
+
+impl GroupInner {
+    fn member(&self, index: usize) -> Option<(&Entry, &Shared)> {
+        self.entries.get(index).map(|entry| (entry, &*self.shared))
+    }
+}
+
+/// Console entries for many short pieces of work at once (see [`Console::group`]); with the
+/// console off ([`Group::none`]) every method is a no-op. Dropping it ends the group: its
+/// members that ran go to the history.
+#[derive(Debug, Default)]
+pub struct Group(Option<Arc<GroupInner>>);
+
+impl Group {
+    /// A group that records nothing.
+    pub fn none() -> Group {
+        Group(None)
+    }
+
+    /// Member `index`'s work starts now; its probe says what it does.
+    pub fn start(&self, index: usize) -> Probe {
+        let Some(inner) = &self.0 else {
+            return Probe::none();
+        };
+        let Some(entry) = inner.entries.get(index) else {
+            return Probe::none();
+        };
+        let now = inner.shared.now_us();
+        entry.born_us.store(now, Ordering::Relaxed);
+        entry.state().since_us = now;
+        entry.life.store(probe::LIVE, Ordering::Release);
+        Probe::member(Arc::clone(inner), index)
+    }
+
+    /// Member `index`'s probe (whether or not its work has started).
+    pub fn probe(&self, index: usize) -> Probe {
+        match &self.0 {
+            Some(inner) if index < inner.entries.len() => Probe::member(Arc::clone(inner), index),
+            _ => Probe::none(),
+        }
+    }
+
+    /// Member `index`'s work is over: it leaves the live list.
+    pub fn end(&self, index: usize) {
+        let Some(inner) = &self.0 else { return };
+        if let Some(entry) = inner.entries.get(index) {
+            entry
+                .ended_us
+                .store(inner.shared.now_us(), Ordering::Relaxed);
+            entry.life.store(probe::ENDED, Ordering::Release);
+            entry.version.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            inner.shared.end_group(&inner);
         }
     }
 }

@@ -185,7 +185,7 @@ impl<A: Actor> Mailbox<A> {
     pub fn counted_as(addr: Addr<A>, host: &Host, kind: Kind) -> Self {
         let counters = host.inner.stats.counters(std::any::type_name::<A>());
         let probe = match &host.inner.console {
-            Some(console) => console.register_named(kind, counters.actor().into()),
+            Some(console) => console.register_mailbox(kind, counters.actor().into()),
             None => Probe::none(),
         };
         Mailbox::with_gauge(

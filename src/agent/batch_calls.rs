@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use actix::Message;
-use golato_actors::console::{Kind, Probe};
+use golato_actors::console::{Group, Kind, Probe};
 use golato_actors::TracedRecipient;
 use tokio_util::sync::CancellationToken;
 
@@ -34,9 +34,9 @@ pub(crate) struct RunShare {
     spent: Mutex<Spent>,
     /// The tool call this run is a child of: what calls spend here is spent there too.
     parent: Option<crate::tool::ToolContext>,
-    /// Whether the host's actor console is on: each call of the run's batches then has an
+    /// The host's actor console, when it is on: each call of the run's batches then has an
     /// entry there.
-    console: bool,
+    console: Option<golato_actors::console::Console>,
 }
 
 /// Tokens and money calls spent for their run.
@@ -74,7 +74,7 @@ impl RunShare {
     pub(crate) fn new(
         channel: Arc<Channel>,
         parent: Option<crate::tool::ToolContext>,
-        console: bool,
+        console: Option<golato_actors::console::Console>,
     ) -> Arc<RunShare> {
         Arc::new(RunShare {
             channel,
@@ -131,8 +131,8 @@ pub(crate) struct SharedBatch {
     /// The run's budget and what the run had spent itself when the batch began (what its
     /// calls spend is in `run`, live); `None`: no budget.
     budget: Option<(Budget, Spent)>,
-    /// Each call's entry on the host's console, while it runs; `None`: the console is off.
-    probes: Option<Box<[Mutex<Probe>]>>,
+    /// The calls' entries on the host's actor console (one registration for the batch).
+    console: Group,
 }
 
 /// What a journaled batch adds: the journal, the turn, and which attempt each call is.
@@ -194,9 +194,9 @@ impl SharedBatch {
                 spent: calls.iter().map(|_| Default::default()).collect(),
             })
         });
-        let probes = run
-            .console
-            .then(|| calls.iter().map(|_| Mutex::default()).collect());
+        let console = run.console.as_ref().map_or_else(Group::none, |console| {
+            console.group(Kind::Call, "ToolCall", calls.len())
+        });
         Arc::new(SharedBatch {
             id,
             calls,
@@ -206,19 +206,17 @@ impl SharedBatch {
             journal,
             run,
             budget,
-            probes,
+            console,
         })
     }
 
     /// Starts call `index`'s entry on the host's console (when it is on): the call of run
-    /// `run_id`, running `what`.
-    pub(crate) fn start_probe(&self, host: &golato_actors::Host, run_id: u64, index: usize) {
-        let Some(slot) = self.probes.as_deref().and_then(|probes| probes.get(index)) else {
+    /// `run_id`, running its tool.
+    pub(crate) fn start_probe(&self, run_id: u64, index: usize) {
+        let probe = self.console.start(index);
+        if !probe.is_on() {
             return;
-        };
-        let probe = host.probe(Kind::Call, "ToolCall");
-        // Running from the start: its before-hooks, then its tool, say so when they begin.
-        probe.running(|| "its tool".into());
+        }
         let call = self.call(index);
         probe.identify(|identity| {
             identity.run = Some(run_id);
@@ -226,27 +224,18 @@ impl SharedBatch {
             identity.call = Some(call.id.clone());
             identity.tool = Some(call.name.clone());
         });
-        *slot.lock().unwrap_or_else(PoisonError::into_inner) = probe;
+        // Running from the start: its before-hooks, then its tool, say so when they begin.
+        probe.running(|| "its tool".into());
     }
 
-    /// Call `index`'s console entry ([`Probe::none`] when the console is off or the call is
-    /// over).
+    /// Call `index`'s console entry ([`Probe::none`] when the console is off).
     pub(crate) fn probe(&self, index: usize) -> Probe {
-        self.probes
-            .as_deref()
-            .and_then(|probes| probes.get(index))
-            .map(|slot| slot.lock().unwrap_or_else(PoisonError::into_inner).clone())
-            .unwrap_or_default()
+        self.console.probe(index)
     }
 
-    /// Call `index` has its outcome: its console entry ends (once the clones its function
-    /// still holds are gone).
+    /// Call `index` has its outcome: its console entry ends.
     pub(crate) fn end_probe(&self, index: usize) {
-        if let Some(slot) = self.probes.as_deref().and_then(|probes| probes.get(index)) {
-            drop(std::mem::take(
-                &mut *slot.lock().unwrap_or_else(PoisonError::into_inner),
-            ));
-        }
+        self.console.end(index);
     }
 
     /// The run's journal and this batch's turn, in a journaled run.
@@ -542,7 +531,7 @@ mod tests {
                 CancellationToken::new(),
                 mailbox.recipient(),
                 None,
-                super::RunShare::new(crate::agent::run::Channel::new(1), None, false),
+                super::RunShare::new(crate::agent::run::Channel::new(1), None, None),
                 None,
             );
             // Nothing is handled until this block yields: the mailbox holds what was sent.
@@ -604,7 +593,7 @@ mod tests {
                 CancellationToken::new(),
                 mailbox.recipient(),
                 None,
-                super::RunShare::new(crate::agent::run::Channel::new(1), None, false),
+                super::RunShare::new(crate::agent::run::Channel::new(1), None, None),
                 None,
             ));
             for n in 0..3 {

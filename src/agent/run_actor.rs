@@ -73,7 +73,7 @@ impl RunPlan {
             share: super::batch_calls::RunShare::new(
                 Arc::clone(&self.channel),
                 self.parent.clone(),
-                self.agent.host.console().is_some(),
+                self.agent.host.console().cloned(),
             ),
             mailbox: run_mailbox(ctx, &self),
             plan: self,

@@ -8,10 +8,10 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::Shared;
+use super::{GroupInner, Shared};
 use crate::stats::bucket_of;
 
 /// What kind of actor an entry is.
@@ -143,7 +143,7 @@ impl fmt::Display for WaitingOn {
 /// A histogram of durations in the same buckets as [`crate::WaitHistogram`]: 10 µs, 100 µs,
 /// 1 ms, 10 ms, 100 ms, 1 s, longer.
 #[derive(Debug, Default)]
-pub(super) struct Histogram {
+pub(crate) struct Histogram {
     buckets: [AtomicU64; 7],
     total_us: AtomicU64,
 }
@@ -208,22 +208,57 @@ impl From<Arc<str>> for Name {
     }
 }
 
+/// What an actor's mailbox has done.
+#[derive(Debug)]
+pub(super) struct MailboxStats {
+    pub(super) depth: AtomicUsize,
+    pub(super) handled: AtomicU64,
+    pub(super) last_handled_us: AtomicU64,
+    pub(super) busy: Histogram,
+    pub(super) wait: Histogram,
+}
+
+impl MailboxStats {
+    pub(super) fn new(now_us: u64) -> MailboxStats {
+        MailboxStats {
+            depth: AtomicUsize::new(0),
+            handled: AtomicU64::new(0),
+            last_handled_us: AtomicU64::new(now_us),
+            busy: Histogram::default(),
+            wait: Histogram::default(),
+        }
+    }
+}
+
+/// A group member whose work has not started.
+pub(super) const UNUSED: u8 = 0;
+/// A live entry.
+pub(super) const LIVE: u8 = 1;
+/// A group member whose work is over.
+pub(super) const ENDED: u8 = 2;
+
 /// The console's record of one live actor.
 #[derive(Debug)]
 pub(super) struct Entry {
     pub(super) id: u64,
     pub(super) kind: Kind,
     pub(super) name: Name,
-    pub(super) born_us: u64,
+    pub(super) born_us: AtomicU64,
+    /// A group member's life: [`UNUSED`] until its work starts, [`LIVE`], then [`ENDED`] (and
+    /// when). A lone entry is live while it is in the console's live list.
+    pub(super) life: AtomicU8,
+    pub(super) ended_us: AtomicU64,
     /// Bumped on every change, so a connection sends only what changed since it last looked.
     pub(super) version: AtomicU64,
-    pub(super) depth: AtomicUsize,
-    pub(super) handled: AtomicU64,
-    pub(super) last_handled_us: AtomicU64,
-    /// When the run last told an event (runs only; 0: never).
-    pub(super) last_event_us: AtomicU64,
-    pub(super) busy: Histogram,
-    pub(super) wait: Histogram,
+    /// What its mailbox does; `None` for work without one (a tool call), which keeps the
+    /// many short entries small (an entry's memory is most of what the console costs).
+    pub(super) mailbox: Option<Box<MailboxStats>>,
+    /// Events the run told (runs only): a count, not a time, so telling one costs no clock
+    /// read; the console notes when it last saw the count change.
+    pub(super) events: AtomicU64,
+    /// The count as the console last saw it, and since when (µs; 0: never seen one).
+    pub(super) events_seen: AtomicU64,
+    pub(super) events_changed_us: AtomicU64,
     pub(super) state: Mutex<State>,
 }
 
@@ -233,14 +268,14 @@ impl Entry {
             id,
             kind,
             name,
-            born_us: now_us,
+            born_us: AtomicU64::new(now_us),
+            life: AtomicU8::new(LIVE),
+            ended_us: AtomicU64::new(0),
             version: AtomicU64::new(1),
-            depth: AtomicUsize::new(0),
-            handled: AtomicU64::new(0),
-            last_handled_us: AtomicU64::new(now_us),
-            last_event_us: AtomicU64::new(0),
-            busy: Histogram::default(),
-            wait: Histogram::default(),
+            mailbox: None,
+            events: AtomicU64::new(0),
+            events_seen: AtomicU64::new(0),
+            events_changed_us: AtomicU64::new(0),
             state: Mutex::new(State {
                 identity: Identity::default(),
                 activity: Activity::Idle,
@@ -248,6 +283,28 @@ impl Entry {
                 holds: Vec::new(),
             }),
         }
+    }
+
+    /// When the run's last event was noticed (`None`: it told none): a sample that finds the
+    /// count changed since the last one notes it as of `now`.
+    pub(super) fn noted_event(&self, now: u64) -> Option<u64> {
+        let events = self.events.load(Ordering::Relaxed);
+        if events == 0 {
+            return None;
+        }
+        if self.events_seen.swap(events, Ordering::Relaxed) != events {
+            self.events_changed_us.store(now, Ordering::Relaxed);
+            return Some(now);
+        }
+        Some(self.events_changed_us.load(Ordering::Relaxed))
+    }
+
+    pub(super) fn born_us(&self) -> u64 {
+        self.born_us.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn is_live(&self) -> bool {
+        self.life.load(Ordering::Acquire) == LIVE
     }
 
     pub(super) fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -272,25 +329,30 @@ impl Drop for Tracked {
     }
 }
 
-/// An actor's handle on its console entry: what it is, what it does. With the console off,
-/// every method is a no-op on a `None`, costing one branch.
-///
-/// Get one from a counted [`Mailbox`](crate::Mailbox) ([`Mailbox::probe`](crate::Mailbox::probe))
-/// or, for work that has no mailbox, from [`Host::probe`](crate::Host::probe). Clones share the
-/// entry; it ends when the last clone is dropped.
+/// Where a probe's entry is: its own, or one slot of a [`Group`](super::Group).
 #[derive(Clone, Default)]
-pub struct Probe(Option<Arc<Tracked>>);
+enum Link {
+    #[default]
+    Off,
+    One(Arc<Tracked>),
+    Member(Arc<GroupInner>, usize),
+}
+
+/// An actor's handle on its console entry: what it is, what it does. With the console off,
+/// every method is a no-op costing one branch.
+///
+/// Get one from a counted [`Mailbox`](crate::Mailbox) ([`Mailbox::probe`](crate::Mailbox::probe)),
+/// for work that has no mailbox from [`Host::probe`](crate::Host::probe), or for many short
+/// pieces of work at once from a [`Group`](super::Group). Clones share the entry; a lone entry
+/// ends when the last clone is dropped, a group's member when the group says so.
+#[derive(Clone, Default)]
+pub struct Probe(Link);
 
 impl fmt::Debug for Probe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
+        match self.parts() {
             None => f.write_str("Probe(off)"),
-            Some(tracked) => write!(
-                f,
-                "Probe({} #{})",
-                tracked.entry.name.as_str(),
-                tracked.entry.id
-            ),
+            Some((entry, _)) => write!(f, "Probe({} #{})", entry.name.as_str(), entry.id),
         }
     }
 }
@@ -298,48 +360,59 @@ impl fmt::Debug for Probe {
 impl Probe {
     /// A probe that records nothing (the console is off).
     pub fn none() -> Probe {
-        Probe(None)
+        Probe(Link::Off)
     }
 
     pub(super) fn tracking(entry: Arc<Entry>, shared: Arc<Shared>) -> Probe {
-        Probe(Some(Arc::new(Tracked { entry, shared })))
+        Probe(Link::One(Arc::new(Tracked { entry, shared })))
+    }
+
+    pub(super) fn member(group: Arc<GroupInner>, index: usize) -> Probe {
+        Probe(Link::Member(group, index))
+    }
+
+    fn parts(&self) -> Option<(&Entry, &Shared)> {
+        match &self.0 {
+            Link::Off => None,
+            Link::One(tracked) => Some((&tracked.entry, &tracked.shared)),
+            Link::Member(group, index) => group.member(*index),
+        }
     }
 
     /// Whether a console records this probe's actor.
     pub fn is_on(&self) -> bool {
-        self.0.is_some()
+        !matches!(self.0, Link::Off)
     }
 
     /// The entry's ID on the console, when one records it.
     pub fn id(&self) -> Option<u64> {
-        self.0.as_ref().map(|tracked| tracked.entry.id)
+        self.parts().map(|(entry, _)| entry.id)
     }
 
-    fn with(&self, change: impl FnOnce(&Tracked)) {
-        if let Some(tracked) = &self.0 {
-            change(tracked);
-            tracked.entry.changed();
+    fn with(&self, change: impl FnOnce(&Entry, &Shared)) {
+        if let Some((entry, shared)) = self.parts() {
+            change(entry, shared);
+            entry.changed();
         }
     }
 
     /// Sets who the actor is; `fill` runs only when the console is on, so building the
     /// identity costs nothing otherwise.
     pub fn identify(&self, fill: impl FnOnce(&mut Identity)) {
-        self.with(|tracked| fill(&mut tracked.entry.state().identity));
+        self.with(|entry, _| fill(&mut entry.state().identity));
     }
 
     /// Who the actor is, as its owner said.
     pub fn identity(&self) -> Option<Identity> {
-        self.0
-            .as_ref()
-            .map(|tracked| tracked.entry.state().identity.clone())
+        self.parts()
+            .map(|(entry, _)| entry.state().identity.clone())
     }
 
     /// Sets what the actor does now, from now on.
     pub fn set(&self, activity: Activity) {
-        self.with(|tracked| {
-            let now = tracked.shared.now_us();
-            let mut state = tracked.entry.state();
+        self.with(|entry, shared| {
+            let now = shared.now_us();
+            let mut state = entry.state();
             state.activity = activity;
             state.since_us = now;
         });
@@ -366,51 +439,50 @@ impl Probe {
         }
     }
 
-    /// Notes that the run told an event now (the "run with no event" lint reads it).
+    /// Notes that the run told an event (the "run with no event" lint reads it; its time is
+    /// when a sample first sees the count changed, within one sample).
     pub fn event(&self) {
-        if let Some(tracked) = &self.0 {
-            let now = tracked.shared.now_us();
-            tracked.entry.last_event_us.store(now, Ordering::Relaxed);
+        if let Some((entry, _)) = self.parts() {
+            entry.events.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// Notes that the actor holds the lease on `path` until the returned guard is dropped.
     pub fn holding(&self, path: &Path) -> Holding {
-        let Some(tracked) = &self.0 else {
+        let Some((entry, shared)) = self.parts() else {
             return Holding(None);
         };
-        let now = tracked.shared.now_us();
-        tracked.entry.state().holds.push((path.to_path_buf(), now));
-        tracked.entry.changed();
+        let now = shared.now_us();
+        entry.state().holds.push((path.to_path_buf(), now));
+        entry.changed();
         Holding(Some((self.clone(), path.to_path_buf())))
     }
 
     /// The message was put in this actor's mailbox.
     pub(crate) fn sent(&self) {
-        if let Some(tracked) = &self.0 {
-            tracked.entry.depth.fetch_add(1, Ordering::Relaxed);
-            tracked.entry.changed();
+        if let Some(mailbox) = self.parts().and_then(|(entry, _)| entry.mailbox.as_deref()) {
+            mailbox.depth.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     /// The message left the mailbox unhandled (the actor stopped).
     pub(crate) fn dropped(&self) {
-        if let Some(tracked) = &self.0 {
-            tracked.entry.depth.fetch_sub(1, Ordering::Relaxed);
-            tracked.entry.changed();
+        if let Some(mailbox) = self.parts().and_then(|(entry, _)| entry.mailbox.as_deref()) {
+            mailbox.depth.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
     /// The message of type `message` is handled from now until the returned guard is dropped,
     /// after waiting `wait_us` in the mailbox.
     pub(crate) fn handling(&self, message: &'static str, wait_us: u64) -> Handling {
-        let Some(tracked) = &self.0 else {
+        let Some((entry, shared)) = self.parts() else {
             return Handling(None);
         };
-        let entry = &tracked.entry;
-        entry.depth.fetch_sub(1, Ordering::Relaxed);
-        entry.wait.record(wait_us);
-        let now = tracked.shared.now_us();
+        if let Some(mailbox) = entry.mailbox.as_deref() {
+            mailbox.depth.fetch_sub(1, Ordering::Relaxed);
+            mailbox.wait.record(wait_us);
+        }
+        let now = shared.now_us();
         let before = {
             let mut state = entry.state();
             let before = std::mem::replace(
@@ -443,12 +515,15 @@ impl Drop for Handling {
         let Some((probe, started, (before, since))) = self.0.take() else {
             return;
         };
-        let Some(tracked) = &probe.0 else { return };
-        let now = tracked.shared.now_us();
-        let entry = &tracked.entry;
-        entry.busy.record(now.saturating_sub(started));
-        entry.handled.fetch_add(1, Ordering::Relaxed);
-        entry.last_handled_us.store(now, Ordering::Relaxed);
+        let Some((entry, shared)) = probe.parts() else {
+            return;
+        };
+        let now = shared.now_us();
+        if let Some(mailbox) = entry.mailbox.as_deref() {
+            mailbox.busy.record(now.saturating_sub(started));
+            mailbox.handled.fetch_add(1, Ordering::Relaxed);
+            mailbox.last_handled_us.store(now, Ordering::Relaxed);
+        }
         {
             let mut state = entry.state();
             // A handler that set an activity of its own keeps it.
@@ -470,8 +545,8 @@ impl Drop for Holding {
         let Some((probe, path)) = self.0.take() else {
             return;
         };
-        probe.with(|tracked| {
-            let mut state = tracked.entry.state();
+        probe.with(|entry, _| {
+            let mut state = entry.state();
             if let Some(at) = state.holds.iter().position(|(held, _)| *held == path) {
                 state.holds.swap_remove(at);
             }

@@ -17,7 +17,7 @@ fn waiting_run(dir: &std::path::Path) -> (std::process::Child, std::path::PathBu
         dir,
         "script.jsonl",
         &[
-            json!({"tool_calls": [{"id": "slow", "name": "bash", "arguments": {"command": format!("while [ ! -e '{}' ]; do sleep 0.05; done; echo opened", gate.display())}}]}),
+            json!({"tool_calls": [{"id": "slow", "name": "bash", "arguments": {"command": format!("touch '{}'; while [ ! -e '{}' ]; do sleep 0.05; done; echo opened", dir.join("started").display(), gate.display())}}]}),
             json!({"text": "finished"}),
         ],
     );
@@ -33,9 +33,13 @@ fn waiting_run(dir: &std::path::Path) -> (std::process::Child, std::path::PathBu
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // The call runs (its command said so): the console shows it from now on.
     let started = std::time::Instant::now();
-    while !socket.exists() {
-        assert!(started.elapsed() < support::HANG_GUARD, "no console socket");
+    while !(socket.exists() && dir.join("started").exists()) {
+        assert!(
+            started.elapsed() < support::HANG_GUARD,
+            "no console socket, or the call never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     (child, gate)
