@@ -763,6 +763,50 @@ mod tests {
     }
 
     #[test]
+    fn a_viewer_that_reads_too_slowly_is_told_how_many_updates_it_missed() {
+        use std::io::BufRead as _;
+        let runtime = runtime();
+        let console = Console::new(ConsoleConfig {
+            rate: 100,
+            ..ConsoleConfig::default()
+        });
+        // Enough entries that one update is far more than the sockets hold.
+        let probes: Vec<Probe> = (0..100_000)
+            .map(|_| {
+                let probe = console.register(Kind::Other, "Busy");
+                probe.running(|| "something".into());
+                probe
+            })
+            .collect();
+        let server = console
+            .serve(&"127.0.0.1:0".parse().unwrap(), runtime.handle())
+            .unwrap();
+        let ConsoleAddr::Tcp(addr) = server.addr().clone() else {
+            panic!("not TCP")
+        };
+        let stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        let mut reader = std::io::BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(line.contains("hello"));
+        // A slow reader: the snapshot's write stays blocked meanwhile.
+        std::thread::sleep(Duration::from_millis(300));
+        let dropped = loop {
+            line.clear();
+            assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+            match serde_json::from_str::<Update>(&line).unwrap() {
+                Update::Delta(delta) => break delta.dropped,
+                Update::Snapshot(snapshot) => assert_eq!(snapshot.actors.len(), probes.len()),
+                _ => {}
+            }
+        };
+        assert!(dropped > 0, "the missed updates were not counted");
+    }
+
+    #[test]
     fn an_ended_actor_leaves_the_live_list_for_a_bounded_history() {
         let console = Console::new(ConsoleConfig {
             history: 3,
