@@ -139,3 +139,64 @@ fn tool_calls_and_model_requests_follow_the_genai_conventions() {
     assert!(attribute(message, "mailbox_wait_us").is_some());
     assert!(attribute(message, "queue_depth").is_some());
 }
+
+#[test]
+fn the_actor_consoles_figures_are_metrics_a_reader_collects() {
+    use golato::host::console::{ConsoleConfig, Kind};
+    use opentelemetry::metrics::MeterProvider as _;
+    use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+
+    let off = golato::Host::new(golato::HostConfig::default()).unwrap();
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    let meter = provider.meter("golato-test");
+    let refused = golato::observe::otel::console_metrics(&off, &meter).unwrap_err();
+    assert!(refused.to_string().contains("HostConfig"), "{refused}");
+
+    let host = golato::Host::new(golato::HostConfig {
+        console: Some(ConsoleConfig {
+            handler_threshold: std::time::Duration::ZERO,
+            ..ConsoleConfig::default()
+        }),
+        ..golato::HostConfig::default()
+    })
+    .unwrap();
+    let _metrics = golato::observe::otel::console_metrics(&host, &meter).unwrap();
+    // Two actors of another kind, one of them running (and so flagged at once).
+    let idle = host.probe(Kind::Other, "Idle");
+    let busy = host.probe(Kind::Other, "Busy");
+    busy.running(|| "work".into());
+    // The lint needs its threshold (zero) passed: the console's clock has moved on.
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    provider.force_flush().unwrap();
+
+    let finished = exporter.get_finished_metrics().unwrap();
+    let gauge = |name: &str, key: &str, value: &str| -> Option<u64> {
+        finished
+            .iter()
+            .flat_map(|resource| resource.scope_metrics())
+            .flat_map(|scope| scope.metrics())
+            .filter(|metric| metric.name() == name)
+            .find_map(|metric| match metric.data() {
+                AggregatedMetrics::U64(MetricData::Gauge(gauge)) => gauge
+                    .data_points()
+                    .find(|point| {
+                        point
+                            .attributes()
+                            .any(|kv| kv.key.as_str() == key && kv.value.as_str() == value)
+                    })
+                    .map(|point| point.value()),
+                _ => None,
+            })
+    };
+    assert_eq!(gauge("golato.actors", "kind", "other"), Some(2));
+    assert_eq!(
+        gauge("golato.console.lints", "lint", "handler_running"),
+        Some(1)
+    );
+    drop((idle, busy));
+    provider.shutdown().unwrap();
+}
