@@ -250,7 +250,12 @@ impl Console {
 
     /// Everything now: the live actors, the path locks, the lints and the recent history.
     pub fn snapshot(&self) -> Snapshot {
-        let sample = self.sample(|_, _| true);
+        self.snapshot_of(self.sample(|_, _| true), 0)
+    }
+
+    /// The snapshot of a sample of every actor, with the recent history; `dropped` as a
+    /// connection counted it.
+    fn snapshot_of(&self, sample: Sample, dropped: u64) -> Snapshot {
         Snapshot {
             at_ms: sample.now / 1_000,
             ended: self
@@ -261,7 +266,7 @@ impl Console {
             actors: sample.views.into_iter().map(|(_, view)| view).collect(),
             locks: sample.locks,
             lints: sample.lints,
-            dropped: 0,
+            dropped,
         }
     }
 

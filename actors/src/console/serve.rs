@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-use super::{Console, Delta, Snapshot, Update, WIRE_VERSION};
+use super::{Console, Delta, Update, WIRE_VERSION};
 
 /// Where a console is served: a TCP address (`127.0.0.1:6669`) or a Unix socket's path
 /// (`unix:/run/golato.sock`, or any value with a `/`).
@@ -224,18 +224,7 @@ async fn connection<W: AsyncWrite + Unpin>(console: Console, mut out: W, stop: C
                 .map(|(version, view)| (view.id, *version))
                 .collect();
             last_sent_us = sample.now;
-            Update::Snapshot(Snapshot {
-                at_ms: sample.now / 1_000,
-                ended: console
-                    .history(sample.now, 0)
-                    .into_iter()
-                    .map(|(_, view)| view)
-                    .collect(),
-                actors: sample.views.into_iter().map(|(_, view)| view).collect(),
-                locks: sample.locks,
-                lints: sample.lints,
-                dropped,
-            })
+            Update::Snapshot(console.snapshot_of(sample, dropped))
         } else {
             let mut seen = HashSet::with_capacity(sent.len());
             let sample = console.sample(|id, version| {
