@@ -186,6 +186,11 @@ impl Reader {
             self.judge(node, parents.last().copied().unwrap_or_default(), line);
             match node.kind() {
                 "command" => misread |= self.command(node, line, depth),
+                // tree-sitter-bash glues what follows `<<EOF` on its line into the delimiter
+                // (`EOF;`) or hangs it on the here-document as words (`<<EOF; rm f` inside a
+                // `case` arm): bash runs it as commands, so the line is read again in pieces.
+                "heredoc_start" => misread |= !plain_delimiter(words::source(node, line)),
+                "heredoc_redirect" => misread |= heredoc_words(node).next().is_some(),
                 "declaration_command" | "unset_command" => {
                     let text = words::source(node, line).to_owned();
                     self.push_command(vec![Form {
@@ -307,9 +312,22 @@ impl Reader {
                 "list" | "pipeline" => around = parent.parent(),
                 "redirected_statement" => {
                     let mut cursor = parent.walk();
-                    fed.extend(parent.named_children(&mut cursor).filter(|child| {
-                        matches!(child.kind(), "heredoc_redirect" | "herestring_redirect")
-                    }));
+                    let redirects: Vec<Node<'_>> = parent
+                        .named_children(&mut cursor)
+                        .filter(|child| {
+                            matches!(child.kind(), "heredoc_redirect" | "herestring_redirect")
+                        })
+                        .collect();
+                    // `cat <<EOF a b` runs `cat a b`: the words are this command's when the
+                    // statement is its own.
+                    if parent.id() == node.parent().map_or(0, |own| own.id()) {
+                        for heredoc in &redirects {
+                            words.extend(
+                                heredoc_words(*heredoc).map(|word| words::value(word, line)),
+                            );
+                        }
+                    }
+                    fed.extend(redirects);
                     break;
                 }
                 _ => break,
@@ -458,6 +476,34 @@ fn allowable_forms(words: &[Word], assigned: bool, forms: &mut Vec<Form>) {
     }
 }
 
+/// Whether a here-document's delimiter, as the grammar took it, is one word bash would take
+/// whole: an operator or a blank in it means the grammar read past where bash stops.
+fn plain_delimiter(delimiter: &str) -> bool {
+    !delimiter.is_empty()
+        && !delimiter.contains(|c: char| ";&|()<>".contains(c) || c.is_whitespace())
+}
+
+/// The words the grammar hangs on a here-document after its delimiter (`cat <<EOF a b`):
+/// bash gives them to the command, or runs them after an operator the grammar lost.
+fn heredoc_words<'tree>(heredoc: Node<'tree>) -> impl Iterator<Item = Node<'tree>> {
+    let mut cursor = heredoc.walk();
+    let children: Vec<Node<'tree>> = heredoc.named_children(&mut cursor).collect();
+    children.into_iter().filter(|child| {
+        !matches!(
+            child.kind(),
+            "heredoc_start"
+                | "heredoc_body"
+                | "heredoc_end"
+                | "command"
+                | "pipeline"
+                | "list"
+                | "redirected_statement"
+                | "file_redirect"
+                | "comment"
+        )
+    })
+}
+
 /// The text a here-document (its body) or a here-string (its word's value) feeds a command.
 fn fed_text(input: Node<'_>, line: &str) -> String {
     let mut cursor = input.walk();
@@ -549,6 +595,9 @@ mod tests {
         assert!(written("function g { rm f; }; g").contains(&"rm f".to_owned()));
         assert!(written("if a; then b; elif rm f; then c; fi").contains(&"rm f".to_owned()));
         assert!(written("cat <<EOF\n$(rm f)\nEOF").contains(&"rm f".to_owned()));
+        // The grammar glues `;` to the delimiter, or hangs words on the here-document.
+        assert!(seen("case x in x) cat <<EOF; rm f\nx\nEOF\n;; esac").contains(&"rm f".to_owned()));
+        assert!(written("cat <<EOF a b\nx\nEOF").contains(&"cat a b".to_owned()));
     }
 
     #[test]
@@ -616,6 +665,7 @@ mod tests {
             "echo 'open",
             "git $'status'",
             "cat <<EOF\n$x\nEOF",
+            "git log <<EOF a\nx\nEOF",
         ] {
             assert!(!commands(line).plain, "{line}");
         }
