@@ -14,6 +14,7 @@ mod client_files;
 #[cfg(feature = "durable")]
 mod durable;
 mod oversized;
+mod permission;
 mod prompt;
 mod sessions;
 mod updates;
@@ -35,8 +36,8 @@ use agent_client_protocol::Agent;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{AcpArgs, AgentArgs, McpCommand};
+use crate::error::{CliError, Exit};
 use crate::settings::Settings;
-use crate::{CliError, Exit};
 use sessions::{list_sessions, load_session, new_session, set_config_option, set_mode};
 
 /// The connection to the client, as handlers and drivers use it.

@@ -14,7 +14,7 @@ use golato::host::console::{ConsoleAddr, Update};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 
 use crate::args::ConsoleArgs;
-use crate::{CliError, Exit};
+use crate::error::{CliError, Exit};
 use model::{Model, Tab};
 
 /// The longest line the viewer reads: a snapshot of a very busy host.

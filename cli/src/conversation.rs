@@ -18,10 +18,10 @@ use golato::agent::compaction::Summary;
 use golato::agent::{Event, Input};
 use golato::message::{Message, UserMessage};
 
+use crate::error::CliError;
 use crate::settings::Settings;
 use crate::setup::agent::Built;
 use crate::store::session::{Opened, Saved, Writer};
-use crate::CliError;
 
 /// How a conversation opens.
 #[derive(Default)]
@@ -124,7 +124,7 @@ impl Conversation {
             mut saving,
         } = opened;
         if let Some(saving) = &mut saving {
-            saving.started_with(&settings);
+            saving.started_with(settings.model_origin());
         }
         header.session = saving.as_ref().map(Writer::id);
         let offered = expansion::Offered::gather(&settings.cwd, settings.trusted);
@@ -318,7 +318,7 @@ impl Conversation {
         self.saving =
             crate::store::session::open(None, &self.settings.cwd, self.ephemeral, true)?.saving;
         if let Some(saving) = &mut self.saving {
-            saving.started_with(&self.settings);
+            saving.started_with(self.settings.model_origin());
         }
         self.tell_hooks();
         Ok(())
@@ -395,7 +395,7 @@ impl Conversation {
         }
         let old = self.saving.as_ref().map(Writer::id);
         let mut writer = Writer::create(&self.settings.cwd)?;
-        writer.started_with(&self.settings);
+        writer.started_with(self.settings.model_origin());
         for message in &self.transcript {
             writer.step(message);
         }

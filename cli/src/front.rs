@@ -39,11 +39,11 @@ use ratatui::widgets::{Paragraph, Widget as _};
 use ratatui::{Terminal, TerminalOptions, Viewport};
 
 use crate::args::ChatArgs;
+use crate::error::{CliError, Exit};
 use crate::interrupt::Signals;
 use crate::settings::Settings;
 use crate::setup::approve::Question;
 use crate::view::report::{Answer, Tally};
-use crate::{CliError, Exit};
 
 use chat::{Chat, Running};
 use editor::Editor;

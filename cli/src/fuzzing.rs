@@ -44,11 +44,11 @@ pub fn session_file(bytes: &[u8]) {
 /// Parses `text` as a configuration file, as `golato config` shows it and as a project's file
 /// is judged: once the untrusted settings are taken out, none is left.
 pub fn config_file(text: &str) {
-    let Ok((settings, profiles)) = crate::settings::config::parse(text) else {
+    let Ok((settings, profiles)) = crate::settings::file_settings::parse(text) else {
         return;
     };
     for mut settings in std::iter::once(settings).chain(profiles.into_values()) {
-        let _ = crate::settings::config::entries(&settings);
+        let _ = crate::settings::file_settings::entries(&settings);
         crate::settings::config::untrusted(&mut settings);
         let left = crate::settings::config::untrusted(&mut settings);
         if !left.is_empty() {

@@ -3,41 +3,8 @@
 
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::CliError;
-
-/// A signal that interrupts a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Signal {
-    /// Ctrl-C.
-    Interrupt,
-    /// `kill`'s default.
-    Terminate,
-    /// The terminal was closed.
-    Hangup,
-    /// Ctrl-\\.
-    Quit,
-}
-
-impl Signal {
-    /// The shell's convention: 128 + the signal number.
-    pub(crate) fn exit_code(self) -> u8 {
-        match self {
-            Signal::Interrupt => 130,
-            Signal::Terminate => 143,
-            Signal::Hangup => 129,
-            Signal::Quit => 131,
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Signal::Interrupt => "SIGINT",
-            Signal::Terminate => "SIGTERM",
-            Signal::Hangup => "SIGHUP",
-            Signal::Quit => "SIGQUIT",
-        }
-    }
-}
+use crate::error::CliError;
+pub(crate) use crate::error::Signal;
 
 /// Listens for SIGINT, SIGTERM, SIGHUP and SIGQUIT from the moment it is made: the default
 /// action (dying at once, leaving tools' processes behind under init) no longer applies.
@@ -77,5 +44,22 @@ impl Signals {
             _ = self.hangup.recv() => Signal::Hangup,
             _ = self.quit.recv() => Signal::Quit,
         }
+    }
+}
+
+/// SIGINT or SIGTERM, which one.
+#[cfg(feature = "durable")]
+pub(crate) async fn interrupted() -> crate::interrupt::Signal {
+    use crate::interrupt::Signal;
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = interrupt.recv() => Signal::Interrupt,
+        _ = terminate.recv() => Signal::Terminate,
     }
 }

@@ -23,6 +23,7 @@ mod bounded;
 mod commands;
 mod console;
 mod conversation;
+mod error;
 mod front;
 mod interrupt;
 mod settings;
@@ -41,19 +42,7 @@ pub mod fuzzing;
 use std::process::ExitCode;
 
 use args::{Cli, Command};
-
-/// How the program ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Exit {
-    /// The run ended normally (or the tool's result was a success).
-    Success,
-    /// The run ended with an error outcome (or the tool's result was an error).
-    Failure,
-    /// The command line or its inputs were wrong; nothing ran.
-    Usage,
-    /// A signal cancelled the run; the code is 128 + the signal number.
-    Interrupted(interrupt::Signal),
-}
+use error::{CliError, Exit};
 
 /// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr
 /// (clap's message and its tips), exit status 2.
@@ -111,40 +100,6 @@ fn usage_error(error: &clap::Error) -> ExitCode {
     }
     eprintln!("golato: {}; see '{command} --help'", parts.join("; "));
     Exit::Usage.into()
-}
-
-impl From<Exit> for ExitCode {
-    fn from(exit: Exit) -> ExitCode {
-        ExitCode::from(exit.code())
-    }
-}
-
-impl Exit {
-    pub(crate) fn code(self) -> u8 {
-        match self {
-            Exit::Success => 0,
-            Exit::Failure => 1,
-            Exit::Usage => 2,
-            Exit::Interrupted(signal) => signal.exit_code(),
-        }
-    }
-}
-
-/// Why a command could not run at all. Both kinds print one line on stderr.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CliError {
-    /// A flag, a file or the environment is wrong: exit 2, before anything runs.
-    #[error("{0}")]
-    Usage(String),
-    /// Something failed after the run began (writing output, a recording): exit 1.
-    #[error("{0}")]
-    Failed(String),
-}
-
-impl CliError {
-    pub(crate) fn usage(message: impl Into<String>) -> CliError {
-        CliError::Usage(message.into())
-    }
 }
 
 /// The command line, with the names of the flags given on it (configuration fills the rest).

@@ -19,4 +19,5 @@ pub(crate) mod reviewer_source;
 pub(crate) mod session_hooks;
 pub(crate) mod skills;
 pub(crate) mod subagents;
+pub(crate) mod tools;
 pub(crate) mod trace;

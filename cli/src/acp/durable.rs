@@ -39,8 +39,11 @@ struct Following {
 
 impl Durable {
     /// A follower of runs on the server at `ingress` (`admin` to cancel them).
-    pub(crate) fn new(ingress: &str, admin: Option<&str>) -> Result<Durable, crate::CliError> {
-        let usage = |error: golato_restate::Error| crate::CliError::usage(error.to_string());
+    pub(crate) fn new(
+        ingress: &str,
+        admin: Option<&str>,
+    ) -> Result<Durable, crate::error::CliError> {
+        let usage = |error: golato_restate::Error| crate::error::CliError::usage(error.to_string());
         let mut client = Client::new(ingress)
             .map_err(usage)?
             .with_reconnect_for(std::time::Duration::from_secs(120));
@@ -361,7 +364,7 @@ fn ask(
         remember: None,
         reply,
     };
-    super::prompt::ask(state, session, asked, cx, cancel);
+    super::permission::ask(state, session, asked, cx, cancel);
     let (client, run, call) = (durable.client.clone(), run.to_owned(), question.call_id);
     tokio::spawn(async move {
         let answer = match answered.await {

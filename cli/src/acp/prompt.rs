@@ -4,17 +4,14 @@
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
-    ContentBlock, EmbeddedResourceResource, PermissionOption, PermissionOptionKind, PromptRequest,
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionNotification,
-    StopReason, ToolCallUpdate, ToolCallUpdateFields,
+    ContentBlock, EmbeddedResourceResource, PromptRequest, PromptResponse, SessionNotification,
+    StopReason,
 };
 use golato::agent::Event;
 use golato::message::{Content, UserMessage};
 use tokio_util::sync::CancellationToken;
 
 use super::{invalid_params, updates::Updates, Connection, Session, State};
-use crate::setup::approve::{Question, Reply};
-use crate::view::report::Answer;
 
 type Responder = agent_client_protocol::v1::Responder<PromptResponse>;
 
@@ -241,7 +238,7 @@ async fn drive(
                 }
             }
             Some(question) = crate::setup::approve::next_question(&mut session.conversation.questions) => {
-                ask(state, &id, question, cx.clone(), cancel.clone());
+                super::permission::ask(state, &id, question, cx.clone(), cancel.clone());
             }
         }
     }
@@ -285,7 +282,7 @@ async fn fill(
                 return filled.map_err(|why| invalid_params(crate::view::shown::visible(&why).into_owned()));
             }
             Some(question) = crate::setup::approve::next_question(&mut session.conversation.questions) => {
-                ask(state, &id, question, cx.clone(), cancel.clone());
+                super::permission::ask(state, &id, question, cx.clone(), cancel.clone());
             }
         }
     }
@@ -304,76 +301,5 @@ fn follow_background(
             let update = super::updates::background_ended(&call_id, &how);
             let _ = cx.send_notification(SessionNotification::new(session_id, update));
         }
-    });
-}
-
-/// The option IDs golato offers, and what each answers.
-const OPTIONS: [(&str, &str, PermissionOptionKind); 4] = [
-    ("allow-once", "Allow", PermissionOptionKind::AllowOnce),
-    (
-        "allow-always",
-        "Allow always (this tool, this session)",
-        PermissionOptionKind::AllowAlways,
-    ),
-    ("reject-once", "Reject", PermissionOptionKind::RejectOnce),
-    (
-        "reject-always",
-        "Reject always (this tool, this session)",
-        PermissionOptionKind::RejectAlways,
-    ),
-];
-
-/// golato's decision for the option the client chose (an unknown one refuses).
-fn reply_for(option: &str) -> Reply {
-    match option {
-        "allow-once" => Answer::Yes.into(),
-        "allow-always" => Answer::Always.into(),
-        "reject-always" => Reply::NeverAgain,
-        _ => Answer::No.into(),
-    }
-}
-
-/// Asks the client about a call, on a task of its own (the run goes on streaming meanwhile).
-/// No answer within the timeout, a cancelled turn or a client gone away refuse the call.
-pub(super) fn ask(
-    state: &State,
-    session: &str,
-    question: Question,
-    cx: Connection,
-    cancel: CancellationToken,
-) {
-    let timeout = state.permission_timeout;
-    let request = RequestPermissionRequest::new(
-        session.to_owned(),
-        ToolCallUpdate::new(
-            question.call_id.clone(),
-            ToolCallUpdateFields::new()
-                .title(crate::view::shown::visible(&question.detail).into_owned())
-                .raw_input(question.arguments.clone()),
-        ),
-        OPTIONS
-            .iter()
-            .map(|(id, name, kind)| PermissionOption::new(*id, *name, *kind))
-            .collect(),
-    );
-    tokio::spawn(async move {
-        let sent = cx.send_request(request).block_task();
-        let reply: Reply = tokio::select! {
-            answered = sent => match answered {
-                Ok(response) => match response.outcome {
-                    RequestPermissionOutcome::Selected(selected) => reply_for(&selected.option_id.0),
-                    _ => Answer::No.into(),
-                },
-                Err(error) => Reply::Unanswered(format!(
-                    "it needed permission and the client could not be asked ({error})"
-                )),
-            },
-            () = tokio::time::sleep(timeout) => Reply::Unanswered(format!(
-                "it needed permission and nobody answered the request within {} s",
-                timeout.as_secs()
-            )),
-            () = cancel.cancelled() => Answer::No.into(),
-        };
-        let _ = question.reply.send(reply);
     });
 }

@@ -399,7 +399,7 @@ pub(super) fn list_sessions(
                 .map(|since| since.as_secs())
                 .unwrap_or_default();
             SessionInfo::new(saved.header.id.clone(), saved.header.cwd.clone())
-                .title(crate::view::live::clip(title))
+                .title(crate::view::label::clip(title))
                 .updated_at(crate::view::shown::utc_time(updated))
         })
         .collect();

@@ -12,13 +12,13 @@ use golato::message::UserMessage;
 use crate::args::ChatArgs;
 use crate::commands::run::spinners;
 use crate::conversation::{Conversation, Opening};
+use crate::error::{CliError, Exit};
 use crate::interrupt::Signals;
 use crate::settings::Settings;
 use crate::setup::approve::Question;
 use crate::view::live::{Live, Target};
 use crate::view::report::describe;
 use crate::view::report::{Answer, Ending, Tally, View};
-use crate::{CliError, Exit};
 
 /// What starts a follow-up instead of steering.
 const FOLLOW_UP: char = '+';

@@ -6,12 +6,12 @@ use std::collections::BTreeMap;
 use golato::policy::CallPolicy;
 
 use crate::args::ConfigArgs;
+use crate::error::CliError;
 use crate::settings::config;
-use crate::CliError;
 
 /// `golato hooks`: the command hooks in effect, each with where it is configured.
-pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
-    let layers = config::shown_layers(&args)?;
+pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::error::Exit, CliError> {
+    let layers = crate::settings::resolved::shown_layers(&args)?;
     let mut policy = CallPolicy::new();
     for layer in layers {
         // What was left out is said here too: "no hooks here" of a file whose every hook was
@@ -31,13 +31,13 @@ pub(crate) fn hooks(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     for line in described {
         println!("{}", crate::view::shown::visible(&line));
     }
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }
 
 /// `golato config`: every setting in effect, and where it comes from.
-pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
+pub(crate) fn show(args: ConfigArgs) -> Result<crate::error::Exit, CliError> {
     use std::io::Write as _;
-    let layers = config::shown_layers(&args)?;
+    let layers = crate::settings::resolved::shown_layers(&args)?;
     let mut out = std::io::stdout().lock();
     // Every line as a terminal shows it safely: paths, sources and values come from files a
     // repository brings (a folder named with an escape sequence would drive the terminal).
@@ -53,7 +53,7 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     }
     let mut effective: BTreeMap<&'static str, (String, String)> = BTreeMap::new();
     for layer in &layers {
-        for (key, value) in config::entries(&layer.settings) {
+        for (key, value) in crate::settings::file_settings::entries(&layer.settings) {
             effective.insert(key, (value, layer.source.clone()));
         }
         if let Some(text) = config::ignored_text(layer) {
@@ -95,5 +95,5 @@ pub(crate) fn show(args: ConfigArgs) -> Result<crate::Exit, CliError> {
     if let Some(why) = &instructions.skipped {
         say!("# instructions: {}", crate::view::shown::visible(why));
     }
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }

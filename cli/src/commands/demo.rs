@@ -17,8 +17,8 @@ use golato::generator::{Delta, EventStream, Generator, Request, Scripted, Stream
 
 use crate::args::DemoArgs;
 use crate::commands::run::{drive, OneRun};
+use crate::error::{CliError, Exit};
 use crate::store::record::{Recorder, Recording};
-use crate::{CliError, Exit};
 
 /// The prompt the session was recorded with.
 pub(crate) const PROMPT: &str =

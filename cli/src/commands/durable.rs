@@ -3,7 +3,7 @@
 #[cfg(not(feature = "durable"))]
 use crate::args::SubmitArgs;
 use crate::args::{ControlArgs, ServeArgs};
-use crate::{CliError, Exit};
+use crate::error::{CliError, Exit};
 #[cfg(feature = "durable")]
 use std::sync::Arc;
 
@@ -135,7 +135,7 @@ pub(crate) async fn serve(
         ) as std::sync::Arc<dyn golato::builtin::SharedLock>),
         None => None,
     };
-    let children = match crate::setup::subagents::wanted(&settings) {
+    let children = match crate::setup::tools::wanted(&settings) {
         true => Some(durable_children(&args)?),
         false => None,
     };
@@ -205,7 +205,7 @@ pub(crate) async fn serve(
         eprintln!("golato: registered {advertised} with {admin}");
     }
     eprintln!("golato: serving durable runs on {address}");
-    interrupted().await;
+    crate::interrupt::interrupted().await;
     eprintln!("golato: stopping; runs in flight go on where Restate retries them");
     stop.cancel();
     let _ = server.await;
@@ -259,23 +259,6 @@ fn durable_children(
     let children = golato_restate::DurableChildren::new(client)
         .map_err(|error| CliError::usage(error.to_string()))?;
     Ok(std::sync::Arc::new(children))
-}
-
-/// SIGINT or SIGTERM, which one.
-#[cfg(feature = "durable")]
-pub(crate) async fn interrupted() -> crate::interrupt::Signal {
-    use crate::interrupt::Signal;
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = interrupt.recv() => Signal::Interrupt,
-        _ = terminate.recv() => Signal::Terminate,
-    }
 }
 
 /// The worker's log on stderr: each run's start, end and model requests (RUST_LOG filters

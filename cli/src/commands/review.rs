@@ -7,9 +7,9 @@ use std::io::{BufRead as _, Write as _};
 
 use serde::Deserialize;
 
+use crate::error::{CliError, Exit};
 use crate::settings::Settings;
 use crate::setup::reviewer::{Outcome, Told};
-use crate::{CliError, Exit};
 
 /// One call to review.
 #[derive(Debug, Deserialize)]

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use crate::args::{ResumeArgs, RunArgs, ViewArgs};
 use crate::conversation::{Conversation, Opening};
+use crate::error::{CliError, Exit};
 use crate::interrupt::Signals;
 use crate::settings::Settings;
 use crate::setup::approve::Questions;
@@ -22,7 +23,6 @@ use crate::view::header::Header;
 use crate::view::json::JsonLines;
 use crate::view::live::{Live, Target};
 use crate::view::report::{describe, Answer, Ending, Tally, View};
-use crate::{CliError, Exit};
 
 pub(crate) async fn command(args: RunArgs, settings: Settings) -> Result<Exit, CliError> {
     let going_on = match args.continue_session {

@@ -4,11 +4,11 @@
 use std::io::Write as _;
 use std::path::Path;
 
+use crate::error::CliError;
 use crate::store::session::{self, directory, file, Header, Saved};
-use crate::CliError;
 
 /// `golato sessions repair ID`.
-pub(crate) fn repair(id: &str) -> Result<crate::Exit, CliError> {
+pub(crate) fn repair(id: &str) -> Result<crate::error::Exit, CliError> {
     let (id, path) = session::named(id)?;
     let id = id.as_str();
     let bytes = crate::bounded::read(&path, crate::bounded::SESSION_LIMIT).map_err(|why| {
@@ -19,11 +19,11 @@ pub(crate) fn repair(id: &str) -> Result<crate::Exit, CliError> {
     })?;
     let said = session::file::repair(&path, id, &bytes)?;
     let _ = writeln!(std::io::stdout().lock(), "{said}");
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }
 
 /// `golato sessions`: one line each, newest first.
-pub(crate) fn list(cwd: Option<&Path>) -> Result<crate::Exit, CliError> {
+pub(crate) fn list(cwd: Option<&Path>) -> Result<crate::error::Exit, CliError> {
     let (sessions, unreadable) = session::all()?;
     let cwd = cwd.map(|cwd| cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned()));
     let here = |header: Option<&Header>| {
@@ -53,7 +53,7 @@ pub(crate) fn list(cwd: Option<&Path>) -> Result<crate::Exit, CliError> {
             Some(cwd) => writeln!(out, "no sessions saved in {}", cwd.display()),
             None => writeln!(out, "no sessions saved in {}", directory()?.display()),
         };
-        return Ok(crate::Exit::Success);
+        return Ok(crate::error::Exit::Success);
     }
     let rows: Vec<[String; 5]> = shown
         .iter()
@@ -89,12 +89,12 @@ pub(crate) fn list(cwd: Option<&Path>) -> Result<crate::Exit, CliError> {
         line.push_str(&row[4]);
         let _ = writeln!(out, "{}", line.trim_end());
     }
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }
 
 /// `golato sessions rm ID`: the session's file and what repairs set aside beside it; refused
 /// while a golato writes it.
-pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
+pub(crate) fn remove(id: &str) -> Result<crate::error::Exit, CliError> {
     let (id, path) = session::named(id)?;
     let _lock = file::Lock::take(&path, &id)?;
     let failed = |error: std::io::Error| {
@@ -111,7 +111,7 @@ pub(crate) fn remove(id: &str) -> Result<crate::Exit, CliError> {
     let _ = std::fs::remove_dir_all(crate::store::transcripts::folder(&path));
     let _ = std::fs::remove_dir_all(crate::store::checkpoints::folder(&path));
     let _ = writeln!(std::io::stdout().lock(), "removed the session {id}");
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }
 
 /// `golato sessions network ID`: the connections in the details of the session's saved tool
@@ -122,7 +122,7 @@ pub(crate) fn reviews(
     id: Option<&str>,
     cwd: &std::path::Path,
     json: bool,
-) -> Result<crate::Exit, CliError> {
+) -> Result<crate::error::Exit, CliError> {
     let cwd = crate::settings::resolved::canonical_directory(cwd)?;
     let saved = session::find(id, Some(&cwd))?;
     let text = crate::bounded::read_text(&saved.path, crate::bounded::SESSION_LIMIT)
@@ -137,7 +137,7 @@ pub(crate) fn reviews(
         for review in &reviews {
             let _ = writeln!(out, "{review}");
         }
-        return Ok(crate::Exit::Success);
+        return Ok(crate::error::Exit::Success);
     }
     if reviews.is_empty() {
         let _ = writeln!(
@@ -163,10 +163,10 @@ pub(crate) fn reviews(
             }
         }
     }
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }
 
-pub(crate) fn network(id: &str, json: bool) -> Result<crate::Exit, CliError> {
+pub(crate) fn network(id: &str, json: bool) -> Result<crate::error::Exit, CliError> {
     let saved = session::find(Some(id), None)?;
     let connections: Vec<&serde_json::Value> = saved
         .transcript
@@ -183,7 +183,7 @@ pub(crate) fn network(id: &str, json: bool) -> Result<crate::Exit, CliError> {
         for connection in &connections {
             let _ = writeln!(out, "{connection}");
         }
-        return Ok(crate::Exit::Success);
+        return Ok(crate::error::Exit::Success);
     }
     if connections.is_empty() {
         let _ = writeln!(
@@ -191,7 +191,7 @@ pub(crate) fn network(id: &str, json: bool) -> Result<crate::Exit, CliError> {
             "no connections in the session {}: its commands made none through golato's proxy (--allow-domain)",
             saved.header.id
         );
-        return Ok(crate::Exit::Success);
+        return Ok(crate::error::Exit::Success);
     }
     for connection in connections {
         let text = |key: &str| connection[key].as_str().unwrap_or_default().to_owned();
@@ -216,5 +216,5 @@ pub(crate) fn network(id: &str, json: bool) -> Result<crate::Exit, CliError> {
             crate::view::shown::visible(&text("call")),
         );
     }
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }

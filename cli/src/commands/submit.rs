@@ -15,10 +15,10 @@ use serde_json::json;
 
 use crate::args::SubmitArgs;
 use crate::commands::questions::{self, Questions};
+use crate::error::{CliError, Exit};
 use crate::view::json::JsonLines;
 use crate::view::live::{Live, Target};
 use crate::view::report::{Ending, Tally, View};
-use crate::{CliError, Exit};
 
 /// Submits the prompt (or attaches to the run `--id` names), shows the run's events as they
 /// come, and prints the outcome: the final text, or JSON lines with `--json`.
@@ -76,7 +76,7 @@ pub(crate) async fn submit(args: SubmitArgs) -> Result<Exit, CliError> {
     let mut lines = None;
     // Ctrl-C detaches: the run is the server's, not this process's. Listened for across the
     // loop's turns (one made each turn would miss a signal sent while a turn's work runs).
-    let mut interrupted = std::pin::pin!(crate::commands::durable::interrupted());
+    let mut interrupted = std::pin::pin!(crate::interrupt::interrupted());
     let outcome = loop {
         tokio::select! {
             outcome = &mut submitted => break outcome.map_err(failed)?,

@@ -13,8 +13,8 @@ use golato::builtin;
 use golato::message::{AssistantMessage, Content, Message, ToolCall, UserMessage};
 
 use crate::args::ToolArgs;
+use crate::error::{CliError, Exit};
 use crate::interrupt::Signals;
-use crate::{CliError, Exit};
 
 pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
     let tools = builtin::new(builtin::Config {
@@ -43,7 +43,7 @@ pub(crate) async fn command(args: ToolArgs) -> Result<Exit, CliError> {
             .transpose()?,
         ..Default::default()
     })
-    .map_err(crate::setup::agent::builtin_error)?;
+    .map_err(crate::setup::tools::builtin_error)?;
     let json_args = if args.json_args == "-" {
         let mut read = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut read).map_err(|error| {

@@ -30,7 +30,7 @@ impl Shell {
         settings: &Settings,
         background: Option<&golato::builtin::Background>,
     ) -> Result<Shell, String> {
-        let tools = crate::setup::agent::builtin_tools(
+        let tools = crate::setup::tools::builtin_tools(
             settings,
             Vec::new(),
             None,

@@ -2,7 +2,7 @@
 //! the folder's trust allows), `--profile` and `--config`, then the flags, with the working
 //! directory made canonical before anything is resolved against it.
 //!
-//! Three stages stay apart, as in codex: what the files say ([`config::FileSettings`]), what
+//! Three stages stay apart, as in codex: what the files say ([`file_settings::FileSettings`]), what
 //! the command line overrides (the clap types in `crate::args`, which never leave the command
 //! that parsed them), and the one [`Settings`] everything in `setup/` and the front ends reads.
 
@@ -14,9 +14,10 @@ use std::time::Duration;
 use clap::ValueEnum as _;
 use golato::policy::CallPolicy;
 
-use super::config::{self, FileSettings, Trusting};
+use super::config::{self, Trusting};
+use super::file_settings::{self, FileSettings};
 use crate::args::{AgentArgs, Approve, McpCommand, ProviderKind, ReasoningEffort};
-use crate::CliError;
+use crate::error::CliError;
 
 /// The sandbox of `golato run` and `golato serve` when neither the flags nor the files choose
 /// one: the model's commands may change the project and temporary files, nothing else, and
@@ -123,6 +124,31 @@ impl Settings {
     /// Whether the sandbox confines the tools.
     pub(crate) fn sandboxed(&self) -> bool {
         self.sandbox.mode != golato::sandbox::Mode::Off
+    }
+
+    /// `--max-tokens` and `--max-cost`.
+    pub(crate) fn budget(&self) -> Option<golato::agent::Budget> {
+        let mut budget = golato::agent::Budget::default();
+        if let Some(tokens) = self.max_tokens {
+            budget = budget.with_max_tokens(tokens.get());
+        }
+        if let Some(dollars) = self.max_cost {
+            budget = budget.with_max_cost(dollars);
+        }
+        (budget != golato::agent::Budget::default()).then_some(budget)
+    }
+
+    /// What a new session notes of the model it starts with, to reach it again: provider,
+    /// model and base URL; nothing for a scripted model (no API, model or server to keep).
+    pub(crate) fn model_origin(&self) -> Vec<(&'static str, Option<String>)> {
+        if self.script.is_some() {
+            return Vec::new();
+        }
+        vec![
+            ("provider", self.provider.map(|kind| kind.name().to_owned())),
+            ("model", self.model.clone()),
+            ("base_url", self.base_url.clone()),
+        ]
     }
 }
 
@@ -413,8 +439,8 @@ fn fill(args: &mut AgentArgs, settings: &FileSettings, source: &str) -> Result<(
         set!(reviewer_policy, Some(policy.clone()));
     }
     match &settings.lsp {
-        Some(super::config::LspEntry::On(on)) => set!(no_lsp, !on),
-        Some(super::config::LspEntry::Servers(servers)) => {
+        Some(file_settings::LspEntry::On(on)) => set!(no_lsp, !on),
+        Some(file_settings::LspEntry::Servers(servers)) => {
             for (name, server) in servers {
                 if server.command.is_empty() || server.extensions.is_empty() {
                     return Err(invalid(
@@ -561,13 +587,13 @@ fn fill_sandbox(
 
 /// A layer's MCP servers: the command lines, and the tables with their arguments and
 /// environment.
-fn mcp_servers(entries: &[config::McpEntry]) -> (Vec<String>, Vec<McpCommand>) {
+fn mcp_servers(entries: &[file_settings::McpEntry]) -> (Vec<String>, Vec<McpCommand>) {
     let mut lines = Vec::new();
     let mut servers = Vec::new();
     for entry in entries {
         match entry {
-            config::McpEntry::Line(line) => lines.push(line.clone()),
-            config::McpEntry::Table { command, args, env } => servers.push(McpCommand {
+            file_settings::McpEntry::Line(line) => lines.push(line.clone()),
+            file_settings::McpEntry::Table { command, args, env } => servers.push(McpCommand {
                 program: command.clone(),
                 args: args.clone(),
                 env: env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -575,6 +601,22 @@ fn mcp_servers(entries: &[config::McpEntry]) -> (Vec<String>, Vec<McpCommand>) {
         }
     }
     (lines, servers)
+}
+
+/// The layers `golato config` and `golato hooks` show: a folder is never asked about there.
+pub(crate) fn shown_layers(args: &crate::args::ConfigArgs) -> Result<Vec<config::Layer>, CliError> {
+    let trusting = match args.settings.trust {
+        true => Trusting::Given,
+        false => Trusting::Remembered,
+    };
+    // Rules are listed as a run here resolves them: against the canonical folder.
+    let cwd = canonical_directory(&args.cwd)?;
+    config::layers(
+        &cwd,
+        args.settings.profile.as_deref(),
+        &args.settings.config,
+        trusting,
+    )
 }
 
 #[cfg(test)]
@@ -648,7 +690,7 @@ mod tests {
     }
 
     fn file_setting(key: &str, value: &str) -> FileSettings {
-        config::parse(&format!("{key} = {value}"))
+        file_settings::parse(&format!("{key} = {value}"))
             .unwrap_or_else(|error| panic!("{key} = {value}: {error}"))
             .0
     }
@@ -660,7 +702,7 @@ mod tests {
     fn every_file_key_sets_the_flag_of_its_name_unless_the_flag_is_given() {
         let mut listed: Vec<&str> = KEYS.iter().map(|(key, ..)| *key).collect();
         listed.sort_unstable();
-        let mut fields = crate::settings::config::setting_names().to_vec();
+        let mut fields = crate::settings::file_settings::setting_names().to_vec();
         fields.sort_unstable();
         assert_eq!(listed, fields, "KEYS lists every key of FileSettings");
         for (key, value, flag_value) in KEYS {

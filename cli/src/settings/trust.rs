@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// Why a project's files are limited in a folder the person said not to trust.
 pub(crate) const SAID_NO: &str = "you said not to trust this folder";
@@ -202,7 +202,7 @@ fn read(path: &Path) -> Result<Store, CliError> {
 }
 
 /// `golato trust [DIR]` and `golato untrust [DIR]`.
-pub(crate) fn command(dir: &Path, trusted: bool) -> Result<crate::Exit, CliError> {
+pub(crate) fn command(dir: &Path, trusted: bool) -> Result<crate::error::Exit, CliError> {
     let folder = Folder::at(dir)?;
     folder.remember(trusted)?;
     let shown = crate::view::shown::visible(&folder.path.display().to_string()).into_owned();
@@ -214,7 +214,7 @@ pub(crate) fn command(dir: &Path, trusted: bool) -> Result<crate::Exit, CliError
             format!("{shown} is not trusted: its .golato/config.toml may not loosen safety, start commands or run hooks")
         }
     );
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }
 
 /// Whether the person said not to trust the folder at `cwd` (and no `--trust` overrides it).

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::project_files;
 use super::trust::Folder;
-use crate::CliError;
+use crate::error::CliError;
 
 /// What trusting a folder lets in: its configuration's settings (each marked when it loosens
 /// safety), its instruction files and its skill folders.

@@ -14,11 +14,12 @@ use golato::generator::{Generator, Model, Scripted};
 use golato::tool::Execution;
 
 use crate::args::Approve;
+use crate::error::CliError;
 use crate::settings::Settings;
 use crate::setup::approve::Approvals;
+use crate::setup::tools::{background, builtin_tools, diagnostics, mcp_tools, tool_names};
 use crate::store::record::Recording;
 use crate::view::header::Header;
-use crate::CliError;
 
 /// Sent when `--system` is not given and a real model is asked.
 const DEFAULT_SYSTEM_PROMPT: &str = "You are a careful coding agent working in a project directory. Use the tools to look before you change anything, make the smallest change that does the job, and check the result (run the tests) before you answer. Answer briefly with what you did.";
@@ -202,8 +203,7 @@ pub(crate) async fn build_agent_keeping(
                 .chain(builtin::OPTIONAL_TOOL_NAMES)
                 .chain(settings.lsp.is_some().then_some("diagnostics"))
                 .chain(
-                    crate::setup::subagents::wanted(settings)
-                        .then_some(golato::subagent::TOOL_NAME),
+                    crate::setup::tools::wanted(settings).then_some(golato::subagent::TOOL_NAME),
                 ),
         )
         .map_err(|error| CliError::usage(error.to_string()))?;
@@ -257,7 +257,7 @@ pub(crate) async fn build_agent_keeping(
         ..plan_mode
     });
     let mut tools = tools;
-    let subagents = crate::setup::subagents::wanted(settings).then(|| {
+    let subagents = crate::setup::tools::wanted(settings).then(|| {
         crate::setup::subagents::config(
             settings,
             crate::setup::subagents::Parent {
@@ -293,14 +293,6 @@ pub(crate) async fn build_agent_keeping(
     })
 }
 
-/// The session's background commands, unless `--max-background 0` turned them off.
-pub(crate) fn background(settings: &Settings) -> Option<builtin::Background> {
-    let most = settings
-        .max_background
-        .unwrap_or(builtin::DEFAULT_MAX_BACKGROUND_COMMANDS);
-    (most > 0).then(|| builtin::Background::new(most))
-}
-
 /// The recorder of a session's changes (none for a durable worker, which saves no session),
 /// and the store sandboxed commands' captured changes go to (unless `--no-bash-checkpoints`);
 /// what a dead golato's command left staged is recovered first (and given).
@@ -328,18 +320,6 @@ async fn checkpoints(
             .unwrap_or_default();
     }
     (recorder, checkpoints, recovered)
-}
-
-/// The tools' names as the header lists them, `task` included when it will be added.
-fn tool_names(settings: &Settings, tools: &[golato::Tool]) -> Vec<String> {
-    tools
-        .iter()
-        .map(|tool| tool.name().to_owned())
-        .chain(
-            crate::setup::subagents::wanted(settings)
-                .then(|| golato::subagent::TOOL_NAME.to_owned()),
-        )
-        .collect()
 }
 
 /// Where the model's messages come from: a recording (`--script`) or a provider.
@@ -423,7 +403,7 @@ fn new_agent(
         },
         system_prompt,
         max_turns: settings.max_turns.map(usize::from),
-        budget: budget(settings),
+        budget: settings.budget(),
         context_window: settings.context_window.map(std::num::NonZeroU64::get),
         compaction: if settings.no_compact {
             agent::compaction::Compaction::off()
@@ -468,177 +448,6 @@ fn schema_file(path: &Path) -> Result<serde_json::Value, CliError> {
             path.display()
         ))
     })
-}
-
-/// `--max-tokens` and `--max-cost`.
-pub(crate) fn budget(settings: &Settings) -> Option<agent::Budget> {
-    let mut budget = agent::Budget::default();
-    if let Some(tokens) = settings.max_tokens {
-        budget = budget.with_max_tokens(tokens.get());
-    }
-    if let Some(dollars) = settings.max_cost {
-        budget = budget.with_max_cost(dollars);
-    }
-    (budget != agent::Budget::default()).then_some(budget)
-}
-
-/// The tools of every `--mcp` and `--mcp-url` server, each server connected once.
-async fn mcp_tools(settings: &Settings) -> Result<Vec<golato::Tool>, CliError> {
-    use golato::mcp::{McpServer, McpServerConfig};
-    let mut configs = Vec::new();
-    for line in &settings.mcp {
-        configs.push(
-            McpServerConfig::command_line(line)
-                .map_err(|error| CliError::usage(format!("--mcp: {error}")))?,
-        );
-    }
-    for server in &settings.mcp_commands {
-        let mut config = McpServerConfig::stdio(&server.program, &server.args);
-        for (name, value) in &server.env {
-            config = config.with_env(name, value);
-        }
-        configs.push(config);
-    }
-    configs.extend(settings.mcp_url.iter().map(McpServerConfig::http));
-    if configs.is_empty() {
-        return Ok(Vec::new());
-    }
-    // Ctrl-C while a server starts stops it too (it runs in a process group of its own).
-    let mut signals = crate::interrupt::Signals::listen()?;
-    let mut tools = Vec::new();
-    for mut config in configs {
-        if let Some(timeout) = settings.mcp_timeout {
-            config = config.with_connect_timeout(timeout);
-        }
-        let connected = tokio::select! {
-            connected = McpServer::connect(config) => connected,
-            signal = signals.next() => {
-                golato::mcp::stop_servers();
-                eprintln!("golato: {} received while an MCP server started; it was stopped", signal.name());
-                std::process::exit(i32::from(signal.exit_code()));
-            }
-        };
-        let server = connected.map_err(|error| {
-            let hint = match error.to_string().contains("handshake within") {
-                true => "; give it longer with --mcp-timeout SECONDS",
-                false => "",
-            };
-            CliError::Failed(format!("{error}{hint}"))
-        })?;
-        tools.extend(
-            server
-                .tools()
-                .await
-                .map_err(|error| CliError::Failed(error.to_string()))?,
-        );
-    }
-    Ok(tools)
-}
-
-pub(crate) fn builtin_tools(
-    settings: &Settings,
-    custom_tools: Vec<golato::Tool>,
-    shared_lock: Option<Arc<dyn builtin::SharedLock>>,
-    bash_checkpoints: Option<Arc<dyn builtin::Checkpoints>>,
-    background: Option<&builtin::Background>,
-    recovered: Vec<builtin::Recovered>,
-) -> Result<Vec<golato::Tool>, CliError> {
-    builtin::new(builtin::Config {
-        working_directory: settings.cwd.clone(),
-        allowed_tool_names: tool_selection(settings, background.is_some(), &custom_tools),
-        background: background.cloned(),
-        excluded_tool_names: crate::setup::subagents::without_task(&settings.exclude),
-        custom_tools,
-        shared_lock,
-        sandbox: settings.sandbox.clone(),
-        text_files: settings.text_files.clone(),
-        bash_checkpoints,
-        network_log: settings
-            .network_log
-            .as_deref()
-            .map(crate::setup::network_log::open)
-            .transpose()?,
-        // What a rule keeps from `read` stays out of grep, find and ls too.
-        read_rules: (!settings.policy.rules.is_empty())
-            .then(|| Arc::new(settings.policy.rules.clone())),
-        recovered,
-        // The sandbox's allowed and denied domains; a domain neither lists runs only once the
-        // policy hook (always there with web_fetch) approved the call: a rule, or a person.
-        web_fetch: builtin::WebFetch {
-            domains: settings.sandbox.domains.clone().unwrap_or_default(),
-            unlisted: builtin::Unlisted::AfterApproval,
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-    .map_err(builtin_error)
-}
-
-/// The language servers of `settings` (none with `--no-lsp`), confined read-only when the
-/// session is sandboxed: its denied paths hidden, its network only if it allows the network.
-fn diagnostics(settings: &Settings) -> Result<Option<Diagnostics>, CliError> {
-    if settings.lsp.is_none() && settings.linters.is_empty() {
-        return Ok(None);
-    }
-    let mut config = golato::diagnostics::Config::new(&settings.cwd);
-    config.servers = settings.lsp.clone().unwrap_or_default();
-    config.linters = settings.linters.clone();
-    if settings.sandboxed() {
-        let session = &settings.sandbox;
-        let mut policy = golato::sandbox::Policy::read_only().with_network(session.allow_network);
-        policy.denied_paths = session.denied_paths.clone();
-        policy.helper = session.helper.clone();
-        policy.pass_env = session.pass_env.clone();
-        let prepared = golato::sandbox::Prepared::new(&policy, &settings.cwd).map_err(|error| {
-            CliError::Failed(format!(
-                "{error} (the language servers run confined read-only; --no-lsp starts none)"
-            ))
-        })?;
-        config.sandbox = prepared.map(Arc::new);
-    }
-    Ok(Some(Diagnostics::new(config)))
-}
-
-/// The built-ins `--tools` names, exactly; without it the four, and `bash_output` and
-/// `bash_kill` when bash may run commands in the background (unless `--exclude` takes bash),
-/// and every `custom` tool (an MCP server's).
-fn tool_selection(
-    settings: &Settings,
-    background: bool,
-    custom: &[golato::Tool],
-) -> Option<Vec<String>> {
-    if let Some(names) = &settings.tools {
-        return Some(crate::setup::subagents::without_task(names));
-    }
-    let bash_excluded = settings.exclude.iter().any(|name| name == "bash");
-    if !background || bash_excluded {
-        return None;
-    }
-    Some(
-        builtin::TOOL_NAMES
-            .iter()
-            .chain(&["bash_output", "bash_kill"])
-            .map(|name| (*name).to_owned())
-            .chain(custom.iter().map(|tool| tool.name().to_owned()))
-            .collect(),
-    )
-}
-
-/// Why the tools could not be built, in the command line's words.
-pub(crate) fn builtin_error(error: builtin::Error) -> CliError {
-    match error {
-        builtin::Error::Sandbox(error) => {
-            CliError::Failed(format!("{error} (--sandbox, --writable, --deny-read)"))
-        }
-        builtin::Error::WorkingDirectory { path, source } => CliError::usage(format!(
-            "-C/--cwd {}: cannot work there ({source}); give an existing directory",
-            path.display()
-        )),
-        builtin::Error::UnknownToolName { name, known } => CliError::usage(format!(
-            "--tools or --exclude names the tool {name:?}, which does not exist; the tools are: {known}"
-        )),
-        error => CliError::Failed(error.to_string()),
-    }
 }
 
 /// The script as a generator, and the results it recorded.

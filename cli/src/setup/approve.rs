@@ -6,6 +6,7 @@
 //! back. Where nobody can answer (standard input is not a terminal, `--json`, a worker), a call
 //! that needs asking is refused with a result that says how to allow it: never a hang.
 
+use crate::setup::remember::{self, web_host};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -36,7 +37,7 @@ pub(crate) struct Question {
     pub(crate) preview: Option<String>,
     /// The allow rules a "don't ask again" may remember, narrowest first
     /// (`bash(cargo test:*)`, then `bash(cargo:*)`).
-    pub(crate) remember: Option<crate::setup::remember::Offer>,
+    pub(crate) remember: Option<remember::Offer>,
     pub(crate) reply: oneshot::Sender<Reply>,
 }
 
@@ -119,16 +120,6 @@ pub(crate) struct Approvals {
     person: std::sync::OnceLock<Arc<dyn golato::policy::Approver>>,
     /// This, for a question asked after a review (the review is awaited first).
     me: std::sync::Weak<Approvals>,
-}
-
-/// The host of a web_fetch call's URL, as its question and its "always" name it.
-pub(crate) fn web_host(arguments: &serde_json::Value) -> Option<String> {
-    let url = reqwest::Url::parse(arguments["url"].as_str()?).ok()?;
-    let host = url
-        .host_str()?
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    Some(host.to_owned())
 }
 
 impl Approvals {
@@ -452,7 +443,7 @@ impl Approvals {
             detail: detail(&ctx.call, &ctx.arguments),
             why,
             preview: crate::view::preview::change(&self.cwd, &tool, &ctx.arguments),
-            remember: crate::setup::remember::offer(&tool, &ctx.arguments, &self.cwd),
+            remember: remember::offer(&tool, &ctx.arguments, &self.cwd),
             arguments: ctx.arguments.clone(),
             reply,
         });

@@ -379,7 +379,10 @@ pub(crate) fn mentioned_files(text: &str, cwd: &Path) -> Vec<String> {
 
 /// `golato commands`: the commands a session here offers, where each came from, and what was
 /// left out with why.
-pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crate::CliError> {
+pub(crate) fn command(
+    cwd: &Path,
+    trust_given: bool,
+) -> Result<crate::error::Exit, crate::error::CliError> {
     use std::io::Write as _;
     let trusted = crate::settings::trust::trusted(cwd, trust_given);
     let found = gather(cwd, trusted);
@@ -412,7 +415,7 @@ pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crat
         }
     }
     kept_files::say_left_out(&found.untrusted, &found.warnings);
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }
 
 #[cfg(test)]

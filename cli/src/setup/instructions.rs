@@ -26,7 +26,7 @@ pub(crate) struct Instructions {
 }
 
 use crate::settings::project_files::instruction_file_in as file_in;
-pub(crate) use crate::settings::project_files::project_dirs;
+use crate::settings::project_files::project_dirs;
 
 /// On a terminal, asks once whether to trust a folder whose project brings instructions for
 /// the model (AGENTS.md or CLAUDE.md here or up to the repository's root) and that was never
@@ -38,7 +38,7 @@ pub(crate) use crate::settings::project_files::project_dirs;
 pub(crate) fn ask_once(
     settings: &mut crate::settings::Settings,
     ask: bool,
-) -> Result<(), crate::CliError> {
+) -> Result<(), crate::error::CliError> {
     use crate::settings::trust::{Folder, Standing};
     if settings.trusted || !ask || settings.no_project_instructions {
         return Ok(());

@@ -149,7 +149,10 @@ pub(crate) fn lines(found: &Found, task_on: Option<bool>) -> Vec<String> {
 }
 
 /// `golato agents`: the agents a session here offers, and what was left out with why.
-pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crate::CliError> {
+pub(crate) fn command(
+    cwd: &Path,
+    trust_given: bool,
+) -> Result<crate::error::Exit, crate::error::CliError> {
     use std::io::Write as _;
     let found = gather(cwd, crate::settings::trust::trusted(cwd, trust_given));
     let mut out = std::io::stdout().lock();
@@ -157,5 +160,5 @@ pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crat
         let _ = writeln!(out, "{line}");
     }
     kept_files::say_left_out(&found.untrusted, &found.warnings);
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use golato::proxy::{Connection, ConnectionLog};
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// The log appending to `path` (made when missing).
 ///

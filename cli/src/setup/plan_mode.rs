@@ -8,8 +8,8 @@ use golato::agent::{self, Agent};
 use golato::generator::{Generator, Model};
 use golato::hook::Hook;
 
+use crate::error::CliError;
 use crate::settings::Settings;
-use crate::CliError;
 
 /// The tools of plan mode.
 const PLAN_TOOLS: [&str; 6] = ["read", "bash", "grep", "find", "ls", "update_plan"];
@@ -46,7 +46,7 @@ pub(crate) struct PlanMode {
 impl PlanMode {
     /// The plan-mode agent, asking `model`.
     pub(crate) fn agent(&self, model: Model) -> Result<Agent, CliError> {
-        let tools = crate::setup::agent::builtin_tools(
+        let tools = crate::setup::tools::builtin_tools(
             &self.settings,
             Vec::new(),
             None,

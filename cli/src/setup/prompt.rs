@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use golato::message::{Content, UserMessage};
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// The largest prompt read from a file or standard input: 16 MiB.
 const MAX_PROMPT_BYTES: u64 = 16 * 1024 * 1024;

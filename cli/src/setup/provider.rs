@@ -7,8 +7,8 @@ use golato::generator::{
 };
 
 use crate::args::ProviderKind;
+use crate::error::CliError;
 use crate::settings::Settings;
-use crate::CliError;
 
 const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
 const ANTHROPIC_DEFAULT_MODEL: &str = "claude-sonnet-4-5";

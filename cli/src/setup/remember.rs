@@ -110,7 +110,7 @@ pub(crate) fn offer(tool: &str, arguments: &serde_json::Value, cwd: &Path) -> Op
     match tool {
         "bash" => command_steps(arguments["command"].as_str()?.trim()),
         "edit" | "write" => path_steps(arguments["path"].as_str()?, cwd),
-        "web_fetch" => domain_steps(&crate::setup::approve::web_host(arguments)?),
+        "web_fetch" => domain_steps(&web_host(arguments)?),
         _ => None,
     }
 }
@@ -309,6 +309,16 @@ pub(crate) fn write_rule(path: &Path, rule: &str) -> Result<(), String> {
         .persist(path)
         .map(drop)
         .map_err(|error| format!("cannot write {}: {}", path.display(), error.error))
+}
+
+/// The host of a web_fetch call's URL, as its question and its "always" name it.
+pub(crate) fn web_host(arguments: &serde_json::Value) -> Option<String> {
+    let url = reqwest::Url::parse(arguments["url"].as_str()?).ok()?;
+    let host = url
+        .host_str()?
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    Some(host.to_owned())
 }
 
 #[cfg(test)]

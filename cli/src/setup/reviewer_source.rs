@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use crate::args::ProviderKind;
+use crate::error::CliError;
 use crate::settings::Settings;
 use crate::setup::reviewer::Reviewer;
-use crate::CliError;
 
 /// The largest policy file read: 16 KiB (it goes with every review).
 const MAX_POLICY_BYTES: u64 = 16 * 1024;

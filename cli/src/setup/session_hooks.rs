@@ -6,7 +6,7 @@ use golato::message::{Content, UserMessage};
 use golato::policy::{CallPolicy, HookEvent, HookSession};
 use serde_json::json;
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// Fires `SessionStart` (`startup`, or `resume` when going on); what the hooks add, for the
 /// first prompt.

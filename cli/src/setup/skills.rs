@@ -83,7 +83,7 @@ pub(crate) fn gather(cwd: &Path, home: Option<&Path>, trusted: bool) -> Found {
     }
     if trusted {
         let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
-        for dir in crate::setup::instructions::project_dirs(&cwd) {
+        for dir in crate::settings::project_files::project_dirs(&cwd) {
             in_dir(&dir.join(".agents/skills"), &mut found);
             in_dir(&dir.join(".claude/skills"), &mut found);
         }
@@ -129,7 +129,10 @@ pub(crate) fn prompt_section(skills: &[Skill]) -> String {
 }
 
 /// `golato skills`: the skills a run here would offer, and the ones left out.
-pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crate::CliError> {
+pub(crate) fn command(
+    cwd: &Path,
+    trust_given: bool,
+) -> Result<crate::error::Exit, crate::error::CliError> {
     use std::io::Write as _;
     let trusted = crate::settings::trust::trusted(cwd, trust_given);
     let found = gather(cwd, home().as_deref(), trusted);
@@ -137,7 +140,7 @@ pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crat
     let mut left_out = 0;
     if !trusted {
         let real = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
-        for dir in crate::setup::instructions::project_dirs(&real) {
+        for dir in crate::settings::project_files::project_dirs(&real) {
             for skills in [dir.join(".agents/skills"), dir.join(".claude/skills")] {
                 let any =
                     std::fs::read_dir(&skills).is_ok_and(|mut entries| entries.next().is_some());
@@ -171,7 +174,7 @@ pub(crate) fn command(cwd: &Path, trust_given: bool) -> Result<crate::Exit, crat
     for warning in &found.warnings {
         eprintln!("golato: {}", crate::view::shown::visible(warning));
     }
-    Ok(crate::Exit::Success)
+    Ok(crate::error::Exit::Success)
 }
 
 /// The user's home directory.

@@ -6,29 +6,11 @@ use std::sync::Arc;
 
 use golato::generator::{Generator, Model};
 use golato::hook::Hook;
-use golato::subagent::{self, TOOL_NAME};
+use golato::subagent::{self};
 use golato::Tool;
 
+use crate::error::CliError;
 use crate::settings::Settings;
-use crate::CliError;
-
-/// Whether `--tools` names `task` (and `--exclude` does not): subagents are opt-in.
-pub(crate) fn wanted(settings: &Settings) -> bool {
-    settings
-        .tools
-        .as_ref()
-        .is_some_and(|names| names.iter().any(|name| name == TOOL_NAME))
-        && !settings.exclude.iter().any(|name| name == TOOL_NAME)
-}
-
-/// `names` without `task`, which is not a built-in.
-pub(crate) fn without_task(names: &[String]) -> Vec<String> {
-    names
-        .iter()
-        .filter(|name| *name != TOOL_NAME)
-        .cloned()
-        .collect()
-}
 
 /// What the children are made of: the parent's.
 pub(crate) struct Parent<'a> {
@@ -75,7 +57,7 @@ pub(crate) fn config(
         max_turns: settings.max_turns.map(usize::from),
         max_parallel_calls: settings.max_parallel,
         tool_timeout: settings.tool_timeout,
-        max_budget: crate::setup::agent::budget(settings),
+        max_budget: settings.budget(),
         runner,
         safe_to_replay: golato::journal::SafeToReplay::with_rules(
             settings.policy.replay_safe.clone(),

@@ -11,7 +11,7 @@ use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// Installs the subscriber: golato's observe layer, writing through `bars` when spinners are
 /// drawn, so a trace line never lands inside a spinner.

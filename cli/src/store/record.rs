@@ -14,7 +14,7 @@ use golato::agent::event::TurnEndEvent;
 use golato::message::{AssistantMessage, Content, ToolResultMessage};
 use serde_json::Value;
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// Writes a run's turns as a script.
 #[derive(Debug)]

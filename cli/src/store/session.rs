@@ -23,7 +23,7 @@ use golato::message::{Message, StopReason};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// The format of a session file's first line.
 const FORMAT: u32 = 1;
@@ -200,23 +200,15 @@ impl Writer {
         self.pending.is_none()
     }
 
-    /// Notes in a new session's first line the model it is started with, so that going on
-    /// with it later reaches the same model without the flags given again. A session already
-    /// on disk keeps what its first line says.
-    pub(crate) fn started_with(&mut self, settings: &crate::settings::Settings) {
-        // A scripted model has no API, model or server to keep.
-        if settings.script.is_some() {
-            return;
-        }
+    /// Notes in a new session's first line the model it is started with (`fields`: provider,
+    /// model and base URL, as [`Settings::model_origin`](crate::settings::Settings::model_origin)
+    /// gives them), so that going on with it later reaches the same model without the flags
+    /// given again. A session already on disk keeps what its first line says.
+    pub(crate) fn started_with(&mut self, fields: Vec<(&'static str, Option<String>)>) {
         let Some(header) = self.pending.as_mut().and_then(|lines| lines.first_mut()) else {
             return;
         };
-        let provider = settings.provider.map(|kind| kind.name().to_owned());
-        for (field, value) in [
-            ("provider", provider),
-            ("model", settings.model.clone()),
-            ("base_url", settings.base_url.clone()),
-        ] {
+        for (field, value) in fields {
             if let (Some(value), Some(header)) = (value, header.as_object_mut()) {
                 header.insert(field.to_owned(), Value::String(value));
             }

@@ -11,7 +11,7 @@ pub(crate) fn lines(plan: &[PlanStep]) -> Vec<String> {
                 StepStatus::InProgress => "[>]",
                 _ => "[ ]",
             };
-            format!("{mark} {}", crate::view::live::clip(&step.step))
+            format!("{mark} {}", crate::view::label::clip(&step.step))
         })
         .collect()
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use golato::agent::Event;
 use golato::message::Usage;
 
-use crate::Exit;
+use crate::error::Exit;
 
 /// Shows a run as it happens.
 pub(crate) trait View {

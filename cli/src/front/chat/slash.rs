@@ -12,7 +12,7 @@ impl Chat {
         &mut self,
         front: &mut Front,
         command: Command,
-    ) -> Result<(), crate::CliError> {
+    ) -> Result<(), crate::error::CliError> {
         match command {
             Command::New => self.start_over(front)?,
             Command::Cost => {
@@ -43,7 +43,7 @@ impl Chat {
             Command::Agents => {
                 let settings = &self.conversation.settings;
                 let found = crate::setup::named_agents::gather(&settings.cwd, settings.trusted);
-                let task_on = crate::setup::subagents::wanted(settings);
+                let task_on = crate::setup::tools::wanted(settings);
                 for line in crate::setup::named_agents::lines(&found, Some(task_on)) {
                     front.note(&line);
                 }
@@ -142,7 +142,7 @@ impl Chat {
 
     /// `/plan`: into plan mode (the read-only agent that plans), or back out of it.
     /// Shift-Tab: never → edits → ask → plan (between runs) → never.
-    fn next_mode(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+    fn next_mode(&mut self, front: &mut Front) -> Result<(), crate::error::CliError> {
         let next = match (self.planning, self.conversation.approver.mode()) {
             (true, _) => Approve::Never,
             (false, Approve::Never) => Approve::Edits,
@@ -176,7 +176,7 @@ impl Chat {
         front.note(&format!("approve: {mode}: {what}"));
     }
 
-    fn plan(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+    fn plan(&mut self, front: &mut Front) -> Result<(), crate::error::CliError> {
         if front.running.is_some() {
             front.note("/plan switches between runs: wait for this one to end, or Esc it");
             return Ok(());
@@ -202,7 +202,7 @@ impl Chat {
 
     /// `/undo`: this session's last prompt taken back (its edits and writes), and the
     /// conversation cut back to before it.
-    fn undo(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+    fn undo(&mut self, front: &mut Front) -> Result<(), crate::error::CliError> {
         if front.running.is_some() {
             front.note("/undo works between runs: wait for this one to end, or Esc it");
             return Ok(());
@@ -276,7 +276,7 @@ impl Chat {
     }
 
     /// `/new`: a new session; the conversation starts over.
-    fn start_over(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+    fn start_over(&mut self, front: &mut Front) -> Result<(), crate::error::CliError> {
         self.conversation.start_over()?;
         self.changes.clear();
         front.note("a new session: the conversation starts over");
@@ -297,7 +297,7 @@ impl Chat {
     }
 
     /// `/resume`: the other sessions of this directory to pick from.
-    fn pick_session(&mut self, front: &mut Front) -> Result<(), crate::CliError> {
+    fn pick_session(&mut self, front: &mut Front) -> Result<(), crate::error::CliError> {
         let (sessions, _) = crate::store::session::all()?;
         let cwd = self.conversation.header.cwd.clone();
         let current = self

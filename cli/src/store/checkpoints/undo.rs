@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::error::CliError;
 use crate::store::session::Saved;
-use crate::CliError;
 
 /// What an undo did.
 pub(crate) struct Undone {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::CliError;
+use crate::error::CliError;
 
 /// What the file's lines are.
 #[derive(Debug)]

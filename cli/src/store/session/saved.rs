@@ -8,7 +8,7 @@ use golato::message::{Message, StopReason, ToolCall};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::CliError;
+use crate::error::CliError;
 
 /// A saved session, read back.
 #[derive(Debug)]
