@@ -193,7 +193,7 @@ pub(crate) fn unseal(record: Value, step: &str) -> Result<Value, Error> {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct InboxRecord {
     /// How they reached the run.
-    pub delivery: crate::agent::event::Delivery,
+    pub delivery: crate::message::Delivery,
     /// The messages, in the order they were queued.
     pub messages: Vec<crate::message::UserMessage>,
 }
@@ -372,12 +372,12 @@ impl MemoryJournal {
                                     turn,
                                     ending: false,
                                 },
-                                crate::agent::event::Delivery::Steer,
+                                crate::message::Delivery::Steer,
                             )
                         } else {
                             (
                                 StepKey::Inbox { turn, ending: true },
-                                crate::agent::event::Delivery::FollowUp,
+                                crate::message::Delivery::FollowUp,
                             )
                         };
                         inbox

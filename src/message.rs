@@ -376,3 +376,13 @@ pub struct ToolDefinition {
     /// JSON schema of the arguments (its root is an object schema).
     pub parameters: serde_json::Value,
 }
+
+/// How a queued user message reached the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// `Run::steer`: after the batch that was running, before the next model turn.
+    Steer,
+    /// `Run::follow_up`: when the run would otherwise have ended, so it went on.
+    FollowUp,
+}

@@ -378,7 +378,7 @@ fn view_of(entry: &Entry, now: u64) -> ActorView {
     let mailbox = entry.mailbox.as_deref();
     let read = |histogram: fn(&MailboxStats) -> &probe::Histogram| {
         mailbox
-            .map(|mailbox| histogram(mailbox).read())
+            .map(|mailbox| view::Histogram::from(histogram(mailbox)))
             .unwrap_or_default()
     };
     ActorView {

@@ -345,9 +345,8 @@ impl DurableApprover {
         cancel: tokio_util::sync::CancellationToken,
     ) -> Result<Verdict, String> {
         let key = question.key();
-        let start =
-            crate::client::with_segments(&ingress, &[QUESTION_WORKFLOW, &key, "run", "send"]);
-        let attach = crate::client::with_segments(
+        let start = crate::url::with_segments(&ingress, &[QUESTION_WORKFLOW, &key, "run", "send"]);
+        let attach = crate::url::with_segments(
             &ingress,
             &["restate", "workflow", QUESTION_WORKFLOW, &key, "attach"],
         );

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::{Outcome, Submission, RUN_OBJECT};
+use crate::url::with_segments;
 
 /// Why a durable run could not be submitted, or a worker registered.
 #[derive(Debug, thiserror::Error)]
@@ -130,14 +131,6 @@ pub(super) fn parse(url: &str) -> Result<reqwest::Url, Error> {
         });
     }
     Ok(parsed)
-}
-
-pub(super) fn with_segments(base: &reqwest::Url, segments: &[&str]) -> reqwest::Url {
-    let mut url = base.clone();
-    if let Ok(mut path) = url.path_segments_mut() {
-        path.pop_if_empty().extend(segments);
-    }
-    url
 }
 
 /// How long registering a worker may take in all, and each request of it.
@@ -419,7 +412,7 @@ impl Client {
     async fn post(&self, run_id: &str, text: &str, follow_up: bool) -> Result<(), Error> {
         check_run_id(run_id)?;
         let url = with_segments(&self.ingress, &[super::INBOX_OBJECT, run_id, "post"]);
-        let body = super::inbox::Post {
+        let body = crate::slots::Post {
             text: text.to_owned(),
             follow_up,
         };

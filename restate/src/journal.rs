@@ -267,8 +267,8 @@ impl<'a> Driver<'a> {
         let ctx = self.ctx;
         let mut steering = Vec::new();
         loop {
-            let name = crate::inbox::slot_name(self.next_slot);
-            let Some(Json(slot)) = ctx.peek_promise::<Json<crate::inbox::Slot>>(&name).await?
+            let name = crate::slots::slot_name(self.next_slot);
+            let Some(Json(slot)) = ctx.peek_promise::<Json<crate::slots::Slot>>(&name).await?
             else {
                 break;
             };
@@ -294,9 +294,9 @@ impl<'a> Driver<'a> {
                 std::mem::take(&mut self.follow_ups),
             ));
         }
-        let name = crate::inbox::slot_name(self.next_slot);
-        ctx.resolve_promise(&name, Json(crate::inbox::Slot::Closed));
-        let Json(slot) = ctx.promise::<Json<crate::inbox::Slot>>(&name).await?;
+        let name = crate::slots::slot_name(self.next_slot);
+        ctx.resolve_promise(&name, Json(crate::slots::Slot::Closed));
+        let Json(slot) = ctx.promise::<Json<crate::slots::Slot>>(&name).await?;
         Ok(match slot.message() {
             None => None,
             Some((message, follow_up)) => {

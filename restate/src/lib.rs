@@ -62,6 +62,8 @@ mod journal;
 mod object;
 mod path_lock;
 mod publish;
+mod slots;
+mod url;
 
 pub use approvals::{
     clean_reason, question_key, Answer, Describe, DurableApprover, Question, Verdict,

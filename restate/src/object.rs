@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use restate_sdk::prelude::*;
 
-use super::inbox::{slot_name, Delivery, Slot};
 use super::journal::{Driver, RestateJournal};
 use super::publish::Publisher;
+use super::slots::{slot_name, Delivery, Slot};
 use super::{Outcome, Submission};
 use golato::agent::Agent;
 

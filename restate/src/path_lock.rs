@@ -150,7 +150,7 @@ impl SharedPathLock {
     ) -> Result<(), String> {
         let mut segments = vec![LEASE_WORKFLOW, lease];
         segments.extend(handler);
-        let url = super::client::with_segments(&self.ingress, &segments);
+        let url = crate::url::with_segments(&self.ingress, &segments);
         let mut request = self.http.post(url.clone());
         if let Some(body) = body {
             request = request.json(body);

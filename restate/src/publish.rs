@@ -168,7 +168,7 @@ impl Publisher {
     pub(crate) fn new(http: reqwest::Client, ingress: &reqwest::Url, run_id: &str) -> Publisher {
         Publisher {
             http,
-            url: crate::client::with_segments(ingress, &[EVENTS_OBJECT, run_id, "append"]),
+            url: crate::url::with_segments(ingress, &[EVENTS_OBJECT, run_id, "append"]),
             keyer: Keyer::new(),
             off: false,
             lost: 0,

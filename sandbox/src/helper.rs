@@ -37,7 +37,10 @@ use landlock::{
 };
 use nix::sched::{unshare, CloneFlags};
 
-use super::prepare::{Spec, SHM, STATUS_ERROR, STATUS_OK, STATUS_UNSUPPORTED};
+use super::prepare::{
+    Spec, CAPTURE, HOLD_NETWORK, JOIN_NETWORK, PROXY, SHM, STATUS_ERROR, STATUS_OK,
+    STATUS_UNSUPPORTED,
+};
 use super::HELPER_ARG;
 
 /// Devices a confined command may still write (and read): output sinks, sources of bytes, the
@@ -55,19 +58,6 @@ const DEVICES: [&str; 8] = [
 
 /// The second stage's first argument after the spec.
 const INSIDE: &str = "--inside";
-
-/// Before `--`: the next argument is a staging area to capture the command's changes in.
-pub(crate) const CAPTURE: &str = "--capture";
-
-/// Before `--`: the next argument is the Unix socket to send the proxy's listener to.
-pub(crate) const PROXY: &str = "--proxy";
-
-/// Instead of a command: hold a network namespace for a session's commands to join (see
-/// [`crate::SharedNetwork`]) until standard input closes.
-pub(crate) const HOLD_NETWORK: &str = "--hold-network";
-
-/// Before `--`: join the network namespace a holder keeps, `PID:USER_NS_INODE:NET_NS_INODE`.
-pub(crate) const JOIN_NETWORK: &str = "--join-network";
 
 /// Why the helper stopped before the command.
 enum Stop {

@@ -218,10 +218,10 @@ impl Prepared {
     ) -> Vec<&'a std::ffi::OsStr> {
         let mut args: Vec<&std::ffi::OsStr> = vec![HELPER_ARG.as_ref(), self.spec_json.as_ref()];
         if let Some(stage) = stage {
-            args.extend([crate::helper::CAPTURE.as_ref(), stage.path().as_os_str()]);
+            args.extend([crate::prepare::CAPTURE.as_ref(), stage.path().as_os_str()]);
         }
         args.extend([
-            crate::helper::PROXY.as_ref(),
+            crate::prepare::PROXY.as_ref(),
             proxy.as_os_str(),
             "--".as_ref(),
         ]);
@@ -240,10 +240,10 @@ impl Prepared {
     ) -> Vec<&'a std::ffi::OsStr> {
         let mut args: Vec<&std::ffi::OsStr> = vec![HELPER_ARG.as_ref(), self.spec_json.as_ref()];
         if let Some(stage) = stage {
-            args.extend([crate::helper::CAPTURE.as_ref(), stage.path().as_os_str()]);
+            args.extend([crate::prepare::CAPTURE.as_ref(), stage.path().as_os_str()]);
         }
         args.extend([
-            crate::helper::JOIN_NETWORK.as_ref(),
+            crate::prepare::JOIN_NETWORK.as_ref(),
             network.join_arg().as_os_str(),
             "--".as_ref(),
         ]);
@@ -276,7 +276,7 @@ impl Prepared {
         [
             HELPER_ARG.as_ref(),
             self.spec_json.as_ref(),
-            crate::helper::CAPTURE.as_ref(),
+            crate::prepare::CAPTURE.as_ref(),
             stage.path().as_os_str(),
             "--".as_ref(),
         ]
@@ -476,3 +476,16 @@ fn excerpt(text: &str) -> String {
         None => text.to_owned(),
     }
 }
+
+/// Before `--`: the next argument is a staging area to capture the command's changes in.
+pub(crate) const CAPTURE: &str = "--capture";
+
+/// Before `--`: the next argument is the Unix socket to send the proxy's listener to.
+pub(crate) const PROXY: &str = "--proxy";
+
+/// Instead of a command: hold a network namespace for a session's commands to join (see
+/// [`crate::SharedNetwork`]) until standard input closes.
+pub(crate) const HOLD_NETWORK: &str = "--hold-network";
+
+/// Before `--`: join the network namespace a holder keeps, `PID:USER_NS_INODE:NET_NS_INODE`.
+pub(crate) const JOIN_NETWORK: &str = "--join-network";

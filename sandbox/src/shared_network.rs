@@ -41,7 +41,7 @@ impl SharedNetwork {
         let mut holder = Command::new(helper)
             .arg(HELPER_ARG)
             .arg(prepared.spec_json())
-            .arg(crate::helper::HOLD_NETWORK)
+            .arg(crate::prepare::HOLD_NETWORK)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::generator::Delta;
 use crate::hook::HookAction;
+pub use crate::message::Delivery;
 use crate::message::{AssistantMessage, ToolCall, ToolResultMessage, UserMessage};
 use crate::tool::ToolResult;
 
@@ -160,16 +161,6 @@ pub struct ToolHookEvent {
     pub call: ToolCall,
     /// What the hook did.
     pub action: HookAction,
-}
-
-/// How a queued user message reached the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Delivery {
-    /// `Run::steer`: after the batch that was running, before the next model turn.
-    Steer,
-    /// `Run::follow_up`: when the run would otherwise have ended, so it went on.
-    FollowUp,
 }
 
 /// A queued user message joined the transcript.

@@ -144,8 +144,8 @@ impl fmt::Display for WaitingOn {
 /// 1 ms, 10 ms, 100 ms, 1 s, longer.
 #[derive(Debug, Default)]
 pub(crate) struct Histogram {
-    buckets: [AtomicU64; 7],
-    total_us: AtomicU64,
+    pub(super) buckets: [AtomicU64; 7],
+    pub(super) total_us: AtomicU64,
 }
 
 impl Histogram {
@@ -154,17 +154,6 @@ impl Histogram {
             count.fetch_add(1, Ordering::Relaxed);
         }
         self.total_us.fetch_add(us, Ordering::Relaxed);
-    }
-
-    pub(super) fn read(&self) -> super::view::Histogram {
-        super::view::Histogram {
-            counts: self
-                .buckets
-                .iter()
-                .map(|count| count.load(Ordering::Relaxed))
-                .collect(),
-            total_us: self.total_us.load(Ordering::Relaxed),
-        }
     }
 }
 

@@ -157,6 +157,19 @@ pub struct Histogram {
     pub total_us: u64,
 }
 
+impl From<&super::probe::Histogram> for Histogram {
+    fn from(live: &super::probe::Histogram) -> Histogram {
+        Histogram {
+            counts: live
+                .buckets
+                .iter()
+                .map(|count| count.load(std::sync::atomic::Ordering::Relaxed))
+                .collect(),
+            total_us: live.total_us.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+}
+
 /// One path, its holder and its queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
