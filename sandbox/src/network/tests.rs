@@ -129,8 +129,7 @@ fn a_name_resolving_to_a_local_address_needs_a_pattern_naming_it_exactly() {
 }
 
 #[test]
-fn a_port_named_binds_its_pattern_for_local_addresses_too_and_a_denied_address_denies_its_names(
-) {
+fn a_port_named_binds_its_pattern_for_local_addresses_too_and_a_denied_address_denies_its_names() {
     let policy = NetworkPolicy::new(
         &[
             "127.0.0.2:8000",
