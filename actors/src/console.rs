@@ -20,6 +20,8 @@
 //! # Ok::<(), golato_actors::HostError>(())
 //! ```
 
+mod group;
+mod lints;
 mod probe;
 mod serve;
 mod view;
@@ -38,6 +40,11 @@ pub use view::{
     Update, WIRE_VERSION,
 };
 
+pub use group::Group;
+use group::GroupInner;
+use lints::empty_lock;
+use lints::lints;
+use lints::Limits;
 pub(crate) use probe::Name;
 use probe::{Entry, MailboxStats, State};
 
@@ -434,26 +441,6 @@ fn locks<'a>(actors: impl Iterator<Item = &'a ActorView>) -> Vec<LockView> {
     locks
 }
 
-/// The lints' thresholds in microseconds.
-struct Limits {
-    handler: u64,
-    mailbox: u64,
-    lease: u64,
-    silent_run: u64,
-}
-
-impl Limits {
-    fn of(config: &ConsoleConfig) -> Limits {
-        let us = |duration: Duration| u64::try_from(duration.as_micros()).unwrap_or(u64::MAX);
-        Limits {
-            handler: us(config.handler_threshold),
-            mailbox: us(config.mailbox_threshold),
-            lease: us(config.lease_threshold),
-            silent_run: us(config.silent_run_threshold),
-        }
-    }
-}
-
 /// One pass over the live entries.
 struct Pass {
     now: u64,
@@ -543,76 +530,6 @@ impl Ended {
     }
 }
 
-/// The entries of a [`Group`].
-#[derive(Debug)]
-pub(crate) struct GroupInner {
-    first_id: u64,
-    entries: Box<[Entry]>,
-    shared: Arc<Shared>,
-}
-
-impl GroupInner {
-    fn member(&self, index: usize) -> Option<(&Entry, &Shared)> {
-        self.entries.get(index).map(|entry| (entry, &*self.shared))
-    }
-}
-
-/// Console entries for many short pieces of work at once (see [`Console::group`]); with the
-/// console off ([`Group::none`]) every method is a no-op. Dropping it ends the group: its
-/// members that ran go to the history.
-#[derive(Debug, Default)]
-pub struct Group(Option<Arc<GroupInner>>);
-
-impl Group {
-    /// A group that records nothing.
-    pub fn none() -> Group {
-        Group(None)
-    }
-
-    /// Member `index`'s work starts now; its probe says what it does.
-    pub fn start(&self, index: usize) -> Probe {
-        let Some(inner) = &self.0 else {
-            return Probe::none();
-        };
-        let Some(entry) = inner.entries.get(index) else {
-            return Probe::none();
-        };
-        let now = inner.shared.now_us();
-        entry.born_us.store(now, Ordering::Relaxed);
-        entry.state().since_us = now;
-        entry.life.store(probe::LIVE, Ordering::Release);
-        Probe::member(Arc::clone(inner), index)
-    }
-
-    /// Member `index`'s probe (whether or not its work has started).
-    pub fn probe(&self, index: usize) -> Probe {
-        match &self.0 {
-            Some(inner) if index < inner.entries.len() => Probe::member(Arc::clone(inner), index),
-            _ => Probe::none(),
-        }
-    }
-
-    /// Member `index`'s work is over: it leaves the live list.
-    pub fn end(&self, index: usize) {
-        let Some(inner) = &self.0 else { return };
-        if let Some(entry) = inner.entries.get(index) {
-            entry
-                .ended_us
-                .store(inner.shared.now_us(), Ordering::Relaxed);
-            entry.life.store(probe::ENDED, Ordering::Release);
-            entry.version.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(inner) = self.0.take() {
-            inner.shared.end_group(&inner);
-        }
-    }
-}
-
 /// What one pass found.
 struct Sample {
     now: u64,
@@ -621,212 +538,5 @@ struct Sample {
     lints: Vec<Lint>,
 }
 
-/// The lints of the flagged actors, and of the leases held too long while others wait.
-fn lints(notable: &[(ActorView, Vec<LintKind>)], locks: &[LockView], limits: &Limits) -> Vec<Lint> {
-    let mut lints = Vec::new();
-    let mut flag = |lint: LintKind, view: &ActorView, for_ms: u64, message: String| {
-        lints.push(Lint {
-            lint,
-            actor: view.id,
-            run: view.identity.run,
-            call: view.identity.call.clone(),
-            for_ms,
-            message,
-        });
-    };
-    for (view, flags) in notable {
-        let label = view.label();
-        for lint in flags {
-            match lint {
-                LintKind::HandlerRunning => flag(
-                    *lint,
-                    view,
-                    view.for_ms,
-                    format!("{label} has been {} for {} ms", view.activity, view.for_ms),
-                ),
-                LintKind::MailboxStalled => flag(
-                    *lint,
-                    view,
-                    view.for_ms,
-                    format!(
-                        "{label} has {} messages waiting and handles none",
-                        view.mailbox_depth
-                    ),
-                ),
-                LintKind::SilentRun => {
-                    let silent = view.since_event_ms.unwrap_or(view.age_ms);
-                    flag(
-                        *lint,
-                        view,
-                        silent,
-                        format!("{label} has told no event for {silent} ms"),
-                    );
-                }
-                LintKind::OrphanCall => flag(
-                    *lint,
-                    view,
-                    view.age_ms,
-                    format!(
-                        "{label} is still alive and its run {} has ended",
-                        view.identity.run.unwrap_or_default()
-                    ),
-                ),
-                LintKind::LeaseHeld => {}
-            }
-        }
-    }
-    for lock in locks {
-        let Some(holder) = &lock.holder else { continue };
-        if lock.waiting.is_empty() || holder.for_ms.saturating_mul(1_000) <= limits.lease {
-            continue;
-        }
-        if let Some((view, _)) = notable.iter().find(|(view, _)| view.id == holder.actor) {
-            flag(
-                LintKind::LeaseHeld,
-                view,
-                holder.for_ms,
-                format!(
-                    "{} has held {} for {} ms while {} wait",
-                    view.label(),
-                    lock.path,
-                    holder.for_ms,
-                    lock.waiting.len()
-                ),
-            );
-        }
-    }
-    lints
-}
-
-fn empty_lock(path: &str) -> LockView {
-    LockView {
-        path: path.to_owned(),
-        holder: None,
-        waiting: Vec::new(),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::panic)]
-    use super::*;
-
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap()
-    }
-
-    #[test]
-    fn a_socket_path_that_is_a_file_is_refused_and_left_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let planted = dir.path().join("console.sock");
-        std::fs::write(&planted, "keep me").unwrap();
-        let console = Console::new(ConsoleConfig::default());
-        let error = console
-            .serve(&ConsoleAddr::Unix(planted.clone()), runtime().handle())
-            .unwrap_err();
-        assert!(matches!(error, ServeError::Listen { .. }), "{error}");
-        assert_eq!(std::fs::read_to_string(&planted).unwrap(), "keep me");
-        let bad = "no such address".parse::<ConsoleAddr>().unwrap_err();
-        assert!(bad.to_string().contains("HOST:PORT"), "{bad}");
-    }
-
-    #[test]
-    fn past_the_viewer_cap_a_newcomer_is_closed_and_the_others_go_on() {
-        use std::io::BufRead as _;
-        let runtime = runtime();
-        let console = Console::new(ConsoleConfig::default());
-        let server = console
-            .serve(&"127.0.0.1:0".parse().unwrap(), runtime.handle())
-            .unwrap();
-        let ConsoleAddr::Tcp(addr) = server.addr().clone() else {
-            panic!("not TCP")
-        };
-        let first_line = |stream: &std::net::TcpStream| {
-            stream
-                .set_read_timeout(Some(Duration::from_secs(30)))
-                .unwrap();
-            let mut line = String::new();
-            std::io::BufReader::new(stream)
-                .read_line(&mut line)
-                .unwrap();
-            line
-        };
-        let kept: Vec<std::net::TcpStream> = (0..MAX_VIEWERS)
-            .map(|_| {
-                let stream = std::net::TcpStream::connect(addr).unwrap();
-                assert!(first_line(&stream).contains("hello"));
-                stream
-            })
-            .collect();
-        let extra = std::net::TcpStream::connect(addr).unwrap();
-        assert_eq!(first_line(&extra), "", "the newcomer is closed");
-        drop(kept);
-    }
-
-    #[test]
-    fn a_viewer_that_reads_too_slowly_is_told_how_many_updates_it_missed() {
-        use std::io::BufRead as _;
-        let runtime = runtime();
-        let console = Console::new(ConsoleConfig {
-            rate: 100,
-            ..ConsoleConfig::default()
-        });
-        // Enough entries that one update is far more than the sockets hold.
-        let probes: Vec<Probe> = (0..100_000)
-            .map(|_| {
-                let probe = console.register(Kind::Other, "Busy");
-                probe.running(|| "something".into());
-                probe
-            })
-            .collect();
-        let server = console
-            .serve(&"127.0.0.1:0".parse().unwrap(), runtime.handle())
-            .unwrap();
-        let ConsoleAddr::Tcp(addr) = server.addr().clone() else {
-            panic!("not TCP")
-        };
-        let stream = std::net::TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(60)))
-            .unwrap();
-        let mut reader = std::io::BufReader::new(stream);
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        assert!(line.contains("hello"));
-        // A slow reader: the snapshot's write stays blocked meanwhile.
-        std::thread::sleep(Duration::from_millis(300));
-        let dropped = loop {
-            line.clear();
-            assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
-            match serde_json::from_str::<Update>(&line).unwrap() {
-                Update::Delta(delta) => break delta.dropped,
-                Update::Snapshot(snapshot) => assert_eq!(snapshot.actors.len(), probes.len()),
-                _ => {}
-            }
-        };
-        assert!(dropped > 0, "the missed updates were not counted");
-    }
-
-    #[test]
-    fn an_ended_actor_leaves_the_live_list_for_a_bounded_history() {
-        let console = Console::new(ConsoleConfig {
-            history: 3,
-            ..ConsoleConfig::default()
-        });
-        for _ in 0..10 {
-            let probe = console.register(Kind::Other, "Short");
-            probe.running(|| "a moment".into());
-        }
-        let snapshot = console.snapshot();
-        assert!(snapshot.actors.is_empty());
-        assert_eq!(
-            snapshot.ended.iter().map(|a| a.id).collect::<Vec<_>>(),
-            [8, 9, 10]
-        );
-        assert!(snapshot.ended.iter().all(|a| a.ended_ms_ago.is_some()));
-    }
-}
+mod tests;
