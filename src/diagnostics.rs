@@ -63,10 +63,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use futures::future::{BoxFuture, Shared};
 use futures::FutureExt as _;
 use lsp_types::Diagnostic;
+use server::{root_uri, Server};
 
 use crate::diagnostics::config::language_id;
 use crate::hook::Hook;
-use server::{root_uri, Server};
 
 /// How many times a server that stopped is started again.
 const RESTARTS: u32 = 2;

@@ -14,70 +14,35 @@
 //! result checks, report) and the actor stops. A call in flight then holds its task, not an idle
 //! actor (about 760 bytes less each), and its result reaches the run actor in one hop.
 
+mod conclusion;
+mod journaled;
+
+pub(crate) use conclusion::CallOutcome;
+
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-
 use actix::fut::ActorFutureExt;
 use actix::{Actor, ActorContext, AsyncContext, Context, SpawnHandle, WrapFuture};
-use golato_actors::batch::{outcome_of, panic_message, Job, JobOutcome, Reporter, Work};
+use conclusion::{conclude, error_result, report, result_of, returned, seconds, GateShutter};
+use futures::FutureExt;
+use golato_actors::batch::{outcome_of, Job, JobOutcome, Reporter, Work};
+use journaled::journaled;
 use serde_json::Value;
 use tokio::task::AbortHandle;
 use tracing::Instrument;
 
-use super::batch_calls::{Notice, SharedBatch, Spent};
+use super::batch_calls::{Notice, SharedBatch};
 use super::validation::Registered;
 use super::AgentInner;
 use crate::hook::{AfterToolCall, BeforeToolCall, HookAction, HookContext};
-use crate::journal::{
-    Error as JournalError, Journal, NotRecorded, RecordedCall, RecordedSpend, StepError, StepKey,
-    StepWork,
-};
-use crate::message::{Content, ToolCall, ToolResultMessage};
+use crate::journal::Error as JournalError;
+use crate::message::ToolCall;
 use crate::tool::{
     check_result, shown, BoxError, CallHost, Function, Replay, ToolContext, ToolResult,
 };
-
-/// A call's final result and whether it asked to end the run.
-#[derive(Debug)]
-pub(crate) struct CallOutcome {
-    pub(crate) message: ToolResultMessage,
-    pub(crate) terminate: bool,
-    /// The run's journal could not record this call: the run ends once the batch is over.
-    pub(crate) journal_error: Option<Box<JournalError>>,
-}
-
-impl CallOutcome {
-    pub(crate) fn error(call: &ToolCall, text: impl Into<String>) -> CallOutcome {
-        CallOutcome::from_result(call, error_result(text))
-    }
-
-    fn from_result(call: &ToolCall, result: ToolResult) -> CallOutcome {
-        CallOutcome {
-            message: ToolResultMessage {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                content: result.content,
-                details: result.details,
-                is_error: result.is_error,
-                attempt: None,
-            },
-            terminate: result.terminate,
-            journal_error: None,
-        }
-    }
-}
-
-fn error_result(text: impl Into<String>) -> ToolResult {
-    ToolResult {
-        content: vec![Content::text(text)],
-        is_error: true,
-        ..ToolResult::default()
-    }
-}
 
 /// Everything a tool actor needs for its call.
 pub(crate) struct ToolSetup {
@@ -126,109 +91,6 @@ fn start(setup: ToolSetup, reporter: Reporter<CallOutcome>) {
     // Nobody sends a tool actor messages, so it is started without taking an address
     // (`Actor::start` makes one, two allocations, only to drop it).
     actix::spawn(Context::new().into_future(actor));
-}
-
-/// The call of `setup` as a step of the run's journal: the step's work starts the tool actor
-/// (on this arbiter) and waits for its outcome; a result the journal recorded before is given
-/// to the batch without starting anything.
-fn journaled(
-    setup: ToolSetup,
-    journal: Arc<dyn Journal>,
-    turn: usize,
-    reporter: Reporter<CallOutcome>,
-) {
-    let call = setup.call().clone();
-    let key = StepKey::Call {
-        turn,
-        call_id: call.id.clone(),
-    };
-    let step = key.to_string();
-    let index = setup.index;
-    let host = setup.agent.host.clone();
-    let arbiter = actix::Arbiter::current();
-    // An outcome that is not recorded (the actor was lost) goes to the batch as it is.
-    let unrecorded = Arc::new(std::sync::Mutex::new(None));
-    let slot = Arc::clone(&unrecorded);
-    let attempts = Arc::clone(&setup.shared);
-    let batch = Arc::clone(&setup.shared);
-    // Whether the call ran here: what a call that did not (its result recorded before) spent
-    // is counted from the record.
-    let ran_here = Arc::new(AtomicBool::new(false));
-    let ran = Arc::clone(&ran_here);
-    let work = move |attempt: u32| async move {
-        ran.store(true, Ordering::SeqCst);
-        attempts.set_attempt(index, attempt);
-        let (forward, receiver) = Reporter::forwarding(index);
-        if !arbiter.spawn_fn(move || start(setup, forward)) {
-            return Err(NotRecorded);
-        }
-        let mut outcome = receiver.await.unwrap_or(JobOutcome::Lost);
-        if let JobOutcome::Completed(outcome) = &mut outcome {
-            if attempt > 1 {
-                outcome.message.attempt = Some(attempt);
-            }
-            let recorded = RecordedCall {
-                message: outcome.message.clone(),
-                terminate: outcome.terminate,
-                spent: attempts
-                    .spent_by(index)
-                    .filter(|spent| !spent.is_nothing())
-                    .map(|spent| RecordedSpend {
-                        usage: spent.usage,
-                        cost: (!spent.unpriced).then_some(spent.cost),
-                    }),
-            };
-            if let Ok(value) = serde_json::to_value(&recorded) {
-                return Ok(crate::journal::seal(value));
-            }
-        }
-        *slot
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
-        Err(NotRecorded)
-    };
-    // Asked for here, in the order the batch starts its calls (source order), not when a
-    // task first polls it: an engine whose journal is positional needs the same order on every
-    // replay.
-    let recorded = journal.step(key, StepWork::with_attempt(work));
-    host.runtime().spawn(async move {
-        let outcome = match recorded.await {
-            Ok(record) => match crate::journal::unseal(record, &step).and_then(|value| {
-                serde_json::from_value::<RecordedCall>(value).map_err(|error| JournalError {
-                    step: step.clone(),
-                    reason: format!("what it holds is not a call's result ({error})"),
-                })
-            }) {
-                Ok(recorded) => {
-                    if let (Some(spent), false) = (recorded.spent, ran_here.load(Ordering::SeqCst))
-                    {
-                        batch.spend_recorded(&Spent::of(&spent.usage, spent.cost));
-                    }
-                    JobOutcome::Completed(CallOutcome {
-                        message: recorded.message,
-                        terminate: recorded.terminate,
-                        journal_error: None,
-                    })
-                }
-                Err(error) => failed_in_journal(&call, error),
-            },
-            Err(StepError::NotRecorded) => unrecorded
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-                .unwrap_or(JobOutcome::Lost),
-            Err(StepError::Journal(error)) => failed_in_journal(&call, error),
-        };
-        reporter.report(outcome);
-    });
-}
-
-/// The outcome of a call the journal failed on: an error result saying so, and the failure for
-/// the run actor, which ends the run once the batch is over.
-fn failed_in_journal(call: &ToolCall, error: JournalError) -> JobOutcome<CallOutcome> {
-    let mut outcome = CallOutcome::error(call, error.to_string());
-    outcome.journal_error = Some(Box::new(error));
-    JobOutcome::Completed(outcome)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -700,108 +562,4 @@ fn parse_arguments(call: &ToolCall) -> Result<Value, BoxError> {
         )
         .into()
     })
-}
-
-/// Closes a call's gate when dropped: when its function returns, and while a panic unwinds.
-struct GateShutter<'a>(&'a SharedBatch, usize);
-
-impl Drop for GateShutter<'_> {
-    fn drop(&mut self) {
-        self.0.shut_gate(self.1);
-    }
-}
-
-/// A handed-off call's end, on its function's task (inside the call's span): what the function
-/// did, concluded as the actor would have.
-fn conclude(
-    shared: &SharedBatch,
-    reporter: Reporter<CallOutcome>,
-    joined: Result<Result<ToolResult, BoxError>, Box<dyn std::any::Any + Send>>,
-) {
-    let index = reporter.index();
-    let call = shared.call(index);
-    let joined = match joined {
-        Ok(returned) => JobOutcome::Completed(returned),
-        Err(panic) => JobOutcome::Panicked(panic_message(panic)),
-    };
-    let result = result_of(shared, index, None, returned(call, joined));
-    report(&tracing::Span::current(), shared, reporter, result);
-}
-
-/// What the function's task came to: its result, or the error text for a failure, a panic or
-/// a lost task.
-fn returned(
-    call: &ToolCall,
-    joined: JobOutcome<Result<ToolResult, BoxError>>,
-) -> Result<ToolResult, String> {
-    match joined {
-        JobOutcome::Completed(returned) => returned.map_err(|error| error.to_string()),
-        JobOutcome::Panicked(panic) => Err(format!("Tool {} panicked: {panic}", call.name)),
-        JobOutcome::Lost | JobOutcome::NotStarted => Err(format!(
-            "Tool {}'s task ended without a result (the host is shutting down).",
-            call.name
-        )),
-    }
-}
-
-/// Call `index`'s result once its function is done: an update refused along the way, or the
-/// timeout, outranks what came back; what came back must pass the result checks.
-fn result_of(
-    shared: &SharedBatch,
-    index: usize,
-    timed_out: Option<Duration>,
-    returned: Result<ToolResult, String>,
-) -> ToolResult {
-    let name = &shared.call(index).name;
-    // Closed here too, for a function that panicked before its task could close it.
-    if let Some(reason) = shared.close_gate(index) {
-        return error_result(format!(
-            "Tool {name} published an invalid partial result, so it was stopped: {reason}"
-        ));
-    }
-    if let Some(timeout) = timed_out {
-        let result = error_result(format!(
-            "Tool {name} timed out after {} and was cancelled.",
-            seconds(timeout)
-        ));
-        // What the function said of what it did before it stopped stays with the call (bash's
-        // captured changes: an undo covers them).
-        return match returned.ok().and_then(|returned| returned.details) {
-            Some(details) => result.with_details(details),
-            None => result,
-        };
-    }
-    match returned {
-        Ok(result) => match check_result(&result) {
-            Ok(()) => result,
-            Err(reason) => {
-                error_result(format!("Tool {name} returned an invalid result: {reason}"))
-            }
-        },
-        Err(text) => error_result(text),
-    }
-}
-
-/// Reports the call's one outcome.
-fn report(
-    span: &tracing::Span,
-    shared: &SharedBatch,
-    reporter: Reporter<CallOutcome>,
-    result: ToolResult,
-) {
-    let call = shared.call(reporter.index());
-    shared.end_probe(reporter.index());
-    let _entered = span.enter();
-    tracing::debug!(is_error = result.is_error, "call finished");
-    if result.is_error {
-        // OpenTelemetry's span status: an error result is a failed tool execution.
-        span.record("otel.status_code", "ERROR");
-    }
-    reporter.report(JobOutcome::Completed(CallOutcome::from_result(
-        call, result,
-    )));
-}
-
-fn seconds(duration: Duration) -> String {
-    format!("{} s", duration.as_secs_f64())
 }

@@ -9,11 +9,8 @@ use futures::FutureExt as _;
 use lsp_types::Diagnostic;
 use serde_json::{json, Value};
 
-use super::report;
 use super::server::root_uri;
-use super::Checked;
-use super::Diagnostics;
-use super::Slot;
+use super::{report, Checked, Diagnostics, Slot};
 use crate::hook::{AfterToolCall, BeforeToolCall, Hook, HookContext};
 use crate::tool::{BoxError, ToolResult};
 

@@ -15,14 +15,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use launch::confined;
-use launch::fifo_path;
-use launch::refusal;
+use launch::{confined, fifo_path, refusal};
 use lsp_types::Diagnostic;
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch};
-use wire::read_messages;
-use wire::write_message;
+use wire::{read_messages, write_message};
 
 use super::ServerSpec;
 

@@ -5,11 +5,8 @@ use std::sync::{Arc, PoisonError};
 use lsp_types::Diagnostic;
 
 use super::hook::text_of;
-use super::report;
 use super::server::{root_uri, Server};
-use super::Checked;
-use super::Diagnostics;
-use super::Slot;
+use super::{report, Checked, Diagnostics, Slot};
 use crate::tool::{BoxError, Tool, ToolResult};
 
 /// The `diagnostics` tool's arguments.

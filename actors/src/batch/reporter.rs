@@ -5,11 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::BatchObserver;
-use super::BatchReport;
-use super::BatchSupervisor;
-use super::CallDone;
-use super::JobOutcome;
+use super::{BatchObserver, BatchReport, BatchSupervisor, CallDone, JobOutcome};
 use crate::Mailbox;
 
 /// How a per-call actor reports its job's one outcome to the supervisor. Dropped without

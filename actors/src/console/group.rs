@@ -4,10 +4,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::probe;
-use super::probe::Entry;
-use super::probe::Probe;
-use super::Shared;
+use super::probe::{Entry, Probe};
+use super::{probe, Shared};
 
 /// The entries of a [`Group`].
 #[derive(Debug)]

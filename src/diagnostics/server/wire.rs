@@ -9,8 +9,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::sync::watch;
 
-use super::State;
-use super::{Input, Published};
+use super::{Input, Published, State};
 
 /// The most bytes one message of a server may have; a bigger one stops the server.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;

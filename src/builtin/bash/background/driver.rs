@@ -12,16 +12,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::super::{processes, sleep_until, Caller, Settings, Started};
-use super::report;
-use super::Ended;
-use super::Entry;
-use super::Log;
-use super::State;
-use super::DURABLE_REFUSAL;
-use super::FIRST_OUTPUT_SETTLE;
-use super::FIRST_OUTPUT_WAIT;
-use crate::builtin::Background;
-use crate::builtin::KILL_GRACE;
+use super::{
+    report, Ended, Entry, Log, State, DURABLE_REFUSAL, FIRST_OUTPUT_SETTLE, FIRST_OUTPUT_WAIT,
+};
+use crate::builtin::{Background, KILL_GRACE};
 use crate::message::Content;
 use crate::tool::{BoxError, ToolContext, ToolResult};
 

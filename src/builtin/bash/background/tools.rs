@@ -7,10 +7,7 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use super::driver::prepend;
-use super::report;
-use super::DEFAULT_PATTERN_WAIT_SECONDS;
-use super::MAX_WAIT_SECONDS;
-use super::RESCAN_INTERVAL;
+use super::{report, DEFAULT_PATTERN_WAIT_SECONDS, MAX_WAIT_SECONDS, RESCAN_INTERVAL};
 use crate::builtin::Background;
 use crate::tool::{BoxError, Tool, ToolContext, ToolResult};
 
