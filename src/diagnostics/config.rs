@@ -106,7 +106,7 @@ pub(super) fn language_id(extension: &str) -> &str {
     }
 }
 
-/// How [`Diagnostics`] runs servers.
+/// How [`Diagnostics`](super::Diagnostics) runs servers.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {

@@ -21,7 +21,7 @@ impl GroupInner {
     }
 }
 
-/// Console entries for many short pieces of work at once (see [`Console::group`]); with the
+/// Console entries for many short pieces of work at once (see [`Console::group`](super::Console::group)); with the
 /// console off ([`Group::none`]) every method is a no-op. Dropping it ends the group: its
 /// members that ran go to the history.
 #[derive(Debug, Default)]

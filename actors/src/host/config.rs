@@ -1,7 +1,7 @@
 //! What a host is made of ([`HostConfig`]), why it could not start ([`HostError`]), and what its
 //! shutdown left ([`ShutdownReport`]).
 
-/// How to build a [`Host`].
+/// How to build a [`Host`](crate::Host).
 #[derive(Debug, Clone)]
 pub struct HostConfig {
     /// Worker threads of the tokio runtime the host builds for tool functions. `None` uses one
@@ -21,7 +21,7 @@ pub struct HostConfig {
     /// ([`HostError::CurrentThreadRuntime`]): tools would run only while your thread awaits.
     pub runtime: Option<tokio::runtime::Handle>,
     /// The actor console: `None` (the default) records nothing and costs nothing; `Some`
-    /// keeps an entry per actor instance for [`Host::console`], and serves it when
+    /// keeps an entry per actor instance for [`Host::console`](crate::Host::console), and serves it when
     /// [`ConsoleConfig::listen`](crate::console::ConsoleConfig::listen) says where.
     pub console: Option<crate::console::ConsoleConfig>,
 }
@@ -50,7 +50,7 @@ pub enum HostError {
     /// The host thread ended before it reported that it was ready.
     #[error("golato's actor host thread exited during start-up; see the log for a panic message")]
     StartAborted,
-    /// [`Host::shutdown`] was called, or the host's actor thread has gone.
+    /// [`Host::shutdown`](crate::Host::shutdown) was called, or the host's actor thread has gone.
     #[error("golato's actor host has shut down; create a new Host (or use Host::global) to run more work")]
     Stopped,
     /// [`HostConfig::runtime`] is a current-thread runtime.
@@ -64,7 +64,7 @@ pub enum HostError {
     NoArbiters,
 }
 
-/// What [`Host::shutdown`] found when it stopped the host.
+/// What [`Host::shutdown`](crate::Host::shutdown) found when it stopped the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ShutdownReport {
