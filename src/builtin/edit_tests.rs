@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
+use super::matching::MAX_EDITS;
 use super::*;
 
 fn edited(original: &str, edits: &[(&str, &str)]) -> String {
