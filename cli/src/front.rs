@@ -12,7 +12,9 @@ mod chat;
 mod commands;
 mod draw;
 mod editor;
+mod footer;
 mod highlight;
+mod history;
 mod keys;
 mod markdown;
 mod mention;
@@ -22,13 +24,20 @@ mod screen;
 mod shell;
 mod stream;
 mod table;
+mod terminal;
 mod transcript;
 
-use std::io::Write as _;
+pub(crate) use terminal::{terminal_can_draw, usable};
+
 use std::time::{Duration, Instant};
 
+use chat::{Chat, Running};
+use editor::Editor;
+use footer::Footer;
 use futures::StreamExt as _;
 use golato::agent::Event;
+use history::{history_file, load_history};
+use keys::on_terminal;
 use ratatui::crossterm::event::{
     Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers,
 };
@@ -37,6 +46,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget as _};
 use ratatui::{Terminal, TerminalOptions, Viewport};
+use terminal::open_screen;
 
 use crate::args::ChatArgs;
 use crate::error::{CliError, Exit};
@@ -44,10 +54,6 @@ use crate::interrupt::Signals;
 use crate::settings::Settings;
 use crate::setup::approve::Question;
 use crate::view::report::{Answer, Tally};
-
-use chat::{Chat, Running};
-use editor::Editor;
-use keys::on_terminal;
 
 /// Rows the front end keeps at the bottom at least: a status line, four of input, a line of
 /// keys. A longer input (or the slash commands' list) takes more, up to a third of the screen.
@@ -58,37 +64,12 @@ const FRAME: Duration = Duration::from_micros(16_667);
 /// paste types a pasted block as keys, its line ends as Enter): a person's next key comes
 /// tens of milliseconds later, a paste's within one read.
 const PASTE_GAP: Duration = Duration::from_millis(12);
-/// Texts sent kept in the history file.
-const HISTORY_KEPT: usize = 1000;
 
 type Screen = Terminal<screen::Steady>;
 
 /// How long a terminal may take to read what was written before it counts as stuck (and
 /// nothing more is written to it directly, which could block).
 const STUCK: Duration = Duration::from_millis(500);
-
-/// Puts the terminal back as it was, however the front end ends.
-struct Restore(Option<outbox::Outbox>);
-
-impl Drop for Restore {
-    fn drop(&mut self) {
-        use ratatui::crossterm::event::{DisableBracketedPaste, PopKeyboardEnhancementFlags};
-        use ratatui::crossterm::{execute, terminal};
-        // Not a blocking write to a terminal that stopped reading: golato must be able to end.
-        let reads = self.0.as_ref().is_none_or(|outbox| outbox.drain(STUCK));
-        if reads {
-            let _ = execute!(
-                std::io::stdout(),
-                DisableBracketedPaste,
-                PopKeyboardEnhancementFlags
-            );
-        }
-        let _ = terminal::disable_raw_mode();
-        if reads {
-            let _ = writeln!(std::io::stdout());
-        }
-    }
-}
 
 /// What the input area is for now.
 pub(crate) enum Mode {
@@ -206,74 +187,6 @@ pub(crate) struct Front {
     /// Long pastes, shown in the input as their placeholder (`[pasted 30 lines]`) and sent as
     /// their text.
     pastes: Vec<(String, String)>,
-}
-
-/// The model, the modes and the context left, at the right of the line of keys (as codex's
-/// footer): what the next prompt will run under.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Footer {
-    pub(crate) model: String,
-    /// The approval mode, or `plan`.
-    pub(crate) approve: String,
-    pub(crate) sandbox: String,
-    /// The context window in tokens, when known.
-    pub(crate) window: Option<u64>,
-    /// Tokens the last request and its answer took of it.
-    pub(crate) used: u64,
-    /// Background commands running now.
-    pub(crate) background: usize,
-}
-
-impl Footer {
-    /// The footer in at most `room` cells: `model · approve M · sandbox S · N% context left`,
-    /// the model left out first when narrow, then the context, then the sandbox.
-    fn text(&self, room: usize) -> String {
-        let context = self
-            .window
-            .filter(|window| *window > 0 && self.used > 0)
-            .map(|window| {
-                let left = 100u64.saturating_sub(self.used.saturating_mul(100) / window);
-                format!("{left}% context left")
-            });
-        let approve = format!("approve {}", self.approve);
-        let sandbox = format!("sandbox {}", self.sandbox);
-        let model = (!self.model.is_empty()).then(|| self.model.clone());
-        // Running background commands stay in sight longest after the approval mode: they are
-        // what keeps working when nothing seems to.
-        let background =
-            (self.background > 0).then(|| format!("{} running (/ps)", self.background));
-        let choices = [
-            vec![
-                model,
-                background.clone(),
-                Some(approve.clone()),
-                Some(sandbox.clone()),
-                context.clone(),
-            ],
-            vec![
-                None,
-                background.clone(),
-                Some(approve.clone()),
-                Some(sandbox.clone()),
-                context,
-            ],
-            vec![
-                None,
-                background.clone(),
-                Some(approve.clone()),
-                Some(sandbox),
-                None,
-            ],
-            vec![None, background.clone(), Some(approve.clone()), None, None],
-            vec![None, background, None, None, None],
-            vec![None, None, Some(approve), None, None],
-        ];
-        choices
-            .into_iter()
-            .map(|parts| parts.into_iter().flatten().collect::<Vec<_>>().join(" · "))
-            .find(|text| text.chars().count() <= room)
-            .unwrap_or_default()
-    }
 }
 
 /// A paste of more lines than this (or more characters than [`PASTE_CHARS`]) is shown
@@ -428,83 +341,6 @@ impl Front {
             project_trusted: false,
         }
     }
-}
-
-/// The history file: one JSON string per line, in golato's data directory.
-fn history_file() -> Option<std::path::PathBuf> {
-    crate::store::session::data_directory()
-        .ok()
-        .map(|dir| dir.join("history.jsonl"))
-}
-
-fn load_history(path: Option<&std::path::Path>) -> Vec<String> {
-    let Some(path) = path else { return Vec::new() };
-    let Ok(bytes) = crate::bounded::read(path, crate::bounded::CONFIG_LIMIT * 8) else {
-        return Vec::new();
-    };
-    let texts: Vec<String> = String::from_utf8_lossy(&bytes)
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
-    let skip = texts.len().saturating_sub(HISTORY_KEPT);
-    texts.into_iter().skip(skip).collect()
-}
-
-fn remember(path: Option<&std::path::Path>, text: &str) {
-    let Some(path) = path else { return };
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    if let Ok(mut file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        let _ = writeln!(file, "{}", serde_json::Value::String(text.to_owned()));
-    }
-}
-
-/// Raw mode, bracketed paste, keys told apart by their modifiers, and the inline viewport where
-/// the cursor is.
-fn open_screen() -> std::io::Result<(Screen, Restore)> {
-    use ratatui::crossterm::event::{
-        EnableBracketedPaste, KeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
-    };
-    use ratatui::crossterm::{execute, terminal};
-    terminal::enable_raw_mode()?;
-    let mut restore = Restore(None);
-    // The kitty keyboard protocol (kitty, WezTerm, Ghostty, foot, Alacritty, iTerm2 with CSI u
-    // on): Shift-Enter is then told from Enter. A terminal without it ignores the request and
-    // sends Enter for both; `\`+Enter, Alt-Enter and Ctrl-J make a new line everywhere.
-    // xterm's modifyOtherKeys is not asked for: crossterm drops its `CSI 27;…~` keys, so it
-    // would lose Alt-Enter where it works today.
-    execute!(
-        std::io::stdout(),
-        EnableBracketedPaste,
-        PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
-    )?;
-    let size = terminal::size()?;
-    let outbox = outbox::Outbox::start()?;
-    restore.0 = Some(outbox.clone());
-    let screen = Terminal::with_options(
-        screen::Steady::new(ratatui::layout::Size::new(size.0, size.1), outbox),
-        TerminalOptions {
-            viewport: Viewport::Inline(VIEWPORT_ROWS),
-        },
-    )?;
-    Ok((screen, restore))
-}
-
-/// Whether the front end can run: a terminal on both ends that can draw, and no `--plain`.
-pub(crate) fn usable(args: &ChatArgs) -> bool {
-    !args.plain && terminal_can_draw()
-}
-
-/// A terminal on both ends that can draw.
-pub(crate) fn terminal_can_draw() -> bool {
-    use std::io::IsTerminal as _;
-    let dumb = std::env::var_os("TERM").is_none_or(|term| term == "dumb" || term.is_empty());
-    !dumb && std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 /// What a key asks the loop to do.

@@ -1,6 +1,7 @@
 //! What each key does, in each of the input's modes.
 
 use super::*;
+use crate::front::history::remember;
 
 /// Handles a key, a paste or a resize.
 pub(super) fn on_terminal(front: &mut Front, event: TermEvent) -> Option<Action> {
