@@ -1,8 +1,14 @@
 //! `golato run`: builds the agent from the flags, then drives one run to its end while a view
 //! shows it, a recorder writes it down and a recording it replays is checked against it.
 
+mod ending;
+mod resume;
+
+pub(crate) use ending::answer_text;
+pub(crate) use resume::{resume, resumed, same_model_as_newest};
+
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -10,10 +16,11 @@ use golato::agent::{Agent, Event, Input};
 use indicatif::MultiProgress;
 use tokio::sync::mpsc;
 
-use crate::args::{ResumeArgs, RunArgs, ViewArgs};
+use crate::args::{RunArgs, ViewArgs};
 use crate::conversation::{Conversation, Opening};
 use crate::error::{CliError, Exit};
 use crate::interrupt::Signals;
+use crate::run::ending::{hand_over, verdict};
 use crate::settings::Settings;
 use crate::setup::approve::Questions;
 use crate::setup::trace;
@@ -22,7 +29,7 @@ use crate::store::session::Saved;
 use crate::view::header::Header;
 use crate::view::json::JsonLines;
 use crate::view::live::{Live, Target};
-use crate::view::report::{describe, Answer, Ending, Tally, View};
+use crate::view::report::{Answer, Ending, Tally, View};
 
 pub(crate) async fn command(args: RunArgs, settings: Settings) -> Result<Exit, CliError> {
     let going_on = match args.continue_session {
@@ -30,64 +37,6 @@ pub(crate) async fn command(args: RunArgs, settings: Settings) -> Result<Exit, C
         false => None,
     };
     start(args, settings, going_on).await
-}
-
-/// `golato resume [ID]`: a saved session goes on, in its own directory unless `-C` says
-/// otherwise.
-///
-/// `ask` says whether a person at the terminal may be asked to trust the session's folder.
-pub(crate) async fn resume(args: ResumeArgs, ask: bool) -> Result<Exit, CliError> {
-    let (run, settings, saved) = resumed(args, ask)?;
-    start(run, settings, Some(saved)).await
-}
-
-/// The session `golato resume` names, and the settings it goes on with: in its own directory
-/// unless `-C` says otherwise.
-pub(crate) fn resumed(args: ResumeArgs, ask: bool) -> Result<(RunArgs, Settings, Saved), CliError> {
-    let saved = crate::store::session::find(args.id.as_deref(), None)?;
-    let mut run = *args.run;
-    if run.agent.cwd == Path::new(".") {
-        run.agent.cwd = saved.header.cwd.clone();
-    }
-    same_model(&mut run.agent, &saved.header);
-    let mut settings = crate::settings::resolve(run.agent.clone(), ask)?;
-    crate::setup::instructions::ask_once(&mut settings, ask)?;
-    Ok((run, settings, saved))
-}
-
-/// The model a session was started with, for the flags that do not name one now: its API and
-/// server unless `--provider` or `--base-url` is given (they go together), its model unless
-/// `--model` or `--provider` is.
-pub(crate) fn same_model(
-    agent: &mut crate::args::AgentArgs,
-    header: &crate::store::session::Header,
-) {
-    if agent.script.is_some() {
-        return;
-    }
-    let server_given = agent.provider.is_some() || agent.base_url.is_some();
-    if agent.model.is_none() && agent.provider.is_none() {
-        agent.model.clone_from(&header.model);
-    }
-    if !server_given {
-        agent.provider = header
-            .provider
-            .as_deref()
-            .and_then(crate::args::ProviderKind::named);
-        agent.base_url.clone_from(&header.base_url);
-    }
-}
-
-/// Before `-c` resolves its flags: the model of the session it goes on with (the folder's
-/// newest), as `golato resume` takes it. A folder with no session is said so later, by the
-/// search that opens it.
-pub(crate) fn same_model_as_newest(agent: &mut crate::args::AgentArgs) {
-    let Ok(cwd) = crate::settings::resolved::canonical_directory(&agent.cwd) else {
-        return;
-    };
-    if let Ok(saved) = crate::store::session::find(None, Some(&cwd)) {
-        same_model(agent, &saved.header);
-    }
 }
 
 /// Runs the flags' agent on the prompt, going on with `going_on` when given.
@@ -594,105 +543,9 @@ fn open_view(session: &OneRun) -> Result<Box<dyn View>, CliError> {
     })
 }
 
-/// How the run ended: its exit, the error to say, and its answer (with `--output-schema`, the
-/// JSON value). A recorder that failed, or a replay that differs under `--strict-replay`,
-/// fails a run that otherwise succeeded.
-fn verdict<'a>(
-    outcome: &'a Result<golato::RunResult, golato::agent::Error>,
-    interrupted: Option<crate::interrupt::Signal>,
-    record_error: Option<CliError>,
-    strict_replay: Option<bool>,
-    tally: &Tally,
-) -> (Exit, Option<String>, Option<std::borrow::Cow<'a, str>>) {
-    let (exit, error, final_text) = match (outcome, interrupted) {
-        (_, Some(signal)) => (Exit::Interrupted(signal), None, None),
-        // With --output-schema, the answer is the JSON value.
-        (Ok(result), None) => match &result.output {
-            Some(value) => (
-                Exit::Success,
-                None,
-                Some(std::borrow::Cow::Owned(
-                    serde_json::to_string_pretty(value).unwrap_or_default(),
-                )),
-            ),
-            None => (
-                Exit::Success,
-                None,
-                Some(answer_text(&result.final_message)),
-            ),
-        },
-        (Err(error), None) => (Exit::Failure, Some(describe(error)), None),
-    };
-    let (exit, error) = match (record_error, error) {
-        (Some(record_error), None) if exit == Exit::Success => {
-            (Exit::Failure, Some(record_error.to_string()))
-        }
-        (_, error) => (exit, error),
-    };
-    let (exit, error) = match strict_replay {
-        Some(prompt_differs)
-            if exit == Exit::Success && (prompt_differs || tally.replay_mismatches > 0) =>
-        {
-            (
-                Exit::Failure,
-                Some(format!(
-                    "the replay differs from the recording ({}{}); --strict-replay makes that a failure",
-                    crate::view::shown::count(tally.replay_mismatches as u64, "tool result"),
-                    if prompt_differs { ", and the prompt" } else { "" }
-                )),
-            )
-        }
-        _ => (exit, error),
-    };
-    (exit, error, final_text)
-}
-
-/// The answer, to standard output when the story went elsewhere, and to `-o`'s file.
-fn hand_over(
-    text: &str,
-    story: Target,
-    json: bool,
-    last_message: Option<&Path>,
-) -> Result<(), CliError> {
-    if story != Target::Stdout && !json {
-        use std::io::IsTerminal as _;
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        // On a terminal the answer is shown; into a pipe or a file it is data, exact.
-        let text = match out.is_terminal() {
-            true => crate::view::shown::visible(text),
-            false => std::borrow::Cow::Borrowed(text),
-        };
-        let _ = writeln!(out, "{text}").and_then(|()| out.flush());
-    }
-    if let Some(path) = last_message {
-        std::fs::write(path, text.as_bytes()).map_err(|error| {
-            CliError::Failed(format!(
-                "the run ended but its answer could not be written to {} (-o): {error}",
-                path.display()
-            ))
-        })?;
-    }
-    Ok(())
-}
-
 /// Spinners are drawn only on a terminal that can show them, and never with `--json`.
 pub(crate) fn spinners(view: &ViewArgs, story: Target) -> Option<MultiProgress> {
     let dumb = std::env::var("TERM").is_ok_and(|term| term == "dumb");
     (!view.json && !dumb && story.is_terminal())
         .then(|| MultiProgress::with_draw_target(story.draw_target()))
-}
-
-/// The text of `message`: borrowed when it is one part (an answer can be large), joined
-/// otherwise.
-pub(crate) fn answer_text(
-    message: &golato::message::AssistantMessage,
-) -> std::borrow::Cow<'_, str> {
-    match message.content.as_slice() {
-        [part] => match part.as_text() {
-            Some(text) => std::borrow::Cow::Borrowed(text),
-            None => std::borrow::Cow::Owned(message.text()),
-        },
-        _ => std::borrow::Cow::Owned(message.text()),
-    }
 }
