@@ -20,14 +20,14 @@ pub const DEFAULT_EVENT_BUFFER: usize = 256;
 /// How long a timed-out tool function has to stop after it is cancelled before it is abandoned.
 pub const DEFAULT_TOOL_TIMEOUT_GRACE: Duration = Duration::from_secs(5);
 
-/// How to build an [`Agent`].
+/// How to build an [`Agent`](super::Agent).
 #[derive(Clone)]
 pub struct Config {
     /// Where assistant messages come from. Required.
     pub generator: Option<Arc<dyn Generator>>,
     /// The model to ask.
     pub model: Model,
-    /// The tools the model may call; their schemas are compiled once, by [`Agent::new`].
+    /// The tools the model may call; their schemas are compiled once, by [`Agent::new`](super::Agent::new).
     pub tools: Vec<Tool>,
     /// `Parallel` (the default) runs the calls of a batch concurrently; `Sequential` runs every
     /// batch one call at a time. A batch with a call of a `Sequential` tool is sequential
@@ -36,16 +36,16 @@ pub struct Config {
     /// Instructions sent before the transcript with every request.
     pub system_prompt: Option<String>,
     /// Most model requests one run may make; `None` (the default) sets no limit. When a run
-    /// needs one more, it ends with [`Error::MaxTurns`] carrying the transcript.
+    /// needs one more, it ends with [`Error::MaxTurns`](super::Error::MaxTurns) carrying the transcript.
     pub max_turns: Option<usize>,
-    /// A JSON Schema the final answer must satisfy ([`output_schema`] makes one from a type);
-    /// `None` (the default) takes any answer. Compiled by [`Agent::new`]; providers that can
+    /// A JSON Schema the final answer must satisfy ([`output_schema`](super::output_schema) makes one from a type);
+    /// `None` (the default) takes any answer. Compiled by [`Agent::new`](super::Agent::new); providers that can
     /// are asked for it natively; the answer is validated anyway, and one that fails gets one
-    /// more turn with what was wrong before the run fails with [`Error::InvalidOutput`]. The
+    /// more turn with what was wrong before the run fails with [`Error::InvalidOutput`](super::Error::InvalidOutput). The
     /// value is in [`RunResult::output`].
     pub output_schema: Option<serde_json::Value>,
     /// What one run may spend (tokens, money); `None` (the default) sets no limit. A run that
-    /// reaches it ends after the batch it is in, with [`Error::Budget`] carrying the transcript.
+    /// reaches it ends after the batch it is in, with [`Error::Budget`](super::Error::Budget) carrying the transcript.
     pub budget: Option<Budget>,
     /// The model's context window in tokens; `None` (the default) takes the figure golato
     /// knows for the model ([`context_window`](crate::generator::context_window)), and for a
@@ -149,7 +149,7 @@ pub struct RunResult {
     /// The final answer as JSON, valid against `Config::output_schema` (when one is set).
     pub output: Option<serde_json::Value>,
     /// How requests sent the transcript at the end, when the run (or its input) compacted it:
-    /// give it to the next run's [`Input::summary`] to go on from the same view.
+    /// give it to the next run's [`Input::summary`](super::Input::summary) to go on from the same view.
     pub summary: Option<Summary>,
     /// Model requests made by this run.
     pub turns: usize,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::journal::entry::parse_entry;
 
 #[test]
 fn an_entry_of_another_version_is_named_not_misread() {
