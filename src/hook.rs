@@ -159,6 +159,19 @@ impl HookContext {
             host.spend(self.index, usage, cost);
         }
     }
+
+    /// The call's entry on the host's actor console ([`Probe::none`] when the console is off or
+    /// the hook runs outside an agent), as [`ToolContext::probe`](crate::tool::ToolContext::probe)
+    /// gives a tool's: a hook may say what the call waits on meanwhile (a person's answer, a
+    /// second model).
+    ///
+    /// [`Probe::none`]: golato_actors::console::Probe::none
+    pub fn probe(&self) -> golato_actors::console::Probe {
+        match &self.host {
+            Some(HookHost(host)) => host.probe(self.index),
+            None => golato_actors::console::Probe::none(),
+        }
+    }
 }
 
 /// A journaled run's journal as its hooks use it: steps of the call's turn, and the call's

@@ -169,7 +169,13 @@ impl Inner {
             });
         }
         let id = ctx.call.id.clone();
-        match self.answer(ctx, why).await {
+        // On the actor console the call waits on a person until answered (an approver that
+        // asks someone else first, such as a reviewer model, says so meanwhile).
+        let probe = ctx.probe();
+        probe.waiting(|| golato_actors::console::WaitingOn::Person);
+        let answer = self.answer(ctx, why).await;
+        probe.running(|| "its before-hooks".into());
+        match answer {
             Ok(Approval::Allow) => BeforeToolCall::Run,
             Ok(Approval::AllowWith(arguments)) => {
                 self.changed

@@ -443,3 +443,75 @@ fn a_reading_viewer_follows_ten_thousand_runs_at_once() {
         follower.updates, follower.dropped
     );
 }
+
+/// Asks a person: tells the test it was asked, then waits until released (a permit).
+struct WaitingPerson {
+    asked: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+    release: Arc<Semaphore>,
+}
+
+impl golato::policy::Approver for WaitingPerson {
+    fn default_decision(&self, _ctx: &golato::hook::HookContext) -> golato::policy::Decision {
+        golato::policy::Decision::Ask
+    }
+
+    fn ask(
+        &self,
+        _ctx: golato::hook::HookContext,
+        _why: String,
+    ) -> BoxFuture<'static, Result<golato::policy::Approval, String>> {
+        let _ = self.asked.lock().unwrap().send(());
+        let release = Arc::clone(&self.release);
+        Box::pin(async move {
+            release.acquire().await.unwrap().forget();
+            Ok(golato::policy::Approval::Allow)
+        })
+    }
+}
+
+#[test]
+fn a_call_whose_approval_is_asked_waits_on_a_person_until_answered() {
+    let host = console_host(ConsoleConfig::default());
+    let (asked_tx, asked) = std::sync::mpsc::channel();
+    let release = Arc::new(Semaphore::new(0));
+    let (_session, watched) = tokio::sync::watch::channel(golato::policy::HookSession::default());
+    let gate = Arc::new(golato::policy::CallPolicy::default()).hook(
+        Some(Arc::new(WaitingPerson {
+            asked: std::sync::Mutex::new(asked_tx),
+            release: Arc::clone(&release),
+        })),
+        watched,
+    );
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let tool_release = Arc::new(Semaphore::new(0));
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(script(vec![call("asked-1", "block", "{}")]))),
+        tools: vec![blocking_tool(started_tx, Arc::clone(&tool_release))],
+        hooks: vec![gate],
+        host: Some(host.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let run = agent.start(prompt("go"));
+    // The approver was asked: the call's entry says so until the answer comes.
+    asked.recv_timeout(HANG_GUARD).unwrap();
+    let seen = snapshot(&host);
+    let call = seen
+        .actors
+        .iter()
+        .find(|actor| actor.identity.call.as_deref() == Some("asked-1"))
+        .unwrap();
+    assert_eq!(call.activity.to_string(), "waiting on a person");
+    // Answered: the tool runs, and the entry says that instead.
+    release.add_permits(1);
+    started.recv_timeout(HANG_GUARD).unwrap();
+    let seen = snapshot(&host);
+    let call = seen
+        .actors
+        .iter()
+        .find(|actor| actor.identity.call.as_deref() == Some("asked-1"))
+        .unwrap();
+    assert_eq!(call.activity.to_string(), "running its tool");
+    tool_release.add_permits(1);
+    run.wait().unwrap();
+}

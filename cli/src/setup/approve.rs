@@ -338,6 +338,11 @@ impl golato::policy::Approver for Approvals {
                 let reviewer = Arc::clone(reviewer);
                 return Box::pin(async move {
                     use crate::setup::reviewer::Outcome;
+                    use golato::host::console::WaitingOn;
+                    let probe = ctx.probe();
+                    probe.waiting(|| WaitingOn::Other {
+                        what: "the reviewer model".into(),
+                    });
                     let outcome = reviewed(reviewer, &ctx, &why).await;
                     let why = match outcome {
                         Outcome::Allow(_) => return Ok(Approval::Allow),
@@ -358,6 +363,7 @@ impl golato::policy::Approver for Approvals {
                             crate::setup::reviewer::DENIALS_IN_A_SESSION
                         ),
                     };
+                    probe.waiting(|| WaitingOn::Person);
                     me.ask_person(ctx, why, web_host).await
                 });
             }
