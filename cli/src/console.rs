@@ -118,7 +118,7 @@ async fn view(mut reader: Reader, addr: String) -> Result<Exit, CliError> {
             .draw(|frame| draw::draw(frame, &model))
             .map_err(|error| CliError::Failed(format!("could not draw: {error}")))?;
         tokio::select! {
-            update = next(&mut reader, &mut line), if reading => match update {
+            update = next(&mut reader, &mut line), if reading => match update.and_then(|update| update.map(visible_update).transpose()) {
                 Ok(Some(update)) => model.apply(update),
                 Ok(None) => {
                     reading = false;
@@ -139,6 +139,30 @@ async fn view(mut reader: Reader, addr: String) -> Result<Exit, CliError> {
             },
         }
     }
+}
+
+/// `update` with every text in it made visible (control characters as `^[`): names, paths and
+/// call IDs come from outside golato (a model's arguments, whatever serves ADDR), and the viewer
+/// draws them on the person's terminal. `--json` needs none of it: JSON escapes them.
+fn visible_update(update: Update) -> Result<Update, String> {
+    fn walk(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(text) => {
+                if let std::borrow::Cow::Owned(shown) = crate::view::shown::visible(text) {
+                    *text = shown;
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(walk),
+            serde_json::Value::Object(fields) => fields.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let unreadable = |error: serde_json::Error| {
+        format!("the console sent an update this viewer cannot show ({error})")
+    };
+    let mut value = serde_json::to_value(&update).map_err(unreadable)?;
+    walk(&mut value);
+    serde_json::from_value(value).map_err(unreadable)
 }
 
 /// Handles one key; true to quit.

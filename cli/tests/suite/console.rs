@@ -125,3 +125,46 @@ fn json_prints_the_stream_and_a_missing_console_says_how_to_start_one() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn a_hostile_stream_cannot_write_to_the_terminal_through_the_viewer() {
+    // What a real console sends, taken from one, with escape sequences put in a call's ID.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut run, gate) = waiting_run(dir.path());
+    let output = golato()
+        .args(["console", "--json", "--updates", "2"])
+        .arg(dir.path().join("console.sock"))
+        .output()
+        .unwrap();
+    std::fs::write(&gate, "").unwrap();
+    assert!(run.wait().unwrap().success());
+    let mut lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let call = lines[1]["actors"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|actor| actor["kind"] == "call")
+        .unwrap();
+    call["call"] = json!("s\u{1b}[2Jx\u{1b}]0;t\u{7}");
+    // Served from a socket of the test's own, kept open until the viewer is done.
+    let fake = dir.path().join("fake.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&fake).unwrap();
+    let served = std::thread::spawn(move || {
+        use std::io::{Read as _, Write as _};
+        let (mut stream, _) = listener.accept().unwrap();
+        for line in &lines {
+            writeln!(stream, "{line}").unwrap();
+        }
+        let _ = stream.read(&mut [0u8; 1]);
+    });
+    let viewer = Tmux::start(&["console", fake.to_str().unwrap()], (40, 120));
+    let shown = viewer.wait_until("the planted call", |shown| shown.contains("2Jx"));
+    assert!(shown.contains("call 1/s^[[2Jx^[]0;t^G"), "{shown}");
+    viewer.keys(&["q"]);
+    drop(viewer);
+    served.join().unwrap();
+}
