@@ -469,6 +469,16 @@ impl golato::policy::Approver for WaitingPerson {
     }
 }
 
+/// What the console says call `id` is doing now.
+fn activity_of(host: &Host, id: &str) -> String {
+    snapshot(host)
+        .actors
+        .iter()
+        .find(|actor| actor.identity.call.as_deref() == Some(id))
+        .map(|call| call.activity.to_string())
+        .unwrap_or_else(|| panic!("no call {id} on the console"))
+}
+
 #[test]
 fn a_call_whose_approval_is_asked_waits_on_a_person_until_answered() {
     let host = console_host(ConsoleConfig::default());
@@ -495,23 +505,11 @@ fn a_call_whose_approval_is_asked_waits_on_a_person_until_answered() {
     let run = agent.start(prompt("go"));
     // The approver was asked: the call's entry says so until the answer comes.
     asked.recv_timeout(HANG_GUARD).unwrap();
-    let seen = snapshot(&host);
-    let call = seen
-        .actors
-        .iter()
-        .find(|actor| actor.identity.call.as_deref() == Some("asked-1"))
-        .unwrap();
-    assert_eq!(call.activity.to_string(), "waiting on a person");
+    assert_eq!(activity_of(&host, "asked-1"), "waiting on a person");
     // Answered: the tool runs, and the entry says that instead.
     release.add_permits(1);
     started.recv_timeout(HANG_GUARD).unwrap();
-    let seen = snapshot(&host);
-    let call = seen
-        .actors
-        .iter()
-        .find(|actor| actor.identity.call.as_deref() == Some("asked-1"))
-        .unwrap();
-    assert_eq!(call.activity.to_string(), "running its tool");
+    assert_eq!(activity_of(&host, "asked-1"), "running its tool");
     tool_release.add_permits(1);
     run.wait().unwrap();
 }
