@@ -8,6 +8,9 @@
 //! work and awaits the join handles), the alternative design.
 //! Also: two 200 ms CPU-bound calls in one batch, which must overlap.
 //!
+//! Tool tasks run where the host puts them by default (on the run's thread); with
+//! `GOLATO_BENCH_TOOL_TASKS=workers` golato and the floors put them on the worker runtime.
+//!
 //! `cargo bench -p golato --bench dispatch`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -23,14 +26,23 @@ use golato::agent::{self, Agent};
 use golato::generator::Scripted;
 use golato::message::{AssistantMessage, ToolCall};
 use golato::tool::{Tool, ToolResult};
-use golato::{Host, HostConfig};
+use golato::{Host, HostConfig, ToolTasks};
 use serde_json::json;
 
 const CALLS: usize = 8;
 const IN_FLIGHT: usize = 256;
 
 fn pipeline(c: &mut Criterion) {
-    let host = Host::new(HostConfig::default()).unwrap();
+    let tool_tasks = match std::env::var("GOLATO_BENCH_TOOL_TASKS").as_deref() {
+        Ok("workers") => ToolTasks::Workers,
+        Ok("run-thread") | Err(_) => ToolTasks::RunThread,
+        Ok(other) => panic!("GOLATO_BENCH_TOOL_TASKS is run-thread or workers, not {other:?}"),
+    };
+    let host = Host::new(HostConfig {
+        tool_tasks,
+        ..HostConfig::default()
+    })
+    .unwrap();
     let agent = support::agent(CALLS, host.clone());
     let mut group = c.benchmark_group("dispatch");
     group.throughput(Throughput::Elements(CALLS as u64));

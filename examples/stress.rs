@@ -10,9 +10,11 @@
 //! flight costs (resident memory then, less the memory before any run started, over R).
 //!
 //! It prints one JSON line: runs/s, calls/s, wall time, peak RSS (and, parked, the RSS per
-//! parked run). Build it in release mode; see BENCHMARKS.md for the figures. `--arbiters` and
+//! parked run), and the latency of a run (from the moment all were started to its outcome: p50,
+//! p99). Build it in release mode; see BENCHMARKS.md for the figures. `--arbiters` and
 //! `--workers` set the host's actor threads and tool worker threads (`HostConfig`; both default
-//! to one per core), to try what suits a machine.
+//! to one per core), `--tool-tasks` where the echo tool's task runs (`HostConfig::tool_tasks`:
+//! `run-thread`, the default, or `workers`), to try what suits a machine.
 //!
 //! With the `dhat-heap` feature the heap is counted by dhat instead (far slower, so the speeds
 //! mean nothing): parked, the line adds the heap bytes and blocks one parked run holds, and
@@ -21,7 +23,7 @@
 //!
 //! ```text
 //! cargo run --release -p golato --example stress -- [--runs 10000] [--calls 8] [--parked] \
-//!     [--arbiters N] [--workers N]
+//!     [--arbiters N] [--workers N] [--tool-tasks run-thread|workers]
 //! cargo run --release -p golato --example stress --features dhat-heap -- --parked
 //! cargo run --release -p golato --example stress --features bench-glibc    # or bench-mimalloc
 //! ```
@@ -36,7 +38,7 @@ use golato::agent::{self, Agent, RunResult};
 use golato::generator::Scripted;
 use golato::message::{AssistantMessage, Message, ToolCall, UserMessage};
 use golato::tool::{Tool, ToolContext, ToolResult};
-use golato::{Host, HostConfig};
+use golato::{Host, HostConfig, ToolTasks};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -94,7 +96,7 @@ fn write_heap_profile() {
     }
 }
 
-const USAGE: &str = "usage: stress [--runs N] [--calls K] [--parked] [--arbiters N] [--workers N] [--console off|on|reading|stalled]";
+const USAGE: &str = "usage: stress [--runs N] [--calls K] [--parked] [--arbiters N] [--workers N] [--tool-tasks run-thread|workers] [--console off|on|reading|stalled]";
 
 /// The actor console during the stress: what it costs (BENCHMARKS.md, "The actor console").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +119,8 @@ pub(crate) struct Options {
     pub(crate) arbiters: Option<usize>,
     /// The host's tool worker threads; `None`: `HostConfig`'s default.
     pub(crate) workers: Option<usize>,
+    /// Where the echo tool's task runs.
+    pub(crate) tool_tasks: ToolTasks,
     pub(crate) console: Console,
 }
 
@@ -128,6 +132,7 @@ pub(crate) fn options(args: impl IntoIterator<Item = String>) -> Result<Options,
         parked: false,
         arbiters: None,
         workers: None,
+        tool_tasks: ToolTasks::default(),
         console: Console::Off,
     };
     let mut args = args.into_iter();
@@ -147,6 +152,17 @@ pub(crate) fn options(args: impl IntoIterator<Item = String>) -> Result<Options,
             "--parked" => options.parked = true,
             "--arbiters" => options.arbiters = Some(count("--arbiters", args.next())?),
             "--workers" => options.workers = Some(count("--workers", args.next())?),
+            "--tool-tasks" => {
+                options.tool_tasks = match args.next().as_deref() {
+                    Some("run-thread") => ToolTasks::RunThread,
+                    Some("workers") => ToolTasks::Workers,
+                    other => {
+                        return Err(format!(
+                            "--tool-tasks takes run-thread or workers, not {other:?}; {USAGE}"
+                        ))
+                    }
+                }
+            }
             "--console" => {
                 options.console = match args.next().as_deref() {
                     Some("off") => Console::Off,
@@ -226,6 +242,15 @@ pub(crate) fn script(calls: usize) -> Scripted {
         AssistantMessage::with_tool_calls(calls),
         AssistantMessage::with_text("done"),
     ])
+}
+
+/// The `p`th percentile of `latencies`, in milliseconds.
+fn percentile(latencies: &mut [std::time::Duration], p: usize) -> f64 {
+    latencies.sort_unstable();
+    let at = (latencies.len() * p / 100).min(latencies.len().saturating_sub(1));
+    latencies
+        .get(at)
+        .map_or(0.0, |latency| latency.as_secs_f64() * 1000.0)
 }
 
 /// Says what is wrong with a run's transcript, if anything: user, K calls, K results in source
@@ -368,6 +393,7 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
         parked,
         arbiters,
         workers,
+        tool_tasks,
         console,
     } = *options;
     let park = parked.then(|| {
@@ -383,6 +409,7 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
     let host_config = HostConfig {
         arbiters: arbiters.unwrap_or(defaults.arbiters),
         worker_threads: workers.or(defaults.worker_threads),
+        tool_tasks,
         console: (console != Console::Off).then(|| golato::host::console::ConsoleConfig {
             listen: matches!(console, Console::Reading | Console::Stalled)
                 .then(|| golato::host::console::ConsoleAddr::Tcp(([127, 0, 0, 1], 0).into())),
@@ -414,8 +441,10 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
         .collect();
     let mut failures = 0usize;
     let mut first_failure = None;
+    let mut latencies = Vec::with_capacity(runs);
     futures::executor::block_on(async {
         while let Some(outcome) = pending.next().await {
+            latencies.push(started.elapsed());
             let verdict = outcome
                 .map_err(|e| e.to_string())
                 .and_then(|result| check(&result, calls));
@@ -451,6 +480,11 @@ pub(crate) fn stress(options: &Options) -> Result<serde_json::Value, String> {
         "peak_rss_mib": after.peak_kib as f64 / 1024.0,
         "arbiters": arbiters,
         "workers": workers,
+        "tool_tasks": match tool_tasks {
+            ToolTasks::Workers => "workers",
+            _ => "run-thread",
+        },
+        "run_latency_ms": { "p50": percentile(&mut latencies, 50), "p99": percentile(&mut latencies, 99) },
         "console": format!("{console:?}").to_lowercase(),
     });
     if let Some((updates, bytes)) = viewer {

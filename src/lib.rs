@@ -115,7 +115,7 @@ pub use golato_sandbox as sandbox;
 pub mod tool;
 
 pub use agent::{Agent, Event, Input, Run, RunResult};
-pub use golato_actors::{Host, HostConfig, HostError, ShutdownReport};
+pub use golato_actors::{Host, HostConfig, HostError, ShutdownReport, ToolTasks};
 
 /// The actor host runs run on, and what it measures of itself: [`Host::stats`](host::Host::stats)
 /// gives each actor's message counts, mailbox depth and a histogram of mailbox waits, for
@@ -125,7 +125,7 @@ pub mod host {
     /// what looks wrong ([`HostConfig::console`]).
     pub use golato_actors::console;
     pub use golato_actors::{
-        ActorStats, Host, HostConfig, HostError, HostStats, ShutdownReport, WaitBucket,
+        ActorStats, Host, HostConfig, HostError, HostStats, ShutdownReport, ToolTasks, WaitBucket,
         WaitHistogram,
     };
 }

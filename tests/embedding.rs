@@ -15,7 +15,7 @@ use golato::embed::{self, AgentService, InjectCrash, Restarts, StartRun};
 use golato::generator::{EventStream, Generator, Request, Scripted};
 use golato::message::Message;
 use golato::tool::{Tool, ToolResult};
-use golato::{Host, HostConfig, HostError};
+use golato::{Host, HostConfig, HostError, ToolTasks};
 use serde_json::json;
 use support::*;
 use tokio::sync::{mpsc, Semaphore};
@@ -104,6 +104,7 @@ async fn tools_run_on(runtime: tokio::runtime::Handle) {
     let host = Host::new(HostConfig {
         runtime: Some(runtime),
         thread_name: "lent".into(),
+        tool_tasks: ToolTasks::Workers,
         ..HostConfig::default()
     })
     .unwrap();
@@ -333,4 +334,115 @@ async fn an_actix_application_on_its_own_arbiters_serves_the_actor_console() {
     release.add_permits(1);
     assert_eq!(run.finish().await.unwrap().final_message.text(), "done");
     assert_eq!(host.shutdown(HANG_GUARD).await.unfinished, 0);
+}
+
+/// A generator that notes the thread each model turn is asked on (the run actor's).
+struct NotingTurns(Scripted, Arc<Mutex<Vec<std::thread::ThreadId>>>);
+
+impl Generator for NotingTurns {
+    fn stream(&self, request: Request) -> EventStream {
+        self.1.lock().unwrap().push(std::thread::current().id());
+        self.0.stream(request)
+    }
+}
+
+/// The threads of one run: its two model turns', then its four calls' functions'.
+fn threads_of_one_run(host: &Host) -> (Vec<std::thread::ThreadId>, Vec<std::thread::ThreadId>) {
+    let (turns, calls) = (
+        Arc::new(Mutex::new(Vec::new())),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let noting = {
+        let calls = Arc::clone(&calls);
+        Tool::new("where", "", json!({"type": "object"}), move |_ctx, _| {
+            let calls = Arc::clone(&calls);
+            async move {
+                calls.lock().unwrap().push(std::thread::current().id());
+                Ok(ToolResult::text("here"))
+            }
+        })
+    };
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(NotingTurns(
+            script(
+                (0..4)
+                    .map(|i| call(&i.to_string(), "where", "{}"))
+                    .collect(),
+            ),
+            Arc::clone(&turns),
+        ))),
+        tools: vec![noting],
+        host: Some(host.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    agent.start(prompt("go")).wait().unwrap();
+    let (turns, calls) = (turns.lock().unwrap().clone(), calls.lock().unwrap().clone());
+    (turns, calls)
+}
+
+#[test]
+fn a_runs_turns_and_its_calls_functions_share_one_thread_by_default() {
+    let host = Host::new(HostConfig {
+        arbiters: 2,
+        ..HostConfig::default()
+    })
+    .unwrap();
+    // Runs go round-robin over the two arbiters: each keeps to the one it was given.
+    for _ in 0..4 {
+        let (turns, calls) = threads_of_one_run(&host);
+        assert_eq!(turns.len(), 2);
+        assert_eq!(turns[0], turns[1]);
+        assert_eq!(calls, [turns[0]; 4]);
+    }
+    assert_eq!(host.shutdown_blocking(HANG_GUARD).unfinished, 0);
+}
+
+#[test]
+fn with_workers_a_calls_function_runs_off_the_runs_thread() {
+    let host = Host::new(HostConfig {
+        arbiters: 1,
+        tool_tasks: ToolTasks::Workers,
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let (turns, calls) = threads_of_one_run(&host);
+    assert_eq!(calls.len(), 4);
+    assert!(
+        calls.iter().all(|thread| *thread != turns[0]),
+        "{turns:?} {calls:?}"
+    );
+    assert_eq!(host.shutdown_blocking(HANG_GUARD).unfinished, 0);
+}
+
+#[test]
+fn shutdown_abandons_blocking_work_a_tool_started_on_an_arbiter_with_a_lent_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let host = Host::new(HostConfig {
+        runtime: Some(runtime.handle().clone()),
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let (entered_tx, mut entered_rx) = mpsc::unbounded_channel();
+    // Work nothing ever releases: the blocking pool it went to cannot be waited for.
+    let (_never_tx, never_rx) = std::sync::mpsc::channel::<()>();
+    let never_rx = Arc::new(Mutex::new(never_rx));
+    let stuck = Tool::new("gate", "", json!({"type": "object"}), move |_ctx, _| {
+        let (entered_tx, never_rx) = (entered_tx.clone(), Arc::clone(&never_rx));
+        async move {
+            let _ = entered_tx.send(());
+            let _ = tokio::task::spawn_blocking(move || never_rx.lock().unwrap().recv()).await;
+            Ok(ToolResult::text("never"))
+        }
+    });
+    let agent = gated_agent(&host, stuck);
+    let run = agent.start(prompt("go"));
+    runtime.block_on(entered(&mut entered_rx, 1));
+    let report = host.shutdown_blocking(Duration::from_millis(100));
+    assert_eq!(report.unfinished, 1);
+    assert!(run.wait().is_err());
 }

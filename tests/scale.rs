@@ -22,6 +22,7 @@ fn a_hundred_thousand_runs_of_eight_calls_park_in_one_process_within_their_state
         parked: true,
         arbiters: None,
         workers: None,
+        tool_tasks: golato::ToolTasks::default(),
         console: stress::Console::Off,
     })
     .unwrap_or_else(|why| panic!("a run went wrong: {why}"));

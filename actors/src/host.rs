@@ -11,8 +11,10 @@
 //! ([`embed::host_on_arbiters`](crate::embed::host_on_arbiters)).
 
 mod config;
+mod event_loops;
 
-pub use config::{HostConfig, HostError, ShutdownReport};
+pub use config::{HostConfig, HostError, ShutdownReport, ToolTasks};
+use event_loops::{checked_runtime, worker_runtime, EventLoops};
 
 use std::fmt;
 use std::future::Future;
@@ -57,6 +59,7 @@ pub struct Host {
 
 pub(crate) struct Inner {
     runtime: tokio::runtime::Handle,
+    tool_tasks: config::ToolTasks,
     arbiters: Vec<ArbiterHandle>,
     next_arbiter: AtomicUsize,
     /// The actix System and its thread, when the host owns them.
@@ -174,7 +177,7 @@ impl Host {
     /// [`HostError::CurrentThreadRuntime`] for a current-thread [`HostConfig::runtime`].
     pub fn new(config: HostConfig) -> Result<Host, HostError> {
         // Either a runtime of our own, shared by the tools and the arbiters, or the caller's
-        // for the tools, with a small event loop per arbiter.
+        // for the tools, with a small event loop per arbiter (`EventLoops`).
         let (handle, shared) = match &config.runtime {
             Some(handle) => (checked_runtime(handle)?, None),
             None => {
@@ -190,25 +193,24 @@ impl Host {
             .name(format!("{}-actors", config.thread_name))
             .spawn(move || {
                 let _exited = exited_tx;
-                let runner = match &shared {
-                    Some(runtime) => {
-                        let runtime = Arc::clone(runtime);
-                        System::with_tokio_rt(move || runtime)
-                    }
-                    None => System::new(),
+                let loops = EventLoops {
+                    shared,
+                    own: Arc::default(),
                 };
-                let arbiter_runtime = shared.clone();
+                let runner = match loops.next() {
+                    Ok(runtime) => System::with_tokio_rt(move || runtime),
+                    Err(error) => {
+                        let _ = ready_tx.send(Err(error));
+                        return;
+                    }
+                };
+                let arbiter_loops = loops.clone();
                 let started = runner.block_on(async move {
                     let mut handles = vec![Arbiter::current()];
                     let mut owned = Vec::with_capacity(extra_arbiters);
                     for _ in 0..extra_arbiters {
-                        let arbiter = match &arbiter_runtime {
-                            Some(runtime) => {
-                                let runtime = Arc::clone(runtime);
-                                Arbiter::try_with_tokio_rt(move || Ok(runtime))?
-                            }
-                            None => Arbiter::try_new()?,
-                        };
+                        let loops = arbiter_loops.clone();
+                        let arbiter = Arbiter::try_with_tokio_rt(move || loops.next())?;
                         handles.push(arbiter.handle());
                         owned.push(arbiter);
                     }
@@ -220,6 +222,8 @@ impl Host {
                             if let Err(error) = runner.run() {
                                 tracing::error!(%error, "golato actor system ended with an error");
                             }
+                        } else {
+                            drop(runner);
                         }
                         for arbiter in owned {
                             arbiter.stop();
@@ -227,14 +231,11 @@ impl Host {
                         }
                     }
                     Err(error) => {
+                        drop(runner);
                         let _ = ready_tx.send(Err(error));
                     }
                 }
-                // Tools still running past a shutdown's deadline are abandoned, not awaited:
-                // dropping the runtime would wait for blocking ones forever.
-                if let Some(runtime) = shared.and_then(|runtime| Arc::try_unwrap(runtime).ok()) {
-                    runtime.shutdown_background();
-                }
+                loops.abandon();
             })
             .map_err(HostError::Start)?;
 
@@ -295,6 +296,7 @@ impl Host {
         Ok(Host {
             inner: Arc::new(Inner {
                 runtime,
+                tool_tasks: config.tool_tasks,
                 arbiters,
                 next_arbiter: AtomicUsize::new(0),
                 owned,
@@ -346,6 +348,27 @@ impl Host {
         F::Output: Send + 'static,
     {
         self.inner.runtime.spawn(future)
+    }
+
+    /// Runs the task of a tool function where [`HostConfig::tool_tasks`] says: on the calling
+    /// actor's arbiter thread with [`ToolTasks::RunThread`] (when called on one; elsewhere, and
+    /// with [`ToolTasks::Workers`], on the worker runtime).
+    pub fn spawn_tool<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        if self.inner.tool_tasks == config::ToolTasks::RunThread && Arbiter::try_current().is_some()
+        {
+            actix_rt::spawn(future)
+        } else {
+            self.inner.runtime.spawn(future)
+        }
+    }
+
+    /// Whether tool tasks run on their actor's thread ([`HostConfig::tool_tasks`]).
+    pub fn tool_tasks(&self) -> config::ToolTasks {
+        self.inner.tool_tasks
     }
 
     /// Runs blocking or CPU-heavy `work` on the host runtime's blocking pool.
@@ -503,25 +526,6 @@ impl Host {
             );
         }
         ShutdownReport { unfinished }
-    }
-}
-
-/// A runtime of the host's own for tool functions.
-fn worker_runtime(config: &HostConfig) -> Result<tokio::runtime::Runtime, HostError> {
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder
-        .enable_all()
-        .thread_name(format!("{}-worker", config.thread_name));
-    if let Some(threads) = config.worker_threads {
-        builder.worker_threads(threads.max(1));
-    }
-    builder.build().map_err(HostError::Start)
-}
-
-fn checked_runtime(handle: &tokio::runtime::Handle) -> Result<tokio::runtime::Handle, HostError> {
-    match handle.runtime_flavor() {
-        tokio::runtime::RuntimeFlavor::CurrentThread => Err(HostError::CurrentThreadRuntime),
-        _ => Ok(handle.clone()),
     }
 }
 

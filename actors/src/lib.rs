@@ -40,5 +40,5 @@ pub mod path_lock;
 mod stats;
 
 pub use envelope::{Envelope, Mailbox, TracedActor, TracedRecipient};
-pub use host::{Host, HostConfig, HostError, ShutdownReport};
+pub use host::{Host, HostConfig, HostError, ShutdownReport, ToolTasks};
 pub use stats::{ActorStats, HostStats, WaitBucket, WaitHistogram};

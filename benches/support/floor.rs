@@ -28,7 +28,7 @@ pub enum Shape {
 /// The floor the architecture sets: the bare actor mechanics of a batch with no golato logic.
 /// A parent actor on a host arbiter (standing in for the run actor and the batch supervisor
 /// at once) starts one actor per call; each runs the same per-call work as the tokio baseline
-/// on the host runtime and reports back; the parent tells the caller when all have. No
+/// where the host puts a tool's task ([`Host::spawn_tool`]) and reports back; the parent tells the caller when all have. No
 /// generator, transcript, validation order, events, cancellation or tracing.
 ///
 /// Without per-call actors ([`Shape::SupervisorOnly`]) the parent spawns each call's work
@@ -42,7 +42,7 @@ struct FloorBatch {
     calls: Vec<ToolCall>,
     tool: Tool,
     validator: Arc<jsonschema::Validator>,
-    runtime: tokio::runtime::Handle,
+    host: Host,
     remaining: usize,
     done: std::sync::mpsc::Sender<()>,
 }
@@ -68,20 +68,14 @@ impl Actor for FloorBatch {
             if self.shape == Shape::SupervisorOnly {
                 let (tool, validator) = (self.tool.clone(), Arc::clone(&self.validator));
                 let work = self
-                    .runtime
-                    .spawn(async move { run_plain(call, &tool, &validator).await });
+                    .host
+                    .spawn_tool(async move { run_plain(call, &tool, &validator).await });
                 ctx.spawn(work.into_actor(self).map(|result, this, ctx| {
                     this.handle(FloorResult(result.unwrap()), ctx);
                 }));
                 continue;
             }
-            FloorCall::spawn(
-                call,
-                &self.tool,
-                &self.validator,
-                &self.runtime,
-                ctx.address(),
-            );
+            FloorCall::spawn(call, &self.tool, &self.validator, &self.host, ctx.address());
         }
     }
 }
@@ -92,7 +86,7 @@ impl FloorBatch {
             calls: std::mem::take(&mut self.calls),
             tool: self.tool.clone(),
             validator: Arc::clone(&self.validator),
-            runtime: self.runtime.clone(),
+            host: self.host.clone(),
             run: ctx.address(),
         }
         .start();
@@ -109,7 +103,7 @@ struct FloorSupervisor {
     calls: Vec<ToolCall>,
     tool: Tool,
     validator: Arc<jsonschema::Validator>,
-    runtime: tokio::runtime::Handle,
+    host: Host,
     run: actix::Addr<FloorBatch>,
 }
 
@@ -122,7 +116,7 @@ impl Actor for FloorSupervisor {
                 call,
                 &self.tool,
                 &self.validator,
-                &self.runtime,
+                &self.host,
                 self.run.clone(),
             );
         }
@@ -134,7 +128,7 @@ struct FloorCall {
     call: Option<ToolCall>,
     tool: Tool,
     validator: Arc<jsonschema::Validator>,
-    runtime: tokio::runtime::Handle,
+    host: Host,
     batch: actix::Addr<FloorBatch>,
 }
 
@@ -144,14 +138,14 @@ impl FloorCall {
         call: ToolCall,
         tool: &Tool,
         validator: &Arc<jsonschema::Validator>,
-        runtime: &tokio::runtime::Handle,
+        host: &Host,
         batch: actix::Addr<FloorBatch>,
     ) {
         FloorCall {
             call: Some(call),
             tool: tool.clone(),
             validator: Arc::clone(validator),
-            runtime: runtime.clone(),
+            host: host.clone(),
             batch,
         }
         .start();
@@ -170,8 +164,8 @@ impl Actor for FloorCall {
             return;
         };
         let work = self
-            .runtime
-            .spawn(async move { run_plain(call, &tool, &validator).await });
+            .host
+            .spawn_tool(async move { run_plain(call, &tool, &validator).await });
         // As golato's tool actor does: the work's join handle is spawned on the actor (its
         // mailbox stays open while the work runs) and the one result goes straight back.
         ctx.spawn(work.into_actor(self).map(|result, this, ctx| {
@@ -243,14 +237,14 @@ impl Floor {
             self.tool.clone(),
             Arc::clone(&self.validator),
         );
-        let runtime = self.host.runtime().clone();
+        let host = self.host.clone();
         golato_actors::embed::start(&self.host, move |_: &mut Context<FloorBatch>| FloorBatch {
             shape,
             remaining: calls.len(),
             calls,
             tool,
             validator,
-            runtime,
+            host,
             done,
         })
         .unwrap();

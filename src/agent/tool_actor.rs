@@ -340,12 +340,13 @@ impl ToolActor {
         } else {
             self.arguments.take()
         };
-        let runtime = self.setup.agent.host.runtime();
+        let host = &self.setup.agent.host;
+        let runtime = host.runtime();
         let span = self.setup.span.clone();
         // The gate closes the moment the function returns or panics, on its own thread, so an
         // update a detached task publishes afterwards is never forwarded.
         let handle = match self.setup.tool.tool.function().clone() {
-            Function::Async(function) => runtime.spawn(
+            Function::Async(function) => host.spawn_tool(
                 async move {
                     let _gate = GateShutter(&shared, index);
                     match arguments.map_or_else(|| parse_arguments(shared.call(index)), Ok) {
@@ -378,7 +379,7 @@ impl ToolActor {
     /// check the result, report it. If the task is lost (the host shutting down), the reporter's
     /// drop reports the call lost.
     fn hand_off(&mut self, reporter: Reporter<CallOutcome>) {
-        let runtime = self.setup.agent.host.runtime();
+        let host = &self.setup.agent.host;
         let span = self.setup.span.clone();
         let shared = Arc::clone(&self.setup.shared);
         // The task holds only what it needs (its size is what a parked call costs): the
@@ -404,13 +405,13 @@ impl ToolActor {
                     conclude(&shared, reporter, joined);
                 };
                 if span.is_disabled() {
-                    runtime.spawn(task);
+                    host.spawn_tool(task);
                 } else {
-                    runtime.spawn(task.instrument(span));
+                    host.spawn_tool(task.instrument(span));
                 }
             }
             Function::Blocking(function) => {
-                runtime.spawn_blocking(move || {
+                host.spawn_blocking(move || {
                     let _entered = span.enter();
                     let index = reporter.index();
                     let context = ToolContext::hosted(shared.clone(), index);

@@ -156,6 +156,7 @@ fn stress_runs_every_call_and_reports_parked_memory() {
         parked: true,
         arbiters: Some(1),
         workers: None,
+        tool_tasks: golato::ToolTasks::default(),
         // A viewer that stops reading: every call still runs.
         console: stress::Console::Stalled,
     })
@@ -167,6 +168,11 @@ fn stress_runs_every_call_and_reports_parked_memory() {
     assert!(report["peak_rss_mib"].as_f64().unwrap() > 0.0, "{report}");
     assert!(report["rss_per_parked_run_kib"].is_number(), "{report}");
     assert_eq!(report["arbiters"], 1);
+    let latency = &report["run_latency_ms"];
+    assert!(
+        latency["p99"].as_f64().unwrap() >= latency["p50"].as_f64().unwrap(),
+        "{report}"
+    );
 }
 
 #[test]

@@ -14,12 +14,15 @@ pub struct HostConfig {
     pub arbiters: usize,
     /// Prefix of the names of the host's threads, as shown by debuggers and `top -H`.
     pub thread_name: String,
-    /// Your multi-thread tokio runtime, to run tool functions, hooks and blocking work on it
-    /// instead of on a runtime of the host's own: golato then starts no worker threads, only
+    /// Your multi-thread tokio runtime, to run hooks, blocking work and (with
+    /// [`ToolTasks::Workers`]) tool functions on it instead of on a runtime of the host's own: golato then starts no worker threads, only
     /// its actor threads, each of which drives a small event loop of its own (actix needs one
     /// per arbiter). `None` (the default) builds a runtime. A current-thread runtime is refused
     /// ([`HostError::CurrentThreadRuntime`]): tools would run only while your thread awaits.
     pub runtime: Option<tokio::runtime::Handle>,
+    /// Where the task of an async tool function runs: on the thread of the actor that starts
+    /// it (the default), or on the worker runtime. See [`ToolTasks`].
+    pub tool_tasks: ToolTasks,
     /// The actor console: `None` (the default) records nothing and costs nothing; `Some`
     /// keeps an entry per actor instance for [`Host::console`](crate::Host::console), and serves it when
     /// [`ConsoleConfig::listen`](crate::console::ConsoleConfig::listen) says where.
@@ -33,9 +36,35 @@ impl Default for HostConfig {
             arbiters: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
             thread_name: "golato".to_owned(),
             runtime: None,
+            tool_tasks: ToolTasks::default(),
             console: None,
         }
     }
+}
+
+/// Where the task of an async tool function runs ([`HostConfig::tool_tasks`]).
+///
+/// A run's actors (its run actor, batch supervisor and tool actors) always share one arbiter
+/// thread; this says whether a call's function joins them there. Blocking functions run on
+/// the blocking pool either way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolTasks {
+    /// On the run's own arbiter thread, so that a call's messages never cross threads unless
+    /// the tool's own work does: on two cores the stress example runs 1.2-1.4x the calls a
+    /// second with a fifth less memory (BENCHMARKS.md, "Runs that stay on one thread"). An
+    /// async function that blocks its thread (a long loop without an `.await`, a synchronous
+    /// read) holds up every run on that arbiter until it returns, and its timeout cannot fire
+    /// before then; such work belongs in a blocking function or `spawn_blocking`. Calls of one
+    /// batch still run at once (each awaits on its own), and blocking functions in parallel.
+    /// What the function itself spawns goes where the arbiter's thread runs: the host's worker
+    /// runtime, or with [`HostConfig::runtime`] the arbiter's own small event loop.
+    #[default]
+    RunThread,
+    /// On the worker runtime's threads ([`HostConfig::worker_threads`] or
+    /// [`HostConfig::runtime`]): a function that blocks its thread holds up only that worker, at
+    /// the price of two thread crossings per call.
+    Workers,
 }
 
 /// Why the host could not do what was asked.
