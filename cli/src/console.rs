@@ -66,6 +66,12 @@ async fn next(reader: &mut Reader, line: &mut Vec<u8>) -> Result<Option<Update>,
     if read == 0 {
         return Ok(None);
     }
+    if read == LINE_LIMIT && line.last() != Some(&b'\n') {
+        return Err(format!(
+            "the console sent a line longer than {} MiB; is ADDR a golato console?",
+            LINE_LIMIT >> 20
+        ));
+    }
     serde_json::from_slice(line).map(Some).map_err(|error| {
         format!("the console sent a line that is not an update ({error}); is ADDR a golato console, of the same version?")
     })

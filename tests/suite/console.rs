@@ -513,3 +513,59 @@ fn a_call_whose_approval_is_asked_waits_on_a_person_until_answered() {
     tool_release.add_permits(1);
     run.wait().unwrap();
 }
+
+#[test]
+fn a_lease_on_a_path_that_is_not_utf8_and_long_is_shown_lossily_and_travels_as_json() {
+    use std::os::unix::ffi::OsStrExt;
+    let host = console_host(ConsoleConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    // A folder name of 200 bytes, two of them not UTF-8, as a hostile repository may hold.
+    let mut name = vec![b'n'; 198];
+    name.extend_from_slice(b"\xff\xfe");
+    let work = dir.path().join(std::ffi::OsStr::from_bytes(&name));
+    std::fs::create_dir(&work).unwrap();
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let release = Arc::new(Notify::new());
+    let tools = builtin::new(builtin::Config {
+        working_directory: work.clone(),
+        shared_lock: Some(Arc::new(FirstWaits {
+            first: AtomicBool::new(true),
+            entered: std::sync::Mutex::new(entered_tx),
+            release: Arc::clone(&release),
+        })),
+        host: Some(host.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let arguments = json!({"path": "held.txt", "content": "x"}).to_string();
+    let agent = Agent::new(agent::Config {
+        generator: Some(Arc::new(script(vec![call("holder", "write", &arguments)]))),
+        tools,
+        host: Some(host.clone()),
+        ..Default::default()
+    })
+    .unwrap();
+    let run = agent.start(prompt("write"));
+    entered.recv_timeout(HANG_GUARD).unwrap();
+    let lock = wait_for(&host, "the lease held", |snapshot| {
+        snapshot
+            .locks
+            .iter()
+            .find(|lock| lock.holder.is_some())
+            .cloned()
+    });
+    assert!(
+        lock.path.ends_with("\u{fffd}\u{fffd}/held.txt"),
+        "{}",
+        lock.path
+    );
+    assert!(lock.path.contains(&"n".repeat(198)), "{}", lock.path);
+    // The whole snapshot goes over the wire as one JSON line and comes back the same.
+    let seen = snapshot(&host);
+    let line = serde_json::to_string(&seen).unwrap();
+    let back: Snapshot = serde_json::from_str(&line).unwrap();
+    assert!(back.locks.iter().any(|held| held.path == lock.path));
+    release.notify_one();
+    run.wait().unwrap();
+    assert_eq!(std::fs::read(work.join("held.txt")).unwrap(), b"x");
+}

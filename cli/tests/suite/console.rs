@@ -168,3 +168,33 @@ fn a_hostile_stream_cannot_write_to_the_terminal_through_the_viewer() {
     drop(viewer);
     served.join().unwrap();
 }
+
+#[test]
+fn a_stream_whose_line_never_ends_is_refused_at_the_bound_with_what_it_was() {
+    // 256 MiB and a byte more of one line: the viewer stops at its bound instead of holding
+    // whatever a server sends.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("endless.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&fake).unwrap();
+    let served = std::thread::spawn(move || {
+        use std::io::Write as _;
+        let (mut stream, _) = listener.accept().unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..=256 {
+            if stream.write_all(&chunk).is_err() {
+                // The viewer hung up at its bound.
+                return;
+            }
+        }
+    });
+    let output = golato()
+        .args(["console", "--json"])
+        .arg(&fake)
+        .output()
+        .unwrap();
+    served.join().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("longer than 256 MiB"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
