@@ -395,8 +395,8 @@ pub type EventStream = BoxStream<'static, Result<StreamEvent, Error>>;
 /// A source of assistant messages.
 ///
 /// Implementations must be cheap to share: one generator serves every run of an agent,
-/// concurrently. The stream is polled on the host runtime's worker threads and dropped when
-/// the run is cancelled.
+/// concurrently. The stream is polled on its run's actor thread (so it must not block) and
+/// dropped when the run is cancelled.
 pub trait Generator: Send + Sync + 'static {
     /// Streams the answer to `request`.
     fn stream(&self, request: Request) -> EventStream;

@@ -81,8 +81,9 @@
 //!
 //! # Threads
 //! Runs are actors on a host: by default a library-owned actix system on its own threads over a
-//! library-owned multi-thread tokio runtime. Tool functions run on the runtime's workers or its
-//! blocking pool, never on an actor thread, so golato works the same from a plain `fn main`,
+//! library-owned multi-thread tokio runtime. A run's actors and its async tool functions share one
+//! arbiter thread ([`HostConfig::tool_tasks`]); blocking functions and hooks run on the
+//! runtime's blocking pool and workers, so golato works the same from a plain `fn main`,
 //! `#[tokio::main]` (either flavour) and `#[actix::main]`. An application can lend the host its
 //! own tokio runtime ([`HostConfig::runtime`]) or, with [`embed`], its actix arbiters. Every
 //! actor message is handled in a `tracing` span; `RUST_LOG=golato=debug` with a

@@ -172,7 +172,7 @@ type BlockingFunction =
 
 #[derive(Clone)]
 pub(crate) enum Function {
-    /// Runs on the runtime's worker threads.
+    /// Runs on its run's actor thread or the runtime's workers (`HostConfig::tool_tasks`).
     Async(Arc<AsyncFunction>),
     /// Runs on the runtime's blocking pool.
     Blocking(Arc<BlockingFunction>),
@@ -204,8 +204,10 @@ impl fmt::Debug for Tool {
 }
 
 impl Tool {
-    /// A tool from a JSON schema and an async function. The function's future runs on the host
-    /// runtime's worker threads; do blocking or CPU-heavy work inside
+    /// A tool from a JSON schema and an async function. The function's future runs on its
+    /// run's actor thread (or on the host runtime's workers, as
+    /// [`HostConfig::tool_tasks`](crate::HostConfig::tool_tasks) says): it must not block that
+    /// thread, or every run on it waits. Do blocking or CPU-heavy work inside
     /// `tokio::task::spawn_blocking`, or build the tool with [`Tool::blocking`].
     ///
     /// The schema is compiled by `Agent::new` (or [`validate`]); its root must be

@@ -5,8 +5,8 @@
 //!
 //! - [`Host`]: a library-owned actix `System` on a dedicated thread, over a library-owned
 //!   multi-thread tokio runtime. Actors live on the host's arbiter threads; the work they start
-//!   runs on the runtime's workers ([`Host::spawn`]) or its blocking pool
-//!   ([`Host::spawn_blocking`]). Because the host owns its threads, callers may be a plain
+//!   runs on the runtime's workers ([`Host::spawn`]), its blocking pool
+//!   ([`Host::spawn_blocking`]), or, for a tool's task, beside them ([`Host::spawn_tool`]). Because the host owns its threads, callers may be a plain
 //!   `fn main`, any tokio runtime or another actix system.
 //! - [`batch`]: a [`BatchSupervisor`](batch::BatchSupervisor) that runs a batch of jobs, in parallel
 //!   or one after another, through one per-call actor per job (the caller's own, or a [`WorkActor`](batch::WorkActor)), and reports each

@@ -1,7 +1,8 @@
 //! The tool actor: the one home of a validated call, from launch to its result.
 //!
 //! One per call, started by the batch supervisor. It runs the before-hooks, launches the
-//! function on the host runtime (never on an actor thread) with a context whose partial updates
+//! function (an async one on its run's thread unless `HostConfig::tool_tasks` says workers, a
+//! blocking one on the blocking pool) with a context whose partial updates
 //! go through the call's gate in the batch's [`SharedBatch`] (checked there, forwarded without a
 //! hop through this actor, and cut off when the function returns), enforces the call's timeout,
 //! checks the returned result, runs the after-hooks, and reports exactly one [`CallOutcome`]
