@@ -446,3 +446,57 @@ fn shutdown_abandons_blocking_work_a_tool_started_on_an_arbiter_with_a_lent_runt
     assert_eq!(report.unfinished, 1);
     assert!(run.wait().is_err());
 }
+
+/// An async tool function that blocks its thread until the test lets it go.
+fn thread_blocking_tool(
+    entered: mpsc::UnboundedSender<()>,
+    hold: std::sync::mpsc::Receiver<()>,
+) -> Tool {
+    let hold = Arc::new(Mutex::new(hold));
+    Tool::new("gate", "", json!({"type": "object"}), move |_ctx, _| {
+        let (entered, hold) = (entered.clone(), Arc::clone(&hold));
+        async move {
+            let _ = entered.send(());
+            // Wrong in async code, as a careless tool does it: the run's thread is held.
+            let _ = hold.lock().unwrap().recv();
+            Ok(ToolResult::text("let go"))
+        }
+    })
+}
+
+#[test]
+fn shutdown_leaves_behind_an_actor_thread_a_tool_blocks_instead_of_waiting_for_ever() {
+    for blocking in [true, false] {
+        let host = Host::new(HostConfig {
+            arbiters: 1,
+            ..HostConfig::default()
+        })
+        .unwrap();
+        let (entered_tx, mut entered_rx) = mpsc::unbounded_channel();
+        let (hold_tx, hold_rx) = std::sync::mpsc::channel::<()>();
+        let agent = gated_agent(&host, thread_blocking_tool(entered_tx, hold_rx));
+        let run = agent.start(prompt("go"));
+        let waiter = tokio::runtime::Runtime::new().unwrap();
+        waiter.block_on(entered(&mut entered_rx, 1));
+        // The shutdown runs on a thread of its own, so that a hang fails the test.
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let stopping = host.clone();
+        std::thread::spawn(move || {
+            let report = if blocking {
+                stopping.shutdown_blocking(Duration::from_millis(100))
+            } else {
+                tokio::runtime::Runtime::new()
+                    .unwrap()
+                    .block_on(stopping.shutdown(Duration::from_millis(100)))
+            };
+            let _ = done_tx.send(report);
+        });
+        let report = done_rx
+            .recv_timeout(HANG_GUARD)
+            .expect("the shutdown returned while the tool still held its thread");
+        assert_eq!(report.unfinished, 1);
+        // Let go, the thread ends and the run with it, lost with the host.
+        drop(hold_tx);
+        assert!(run.wait().is_err());
+    }
+}

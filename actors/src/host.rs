@@ -14,7 +14,7 @@ mod config;
 mod event_loops;
 
 pub use config::{HostConfig, HostError, ShutdownReport, ToolTasks};
-use event_loops::{checked_runtime, worker_runtime, EventLoops};
+use event_loops::{checked_runtime, left_behind, thread_grace, worker_runtime, EventLoops};
 
 use std::fmt;
 use std::future::Future;
@@ -84,6 +84,8 @@ struct OwnedSystem {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Closed when the host thread ends, for an async shutdown to wait on without blocking.
     exited: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
+    /// The same, for a blocking shutdown to wait on with a timeout.
+    exited_blocking: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
 /// Units of work in progress (runs), which a shutdown waits for.
@@ -188,11 +190,12 @@ impl Host {
         let extra_arbiters = config.arbiters.max(1) - 1;
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (exited_tx, exited_rx) = tokio::sync::oneshot::channel::<()>();
+        let (exited_blocking_tx, exited_blocking_rx) = std::sync::mpsc::channel::<()>();
 
         let thread = std::thread::Builder::new()
             .name(format!("{}-actors", config.thread_name))
             .spawn(move || {
-                let _exited = exited_tx;
+                let _exited = (exited_tx, exited_blocking_tx);
                 let loops = EventLoops {
                     shared,
                     own: Arc::default(),
@@ -253,6 +256,7 @@ impl Host {
                 system,
                 thread: Mutex::new(Some(thread)),
                 exited: Mutex::new(Some(exited_rx)),
+                exited_blocking: Mutex::new(Some(exited_blocking_rx)),
             }),
             None,
         )
@@ -418,7 +422,9 @@ impl Host {
     /// Stops the host: cancels every run, waits until each has ended (so started tool
     /// functions are waited for) or `deadline` has passed, then stops the host's actors and
     /// abandons whatever still runs: a run still going ends with an error outcome carrying its
-    /// transcript. Runs started afterwards fail at once with [`HostError::Stopped`]. A host on
+    /// transcript. It waits for the host's actor threads to end until the deadline (at least a
+    /// second); a thread an async tool function blocks is left behind, to end when the function
+    /// returns. Runs started afterwards fail at once with [`HostError::Stopped`]. A host on
     /// an application's arbiters ([`crate::embed::host_on_arbiters`]) leaves the
     /// application's actix system running. Calling it again returns at once.
     ///
@@ -431,7 +437,15 @@ impl Host {
         let unfinished = self.inner.active.wait_async(deadline).await;
         let exited = self.stop_actors();
         if let Some(exited) = exited {
-            let _ = exited.await;
+            // Timed on the host's runtime, so that this future needs none of its caller's.
+            let grace = thread_grace(deadline);
+            let waited = self
+                .inner
+                .runtime
+                .spawn(async move { tokio::time::timeout(grace, exited).await.is_ok() });
+            if matches!(waited.await, Ok(false)) {
+                left_behind();
+            }
         }
         self.report(unfinished)
     }
@@ -452,15 +466,26 @@ impl Host {
         }
         let unfinished = self.inner.active.wait_blocking(deadline);
         let _ = self.stop_actors();
-        let thread = self.inner.owned.as_ref().and_then(|owned| {
-            owned
+        if let Some(owned) = &self.inner.owned {
+            let exited = owned
+                .exited_blocking
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            let ended = exited.is_none_or(|exited| {
+                exited.recv_timeout(thread_grace(deadline))
+                    != Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+            });
+            let thread = owned
                 .thread
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .take()
-        });
-        if let Some(thread) = thread {
-            let _ = thread.join();
+                .take();
+            match thread {
+                Some(thread) if ended => drop(thread.join()),
+                Some(_) => left_behind(),
+                None => {}
+            }
         }
         self.report(unfinished)
     }

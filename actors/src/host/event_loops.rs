@@ -1,7 +1,8 @@
 //! The runtimes under the host's threads: the worker runtime it builds for tools, and the event
-//! loops its actor threads run on.
+//! loops its actor threads run on; and how long a shutdown waits for those threads.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use super::{HostConfig, HostError};
 
@@ -65,4 +66,23 @@ pub(super) fn checked_runtime(
         tokio::runtime::RuntimeFlavor::CurrentThread => Err(HostError::CurrentThreadRuntime),
         _ => Ok(handle.clone()),
     }
+}
+
+/// How long a shutdown waits for the actor threads to end once its deadline has passed. A
+/// thread an async tool function blocks (it never yields) cannot end until the function
+/// returns: the shutdown leaves it behind rather than wait for ever.
+pub(super) const THREAD_GRACE: Duration = Duration::from_secs(1);
+
+/// How long to wait for the actor threads: what is left of the deadline, at least the grace.
+pub(super) fn thread_grace(deadline: Instant) -> Duration {
+    deadline
+        .saturating_duration_since(Instant::now())
+        .max(THREAD_GRACE)
+}
+
+/// Says that a shutdown stopped waiting for an actor thread a tool function blocks.
+pub(super) fn left_behind() {
+    tracing::warn!(
+        "golato's host stopped without its actor threads: one is held by a tool function that blocks it (an async function that never yields); it ends when the function returns. Give such work to Tool::blocking or spawn_blocking"
+    );
 }
