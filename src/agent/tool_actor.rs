@@ -342,7 +342,6 @@ impl ToolActor {
             self.arguments.take()
         };
         let host = &self.setup.agent.host;
-        let runtime = host.runtime();
         let span = self.setup.span.clone();
         // The gate closes the moment the function returns or panics, on its own thread, so an
         // update a detached task publishes afterwards is never forwarded.
@@ -357,7 +356,7 @@ impl ToolActor {
                 }
                 .instrument(span),
             ),
-            Function::Blocking(function) => runtime.spawn_blocking(move || {
+            Function::Blocking(function) => host.spawn_blocking(move || {
                 let _gate = GateShutter(&shared, index);
                 span.in_scope(|| {
                     let arguments =

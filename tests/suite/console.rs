@@ -154,17 +154,15 @@ impl SharedLock for FirstWaits {
     }
 }
 
-#[test]
-fn two_runs_contending_for_a_path_show_its_holder_and_waiter_with_their_waits() {
-    let host = console_host(ConsoleConfig {
-        lease_threshold: Duration::from_millis(200),
-        ..ConsoleConfig::default()
-    });
-    let dir = tempfile::tempdir().unwrap();
+/// The built-in tools in `dir`, whose first lease waits (told on the receiver) until released.
+fn tools_whose_first_lease_waits(
+    host: &Host,
+    dir: &std::path::Path,
+) -> (Vec<Tool>, std::sync::mpsc::Receiver<()>, Arc<Notify>) {
     let (entered_tx, entered) = std::sync::mpsc::channel();
     let release = Arc::new(Notify::new());
     let tools = builtin::new(builtin::Config {
-        working_directory: dir.path().to_path_buf(),
+        working_directory: dir.to_path_buf(),
         shared_lock: Some(Arc::new(FirstWaits {
             first: AtomicBool::new(true),
             entered: std::sync::Mutex::new(entered_tx),
@@ -174,6 +172,17 @@ fn two_runs_contending_for_a_path_show_its_holder_and_waiter_with_their_waits() 
         ..Default::default()
     })
     .unwrap();
+    (tools, entered, release)
+}
+
+#[test]
+fn two_runs_contending_for_a_path_show_its_holder_and_waiter_with_their_waits() {
+    let host = console_host(ConsoleConfig {
+        lease_threshold: Duration::from_millis(200),
+        ..ConsoleConfig::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, entered, release) = tools_whose_first_lease_waits(&host, dir.path());
     let agent = |call_id: &str| {
         let arguments = json!({"path": "shared.txt", "content": call_id}).to_string();
         Agent::new(agent::Config {
@@ -524,19 +533,7 @@ fn a_lease_on_a_path_that_is_not_utf8_and_long_is_shown_lossily_and_travels_as_j
     name.extend_from_slice(b"\xff\xfe");
     let work = dir.path().join(std::ffi::OsStr::from_bytes(&name));
     std::fs::create_dir(&work).unwrap();
-    let (entered_tx, entered) = std::sync::mpsc::channel();
-    let release = Arc::new(Notify::new());
-    let tools = builtin::new(builtin::Config {
-        working_directory: work.clone(),
-        shared_lock: Some(Arc::new(FirstWaits {
-            first: AtomicBool::new(true),
-            entered: std::sync::Mutex::new(entered_tx),
-            release: Arc::clone(&release),
-        })),
-        host: Some(host.clone()),
-        ..Default::default()
-    })
-    .unwrap();
+    let (tools, entered, release) = tools_whose_first_lease_waits(&host, &work);
     let arguments = json!({"path": "held.txt", "content": "x"}).to_string();
     let agent = Agent::new(agent::Config {
         generator: Some(Arc::new(script(vec![call("holder", "write", &arguments)]))),
