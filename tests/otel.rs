@@ -169,8 +169,17 @@ fn the_actor_consoles_figures_are_metrics_a_reader_collects() {
     let idle = host.probe(Kind::Other, "Idle");
     let busy = host.probe(Kind::Other, "Busy");
     busy.running(|| "work".into());
-    // The lint needs its threshold (zero) passed: the console's clock has moved on.
-    std::thread::sleep(std::time::Duration::from_millis(2));
+    // The lint needs its threshold (zero) passed: the console's clock (a coarse one, which
+    // ticks every few milliseconds) has to move on first.
+    let console = host.console().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while console.snapshot().lints.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the busy actor was never flagged"
+        );
+        std::thread::yield_now();
+    }
     provider.force_flush().unwrap();
 
     let finished = exporter.get_finished_metrics().unwrap();

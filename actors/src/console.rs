@@ -20,6 +20,8 @@
 //! # Ok::<(), golato_actors::HostError>(())
 //! ```
 
+mod activity;
+mod entry;
 mod group;
 mod lints;
 mod probe;
@@ -29,7 +31,7 @@ mod view;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dashmap::DashMap;
 
@@ -40,13 +42,13 @@ pub use view::{
     Update, WIRE_VERSION,
 };
 
+pub(crate) use entry::Name;
+use entry::{Clock, Entry, Lone, MailboxStats, Seen, State};
 pub use group::Group;
 use group::GroupInner;
 use lints::empty_lock;
 use lints::lints;
 use lints::Limits;
-pub(crate) use probe::Name;
-use probe::{Entry, MailboxStats, State};
 
 /// How a host's console records and tells.
 #[derive(Debug, Clone)]
@@ -107,28 +109,25 @@ pub struct Console {
 /// The registry behind a console, shared with every probe.
 #[derive(Debug)]
 struct Shared {
-    epoch: Instant,
+    clock: Clock,
     config: ConsoleConfig,
     next_id: AtomicU64,
     live: DashMap<u64, Live>,
-    /// Ended actors, oldest first, each with the time it was remembered (their views are made
-    /// only when someone looks: most are never looked at).
-    history: Mutex<VecDeque<(u64, Ended)>>,
-    /// Bumped when an actor ends, so a connection knows to look for endings.
-    ended: AtomicU64,
+    /// Ended actors, for a while.
+    history: Mutex<History>,
 }
 
 impl Shared {
     fn now_us(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_micros()).unwrap_or(u64::MAX)
+        self.clock.now_us()
     }
 
     /// Takes the ended actor's entry out of the live list, into the history.
-    fn end(&self, entry: &Arc<Entry>) {
-        self.live.remove(&entry.id);
+    fn end(&self, lone: &Arc<Lone>) {
+        self.live.remove(&lone.entry.id);
         let now = self.now_us();
-        entry.ended_us.store(now, Ordering::Relaxed);
-        self.remember(now, [(now, Ended::One(Arc::clone(entry)))]);
+        lone.entry.ended_us.store(now, Ordering::Relaxed);
+        self.remember(now, [(now, Ended::One(Arc::clone(lone)))]);
     }
 
     /// Takes a group out of the live list; its members that ran go to the history.
@@ -142,9 +141,9 @@ impl Shared {
             .iter()
             .enumerate()
             .filter_map(|(index, entry)| match entry.life.load(Ordering::Acquire) {
-                probe::UNUSED => None,
+                entry::UNUSED => None,
                 life => {
-                    if life == probe::LIVE {
+                    if life == entry::LIVE {
                         entry.ended_us.store(now, Ordering::Relaxed);
                     }
                     Some((now, Ended::Member(Arc::clone(group), index)))
@@ -155,18 +154,21 @@ impl Shared {
 
     /// Adds ended actors to the history, which keeps the newest within its bounds.
     fn remember(&self, now: u64, ended: impl IntoIterator<Item = (u64, Ended)>) {
-        let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
-        history.extend(ended);
+        let mut guard = self.history.lock().unwrap_or_else(PoisonError::into_inner);
+        let History { last, ended: kept } = &mut *guard;
+        kept.extend(ended.into_iter().map(|(at, ended)| {
+            *last += 1;
+            (*last, at, ended)
+        }));
         let keep_for = u64::try_from(self.config.history_for.as_micros()).unwrap_or(u64::MAX);
-        while history.len() > self.config.history
-            || history
+        while kept.len() > self.config.history
+            || kept
                 .front()
-                .is_some_and(|(at, _)| now.saturating_sub(*at) > keep_for)
+                .is_some_and(|(_, at, _)| now.saturating_sub(*at) > keep_for)
         {
-            history.pop_front();
+            kept.pop_front();
         }
-        drop(history);
-        self.ended.fetch_add(1, Ordering::Relaxed);
+        drop(guard);
     }
 }
 
@@ -174,12 +176,11 @@ impl Console {
     pub(crate) fn new(config: ConsoleConfig) -> Console {
         Console {
             shared: Arc::new(Shared {
-                epoch: Instant::now(),
+                clock: Clock::new(),
                 config,
                 next_id: AtomicU64::new(1),
                 live: DashMap::new(),
-                history: Mutex::new(VecDeque::new()),
-                ended: AtomicU64::new(0),
+                history: Mutex::new(History::default()),
             }),
         }
     }
@@ -207,13 +208,14 @@ impl Console {
     fn register_entry(&self, kind: Kind, name: Name, mailbox: bool) -> Probe {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         let now = self.shared.now_us();
-        let mut entry = Entry::new(id, kind, name, now);
-        if mailbox {
-            entry.mailbox = Some(Box::new(MailboxStats::new(now)));
-        }
-        let entry = Arc::new(entry);
-        self.shared.live.insert(id, Live::One(Arc::clone(&entry)));
-        Probe::tracking(entry, Arc::clone(&self.shared))
+        let lone = Arc::new(Lone::new(
+            Entry::new(id, kind, now),
+            name,
+            mailbox,
+            Arc::clone(&self.shared),
+        ));
+        self.shared.live.insert(id, Live::One(Arc::clone(&lone)));
+        Probe::lone(lone)
     }
 
     /// Entries for `count` short pieces of work of `kind` (a batch's tool calls), registered
@@ -227,13 +229,14 @@ impl Console {
         let now = self.shared.now_us();
         let entries = (0..count as u64)
             .map(|index| {
-                let entry = Entry::new(first_id + index, kind, Name::Static(name), now);
-                entry.life.store(probe::UNUSED, Ordering::Relaxed);
+                let entry = Entry::new(first_id + index, kind, now);
+                entry.life.store(entry::UNUSED, Ordering::Relaxed);
                 entry
             })
             .collect();
         let inner = Arc::new(GroupInner {
             first_id,
+            name,
             entries,
             shared: Arc::clone(&self.shared),
         });
@@ -257,24 +260,22 @@ impl Console {
 
     /// Everything now: the live actors, the path locks, the lints and the recent history.
     pub fn snapshot(&self) -> Snapshot {
-        self.snapshot_of(self.sample(|_, _| true), 0)
+        self.snapshot_of(self.sample(|_, _| true), 0).0
     }
 
     /// The snapshot of a sample of every actor, with the recent history; `dropped` as a
-    /// connection counted it.
-    fn snapshot_of(&self, sample: Sample, dropped: u64) -> Snapshot {
-        Snapshot {
+    /// connection counted it. With it, the number of the last ended actor it tells of.
+    fn snapshot_of(&self, sample: Sample, dropped: u64) -> (Snapshot, u64) {
+        let (ended, last) = self.history(sample.now, 0);
+        let snapshot = Snapshot {
             at_ms: sample.now / 1_000,
-            ended: self
-                .history(sample.now, 0)
-                .into_iter()
-                .map(|(_, view)| view)
-                .collect(),
+            ended,
             actors: sample.views.into_iter().map(|(_, view)| view).collect(),
             locks: sample.locks,
             lints: sample.lints,
             dropped,
-        }
+        };
+        (snapshot, last)
     }
 
     /// One pass over the live actors: the views of those `want(id, version)` selects, and the
@@ -289,7 +290,7 @@ impl Console {
             .live
             .iter()
             .filter_map(|item| match item.value() {
-                Live::One(entry) if entry.kind == Kind::Run => entry.state().identity.run,
+                Live::One(lone) if lone.entry.kind == Kind::Run => lone.entry.state().ident.run,
                 _ => None,
             })
             .collect();
@@ -302,10 +303,10 @@ impl Console {
         };
         for item in self.shared.live.iter() {
             match item.value() {
-                Live::One(entry) => pass.visit(entry, &mut want),
+                Live::One(lone) => pass.visit(lone.seen(), &mut want),
                 Live::Group(group) => {
                     for entry in group.entries.iter().filter(|entry| entry.is_live()) {
-                        pass.visit(entry, &mut want);
+                        pass.visit(group.seen(entry), &mut want);
                     }
                 }
             }
@@ -327,25 +328,29 @@ impl Console {
         }
     }
 
-    /// The history entries that ended after `after_us`, with when they ended.
-    fn history(&self, now: u64, after_us: u64) -> Vec<(u64, ActorView)> {
+    /// The history's entries remembered after the one numbered `after` (0: all), and the
+    /// number of the last one: a connection asks for what came after what it last sent, by
+    /// number, as times on the coarse clock can be equal.
+    fn history(&self, now: u64, after: u64) -> (Vec<ActorView>, u64) {
         let history = self
             .shared
             .history
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        history
+        let views = history
+            .ended
             .iter()
-            .filter(|(at, _)| *at > after_us)
-            .filter_map(|(at, ended)| {
-                let entry = ended.entry()?;
-                let ended_us = entry.ended_us.load(Ordering::Relaxed);
+            .filter(|(number, _, _)| *number > after)
+            .filter_map(|(_, _, ended)| {
+                let seen = ended.seen()?;
+                let ended_us = seen.entry.ended_us.load(Ordering::Relaxed);
                 // Its age is how long it lived.
-                let mut view = view_of(entry, ended_us);
+                let mut view = view_of(seen, ended_us);
                 view.ended_ms_ago = Some(now.saturating_sub(ended_us) / 1_000);
-                Some((*at, view))
+                Some(view)
             })
-            .collect()
+            .collect();
+        (views, history.last)
     }
 
     /// Serves this console at `addr` (see [`ConsoleServer`]), its connections running on
@@ -363,12 +368,13 @@ impl Console {
 }
 
 /// The view of one entry now.
-fn view_of(entry: &Entry, now: u64) -> ActorView {
+fn view_of(seen: Seen<'_>, now: u64) -> ActorView {
+    let Seen { entry, name, lone } = seen;
     let ms = |from: u64| now.saturating_sub(from) / 1_000;
     let (identity, activity, since, holds) = {
         let state: std::sync::MutexGuard<'_, State> = entry.state();
         (
-            state.identity.clone(),
+            state.ident.identity(),
             state.activity.clone(),
             state.since_us,
             state
@@ -381,9 +387,9 @@ fn view_of(entry: &Entry, now: u64) -> ActorView {
                 .collect(),
         )
     };
-    let last_event = entry.noted_event(now);
-    let mailbox = entry.mailbox.as_deref();
-    let read = |histogram: fn(&MailboxStats) -> &probe::Histogram| {
+    let last_event = lone.and_then(|lone| lone.noted_event(now));
+    let mailbox = lone.and_then(|lone| lone.mailbox.as_ref());
+    let read = |histogram: fn(&MailboxStats) -> &entry::Histogram| {
         mailbox
             .map(|mailbox| view::Histogram::from(histogram(mailbox)))
             .unwrap_or_default()
@@ -391,7 +397,7 @@ fn view_of(entry: &Entry, now: u64) -> ActorView {
     ActorView {
         id: entry.id,
         kind: entry.kind,
-        name: entry.name.as_str().to_owned(),
+        name: name.to_owned(),
         identity,
         activity,
         for_ms: ms(since),
@@ -452,8 +458,8 @@ struct Pass {
 
 impl Pass {
     /// Flags `entry`, and makes its view if it is wanted or notable.
-    fn visit(&mut self, entry: &Entry, want: &mut impl FnMut(u64, u64) -> bool) {
-        let (now, limits) = (self.now, &self.limits);
+    fn visit(&mut self, seen: Seen<'_>, want: &mut impl FnMut(u64, u64) -> bool) {
+        let (now, limits, entry) = (self.now, &self.limits, seen.entry);
         let version = entry.version.load(Ordering::Relaxed);
         let mut flags = Vec::new();
         let locking;
@@ -473,13 +479,13 @@ impl Pass {
                         on: WaitingOn::PathLease { .. }
                     }
                 );
-            if let (Kind::Call, Some(run)) = (entry.kind, state.identity.run) {
+            if let (Kind::Call, Some(run)) = (entry.kind, state.ident.run) {
                 if !self.runs.contains(&run) {
                     flags.push(LintKind::OrphanCall);
                 }
             }
         }
-        if let Some(mailbox) = entry.mailbox.as_deref() {
+        if let Some(mailbox) = seen.lone.and_then(|lone| lone.mailbox.as_ref()) {
             if mailbox.depth.load(Ordering::Relaxed) > 0
                 && now.saturating_sub(mailbox.last_handled_us.load(Ordering::Relaxed))
                     > limits.mailbox
@@ -487,8 +493,8 @@ impl Pass {
                 flags.push(LintKind::MailboxStalled);
             }
         }
-        if entry.kind == Kind::Run {
-            let last = entry.noted_event(now).unwrap_or_else(|| entry.born_us());
+        if let (Kind::Run, Some(lone)) = (entry.kind, seen.lone) {
+            let last = lone.noted_event(now).unwrap_or_else(|| entry.born_us());
             if now.saturating_sub(last) > limits.silent_run {
                 flags.push(LintKind::SilentRun);
             }
@@ -497,7 +503,7 @@ impl Pass {
         if !wanted && flags.is_empty() && !locking {
             return;
         }
-        let view = view_of(entry, now);
+        let view = view_of(seen, now);
         if !flags.is_empty() || locking {
             self.notable.push((view.clone(), flags));
         }
@@ -510,22 +516,51 @@ impl Pass {
 /// What is in the live list: a lone entry, or a group of them.
 #[derive(Debug)]
 enum Live {
-    One(Arc<Entry>),
+    One(Arc<Lone>),
     Group(Arc<GroupInner>),
+}
+
+/// The ended actors kept, oldest first, each numbered and with the time it was remembered
+/// (their views are made only when someone looks: most are never looked at).
+#[derive(Debug, Default)]
+struct History {
+    /// The number of the last one remembered.
+    last: u64,
+    ended: VecDeque<(u64, u64, Ended)>,
 }
 
 /// An ended actor in the history.
 #[derive(Debug)]
 enum Ended {
-    One(Arc<Entry>),
+    One(Arc<Lone>),
     Member(Arc<GroupInner>, usize),
 }
 
 impl Ended {
-    fn entry(&self) -> Option<&Entry> {
+    fn seen(&self) -> Option<Seen<'_>> {
         match self {
-            Ended::One(entry) => Some(entry),
-            Ended::Member(group, index) => group.entries.get(*index),
+            Ended::One(lone) => Some(lone.seen()),
+            Ended::Member(group, index) => group.entries.get(*index).map(|entry| group.seen(entry)),
+        }
+    }
+}
+
+impl Lone {
+    fn seen(&self) -> Seen<'_> {
+        Seen {
+            entry: &self.entry,
+            name: self.name.as_str(),
+            lone: Some(self),
+        }
+    }
+}
+
+impl GroupInner {
+    fn seen<'a>(&'a self, entry: &'a Entry) -> Seen<'a> {
+        Seen {
+            entry,
+            name: self.name,
+            lone: None,
         }
     }
 }

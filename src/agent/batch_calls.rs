@@ -211,21 +211,12 @@ impl SharedBatch {
     }
 
     /// Starts call `index`'s entry on the host's console (when it is on): the call of run
-    /// `run_id`, running its tool.
+    /// `run_id`, running its tool from the start (its before-hooks, then its tool, say so when
+    /// they begin).
     pub(crate) fn start_probe(&self, run_id: u64, index: usize) {
-        let probe = self.console.start(index);
-        if !probe.is_on() {
-            return;
-        }
         let call = self.call(index);
-        probe.identify(|identity| {
-            identity.run = Some(run_id);
-            identity.batch = Some(self.id);
-            identity.call = Some(call.id.clone());
-            identity.tool = Some(call.name.clone());
-        });
-        // Running from the start: its before-hooks, then its tool, say so when they begin.
-        probe.running(|| "its tool".into());
+        self.console
+            .start_call(index, run_id, self.id, &call.id, &call.name);
     }
 
     /// Call `index`'s console entry ([`Probe::none`] when the console is off).

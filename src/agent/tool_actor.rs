@@ -287,6 +287,12 @@ impl ToolActor {
                     }));
                 }
                 self.arguments = Some(arguments);
+                // Its console entry began as running its tool (`start_probe`); the hooks
+                // (and a person's approval) said otherwise since.
+                self.setup
+                    .shared
+                    .probe(self.setup.index)
+                    .running(|| "its tool".into());
                 self.launch(ctx);
             }
         }
@@ -315,10 +321,6 @@ impl ToolActor {
             return self.finish(result, ctx);
         }
         self.stage = Stage::Running;
-        self.setup
-            .shared
-            .probe(self.setup.index)
-            .running(|| "its tool".into());
         let timeout = self
             .setup
             .tool

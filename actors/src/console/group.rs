@@ -4,13 +4,15 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::probe::{Entry, Probe};
-use super::{probe, Shared};
+use super::entry::{self, Entry};
+use super::probe::{start_member, Probe};
+use super::Shared;
 
 /// The entries of a [`Group`].
 #[derive(Debug)]
 pub(crate) struct GroupInner {
     pub(super) first_id: u64,
+    pub(super) name: &'static str,
     pub(super) entries: Box<[Entry]>,
     pub(super) shared: Arc<Shared>,
 }
@@ -44,8 +46,24 @@ impl Group {
         let now = inner.shared.now_us();
         entry.born_us.store(now, Ordering::Relaxed);
         entry.state().since_us = now;
-        entry.life.store(probe::LIVE, Ordering::Release);
+        entry.life.store(entry::LIVE, Ordering::Release);
         Probe::member(Arc::clone(inner), index)
+    }
+
+    /// Member `index`, the tool call `call` to `tool` of batch `batch` of run `run`, starts now
+    /// running its tool: who it is and what it does are set in one step, before it shows, and
+    /// without an allocation when the call's ID and the tool's name are short (as providers'
+    /// are).
+    pub fn start_call(&self, index: usize, run: u64, batch: u64, call: &str, tool: &str) {
+        let Some(inner) = &self.0 else {
+            return;
+        };
+        let Some(entry) = inner.entries.get(index) else {
+            return;
+        };
+        start_member(entry, inner.shared.now_us(), run, batch, call, tool);
+        entry.life.store(entry::LIVE, Ordering::Release);
+        entry.changed();
     }
 
     /// Member `index`'s probe (whether or not its work has started).
@@ -63,7 +81,7 @@ impl Group {
             entry
                 .ended_us
                 .store(inner.shared.now_us(), Ordering::Relaxed);
-            entry.life.store(probe::ENDED, Ordering::Release);
+            entry.life.store(entry::ENDED, Ordering::Release);
             entry.version.fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -208,7 +208,8 @@ async fn connection<W: AsyncWrite + Unpin>(console: Console, mut out: W, stop: C
     if !write(&mut out, &hello, &stop).await {
         return;
     }
-    let mut last_sent_us = 0;
+    // The number of the last ended actor this connection told of.
+    let mut last_told = 0;
     let mut first = true;
     loop {
         tokio::select! {
@@ -223,8 +224,9 @@ async fn connection<W: AsyncWrite + Unpin>(console: Console, mut out: W, stop: C
                 .iter()
                 .map(|(version, view)| (view.id, *version))
                 .collect();
-            last_sent_us = sample.now;
-            Update::Snapshot(console.snapshot_of(sample, dropped))
+            let (snapshot, last) = console.snapshot_of(sample, dropped);
+            last_told = last;
+            Update::Snapshot(snapshot)
         } else {
             let mut seen = HashSet::with_capacity(sent.len());
             let sample = console.sample(|id, version| {
@@ -242,12 +244,8 @@ async fn connection<W: AsyncWrite + Unpin>(console: Console, mut out: W, stop: C
             for (version, view) in &sample.views {
                 sent.insert(view.id, *version);
             }
-            let history = console
-                .history(sample.now, last_sent_us)
-                .into_iter()
-                .map(|(_, view)| view)
-                .collect();
-            last_sent_us = sample.now;
+            let (history, last) = console.history(sample.now, last_told);
+            last_told = last;
             Update::Delta(Delta {
                 at_ms: sample.now / 1_000,
                 live: seen.len(),

@@ -119,3 +119,48 @@ fn an_ended_actor_leaves_the_live_list_for_a_bounded_history() {
     );
     assert!(snapshot.ended.iter().all(|a| a.ended_ms_ago.is_some()));
 }
+
+#[test]
+fn a_connection_is_told_of_each_ending_once_even_within_one_tick_of_the_clock() {
+    let console = Console::new(ConsoleConfig::default());
+    drop(console.register(Kind::Other, "First"));
+    let (told, last) = console.history(console.shared.now_us(), 0);
+    assert_eq!(told.len(), 1);
+    // Ended on the same (coarse) clock reading, most likely: told by number, not by time.
+    drop(console.register(Kind::Other, "Second"));
+    let (told, next) = console.history(console.shared.now_us(), last);
+    assert_eq!(
+        told.iter().map(|view| view.name.as_str()).collect::<Vec<_>>(),
+        ["Second"]
+    );
+    assert!(console.history(console.shared.now_us(), next).0.is_empty());
+}
+
+#[test]
+fn a_calls_id_and_tool_are_kept_whole_however_long_or_wide() {
+    let console = Console::new(ConsoleConfig::default());
+    let group = console.group(Kind::Call, "ToolCall", 3);
+    let long = "c".repeat(200);
+    // 38 bytes exactly (the most kept in place), the last character two bytes wide.
+    let edge = format!("{}é", "x".repeat(36));
+    group.start_call(0, 1, 2, &long, "read");
+    group.start_call(1, 1, 2, &edge, "✏️ édit");
+    group.start_call(7, 1, 2, "out of the group", "nothing");
+    let snapshot = console.snapshot();
+    let named: Vec<(Option<String>, Option<String>)> = snapshot
+        .actors
+        .iter()
+        .map(|view| (view.identity.call.clone(), view.identity.tool.clone()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (Some(long), Some("read".to_owned())),
+            (Some(edge), Some("✏️ édit".to_owned()))
+        ]
+    );
+    assert!(snapshot
+        .actors
+        .iter()
+        .all(|view| view.activity.to_string() == "running its tool"));
+}

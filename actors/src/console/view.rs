@@ -157,8 +157,8 @@ pub struct Histogram {
     pub total_us: u64,
 }
 
-impl From<&super::probe::Histogram> for Histogram {
-    fn from(live: &super::probe::Histogram) -> Histogram {
+impl From<&super::entry::Histogram> for Histogram {
+    fn from(live: &super::entry::Histogram) -> Histogram {
         Histogram {
             counts: live
                 .buckets
