@@ -25,6 +25,7 @@ mod entry;
 mod group;
 mod lints;
 mod probe;
+mod registry;
 mod serve;
 mod view;
 
@@ -32,8 +33,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-
-use dashmap::DashMap;
 
 pub use probe::{Activity, Handling, Holding, Identity, Kind, Probe, WaitingOn};
 pub use serve::{ConsoleAddr, ConsoleServer, ServeError, MAX_VIEWERS};
@@ -43,12 +42,13 @@ pub use view::{
 };
 
 pub(crate) use entry::Name;
-use entry::{Clock, Entry, Lone, MailboxStats, Seen, State};
+use entry::{Clock, Entry, Lone, MailboxStats, Place, Seen, State};
 pub use group::Group;
 use group::GroupInner;
 use lints::empty_lock;
 use lints::lints;
 use lints::Limits;
+use registry::{Live, Registry};
 
 /// How a host's console records and tells.
 #[derive(Debug, Clone)]
@@ -112,7 +112,7 @@ struct Shared {
     clock: Clock,
     config: ConsoleConfig,
     next_id: AtomicU64,
-    live: DashMap<u64, Live>,
+    live: Registry,
     /// Ended actors, for a while.
     history: Mutex<History>,
 }
@@ -124,7 +124,7 @@ impl Shared {
 
     /// Takes the ended actor's entry out of the live list, into the history.
     fn end(&self, lone: &Arc<Lone>) {
-        self.live.remove(&lone.entry.id);
+        self.live.delist(&lone.place);
         let now = self.now_us();
         lone.entry.ended_us.store(now, Ordering::Relaxed);
         self.remember(now, [(now, Ended::One(Arc::clone(lone)))]);
@@ -132,7 +132,7 @@ impl Shared {
 
     /// Takes a group out of the live list; its members that ran go to the history.
     fn end_group(&self, group: &Arc<GroupInner>) {
-        self.live.remove(&group.first_id);
+        self.live.delist(&group.place);
         let now = self.now_us();
         // Remembered as of now (a connection sends what was remembered since its last
         // update), each with the time it really ended.
@@ -179,7 +179,7 @@ impl Console {
                 clock: Clock::new(),
                 config,
                 next_id: AtomicU64::new(1),
-                live: DashMap::new(),
+                live: Registry::new(),
                 history: Mutex::new(History::default()),
             }),
         }
@@ -214,7 +214,9 @@ impl Console {
             mailbox,
             Arc::clone(&self.shared),
         ));
-        self.shared.live.insert(id, Live::One(Arc::clone(&lone)));
+        self.shared
+            .live
+            .enlist(Live::One(Arc::clone(&lone)), &lone.place);
         Probe::lone(lone)
     }
 
@@ -237,12 +239,13 @@ impl Console {
         let inner = Arc::new(GroupInner {
             first_id,
             name,
+            place: Place::default(),
             entries,
             shared: Arc::clone(&self.shared),
         });
         self.shared
             .live
-            .insert(first_id, Live::Group(Arc::clone(&inner)));
+            .enlist(Live::Group(Arc::clone(&inner)), &inner.place);
         Group(Some(inner))
     }
 
@@ -250,8 +253,9 @@ impl Console {
     pub fn live(&self) -> usize {
         self.shared
             .live
+            .all()
             .iter()
-            .map(|item| match item.value() {
+            .map(|item| match item {
                 Live::One(_) => 1,
                 Live::Group(group) => group.entries.iter().filter(|e| e.is_live()).count(),
             })
@@ -284,12 +288,11 @@ impl Console {
     /// most actors stays cheap.
     fn sample(&self, mut want: impl FnMut(u64, u64) -> bool) -> Sample {
         let now = self.shared.now_us();
+        let live = self.shared.live.all();
         // The live runs first: a call whose run is not among them is an orphan.
-        let runs = self
-            .shared
-            .live
+        let runs = live
             .iter()
-            .filter_map(|item| match item.value() {
+            .filter_map(|item| match item {
                 Live::One(lone) if lone.entry.kind == Kind::Run => lone.entry.state().ident.run,
                 _ => None,
             })
@@ -301,8 +304,8 @@ impl Console {
             views: Vec::new(),
             notable: Vec::new(),
         };
-        for item in self.shared.live.iter() {
-            match item.value() {
+        for item in &live {
+            match item {
                 Live::One(lone) => pass.visit(lone.seen(), &mut want),
                 Live::Group(group) => {
                     for entry in group.entries.iter().filter(|entry| entry.is_live()) {
@@ -511,13 +514,6 @@ impl Pass {
             self.views.push((version, view));
         }
     }
-}
-
-/// What is in the live list: a lone entry, or a group of them.
-#[derive(Debug)]
-enum Live {
-    One(Arc<Lone>),
-    Group(Arc<GroupInner>),
 }
 
 /// The ended actors kept, oldest first, each numbered and with the time it was remembered

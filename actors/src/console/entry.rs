@@ -275,6 +275,8 @@ pub(super) struct Lone {
     pub(super) events_changed_us: AtomicU64,
     /// The probes on it: the last one to go ends it.
     pub(super) probes: AtomicUsize,
+    /// Where it is in the console's live list.
+    pub(super) place: Place,
     pub(super) shared: Arc<Shared>,
 }
 
@@ -289,6 +291,7 @@ impl Lone {
             events_seen: AtomicU64::new(0),
             events_changed_us: AtomicU64::new(0),
             probes: AtomicUsize::new(1),
+            place: Place::default(),
             shared,
         }
     }
@@ -305,6 +308,26 @@ impl Lone {
             return Some(now);
         }
         Some(self.events_changed_us.load(Ordering::Relaxed))
+    }
+}
+
+/// Where a record is in the list, as [`Registry::enlist`](super::registry::Registry::enlist) set it: the shard in the high 32
+/// bits, the slot in the low ones.
+#[derive(Debug, Default)]
+pub(super) struct Place(AtomicU64);
+
+impl Place {
+    pub(super) fn set(&self, shard: usize, slot: usize) {
+        let shard = u64::try_from(shard).unwrap_or(u64::MAX);
+        let slot = u64::try_from(slot).unwrap_or(u64::MAX);
+        self.0
+            .store((shard << 32) | (slot & 0xffff_ffff), Ordering::Release);
+    }
+
+    pub(super) fn get(&self) -> (usize, usize) {
+        let place = self.0.load(Ordering::Acquire);
+        let part = |bits: u64| usize::try_from(bits).unwrap_or(usize::MAX);
+        (part(place >> 32), part(place & 0xffff_ffff))
     }
 }
 

@@ -13,6 +13,8 @@ use super::Shared;
 pub(crate) struct GroupInner {
     pub(super) first_id: u64,
     pub(super) name: &'static str,
+    /// Where it is in the console's live list.
+    pub(super) place: entry::Place,
     pub(super) entries: Box<[Entry]>,
     pub(super) shared: Arc<Shared>,
 }

@@ -130,7 +130,9 @@ fn a_connection_is_told_of_each_ending_once_even_within_one_tick_of_the_clock() 
     drop(console.register(Kind::Other, "Second"));
     let (told, next) = console.history(console.shared.now_us(), last);
     assert_eq!(
-        told.iter().map(|view| view.name.as_str()).collect::<Vec<_>>(),
+        told.iter()
+            .map(|view| view.name.as_str())
+            .collect::<Vec<_>>(),
         ["Second"]
     );
     assert!(console.history(console.shared.now_us(), next).0.is_empty());
