@@ -26,10 +26,11 @@ mod group;
 mod lints;
 mod probe;
 mod registry;
+mod sample;
 mod serve;
 mod view;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -42,12 +43,9 @@ pub use view::{
 };
 
 pub(crate) use entry::Name;
-use entry::{Clock, Entry, Lone, MailboxStats, Place, Seen, State};
+use entry::{Clock, Entry, Lone, Place};
 pub use group::Group;
 use group::GroupInner;
-use lints::empty_lock;
-use lints::lints;
-use lints::Limits;
 use registry::{Live, Registry};
 
 /// How a host's console records and tells.
@@ -127,48 +125,56 @@ impl Shared {
         self.live.delist(&lone.place);
         let now = self.now_us();
         lone.entry.ended_us.store(now, Ordering::Relaxed);
-        self.remember(now, [(now, Ended::One(Arc::clone(lone)))]);
+        self.remember(now, Ended::One(Arc::clone(lone)), 1);
     }
 
     /// Takes a group out of the live list; its members that ran go to the history.
     fn end_group(&self, group: &Arc<GroupInner>) {
         self.live.delist(&group.place);
         let now = self.now_us();
-        // Remembered as of now (a connection sends what was remembered since its last
-        // update), each with the time it really ended.
-        let members = group
-            .entries
-            .iter()
-            .enumerate()
-            .filter_map(|(index, entry)| match entry.life.load(Ordering::Acquire) {
-                entry::UNUSED => None,
-                life => {
-                    if life == entry::LIVE {
-                        entry.ended_us.store(now, Ordering::Relaxed);
-                    }
-                    Some((now, Ended::Member(Arc::clone(group), index)))
-                }
-            });
-        self.remember(now, members);
+        // Members still running end now; the others keep the time they really ended.
+        for entry in group.entries.iter().filter(|entry| entry.is_live()) {
+            entry.ended_us.store(now, Ordering::Relaxed);
+            entry.life.store(entry::ENDED, Ordering::Release);
+        }
+        let ran = group.ran();
+        if ran > 0 {
+            self.remember(now, Ended::Group(Arc::clone(group)), ran);
+        }
     }
 
-    /// Adds ended actors to the history, which keeps the newest within its bounds.
-    fn remember(&self, now: u64, ended: impl IntoIterator<Item = (u64, Ended)>) {
-        let mut guard = self.history.lock().unwrap_or_else(PoisonError::into_inner);
-        let History { last, ended: kept } = &mut *guard;
-        kept.extend(ended.into_iter().map(|(at, ended)| {
-            *last += 1;
-            (*last, at, ended)
-        }));
+    /// Adds `actors` ended actors (a lone one, or a group's that ran) to the history, which
+    /// keeps the newest within its bounds. Remembered as of `now`: a connection sends what
+    /// was remembered since its last update.
+    fn remember(&self, now: u64, ended: Ended, actors: usize) {
+        let mut history = self.history.lock().unwrap_or_else(PoisonError::into_inner);
+        history.last += 1;
+        let number = history.last;
+        history.actors += actors;
+        history.ended.push_back(Remembered {
+            number,
+            at: now,
+            actors,
+            ended,
+        });
         let keep_for = u64::try_from(self.config.history_for.as_micros()).unwrap_or(u64::MAX);
-        while kept.len() > self.config.history
-            || kept
+        // Dropped after the lock: an old group's last reference may go here.
+        let mut gone = Vec::new();
+        // The newest stays, even a batch larger than the bound: its calls go together.
+        while history.ended.len() > 1 && history.actors > self.config.history
+            || history
+                .ended
                 .front()
-                .is_some_and(|(_, at, _)| now.saturating_sub(*at) > keep_for)
+                .is_some_and(|oldest| now.saturating_sub(oldest.at) > keep_for)
         {
-            kept.pop_front();
+            let Some(oldest) = history.ended.pop_front() else {
+                break;
+            };
+            history.actors -= oldest.actors;
+            gone.push(oldest);
         }
-        drop(guard);
+        drop(history);
+        drop(gone);
     }
 }
 
@@ -220,19 +226,80 @@ impl Console {
         Probe::lone(lone)
     }
 
-    /// Entries for `count` short pieces of work of `kind` (a batch's tool calls), registered
-    /// at once: each member's life is [`Group::start`] to [`Group::end`], and the group leaves
-    /// the console when dropped. One registration instead of one per member.
+    /// Entries for `count` short pieces of work of `kind`, registered at once: each member's
+    /// life is [`Group::start`] to [`Group::end`], and the group leaves the console when
+    /// dropped. One registration instead of one per member.
     pub fn group(&self, kind: Kind, name: &'static str, count: usize) -> Group {
+        let members = GroupNames {
+            ends: vec![(0, 0); count],
+            ..GroupNames::default()
+        };
+        self.enlist_group(kind, name, members, Activity::Idle)
+    }
+
+    /// Entries for the tool calls of batch `batch` of run `run`, `calls` their (call ID, tool)
+    /// pairs, registered and named at once (the names in one text, so a call costs no
+    /// allocation of its own). Each member begins running its tool ([`Group::begin`]) and
+    /// ends with [`Group::end`]; the group leaves the console when dropped.
+    pub fn calls<'a>(
+        &self,
+        name: &'static str,
+        run: u64,
+        batch: u64,
+        calls: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+    ) -> Group {
+        let mut members = GroupNames {
+            run: Some(run),
+            batch: Some(batch),
+            names: Some(String::with_capacity(calls.len() * 40)),
+            ends: Vec::with_capacity(calls.len()),
+        };
+        let names = members.names.get_or_insert_default();
+        for (call, tool) in calls {
+            names.push_str(call);
+            let call_end = names.len();
+            names.push_str(tool);
+            // Past 4 GiB of names a member is told without them.
+            let end = |at: usize| u32::try_from(at).unwrap_or(u32::MAX);
+            members.ends.push((end(call_end), end(names.len())));
+        }
+        let running = Activity::Running {
+            what: "its tool".into(),
+        };
+        self.enlist_group(Kind::Call, name, members, running)
+    }
+
+    fn enlist_group(
+        &self,
+        kind: Kind,
+        name: &'static str,
+        members: GroupNames,
+        activity: Activity,
+    ) -> Group {
+        let GroupNames {
+            run,
+            batch,
+            names,
+            ends,
+        } = members;
         let first_id = self
             .shared
             .next_id
-            .fetch_add(count as u64, Ordering::Relaxed);
+            .fetch_add(ends.len() as u64, Ordering::Relaxed);
         let now = self.shared.now_us();
-        let entries = (0..count as u64)
-            .map(|index| {
-                let entry = Entry::new(first_id + index, kind, now);
-                entry.life.store(entry::UNUSED, Ordering::Relaxed);
+        let entries = (first_id..)
+            .zip(ends)
+            .map(|(id, names_end)| {
+                let mut entry = Entry::new(id, kind, now);
+                entry.life = entry::UNUSED.into();
+                entry.names_end = names_end;
+                if activity != Activity::Idle {
+                    entry
+                        .state
+                        .get_mut()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .activity = activity.clone();
+                }
                 entry
             })
             .collect();
@@ -240,6 +307,9 @@ impl Console {
             first_id,
             name,
             place: Place::default(),
+            run,
+            batch,
+            names,
             entries,
             shared: Arc::clone(&self.shared),
         });
@@ -262,100 +332,6 @@ impl Console {
             .sum()
     }
 
-    /// Everything now: the live actors, the path locks, the lints and the recent history.
-    pub fn snapshot(&self) -> Snapshot {
-        self.snapshot_of(self.sample(|_, _| true), 0).0
-    }
-
-    /// The snapshot of a sample of every actor, with the recent history; `dropped` as a
-    /// connection counted it. With it, the number of the last ended actor it tells of.
-    fn snapshot_of(&self, sample: Sample, dropped: u64) -> (Snapshot, u64) {
-        let (ended, last) = self.history(sample.now, 0);
-        let snapshot = Snapshot {
-            at_ms: sample.now / 1_000,
-            ended,
-            actors: sample.views.into_iter().map(|(_, view)| view).collect(),
-            locks: sample.locks,
-            lints: sample.lints,
-            dropped,
-        };
-        (snapshot, last)
-    }
-
-    /// One pass over the live actors: the views of those `want(id, version)` selects, and the
-    /// locks and lints of all. Only the selected and the notable (flagged, holding or waiting
-    /// for a path) are turned into views, so a sample of a busy host whose viewer already has
-    /// most actors stays cheap.
-    fn sample(&self, mut want: impl FnMut(u64, u64) -> bool) -> Sample {
-        let now = self.shared.now_us();
-        let live = self.shared.live.all();
-        // The live runs first: a call whose run is not among them is an orphan.
-        let runs = live
-            .iter()
-            .filter_map(|item| match item {
-                Live::One(lone) if lone.entry.kind == Kind::Run => lone.entry.state().ident.run,
-                _ => None,
-            })
-            .collect();
-        let mut pass = Pass {
-            now,
-            limits: Limits::of(&self.shared.config),
-            runs,
-            views: Vec::new(),
-            notable: Vec::new(),
-        };
-        for item in &live {
-            match item {
-                Live::One(lone) => pass.visit(lone.seen(), &mut want),
-                Live::Group(group) => {
-                    for entry in group.entries.iter().filter(|entry| entry.is_live()) {
-                        pass.visit(group.seen(entry), &mut want);
-                    }
-                }
-            }
-        }
-        let Pass {
-            mut views,
-            notable,
-            limits,
-            ..
-        } = pass;
-        views.sort_unstable_by_key(|(_, view)| view.id);
-        let locks = locks(notable.iter().map(|(view, _)| view));
-        let lints = lints(&notable, &locks, &limits);
-        Sample {
-            now,
-            views,
-            locks,
-            lints,
-        }
-    }
-
-    /// The history's entries remembered after the one numbered `after` (0: all), and the
-    /// number of the last one: a connection asks for what came after what it last sent, by
-    /// number, as times on the coarse clock can be equal.
-    fn history(&self, now: u64, after: u64) -> (Vec<ActorView>, u64) {
-        let history = self
-            .shared
-            .history
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let views = history
-            .ended
-            .iter()
-            .filter(|(number, _, _)| *number > after)
-            .filter_map(|(_, _, ended)| {
-                let seen = ended.seen()?;
-                let ended_us = seen.entry.ended_us.load(Ordering::Relaxed);
-                // Its age is how long it lived.
-                let mut view = view_of(seen, ended_us);
-                view.ended_ms_ago = Some(now.saturating_sub(ended_us) / 1_000);
-                Some(view)
-            })
-            .collect();
-        (views, history.last)
-    }
-
     /// Serves this console at `addr` (see [`ConsoleServer`]), its connections running on
     /// `runtime`, until the returned server is dropped.
     ///
@@ -370,203 +346,43 @@ impl Console {
     }
 }
 
-/// The view of one entry now.
-fn view_of(seen: Seen<'_>, now: u64) -> ActorView {
-    let Seen { entry, name, lone } = seen;
-    let ms = |from: u64| now.saturating_sub(from) / 1_000;
-    let (identity, activity, since, holds) = {
-        let state: std::sync::MutexGuard<'_, State> = entry.state();
-        (
-            state.ident.identity(),
-            state.activity.clone(),
-            state.since_us,
-            state
-                .holds
-                .iter()
-                .map(|(path, at)| Held {
-                    path: path.display().to_string(),
-                    for_ms: ms(*at),
-                })
-                .collect(),
-        )
-    };
-    let last_event = lone.and_then(|lone| lone.noted_event(now));
-    let mailbox = lone.and_then(|lone| lone.mailbox.as_ref());
-    let read = |histogram: fn(&MailboxStats) -> &entry::Histogram| {
-        mailbox
-            .map(|mailbox| view::Histogram::from(histogram(mailbox)))
-            .unwrap_or_default()
-    };
-    ActorView {
-        id: entry.id,
-        kind: entry.kind,
-        name: name.to_owned(),
-        identity,
-        activity,
-        for_ms: ms(since),
-        mailbox_depth: mailbox.map_or(0, |mailbox| mailbox.depth.load(Ordering::Relaxed)),
-        handled: mailbox.map_or(0, |mailbox| mailbox.handled.load(Ordering::Relaxed)),
-        busy: read(|mailbox| &mailbox.busy),
-        mailbox_wait: read(|mailbox| &mailbox.wait),
-        age_ms: ms(entry.born_us()),
-        since_event_ms: last_event.map(ms),
-        holds,
-        ended_ms_ago: None,
-    }
-}
-
-/// The path-lock table, from what the actors hold and wait on: holders from their leases,
-/// waiters in the order they began to wait (the lock's FIFO order).
-fn locks<'a>(actors: impl Iterator<Item = &'a ActorView>) -> Vec<LockView> {
-    let mut table: BTreeMap<String, LockView> = BTreeMap::new();
-    let party = |view: &ActorView, for_ms: u64| LockParty {
-        actor: view.id,
-        run: view.identity.run,
-        call: view.identity.call.clone(),
-        for_ms,
-    };
-    for view in actors {
-        for held in &view.holds {
-            let lock = table
-                .entry(held.path.clone())
-                .or_insert_with(|| empty_lock(&held.path));
-            lock.holder = Some(party(view, held.for_ms));
-        }
-        if let Activity::Waiting {
-            on: WaitingOn::PathLease { path },
-        } = &view.activity
-        {
-            let lock = table
-                .entry(path.clone())
-                .or_insert_with(|| empty_lock(path));
-            lock.waiting.push(party(view, view.for_ms));
-        }
-    }
-    let mut locks: Vec<LockView> = table.into_values().collect();
-    for lock in &mut locks {
-        lock.waiting
-            .sort_by(|a, b| b.for_ms.cmp(&a.for_ms).then(a.actor.cmp(&b.actor)));
-    }
-    locks
-}
-
-/// One pass over the live entries.
-struct Pass {
-    now: u64,
-    limits: Limits,
-    runs: std::collections::HashSet<u64>,
-    views: Vec<(u64, ActorView)>,
-    notable: Vec<(ActorView, Vec<LintKind>)>,
-}
-
-impl Pass {
-    /// Flags `entry`, and makes its view if it is wanted or notable.
-    fn visit(&mut self, seen: Seen<'_>, want: &mut impl FnMut(u64, u64) -> bool) {
-        let (now, limits, entry) = (self.now, &self.limits, seen.entry);
-        let version = entry.version.load(Ordering::Relaxed);
-        let mut flags = Vec::new();
-        let locking;
-        {
-            let state = entry.state();
-            let busy = matches!(
-                state.activity,
-                Activity::Handling { .. } | Activity::Running { .. }
-            );
-            if busy && now.saturating_sub(state.since_us) > limits.handler {
-                flags.push(LintKind::HandlerRunning);
-            }
-            locking = !state.holds.is_empty()
-                || matches!(
-                    state.activity,
-                    Activity::Waiting {
-                        on: WaitingOn::PathLease { .. }
-                    }
-                );
-            if let (Kind::Call, Some(run)) = (entry.kind, state.ident.run) {
-                if !self.runs.contains(&run) {
-                    flags.push(LintKind::OrphanCall);
-                }
-            }
-        }
-        if let Some(mailbox) = seen.lone.and_then(|lone| lone.mailbox.as_ref()) {
-            if mailbox.depth.load(Ordering::Relaxed) > 0
-                && now.saturating_sub(mailbox.last_handled_us.load(Ordering::Relaxed))
-                    > limits.mailbox
-            {
-                flags.push(LintKind::MailboxStalled);
-            }
-        }
-        if let (Kind::Run, Some(lone)) = (entry.kind, seen.lone) {
-            let last = lone.noted_event(now).unwrap_or_else(|| entry.born_us());
-            if now.saturating_sub(last) > limits.silent_run {
-                flags.push(LintKind::SilentRun);
-            }
-        }
-        let wanted = want(entry.id, version);
-        if !wanted && flags.is_empty() && !locking {
-            return;
-        }
-        let view = view_of(seen, now);
-        if !flags.is_empty() || locking {
-            self.notable.push((view.clone(), flags));
-        }
-        if wanted {
-            self.views.push((version, view));
-        }
-    }
-}
-
-/// The ended actors kept, oldest first, each numbered and with the time it was remembered
-/// (their views are made only when someone looks: most are never looked at).
+/// The ended actors kept, oldest first (their views are made only when someone looks: most are
+/// never looked at).
 #[derive(Debug, Default)]
 struct History {
     /// The number of the last one remembered.
     last: u64,
-    ended: VecDeque<(u64, u64, Ended)>,
+    /// How many actors the kept ones are.
+    actors: usize,
+    ended: VecDeque<Remembered>,
+}
+
+/// An ended lone actor, or an ended group, as the history keeps it.
+#[derive(Debug)]
+struct Remembered {
+    /// Its number: a connection asks for those after the last it told of.
+    number: u64,
+    /// When it was remembered.
+    at: u64,
+    /// How many actors it is (a group's members that ran).
+    actors: usize,
+    ended: Ended,
 }
 
 /// An ended actor in the history.
 #[derive(Debug)]
 enum Ended {
     One(Arc<Lone>),
-    Member(Arc<GroupInner>, usize),
+    Group(Arc<GroupInner>),
 }
 
-impl Ended {
-    fn seen(&self) -> Option<Seen<'_>> {
-        match self {
-            Ended::One(lone) => Some(lone.seen()),
-            Ended::Member(group, index) => group.entries.get(*index).map(|entry| group.seen(entry)),
-        }
-    }
-}
-
-impl Lone {
-    fn seen(&self) -> Seen<'_> {
-        Seen {
-            entry: &self.entry,
-            name: self.name.as_str(),
-            lone: Some(self),
-        }
-    }
-}
-
-impl GroupInner {
-    fn seen<'a>(&'a self, entry: &'a Entry) -> Seen<'a> {
-        Seen {
-            entry,
-            name: self.name,
-            lone: None,
-        }
-    }
-}
-
-/// What one pass found.
-struct Sample {
-    now: u64,
-    views: Vec<(u64, ActorView)>,
-    locks: Vec<LockView>,
-    lints: Vec<Lint>,
+/// A group's members' names, as [`Console::calls`] gathers them.
+#[derive(Default)]
+struct GroupNames {
+    run: Option<u64>,
+    batch: Option<u64>,
+    names: Option<String>,
+    ends: Vec<(u32, u32)>,
 }
 
 #[cfg(test)]

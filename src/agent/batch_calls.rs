@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use actix::Message;
-use golato_actors::console::{Group, Kind, Probe};
+use golato_actors::console::{Group, Probe};
 use golato_actors::TracedRecipient;
 use tokio_util::sync::CancellationToken;
 
@@ -34,9 +34,9 @@ pub(crate) struct RunShare {
     spent: Mutex<Spent>,
     /// The tool call this run is a child of: what calls spend here is spent there too.
     parent: Option<crate::tool::ToolContext>,
-    /// The host's actor console, when it is on: each call of the run's batches then has an
-    /// entry there.
-    console: Option<golato_actors::console::Console>,
+    /// The host's actor console, when it is on, and the run's ID: each call of the run's
+    /// batches then has an entry there.
+    console: Option<(golato_actors::console::Console, u64)>,
 }
 
 /// Tokens and money calls spent for their run.
@@ -74,7 +74,7 @@ impl RunShare {
     pub(crate) fn new(
         channel: Arc<Channel>,
         parent: Option<crate::tool::ToolContext>,
-        console: Option<golato_actors::console::Console>,
+        console: Option<(golato_actors::console::Console, u64)>,
     ) -> Arc<RunShare> {
         Arc::new(RunShare {
             channel,
@@ -194,9 +194,15 @@ impl SharedBatch {
                 spent: calls.iter().map(|_| Default::default()).collect(),
             })
         });
-        let console = run.console.as_ref().map_or_else(Group::none, |console| {
-            console.group(Kind::Call, "ToolCall", calls.len())
-        });
+        let console = run
+            .console
+            .as_ref()
+            .map_or_else(Group::none, |(console, run_id)| {
+                let names = calls
+                    .iter()
+                    .map(|call| (call.id.as_str(), call.name.as_str()));
+                console.calls("ToolCall", *run_id, id, names)
+            });
         Arc::new(SharedBatch {
             id,
             calls,
@@ -210,13 +216,10 @@ impl SharedBatch {
         })
     }
 
-    /// Starts call `index`'s entry on the host's console (when it is on): the call of run
-    /// `run_id`, running its tool from the start (its before-hooks, then its tool, say so when
-    /// they begin).
-    pub(crate) fn start_probe(&self, run_id: u64, index: usize) {
-        let call = self.call(index);
-        self.console
-            .start_call(index, run_id, self.id, &call.id, &call.name);
+    /// Starts call `index`'s entry on the host's console (when it is on), running its tool
+    /// from the start (its before-hooks, then its tool, say so when they begin).
+    pub(crate) fn start_probe(&self, index: usize) {
+        self.console.begin(index);
     }
 
     /// Call `index`'s console entry ([`Probe::none`] when the console is off).

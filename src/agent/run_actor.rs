@@ -73,7 +73,10 @@ impl RunPlan {
             share: super::batch_calls::RunShare::new(
                 Arc::clone(&self.channel),
                 self.parent.clone(),
-                self.agent.host.console().cloned(),
+                self.agent
+                    .host
+                    .console()
+                    .map(|console| (console.clone(), self.id)),
             ),
             mailbox: run_mailbox(ctx, &self),
             plan: self,

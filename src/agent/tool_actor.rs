@@ -78,7 +78,7 @@ pub(crate) fn job(setup: ToolSetup) -> Job<CallOutcome> {
 
 /// Starts the tool actor for `setup`'s call, reporting to `reporter`.
 fn start(setup: ToolSetup, reporter: Reporter<CallOutcome>) {
-    setup.shared.start_probe(setup.run_id, setup.index);
+    setup.shared.start_probe(setup.index);
     let actor = ToolActor {
         setup,
         asked_here: Arc::default(),

@@ -2,8 +2,8 @@
 //! [`Group`](super::Group)), its [`State`], and the clock they are stamped with.
 //!
 //! What the console costs is mostly these records: they are written on every change of every
-//! actor of a busy host. So a record allocates nothing of its own once made (a call's ID and
-//! tool are kept inline, see [`Text`]), and its times come from the kernel's coarse clock,
+//! actor of a busy host. So a record allocates nothing of its own once made (a batch's calls
+//! are named once for all, by their group), and its times come from the kernel's coarse clock,
 //! which costs a quarter of the precise one (see [`Clock`]).
 
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -70,71 +70,43 @@ impl Histogram {
     }
 }
 
-/// How many bytes of text a record keeps without allocating: a provider's call ID (`call_`
-/// and 24 characters, `toolu_` and 24) and a tool's name fit.
-const INLINE: usize = 38;
-
-/// A short text kept in place when it fits, else on the heap. Call IDs and tool names are
-/// copied into every call's record; in place, starting and dropping a record allocates nothing.
-#[derive(Debug, Clone)]
-pub(super) enum Text {
-    Inline(u8, [u8; INLINE]),
-    Heap(Box<str>),
-}
-
-impl Text {
-    pub(super) fn new(text: &str) -> Text {
-        let mut bytes = [0; INLINE];
-        match (bytes.get_mut(..text.len()), u8::try_from(text.len())) {
-            (Some(place), Ok(len)) => {
-                place.copy_from_slice(text.as_bytes());
-                Text::Inline(len, bytes)
-            }
-            _ => Text::Heap(text.into()),
-        }
-    }
-
-    pub(super) fn as_str(&self) -> &str {
-        match self {
-            Text::Inline(len, bytes) => bytes
-                .get(..usize::from(*len))
-                .and_then(|text| std::str::from_utf8(text).ok())
-                .unwrap_or_default(),
-            Text::Heap(text) => text,
-        }
-    }
-}
-
-/// [`Identity`] as a record keeps it (its texts in place).
+/// [`Identity`] as a record keeps it: its numbers in place, its texts (rare: a group names its
+/// members, see [`GroupInner`](super::group::GroupInner)) boxed, so a record stays small.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Ident {
     pub(super) run: Option<u64>,
     pub(super) parent_run: Option<u64>,
     pub(super) batch: Option<u64>,
-    pub(super) call: Option<Text>,
-    pub(super) tool: Option<Text>,
+    /// The call's ID and the tool's name.
+    texts: Option<Box<[Option<Box<str>>; 2]>>,
 }
 
 impl Ident {
-    pub(super) fn identity(&self) -> Identity {
-        let text = |text: &Option<Text>| text.as_ref().map(|text| text.as_str().to_owned());
+    /// The identity, over `under` (what its group says of it): what the record says wins.
+    pub(super) fn identity_over(&self, under: Identity) -> Identity {
+        let text = |at: usize| {
+            self.texts
+                .as_deref()
+                .and_then(|texts| texts.get(at))
+                .and_then(|text| text.as_deref().map(str::to_owned))
+        };
         Identity {
-            run: self.run,
-            parent_run: self.parent_run,
-            batch: self.batch,
-            call: text(&self.call),
-            tool: text(&self.tool),
+            run: self.run.or(under.run),
+            parent_run: self.parent_run.or(under.parent_run),
+            batch: self.batch.or(under.batch),
+            call: text(0).or(under.call),
+            tool: text(1).or(under.tool),
         }
     }
 
     pub(super) fn of(identity: &Identity) -> Ident {
-        let text = |text: &Option<String>| text.as_deref().map(Text::new);
+        let text = |text: &Option<String>| text.as_deref().map(Box::from);
+        let texts = [text(&identity.call), text(&identity.tool)];
         Ident {
             run: identity.run,
             parent_run: identity.parent_run,
             batch: identity.batch,
-            call: text(&identity.call),
-            tool: text(&identity.tool),
+            texts: texts.iter().any(Option::is_some).then(|| Box::new(texts)),
         }
     }
 }
@@ -143,10 +115,8 @@ impl Ident {
 /// changes and by the console when it samples.
 #[derive(Debug)]
 pub(super) struct State {
-    pub(super) ident: Ident,
     pub(super) activity: Activity,
-    /// Since when (µs on the console's [`Clock`]) the activity is what it is.
-    pub(super) since_us: u64,
+    pub(super) ident: Ident,
     /// Path leases held, each since when.
     pub(super) holds: Vec<(std::path::PathBuf, u64)>,
 }
@@ -220,6 +190,13 @@ pub(super) struct Entry {
     pub(super) ended_us: AtomicU64,
     /// Bumped on every change, so a connection sends only what changed since it last looked.
     pub(super) version: AtomicU64,
+    /// A group member's names: where its call ID and its tool's name end in the group's text
+    /// (its call ID begins where the member before it ends).
+    pub(super) names_end: (u32, u32),
+    /// Since when (µs on the console's [`Clock`]) its activity is what it is: written under
+    /// the state's lock, read without it (a sample may pair an activity with the time of the
+    /// one before, for one sample).
+    pub(super) since_us: AtomicU64,
     pub(super) state: Mutex<State>,
 }
 
@@ -232,10 +209,11 @@ impl Entry {
             life: AtomicU8::new(LIVE),
             ended_us: AtomicU64::new(0),
             version: AtomicU64::new(1),
+            names_end: (0, 0),
+            since_us: AtomicU64::new(now_us),
             state: Mutex::new(State {
-                ident: Ident::default(),
                 activity: Activity::Idle,
-                since_us: now_us,
+                ident: Ident::default(),
                 holds: Vec::new(),
             }),
         }
@@ -329,12 +307,4 @@ impl Place {
         let part = |bits: u64| usize::try_from(bits).unwrap_or(usize::MAX);
         (part(place >> 32), part(place & 0xffff_ffff))
     }
-}
-
-/// What a view is made from: an entry, and its lone record when it is one.
-#[derive(Clone, Copy)]
-pub(super) struct Seen<'a> {
-    pub(super) entry: &'a Entry,
-    pub(super) name: &'a str,
-    pub(super) lone: Option<&'a Lone>,
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use super::activity::{Activity, Identity, Kind, WaitingOn};
-use super::entry::{Entry, Ident, Lone, Text};
+use super::entry::{Entry, Ident, Lone};
 use super::{GroupInner, Shared};
 
 /// Where a probe's entry is: a lone record, or one slot of a [`Group`](super::Group).
@@ -126,16 +126,20 @@ impl Probe {
     pub fn identify(&self, fill: impl FnOnce(&mut Identity)) {
         self.with(|entry, _| {
             let mut state = entry.state();
-            let mut identity = state.ident.identity();
+            let mut identity = state.ident.identity_over(Identity::default());
             fill(&mut identity);
             state.ident = Ident::of(&identity);
         });
     }
 
-    /// Who the actor is, as its owner said.
+    /// Who the actor is, as its owner (or its group) said.
     pub fn identity(&self) -> Option<Identity> {
-        self.parts()
-            .map(|(entry, _)| entry.state().ident.identity())
+        let (entry, _) = self.parts()?;
+        let under = match &self.0 {
+            Link::Member(group, index) => group.identity(*index),
+            _ => Identity::default(),
+        };
+        Some(entry.state().ident.identity_over(under))
     }
 
     /// Sets what the actor does now, from now on.
@@ -144,7 +148,7 @@ impl Probe {
             let now = shared.now_us();
             let mut state = entry.state();
             state.activity = activity;
-            state.since_us = now;
+            entry.since_us.store(now, Ordering::Relaxed);
         });
     }
 
@@ -221,7 +225,7 @@ impl Probe {
                     message: Cow::Borrowed(message),
                 },
             );
-            (before, std::mem::replace(&mut state.since_us, now))
+            (before, entry.since_us.swap(now, Ordering::Relaxed))
         };
         entry.changed();
         Handling(Some(Handled {
@@ -282,10 +286,10 @@ impl Drop for Handling {
             let mut state = entry.state();
             // A handler that set an activity of its own keeps it.
             if matches!(state.activity, Activity::Handling { .. })
-                && state.since_us == handling_since
+                && entry.since_us.load(Ordering::Relaxed) == handling_since
             {
                 state.activity = before;
-                state.since_us = since;
+                entry.since_us.store(since, Ordering::Relaxed);
             }
         }
         entry.changed();
@@ -303,28 +307,10 @@ impl Drop for Holding {
         };
         probe.with(|entry, _| {
             let mut state = entry.state();
-            if let Some(at) = state.holds.iter().position(|(held, _)| *held == path) {
-                state.holds.swap_remove(at);
+            let holds = &mut state.holds;
+            if let Some(at) = holds.iter().position(|(held, _)| *held == path) {
+                holds.swap_remove(at);
             }
         });
     }
-}
-
-/// A call's record, started in one step: who it is and what it does, set before it shows.
-pub(super) fn start_member(entry: &Entry, now: u64, run: u64, batch: u64, call: &str, tool: &str) {
-    {
-        let mut state = entry.state();
-        state.ident = Ident {
-            run: Some(run),
-            parent_run: None,
-            batch: Some(batch),
-            call: Some(Text::new(call)),
-            tool: Some(Text::new(tool)),
-        };
-        state.activity = Activity::Running {
-            what: Cow::Borrowed("its tool"),
-        };
-        state.since_us = now;
-    }
-    entry.born_us.store(now, Ordering::Relaxed);
 }

@@ -139,15 +139,21 @@ fn a_connection_is_told_of_each_ending_once_even_within_one_tick_of_the_clock() 
 }
 
 #[test]
-fn a_calls_id_and_tool_are_kept_whole_however_long_or_wide() {
+fn a_calls_id_and_tool_are_told_whole_however_long_short_or_wide() {
     let console = Console::new(ConsoleConfig::default());
-    let group = console.group(Kind::Call, "ToolCall", 3);
     let long = "c".repeat(200);
-    // 38 bytes exactly (the most kept in place), the last character two bytes wide.
     let edge = format!("{}é", "x".repeat(36));
-    group.start_call(0, 1, 2, &long, "read");
-    group.start_call(1, 1, 2, &edge, "✏️ édit");
-    group.start_call(7, 1, 2, "out of the group", "nothing");
+    let calls = [
+        (long.as_str(), "read"),
+        ("", ""),
+        (edge.as_str(), "✏️ édit"),
+        ("never started", "bash"),
+    ];
+    let group = console.calls("ToolCall", 1, 2, calls.into_iter());
+    group.begin(0);
+    group.begin(1);
+    group.begin(2);
+    group.begin(7);
     let snapshot = console.snapshot();
     let named: Vec<(Option<String>, Option<String>)> = snapshot
         .actors
@@ -158,11 +164,34 @@ fn a_calls_id_and_tool_are_kept_whole_however_long_or_wide() {
         named,
         [
             (Some(long), Some("read".to_owned())),
+            (Some(String::new()), Some(String::new())),
             (Some(edge), Some("✏️ édit".to_owned()))
         ]
     );
     assert!(snapshot
         .actors
         .iter()
+        .all(|view| view.identity.run == Some(1) && view.identity.batch == Some(2)));
+    assert!(snapshot
+        .actors
+        .iter()
         .all(|view| view.activity.to_string() == "running its tool"));
+    // Ended, the three that ran are in the history, named; the one that never began is not.
+    group.end(1);
+    drop(group);
+    let snapshot = console.snapshot();
+    assert!(snapshot.actors.is_empty());
+    let tools: Vec<Option<String>> = snapshot
+        .ended
+        .iter()
+        .map(|view| view.identity.tool.clone())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            Some("read".into()),
+            Some(String::new()),
+            Some("✏️ édit".into())
+        ]
+    );
 }
