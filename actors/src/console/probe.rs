@@ -126,9 +126,9 @@ impl Probe {
     pub fn identify(&self, fill: impl FnOnce(&mut Identity)) {
         self.with(|entry, _| {
             let mut state = entry.state();
-            let mut identity = state.ident.identity_over(Identity::default());
+            let mut identity = state.ident().identity_over(Identity::default());
             fill(&mut identity);
-            state.ident = Ident::of(&identity);
+            *state.ident_mut() = Ident::of(&identity);
         });
     }
 
@@ -139,7 +139,7 @@ impl Probe {
             Link::Member(group, index) => group.identity(*index),
             _ => Identity::default(),
         };
-        Some(entry.state().ident.identity_over(under))
+        Some(entry.state().ident().identity_over(under))
     }
 
     /// Sets what the actor does now, from now on.
@@ -187,7 +187,7 @@ impl Probe {
             return Holding(None);
         };
         let now = shared.now_us();
-        entry.state().holds.push((path.to_path_buf(), now));
+        entry.state().holds_mut().push((path.to_path_buf(), now));
         entry.changed();
         Holding(Some((self.clone(), path.to_path_buf())))
     }
@@ -307,7 +307,7 @@ impl Drop for Holding {
         };
         probe.with(|entry, _| {
             let mut state = entry.state();
-            let holds = &mut state.holds;
+            let holds = state.holds_mut();
             if let Some(at) = holds.iter().position(|(held, _)| *held == path) {
                 holds.swap_remove(at);
             }

@@ -44,7 +44,7 @@ impl Console {
         let runs = live
             .iter()
             .filter_map(|item| match item {
-                Live::One(lone) if lone.entry.kind == Kind::Run => lone.entry.state().ident.run,
+                Live::One(lone) if lone.entry.kind == Kind::Run => lone.entry.state().ident().run,
                 _ => None,
             })
             .collect();
@@ -145,11 +145,11 @@ fn view_of(seen: Seen<'_>, now: u64) -> ActorView {
     let (identity, activity, since, holds) = {
         let state: std::sync::MutexGuard<'_, State> = entry.state();
         (
-            state.ident.identity_over(seen.group_identity()),
+            state.ident().identity_over(seen.group_identity()),
             state.activity.clone(),
             entry.since_us.load(Ordering::Relaxed),
             state
-                .holds
+                .holds()
                 .iter()
                 .map(|(path, at)| Held {
                     path: path.display().to_string(),
@@ -244,7 +244,7 @@ impl Pass {
             if busy && now.saturating_sub(since) > limits.handler {
                 flags.push(LintKind::HandlerRunning);
             }
-            locking = !state.holds.is_empty()
+            locking = !state.holds().is_empty()
                 || matches!(
                     state.activity,
                     Activity::Waiting {
@@ -252,7 +252,7 @@ impl Pass {
                     }
                 );
             let run = state
-                .ident
+                .ident()
                 .run
                 .or_else(|| seen.group.and_then(|(group, _)| group.run));
             if let (Kind::Call, Some(run)) = (entry.kind, run) {
