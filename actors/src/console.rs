@@ -43,9 +43,9 @@ pub use view::{
 };
 
 pub(crate) use entry::Name;
-use entry::{Clock, Entry, Lone, Place};
+use entry::{Clock, Entry, Lone};
 pub use group::Group;
-use group::GroupInner;
+use group::{GroupInner, GroupPlan};
 use registry::{Live, Registry};
 
 /// How a host's console records and tells.
@@ -133,9 +133,11 @@ impl Shared {
         self.live.delist(&group.place);
         let now = self.now_us();
         // Members still running end now; the others keep the time they really ended.
-        for entry in group.entries.iter().filter(|entry| entry.is_live()) {
-            entry.ended_us.store(now, Ordering::Relaxed);
-            entry.life.store(entry::ENDED, Ordering::Release);
+        for member in group.members.iter() {
+            if member.life.load(Ordering::Acquire) == entry::LIVE {
+                member.ended_us.store(now, Ordering::Relaxed);
+                member.life.store(entry::ENDED, Ordering::Release);
+            }
         }
         let ran = group.ran();
         if ran > 0 {
@@ -230,11 +232,15 @@ impl Console {
     /// life is [`Group::start`] to [`Group::end`], and the group leaves the console when
     /// dropped. One registration instead of one per member.
     pub fn group(&self, kind: Kind, name: &'static str, count: usize) -> Group {
-        let members = GroupNames {
-            ends: vec![(0, 0); count],
-            ..GroupNames::default()
-        };
-        self.enlist_group(kind, name, members, Activity::Idle)
+        self.enlist_group(GroupPlan {
+            kind,
+            name,
+            run: None,
+            batch: None,
+            names: None,
+            names_end: vec![(0, 0); count],
+            running_tool: false,
+        })
     }
 
     /// Entries for the tool calls of batch `batch` of run `run`, `calls` their (call ID, tool)
@@ -248,71 +254,33 @@ impl Console {
         batch: u64,
         calls: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
     ) -> Group {
-        let mut members = GroupNames {
-            run: Some(run),
-            batch: Some(batch),
-            names: Some(String::with_capacity(calls.len() * 40)),
-            ends: Vec::with_capacity(calls.len()),
-        };
-        let names = members.names.get_or_insert_default();
+        let mut names = String::with_capacity(calls.len() * 40);
+        let mut names_end = Vec::with_capacity(calls.len());
         for (call, tool) in calls {
             names.push_str(call);
             let call_end = names.len();
             names.push_str(tool);
             // Past 4 GiB of names a member is told without them.
             let end = |at: usize| u32::try_from(at).unwrap_or(u32::MAX);
-            members.ends.push((end(call_end), end(names.len())));
+            names_end.push((end(call_end), end(names.len())));
         }
-        let running = Activity::Running {
-            what: "its tool".into(),
-        };
-        self.enlist_group(Kind::Call, name, members, running)
+        self.enlist_group(GroupPlan {
+            kind: Kind::Call,
+            name,
+            run: Some(run),
+            batch: Some(batch),
+            names: Some(names),
+            names_end,
+            running_tool: true,
+        })
     }
 
-    fn enlist_group(
-        &self,
-        kind: Kind,
-        name: &'static str,
-        members: GroupNames,
-        activity: Activity,
-    ) -> Group {
-        let GroupNames {
-            run,
-            batch,
-            names,
-            ends,
-        } = members;
+    fn enlist_group(&self, plan: GroupPlan) -> Group {
         let first_id = self
             .shared
             .next_id
-            .fetch_add(ends.len() as u64, Ordering::Relaxed);
-        let now = self.shared.now_us();
-        let entries = (first_id..)
-            .zip(ends)
-            .map(|(id, names_end)| {
-                let mut entry = Entry::new(id, kind, now);
-                entry.life = entry::UNUSED.into();
-                entry.names_end = names_end;
-                if activity != Activity::Idle {
-                    entry
-                        .state
-                        .get_mut()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .activity = activity.clone();
-                }
-                entry
-            })
-            .collect();
-        let inner = Arc::new(GroupInner {
-            first_id,
-            name,
-            place: Place::default(),
-            run,
-            batch,
-            names,
-            entries,
-            shared: Arc::clone(&self.shared),
-        });
+            .fetch_add(plan.names_end.len() as u64, Ordering::Relaxed);
+        let inner = Arc::new(GroupInner::new(plan, first_id, Arc::clone(&self.shared)));
         self.shared
             .live
             .enlist(Live::Group(Arc::clone(&inner)), &inner.place);
@@ -327,7 +295,11 @@ impl Console {
             .iter()
             .map(|item| match item {
                 Live::One(_) => 1,
-                Live::Group(group) => group.entries.iter().filter(|e| e.is_live()).count(),
+                Live::Group(group) => group
+                    .members
+                    .iter()
+                    .filter(|member| member.life.load(Ordering::Acquire) == entry::LIVE)
+                    .count(),
             })
             .sum()
     }
@@ -374,15 +346,6 @@ struct Remembered {
 enum Ended {
     One(Arc<Lone>),
     Group(Arc<GroupInner>),
-}
-
-/// A group's members' names, as [`Console::calls`] gathers them.
-#[derive(Default)]
-struct GroupNames {
-    run: Option<u64>,
-    batch: Option<u64>,
-    names: Option<String>,
-    ends: Vec<(u32, u32)>,
 }
 
 #[cfg(test)]

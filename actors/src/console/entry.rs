@@ -6,7 +6,7 @@
 //! are named once for all, by their group), and its times come from the kernel's coarse clock,
 //! which costs a quarter of the precise one (see [`Clock`]).
 
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::activity::{Activity, Identity, Kind};
@@ -209,26 +209,21 @@ impl MailboxStats {
 
 /// A group member whose work has not started.
 pub(super) const UNUSED: u8 = 0;
-/// A live entry.
+/// A group member at work.
 pub(super) const LIVE: u8 = 1;
 /// A group member whose work is over.
 pub(super) const ENDED: u8 = 2;
 
-/// The console's record of one actor: what lone entries and a group's members share.
+/// The console's record of one lone actor (a group's members have smaller ones, see
+/// [`Member`](super::group::Member)); live while it is in the console's live list.
 #[derive(Debug)]
 pub(super) struct Entry {
     pub(super) id: u64,
     pub(super) kind: Kind,
     pub(super) born_us: AtomicU64,
-    /// A group member's life: [`UNUSED`] until its work starts, [`LIVE`], then [`ENDED`] (and
-    /// when). A lone entry is live while it is in the console's live list.
-    pub(super) life: AtomicU8,
     pub(super) ended_us: AtomicU64,
     /// Bumped on every change, so a connection sends only what changed since it last looked.
     pub(super) version: AtomicU64,
-    /// A group member's names: where its call ID and its tool's name end in the group's text
-    /// (its call ID begins where the member before it ends).
-    pub(super) names_end: (u32, u32),
     /// Since when (µs on the console's [`Clock`]) its activity is what it is: written under
     /// the state's lock, read without it (a sample may pair an activity with the time of the
     /// one before, for one sample).
@@ -242,10 +237,8 @@ impl Entry {
             id,
             kind,
             born_us: AtomicU64::new(now_us),
-            life: AtomicU8::new(LIVE),
             ended_us: AtomicU64::new(0),
             version: AtomicU64::new(1),
-            names_end: (0, 0),
             since_us: AtomicU64::new(now_us),
             state: Mutex::new(State {
                 activity: Activity::Idle,
@@ -256,10 +249,6 @@ impl Entry {
 
     pub(super) fn born_us(&self) -> u64 {
         self.born_us.load(Ordering::Relaxed)
-    }
-
-    pub(super) fn is_live(&self) -> bool {
-        self.life.load(Ordering::Acquire) == LIVE
     }
 
     pub(super) fn state(&self) -> std::sync::MutexGuard<'_, State> {

@@ -89,11 +89,12 @@ impl Probe {
         Probe(Link::Member(group, index))
     }
 
+    /// A lone actor's entry (a group's members have records of their own, see
+    /// [`GroupInner`]).
     fn parts(&self) -> Option<(&Entry, &Shared)> {
         match &self.0 {
-            Link::Off => None,
             Link::One(lone) => Some((&lone.entry, &lone.shared)),
-            Link::Member(group, index) => group.member(*index),
+            _ => None,
         }
     }
 
@@ -111,7 +112,11 @@ impl Probe {
 
     /// The entry's ID on the console, when one records it.
     pub fn id(&self) -> Option<u64> {
-        self.parts().map(|(entry, _)| entry.id)
+        match &self.0 {
+            Link::Off => None,
+            Link::One(lone) => Some(lone.entry.id),
+            Link::Member(group, index) => Some(group.id(*index)),
+        }
     }
 
     fn with(&self, change: impl FnOnce(&Entry, &Shared)) {
@@ -124,6 +129,12 @@ impl Probe {
     /// Sets who the actor is; `fill` runs only when the console is on, so building the
     /// identity costs nothing otherwise.
     pub fn identify(&self, fill: impl FnOnce(&mut Identity)) {
+        if let Link::Member(group, index) = &self.0 {
+            let mut identity = group.identity(*index);
+            fill(&mut identity);
+            group.change_rich(*index, |rich| rich.ident = Ident::of(&identity));
+            return;
+        }
         self.with(|entry, _| {
             let mut state = entry.state();
             let mut identity = state.ident().identity_over(Identity::default());
@@ -134,16 +145,18 @@ impl Probe {
 
     /// Who the actor is, as its owner (or its group) said.
     pub fn identity(&self) -> Option<Identity> {
+        if let Link::Member(group, index) = &self.0 {
+            return Some(group.identity(*index));
+        }
         let (entry, _) = self.parts()?;
-        let under = match &self.0 {
-            Link::Member(group, index) => group.identity(*index),
-            _ => Identity::default(),
-        };
-        Some(entry.state().ident().identity_over(under))
+        Some(entry.state().ident().identity_over(Identity::default()))
     }
 
     /// Sets what the actor does now, from now on.
     pub fn set(&self, activity: Activity) {
+        if let Link::Member(group, index) = &self.0 {
+            return group.set(*index, activity);
+        }
         self.with(|entry, shared| {
             let now = shared.now_us();
             let mut state = entry.state();
@@ -183,6 +196,11 @@ impl Probe {
 
     /// Notes that the actor holds the lease on `path` until the returned guard is dropped.
     pub fn holding(&self, path: &Path) -> Holding {
+        if let Link::Member(group, index) = &self.0 {
+            let now = group.shared.now_us();
+            group.change_rich(*index, |rich| rich.holds.push((path.to_path_buf(), now)));
+            return Holding(Some((self.clone(), path.to_path_buf())));
+        }
         let Some((entry, shared)) = self.parts() else {
             return Holding(None);
         };
@@ -305,12 +323,14 @@ impl Drop for Holding {
         let Some((probe, path)) = self.0.take() else {
             return;
         };
-        probe.with(|entry, _| {
-            let mut state = entry.state();
-            let holds = state.holds_mut();
+        let release = |holds: &mut Vec<(PathBuf, u64)>| {
             if let Some(at) = holds.iter().position(|(held, _)| *held == path) {
                 holds.swap_remove(at);
             }
-        });
+        };
+        if let Link::Member(group, index) = &probe.0 {
+            return group.change_rich(*index, |rich| release(&mut rich.holds));
+        }
+        probe.with(|entry, _| release(entry.state().holds_mut()));
     }
 }

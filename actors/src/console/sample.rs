@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
-use super::entry::{self, Entry, Lone, MailboxStats, State};
-use super::group::GroupInner;
+use super::entry::{self, Lone, MailboxStats, State};
+use super::group::{GroupInner, Member};
 use super::lints::{empty_lock, lints, Limits};
 use super::registry::Live;
 use super::view::{self, ActorView, Held, Lint, LintKind, LockParty, LockView, Snapshot};
@@ -57,11 +57,11 @@ impl Console {
         };
         for item in &live {
             match item {
-                Live::One(lone) => pass.visit(lone.seen(), &mut want),
+                Live::One(lone) => pass.visit(Seen::Lone(lone), &mut want),
                 Live::Group(group) => {
-                    for (index, entry) in group.entries.iter().enumerate() {
-                        if entry.is_live() {
-                            pass.visit(group.seen(index, entry), &mut want);
+                    for (index, member) in group.members.iter().enumerate() {
+                        if member.life.load(Ordering::Acquire) == entry::LIVE {
+                            pass.visit(Seen::Member(group, index, member), &mut want);
                         }
                     }
                 }
@@ -95,7 +95,7 @@ impl Console {
             .unwrap_or_else(PoisonError::into_inner);
         let mut views = Vec::new();
         let mut tell = |seen: Seen<'_>| {
-            let ended_us = seen.entry.ended_us.load(Ordering::Relaxed);
+            let ended_us = seen.ended_us();
             // Its age is how long it lived.
             let mut view = view_of(seen, ended_us);
             view.ended_ms_ago = Some(now.saturating_sub(ended_us) / 1_000);
@@ -103,11 +103,11 @@ impl Console {
         };
         for remembered in history.ended.iter().filter(|kept| kept.number > after) {
             match &remembered.ended {
-                Ended::One(lone) => tell(lone.seen()),
+                Ended::One(lone) => tell(Seen::Lone(lone)),
                 Ended::Group(group) => {
-                    for (index, entry) in group.entries.iter().enumerate() {
-                        if entry.life.load(Ordering::Acquire) != entry::UNUSED {
-                            tell(group.seen(index, entry));
+                    for (index, member) in group.members.iter().enumerate() {
+                        if member.life.load(Ordering::Acquire) != entry::UNUSED {
+                            tell(Seen::Member(group, index, member));
                         }
                     }
                 }
@@ -117,47 +117,117 @@ impl Console {
     }
 }
 
-/// What a view is made from: an entry, with its lone record or its group.
+/// What a view is made from: a lone actor's record, or a group's member.
 #[derive(Clone, Copy)]
-struct Seen<'a> {
-    entry: &'a Entry,
-    name: &'a str,
-    lone: Option<&'a Lone>,
-    /// Its group, and its index there.
-    group: Option<(&'a GroupInner, usize)>,
+enum Seen<'a> {
+    Lone(&'a Lone),
+    Member(&'a GroupInner, usize, &'a Member),
 }
 
-impl Seen<'_> {
-    /// The identity the group gives it, under what it was told.
-    fn group_identity(&self) -> Identity {
-        self.group
-            .map(|(group, index)| group.identity(index))
-            .unwrap_or_default()
+impl<'a> Seen<'a> {
+    fn id(self) -> u64 {
+        match self {
+            Seen::Lone(lone) => lone.entry.id,
+            Seen::Member(group, index, _) => group.id(index),
+        }
+    }
+
+    fn kind(self) -> Kind {
+        match self {
+            Seen::Lone(lone) => lone.entry.kind,
+            Seen::Member(group, ..) => group.kind,
+        }
+    }
+
+    fn version(self) -> u64 {
+        match self {
+            Seen::Lone(lone) => lone.entry.version.load(Ordering::Relaxed),
+            Seen::Member(_, _, member) => u64::from(member.version.load(Ordering::Relaxed)),
+        }
+    }
+
+    fn born_us(self) -> u64 {
+        match self {
+            Seen::Lone(lone) => lone.entry.born_us(),
+            Seen::Member(_, _, member) => member.born_us.load(Ordering::Relaxed),
+        }
+    }
+
+    fn since_us(self) -> u64 {
+        match self {
+            Seen::Lone(lone) => lone.entry.since_us.load(Ordering::Relaxed),
+            Seen::Member(_, _, member) => member.since_us.load(Ordering::Relaxed),
+        }
+    }
+
+    fn ended_us(self) -> u64 {
+        match self {
+            Seen::Lone(lone) => lone.entry.ended_us.load(Ordering::Relaxed),
+            Seen::Member(_, _, member) => member.ended_us.load(Ordering::Relaxed),
+        }
+    }
+
+    fn lone(self) -> Option<&'a Lone> {
+        match self {
+            Seen::Lone(lone) => Some(lone),
+            Seen::Member(..) => None,
+        }
+    }
+
+    /// Its identity, activity and leases.
+    fn state(self) -> (Identity, Activity, Vec<(std::path::PathBuf, u64)>) {
+        match self {
+            Seen::Lone(lone) => {
+                let state: std::sync::MutexGuard<'_, State> = lone.entry.state();
+                (
+                    state.ident().identity_over(Identity::default()),
+                    state.activity.clone(),
+                    state.holds().to_vec(),
+                )
+            }
+            Seen::Member(group, index, _) => {
+                let (activity, holds) = group.activity(index);
+                (group.identity(index), activity, holds)
+            }
+        }
+    }
+
+    /// Whether it runs something, holds or waits for a lease, and the run it belongs to: what
+    /// the lints ask of every record (without a copy of its texts).
+    fn lint_facts(self) -> (bool, bool, Option<u64>) {
+        match self {
+            Seen::Lone(lone) => {
+                let state = lone.entry.state();
+                let busy = matches!(
+                    state.activity,
+                    Activity::Handling { .. } | Activity::Running { .. }
+                );
+                let locking = !state.holds().is_empty()
+                    || matches!(
+                        state.activity,
+                        Activity::Waiting {
+                            on: WaitingOn::PathLease { .. }
+                        }
+                    );
+                (busy, locking, state.ident().run)
+            }
+            Seen::Member(group, index, _) => (group.busy(index), group.locking(index), group.run),
+        }
     }
 }
 
-/// The view of one entry now.
+/// The view of one record now.
 fn view_of(seen: Seen<'_>, now: u64) -> ActorView {
-    let Seen {
-        entry, name, lone, ..
-    } = seen;
     let ms = |from: u64| now.saturating_sub(from) / 1_000;
-    let (identity, activity, since, holds) = {
-        let state: std::sync::MutexGuard<'_, State> = entry.state();
-        (
-            state.ident().identity_over(seen.group_identity()),
-            state.activity.clone(),
-            entry.since_us.load(Ordering::Relaxed),
-            state
-                .holds()
-                .iter()
-                .map(|(path, at)| Held {
-                    path: path.display().to_string(),
-                    for_ms: ms(*at),
-                })
-                .collect(),
-        )
-    };
+    let (identity, activity, holds) = seen.state();
+    let holds = holds
+        .iter()
+        .map(|(path, at)| Held {
+            path: path.display().to_string(),
+            for_ms: ms(*at),
+        })
+        .collect();
+    let lone = seen.lone();
     let last_event = lone.and_then(|lone| lone.noted_event(now));
     let mailbox = lone.and_then(|lone| lone.mailbox.as_ref());
     let read = |histogram: fn(&MailboxStats) -> &entry::Histogram| {
@@ -165,18 +235,22 @@ fn view_of(seen: Seen<'_>, now: u64) -> ActorView {
             .map(|mailbox| view::Histogram::from(histogram(mailbox)))
             .unwrap_or_default()
     };
+    let name = match seen {
+        Seen::Lone(lone) => lone.name.as_str(),
+        Seen::Member(group, ..) => group.name,
+    };
     ActorView {
-        id: entry.id,
-        kind: entry.kind,
+        id: seen.id(),
+        kind: seen.kind(),
         name: name.to_owned(),
         identity,
         activity,
-        for_ms: ms(since),
+        for_ms: ms(seen.since_us()),
         mailbox_depth: mailbox.map_or(0, |mailbox| mailbox.depth.load(Ordering::Relaxed)),
         handled: mailbox.map_or(0, |mailbox| mailbox.handled.load(Ordering::Relaxed)),
         busy: read(|mailbox| &mailbox.busy),
         mailbox_wait: read(|mailbox| &mailbox.wait),
-        age_ms: ms(entry.born_us()),
+        age_ms: ms(seen.born_us()),
         since_event_ms: last_event.map(ms),
         holds,
         ended_ms_ago: None,
@@ -228,40 +302,21 @@ struct Pass {
 }
 
 impl Pass {
-    /// Flags `entry`, and makes its view if it is wanted or notable.
+    /// Flags a record, and makes its view if it is wanted or notable.
     fn visit(&mut self, seen: Seen<'_>, want: &mut impl FnMut(u64, u64) -> bool) {
-        let (now, limits, entry) = (self.now, &self.limits, seen.entry);
-        let version = entry.version.load(Ordering::Relaxed);
+        let (now, limits) = (self.now, &self.limits);
+        let version = seen.version();
         let mut flags = Vec::new();
-        let locking;
-        {
-            let state = entry.state();
-            let busy = matches!(
-                state.activity,
-                Activity::Handling { .. } | Activity::Running { .. }
-            );
-            let since = entry.since_us.load(Ordering::Relaxed);
-            if busy && now.saturating_sub(since) > limits.handler {
-                flags.push(LintKind::HandlerRunning);
-            }
-            locking = !state.holds().is_empty()
-                || matches!(
-                    state.activity,
-                    Activity::Waiting {
-                        on: WaitingOn::PathLease { .. }
-                    }
-                );
-            let run = state
-                .ident()
-                .run
-                .or_else(|| seen.group.and_then(|(group, _)| group.run));
-            if let (Kind::Call, Some(run)) = (entry.kind, run) {
-                if !self.runs.contains(&run) {
-                    flags.push(LintKind::OrphanCall);
-                }
+        let (busy, locking, run) = seen.lint_facts();
+        if busy && now.saturating_sub(seen.since_us()) > limits.handler {
+            flags.push(LintKind::HandlerRunning);
+        }
+        if let (Kind::Call, Some(run)) = (seen.kind(), run) {
+            if !self.runs.contains(&run) {
+                flags.push(LintKind::OrphanCall);
             }
         }
-        if let Some(mailbox) = seen.lone.and_then(|lone| lone.mailbox.as_ref()) {
+        if let Some(mailbox) = seen.lone().and_then(|lone| lone.mailbox.as_ref()) {
             if mailbox.depth.load(Ordering::Relaxed) > 0
                 && now.saturating_sub(mailbox.last_handled_us.load(Ordering::Relaxed))
                     > limits.mailbox
@@ -269,13 +324,13 @@ impl Pass {
                 flags.push(LintKind::MailboxStalled);
             }
         }
-        if let (Kind::Run, Some(lone)) = (entry.kind, seen.lone) {
-            let last = lone.noted_event(now).unwrap_or_else(|| entry.born_us());
+        if let (Kind::Run, Some(lone)) = (seen.kind(), seen.lone()) {
+            let last = lone.noted_event(now).unwrap_or_else(|| seen.born_us());
             if now.saturating_sub(last) > limits.silent_run {
                 flags.push(LintKind::SilentRun);
             }
         }
-        let wanted = want(entry.id, version);
+        let wanted = want(seen.id(), version);
         if !wanted && flags.is_empty() && !locking {
             return;
         }
@@ -285,28 +340,6 @@ impl Pass {
         }
         if wanted {
             self.views.push((version, view));
-        }
-    }
-}
-
-impl Lone {
-    fn seen(&self) -> Seen<'_> {
-        Seen {
-            entry: &self.entry,
-            name: self.name.as_str(),
-            lone: Some(self),
-            group: None,
-        }
-    }
-}
-
-impl GroupInner {
-    fn seen<'a>(&'a self, index: usize, entry: &'a Entry) -> Seen<'a> {
-        Seen {
-            entry,
-            name: self.name,
-            lone: None,
-            group: Some((self, index)),
         }
     }
 }
