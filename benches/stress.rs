@@ -4,6 +4,11 @@
 //! nor kept) awaited together, and `Agent::start` + `Run::wait` (a run's events are built and
 //! buffered, unread, until `wait` is called on it; the runs are waited for one after another).
 //!
+//! The actor console's cost (issue 59): `stress_console/agent_run/console_off` and
+//! `console_on`, the same runs on a host without and with `HostConfig::console`; run each alone
+//! and in turns (`cargo bench -p golato --bench stress -- console_off`, then `console_on`, …),
+//! as this machine's drift between minutes is larger than the few per cent measured.
+//!
 //! `cargo bench -p golato --bench stress`
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -67,5 +72,36 @@ fn stress(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, stress);
+/// The same runs on a host without and with the actor console.
+fn stress_console(c: &mut Criterion) {
+    let mut group = c.benchmark_group("stress_console");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.throughput(Throughput::Elements((RUNS * CALLS) as u64));
+    for console in [false, true] {
+        let host = Host::new(HostConfig {
+            arbiters: 2,
+            console: console.then(golato::host::console::ConsoleConfig::default),
+            ..HostConfig::default()
+        })
+        .unwrap();
+        let agent = support::agent(CALLS, host);
+        let name = if console { "console_on" } else { "console_off" };
+        group.bench_function(format!("agent_run/{name}"), |b| {
+            b.iter_custom(|iterations| {
+                let started = Instant::now();
+                for _ in 0..iterations {
+                    let runs = (0..RUNS).map(|_| agent.run(support::input()));
+                    for result in futures::executor::block_on(futures::future::join_all(runs)) {
+                        assert_eq!(result.unwrap().messages.len(), 2 + CALLS + 1);
+                    }
+                }
+                started.elapsed()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, stress, stress_console);
 criterion_main!(benches);

@@ -220,7 +220,7 @@ impl Console {
             Entry::new(id, kind, now),
             name,
             mailbox,
-            Arc::clone(&self.shared),
+            &self.shared,
         ));
         self.shared
             .live
@@ -280,7 +280,7 @@ impl Console {
             .shared
             .next_id
             .fetch_add(plan.names_end.len() as u64, Ordering::Relaxed);
-        let inner = Arc::new(GroupInner::new(plan, first_id, Arc::clone(&self.shared)));
+        let inner = Arc::new(GroupInner::new(plan, first_id, &self.shared));
         self.shared
             .live
             .enlist(Live::Group(Arc::clone(&inner)), &inner.place);

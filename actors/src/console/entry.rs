@@ -7,7 +7,7 @@
 //! which costs a quarter of the precise one (see [`Clock`]).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::activity::{Activity, Identity, Kind};
 use super::Shared;
@@ -20,7 +20,7 @@ use crate::stats::bucket_of;
 /// against 25 ns for the precise one on the machines measured (BENCHMARKS.md, "The actor
 /// console"); the console shows milliseconds and flags after seconds. Handling times, which go
 /// into 10 µs buckets, are measured on the precise clock instead (see `Handling`).
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Clock {
     epoch_ns: u64,
 }
@@ -279,11 +279,14 @@ pub(super) struct Lone {
     pub(super) probes: AtomicUsize,
     /// Where it is in the console's live list.
     pub(super) place: Place,
-    pub(super) shared: Arc<Shared>,
+    /// Its console's clock, and its console (weakly: the console's history holds records, and
+    /// a record holding its console would keep a dropped console alive).
+    pub(super) clock: Clock,
+    pub(super) shared: Weak<Shared>,
 }
 
 impl Lone {
-    pub(super) fn new(entry: Entry, name: Name, mailbox: bool, shared: Arc<Shared>) -> Lone {
+    pub(super) fn new(entry: Entry, name: Name, mailbox: bool, shared: &Arc<Shared>) -> Lone {
         let born = entry.born_us();
         Lone {
             entry,
@@ -294,7 +297,8 @@ impl Lone {
             events_changed_us: AtomicU64::new(0),
             probes: AtomicUsize::new(1),
             place: Place::default(),
-            shared,
+            clock: shared.clock,
+            shared: Arc::downgrade(shared),
         }
     }
 

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::activity::{Activity, Identity, WaitingOn};
 use super::entry::{self, Ident};
@@ -75,7 +75,10 @@ pub(crate) struct GroupInner {
     pub(super) members: Box<[Member]>,
     /// What members have beyond their codes, by index: few have anything.
     rich: Mutex<Vec<(usize, Rich)>>,
-    pub(super) shared: Arc<Shared>,
+    /// Its console's clock, and its console (weakly, as a lone record's: see
+    /// [`Lone`](super::entry::Lone)).
+    pub(super) clock: entry::Clock,
+    shared: Weak<Shared>,
 }
 
 /// How a group is made: see [`Console::group`](super::Console::group) and
@@ -92,7 +95,7 @@ pub(super) struct GroupPlan {
 }
 
 impl GroupInner {
-    pub(super) fn new(plan: GroupPlan, first_id: u64, shared: Arc<Shared>) -> GroupInner {
+    pub(super) fn new(plan: GroupPlan, first_id: u64, shared: &Arc<Shared>) -> GroupInner {
         let doing = if plan.running_tool {
             RUNNING_TOOL
         } else {
@@ -118,7 +121,8 @@ impl GroupInner {
             names: plan.names,
             members,
             rich: Mutex::new(Vec::new()),
-            shared,
+            clock: shared.clock,
+            shared: Arc::downgrade(shared),
         }
     }
 
@@ -277,7 +281,7 @@ impl GroupInner {
         }
         member
             .since_us
-            .store(self.shared.now_us(), Ordering::Relaxed);
+            .store(self.clock.now_us(), Ordering::Relaxed);
         member.doing.store(code, Ordering::Release);
         member.version.fetch_add(1, Ordering::Relaxed);
     }
@@ -318,7 +322,7 @@ impl Group {
         let Some(member) = inner.members.get(index) else {
             return;
         };
-        let now = inner.shared.now_us();
+        let now = inner.clock.now_us();
         member.born_us.store(now, Ordering::Relaxed);
         member.since_us.store(now, Ordering::Relaxed);
         member.life.store(entry::LIVE, Ordering::Release);
@@ -339,7 +343,7 @@ impl Group {
         if let Some(member) = inner.members.get(index) {
             member
                 .ended_us
-                .store(inner.shared.now_us(), Ordering::Relaxed);
+                .store(inner.clock.now_us(), Ordering::Relaxed);
             member.life.store(entry::ENDED, Ordering::Release);
             member.version.fetch_add(1, Ordering::Relaxed);
         }
@@ -349,7 +353,9 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         if let Some(inner) = self.0.take() {
-            inner.shared.end_group(&inner);
+            if let Some(shared) = inner.shared.upgrade() {
+                shared.end_group(&inner);
+            }
         }
     }
 }

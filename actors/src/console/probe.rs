@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub use super::activity::{Activity, Identity, Kind, WaitingOn};
-use super::entry::{Entry, Ident, Lone};
-use super::{GroupInner, Shared};
+use super::entry::{Clock, Entry, Ident, Lone};
+use super::GroupInner;
 
 /// Where a probe's entry is: a lone record, or one slot of a [`Group`](super::Group).
 #[derive(Default)]
@@ -44,7 +44,9 @@ impl Drop for Link {
             // The last probe ends the actor (AcqRel: every change made through the other
             // probes is seen by the ending).
             if lone.probes.fetch_sub(1, Ordering::AcqRel) == 1 {
-                lone.shared.end(lone);
+                if let Some(shared) = lone.shared.upgrade() {
+                    shared.end(lone);
+                }
             }
         }
     }
@@ -91,9 +93,9 @@ impl Probe {
 
     /// A lone actor's entry (a group's members have records of their own, see
     /// [`GroupInner`]).
-    fn parts(&self) -> Option<(&Entry, &Shared)> {
+    fn parts(&self) -> Option<(&Entry, &Clock)> {
         match &self.0 {
-            Link::One(lone) => Some((&lone.entry, &lone.shared)),
+            Link::One(lone) => Some((&lone.entry, &lone.clock)),
             _ => None,
         }
     }
@@ -119,7 +121,7 @@ impl Probe {
         }
     }
 
-    fn with(&self, change: impl FnOnce(&Entry, &Shared)) {
+    fn with(&self, change: impl FnOnce(&Entry, &Clock)) {
         if let Some((entry, shared)) = self.parts() {
             change(entry, shared);
             entry.changed();
@@ -197,7 +199,7 @@ impl Probe {
     /// Notes that the actor holds the lease on `path` until the returned guard is dropped.
     pub fn holding(&self, path: &Path) -> Holding {
         if let Link::Member(group, index) = &self.0 {
-            let now = group.shared.now_us();
+            let now = group.clock.now_us();
             group.change_rich(*index, |rich| rich.holds.push((path.to_path_buf(), now)));
             return Holding(Some((self.clone(), path.to_path_buf())));
         }

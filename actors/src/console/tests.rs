@@ -195,3 +195,25 @@ fn a_calls_id_and_tool_are_told_whole_however_long_short_or_wide() {
         ]
     );
 }
+
+#[test]
+fn a_dropped_console_is_freed_though_its_history_holds_records() {
+    let console = Console::new(ConsoleConfig::default());
+    let weak = Arc::downgrade(&console.shared);
+    drop(console.register(Kind::Other, "Ended"));
+    let outliving = console.register(Kind::Other, "Outliving");
+    let group = console.calls("ToolCall", 1, 2, [("a", "read")].into_iter());
+    group.begin(0);
+    let member = group.probe(0);
+    drop(group);
+    assert_eq!(console.snapshot().ended.len(), 2);
+    drop(console);
+    assert!(
+        weak.upgrade().is_none(),
+        "the records in the history keep the console alive"
+    );
+    // Probes that outlive their console change and end quietly.
+    outliving.running(|| "on".into());
+    member.waiting(|| WaitingOn::Person);
+    drop((outliving, member));
+}
