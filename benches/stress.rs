@@ -36,16 +36,7 @@ fn stress(c: &mut Criterion) {
         .unwrap();
         let agent = support::agent(CALLS, host);
         group.bench_function(format!("agent_run/arbiters_{arbiters}"), |b| {
-            b.iter_custom(|iterations| {
-                let started = Instant::now();
-                for _ in 0..iterations {
-                    let runs = (0..RUNS).map(|_| agent.run(support::input()));
-                    for result in futures::executor::block_on(futures::future::join_all(runs)) {
-                        assert_eq!(result.unwrap().messages.len(), 2 + CALLS + 1);
-                    }
-                }
-                started.elapsed()
-            })
+            b.iter_custom(|iterations| run_all(&agent, iterations))
         });
         group.bench_function(
             format!("start_wait_events_buffered/arbiters_{arbiters}"),
@@ -72,6 +63,18 @@ fn stress(c: &mut Criterion) {
     group.finish();
 }
 
+/// `iterations` times, RUNS runs of CALLS calls awaited together; the time it took.
+fn run_all(agent: &golato::Agent, iterations: u64) -> Duration {
+    let started = Instant::now();
+    for _ in 0..iterations {
+        let runs = (0..RUNS).map(|_| agent.run(support::input()));
+        for result in futures::executor::block_on(futures::future::join_all(runs)) {
+            assert_eq!(result.unwrap().messages.len(), 2 + CALLS + 1);
+        }
+    }
+    started.elapsed()
+}
+
 /// The same runs on a host without and with the actor console.
 fn stress_console(c: &mut Criterion) {
     let mut group = c.benchmark_group("stress_console");
@@ -88,16 +91,7 @@ fn stress_console(c: &mut Criterion) {
         let agent = support::agent(CALLS, host);
         let name = if console { "console_on" } else { "console_off" };
         group.bench_function(format!("agent_run/{name}"), |b| {
-            b.iter_custom(|iterations| {
-                let started = Instant::now();
-                for _ in 0..iterations {
-                    let runs = (0..RUNS).map(|_| agent.run(support::input()));
-                    for result in futures::executor::block_on(futures::future::join_all(runs)) {
-                        assert_eq!(result.unwrap().messages.len(), 2 + CALLS + 1);
-                    }
-                }
-                started.elapsed()
-            })
+            b.iter_custom(|iterations| run_all(&agent, iterations))
         });
     }
     group.finish();
