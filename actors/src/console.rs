@@ -133,12 +133,7 @@ impl Shared {
         self.live.delist(&group.place);
         let now = self.now_us();
         // Members still running end now; the others keep the time they really ended.
-        for member in group.members.iter() {
-            if member.life.load(Ordering::Acquire) == entry::LIVE {
-                member.ended_us.store(now, Ordering::Relaxed);
-                member.life.store(entry::ENDED, Ordering::Release);
-            }
-        }
+        group.end_all();
         let ran = group.ran();
         if ran > 0 {
             self.remember(now, Ended::Group(Arc::clone(group)), ran);

@@ -71,7 +71,7 @@ impl Histogram {
 }
 
 /// [`Identity`] as a record keeps it: its numbers in place, its texts (rare: a group names its
-/// members, see [`GroupInner`](super::group::GroupInner)) boxed, so a record stays small.
+/// members, see [`GroupInner`](super::group::GroupInner)) boxed.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Ident {
     pub(super) run: Option<u64>,
@@ -116,45 +116,9 @@ impl Ident {
 #[derive(Debug)]
 pub(super) struct State {
     pub(super) activity: Activity,
-    /// What few records hold: boxed, so the many records of a batch's calls stay small.
-    rare: Option<Box<Rare>>,
-}
-
-/// What a record holds only when told: an identity of its own (runs and batch supervisors;
-/// a group names its members), path leases.
-#[derive(Debug, Default)]
-struct Rare {
-    ident: Ident,
+    pub(super) ident: Ident,
     /// Path leases held, each since when.
-    holds: Vec<(std::path::PathBuf, u64)>,
-}
-
-/// Who an actor is when nobody said.
-static NO_IDENT: Ident = Ident {
-    run: None,
-    parent_run: None,
-    batch: None,
-    texts: None,
-};
-
-impl State {
-    pub(super) fn ident(&self) -> &Ident {
-        self.rare.as_deref().map_or(&NO_IDENT, |rare| &rare.ident)
-    }
-
-    pub(super) fn ident_mut(&mut self) -> &mut Ident {
-        &mut self.rare.get_or_insert_with(Box::default).ident
-    }
-
-    pub(super) fn holds(&self) -> &[(std::path::PathBuf, u64)] {
-        self.rare
-            .as_deref()
-            .map_or(&[], |rare| rare.holds.as_slice())
-    }
-
-    pub(super) fn holds_mut(&mut self) -> &mut Vec<(std::path::PathBuf, u64)> {
-        &mut self.rare.get_or_insert_with(Box::default).holds
-    }
+    pub(super) holds: Vec<(std::path::PathBuf, u64)>,
 }
 
 /// An actor's type name: shared by every mailbox of the type, or a constant.
@@ -242,7 +206,8 @@ impl Entry {
             since_us: AtomicU64::new(now_us),
             state: Mutex::new(State {
                 activity: Activity::Idle,
-                rare: None,
+                ident: Ident::default(),
+                holds: Vec::new(),
             }),
         }
     }

@@ -2,14 +2,14 @@
 //! IDs and tools), members started and ended by index, into the history together when the
 //! batch ends.
 //!
-//! A member's record is 40 bytes of atomics ([`Member`]): on the stress example, time follows
+//! A member's record is 28 bytes of atomics ([`Member`]): on the stress example, time follows
 //! the memory a run touches (BENCHMARKS.md, "The actor console"), and a batch has a record per
 //! call. What few calls do beyond running their tool (wait on a lease or a person, hold a
 //! lease, a text of their own) is kept beside, in the group's [`Rich`] list.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use super::activity::{Activity, Identity, WaitingOn};
@@ -40,10 +40,11 @@ pub(super) struct Member {
     rich: AtomicBool,
     /// Bumped on every change, so a connection sends only what changed since it last looked.
     pub(super) version: AtomicU32,
-    pub(super) born_us: AtomicU64,
-    /// Since when it does what it does.
-    pub(super) since_us: AtomicU64,
-    pub(super) ended_us: AtomicU64,
+    /// When it began, since when it does what it does, when it ended: milliseconds after its
+    /// group was made (see [`GroupInner::stamp`]).
+    born_ms: AtomicU32,
+    since_ms: AtomicU32,
+    ended_ms: AtomicU32,
     /// Where its call ID and its tool's name end in the group's names (its call ID begins
     /// where the member before it ends).
     names_end: (u32, u32),
@@ -62,6 +63,8 @@ pub(super) struct Rich {
 #[derive(Debug)]
 pub(crate) struct GroupInner {
     pub(super) first_id: u64,
+    /// When it was made (µs on the console's clock): its members' times count from here.
+    made_us: u64,
     pub(super) kind: super::Kind,
     pub(super) name: &'static str,
     /// Where it is in the console's live list.
@@ -113,6 +116,7 @@ impl GroupInner {
             .collect();
         GroupInner {
             first_id,
+            made_us: shared.clock.now_us(),
             kind: plan.kind,
             name: plan.name,
             place: entry::Place::default(),
@@ -128,6 +132,41 @@ impl GroupInner {
 
     pub(super) fn id(&self, index: usize) -> u64 {
         self.first_id + index as u64
+    }
+
+    /// Now, as a member's time: milliseconds after the group was made (a member that lives
+    /// past 49 days reads as 49 days old).
+    fn stamp(&self) -> u32 {
+        let ms = self.clock.now_us().saturating_sub(self.made_us) / 1_000;
+        u32::try_from(ms).unwrap_or(u32::MAX)
+    }
+
+    /// A member's time on the console's clock (µs).
+    fn time_us(&self, ms: &AtomicU32) -> u64 {
+        self.made_us + u64::from(ms.load(Ordering::Relaxed)) * 1_000
+    }
+
+    pub(super) fn born_us(&self, member: &Member) -> u64 {
+        self.time_us(&member.born_ms)
+    }
+
+    pub(super) fn since_us(&self, member: &Member) -> u64 {
+        self.time_us(&member.since_ms)
+    }
+
+    pub(super) fn ended_us(&self, member: &Member) -> u64 {
+        self.time_us(&member.ended_ms)
+    }
+
+    /// Members still at work end now (the group ends).
+    pub(super) fn end_all(&self) {
+        let now = self.stamp();
+        for member in self.members.iter() {
+            if member.life.load(Ordering::Acquire) == entry::LIVE {
+                member.ended_ms.store(now, Ordering::Relaxed);
+                member.life.store(entry::ENDED, Ordering::Release);
+            }
+        }
     }
 
     /// Member `index`'s identity: the group's, under what the member was told.
@@ -279,9 +318,7 @@ impl GroupInner {
             let kept = (code == RICH).then_some(activity);
             self.change_rich(index, |rich| rich.activity = kept);
         }
-        member
-            .since_us
-            .store(self.clock.now_us(), Ordering::Relaxed);
+        member.since_ms.store(self.stamp(), Ordering::Relaxed);
         member.doing.store(code, Ordering::Release);
         member.version.fetch_add(1, Ordering::Relaxed);
     }
@@ -322,9 +359,9 @@ impl Group {
         let Some(member) = inner.members.get(index) else {
             return;
         };
-        let now = inner.clock.now_us();
-        member.born_us.store(now, Ordering::Relaxed);
-        member.since_us.store(now, Ordering::Relaxed);
+        let now = inner.stamp();
+        member.born_ms.store(now, Ordering::Relaxed);
+        member.since_ms.store(now, Ordering::Relaxed);
         member.life.store(entry::LIVE, Ordering::Release);
         member.version.fetch_add(1, Ordering::Relaxed);
     }
@@ -341,9 +378,7 @@ impl Group {
     pub fn end(&self, index: usize) {
         let Some(inner) = &self.0 else { return };
         if let Some(member) = inner.members.get(index) {
-            member
-                .ended_us
-                .store(inner.clock.now_us(), Ordering::Relaxed);
+            member.ended_ms.store(inner.stamp(), Ordering::Relaxed);
             member.life.store(entry::ENDED, Ordering::Release);
             member.version.fetch_add(1, Ordering::Relaxed);
         }

@@ -139,9 +139,9 @@ impl Probe {
         }
         self.with(|entry, _| {
             let mut state = entry.state();
-            let mut identity = state.ident().identity_over(Identity::default());
+            let mut identity = state.ident.identity_over(Identity::default());
             fill(&mut identity);
-            *state.ident_mut() = Ident::of(&identity);
+            state.ident = Ident::of(&identity);
         });
     }
 
@@ -151,7 +151,7 @@ impl Probe {
             return Some(group.identity(*index));
         }
         let (entry, _) = self.parts()?;
-        Some(entry.state().ident().identity_over(Identity::default()))
+        Some(entry.state().ident.identity_over(Identity::default()))
     }
 
     /// Sets what the actor does now, from now on.
@@ -207,7 +207,7 @@ impl Probe {
             return Holding(None);
         };
         let now = shared.now_us();
-        entry.state().holds_mut().push((path.to_path_buf(), now));
+        entry.state().holds.push((path.to_path_buf(), now));
         entry.changed();
         Holding(Some((self.clone(), path.to_path_buf())))
     }
@@ -333,6 +333,6 @@ impl Drop for Holding {
         if let Link::Member(group, index) = &probe.0 {
             return group.change_rich(*index, |rich| release(&mut rich.holds));
         }
-        probe.with(|entry, _| release(entry.state().holds_mut()));
+        probe.with(|entry, _| release(&mut entry.state().holds));
     }
 }

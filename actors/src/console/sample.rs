@@ -44,7 +44,7 @@ impl Console {
         let runs = live
             .iter()
             .filter_map(|item| match item {
-                Live::One(lone) if lone.entry.kind == Kind::Run => lone.entry.state().ident().run,
+                Live::One(lone) if lone.entry.kind == Kind::Run => lone.entry.state().ident.run,
                 _ => None,
             })
             .collect();
@@ -149,21 +149,21 @@ impl<'a> Seen<'a> {
     fn born_us(self) -> u64 {
         match self {
             Seen::Lone(lone) => lone.entry.born_us(),
-            Seen::Member(_, _, member) => member.born_us.load(Ordering::Relaxed),
+            Seen::Member(group, _, member) => group.born_us(member),
         }
     }
 
     fn since_us(self) -> u64 {
         match self {
             Seen::Lone(lone) => lone.entry.since_us.load(Ordering::Relaxed),
-            Seen::Member(_, _, member) => member.since_us.load(Ordering::Relaxed),
+            Seen::Member(group, _, member) => group.since_us(member),
         }
     }
 
     fn ended_us(self) -> u64 {
         match self {
             Seen::Lone(lone) => lone.entry.ended_us.load(Ordering::Relaxed),
-            Seen::Member(_, _, member) => member.ended_us.load(Ordering::Relaxed),
+            Seen::Member(group, _, member) => group.ended_us(member),
         }
     }
 
@@ -180,9 +180,9 @@ impl<'a> Seen<'a> {
             Seen::Lone(lone) => {
                 let state: std::sync::MutexGuard<'_, State> = lone.entry.state();
                 (
-                    state.ident().identity_over(Identity::default()),
+                    state.ident.identity_over(Identity::default()),
                     state.activity.clone(),
-                    state.holds().to_vec(),
+                    state.holds.to_vec(),
                 )
             }
             Seen::Member(group, index, _) => {
@@ -202,14 +202,14 @@ impl<'a> Seen<'a> {
                     state.activity,
                     Activity::Handling { .. } | Activity::Running { .. }
                 );
-                let locking = !state.holds().is_empty()
+                let locking = !state.holds.is_empty()
                     || matches!(
                         state.activity,
                         Activity::Waiting {
                             on: WaitingOn::PathLease { .. }
                         }
                     );
-                (busy, locking, state.ident().run)
+                (busy, locking, state.ident.run)
             }
             Seen::Member(group, index, _) => (group.busy(index), group.locking(index), group.run),
         }
