@@ -2,10 +2,11 @@
 //! watch ([`Console::snapshot`] in process, [`Console::serve`] over a socket).
 //!
 //! Off by default ([`HostConfig::console`](crate::HostConfig::console) is `None`): every
-//! [`Probe`] is then a `None` and costs one branch. On, each actor instance has an entry: a few
-//! atomics bumped as its messages come and go, and a small lock its owner takes when what it
-//! does changes. The console samples the entries when asked; it never sends an actor a message
-//! and never waits on one, so a viewer that reads slowly slows only its own connection.
+//! [`Probe`] is then a `None` and costs one branch. On, each actor instance has a record: for an
+//! actor with a mailbox, a few atomics bumped as its messages come and go and a small lock its
+//! owner takes when what it does changes; for each tool call of a batch, 28 bytes of atomics in
+//! its batch's [`Group`]. The console samples the records when asked; it never sends an actor a
+//! message and never waits on one, so a viewer that reads slowly slows only its own connection.
 //!
 //! ```
 //! use golato_actors::console::{ConsoleConfig, Kind, WaitingOn};

@@ -1,9 +1,9 @@
-//! What the console knows of one actor instance: its [`Entry`](super::entry::Entry), kept up
-//! by the [`Probe`] its owner holds.
+//! The [`Probe`] an actor holds on its console record: a lone actor's
+//! [`Entry`](super::entry::Entry), or a member of a [`Group`](super::Group).
 //!
-//! Everything an actor does to its entry is a relaxed atomic or a short uncontended lock on its
-//! own entry: the console reads entries when it samples, and never sends an actor anything, so
-//! a slow console can never hold an actor up.
+//! Everything an actor does to its record is a relaxed atomic or a short uncontended lock on
+//! its own record: the console reads records when it samples, and never sends an actor
+//! anything, so a slow console can never hold an actor up.
 
 use std::borrow::Cow;
 use std::fmt;
