@@ -1,10 +1,11 @@
-//! The console's records: an [`Entry`] per actor (a lone one, or a member of a
-//! [`Group`](super::Group)), its [`State`], and the clock they are stamped with.
+//! The console's record of a lone actor (one with a mailbox, or one of
+//! [`Console::register`](super::Console::register)): its [`Lone`] record, its [`Entry`] and
+//! [`State`]; the clock every record is stamped with; where a record is in the live list.
+//! A batch's calls have smaller records of their own (see [`Member`](super::group::Member)).
 //!
-//! What the console costs is mostly these records: they are written on every change of every
-//! actor of a busy host. So a record allocates nothing of its own once made (a batch's calls
-//! are named once for all, by their group), and its times come from the kernel's coarse clock,
-//! which costs a quarter of the precise one (see [`Clock`]).
+//! What the console costs is mostly its records: they are written on every change of every
+//! actor of a busy host. So a record allocates nothing of its own once made, and its times come
+//! from the kernel's coarse clock, which costs a quarter of the precise one (see [`Clock`]).
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};

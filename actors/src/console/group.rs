@@ -196,12 +196,16 @@ impl GroupInner {
         .unwrap_or(group)
     }
 
+    /// What member `index` does, as a code.
+    fn doing(&self, index: usize) -> u8 {
+        self.members
+            .get(index)
+            .map_or(IDLE, |member| member.doing.load(Ordering::Acquire))
+    }
+
     /// Member `index`'s activity and leases held.
     pub(super) fn activity(&self, index: usize) -> (Activity, Vec<(PathBuf, u64)>) {
-        let doing = self
-            .members
-            .get(index)
-            .map_or(IDLE, |member| member.doing.load(Ordering::Acquire));
+        let doing = self.doing(index);
         let coded = match doing {
             IDLE => Some(Activity::Idle),
             RUNNING_TOOL => Some(Activity::Running {
@@ -241,10 +245,7 @@ impl GroupInner {
 
     /// Whether member `index` is busy (running something).
     pub(super) fn busy(&self, index: usize) -> bool {
-        let doing = self
-            .members
-            .get(index)
-            .map_or(IDLE, |member| member.doing.load(Ordering::Acquire));
+        let doing = self.doing(index);
         match doing {
             RUNNING_TOOL | RUNNING_HOOKS => true,
             RICH => self.with_rich(index, |rich| {
